@@ -1,0 +1,3 @@
+module github.com/gswitch/gswitch
+
+go 1.26.8
