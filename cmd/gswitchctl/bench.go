@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// result is one benchmark run, printed as one JSON object with --json.
+// Rates are medians over the timed rounds.
+type result struct {
+	Work    string `json:"work"`    // lpm | classify
+	Backend string `json:"backend"` // cpu
+	Algo    string `json:"algo"`    // gamt | linear | tuple | bloom
+	Data    string `json:"data"`    // the file or synthetic spec, and how traffic/updates were made
+	Traffic string `json:"traffic"` // random | table (in-table) | rules (drawn from the rules)
+	Family  int    `json:"family,omitempty"`
+
+	Entries       int     `json:"entries"`         // prefixes, or rules in the table after range expansion
+	Rules         int     `json:"rules,omitempty"` // rules in the source before expansion
+	Classes       int     `json:"classes,omitempty"`
+	Lookups       int64   `json:"lookups"` // lookups timed, all rounds
+	Rounds        int     `json:"rounds"`
+	Threads       int     `json:"threads"`
+	Batch         int     `json:"batch"`
+	MLPS          float64 `json:"mlps,omitempty"` // million lookups/s (lpm)
+	MPPS          float64 `json:"mpps,omitempty"` // million packets/s (classify)
+	NsPerLookup   float64 `json:"ns_per_lookup"`
+	BuildMS       float64 `json:"build_ms"`
+	BytesPerEntry float64 `json:"bytes_per_entry"`
+	ImageBytes    int     `json:"image_bytes"`
+
+	UpdatesPerSec    float64 `json:"updates_per_sec"`               // achieved rate under lookups (0: none asked)
+	UpdateMaxPerSec  float64 `json:"update_max_per_sec,omitempty"`  // updates/s applied back to back
+	MLPSUnderUpdates float64 `json:"mlps_under_updates,omitempty"`  // lookups while updates were applied
+	MLPSIdle         float64 `json:"mlps_idle,omitempty"`           // the same loop without updates
+	LossPct          float64 `json:"loss_pct,omitempty"`            // 100*(idle-under)/idle
+	VisibleP50us     float64 `json:"visible_p50_us,omitempty"`      // update applied to table -> visible to lookups
+	VisibleP99us     float64 `json:"visible_p99_us,omitempty"`      //
+	Bubbles          uint64  `json:"bubbles,omitempty"`             // words shipped as bubbles during the updates
+	Rebuilds         uint64  `json:"rebuilds,omitempty"`            // full image reloads during the updates
+	Layout           string  `json:"layout,omitempty"`              // strides, projection, ...
+	Checked          int     `json:"checked"`                       // lookups compared with the brute-force reference
+	Mismatches       int     `json:"mismatches"`                    //
+	Machine          string  `json:"machine"`                       // CPU model and cores
+	GPU              string  `json:"gpu"`                           // none on the CPU backend
+	GoVersion        string  `json:"go"`                            //
+	Time             string  `json:"time"`                          // when it ran (UTC)
+	Notes            string  `json:"notes,omitempty"`               //
+}
+
+// stderrForChecks receives the first mismatches a --check finds.
+var stderrForChecks io.Writer = os.Stderr
+
+// commonFlags are the flags every bench work takes.
+type commonFlags struct {
+	backend     string
+	check       bool
+	checkSample int
+	json        bool
+	lookups     int
+	rounds      int
+	batch       int
+	threads     int
+	seed        uint64
+}
+
+func (c *commonFlags) register(fs *flag.FlagSet, defLookups int) {
+	fs.StringVar(&c.backend, "backend", "cpu", "lookup backend: cpu (the GPU backend is not built yet)")
+	fs.BoolVar(&c.check, "check", false, "compare a sample of lookups with a brute-force reference; exit 1 on any mismatch")
+	fs.IntVar(&c.checkSample, "check-sample", 0, "lookups to check with --check (0: a size the reference scans in a few seconds)")
+	fs.BoolVar(&c.json, "json", false, "print one JSON object per run instead of a table")
+	fs.IntVar(&c.lookups, "lookups", defLookups, "traffic size: lookups per timed round")
+	fs.IntVar(&c.rounds, "rounds", 5, "timed rounds; rates are the median")
+	fs.IntVar(&c.batch, "batch", 256, "lookups per batch call")
+	fs.IntVar(&c.threads, "threads", 1, "lookup goroutines (idle lookups)")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed of the traffic and update generators")
+}
+
+func (c *commonFlags) validate() error {
+	switch c.backend {
+	case "cpu":
+	case "gpu":
+		return fmt.Errorf("%w: --backend gpu: this build has no GPU backend yet (the CUDA engine is issue [2/5]); use --backend cpu", errUsage)
+	default:
+		return fmt.Errorf("%w: --backend %q: want cpu or gpu", errUsage, c.backend)
+	}
+	switch {
+	case c.lookups < 1:
+		return fmt.Errorf("%w: --lookups must be at least 1", errUsage)
+	case c.rounds < 1:
+		return fmt.Errorf("%w: --rounds must be at least 1", errUsage)
+	case c.batch < 1:
+		return fmt.Errorf("%w: --batch must be at least 1", errUsage)
+	case c.threads < 1 || c.threads > 1024:
+		return fmt.Errorf("%w: --threads must be in 1..1024", errUsage)
+	case c.checkSample < 0:
+		return fmt.Errorf("%w: --check-sample must not be negative", errUsage)
+	}
+	return nil
+}
+
+// parseFlags parses args into fs, refusing positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	return nil
+}
+
+func newResult(work string, c *commonFlags) result {
+	return result{
+		Work: work, Backend: c.backend, Rounds: c.rounds, Threads: c.threads, Batch: c.batch,
+		Machine: machine(), GPU: "none", GoVersion: runtime.Version(),
+		Time: time.Now().UTC().Format(time.RFC3339),
+	}
+}
+
+// timeRounds runs fn rounds times and returns the per-round rates in
+// operations per second, fn returning how many operations it did.
+func timeRounds(rounds int, fn func() int) (rates []float64, total int64) {
+	for range rounds {
+		t0 := time.Now()
+		n := fn()
+		d := time.Since(t0).Seconds()
+		rates = append(rates, float64(n)/d)
+		total += int64(n)
+	}
+	return rates, total
+}
+
+// parallel runs fn on threads goroutines and returns the sum of their counts.
+func parallel(threads int, fn func(thread int) int) int {
+	if threads == 1 {
+		return fn(0)
+	}
+	counts := make(chan int, threads)
+	for t := range threads {
+		go func() { counts <- fn(t) }()
+	}
+	n := 0
+	for range threads {
+		n += <-counts
+	}
+	return n
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// percentile returns the p-th percentile (0..100) of xs by nearest rank.
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	i := int(p/100*float64(len(s))+0.5) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+// printResults writes the runs as JSON lines or as a readable table.
+func printResults(w io.Writer, asJSON bool, rs []result) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		for _, r := range rs {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i, r := range rs {
+		if i == 0 {
+			fmt.Fprintf(w, "# %s, %s, %s, gpu: %s\n", r.Machine, r.GoVersion, r.Time, r.GPU)
+		}
+		rate, unit := r.MLPS, "Mlookups/s"
+		if r.Work == "classify" {
+			rate, unit = r.MPPS, "Mpackets/s"
+		}
+		fmt.Fprintf(w, "%s %s/%s traffic=%s entries=%d: %.2f %s (%.1f ns/lookup, median of %d, %d thread(s), batch %d), build %.0f ms, %.1f bytes/entry\n",
+			r.Work, r.Backend, r.Algo, r.Traffic, r.Entries, rate, unit, r.NsPerLookup, r.Rounds, r.Threads, r.Batch, r.BuildMS, r.BytesPerEntry)
+		if r.Layout != "" {
+			fmt.Fprintf(w, "  layout: %s\n", r.Layout)
+		}
+		if r.UpdateMaxPerSec > 0 {
+			fmt.Fprintf(w, "  updates back to back: %.0f/s\n", r.UpdateMaxPerSec)
+		}
+		if r.MLPSUnderUpdates > 0 {
+			fmt.Fprintf(w, "  under %.0f updates/s: %.2f Mlookups/s vs %.2f idle in the same loop (loss %.2f%%), visible p50 %.0f µs p99 %.0f µs, %d bubbles, %d reloads\n",
+				r.UpdatesPerSec, r.MLPSUnderUpdates, r.MLPSIdle, r.LossPct, r.VisibleP50us, r.VisibleP99us, r.Bubbles, r.Rebuilds)
+		}
+		if r.Checked > 0 {
+			fmt.Fprintf(w, "  checked %d lookups against the brute-force reference: %d mismatches\n", r.Checked, r.Mismatches)
+		}
+		if r.Notes != "" {
+			fmt.Fprintf(w, "  %s\n", r.Notes)
+		}
+	}
+	fmt.Fprintf(w, "# data: %s\n", rs[len(rs)-1].Data)
+	return nil
+}
+
+// checkOutcome turns mismatches into the command's error.
+func checkOutcome(rs []result) error {
+	n := 0
+	for _, r := range rs {
+		n += r.Mismatches
+	}
+	if n > 0 {
+		return fmt.Errorf("%w: %d lookups disagree with the brute-force reference", errMismatch, n)
+	}
+	return nil
+}
+
+// machine describes the CPU this runs on.
+func machine() string {
+	model := runtime.GOARCH
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d cores", model, runtime.NumCPU())
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gswitch/gswitch/tables/flow"
+)
+
+type classifyFlags struct {
+	commonFlags
+	classbench string
+	synthetic  string
+	algo       string
+}
+
+// linearBudget bounds the rule comparisons of one timed round of linear
+// search (and of a default --check sample) so a round takes about a second.
+const linearBudget = 2e8
+
+func benchClassify(args []string, stdout, stderr io.Writer) error {
+	var f classifyFlags
+	fs := flag.NewFlagSet("gswitchctl bench classify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f.register(fs, 1<<20)
+	fs.StringVar(&f.classbench, "classbench", "", "ClassBench filter file (e.g. ../shared/data/classbench/acl1_20000.txt)")
+	fs.StringVar(&f.synthetic, "synthetic", "", "synthetic rule set N,C[,F,Cm,f]: N rules in C classes, F full classes, Cm overlapping classes, f fields (GSwitch §6)")
+	fs.StringVar(&f.algo, "algo", "all", "linear, tuple, bloom or all (one run each)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [flags]\n\nBuilds a flow table with each classifier, times batched lookups of packet keys\ndrawn from the rules, and with --check compares against a scan of every rule.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := f.validate(); err != nil {
+		return err
+	}
+	algos, err := parseAlgos(f.algo)
+	if err != nil {
+		return err
+	}
+	set, err := loadRuleSet(&f)
+	if err != nil {
+		return err
+	}
+	var rs []result
+	for _, a := range algos {
+		r, err := benchClassifyAlgo(&f, a, set)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, r)
+	}
+	if err := printResults(stdout, f.json, rs); err != nil {
+		return err
+	}
+	return checkOutcome(rs)
+}
+
+func (f *classifyFlags) validate() error {
+	if err := f.commonFlags.validate(); err != nil {
+		return err
+	}
+	if (f.classbench == "") == (f.synthetic == "") {
+		return fmt.Errorf("%w: bench classify needs exactly one of --classbench FILE and --synthetic N,C[,F,Cm,f]", errUsage)
+	}
+	return nil
+}
+
+func parseAlgos(s string) ([]flow.Algo, error) {
+	if s == "all" {
+		return []flow.Algo{flow.Linear, flow.Tuple, flow.Bloom}, nil
+	}
+	var out []flow.Algo
+	for _, name := range strings.Split(s, ",") {
+		a, err := flow.ParseAlgo(name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --algo: %v", errUsage, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// ruleSet is the rules of one benchmark and its traffic.
+type ruleSet struct {
+	rules   []flow.Rule
+	sources int // rules in the source (before range expansion)
+	keys    []flow.Key
+	data    string
+}
+
+func loadRuleSet(f *classifyFlags) (*ruleSet, error) {
+	if f.classbench != "" {
+		fh, err := os.Open(f.classbench)
+		if err != nil {
+			return nil, err
+		}
+		defer fh.Close()
+		cb, err := flow.ReadClassBench(fh, f.classbench)
+		if err != nil {
+			return nil, err
+		}
+		rules, _ := flow.ExpandClassBench(cb)
+		return &ruleSet{
+			rules: rules, sources: len(cb),
+			keys: flow.ClassBenchTraffic(cb, f.lookups, f.seed),
+			data: fmt.Sprintf("ClassBench %s: %d rules, %d entries after port-range expansion, priority by line order; traffic: headers drawn inside random rules plus uniform ones (seed %d)",
+				f.classbench, len(cb), len(rules), f.seed),
+		}, nil
+	}
+	spec, err := flow.ParseSynthetic(f.synthetic)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --synthetic: %v", errUsage, err)
+	}
+	rules := spec.Generate(f.seed)
+	return &ruleSet{
+		rules: rules, sources: len(rules),
+		keys: flow.SynthTraffic(spec, rules, f.lookups, f.seed+1),
+		data: fmt.Sprintf("synthetic %s (GSwitch §6 shape: %s; seed %d); traffic: packets from random rule groups, wildcard bits random (seed %d)",
+			f.synthetic, spec, f.seed, f.seed+1),
+	}, nil
+}
+
+func benchClassifyAlgo(f *classifyFlags, algo flow.Algo, set *ruleSet) (result, error) {
+	r := newResult("classify", &f.commonFlags)
+	r.Algo, r.Traffic, r.Data, r.Rules = algo.String(), "rules", set.data, set.sources
+
+	tab, err := flow.NewTable(flow.Config{Algo: algo, MaxEntries: max(len(set.rules), 1<<20), Seed: f.seed})
+	if err != nil {
+		return r, err
+	}
+	t0 := time.Now()
+	for i := range set.rules {
+		if _, _, err := tab.Add(set.rules[i], 0); err != nil {
+			return r, fmt.Errorf("adding rule %d (%s): %w", i, set.rules[i].Match.String(), err)
+		}
+	}
+	r.BuildMS = float64(time.Since(t0).Microseconds()) / 1000
+	st := tab.Stats()
+	r.Entries, r.Classes, r.ImageBytes = tab.Len(), st.Classes, st.ImageBytes
+	r.BytesPerEntry = float64(st.ImageBytes) / float64(max(1, tab.Len()))
+	r.Layout = fmt.Sprintf("projected key words %v", tab.UsedWords())
+
+	keys := set.keys
+	if algo == flow.Linear {
+		// Scanning every rule: time fewer packets so a round stays near a second.
+		keys = keys[:max(1000, min(len(keys), int(linearBudget/float64(max(1, tab.Len())))))]
+		if len(keys) < len(set.keys) {
+			r.Notes = fmt.Sprintf("linear search timed on the first %d of the %d packets", len(keys), len(set.keys))
+		}
+	}
+	out := make([]flow.RuleID, len(keys))
+	rates, total := timeRounds(f.rounds, func() int {
+		return parallel(f.threads, func(t int) int {
+			lo, hi := t*len(keys)/f.threads, (t+1)*len(keys)/f.threads
+			for i := lo; i < hi; i += f.batch {
+				j := min(i+f.batch, hi)
+				tab.LookupBatch(keys[i:j], out[i:j])
+			}
+			return hi - lo
+		})
+	})
+	r.Lookups, r.MPPS = total, median(rates)/1e6
+	r.NsPerLookup = 1e9 / median(rates) * float64(f.threads)
+	if f.check {
+		r.Checked, r.Mismatches = checkClassify(tab, keys, out, f.checkSample)
+	}
+	return r, nil
+}
+
+// checkClassify compares the lookups of a sample of keys (their results are
+// in got) with a scan of every rule in the table.
+func checkClassify(tab *flow.Table, keys []flow.Key, got []flow.RuleID, sample int) (checked, mismatches int) {
+	var byID []flow.Rule
+	tab.Rules(func(id flow.RuleID, r *flow.Rule) bool {
+		for int(id) >= len(byID) {
+			byID = append(byID, flow.Rule{Match: flow.Match{Mask: flow.Key{}, Value: flow.Key{}}, Priority: 0})
+		}
+		byID[id] = *r
+		return true
+	})
+	if len(byID) != tab.Len() {
+		fmt.Fprintf(stderrForChecks, "rule ids are not dense (%d ids for %d rules): the reference would see phantom rules\n", len(byID), tab.Len())
+		return 0, 1
+	}
+	if sample == 0 {
+		sample = int(linearBudget / float64(max(1, len(byID))))
+	}
+	sample = max(1, min(sample, len(keys)))
+	for i := 0; i < sample; i++ {
+		want := flow.BruteForce(byID, &keys[i])
+		if got[i] != want {
+			if mismatches < 5 {
+				fmt.Fprintf(stderrForChecks, "mismatch: packet %d: got rule %d, want %d\n", i, got[i], want)
+			}
+			mismatches++
+		}
+	}
+	return sample, mismatches
+}

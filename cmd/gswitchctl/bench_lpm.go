@@ -1,0 +1,443 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gswitch/gswitch/tables/bubble"
+	"github.com/gswitch/gswitch/tables/lpm"
+)
+
+type lpmFlags struct {
+	commonFlags
+	fib           string
+	family        int
+	updatesPerSec int
+	updates       int
+	duration      time.Duration
+	traffic       string
+	levels        int
+}
+
+func benchLPM(args []string, stdout, stderr io.Writer) error {
+	var f lpmFlags
+	fs := flag.NewFlagSet("gswitchctl bench lpm", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f.register(fs, 1<<20)
+	fs.StringVar(&f.fib, "fib", "", "routing table: one CIDR per line, .gz allowed (required)")
+	fs.IntVar(&f.family, "family", 0, "4 or 6: only that family (0: both, one run each)")
+	fs.IntVar(&f.updatesPerSec, "updates-per-sec", 0, "also measure lookups while this many route updates/s are applied (0: no)")
+	fs.IntVar(&f.updates, "updates", 100000, "updates applied back to back to measure the update rate (0: skip)")
+	fs.DurationVar(&f.duration, "duration", 2*time.Second, "length of each lookups-under-updates measurement")
+	fs.StringVar(&f.traffic, "traffic", "both", "random (uniform addresses), table (addresses inside table prefixes) or both")
+	fs.IntVar(&f.levels, "levels", 0, "trie levels (0: chosen automatically); strides by GAMT Algorithm 3")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: gswitchctl bench lpm --fib FILE [flags]\n\nBuilds the GAMT trie from the table, times batched lookups, route updates and\nlookups under updates, and with --check compares against a reference that tries every prefix length.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := f.validate(); err != nil {
+		return err
+	}
+	prefixes, err := lpm.OpenPrefixFile(f.fib)
+	if err != nil {
+		return err
+	}
+	var rs []result
+	for _, fam := range []lpm.Family{lpm.IPv4, lpm.IPv6} {
+		if f.family != 0 && int(fam) != f.family {
+			continue
+		}
+		var sel []netip.Prefix
+		for _, p := range prefixes {
+			if p.Addr().Is4() == (fam == lpm.IPv4) {
+				sel = append(sel, p)
+			}
+		}
+		if len(sel) == 0 {
+			if f.family != 0 {
+				return fmt.Errorf("%s: no IPv%d prefixes", f.fib, fam)
+			}
+			continue
+		}
+		out, err := benchLPMFamily(&f, fam, sel)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, out...)
+	}
+	if len(rs) == 0 {
+		return fmt.Errorf("%s: no prefixes", f.fib)
+	}
+	if err := printResults(stdout, f.json, rs); err != nil {
+		return err
+	}
+	return checkOutcome(rs)
+}
+
+func (f *lpmFlags) validate() error {
+	if err := f.commonFlags.validate(); err != nil {
+		return err
+	}
+	switch {
+	case f.fib == "":
+		return fmt.Errorf("%w: bench lpm needs --fib FILE", errUsage)
+	case f.family != 0 && f.family != 4 && f.family != 6:
+		return fmt.Errorf("%w: --family must be 4 or 6", errUsage)
+	case f.updatesPerSec < 0 || f.updates < 0:
+		return fmt.Errorf("%w: update counts must not be negative", errUsage)
+	case f.duration <= 0:
+		return fmt.Errorf("%w: --duration must be positive", errUsage)
+	case f.traffic != "random" && f.traffic != "table" && f.traffic != "both":
+		return fmt.Errorf("%w: --traffic must be random, table or both", errUsage)
+	case f.levels < 0:
+		return fmt.Errorf("%w: --levels must not be negative", errUsage)
+	}
+	return nil
+}
+
+// lpmTraffic is one traffic set in the forms the lookups take.
+type lpmTraffic struct {
+	name  string
+	addrs []netip.Addr
+	v4    []uint32
+	v6    []lpm.Addr6
+}
+
+func newLPMTraffic(name string, addrs []netip.Addr) *lpmTraffic {
+	tr := &lpmTraffic{name: name, addrs: addrs}
+	for _, a := range addrs {
+		if a.Is4() {
+			b := a.As4()
+			tr.v4 = append(tr.v4, uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3]))
+		} else {
+			tr.v6 = append(tr.v6, addr6(a))
+		}
+	}
+	return tr
+}
+
+func addr6(a netip.Addr) lpm.Addr6 {
+	b := a.As16()
+	var x lpm.Addr6
+	for i := 0; i < 8; i++ {
+		x.Hi = x.Hi<<8 | uint64(b[i])
+		x.Lo = x.Lo<<8 | uint64(b[8+i])
+	}
+	return x
+}
+
+func (tr *lpmTraffic) len() int { return len(tr.addrs) }
+
+// lookup looks up addresses [lo, hi) in batches, the results into out[lo:hi].
+func (tr *lpmTraffic) lookup(v *lpm.View, out []uint32, lo, hi, batch int) {
+	for i := lo; i < hi; i += batch {
+		j := min(i+batch, hi)
+		if tr.v4 != nil {
+			v.LookupBatch4(tr.v4[i:j], out[i:j])
+		} else {
+			v.LookupBatch6(tr.v6[i:j], out[i:j])
+		}
+	}
+}
+
+func benchLPMFamily(f *lpmFlags, fam lpm.Family, prefixes []netip.Prefix) ([]result, error) {
+	routes := make([]lpm.Route, len(prefixes))
+	for i, p := range prefixes {
+		routes[i] = lpm.Route{Prefix: p, NextHop: lpm.SyntheticNextHop(p)}
+	}
+	opts := lpm.Options{Levels: f.levels}
+	t0 := time.Now()
+	tab, err := lpm.Build(fam, routes, opts)
+	if err != nil {
+		return nil, err
+	}
+	buildMS := float64(time.Since(t0).Microseconds()) / 1000
+	ref := lpm.NewReference(fam)
+	for _, r := range routes {
+		if err := ref.Insert(r.Prefix, r.NextHop); err != nil {
+			return nil, err
+		}
+	}
+	st := tab.Stats()
+
+	var traffics []*lpmTraffic
+	if f.traffic != "table" {
+		traffics = append(traffics, newLPMTraffic("random", lpm.RandomAddrs(fam, f.lookups, f.seed)))
+	}
+	if f.traffic != "random" {
+		traffics = append(traffics, newLPMTraffic("table", lpm.TableAddrs(prefixes, f.lookups, f.seed+1)))
+	}
+	trace := lpm.UpdateTrace(prefixes, f.updates+int(float64(f.updatesPerSec)*f.duration.Seconds()*float64(len(traffics)))+1, f.seed+2)
+	next := 0 // the next trace entry to apply
+
+	var rs []result
+	for _, tr := range traffics {
+		r := newResult("lpm", &f.commonFlags)
+		r.Algo, r.Family, r.Traffic = "gamt", int(fam), tr.name
+		r.Entries, r.BuildMS = len(prefixes), buildMS
+		r.Data = fmt.Sprintf("%s (IPv%d, %d prefixes, next hops: a hash of the prefix into 1..256); traffic: %s; updates: %s",
+			f.fib, fam, len(prefixes), trafficDescription(tr.name, f.seed), lpm.UpdateTraceDescription)
+
+		// Idle lookups on the table's own view.
+		outs := make([]uint32, tr.len())
+		view := tab.View()
+		rates, total := timeRounds(f.rounds, func() int {
+			return parallel(f.threads, func(t int) int {
+				lo, hi := t*tr.len()/f.threads, (t+1)*tr.len()/f.threads
+				tr.lookup(view, outs, lo, hi, f.batch)
+				return hi - lo
+			})
+		})
+		r.Lookups, r.MLPS = total, median(rates)/1e6
+		r.NsPerLookup = 1e9 / median(rates) * float64(f.threads)
+
+		if f.updatesPerSec > 0 {
+			if next, err = underUpdates(&r, f, tab, ref, trace, next, tr); err != nil {
+				return nil, err
+			}
+		}
+		if f.updates > 0 && r.UpdateMaxPerSec == 0 && tr == traffics[0] {
+			n := min(f.updates, len(trace)-next)
+			t0 := time.Now()
+			if err := applyUpdates(tab, trace[next:next+n], 1000); err != nil {
+				return nil, err
+			}
+			r.UpdateMaxPerSec = float64(n) / time.Since(t0).Seconds()
+			if err := applyUpdates(ref, trace[next:next+n], 0); err != nil {
+				return nil, err
+			}
+			next += n
+		}
+		st = tab.Stats()
+		r.ImageBytes, r.BytesPerEntry = st.ImageBytes, st.BytesPerPrefix
+		r.Layout = fmt.Sprintf("strides %v, nodes per level %v, %d rebuilds so far", st.Strides, st.NodesPerLevel, st.Rebuilds)
+		if f.check {
+			c, m := checkLPM(tab.View(), ref, tr, f.checkSample)
+			r.Checked, r.Mismatches = r.Checked+c, r.Mismatches+m
+		}
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
+func trafficDescription(name string, seed uint64) string {
+	if name == "random" {
+		return fmt.Sprintf("uniformly random addresses (seed %d)", seed)
+	}
+	return fmt.Sprintf("in-table: an address drawn uniformly inside a prefix drawn uniformly from the table (seed %d)", seed+1)
+}
+
+// routeTable is what both the trie and the reference offer for updates.
+type routeTable interface {
+	Insert(p netip.Prefix, nh uint32) error
+	Delete(p netip.Prefix) error
+}
+
+// applyUpdates applies trace entries; syncEvery > 0 gathers the bubbles every
+// so many updates, as the datapath would before a batch.
+func applyUpdates(t routeTable, trace []lpm.Update, syncEvery int) error {
+	tab, _ := t.(*lpm.Table)
+	for i, u := range trace {
+		var err error
+		if u.Withdraw {
+			err = t.Delete(u.Prefix)
+		} else {
+			err = t.Insert(u.Prefix, u.NextHop)
+		}
+		if err != nil {
+			return fmt.Errorf("update %d (%+v): %w", i, u, err)
+		}
+		if tab != nil && syncEvery > 0 && (i+1)%syncEvery == 0 {
+			tab.Mirror().Sync()
+		}
+	}
+	if tab != nil && syncEvery > 0 {
+		tab.Mirror().Sync()
+	}
+	return nil
+}
+
+// syncMsg carries one Sync's update to the lookup side, with the times at
+// which the updates it covers were applied to the table.
+type syncMsg struct {
+	u       bubble.Update
+	applied []time.Time
+}
+
+// underUpdates measures lookups on a mirror that a second goroutine keeps up
+// to date through bubbles while it applies updatesPerSec route updates to the
+// table: GAMT's update mechanism with the CPU as the device. The same loop is
+// timed without updates first (mlps_idle) so the loss compares like with like.
+func underUpdates(r *result, f *lpmFlags, tab *lpm.Table, ref *lpm.Reference, trace []lpm.Update, next int, tr *lpmTraffic) (int, error) {
+	// After a Sync, nothing is pending: a clone of the image is the mirror.
+	tab.Mirror().Sync()
+	mirror := tab.Mirror().Image().Clone()
+	idle, _, _, _, err := mirrorLookups(f, &mirror, tr, nil)
+	if err != nil {
+		return next, err
+	}
+
+	msgs := make(chan syncMsg, 1024)
+	done := make(chan struct{})
+	type updOut struct {
+		n   int
+		err error
+	}
+	upd := make(chan updOut, 1)
+	go func() {
+		n, err := paceUpdates(tab, trace[next:], f.updatesPerSec, msgs, done)
+		upd <- updOut{n, err}
+	}()
+	under, lat, bubbles, reloads, err := mirrorLookups(f, &mirror, tr, msgs)
+	close(done)
+	for m := range msgs { // what was synced after the lookups stopped
+		if err == nil {
+			err = m.u.ApplyTo(&mirror)
+		}
+	}
+	u := <-upd
+	if err == nil {
+		err = u.err
+	}
+	if err != nil {
+		return next, err
+	}
+	// The mirror, fed only with bubbles, must now equal the table's image.
+	if d := mirror.Diff(tab.Mirror().Image()); d != "" {
+		r.Mismatches++
+		fmt.Fprintln(stderrForChecks, "the mirror kept by bubbles differs from the table image:", d)
+	}
+	if err := applyUpdates(ref, trace[next:next+u.n], 0); err != nil {
+		return next, err
+	}
+	r.MLPSIdle, r.MLPSUnderUpdates = idle/1e6, under/1e6
+	r.LossPct = 100 * (idle - under) / idle
+	r.UpdatesPerSec = float64(u.n) / f.duration.Seconds()
+	r.VisibleP50us, r.VisibleP99us = percentile(lat, 50), percentile(lat, 99)
+	r.Bubbles, r.Rebuilds = bubbles, reloads
+	return next + u.n, nil
+}
+
+// paceUpdates applies trace entries at rate per second until done is closed,
+// syncing the mirror after each step and sending what it gathered.
+func paceUpdates(tab *lpm.Table, trace []lpm.Update, rate int, msgs chan<- syncMsg, done <-chan struct{}) (int, error) {
+	defer close(msgs)
+	start := time.Now()
+	n := 0
+	for {
+		select {
+		case <-done:
+			return n, nil
+		default:
+		}
+		due := min(int(time.Since(start).Seconds()*float64(rate)), len(trace))
+		if due == n && n == len(trace) {
+			return n, fmt.Errorf("update trace exhausted after %d updates", n)
+		}
+		var applied []time.Time
+		for ; n < due; n++ {
+			if err := applyUpdates(tab, trace[n:n+1], 0); err != nil {
+				return n, err
+			}
+			applied = append(applied, time.Now())
+		}
+		if len(applied) > 0 {
+			msgs <- syncMsg{u: tab.Mirror().Sync(), applied: applied}
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// mirrorLookups looks up the traffic in batches on the mirror for the
+// configured duration, applying every pending Update between two batches.
+// It returns the lookup rate, the update-to-visible latencies in µs, and the
+// bubbles and full reloads applied.
+func mirrorLookups(f *lpmFlags, mirror **bubble.Image, tr *lpmTraffic, msgs <-chan syncMsg) (rate float64, lat []float64, bubbles, reloads uint64, err error) {
+	view, err := lpm.NewView(*mirror)
+	if err != nil {
+		return 0, nil, 0, 0, err
+	}
+	out := make([]uint32, f.batch)
+	n, i := 0, 0
+	start := time.Now()
+	deadline := start.Add(f.duration)
+	for {
+		for pending := true; pending && msgs != nil; {
+			select {
+			case m, ok := <-msgs:
+				if !ok {
+					msgs = nil
+					break
+				}
+				if m.u.Full != nil {
+					reloads++
+				}
+				bubbles += uint64(len(m.u.Bubbles))
+				if err := m.u.ApplyTo(mirror); err != nil {
+					return 0, nil, 0, 0, err
+				}
+				if m.u.Full != nil {
+					if view, err = lpm.NewView(*mirror); err != nil {
+						return 0, nil, 0, 0, err
+					}
+				}
+				now := time.Now()
+				for _, t := range m.applied {
+					lat = append(lat, float64(now.Sub(t).Nanoseconds())/1e3)
+				}
+			default:
+				pending = false
+			}
+		}
+		j := min(i+f.batch, tr.len())
+		if tr.v4 != nil {
+			view.LookupBatch4(tr.v4[i:j], out[:j-i])
+		} else {
+			view.LookupBatch6(tr.v6[i:j], out[:j-i])
+		}
+		n += j - i
+		if i = j; i == tr.len() {
+			i = 0
+		}
+		if n%(64*f.batch) < f.batch && time.Now().After(deadline) {
+			break
+		}
+	}
+	return float64(n) / time.Since(start).Seconds(), lat, bubbles, reloads, nil
+}
+
+// checkLPM compares a sample of the traffic's lookups with the reference.
+func checkLPM(v *lpm.View, ref *lpm.Reference, tr *lpmTraffic, sample int) (checked, mismatches int) {
+	if sample == 0 {
+		sample = 200000
+	}
+	sample = min(sample, tr.len())
+	out := make([]uint32, tr.len())
+	tr.lookup(v, out, 0, sample, 256)
+	var bad []string
+	for i := 0; i < sample; i++ {
+		want, ok := ref.Lookup(tr.addrs[i])
+		if !ok {
+			want = 0
+		}
+		if out[i] != want {
+			mismatches++
+			if len(bad) < 5 {
+				bad = append(bad, fmt.Sprintf("%s: got next hop %d, want %d", tr.addrs[i], out[i], want))
+			}
+		}
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		fmt.Fprintln(stderrForChecks, "mismatches:", strings.Join(bad, "; "))
+	}
+	return sample, mismatches
+}

@@ -1,0 +1,78 @@
+// Command gswitchctl is gswitch's command-line tool. This version holds the
+// off-line tools: the table benchmarks, which build gswitch's tables from the
+// shared data sets, measure lookups and updates, and check every sampled
+// answer against a brute-force reference.
+//
+//	gswitchctl bench lpm --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu] [--check] [--json]
+//	gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [--algo linear|tuple|bloom] [--backend cpu] [--check] [--json]
+//
+// Run a command with -h for all of its flags.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `gswitchctl — gswitch's command-line tool
+
+Usage:
+  gswitchctl bench lpm --fib FILE [flags]        IPv4/IPv6 longest-prefix match (GAMT trie)
+  gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [flags]
+                                                 OpenFlow wildcard classification
+  gswitchctl help                                this text
+
+Run "gswitchctl bench lpm -h" or "gswitchctl bench classify -h" for the flags.
+`
+
+// errUsage marks an error in the command line: exit status 2.
+var errUsage = errors.New("usage")
+
+// errMismatch marks a --check that found wrong answers: exit status 1.
+var errMismatch = errors.New("mismatches found")
+
+func main() {
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(os.Stderr, "gswitchctl:", err)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "gswitchctl:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("%w: no command given", errUsage)
+	}
+	switch args[0] {
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "bench":
+		return runBench(args[1:], stdout, stderr)
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+}
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: bench needs a work: lpm or classify", errUsage)
+	}
+	switch args[0] {
+	case "lpm":
+		return benchLPM(args[1:], stdout, stderr)
+	case "classify":
+		return benchClassify(args[1:], stdout, stderr)
+	}
+	return fmt.Errorf("%w: unknown bench %q (want lpm or classify)", errUsage, args[0])
+}
