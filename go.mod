@@ -11,6 +11,7 @@ require (
 )
 
 require (
+	github.com/gaissmai/bart v0.30.0 // indirect
 	github.com/golang/protobuf v1.5.3 // indirect
 	github.com/google/uuid v1.3.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect

@@ -200,8 +200,8 @@ func printResults(w io.Writer, asJSON bool, rs []result) error {
 		if r.Work == "classify" {
 			rate, unit = r.MPPS, "Mpackets/s"
 		}
-		fmt.Fprintf(w, "%s %s/%s traffic=%s entries=%d: %.2f %s (%.1f ns/lookup, median of %d, %d thread(s), batch %d), build %.0f ms, %.1f bytes/entry\n",
-			r.Work, r.Backend, r.Algo, r.Traffic, r.Entries, rate, unit, r.NsPerLookup, r.Rounds, r.Threads, r.Batch, r.BuildMS, r.BytesPerEntry)
+		fmt.Fprintf(w, "%s %s/%s traffic=%s entries=%d%s: %.2f %s (%.1f ns/lookup, median of %d, %d thread(s), batch %d), build %.0f ms, %.1f bytes/entry\n",
+			r.Work, r.Backend, r.Algo, r.Traffic, r.Entries, classes(r.Classes), rate, unit, r.NsPerLookup, r.Rounds, r.Threads, r.Batch, r.BuildMS, r.BytesPerEntry)
 		if r.Layout != "" {
 			fmt.Fprintf(w, "  layout: %s\n", r.Layout)
 		}
@@ -221,6 +221,13 @@ func printResults(w io.Writer, asJSON bool, rs []result) error {
 	}
 	fmt.Fprintf(w, "# data: %s\n", rs[len(rs)-1].Data)
 	return nil
+}
+
+func classes(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" classes=%d", n)
 }
 
 // checkOutcome turns mismatches into the command's error.

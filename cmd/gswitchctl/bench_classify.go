@@ -106,7 +106,10 @@ func loadRuleSet(f *classifyFlags) (*ruleSet, error) {
 		if err != nil {
 			return nil, err
 		}
-		rules, _ := flow.ExpandClassBench(cb)
+		rules, err := flow.ExpandClassBench(cb)
+		if err != nil {
+			return nil, err
+		}
 		return &ruleSet{
 			rules: rules, sources: len(cb),
 			keys: flow.ClassBenchTraffic(cb, f.lookups, f.seed),
@@ -180,7 +183,7 @@ func checkClassify(tab *flow.Table, keys []flow.Key, got []flow.RuleID, sample i
 	var byID []flow.Rule
 	tab.Rules(func(id flow.RuleID, r *flow.Rule) bool {
 		for int(id) >= len(byID) {
-			byID = append(byID, flow.Rule{Match: flow.Match{Mask: flow.Key{}, Value: flow.Key{}}, Priority: 0})
+			byID = append(byID, flow.Rule{})
 		}
 		byID[id] = *r
 		return true
