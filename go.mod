@@ -3,6 +3,7 @@ module github.com/gswitch/gswitch
 go 1.24.0
 
 require (
+	github.com/gaissmai/bart v0.30.0
 	github.com/google/gopacket v1.1.19
 	github.com/netrack/openflow v0.1.0
 	github.com/p4lang/p4runtime v1.4.1
@@ -11,7 +12,6 @@ require (
 )
 
 require (
-	github.com/gaissmai/bart v0.30.0 // indirect
 	github.com/golang/protobuf v1.5.3 // indirect
 	github.com/google/uuid v1.3.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect

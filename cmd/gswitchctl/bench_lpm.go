@@ -175,7 +175,10 @@ func benchLPMFamily(f *lpmFlags, fam lpm.Family, prefixes []netip.Prefix) ([]res
 	if f.traffic != "random" {
 		traffics = append(traffics, newLPMTraffic("table", lpm.TableAddrs(prefixes, f.lookups, f.seed+1)))
 	}
-	trace := lpm.UpdateTrace(prefixes, f.updates+int(float64(f.updatesPerSec)*f.duration.Seconds()*float64(len(traffics)))+1, f.seed+2)
+	// Enough updates for the back-to-back run and, with slack for start-up,
+	// every lookups-under-updates run.
+	underRun := float64(f.updatesPerSec) * (2*f.duration.Seconds() + 1)
+	trace := lpm.UpdateTrace(prefixes, f.updates+int(underRun)*len(traffics)+1, f.seed+2)
 	next := 0 // the next trace entry to apply
 
 	var rs []result
@@ -289,12 +292,14 @@ func underUpdates(r *result, f *lpmFlags, tab *lpm.Table, ref *lpm.Reference, tr
 	done := make(chan struct{})
 	type updOut struct {
 		n   int
+		d   time.Duration
 		err error
 	}
 	upd := make(chan updOut, 1)
 	go func() {
+		t0 := time.Now()
 		n, err := paceUpdates(tab, trace[next:], f.updatesPerSec, msgs, done)
-		upd <- updOut{n, err}
+		upd <- updOut{n, time.Since(t0), err}
 	}()
 	under, lat, bubbles, reloads, err := mirrorLookups(f, &mirror, tr, msgs)
 	close(done)
@@ -320,7 +325,7 @@ func underUpdates(r *result, f *lpmFlags, tab *lpm.Table, ref *lpm.Reference, tr
 	}
 	r.MLPSIdle, r.MLPSUnderUpdates = idle/1e6, under/1e6
 	r.LossPct = 100 * (idle - under) / idle
-	r.UpdatesPerSec = float64(u.n) / f.duration.Seconds()
+	r.UpdatesPerSec = float64(u.n) / u.d.Seconds()
 	r.VisibleP50us, r.VisibleP99us = percentile(lat, 50), percentile(lat, 99)
 	r.Bubbles, r.Rebuilds = bubbles, reloads
 	return next + u.n, nil

@@ -3,7 +3,6 @@ package flow
 import (
 	"encoding/binary"
 	"fmt"
-	"math/bits"
 )
 
 // KeyWords is the width of a packet key in 32-bit words.
@@ -128,7 +127,7 @@ type FieldInfo struct {
 	bytes    int
 }
 
-// partsWordBits returns each part's word and bit mask (shifted into place).
+// partMask returns part i's bits in its word.
 func (fi *FieldInfo) partMask(i int) uint32 {
 	p := fi.Parts[i]
 	return uint32((uint64(1)<<p.Width)-1) << p.Shift
@@ -429,13 +428,4 @@ func (k *Key) String() string {
 		return "zero"
 	}
 	return s
-}
-
-// onesCount returns the number of set bits in the key.
-func (k *Key) onesCount() int {
-	n := 0
-	for _, w := range k {
-		n += bits.OnesCount32(w)
-	}
-	return n
 }

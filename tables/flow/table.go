@@ -417,11 +417,14 @@ func (t *Table) Lookup(k *Key) (RuleID, bool) {
 // LookupBatch looks up keys[i] into out[i], for i < min(len(keys), len(out)).
 func (t *Table) LookupBatch(keys []Key, out []RuleID) {
 	v := t.view
-	var pk [KeyWords]uint32
+	var pk [chunk][KeyWords]uint32
 	n := min(len(keys), len(out))
-	for i := 0; i < n; i++ {
-		projectKey(&keys[i], v.proj[:v.p], pk[:])
-		out[i], _ = v.Lookup(pk[:v.p])
+	for lo := 0; lo < n; lo += chunk {
+		m := min(chunk, n-lo)
+		for i := 0; i < m; i++ {
+			projectKey(&keys[lo+i], v.proj[:v.p], pk[i][:])
+		}
+		v.lookupChunk(&pk, m, out[lo:lo+m])
 	}
 }
 

@@ -360,6 +360,11 @@ func TestMirrorFollowsBubbles(t *testing.T) {
 				_, _, _ = tab.Add(r, 0)
 				_, _, _ = m.add(r, 0)
 			case 3:
+				if rng.IntN(30) == 0 {
+					if err := tab.Compact(); err != nil {
+						t.Fatal(err)
+					}
+				}
 				s := randomSelector(rng, g, m.list())
 				tab.Delete(s)
 				for _, id := range m.sel(s) {
@@ -404,6 +409,69 @@ func TestMirrorFollowsBubbles(t *testing.T) {
 		}
 		if tab.Mirror().Replaced < 2 {
 			t.Errorf("%v: no rebuild happened (Replaced %d)", a, tab.Mirror().Replaced)
+		}
+	}
+}
+
+// TestProjectionAndCompact checks that the projection widens with a rule
+// that needs a new word (a new generation), stays while a generation lasts,
+// and narrows on Compact; and that DeleteID removes one rule.
+func TestProjectionAndCompact(t *testing.T) {
+	for _, a := range algos {
+		tab, err := NewTable(Config{Algo: a})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tab.UsedWords()) != 0 {
+			t.Fatalf("empty table projects %v", tab.UsedWords())
+		}
+		all := Rule{Priority: 1} // matches every packet: no words
+		if id, _, err := tab.Add(all, 0); err != nil || id != 0 {
+			t.Fatal(id, err)
+		}
+		r1 := Rule{Match: mustParse(t, "eth_type=0x800,ip_proto=6,tcp_dst=80"), Priority: 5}
+		r2 := Rule{Match: mustParse(t, "eth_type=0x800,ipv4_dst=10.0.0.0/8"), Priority: 7}
+		gen := tab.Mirror().Image().Generation
+		_, _, _ = tab.Add(r1, 0)
+		if w := tab.UsedWords(); !slices.Equal(w, []int{9, 20}) || tab.Mirror().Image().Generation == gen {
+			t.Fatalf("%v: projection %v after tcp_dst (generation %d)", a, w, tab.Mirror().Image().Generation)
+		}
+		id2, _, _ := tab.Add(r2, 0)
+		if w := tab.UsedWords(); !slices.Equal(w, []int{9, 16, 20}) {
+			t.Fatalf("%v: projection %v", a, w)
+		}
+		gen = tab.Mirror().Image().Generation
+		if _, ok := tab.DeleteID(id2); !ok {
+			t.Fatal("DeleteID")
+		}
+		if _, ok := tab.DeleteID(id2); ok {
+			t.Fatal("DeleteID twice")
+		}
+		if w := tab.UsedWords(); !slices.Equal(w, []int{9, 16, 20}) || tab.Mirror().Image().Generation != gen {
+			t.Fatalf("%v: projection shrank within a generation: %v", a, w)
+		}
+		var k Key
+		_ = k.SetUint(FieldEthType, EthTypeIPv4)
+		_ = k.SetUint(FieldIPProto, IPProtoTCP)
+		_ = k.SetUint(FieldTCPDst, 80)
+		if id, ok := tab.Lookup(&k); !ok || id != 1 {
+			t.Fatalf("%v: lookup %d", a, id)
+		}
+		if err := tab.Compact(); err != nil {
+			t.Fatal(err)
+		}
+		if w := tab.UsedWords(); !slices.Equal(w, []int{9, 20}) {
+			t.Fatalf("%v: projection %v after Compact", a, w)
+		}
+		if id, ok := tab.Lookup(&k); !ok || id != 1 {
+			t.Fatalf("%v: lookup after Compact %d", a, id)
+		}
+		_ = k.SetUint(FieldTCPDst, 81)
+		if id, ok := tab.Lookup(&k); !ok || id != 0 {
+			t.Fatalf("%v: lookup of the catch-all %d", a, id)
+		}
+		if st := tab.Stats(); st.Rules != 2 || st.Matches != 2 || st.ProjectedWords != 2 || st.Rebuilds < 3 {
+			t.Fatalf("%v: stats %+v", a, st)
 		}
 	}
 }

@@ -60,10 +60,16 @@ func NewView(im *bubble.Image) (*View, error) {
 		v.proj[i] = int(w)
 	}
 	v.ent = im.Words[RegionEntries]
+	var err error
 	if v.algo == Linear {
-		return v, v.checkLinear()
+		err = v.checkLinear()
+	} else {
+		err = v.checkTuple(im)
 	}
-	return v, v.checkTuple(im)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 func regionCount(im *bubble.Image) int {
@@ -211,12 +217,16 @@ func (v *View) LookupBatchSoA(soa []uint32, n int, out []RuleID) error {
 	if n < 0 || len(out) < n || int64(len(soa)) < int64(n)*int64(v.p) {
 		return fmt.Errorf("flow: batch of %d packets needs %d key words and %d results, got %d and %d", n, n*v.p, n, len(soa), len(out))
 	}
-	var pk [KeyWords]uint32
-	for i := 0; i < n; i++ {
+	var pk [chunk][KeyWords]uint32
+	for lo := 0; lo < n; lo += chunk {
+		m := min(chunk, n-lo)
 		for j := 0; j < v.p; j++ {
-			pk[j] = soa[j*n+i]
+			col := soa[j*n+lo : j*n+lo+m]
+			for i, x := range col {
+				pk[i][j] = x
+			}
 		}
-		out[i], _ = v.Lookup(pk[:v.p])
+		v.lookupChunk(&pk, m, out[lo:lo+m])
 	}
 	return nil
 }

@@ -168,13 +168,15 @@
 // 3 runs, ns per address, on the 2-core development VM:
 //
 //	              gamt  gamt-batch   bart
-//	v4 random     33.9     10.4     110.3
-//	v4 in-table   61.2     31.2     295.5
-//	v6 random      7.0      3.5      11.7
-//	v6 in-table  276.4    196.5     366.5
+//	v4 random     14.6      9.2      86.4
+//	v4 in-table   46.0     20.3     280.5
+//	v6 random      4.9      2.8      11.1
+//	v6 in-table  145.3    109.9     372.2
 //
-// The image takes 17.7 (IPv4) and 165 (IPv6) bytes per prefix; the CPU side
-// (prefix map and metadata) about as much again (BenchmarkMemory). Updates
-// cost 1.3-3 µs each (BenchmarkUpdate: 300K-750K trace updates/s, bart about
-// 3M/s): a few map probes and a handful of bubbles.
+// The image takes 17.7 (IPv4) and 165 (IPv6) bytes per prefix; with the CPU
+// side (prefix map and metadata) the heap holds 85 and 283 bytes per prefix,
+// bart 23 and 43 (BenchmarkMemory). Builds take 0.75 s (IPv4) and 0.17 s
+// (IPv6), bart 0.10 and 0.03 s. Updates cost about 1 µs (IPv4) and 0.75 µs
+// (IPv6), bart 0.2 µs (BenchmarkUpdate): a few map probes for the prefix set
+// and the replacement search, and a handful of bubbles.
 package lpm

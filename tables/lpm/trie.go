@@ -36,34 +36,25 @@ type trie struct {
 // capacities (level 0 always has exactly one node, the root).
 func newTrie(fam Family, strides, capacity []int) (*trie, error) {
 	tr := &trie{fam: fam, strides: append([]int(nil), strides...), lv: make([]level, len(strides))}
-	names := make([]string, 1+len(strides))
-	sizes := make([]int, 1+len(strides))
-	names[0], sizes[0] = "meta", metaStrides+len(strides)
+	names := []string{"meta"}
+	sizes := []int{metaStrides + len(strides)}
 	off := 0
 	for i, s := range strides {
-		c := capacity[i]
+		c, nodes := capacity[i], 0
 		if i == 0 {
-			c = 1
+			c, nodes = 1, 1 // the root
 		}
 		if c > maxNodes || c<<s > maxLevelWords {
 			return nil, fmt.Errorf("lpm: level %d: %d nodes of 2^%d entries: %w", i, c, s, ErrTooLarge)
 		}
-		tr.lv[i] = level{off: off, s: s, capacity: c}
-		if i == 0 {
-			tr.lv[i].nodes = 1 // the root
-		}
-		names[1+i], sizes[1+i] = fmt.Sprintf("level%d", i), c<<s
+		tr.lv[i] = level{off: off, s: s, capacity: c, nodes: nodes}
+		names, sizes = append(names, fmt.Sprintf("level%d", i)), append(sizes, c<<s)
 		off += s
 	}
 	tr.img = bubble.NewImage(names, sizes)
 	tr.writeMeta()
 	for i := range tr.lv {
-		l := &tr.lv[i]
-		l.w = tr.img.Words[1+i]
-		l.plen = make([]uint8, len(l.w))
-		l.defNH = make([]uint32, l.capacity)
-		l.defLen = make([]uint8, l.capacity)
-		l.count = make([]int32, l.capacity)
+		tr.lv[i].alloc(tr.img.Words[1+i])
 	}
 	tr.lvOf = make([]uint8, fam.Width()+1)
 	for i, l := range tr.lv {
@@ -72,6 +63,15 @@ func newTrie(fam Family, strides, capacity []int) (*trie, error) {
 		}
 	}
 	return tr, nil
+}
+
+// alloc attaches the level's region w and allocates its metadata.
+func (l *level) alloc(w []uint32) {
+	l.w = w
+	l.plen = make([]uint8, len(w))
+	l.defNH = make([]uint32, l.capacity)
+	l.defLen = make([]uint8, l.capacity)
+	l.count = make([]int32, l.capacity)
 }
 
 func (tr *trie) writeMeta() {
