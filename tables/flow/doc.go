@@ -160,7 +160,10 @@
 // order (GSwitch Algorithm 3, PackSoA). Table.Lookup projects the key and
 // asks its own View, so the CPU answer is by construction what a mirror of
 // the same words answers; the GPU kernels implement the same functions on
-// the same words.
+// the same words. Batches (Table.LookupBatch, View.LookupBatchSoA) go
+// through the classes 32 packets at a time, class by class as GPU threads
+// do, loading every candidate Bloom word and bucket id before comparing so
+// that cache misses overlap; the answers are the same.
 //
 // # Data
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -144,7 +145,7 @@ func fuzzOps(t *testing.T, a Algo, data []byte) {
 			for _, id := range want {
 				delete(m.rules, id)
 			}
-			if len(got) != len(want) {
+			if !slices.Equal(got, want) {
 				t.Fatalf("%v step %d: Delete %v, model %v", a, step, got, want)
 			}
 		case op < 7:
@@ -155,7 +156,7 @@ func fuzzOps(t *testing.T, a Algo, data []byte) {
 				r.Action = 5
 				m.rules[id] = r
 			}
-			if len(got) != len(want) {
+			if !slices.Equal(got, want) {
 				t.Fatalf("%v step %d: Modify %v, model %v", a, step, got, want)
 			}
 		default:
