@@ -1,6 +1,6 @@
 # gswitch — build, test and benchmark.
 #
-#   make test    vet and every test (what CI runs)
+#   make test    vet and every test, with the race detector (what CI runs)
 #   make bench   the table benchmarks on ../shared/data, CPU backend, with --check
 #   make fuzz    each fuzz target for FUZZTIME (default 20s)
 #   make build   bin/gswitchctl
@@ -8,7 +8,7 @@
 GO       ?= go
 DATA     ?= ../shared/data
 FUZZTIME ?= 20s
-BENCHFLAGS ?= --check
+BENCHFLAGS ?= --check --json
 
 .PHONY: all build test vet fuzz bench bench-lpm bench-classify bench-bart clean
 
@@ -21,7 +21,7 @@ vet:
 	$(GO) vet ./...
 
 test: vet
-	$(GO) test -count=1 ./...
+	$(GO) test -race -count=1 ./...
 
 # Every Fuzz* function of every package, one after the other.
 fuzz:
@@ -34,13 +34,21 @@ fuzz:
 bench: bench-lpm bench-classify bench-bart
 
 bench-lpm: build
-	bin/gswitchctl bench lpm --fib $(DATA)/fib/bgp-full-table.txt.gz --updates-per-sec 100000 $(BENCHFLAGS)
+	bin/gswitchctl bench lpm --fib $(DATA)/fib/bgp-full-table.txt.gz --updates-per-sec 100000 --duration 500ms --rounds 9 $(BENCHFLAGS)
 
+# ClassBench acl1 with all three classifiers, then the GSwitch §6 sweep:
+# N rules in C classes, tuple and Bloom search (linear search too up to 4K
+# rules); fewer packets per round where many classes make a lookup slow.
+SWEEP_RULES   ?= 256 1024 4096 16384 65536 262144
+SWEEP_CLASSES ?= 1 4 16 64 256 1024
 bench-classify: build
 	bin/gswitchctl bench classify --classbench $(DATA)/classbench/acl1_20000.txt $(BENCHFLAGS)
-	@for s in 256,1 1024,16 4096,64 16384,16 16384,256 65536,256 262144,1024; do \
-	  bin/gswitchctl bench classify --synthetic $$s --algo tuple,bloom $(BENCHFLAGS) || exit 1; \
-	done
+	@set -e; for n in $(SWEEP_RULES); do for c in $(SWEEP_CLASSES); do \
+	  [ $$c -le $$n ] || continue; \
+	  algo=tuple,bloom; [ $$n -le 4096 ] && algo=linear,tuple,bloom; \
+	  lookups=$$(( 2000000 / c )); [ $$lookups -gt 200000 ] && lookups=200000; [ $$lookups -lt 2000 ] && lookups=2000; \
+	  bin/gswitchctl bench classify --synthetic $$n,$$c --algo $$algo --lookups $$lookups --rounds 3 $(BENCHFLAGS); \
+	done; done
 
 # GAMT against github.com/gaissmai/bart on the same table and traffic.
 bench-bart:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -177,7 +178,7 @@ func benchLPMFamily(f *lpmFlags, fam lpm.Family, prefixes []netip.Prefix) ([]res
 	}
 	// Enough updates for the back-to-back run and, with slack for start-up,
 	// every lookups-under-updates run.
-	underRun := float64(f.updatesPerSec) * (2*f.duration.Seconds() + 1)
+	underRun := float64(f.updatesPerSec) * (2*f.duration.Seconds() + 1) * float64(f.rounds)
 	trace := lpm.UpdateTrace(prefixes, f.updates+int(underRun)*len(traffics)+1, f.seed+2)
 	next := 0 // the next trace entry to apply
 
@@ -277,17 +278,56 @@ type syncMsg struct {
 
 // underUpdates measures lookups on a mirror that a second goroutine keeps up
 // to date through bubbles while it applies updatesPerSec route updates to the
-// table: GAMT's update mechanism with the CPU as the device. The same loop is
-// timed without updates first (mlps_idle) so the loss compares like with like.
+// table: GAMT's update mechanism with the CPU as the device. Each round times
+// the same loop, with the same two goroutines, once at update rate 0
+// (mlps_idle) and once at the asked rate, so the loss compares like with like
+// on a noisy machine; rates are medians.
 func underUpdates(r *result, f *lpmFlags, tab *lpm.Table, ref *lpm.Reference, trace []lpm.Update, next int, tr *lpmTraffic) (int, error) {
 	// After a Sync, nothing is pending: a clone of the image is the mirror.
 	tab.Mirror().Sync()
 	mirror := tab.Mirror().Image().Clone()
-	idle, _, _, _, err := mirrorLookups(f, &mirror, tr, nil)
-	if err != nil {
-		return next, err
+	var idles, unders, lats []float64
+	var updates int
+	var updTime time.Duration
+	for range f.rounds {
+		// The idle run keeps the updater goroutine spinning too, at rate 0,
+		// so that only the updates differ between the two.
+		var discard []float64
+		if _, _, err := updateRound(r, f, 0, tab, trace[next:], &mirror, tr, &idles, &discard); err != nil {
+			return next, err
+		}
+		n, d, err := updateRound(r, f, f.updatesPerSec, tab, trace[next:], &mirror, tr, &unders, &lats)
+		if err != nil {
+			return next, err
+		}
+		if err := applyUpdates(ref, trace[next:next+n], 0); err != nil {
+			return next, err
+		}
+		next += n
+		updates, updTime = updates+n, updTime+d
 	}
+	// The mirror, fed only with bubbles, must now equal the table's image.
+	if d := mirror.Diff(tab.Mirror().Image()); d != "" {
+		r.Mismatches++
+		fmt.Fprintln(stderrForChecks, "the mirror kept by bubbles differs from the table image:", d)
+	}
+	// The loss is the median of the rounds' paired losses: each pair ran
+	// back to back, so a drift of the machine's speed cancels out.
+	losses := make([]float64, len(idles))
+	for i := range idles {
+		losses[i] = 100 * (idles[i] - unders[i]) / idles[i]
+	}
+	r.MLPSIdle, r.MLPSUnderUpdates = median(idles)/1e6, median(unders)/1e6
+	r.LossPct = median(losses)
+	r.UpdatesPerSec = float64(updates) / updTime.Seconds()
+	r.VisibleP50us, r.VisibleP99us = percentile(lats, 50), percentile(lats, 99)
+	return next, nil
+}
 
+// updateRound runs one timed lookup loop on the mirror while trace entries
+// are applied to the table at the configured rate. It returns how many were
+// applied and over how long; the lookup rate and latencies are appended.
+func updateRound(r *result, f *lpmFlags, rate int, tab *lpm.Table, trace []lpm.Update, mirror **bubble.Image, tr *lpmTraffic, rates, lats *[]float64) (int, time.Duration, error) {
 	msgs := make(chan syncMsg, 1024)
 	done := make(chan struct{})
 	type updOut struct {
@@ -298,37 +338,24 @@ func underUpdates(r *result, f *lpmFlags, tab *lpm.Table, ref *lpm.Reference, tr
 	upd := make(chan updOut, 1)
 	go func() {
 		t0 := time.Now()
-		n, err := paceUpdates(tab, trace[next:], f.updatesPerSec, msgs, done)
+		n, err := paceUpdates(tab, trace, rate, msgs, done)
 		upd <- updOut{n, time.Since(t0), err}
 	}()
-	under, lat, bubbles, reloads, err := mirrorLookups(f, &mirror, tr, msgs)
+	under, lat, bubbles, reloads, err := mirrorLookups(f, mirror, tr, msgs)
 	close(done)
 	for m := range msgs { // what was synced after the lookups stopped
 		if err == nil {
-			err = m.u.ApplyTo(&mirror)
+			err = m.u.ApplyTo(mirror)
 		}
+		bubbles += uint64(len(m.u.Bubbles))
 	}
 	u := <-upd
 	if err == nil {
 		err = u.err
 	}
-	if err != nil {
-		return next, err
-	}
-	// The mirror, fed only with bubbles, must now equal the table's image.
-	if d := mirror.Diff(tab.Mirror().Image()); d != "" {
-		r.Mismatches++
-		fmt.Fprintln(stderrForChecks, "the mirror kept by bubbles differs from the table image:", d)
-	}
-	if err := applyUpdates(ref, trace[next:next+u.n], 0); err != nil {
-		return next, err
-	}
-	r.MLPSIdle, r.MLPSUnderUpdates = idle/1e6, under/1e6
-	r.LossPct = 100 * (idle - under) / idle
-	r.UpdatesPerSec = float64(u.n) / u.d.Seconds()
-	r.VisibleP50us, r.VisibleP99us = percentile(lat, 50), percentile(lat, 99)
-	r.Bubbles, r.Rebuilds = bubbles, reloads
-	return next + u.n, nil
+	*rates, *lats = append(*rates, under), append(*lats, lat...)
+	r.Bubbles, r.Rebuilds = r.Bubbles+bubbles, r.Rebuilds+reloads
+	return u.n, u.d, err
 }
 
 // paceUpdates applies trace entries at rate per second until done is closed,
@@ -357,7 +384,7 @@ func paceUpdates(tab *lpm.Table, trace []lpm.Update, rate int, msgs chan<- syncM
 		if len(applied) > 0 {
 			msgs <- syncMsg{u: tab.Mirror().Sync(), applied: applied}
 		}
-		time.Sleep(100 * time.Microsecond)
+		spinUntil(time.Now().Add(50 * time.Microsecond))
 	}
 }
 
@@ -445,4 +472,14 @@ func checkLPM(v *lpm.View, ref *lpm.Reference, tr *lpmTraffic, sample int) (chec
 		fmt.Fprintln(stderrForChecks, "mismatches:", strings.Join(bad, "; "))
 	}
 	return sample, mismatches
+}
+
+// spinUntil waits for t without sleeping: a sleeping updater would be woken
+// by the timer of whichever processor holds it, often the lookup loop's,
+// and preempt it; a spinning one keeps a core of its own, as a control-plane
+// core beside a datapath core does.
+func spinUntil(t time.Time) {
+	for time.Now().Before(t) {
+		runtime.Gosched()
+	}
 }
