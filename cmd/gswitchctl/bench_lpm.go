@@ -289,14 +289,24 @@ func underUpdates(r *result, f *lpmFlags, tab *lpm.Table, ref *lpm.Reference, tr
 	var idles, unders, lats []float64
 	var updates int
 	var updTime time.Duration
-	for range f.rounds {
+	for round := range f.rounds {
 		// The idle run keeps the updater goroutine spinning too, at rate 0,
-		// so that only the updates differ between the two.
+		// so that only the updates differ between the two; the order of the
+		// two alternates so that neither always runs on a warmer machine.
 		var discard []float64
-		if _, _, err := updateRound(r, f, 0, tab, trace[next:], &mirror, tr, &idles, &discard); err != nil {
-			return next, err
+		idle := func() error {
+			_, _, err := updateRound(r, f, 0, tab, trace[next:], &mirror, tr, &idles, &discard)
+			return err
+		}
+		if round%2 == 0 {
+			if err := idle(); err != nil {
+				return next, err
+			}
 		}
 		n, d, err := updateRound(r, f, f.updatesPerSec, tab, trace[next:], &mirror, tr, &unders, &lats)
+		if err == nil && round%2 == 1 {
+			err = idle()
+		}
 		if err != nil {
 			return next, err
 		}
