@@ -8,18 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// dataFile returns the path of a shared data set (../shared/data beside the
-// repository), failing the test with a clear message when it is absent.
-func dataFile(t *testing.T, rel string) string {
-	t.Helper()
-	p := filepath.Join("..", "..", "..", "shared", "data", rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("shared data set %s is missing (shared/ must sit beside the checkout): %v", p, err)
-	}
-	return p
-}
+	"github.com/gswitch/gswitch/internal/shareddata"
+)
 
 // runJSON runs gswitchctl with --json and decodes its output.
 func runJSON(t *testing.T, args ...string) ([]result, error) {
@@ -42,7 +33,7 @@ func runJSON(t *testing.T, args ...string) ([]result, error) {
 }
 
 func TestBenchLPMCheck(t *testing.T) {
-	fib := dataFile(t, "fib/bgp-full-table.txt.gz")
+	fib := shareddata.Path(t, "fib/bgp-full-table.txt.gz")
 	rs, err := runJSON(t, "bench", "lpm", "--fib", fib, "--check", "--lookups", "50000", "--rounds", "1",
 		"--updates", "20000", "--updates-per-sec", "20000", "--duration", "300ms")
 	if err != nil {
@@ -65,7 +56,7 @@ func TestBenchLPMCheck(t *testing.T) {
 }
 
 func TestBenchClassifyCheck(t *testing.T) {
-	acl := dataFile(t, "classbench/acl1_20000.txt")
+	acl := shareddata.Path(t, "classbench/acl1_20000.txt")
 	for _, args := range [][]string{
 		{"--classbench", acl},
 		{"--synthetic", "2000,40,4,3,12"},

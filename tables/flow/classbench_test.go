@@ -3,38 +3,20 @@ package flow
 import (
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// repoRoot walks up from the working directory to the directory of go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
+	"github.com/gswitch/gswitch/internal/shareddata"
+)
 
 // loadACL1 reads the shared ClassBench acl1 filter set; a missing file fails
 // the test.
 func loadACL1(t testing.TB) []CBRule {
 	t.Helper()
-	path := filepath.Join(repoRoot(t), "..", "shared", "data", "classbench", "acl1_20000.txt")
+	path := shareddata.Path(t, "classbench/acl1_20000.txt")
 	f, err := os.Open(path)
 	if err != nil {
-		t.Fatalf("shared data set %s is missing (shared/ must sit beside the checkout): %v", path, err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	rules, err := ReadClassBench(f, path)

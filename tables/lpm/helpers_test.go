@@ -2,33 +2,12 @@ package lpm
 
 import (
 	"net/netip"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/gswitch/gswitch/internal/shareddata"
 	"github.com/gswitch/gswitch/tables/bubble"
 )
-
-// realTablePath returns ../shared/data/fib/bgp-full-table.txt.gz relative to
-// the repository root (found by walking up to go.mod).
-func realTablePath(tb testing.TB) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatalf("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
-	return filepath.Join(dir, "..", "shared", "data", "fib", "bgp-full-table.txt.gz")
-}
 
 var real struct {
 	once   sync.Once
@@ -39,13 +18,9 @@ var real struct {
 
 // realPrefixes loads the real BGP table once per process, split by family.
 func realPrefixes(tb testing.TB) (v4, v6 []netip.Prefix) {
-	path := realTablePath(tb)
+	path := shareddata.Path(tb, "fib/bgp-full-table.txt.gz")
 	real.once.Do(func() {
 		real.path = path
-		if _, err := os.Stat(path); err != nil {
-			real.err = err
-			return
-		}
 		var all []netip.Prefix
 		all, real.err = OpenPrefixFile(path)
 		real.v4, real.v6 = SplitFamilies(all)
