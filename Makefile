@@ -56,3 +56,13 @@ bench-bart:
 
 clean:
 	rm -rf bin
+
+# The CUDA kernels' PTX, embedded by package kernels. Run on a machine with
+# nvcc (CUDA 13; the device machine), then commit kernels/*.ptx;
+# TestCUDAEmbeddedPTX (-tags cuda, GSWITCH_PTX_DIR=dir of fresh PTX) fails
+# when they are stale. sm_90 for H100/H200, compute_80 for JIT elsewhere.
+NVCC ?= nvcc
+.PHONY: kernels
+kernels:
+	cd kernels && $(NVCC) -ptx -arch=sm_90 -o gamt_sm90.ptx gamt.cu
+	cd kernels && $(NVCC) -ptx -arch=compute_80 -o gamt_compute80.ptx gamt.cu

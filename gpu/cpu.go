@@ -1,0 +1,154 @@
+package gpu
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/gswitch/gswitch/tables/bubble"
+	"github.com/gswitch/gswitch/tables/lpm"
+)
+
+// CPU is the Backend that answers lookups on the CPU from its own mirror of
+// each table's image. It is always available, and it is the reference the
+// device backends are tested against.
+type CPU struct {
+	mu     sync.RWMutex
+	closed bool
+	tables map[TableID]*cpuTable
+}
+
+type cpuTable struct {
+	kind   Kind
+	img    *bubble.Image
+	layout *lpmLayout
+	view   *lpm.View // reads img in place, so it sees applied bubbles
+}
+
+// NewCPU returns an empty CPU backend.
+func NewCPU() *CPU { return &CPU{tables: make(map[TableID]*cpuTable)} }
+
+// Name returns "cpu".
+func (c *CPU) Name() string { return "cpu" }
+
+// Device describes the device: the host CPU.
+func (c *CPU) Device() string { return "host CPU (Go)" }
+
+// Load installs a copy of im as table id, replacing any table of that id.
+func (c *CPU) Load(id TableID, kind Kind, im *bubble.Image) error {
+	if im == nil {
+		return fmt.Errorf("%w: nil image", ErrBadUpdate)
+	}
+	im = im.Clone()
+	l, v, err := newLPMLayout(kind, im)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.tables[id] = &cpuTable{kind: kind, img: im, layout: l, view: v}
+	return nil
+}
+
+// Apply brings table id up to date with u. A Full image is taken over (as
+// bubble.Mirror.Sync hands out a fresh copy): the caller must not write to
+// it afterwards.
+func (c *CPU) Apply(id TableID, u bubble.Update) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, err := c.table(id)
+	if err != nil {
+		return err
+	}
+	if u.Full != nil {
+		l, v, err := newLPMLayout(t.kind, u.Full)
+		if err != nil {
+			return err
+		}
+		t.img, t.layout, t.view = u.Full, l, v
+		return nil
+	}
+	if len(u.Bubbles) == 0 {
+		return nil
+	}
+	if u.Generation != t.img.Generation {
+		return fmt.Errorf("%w: bubbles of generation %d for an image of generation %d", ErrBadUpdate, u.Generation, t.img.Generation)
+	}
+	if err := t.layout.checkBubbles(u.Bubbles); err != nil {
+		return err
+	}
+	return u.ApplyTo(&t.img)
+}
+
+func (c *CPU) table(id TableID) (*cpuTable, error) {
+	if c.closed {
+		return nil, ErrClosed
+	}
+	t := c.tables[id]
+	if t == nil {
+		return nil, fmt.Errorf("%w: %d", ErrNoTable, id)
+	}
+	return t, nil
+}
+
+func (c *CPU) lookupTable(id TableID, kind Kind, n, nout int) (*cpuTable, error) {
+	t, err := c.table(id)
+	if err != nil {
+		return nil, err
+	}
+	if t.kind != kind {
+		return nil, fmt.Errorf("%w: table %d is %v, lookup is %v", ErrKind, id, t.kind, kind)
+	}
+	if nout < n {
+		return nil, ErrShortOut
+	}
+	return t, nil
+}
+
+// LookupLPM4 looks up IPv4 addresses in table id.
+func (c *CPU) LookupLPM4(id TableID, addrs []uint32, out []uint32) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	t, err := c.lookupTable(id, LPM4, len(addrs), len(out))
+	if err != nil {
+		return err
+	}
+	t.view.LookupBatch4(addrs, out[:len(addrs)])
+	return nil
+}
+
+// LookupLPM6 looks up IPv6 addresses in table id.
+func (c *CPU) LookupLPM6(id TableID, addrs []lpm.Addr6, out []uint32) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	t, err := c.lookupTable(id, LPM6, len(addrs), len(out))
+	if err != nil {
+		return err
+	}
+	t.view.LookupBatch6(addrs, out[:len(addrs)])
+	return nil
+}
+
+// MemoryUsed returns the bytes of the images held.
+func (c *CPU) MemoryUsed() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var n int64
+	for _, t := range c.tables {
+		n += int64(t.img.Bytes())
+	}
+	return n
+}
+
+// Close drops every table; later calls return ErrClosed.
+func (c *CPU) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	c.tables = nil
+	return nil
+}
+
+var _ Backend = (*CPU)(nil)

@@ -1,0 +1,78 @@
+// Package gpu is gswitch's device runtime: one narrow Backend interface for
+// tables mirrored as bubble images (package bubble), with a CPU
+// implementation that is always built and a CUDA implementation behind the
+// build tag cuda.
+//
+// # What a backend holds
+//
+// A table's authoritative copy lives in package tables; what a backend holds
+// is a mirror of its device image, a few regions of 32-bit words. Load
+// installs a whole image. Apply takes one bubble.Update, as
+// bubble.Mirror.Sync hands it out: either a whole image of a new generation
+// (after the table outgrew its head-room and was rebuilt) or the write
+// bubbles (region, offset, latest value) since the previous Sync. An Update
+// is all-or-nothing: the backend checks every bubble before writing any — in
+// range, none in the meta region, and, for the LPM kinds, every pointer
+// entry aimed at a deeper level and a node that exists there — so a rejected
+// Update changes nothing and a lookup, on the CPU or on the device, can never
+// index outside its image. Every lookup issued after Apply returns sees the
+// whole Update.
+//
+// Only the LPM kinds exist so far: LPM4 and LPM6, the GAMT tries of package
+// lpm (see tables/lpm/doc.go for the encoding: meta region, one region per
+// level, entries inf<<8 | jump).
+//
+// # The CPU backend
+//
+// CPU keeps each table's image and an lpm.View over it. The View reads the
+// words in place, so applied bubbles are seen at once; a whole image gets a
+// new View. It is the fallback wherever no GPU is usable, the backend for
+// batches too small to be worth a launch, and the reference the CUDA backend
+// is tested against: both run the same conformance cases (random tables and
+// the real BGP table, with rounds of updates synced and applied), and every
+// answer must equal the lpm.Table's own lookup bit for bit.
+//
+// # The CUDA backend (build tag cuda)
+//
+// CUDA drives one GPU through the driver API (gorgonia.org/cu). A CUDA
+// context is bound to an OS thread, so one goroutine, locked to its thread,
+// owns the context and does every device call; the methods send it closures
+// over a channel and wait. All work goes to one stream, which gives the
+// ordering the interface promises: the scatter kernel of an Apply runs before
+// the lookups issued after it.
+//
+// On the device a table is ONE buffer holding all its regions end to end,
+// plus a descriptor buffer of three words per level (base word, stride,
+// first address bit), at most MaxDeviceLevels levels. The kernels (package
+// kernels, gamt.cu) are gamt_lookup4 and gamt_lookup6 (one thread per
+// address, grid-stride, the descriptors in shared memory; IPv6 with full
+// 128-bit addresses, read as the Hi, Lo pairs of []lpm.Addr6) and
+// bubble_scatter (img[off[i]] = val[i], offsets global). Apply with bubbles
+// copies (offset, value) pairs into a staging buffer and launches the
+// scatter; a whole image goes into a new buffer that replaces the old one
+// once the stream is idle. A lookup copies the addresses in, launches,
+// copies the results out; the copies are synchronous from pageable memory
+// for now (pinned buffers, overlapping streams and graphs are the next
+// steps toward the PCIe limit).
+//
+// The PTX is built with nvcc on a machine that has it (make kernels) and
+// embedded: sm_90 PTX on compute capability 9.x (H100, H200), compute_80
+// PTX, JIT-compiled by the driver, elsewhere. The environment variable
+// GSWITCH_PTX_DIR makes the backend read freshly built PTX instead, and the
+// test TestCUDAEmbeddedPTX fails when the embedded copy differs from it;
+// GSWITCH_PTX=compute80 forces the JIT path on Hopper.
+//
+// NewCUDA returns an error when no device is usable, and the caller falls
+// back to the CPU backend. Beware that gorgonia.org/cu initialises the driver
+// in its package init and exits the process if that fails, so a cuda build
+// is for hosts with the NVIDIA driver (libcuda.so.1) installed.
+//
+// # Building the cuda variant
+//
+// gorgonia.org/cu v0.9.6 calls CUDA 12 driver signatures. gpu/cudacompat
+// holds a cuda.h of the project's own that, put first on the include path,
+// maps the few names CUDA 13 changed back to the old entry points:
+//
+//	CGO_CFLAGS="-I$PWD/gpu/cudacompat -I/usr/local/cuda/include" \
+//	CGO_LDFLAGS="-L/usr/local/cuda/lib64" go test -tags cuda ./gpu/
+package gpu

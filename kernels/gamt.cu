@@ -1,0 +1,93 @@
+// GAMT lookups and the bubble scatter, for gswitch's gpu package.
+//
+// ABI (kept simple; see gpu/cuda.go): every region of a table's image, meta
+// included, is laid end to end in ONE device buffer of 32-bit words. A
+// table also has a small descriptor buffer of 3 words per level:
+// base (word offset of the level in the image), stride s, off (the first
+// address bit the level consumes). Entries are inf<<8 | jump; jump == 0 is a
+// leaf holding the next hop (0 = none), otherwise a pointer to node inf of
+// level jump. Images are checked on the host (bounds of every pointer)
+// before they or their bubbles reach the device.
+//
+// Build (see the Makefile's kernels target):
+//   nvcc -ptx -arch=sm_90      -o gamt_sm90.ptx      gamt.cu
+//   nvcc -ptx -arch=compute_80 -o gamt_compute80.ptx gamt.cu
+#include <stdint.h>
+
+#define GAMT_MAX_LEVELS 32
+
+struct level {
+	uint32_t base, stride, off;
+};
+
+// load_levels copies the level descriptors into shared memory.
+__device__ __forceinline__ void load_levels(level* lv, const uint32_t* __restrict__ desc, int nlevels)
+{
+	for (int i = threadIdx.x; i < nlevels; i += blockDim.x) {
+		lv[i].base = desc[3 * i];
+		lv[i].stride = desc[3 * i + 1];
+		lv[i].off = desc[3 * i + 2];
+	}
+	__syncthreads();
+}
+
+// gamt_lookup4: out[i] = next hop of the longest prefix matching the IPv4
+// address addrs[i] (0: none). One thread per address, grid-stride loop.
+extern "C" __global__ void gamt_lookup4(const uint32_t* __restrict__ img, const uint32_t* __restrict__ desc,
+					int nlevels, const uint32_t* __restrict__ addrs, uint32_t* __restrict__ out, int n)
+{
+	__shared__ level lv[GAMT_MAX_LEVELS];
+	load_levels(lv, desc, nlevels);
+	const uint32_t base0 = lv[0].base, sh0 = 32 - lv[0].stride;
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+		uint32_t a = addrs[i];
+		uint32_t e = __ldg(&img[base0 + (a >> sh0)]);
+		while (e & 0xff) {
+			const level l = lv[(e & 0xff) & (GAMT_MAX_LEVELS - 1)];
+			uint32_t chunk = (a << l.off) >> (32 - l.stride);
+			e = __ldg(&img[l.base + (((e >> 8) << l.stride) | chunk)]);
+		}
+		out[i] = e >> 8;
+	}
+}
+
+// chunk6 returns the s bits of the 128-bit address (hi, lo) from bit off.
+__device__ __forceinline__ uint32_t chunk6(uint64_t hi, uint64_t lo, uint32_t off, uint32_t s)
+{
+	uint64_t w;
+	if (off == 0)
+		w = hi;
+	else if (off < 64)
+		w = (hi << off) | (lo >> (64 - off));
+	else
+		w = lo << (off - 64);
+	return (uint32_t)(w >> (64 - s));
+}
+
+// gamt_lookup6: IPv6, full 128-bit addresses, addrs[2i] = high half,
+// addrs[2i+1] = low half (the layout of Go's []lpm.Addr6).
+extern "C" __global__ void gamt_lookup6(const uint32_t* __restrict__ img, const uint32_t* __restrict__ desc,
+					int nlevels, const ulonglong2* __restrict__ addrs, uint32_t* __restrict__ out, int n)
+{
+	__shared__ level lv[GAMT_MAX_LEVELS];
+	load_levels(lv, desc, nlevels);
+	const uint32_t base0 = lv[0].base, sh0 = 64 - lv[0].stride;
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+		ulonglong2 a = addrs[i];
+		uint32_t e = __ldg(&img[base0 + (uint32_t)(a.x >> sh0)]);
+		while (e & 0xff) {
+			const level l = lv[(e & 0xff) & (GAMT_MAX_LEVELS - 1)];
+			e = __ldg(&img[l.base + (((e >> 8) << l.stride) | chunk6(a.x, a.y, l.off, l.stride))]);
+		}
+		out[i] = e >> 8;
+	}
+}
+
+// bubble_scatter writes img[offs[i]] = vals[i]: the bubbles of one update,
+// offsets global (region base + offset) and unique, so order is irrelevant.
+extern "C" __global__ void bubble_scatter(uint32_t* __restrict__ img, const uint32_t* __restrict__ offs,
+					  const uint32_t* __restrict__ vals, int n)
+{
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+		img[offs[i]] = vals[i];
+}

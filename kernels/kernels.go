@@ -1,0 +1,27 @@
+// Package kernels holds gswitch's CUDA kernels: the CUDA C sources (*.cu) and
+// the PTX that nvcc builds from them (make kernels, on a machine with nvcc),
+// embedded so that the binary needs no compiler at run time. It has no cgo and
+// is always built; package gpu loads the PTX under the build tag cuda.
+//
+// gamt.cu: gamt_lookup4, gamt_lookup6 (GAMT trie lookups, one thread per
+// address) and bubble_scatter (applies one update's write bubbles). Its header
+// comment gives the ABI.
+package kernels
+
+import _ "embed"
+
+// GAMTSource is the CUDA C source the PTX below was built from.
+//
+//go:embed gamt.cu
+var GAMTSource string
+
+// GAMTsm90 is gamt.cu compiled with nvcc -ptx -arch=sm_90 (H100, H200).
+//
+//go:embed gamt_sm90.ptx
+var GAMTsm90 string
+
+// GAMTcompute80 is gamt.cu compiled with nvcc -ptx -arch=compute_80, which the
+// driver JIT-compiles for any GPU of compute capability 8.0 or later.
+//
+//go:embed gamt_compute80.ptx
+var GAMTcompute80 string
