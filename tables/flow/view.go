@@ -247,19 +247,23 @@ func (v *View) linear(pk []uint32) uint64 {
 		if rank <= best {
 			continue
 		}
-		val, msk := sl[2:2+p], sl[2+p:2+2*p]
-		ok := true
-		for j, x := range pk {
-			if x&msk[j] != val[j] {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if slotMatches(sl, p, pk) {
 			best = rank
 		}
 	}
 	return best
+}
+
+// slotMatches reports whether the projected key pk matches a linear slot
+// [priority, id, value p words, mask p words].
+func slotMatches(sl []uint32, p int, pk []uint32) bool {
+	val, msk := sl[2:2+p], sl[2+p:2+2*p]
+	for j, x := range pk {
+		if x&msk[j] != val[j] {
+			return false
+		}
+	}
+	return true
 }
 
 func (v *View) linearAll(pk []uint32, dst []RuleID) []RuleID {
@@ -270,15 +274,7 @@ func (v *View) linearAll(pk []uint32, dst []RuleID) []RuleID {
 		if sl[1] == EmptyID {
 			continue
 		}
-		val, msk := sl[2:2+p], sl[2+p:2+2*p]
-		ok := true
-		for j, x := range pk {
-			if x&msk[j] != val[j] {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if slotMatches(sl, p, pk) {
 			dst = append(dst, RuleID(sl[1]))
 		}
 	}
