@@ -32,8 +32,10 @@ const blockSize = 256
 // CUDA is the Backend on an NVIDIA GPU through the driver API
 // (gorgonia.org/cu). One goroutine, locked to its OS thread, owns the CUDA
 // context and does every device call; the methods send it work and wait.
-// All device work goes to one stream (the context's default stream), so an
-// update's scatter kernel runs before any lookup issued after Apply.
+// Lookups are pipelined over streams (SetStreams) through pinned staging; an
+// update's scatter runs in the first stream and every other stream waits on
+// an event recorded after it, so it runs before any lookup issued after
+// Apply (see the package doc).
 type CUDA struct {
 	work   chan func()
 	closed atomic.Bool
@@ -47,7 +49,11 @@ type CUDA struct {
 	fn4, fn6, scat cu.Function
 	maxGrid        int
 	tables         map[TableID]*cudaTable
-	in, out, stage devBuf
+	in, out, stage devBuf // kernel timing; bubble staging
+	streams        []cu.Stream
+	slots          []*slot
+	chunk          int
+	applied        cu.Event // recorded after a scatter; every stream waits on it
 }
 
 type cudaTable struct {
@@ -139,6 +145,10 @@ func (c *CUDA) start(ordinal int) error {
 		if *f.fn, err = c.mod.Function(f.name); err != nil {
 			return fmt.Errorf("gpu: cuda: kernel %s: %v", f.name, err)
 		}
+	}
+	c.chunk = DefaultChunk
+	if err := c.makeSlots(1); err != nil {
+		return err
 	}
 	c.device = fmt.Sprintf("%s (cc %d.%d, %d SMs, device %d, PTX %s %s)", name, major, minor, sms, ordinal, which, src)
 	return nil
@@ -297,19 +307,26 @@ func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 			host[i] = t.layout.regionBase[b.Region] + b.Offset
 			host[n+i] = b.Value
 		}
+		if c.stage.n < int64(8*n) {
+			// The buffer is freed: no scatter may still read it.
+			c.streams[0].Synchronize()
+		}
 		if err := c.grow(&c.stage, int64(8*n)); err != nil {
 			return err
 		}
 		if err := upload(c.stage.p, host); err != nil {
 			return fmt.Errorf("gpu: cuda: staging bubbles: %v", err)
 		}
-		return c.launch(c.scat, n, t.img.p, c.stage.p, c.stage.p+cu.DevicePtr(4*n))
+		if err := c.launchIn(c.streams[0], c.scat, n, t.img.p, c.stage.p, c.stage.p+cu.DevicePtr(4*n)); err != nil {
+			return err
+		}
+		return c.ordered()
 	})
 }
 
-// launch runs fn over n items with the given pointer arguments followed by
+// launchIn runs fn in stream st over n items with the given pointer arguments followed by
 // the int n.
-func (c *CUDA) launch(fn cu.Function, n int, args ...any) error {
+func (c *CUDA) launchIn(st cu.Stream, fn cu.Function, n int, args ...any) error {
 	params := make([]unsafe.Pointer, 0, len(args)+1)
 	for _, a := range args {
 		switch v := a.(type) {
@@ -324,7 +341,7 @@ func (c *CUDA) launch(fn cu.Function, n int, args ...any) error {
 	nn := int64(n)
 	params = append(params, unsafe.Pointer(&nn))
 	grid := min((n+blockSize-1)/blockSize, c.maxGrid)
-	if err := fn.Launch(grid, 1, 1, blockSize, 1, 1, 0, cu.Stream{}, params); err != nil {
+	if err := fn.Launch(grid, 1, 1, blockSize, 1, 1, 0, st, params); err != nil {
 		return fmt.Errorf("gpu: cuda: launch: %v", err)
 	}
 	return nil
@@ -344,25 +361,202 @@ func (c *CUDA) lookupTable(id TableID, kind Kind, n, nout int) (*cudaTable, erro
 	return t, nil
 }
 
-// lookup copies inBytes from in to the device, runs fn and copies n results
-// back into out.
-func (c *CUDA) lookup(fn cu.Function, t *cudaTable, in unsafe.Pointer, inBytes int64, out []uint32, n int) error {
-	if err := c.grow(&c.in, inBytes); err != nil {
-		return err
+// DefaultChunk is the most addresses one pipeline stage carries: a lookup
+// batch is cut into chunks of at most this many, spread over the streams.
+const DefaultChunk = 1 << 20
+
+// slot is one stage of the lookup pipeline: pinned staging for a chunk's
+// addresses and results, their device buffers, the stream it runs in and an
+// event recorded after its copy-out.
+type slot struct {
+	stream  cu.Stream
+	done    cu.Event
+	hin     hostBuf
+	hout    hostBuf
+	din     devBuf
+	dout    devBuf
+	pending bool
+	out     []uint32 // where the pending chunk's results go
+	n       int
+}
+
+// SetStreams sets how many streams the lookups are pipelined over (GAMT
+// §4.4): a batch is cut into chunks of at most chunk addresses (0:
+// DefaultChunk), two pipeline slots per stream, so that the copy-in, kernel
+// and copy-out of consecutive chunks overlap each other and the host's
+// copies into and out of the pinned staging.
+func (c *CUDA) SetStreams(n, chunk int) error {
+	if n < 1 || n > 64 {
+		return fmt.Errorf("gpu: cuda: %d streams: want 1..64", n)
 	}
-	if err := c.grow(&c.out, int64(4*n)); err != nil {
-		return err
+	if chunk <= 0 {
+		chunk = DefaultChunk
 	}
-	if err := cu.MemcpyHtoD(c.in.p, in, inBytes); err != nil {
-		return fmt.Errorf("gpu: cuda: copy in: %v", err)
+	return c.do(func() error {
+		c.freeSlots()
+		c.chunk = chunk
+		return c.makeSlots(n)
+	})
+}
+
+func (c *CUDA) makeSlots(n int) error {
+	c.streams = nil
+	for i := 0; i < n; i++ {
+		// Blocking streams: they also order themselves after the legacy
+		// default stream, where the synchronous uploads run.
+		s, err := cu.MakeStream(cu.DefaultStream)
+		if err != nil {
+			return fmt.Errorf("gpu: cuda: stream: %v", err)
+		}
+		c.streams = append(c.streams, s)
 	}
-	if err := c.launch(fn, n, t.img.p, t.desc.p, t.nl, c.in.p, c.out.p); err != nil {
-		return err
+	for i := 0; i < 2*n; i++ {
+		ev, err := cu.MakeEvent(cu.DisableTiming)
+		if err != nil {
+			return fmt.Errorf("gpu: cuda: event: %v", err)
+		}
+		c.slots = append(c.slots, &slot{stream: c.streams[i%n], done: ev})
 	}
-	if err := cu.MemcpyDtoH(unsafe.Pointer(&out[0]), c.out.p, int64(4*n)); err != nil {
-		return fmt.Errorf("gpu: cuda: copy out: %v", err)
+	var err error
+	c.applied, err = cu.MakeEvent(cu.DisableTiming)
+	return err
+}
+
+func (c *CUDA) freeSlots() {
+	if len(c.streams) == 0 {
+		return
+	}
+	cu.Synchronize()
+	for _, s := range c.slots {
+		s.hin.free()
+		s.hout.free()
+		c.free(&s.din)
+		c.free(&s.dout)
+		cu.DestroyEvent(&s.done)
+	}
+	for i := range c.streams {
+		c.streams[i].Destroy()
+	}
+	cu.DestroyEvent(&c.applied)
+	c.slots, c.streams = nil, nil
+}
+
+// ordered makes every lookup stream wait for the work just queued in
+// streams[0] (an Apply's scatter): the interface's ordering promise.
+func (c *CUDA) ordered() error {
+	if err := c.applied.Record(c.streams[0]); err != nil {
+		return fmt.Errorf("gpu: cuda: record: %v", err)
+	}
+	for _, s := range c.streams[1:] {
+		if err := s.Wait(c.applied, 0); err != nil {
+			return fmt.Errorf("gpu: cuda: stream wait: %v", err)
+		}
 	}
 	return nil
+}
+
+// retire waits for s's pending chunk and copies its results out.
+func (s *slot) retire() error {
+	if !s.pending {
+		return nil
+	}
+	s.pending = false
+	if err := s.done.Synchronize(); err != nil {
+		return fmt.Errorf("gpu: cuda: lookup: %v", err)
+	}
+	pcopy(unsafe.Slice((*byte)(unsafe.Pointer(&s.out[0])), 4*s.n), s.hout.bytes(int64(4*s.n)))
+	return nil
+}
+
+// pcopy copies src into dst, big copies split over goroutines: one core's
+// memcpy into and out of the pinned staging falls well short of PCIe.
+func pcopy(dst, src []byte) {
+	const part = 1 << 20
+	n := min(len(dst), len(src))
+	if n < 2*part {
+		copy(dst, src)
+		return
+	}
+	k := min(8, n/part)
+	var wg sync.WaitGroup
+	for i := 0; i < k; i++ {
+		lo, hi := i*n/k, (i+1)*n/k
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			copy(dst[lo:hi], src[lo:hi])
+		}()
+	}
+	wg.Wait()
+}
+
+// lookup runs fn over n addresses of width bytes each at in, the results
+// into out: chunk by chunk through the pipeline slots, each chunk staged
+// through pinned memory, copied in, looked up and copied out asynchronously
+// in its slot's stream; a slot is reused once its previous chunk is out.
+func (c *CUDA) lookup(fn cu.Function, t *cudaTable, in unsafe.Pointer, width int64, out []uint32, n int) error {
+	src := unsafe.Slice((*byte)(in), width*int64(n))
+	k := 0
+	var err error
+	for lo := 0; lo < n && err == nil; lo += c.chunk {
+		m := min(c.chunk, n-lo)
+		s := c.slots[k%len(c.slots)]
+		k++
+		if err = s.retire(); err != nil {
+			break
+		}
+		if err = c.stageSlot(s, width); err != nil {
+			break
+		}
+		pcopy(s.hin.bytes(width*int64(m)), src[width*int64(lo):])
+		if e := cu.MemcpyHtoDAsync(s.din.p, s.hin.p, width*int64(m), s.stream); e != nil {
+			err = fmt.Errorf("gpu: cuda: copy in: %v", e)
+			break
+		}
+		if err = c.launchIn(s.stream, fn, m, t.img.p, t.desc.p, t.nl, s.din.p, s.dout.p); err != nil {
+			break
+		}
+		if e := cu.MemcpyDtoHAsync(s.hout.p, s.dout.p, int64(4*m), s.stream); e != nil {
+			err = fmt.Errorf("gpu: cuda: copy out: %v", e)
+			break
+		}
+		if e := s.done.Record(s.stream); e != nil {
+			err = fmt.Errorf("gpu: cuda: record: %v", e)
+			break
+		}
+		s.pending, s.out, s.n = true, out[lo:lo+m], m
+	}
+	for _, s := range c.slots { // every slot, also after an error
+		if e := s.retire(); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// stageSlot makes s's buffers hold a chunk of addresses of width bytes.
+func (c *CUDA) stageSlot(s *slot, width int64) error {
+	inB, outB := width*int64(c.chunk), int64(4*c.chunk)
+	if s.hin.n < inB {
+		s.hin.free()
+		h, err := allocHost(inB)
+		if err != nil {
+			return err
+		}
+		s.hin = h
+	}
+	if s.hout.n < outB {
+		s.hout.free()
+		h, err := allocHost(outB)
+		if err != nil {
+			return err
+		}
+		s.hout = h
+	}
+	if err := c.grow(&s.din, inB); err != nil {
+		return err
+	}
+	return c.grow(&s.dout, outB)
 }
 
 // LookupLPM4 looks up IPv4 addresses in table id on the GPU.
@@ -372,7 +566,7 @@ func (c *CUDA) LookupLPM4(id TableID, addrs []uint32, out []uint32) error {
 		if err != nil || len(addrs) == 0 {
 			return err
 		}
-		return c.lookup(c.fn4, t, unsafe.Pointer(&addrs[0]), int64(4*len(addrs)), out, len(addrs))
+		return c.lookup(c.fn4, t, unsafe.Pointer(&addrs[0]), 4, out, len(addrs))
 	})
 }
 
@@ -383,27 +577,45 @@ func (c *CUDA) LookupLPM6(id TableID, addrs []lpm.Addr6, out []uint32) error {
 		if err != nil || len(addrs) == 0 {
 			return err
 		}
-		return c.lookup(c.fn6, t, unsafe.Pointer(&addrs[0]), int64(16*len(addrs)), out, len(addrs))
+		return c.lookup(c.fn6, t, unsafe.Pointer(&addrs[0]), 16, out, len(addrs))
 	})
 }
 
-// kernelTime4 uploads addrs once, then times iters launches of the IPv4
-// kernel alone with events; it returns milliseconds per launch. For
-// benchmarks and tests.
-func (c *CUDA) kernelTime4(id TableID, addrs []uint32, iters int) (ms float64, err error) {
+// KernelTimeLPM4 uploads addrs once, then times iters launches of the IPv4
+// kernel over all of them with events (no copies): milliseconds per launch.
+func (c *CUDA) KernelTimeLPM4(id TableID, addrs []uint32, iters int) (float64, error) {
+	if len(addrs) == 0 {
+		return 0, nil
+	}
+	return c.kernelTime(id, LPM4, c.fn4, unsafe.Pointer(&addrs[0]), 4, len(addrs), iters)
+}
+
+// KernelTimeLPM6 is KernelTimeLPM4 for IPv6.
+func (c *CUDA) KernelTimeLPM6(id TableID, addrs []lpm.Addr6, iters int) (float64, error) {
+	if len(addrs) == 0 {
+		return 0, nil
+	}
+	return c.kernelTime(id, LPM6, c.fn6, unsafe.Pointer(&addrs[0]), 16, len(addrs), iters)
+}
+
+func (c *CUDA) kernelTime4(id TableID, addrs []uint32, iters int) (float64, error) {
+	return c.KernelTimeLPM4(id, addrs, iters)
+}
+
+func (c *CUDA) kernelTime(id TableID, kind Kind, fn cu.Function, in unsafe.Pointer, width int64, n, iters int) (ms float64, err error) {
+	iters = max(iters, 1)
 	err = c.do(func() error {
-		t, err := c.lookupTable(id, LPM4, len(addrs), len(addrs))
-		if err != nil || len(addrs) == 0 {
+		t, err := c.lookupTable(id, kind, n, n)
+		if err != nil {
 			return err
 		}
-		n := len(addrs)
-		if err := c.grow(&c.in, int64(4*n)); err != nil {
+		if err := c.grow(&c.in, width*int64(n)); err != nil {
 			return err
 		}
 		if err := c.grow(&c.out, int64(4*n)); err != nil {
 			return err
 		}
-		if err := cu.MemcpyHtoD(c.in.p, unsafe.Pointer(&addrs[0]), int64(4*n)); err != nil {
+		if err := cu.MemcpyHtoD(c.in.p, in, width*int64(n)); err != nil {
 			return err
 		}
 		start, err := cu.MakeEvent(cu.DefaultEvent)
@@ -416,16 +628,17 @@ func (c *CUDA) kernelTime4(id TableID, addrs []uint32, iters int) (ms float64, e
 			return err
 		}
 		defer cu.DestroyEvent(&stop)
-		if err := c.launch(c.fn4, n, t.img.p, t.desc.p, t.nl, c.in.p, c.out.p); err != nil { // warm-up
+		st := c.streams[0]
+		if err := c.launchIn(st, fn, n, t.img.p, t.desc.p, t.nl, c.in.p, c.out.p); err != nil { // warm-up
 			return err
 		}
-		start.Record(cu.Stream{})
+		start.Record(st)
 		for i := 0; i < iters; i++ {
-			if err := c.launch(c.fn4, n, t.img.p, t.desc.p, t.nl, c.in.p, c.out.p); err != nil {
+			if err := c.launchIn(st, fn, n, t.img.p, t.desc.p, t.nl, c.in.p, c.out.p); err != nil {
 				return err
 			}
 		}
-		stop.Record(cu.Stream{})
+		stop.Record(st)
 		if err := stop.Synchronize(); err != nil {
 			return err
 		}
@@ -445,6 +658,7 @@ func (c *CUDA) Close() error {
 				c.dropTable(t)
 				delete(c.tables, id)
 			}
+			c.freeSlots()
 			c.free(&c.in)
 			c.free(&c.out)
 			c.free(&c.stage)

@@ -37,9 +37,7 @@
 // CUDA drives one GPU through the driver API (gorgonia.org/cu). A CUDA
 // context is bound to an OS thread, so one goroutine, locked to its thread,
 // owns the context and does every device call; the methods send it closures
-// over a channel and wait. All work goes to one stream, which gives the
-// ordering the interface promises: the scatter kernel of an Apply runs before
-// the lookups issued after it.
+// over a channel and wait.
 //
 // On the device a table is ONE buffer holding all its regions end to end,
 // plus a descriptor buffer of three words per level (base word, stride,
@@ -49,11 +47,25 @@
 // 128-bit addresses, read as the Hi, Lo pairs of []lpm.Addr6) and
 // bubble_scatter (img[off[i]] = val[i], offsets global). Apply with bubbles
 // copies (offset, value) pairs into a staging buffer and launches the
-// scatter; a whole image goes into a new buffer that replaces the old one
-// once the stream is idle. A lookup copies the addresses in, launches,
-// copies the results out; the copies are synchronous from pageable memory
-// for now (pinned buffers, overlapping streams and graphs are the next
-// steps toward the PCIe limit).
+// scatter in the first stream, records an event after it and makes every
+// other stream wait on that event: the ordering the interface promises (the
+// scatter runs before every lookup issued after Apply). A whole image goes
+// into a new buffer that replaces the old one once the device is idle.
+//
+// Lookups run through a pipeline over N streams (SetStreams, 1 by default;
+// GAMT §4.4): a batch is cut into chunks (DefaultChunk addresses at most),
+// each chunk goes through one of 2N slots, each with page-locked host
+// staging (cuMemAllocHost) and device buffers for its addresses and results:
+// the host copies the chunk's addresses into the pinned buffer (split over
+// goroutines), then copy-in, kernel and copy-out are queued asynchronously
+// in the slot's stream and an event recorded; a slot is reused once that
+// event has fired and its results are copied out. So the copies and kernels
+// of consecutive chunks overlap each other and the host's staging copies. A
+// lookup call returns when all its chunks are out. Streams are blocking
+// streams, so the synchronous uploads (Load, bubble staging) on the legacy
+// stream are ordered with them too. KernelTimeLPM4 and KernelTimeLPM6 time
+// the kernel alone (CUDA events) for the benchmarks. CUDA graphs are a next
+// step.
 //
 // The PTX is built with nvcc on a machine that has it (make kernels) and
 // embedded: sm_90 PTX on compute capability 9.x (H100, H200), compute_80

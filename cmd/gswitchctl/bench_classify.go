@@ -66,6 +66,9 @@ func (f *classifyFlags) validate() error {
 	if err := f.commonFlags.validate(); err != nil {
 		return err
 	}
+	if f.backend == "gpu" {
+		return fmt.Errorf("%w: bench classify has no GPU backend yet; use --backend cpu", errUsage)
+	}
 	if (f.classbench == "") == (f.synthetic == "") {
 		return fmt.Errorf("%w: bench classify needs exactly one of --classbench FILE and --synthetic N,C[,F,Cm,f]", errUsage)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/bubble"
 	"github.com/gswitch/gswitch/tables/lpm"
 )
@@ -23,6 +24,11 @@ type lpmFlags struct {
 	duration      time.Duration
 	traffic       string
 	levels        int
+	streams       int
+	chunk         int
+	kernelOnly    bool
+	eng           gpuEngine   // --backend gpu
+	gpuTable      gpu.TableID // the table the GPU lookups go to (the family being measured)
 }
 
 func benchLPM(args []string, stdout, stderr io.Writer) error {
@@ -37,6 +43,9 @@ func benchLPM(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&f.duration, "duration", 2*time.Second, "length of each lookups-under-updates measurement")
 	fs.StringVar(&f.traffic, "traffic", "both", "random (uniform addresses), table (addresses inside table prefixes) or both")
 	fs.IntVar(&f.levels, "levels", 0, "trie levels (0: chosen automatically); strides by GAMT Algorithm 3")
+	fs.IntVar(&f.streams, "streams", 4, "gpu backend: CUDA streams the lookups are pipelined over")
+	fs.IntVar(&f.chunk, "chunk", 0, "gpu backend: most addresses per pipeline chunk (0: the backend's default, 1<<20)")
+	fs.BoolVar(&f.kernelOnly, "kernel-only", false, "gpu backend: time only the lookup kernel (no end-to-end figure)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: gswitchctl bench lpm --fib FILE [flags]\n\nBuilds the GAMT trie from the table, times batched lookups, route updates and\nlookups under updates, and with --check compares against a reference that tries every prefix length.\n\n")
 		fs.PrintDefaults()
@@ -46,6 +55,22 @@ func benchLPM(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := f.validate(); err != nil {
 		return err
+	}
+	if f.backend == "gpu" {
+		batchSet := false
+		fs.Visit(func(fl *flag.Flag) { batchSet = batchSet || fl.Name == "batch" })
+		if !batchSet {
+			f.batch = 1 << 20
+		}
+		eng, err := newGPUEngine()
+		if err != nil {
+			return err
+		}
+		defer eng.Close()
+		if err := eng.SetStreams(f.streams, f.chunk); err != nil {
+			return err
+		}
+		f.eng = eng
 	}
 	prefixes, err := lpm.OpenPrefixFile(f.fib)
 	if err != nil {
@@ -100,6 +125,10 @@ func (f *lpmFlags) validate() error {
 		return fmt.Errorf("%w: --traffic must be random, table or both", errUsage)
 	case f.levels < 0:
 		return fmt.Errorf("%w: --levels must not be negative", errUsage)
+	case f.streams < 1 || f.streams > 64:
+		return fmt.Errorf("%w: --streams must be in 1..64", errUsage)
+	case f.chunk < 0:
+		return fmt.Errorf("%w: --chunk must not be negative", errUsage)
 	}
 	return nil
 }
@@ -193,19 +222,37 @@ func benchLPMFamily(f *lpmFlags, fam lpm.Family, prefixes []netip.Prefix) ([]res
 		// Idle lookups on the table's own view.
 		outs := make([]uint32, tr.len())
 		view := tab.View()
+		cpuBatch := f.batch
+		if f.eng != nil {
+			cpuBatch = 256
+		}
 		rates, total := timeRounds(f.rounds, func() int {
 			return parallel(f.threads, func(t int) int {
 				lo, hi := t*tr.len()/f.threads, (t+1)*tr.len()/f.threads
-				tr.lookup(view, outs, lo, hi, f.batch)
+				tr.lookup(view, outs, lo, hi, cpuBatch)
 				return hi - lo
 			})
 		})
 		r.Lookups, r.MLPS = total, median(rates)/1e6
 		r.NsPerLookup = 1e9 / median(rates) * float64(f.threads)
 
+		if f.eng != nil {
+			if err := gpuLookups(&r, f, fam, tab, ref, tr, cpuBatch); err != nil {
+				return nil, err
+			}
+		}
 		if f.updatesPerSec > 0 {
 			if next, err = underUpdates(&r, f, tab, ref, trace, next, tr); err != nil {
 				return nil, err
+			}
+			if f.eng != nil && f.check {
+				// The device image, kept only by Backend.Apply, against the
+				// reference with the same updates.
+				c, m, err := checkLPM(func(out []uint32) error { return gpuLook(f, tr, 0, len(out), out, f.batch) }, ref, tr, f.checkSample)
+				if err != nil {
+					return nil, err
+				}
+				r.Checked, r.Mismatches = r.Checked+c, r.Mismatches+m
 			}
 		}
 		if f.updates > 0 && r.UpdateMaxPerSec == 0 && tr == traffics[0] {
@@ -224,7 +271,11 @@ func benchLPMFamily(f *lpmFlags, fam lpm.Family, prefixes []netip.Prefix) ([]res
 		r.ImageBytes, r.BytesPerEntry = st.ImageBytes, st.BytesPerPrefix
 		r.Layout = fmt.Sprintf("strides %v, nodes per level %v, %d rebuilds so far", st.Strides, st.NodesPerLevel, st.Rebuilds)
 		if f.check {
-			c, m := checkLPM(tab.View(), ref, tr, f.checkSample)
+			v := tab.View()
+			c, m, _ := checkLPM(func(out []uint32) error {
+				tr.lookup(v, out, 0, len(out), 256)
+				return nil
+			}, ref, tr, f.checkSample)
 			r.Checked, r.Mismatches = r.Checked+c, r.Mismatches+m
 		}
 		rs = append(rs, r)
@@ -357,6 +408,9 @@ func updateRound(r *result, f *lpmFlags, rate int, tab *lpm.Table, trace []lpm.U
 		if err == nil {
 			err = m.u.ApplyTo(mirror)
 		}
+		if err == nil && f.eng != nil {
+			err = f.eng.Apply(f.gpuTable, m.u)
+		}
 		bubbles += uint64(len(m.u.Bubbles))
 	}
 	u := <-upd
@@ -426,6 +480,11 @@ func mirrorLookups(f *lpmFlags, mirror **bubble.Image, tr *lpmTraffic, msgs <-ch
 				if err := m.u.ApplyTo(mirror); err != nil {
 					return 0, nil, 0, 0, err
 				}
+				if f.eng != nil {
+					if err := f.eng.Apply(f.gpuTable, m.u); err != nil {
+						return 0, nil, 0, 0, err
+					}
+				}
 				if m.u.Full != nil {
 					if view, err = lpm.NewView(*mirror); err != nil {
 						return 0, nil, 0, 0, err
@@ -440,30 +499,38 @@ func mirrorLookups(f *lpmFlags, mirror **bubble.Image, tr *lpmTraffic, msgs <-ch
 			}
 		}
 		j := min(i+f.batch, tr.len())
-		if tr.v4 != nil {
+		switch {
+		case f.eng != nil:
+			if err := gpuLook(f, tr, i, j, out[:j-i], f.batch); err != nil {
+				return 0, nil, 0, 0, err
+			}
+		case tr.v4 != nil:
 			view.LookupBatch4(tr.v4[i:j], out[:j-i])
-		} else {
+		default:
 			view.LookupBatch6(tr.v6[i:j], out[:j-i])
 		}
 		n += j - i
 		if i = j; i == tr.len() {
 			i = 0
 		}
-		if n%(64*f.batch) < f.batch && time.Now().After(deadline) {
+		if (f.eng != nil || n%(64*f.batch) < f.batch) && time.Now().After(deadline) {
 			break
 		}
 	}
 	return float64(n) / time.Since(start).Seconds(), lat, bubbles, reloads, nil
 }
 
-// checkLPM compares a sample of the traffic's lookups with the reference.
-func checkLPM(v *lpm.View, ref *lpm.Reference, tr *lpmTraffic, sample int) (checked, mismatches int) {
+// checkLPM compares a sample of the traffic's lookups, the first ones, with
+// the reference; lookup fills out with the answers for the first len(out).
+func checkLPM(lookup func(out []uint32) error, ref *lpm.Reference, tr *lpmTraffic, sample int) (checked, mismatches int, err error) {
 	if sample == 0 {
 		sample = 200000
 	}
 	sample = min(sample, tr.len())
-	out := make([]uint32, tr.len())
-	tr.lookup(v, out, 0, sample, 256)
+	out := make([]uint32, sample)
+	if err := lookup(out); err != nil {
+		return 0, 0, err
+	}
 	var bad []string
 	for i := 0; i < sample; i++ {
 		want, ok := ref.Lookup(tr.addrs[i])
@@ -481,7 +548,7 @@ func checkLPM(v *lpm.View, ref *lpm.Reference, tr *lpmTraffic, sample int) (chec
 		sort.Strings(bad)
 		fmt.Fprintln(stderrForChecks, "mismatches:", strings.Join(bad, "; "))
 	}
-	return sample, mismatches
+	return sample, mismatches, nil
 }
 
 // spinUntil waits for t without sleeping: a sleeping updater would be woken
@@ -492,4 +559,84 @@ func spinUntil(t time.Time) {
 	for time.Now().Before(t) {
 		runtime.Gosched()
 	}
+}
+
+// gpuLookups loads the table's current image into the GPU backend and times
+// the traffic's lookups there in batches of f.batch: end to end (copies in
+// and out included, median of the rounds) and the kernel alone (CUDA
+// events); with --check it compares the GPU's answers with the reference.
+// The CPU figure already in r moves to mlps_cpu.
+func gpuLookups(r *result, f *lpmFlags, fam lpm.Family, tab *lpm.Table, ref *lpm.Reference, tr *lpmTraffic, cpuBatch int) error {
+	kind, id := gpu.LPM4, gpu.TableID(4)
+	if fam == lpm.IPv6 {
+		kind, id = gpu.LPM6, 6
+	}
+	tab.Mirror().Sync()
+	if err := f.eng.Load(id, kind, tab.Mirror().Image()); err != nil {
+		return err
+	}
+	f.gpuTable = id
+	n := tr.len()
+	batch := min(f.batch, n)
+	look := func(lo, hi int, out []uint32) error { return gpuLook(f, tr, lo, hi, out, batch) }
+	r.MLPSCPU, r.BatchCPU = r.MLPS, cpuBatch
+	r.Batch, r.Streams, r.GPU = batch, f.streams, f.eng.Device()
+	r.MLPS, r.NsPerLookup, r.Lookups = 0, 0, 0
+	r.Notes = fmt.Sprintf("gpu backend (lookups under updates, if asked: GPU batches of the same size, each Sync's update applied through Backend.Apply between two batches): mlps = end to end (pinned staging, %d stream(s), copies in and out included, one batch call at a time), mlps_kernel = the kernel alone on one batch (CUDA events), mlps_cpu = the CPU backend (batch %d, %d thread(s)) on the same traffic", f.streams, cpuBatch, f.threads)
+	if !f.kernelOnly {
+		out := make([]uint32, n)
+		if err := look(0, n, out); err != nil { // warm-up
+			return err
+		}
+		var err error
+		rates, total := timeRounds(f.rounds, func() int {
+			if e := look(0, n, out); e != nil && err == nil {
+				err = e
+			}
+			return n
+		})
+		if err != nil {
+			return err
+		}
+		r.Lookups, r.MLPS = total, median(rates)/1e6
+		r.NsPerLookup = 1e9 / median(rates)
+	}
+	iters := max(3, min(200, (1<<26)/batch))
+	var ms float64
+	var err error
+	if tr.v4 != nil {
+		ms, err = f.eng.KernelTimeLPM4(id, tr.v4[:batch], iters)
+	} else {
+		ms, err = f.eng.KernelTimeLPM6(id, tr.v6[:batch], iters)
+	}
+	if err != nil {
+		return err
+	}
+	r.MLPSKernel = float64(batch) / ms / 1e3
+	if f.check {
+		c, m, err := checkLPM(func(out []uint32) error { return look(0, len(out), out) }, ref, tr, f.checkSample)
+		if err != nil {
+			return err
+		}
+		r.Checked, r.Mismatches = r.Checked+c, r.Mismatches+m
+	}
+	return nil
+}
+
+// gpuLook looks up the traffic's addresses [lo, hi) on the GPU backend's
+// current table in calls of batch addresses, the results into out[:hi-lo].
+func gpuLook(f *lpmFlags, tr *lpmTraffic, lo, hi int, out []uint32, batch int) error {
+	for i := lo; i < hi; i += batch {
+		j := min(i+batch, hi)
+		var err error
+		if tr.v4 != nil {
+			err = f.eng.LookupLPM4(f.gpuTable, tr.v4[i:j], out[i-lo:j-lo])
+		} else {
+			err = f.eng.LookupLPM6(f.gpuTable, tr.v6[i:j], out[i-lo:j-lo])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

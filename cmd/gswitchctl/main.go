@@ -3,7 +3,7 @@
 // shared data sets, measure lookups and updates, and check every sampled
 // answer against a brute-force reference.
 //
-//	gswitchctl bench lpm --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu] [--check] [--json]
+//	gswitchctl bench lpm --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--check] [--json]
 //	gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [--algo linear|tuple|bloom] [--backend cpu] [--check] [--json]
 //
 // Run a command with -h for all of its flags.

@@ -1,0 +1,19 @@
+package main
+
+import (
+	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/lpm"
+)
+
+// gpuEngine is what bench needs of a GPU backend: the Backend, a pipeline
+// over streams and kernel-only timings.
+type gpuEngine interface {
+	gpu.Backend
+	SetStreams(n, chunk int) error
+	KernelTimeLPM4(id gpu.TableID, addrs []uint32, iters int) (float64, error)
+	KernelTimeLPM6(id gpu.TableID, addrs []lpm.Addr6, iters int) (float64, error)
+}
+
+// newGPUEngine starts the GPU backend; nil in a build without one (the cuda
+// build tag sets it, gpu_cuda.go).
+var newGPUEngine func() (gpuEngine, error)
