@@ -66,3 +66,5 @@ NVCC ?= nvcc
 kernels:
 	cd kernels && $(NVCC) -ptx -arch=sm_90 -o gamt_sm90.ptx gamt.cu
 	cd kernels && $(NVCC) -ptx -arch=compute_80 -o gamt_compute80.ptx gamt.cu
+	cd kernels && $(NVCC) -ptx -arch=sm_90 -o flow_sm90.ptx flow.cu
+	cd kernels && $(NVCC) -ptx -arch=compute_80 -o flow_compute80.ptx flow.cu

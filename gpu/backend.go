@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gswitch/gswitch/tables/bubble"
+	"github.com/gswitch/gswitch/tables/flow"
 	"github.com/gswitch/gswitch/tables/lpm"
 )
 
@@ -18,6 +19,7 @@ type Kind uint8
 const (
 	LPM4 Kind = iota + 1 // GAMT image of IPv4 routes (package lpm)
 	LPM6                 // GAMT image of IPv6 routes, full 128-bit prefixes
+	Flow                 // flow table image (package flow): linear, tuple or Bloom search
 )
 
 func (k Kind) String() string {
@@ -26,6 +28,8 @@ func (k Kind) String() string {
 		return "lpm4"
 	case LPM6:
 		return "lpm6"
+	case Flow:
+		return "flow"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -47,6 +51,11 @@ type Backend interface {
 	Apply(table TableID, u bubble.Update) error
 	LookupLPM4(table TableID, addrs []uint32, out []uint32) error
 	LookupLPM6(table TableID, addrs []lpm.Addr6, out []uint32) error
+	// LookupFlow classifies n packets whose projected keys are in soa in
+	// structure-of-arrays order (flow.PackSoA over the projection of the
+	// table's image: P words per packet, word j of packet i at soa[j*n+i])
+	// into out[0:n]: the best rule's id, flow.NoMatch if none.
+	LookupFlow(table TableID, soa []uint32, n int, out []flow.RuleID) error
 	MemoryUsed() int64
 	Close() error
 }
@@ -59,6 +68,7 @@ var (
 	ErrShortOut     = errors.New("gpu: output shorter than input")
 	ErrBadUpdate    = errors.New("gpu: update rejected")
 	ErrTooManyLevel = errors.New("gpu: image has more levels than the device kernels handle")
+	ErrShortKeys    = errors.New("gpu: key buffer shorter than n packets of the projection")
 )
 
 // MaxDeviceLevels is the most trie levels the device kernels handle (their

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/gswitch/gswitch/tables/bubble"
+	"github.com/gswitch/gswitch/tables/flow"
 	"github.com/gswitch/gswitch/tables/lpm"
 )
 
@@ -22,6 +23,24 @@ type cpuTable struct {
 	img    *bubble.Image
 	layout *lpmLayout
 	view   *lpm.View // reads img in place, so it sees applied bubbles
+	flay   *flowLayout
+	fview  *flow.View // Flow: likewise
+}
+
+// layoutOf checks im as an image of kind and returns a table holding it.
+func layoutOf(kind Kind, im *bubble.Image) (*cpuTable, error) {
+	if kind == Flow {
+		l, v, err := newFlowLayout(im)
+		if err != nil {
+			return nil, err
+		}
+		return &cpuTable{kind: kind, img: im, flay: l, fview: v}, nil
+	}
+	l, v, err := newLPMLayout(kind, im)
+	if err != nil {
+		return nil, err
+	}
+	return &cpuTable{kind: kind, img: im, layout: l, view: v}, nil
 }
 
 // NewCPU returns an empty CPU backend.
@@ -38,8 +57,7 @@ func (c *CPU) Load(id TableID, kind Kind, im *bubble.Image) error {
 	if im == nil {
 		return fmt.Errorf("%w: nil image", ErrBadUpdate)
 	}
-	im = im.Clone()
-	l, v, err := newLPMLayout(kind, im)
+	nt, err := layoutOf(kind, im.Clone())
 	if err != nil {
 		return err
 	}
@@ -48,7 +66,7 @@ func (c *CPU) Load(id TableID, kind Kind, im *bubble.Image) error {
 	if c.closed {
 		return ErrClosed
 	}
-	c.tables[id] = &cpuTable{kind: kind, img: im, layout: l, view: v}
+	c.tables[id] = nt
 	return nil
 }
 
@@ -63,11 +81,11 @@ func (c *CPU) Apply(id TableID, u bubble.Update) error {
 		return err
 	}
 	if u.Full != nil {
-		l, v, err := newLPMLayout(t.kind, u.Full)
+		nt, err := layoutOf(t.kind, u.Full)
 		if err != nil {
 			return err
 		}
-		t.img, t.layout, t.view = u.Full, l, v
+		*t = *nt
 		return nil
 	}
 	if len(u.Bubbles) == 0 {
@@ -76,7 +94,12 @@ func (c *CPU) Apply(id TableID, u bubble.Update) error {
 	if u.Generation != t.img.Generation {
 		return fmt.Errorf("%w: bubbles of generation %d for an image of generation %d", ErrBadUpdate, u.Generation, t.img.Generation)
 	}
-	if err := t.layout.checkBubbles(u.Bubbles); err != nil {
+	if t.kind == Flow {
+		err = t.flay.checkBubbles(u.Bubbles)
+	} else {
+		err = t.layout.checkBubbles(u.Bubbles)
+	}
+	if err != nil {
 		return err
 	}
 	return u.ApplyTo(&t.img)
@@ -129,6 +152,21 @@ func (c *CPU) LookupLPM6(id TableID, addrs []lpm.Addr6, out []uint32) error {
 	}
 	t.view.LookupBatch6(addrs, out[:len(addrs)])
 	return nil
+}
+
+// LookupFlow classifies n packets (projected keys in soa, SoA order) in
+// table id.
+func (c *CPU) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	t, err := c.lookupTable(id, Flow, 0, 0)
+	if err != nil {
+		return err
+	}
+	if err := checkFlowBatch(t.flay, soa, n, out); err != nil {
+		return err
+	}
+	return t.fview.LookupBatchSoA(soa, n, out)
 }
 
 // MemoryUsed returns the bytes of the images held.

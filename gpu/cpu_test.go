@@ -61,3 +61,21 @@ func TestCPURealBGP(t *testing.T) {
 	testRealLPM(t, b, lpm.IPv4, v4, 20000, 10, 1<<18)
 	testRealLPM(t, b, lpm.IPv6, v6, 5000, 5, 1<<17)
 }
+
+func TestCPUFlowRandom(t *testing.T) {
+	b := NewCPU()
+	defer b.Close()
+	testRandomFlowAll(t, b, false)
+}
+
+func TestCPUFlowACL1(t *testing.T) {
+	b := NewCPU()
+	defer b.Close()
+	testACL1Flow(t, b, false)
+}
+
+func TestCPUFlowRejects(t *testing.T) {
+	b := NewCPU()
+	defer b.Close()
+	testFlowRejects(t, b)
+}

@@ -20,7 +20,8 @@ import (
 
 // PTXDirEnv names an environment variable that, when set, makes NewCUDA read
 // the PTX from that directory (gamt_sm90.ptx, gamt_compute80.ptx) instead of
-// the embedded copy: for testing freshly compiled kernels.
+// the embedded copy (and flow_sm90.ptx, flow_compute80.ptx likewise): for
+// testing freshly compiled kernels.
 const PTXDirEnv = "GSWITCH_PTX_DIR"
 
 // PTXForceEnv, set to "compute80", makes NewCUDA load the compute_80 PTX
@@ -47,6 +48,10 @@ type CUDA struct {
 	ctx            cu.CUContext
 	mod            cu.Module
 	fn4, fn6, scat cu.Function
+	fmod           cu.Module // flow.cu
+	ffn            cu.Function
+	fhin, fhout    hostBuf // flow lookups: pinned staging of keys and results
+	fdin, fdout    devBuf
 	maxGrid        int
 	tables         map[TableID]*cudaTable
 	in, out, stage devBuf // kernel timing; bubble staging
@@ -58,9 +63,10 @@ type CUDA struct {
 
 type cudaTable struct {
 	kind   Kind
-	layout *lpmLayout
-	img    devBuf // all regions end to end
-	desc   devBuf // level descriptors, 3 words per level
+	layout *lpmLayout  // LPM kinds
+	flay   *flowLayout // Flow
+	img    devBuf      // all regions end to end
+	desc   devBuf      // level descriptors, 3 words per level
 	nl     int64
 }
 
@@ -138,6 +144,23 @@ func (c *CUDA) start(ordinal int) error {
 	if c.mod, err = cu.LoadData(ptx); err != nil {
 		return fmt.Errorf("gpu: cuda: loading %s (%s) on %s: %v", which, src, name, err)
 	}
+	fptx, fwhich := kernels.Flowcompute80, "flow_compute80.ptx"
+	if major == 9 && os.Getenv(PTXForceEnv) != "compute80" {
+		fptx, fwhich = kernels.Flowsm90, "flow_sm90.ptx"
+	}
+	if dir := os.Getenv(PTXDirEnv); dir != "" {
+		b, err := os.ReadFile(filepath.Join(dir, fwhich))
+		if err != nil {
+			return fmt.Errorf("gpu: cuda: %v", err)
+		}
+		fptx = string(b)
+	}
+	if c.fmod, err = cu.LoadData(fptx); err != nil {
+		return fmt.Errorf("gpu: cuda: loading %s (%s) on %s: %v", fwhich, src, name, err)
+	}
+	if c.ffn, err = c.fmod.Function("flow_lookup"); err != nil {
+		return fmt.Errorf("gpu: cuda: kernel flow_lookup: %v", err)
+	}
 	for _, f := range []struct {
 		fn   *cu.Function
 		name string
@@ -150,7 +173,7 @@ func (c *CUDA) start(ordinal int) error {
 	if err := c.makeSlots(1); err != nil {
 		return err
 	}
-	c.device = fmt.Sprintf("%s (cc %d.%d, %d SMs, device %d, PTX %s %s)", name, major, minor, sms, ordinal, which, src)
+	c.device = fmt.Sprintf("%s (cc %d.%d, %d SMs, device %d, PTX %s, %s %s)", name, major, minor, sms, ordinal, which, fwhich, src)
 	return nil
 }
 
@@ -241,6 +264,46 @@ func (c *CUDA) newDeviceImage(kind Kind, l *lpmLayout, im *bubble.Image) (*cudaT
 	return t, nil
 }
 
+// newFlowImage uploads a checked flow image and its descriptor.
+func (c *CUDA) newFlowImage(l *flowLayout, im *bubble.Image) (*cudaTable, error) {
+	t := &cudaTable{kind: Flow, flay: l}
+	var err error
+	if t.img, err = c.alloc(4 * int64(l.total)); err != nil {
+		return nil, err
+	}
+	if t.desc, err = c.alloc(4 * FlowDescWords); err == nil {
+		err = upload(t.desc.p, l.desc())
+	}
+	for r, w := range im.Words {
+		if err != nil {
+			break
+		}
+		err = upload(t.img.p+cu.DevicePtr(4*l.regionBase[r]), w)
+	}
+	if err != nil {
+		c.free(&t.img)
+		c.free(&t.desc)
+		return nil, fmt.Errorf("gpu: cuda: uploading image: %v", err)
+	}
+	return t, nil
+}
+
+// checkedImage checks im as an image of kind and uploads it.
+func (c *CUDA) checkedImage(kind Kind, im *bubble.Image) (func() (*cudaTable, error), error) {
+	if kind == Flow {
+		l, _, err := newFlowLayout(im)
+		if err != nil {
+			return nil, err
+		}
+		return func() (*cudaTable, error) { return c.newFlowImage(l, im) }, nil
+	}
+	l, _, err := newLPMLayout(kind, im)
+	if err != nil {
+		return nil, err
+	}
+	return func() (*cudaTable, error) { return c.newDeviceImage(kind, l, im) }, nil
+}
+
 func (c *CUDA) dropTable(t *cudaTable) {
 	cu.Synchronize() // no kernel may still read it
 	c.free(&t.img)
@@ -252,12 +315,12 @@ func (c *CUDA) Load(id TableID, kind Kind, im *bubble.Image) error {
 	if im == nil {
 		return fmt.Errorf("%w: nil image", ErrBadUpdate)
 	}
-	l, _, err := newLPMLayout(kind, im)
+	mk, err := c.checkedImage(kind, im)
 	if err != nil {
 		return err
 	}
 	return c.do(func() error {
-		t, err := c.newDeviceImage(kind, l, im)
+		t, err := mk()
 		if err != nil {
 			return err
 		}
@@ -280,11 +343,11 @@ func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 			return fmt.Errorf("%w: %d", ErrNoTable, id)
 		}
 		if u.Full != nil {
-			l, _, err := newLPMLayout(t.kind, u.Full)
+			mk, err := c.checkedImage(t.kind, u.Full)
 			if err != nil {
 				return err
 			}
-			nt, err := c.newDeviceImage(t.kind, l, u.Full)
+			nt, err := mk()
 			if err != nil {
 				return err
 			}
@@ -295,16 +358,23 @@ func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 		if len(u.Bubbles) == 0 {
 			return nil
 		}
-		if u.Generation != t.layout.gen {
-			return fmt.Errorf("%w: bubbles of generation %d for an image of generation %d", ErrBadUpdate, u.Generation, t.layout.gen)
+		gen, base := t.gen()
+		if u.Generation != gen {
+			return fmt.Errorf("%w: bubbles of generation %d for an image of generation %d", ErrBadUpdate, u.Generation, gen)
 		}
-		if err := t.layout.checkBubbles(u.Bubbles); err != nil {
+		var err error
+		if t.kind == Flow {
+			err = t.flay.checkBubbles(u.Bubbles)
+		} else {
+			err = t.layout.checkBubbles(u.Bubbles)
+		}
+		if err != nil {
 			return err
 		}
 		n := len(u.Bubbles)
 		host := make([]uint32, 2*n)
 		for i, b := range u.Bubbles {
-			host[i] = t.layout.regionBase[b.Region] + b.Offset
+			host[i] = base[b.Region] + b.Offset
 			host[n+i] = b.Value
 		}
 		if c.stage.n < int64(8*n) {
@@ -322,6 +392,14 @@ func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 		}
 		return c.ordered()
 	})
+}
+
+// gen returns the table's generation and region bases.
+func (t *cudaTable) gen() (uint64, []uint32) {
+	if t.flay != nil {
+		return t.flay.gen, t.flay.regionBase
+	}
+	return t.layout.gen, t.layout.regionBase
 }
 
 // launchIn runs fn in stream st over n items with the given pointer arguments followed by
@@ -662,6 +740,11 @@ func (c *CUDA) Close() error {
 			c.free(&c.in)
 			c.free(&c.out)
 			c.free(&c.stage)
+			c.fhin.free()
+			c.fhout.free()
+			c.free(&c.fdin)
+			c.free(&c.fdout)
+			c.fmod.Unload()
 			c.mod.Unload()
 			return c.ctx.Destroy()
 		})

@@ -49,6 +49,18 @@ func TestCUDARealBGP(t *testing.T) {
 	testRealLPM(t, b, lpm.IPv6, v6, 5000, 5, 1<<17)
 }
 
+func TestCUDAFlowRandom(t *testing.T) {
+	testRandomFlowAll(t, newTestCUDA(t), true)
+}
+
+func TestCUDAFlowACL1(t *testing.T) {
+	testACL1Flow(t, newTestCUDA(t), true)
+}
+
+func TestCUDAFlowRejects(t *testing.T) {
+	testFlowRejects(t, newTestCUDA(t))
+}
+
 // TestCUDAEmbeddedPTX fails if the embedded PTX differs from what nvcc made
 // from kernels/*.cu in this run ($GSWITCH_PTX_DIR, written by the same
 // command that runs this test on a machine with nvcc).
@@ -57,13 +69,16 @@ func TestCUDAEmbeddedPTX(t *testing.T) {
 	if dir == "" {
 		t.Skipf("SKIPPED: $%s is not set: no freshly compiled PTX to compare the embedded copy with", PTXDirEnv)
 	}
-	for name, emb := range map[string]string{"gamt_sm90.ptx": kernels.GAMTsm90, "gamt_compute80.ptx": kernels.GAMTcompute80} {
+	for name, emb := range map[string]string{
+		"gamt_sm90.ptx": kernels.GAMTsm90, "gamt_compute80.ptx": kernels.GAMTcompute80,
+		"flow_sm90.ptx": kernels.Flowsm90, "flow_compute80.ptx": kernels.Flowcompute80,
+	} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if string(b) != emb {
-			t.Errorf("kernels/%s is stale: it differs from nvcc's output for kernels/gamt.cu (run make kernels and commit)", name)
+			t.Errorf("kernels/%s is stale: it differs from nvcc's output for kernels/*.cu (run make kernels and commit)", name)
 		}
 	}
 }

@@ -18,9 +18,19 @@
 // index outside its image. Every lookup issued after Apply returns sees the
 // whole Update.
 //
-// Only the LPM kinds exist so far: LPM4 and LPM6, the GAMT tries of package
-// lpm (see tables/lpm/doc.go for the encoding: meta region, one region per
-// level, entries inf<<8 | jump).
+// The kinds: LPM4 and LPM6, the GAMT tries of package lpm (see
+// tables/lpm/doc.go for the encoding: meta region, one region per level,
+// entries inf<<8 | jump), and Flow, the flow table images of package flow
+// (six regions; see tables/flow/doc.go), answered by LookupFlow on keys
+// packed with flow.PackSoA. A Flow image is checked whole with flow.NewView;
+// its bubbles must lie in range and may not touch the seeds or any header
+// word but the count (both fixed for a generation), and the lookups, the
+// CPU View and the device kernel flow_lookup (kernels/flow.cu) alike,
+// re-check every offset they follow. On the device a Flow table is one
+// buffer of its regions plus a 16-word descriptor (region bases and lengths,
+// algorithm, P, families, slots); LookupFlow runs in the first stream through
+// pinned staging, after any Apply's scatter (the gamt module's
+// bubble_scatter, global offsets), and KernelTimeFlow times the kernel alone.
 //
 // # The CPU backend
 //

@@ -6,6 +6,10 @@
 // gamt.cu: gamt_lookup4, gamt_lookup6 (GAMT trie lookups, one thread per
 // address) and bubble_scatter (applies one update's write bubbles). Its header
 // comment gives the ABI.
+//
+// flow.cu: flow_lookup (flow table classification: linear, tuple-space and
+// Bloom search over package flow's device image, one thread per packet).
+// Its header comment gives the ABI.
 package kernels
 
 import _ "embed"
@@ -25,3 +29,18 @@ var GAMTsm90 string
 //
 //go:embed gamt_compute80.ptx
 var GAMTcompute80 string
+
+// FlowSource is the CUDA C source of the flow classification kernel.
+//
+//go:embed flow.cu
+var FlowSource string
+
+// Flowsm90 is flow.cu compiled with nvcc -ptx -arch=sm_90 (H100, H200).
+//
+//go:embed flow_sm90.ptx
+var Flowsm90 string
+
+// Flowcompute80 is flow.cu compiled with nvcc -ptx -arch=compute_80.
+//
+//go:embed flow_compute80.ptx
+var Flowcompute80 string

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/flow"
 )
 
@@ -16,6 +17,8 @@ type classifyFlags struct {
 	classbench string
 	synthetic  string
 	algo       string
+	eng        gpuEngine // --backend gpu
+	gpuBatch   int       // packets per LookupFlow call (0: all the traffic in one)
 }
 
 // linearBudget bounds the rule comparisons of one timed round of linear
@@ -44,6 +47,19 @@ func benchClassify(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if f.backend == "gpu" {
+		fs.Visit(func(fl *flag.Flag) {
+			if fl.Name == "batch" {
+				f.gpuBatch = f.batch
+			}
+		})
+		eng, err := newGPUEngine()
+		if err != nil {
+			return err
+		}
+		defer eng.Close()
+		f.eng = eng
+	}
 	set, err := loadRuleSet(&f)
 	if err != nil {
 		return err
@@ -65,9 +81,6 @@ func benchClassify(args []string, stdout, stderr io.Writer) error {
 func (f *classifyFlags) validate() error {
 	if err := f.commonFlags.validate(); err != nil {
 		return err
-	}
-	if f.backend == "gpu" {
-		return fmt.Errorf("%w: bench classify has no GPU backend yet; use --backend cpu", errUsage)
 	}
 	if (f.classbench == "") == (f.synthetic == "") {
 		return fmt.Errorf("%w: bench classify needs exactly one of --classbench FILE and --synthetic N,C[,F,Cm,f]", errUsage)
@@ -174,10 +187,95 @@ func benchClassifyAlgo(f *classifyFlags, algo flow.Algo, set *ruleSet) (result, 
 	})
 	r.Lookups, r.MPPS = total, median(rates)/1e6
 	r.NsPerLookup = 1e9 / median(rates) * float64(f.threads)
+	if f.eng != nil {
+		return r, gpuClassify(&r, f, tab, keys, out)
+	}
 	if f.check {
 		r.Checked, r.Mismatches = checkClassify(tab, keys, out, f.checkSample)
 	}
 	return r, nil
+}
+
+// gpuClassify loads the table's image into the GPU backend and times
+// LookupFlow on the packets packed in SoA order (end to end: pinned staging,
+// copies in and out, kernel; and the kernel alone with CUDA events). cpuOut
+// holds the CPU's answers for keys, compared with the GPU's on every packet
+// under --check, besides the brute-force sample.
+func gpuClassify(r *result, f *classifyFlags, tab *flow.Table, keys []flow.Key, cpuOut []flow.RuleID) error {
+	const id = gpu.TableID(1)
+	tab.Mirror().Sync()
+	if err := f.eng.Load(id, gpu.Flow, tab.Mirror().Image()); err != nil {
+		return err
+	}
+	n := len(keys)
+	batch := n
+	if f.gpuBatch > 0 {
+		batch = min(f.gpuBatch, n)
+	}
+	words := tab.UsedWords()
+	type part struct {
+		soa    []uint32
+		lo, hi int
+	}
+	var parts []part
+	for lo := 0; lo < n; lo += batch {
+		hi := min(lo+batch, n)
+		parts = append(parts, part{flow.PackSoA(keys[lo:hi], words, nil), lo, hi})
+	}
+	r.MPPSCPU, r.BatchCPU = r.MPPS, r.Batch
+	r.Batch, r.GPU = batch, f.eng.Device()
+	r.Notes = strings.TrimPrefix(r.Notes+"; ", "; ") + fmt.Sprintf("gpu backend: mpps = end to end (keys packed in SoA order beforehand, LookupFlow calls of %d packets: pinned staging, copy in, kernel, copy out, one call at a time), mpps_kernel = flow_lookup alone on one batch (CUDA events), mpps_cpu = Table.LookupBatch (batch %d, %d thread(s)) on the same packets", batch, r.BatchCPU, f.threads)
+	out := make([]flow.RuleID, n)
+	look := func() error {
+		for _, p := range parts {
+			if err := f.eng.LookupFlow(id, p.soa, p.hi-p.lo, out[p.lo:p.hi]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := look(); err != nil { // warm-up
+		return err
+	}
+	var err error
+	rates, total := timeRounds(f.rounds, func() int {
+		if e := look(); e != nil && err == nil {
+			err = e
+		}
+		return n
+	})
+	if err != nil {
+		return err
+	}
+	r.Lookups, r.MPPS = total, median(rates)/1e6
+	r.NsPerLookup = 1e9 / median(rates)
+	p0 := parts[0]
+	iters := max(3, min(200, (1<<26)/max(1, p0.hi-p0.lo)))
+	if tab.Config().Algo == flow.Linear {
+		iters = 3
+	}
+	ms, err := f.eng.KernelTimeFlow(id, p0.soa, p0.hi-p0.lo, iters)
+	if err != nil {
+		return err
+	}
+	if ms > 0 {
+		r.MPPSKernel = float64(p0.hi-p0.lo) / ms / 1e3
+	}
+	if f.check {
+		r.Checked, r.Mismatches = checkClassify(tab, keys, out, f.checkSample)
+		diff := 0
+		for i := range out {
+			if out[i] != cpuOut[i] {
+				if diff < 5 {
+					fmt.Fprintf(stderrForChecks, "gpu/cpu mismatch: packet %d: gpu rule %d, cpu rule %d\n", i, out[i], cpuOut[i])
+				}
+				diff++
+			}
+		}
+		r.Mismatches += diff
+		r.Notes += fmt.Sprintf("; --check: %d packets against the brute-force reference and all %d against the CPU's answers (%d differ)", r.Checked, n, diff)
+	}
+	return nil
 }
 
 // checkClassify compares the lookups of a sample of keys (their results are

@@ -12,6 +12,7 @@ type gpuEngine interface {
 	SetStreams(n, chunk int) error
 	KernelTimeLPM4(id gpu.TableID, addrs []uint32, iters int) (float64, error)
 	KernelTimeLPM6(id gpu.TableID, addrs []lpm.Addr6, iters int) (float64, error)
+	KernelTimeFlow(id gpu.TableID, soa []uint32, n, iters int) (float64, error)
 }
 
 // newGPUEngine starts the GPU backend; nil in a build without one (the cuda

@@ -1,0 +1,113 @@
+package gpu
+
+import (
+	"fmt"
+
+	"github.com/gswitch/gswitch/tables/bubble"
+	"github.com/gswitch/gswitch/tables/flow"
+)
+
+// Words of the flow kernel's descriptor (FlowDescWords words, uploaded next
+// to the image; see kernels/flow.cu).
+const (
+	flowDescBase  = 0  // 6 words: the word offset of each region in the flat buffer
+	flowDescLen   = 6  // 6 words: the length of each region in words
+	flowDescAlgo  = 12 // flow.Algo
+	flowDescP     = 13 // projected key words
+	flowDescK     = 14 // hash families (tuple, bloom)
+	flowDescNSlot = 15 // class slots (tuple, bloom) or rule slots (linear)
+
+	// FlowDescWords is the size of a flow table's device descriptor.
+	FlowDescWords = 16
+	flowRegions   = 6
+)
+
+// flowLayout describes a checked flow image: what flow.NewView caches (the
+// algorithm, the projection width, the hash families, the slot count) and
+// where each region sits when all are laid end to end in one word buffer.
+type flowLayout struct {
+	gen        uint64
+	algo       flow.Algo
+	p, k       int
+	nslot      int
+	regionBase []uint32
+	regionLen  []uint32
+	total      uint64
+}
+
+// newFlowLayout checks im as a flow table image (flow.NewView does the full
+// check: header, projection, seeds, every class descriptor in the order) and
+// returns its layout and a View of it.
+func newFlowLayout(im *bubble.Image) (*flowLayout, *flow.View, error) {
+	v, err := flow.NewView(im)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrBadUpdate, err)
+	}
+	if len(im.Words) != flowRegions {
+		return nil, nil, fmt.Errorf("%w: flow image of %d regions", ErrBadUpdate, len(im.Words))
+	}
+	h := im.Words[flow.RegionHeader]
+	l := &flowLayout{gen: im.Generation, algo: v.Algo(), p: len(v.Words())}
+	if l.algo == flow.Linear {
+		l.nslot = len(im.Words[flow.RegionEntries]) / flow.SlotWords(l.p)
+	} else {
+		l.k = int(h[flow.HdrFamily])
+		l.nslot = len(im.Words[flow.RegionOrder])
+	}
+	for _, w := range im.Words {
+		l.regionBase = append(l.regionBase, uint32(l.total))
+		l.regionLen = append(l.regionLen, uint32(len(w)))
+		l.total += uint64(len(w))
+		if l.total >= 1<<32 {
+			return nil, nil, fmt.Errorf("%w: image of %d words does not fit 32-bit offsets", ErrBadUpdate, l.total)
+		}
+	}
+	return l, v, nil
+}
+
+// desc returns the device descriptor of the layout.
+func (l *flowLayout) desc() []uint32 {
+	d := make([]uint32, FlowDescWords)
+	copy(d[flowDescBase:], l.regionBase)
+	copy(d[flowDescLen:], l.regionLen)
+	d[flowDescAlgo] = uint32(l.algo)
+	d[flowDescP] = uint32(l.p)
+	d[flowDescK] = uint32(l.k)
+	d[flowDescNSlot] = uint32(l.nslot)
+	return d
+}
+
+// checkBubbles checks an update's bubbles before any is written: each inside
+// its region, and none in what a View (and the device descriptor) fixes for
+// a generation: the seeds region and the header except its count word. The
+// lookups, on the CPU and on the device, re-check every offset they follow
+// in the descriptors, so no other word can make them read outside the image.
+func (l *flowLayout) checkBubbles(bs []bubble.Bubble) error {
+	for _, b := range bs {
+		r := uint32(b.Region)
+		if r >= uint32(len(l.regionLen)) || b.Offset >= l.regionLen[r] {
+			return fmt.Errorf("%w: bubble (%d, %d) outside the image", ErrBadUpdate, b.Region, b.Offset)
+		}
+		switch {
+		case b.Region == flow.RegionSeeds:
+			return fmt.Errorf("%w: bubble writes the seeds region (word %d): they change only with the generation", ErrBadUpdate, b.Offset)
+		case b.Region == flow.RegionHeader && b.Offset != flow.HdrCount:
+			return fmt.Errorf("%w: bubble writes header word %d: only the count changes within a generation", ErrBadUpdate, b.Offset)
+		}
+	}
+	return nil
+}
+
+// checkFlowBatch checks a LookupFlow call's sizes against the layout.
+func checkFlowBatch(l *flowLayout, soa []uint32, n int, out []flow.RuleID) error {
+	if n < 0 {
+		return fmt.Errorf("%w: %d packets", ErrShortKeys, n)
+	}
+	if len(out) < n {
+		return ErrShortOut
+	}
+	if int64(len(soa)) < int64(n)*int64(l.p) {
+		return fmt.Errorf("%w: %d words for %d packets of %d words", ErrShortKeys, len(soa), n, l.p)
+	}
+	return nil
+}
