@@ -117,8 +117,26 @@ func lifeCase(t *testing.T, b Backend, id TableID, tab *lpm.Table, ps []netip.Pr
 	p := newProbe(tab.Family(), ps, nprobe, seed)
 	compare(t, b, id, tab, p, "after load")
 	per := (len(ups) + rounds - 1) / max(rounds, 1)
+	apply := func(r int) {
+		u := tab.Mirror().Sync()
+		if u.Full != nil {
+			fulls++
+		}
+		bubbles += len(u.Bubbles)
+		if err := b.Apply(id, u); err != nil {
+			t.Fatalf("round %d: apply: %v", r, err)
+		}
+	}
 	for r := 0; r < rounds && r*per < len(ups); r++ {
-		for _, up := range ups[r*per : min((r+1)*per, len(ups))] {
+		// Odd rounds sync and apply three times before the comparison, so
+		// that Updates touching the same words queue up between lookups
+		// (the last write must win).
+		step := per
+		if r%2 == 1 {
+			step = max(1, (per+2)/3)
+		}
+		round := ups[r*per : min((r+1)*per, len(ups))]
+		for i, up := range round {
 			var err error
 			if up.Withdraw {
 				err = tab.Delete(up.Prefix)
@@ -128,15 +146,11 @@ func lifeCase(t *testing.T, b Backend, id TableID, tab *lpm.Table, ps []netip.Pr
 			if err != nil {
 				t.Fatalf("round %d: table update %+v: %v", r, up, err)
 			}
+			if (i+1)%step == 0 && i+1 < len(round) {
+				apply(r)
+			}
 		}
-		u := tab.Mirror().Sync()
-		if u.Full != nil {
-			fulls++
-		}
-		bubbles += len(u.Bubbles)
-		if err := b.Apply(id, u); err != nil {
-			t.Fatalf("round %d: apply: %v", r, err)
-		}
+		apply(r)
 		compare(t, b, id, tab, p, "after update round")
 	}
 	return fulls, bubbles

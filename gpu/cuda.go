@@ -58,7 +58,17 @@ type CUDA struct {
 	streams        []cu.Stream
 	slots          []*slot
 	chunk          int
-	applied        cu.Event // recorded after a scatter; every stream waits on it
+	applied        cu.Event    // recorded after a scatter; every stream waits on it
+	hstage         [2]hostBuf  // pinned (offset, value) staging, double-buffered
+	hstageEv       [2]cu.Event // recorded after the copy out of hstage[i]
+	hbusy          [2]bool     // hstageEv[i] recorded and maybe not yet fired
+	hk             int         // the staging buffer the next scatter fills
+
+	// mu guards the tables map's writes (by the goroutine) and its reads by
+	// Apply's fast path, which runs on the caller's goroutine, and every
+	// table's pending bubbles; shut is set by Close.
+	mu   sync.Mutex
+	shut bool
 }
 
 type cudaTable struct {
@@ -68,6 +78,7 @@ type cudaTable struct {
 	img    devBuf      // all regions end to end
 	desc   devBuf      // level descriptors, 3 words per level
 	nl     int64
+	pend   pending // bubbles applied but not yet scattered on the device (guarded by CUDA.mu)
 }
 
 type devBuf struct {
@@ -172,6 +183,11 @@ func (c *CUDA) start(ordinal int) error {
 	c.chunk = DefaultChunk
 	if err := c.makeSlots(1); err != nil {
 		return err
+	}
+	for i := range c.hstageEv {
+		if c.hstageEv[i], err = cu.MakeEvent(cu.DisableTiming); err != nil {
+			return fmt.Errorf("gpu: cuda: event: %v", err)
+		}
 	}
 	c.device = fmt.Sprintf("%s (cc %d.%d, %d SMs, device %d, PTX %s, %s %s)", name, major, minor, sms, ordinal, which, fwhich, src)
 	return nil
@@ -304,8 +320,11 @@ func (c *CUDA) checkedImage(kind Kind, im *bubble.Image) (func() (*cudaTable, er
 	return func() (*cudaTable, error) { return c.newDeviceImage(kind, l, im) }, nil
 }
 
+// dropTable frees t's device buffers; its pending bubbles are dropped with
+// it (whatever replaces it is a whole image). The caller holds c.mu.
 func (c *CUDA) dropTable(t *cudaTable) {
 	cu.Synchronize() // no kernel may still read it
+	t.pend = pending{}
 	c.free(&t.img)
 	c.free(&t.desc)
 }
@@ -324,6 +343,8 @@ func (c *CUDA) Load(id TableID, kind Kind, im *bubble.Image) error {
 		if err != nil {
 			return err
 		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		if old := c.tables[id]; old != nil {
 			c.dropTable(old)
 		}
@@ -332,17 +353,24 @@ func (c *CUDA) Load(id TableID, kind Kind, im *bubble.Image) error {
 	})
 }
 
-// Apply brings table id up to date with u: a whole image goes to a new
-// device buffer that replaces the old one; bubbles are checked on the host,
-// copied to a staging buffer and written by bubble_scatter in the stream
-// every later lookup runs in.
+// Apply brings table id up to date with u. A whole image goes to a new
+// device buffer that replaces the old one once the device is idle (the only
+// case that synchronizes). Bubbles are checked on the caller's goroutine and
+// queued on the host, with no device call and no hop to the owning
+// goroutine; the next device operation that may read a table (a lookup, a
+// kernel timing) first scatters every table's queued bubbles: their (offset,
+// value) pairs, the last write per word, are copied into one of two pinned
+// staging buffers (the host fills one while the other's copy may still be in
+// flight), copied to the device asynchronously and written by bubble_scatter
+// in the first stream, which every other stream then waits on. So every
+// lookup issued after Apply returns sees the whole update.
 func (c *CUDA) Apply(id TableID, u bubble.Update) error {
-	return c.do(func() error {
-		t := c.tables[id]
-		if t == nil {
-			return fmt.Errorf("%w: %d", ErrNoTable, id)
-		}
-		if u.Full != nil {
+	if u.Full != nil {
+		return c.do(func() error {
+			t := c.tables[id]
+			if t == nil {
+				return fmt.Errorf("%w: %d", ErrNoTable, id)
+			}
 			mk, err := c.checkedImage(t.kind, u.Full)
 			if err != nil {
 				return err
@@ -351,47 +379,108 @@ func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 			if err != nil {
 				return err
 			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
 			c.dropTable(t)
 			c.tables[id] = nt
 			return nil
+		})
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shut || c.closed.Load() {
+		return ErrClosed
+	}
+	t := c.tables[id]
+	if t == nil {
+		return fmt.Errorf("%w: %d", ErrNoTable, id)
+	}
+	if len(u.Bubbles) == 0 {
+		return nil
+	}
+	gen, base := t.gen()
+	if u.Generation != gen {
+		return fmt.Errorf("%w: bubbles of generation %d for an image of generation %d", ErrBadUpdate, u.Generation, gen)
+	}
+	var err error
+	words := uint64(0)
+	if t.kind == Flow {
+		words = t.flay.total
+		err = t.flay.checkBubbles(u.Bubbles)
+	} else {
+		words = t.layout.total
+		err = t.layout.checkBubbles(u.Bubbles)
+	}
+	if err != nil {
+		return err
+	}
+	t.pend.add(u.Bubbles, base, words)
+	return nil
+}
+
+// flush scatters every table's pending bubbles on the device (see Apply):
+// run on the owning goroutine before any device work that reads a table.
+func (c *CUDA) flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range c.tables {
+		if len(t.pend.off) == 0 {
+			continue
 		}
-		if len(u.Bubbles) == 0 {
-			return nil
-		}
-		gen, base := t.gen()
-		if u.Generation != gen {
-			return fmt.Errorf("%w: bubbles of generation %d for an image of generation %d", ErrBadUpdate, u.Generation, gen)
-		}
-		var err error
-		if t.kind == Flow {
-			err = t.flay.checkBubbles(u.Bubbles)
-		} else {
-			err = t.layout.checkBubbles(u.Bubbles)
-		}
-		if err != nil {
+		if err := c.scatter(t); err != nil {
 			return err
 		}
-		n := len(u.Bubbles)
-		host := make([]uint32, 2*n)
-		for i, b := range u.Bubbles {
-			host[i] = base[b.Region] + b.Offset
-			host[n+i] = b.Value
-		}
-		if c.stage.n < int64(8*n) {
-			// The buffer is freed: no scatter may still read it.
-			c.streams[0].Synchronize()
-		}
-		if err := c.grow(&c.stage, int64(8*n)); err != nil {
-			return err
-		}
-		if err := upload(c.stage.p, host); err != nil {
+	}
+	return nil
+}
+
+// scatter queues t's pending bubbles in the first stream: pinned staging,
+// an asynchronous copy to the device staging buffer, bubble_scatter, and the
+// event every other stream waits on. Nothing here waits for the device but
+// for the copy out of the same pinned buffer two scatters ago (long done in
+// practice) and, when the device staging buffer must grow, for the first
+// stream.
+func (c *CUDA) scatter(t *cudaTable) error {
+	p := &t.pend
+	if p.dup {
+		p.compact()
+	}
+	n := len(p.off)
+	k := c.hk
+	if c.hbusy[k] {
+		if err := c.hstageEv[k].Synchronize(); err != nil {
 			return fmt.Errorf("gpu: cuda: staging bubbles: %v", err)
 		}
-		if err := c.launchIn(c.streams[0], c.scat, n, t.img.p, c.stage.p, c.stage.p+cu.DevicePtr(4*n)); err != nil {
-			return err
+		c.hbusy[k] = false
+	}
+	if err := growHost(&c.hstage[k], int64(8*n)); err != nil {
+		return err
+	}
+	if c.stage.n < int64(8*n) {
+		// The buffer is freed: no copy or scatter may still use it.
+		if err := c.streams[0].Synchronize(); err != nil {
+			return fmt.Errorf("gpu: cuda: staging bubbles: %v", err)
 		}
-		return c.ordered()
-	})
+	}
+	if err := c.grow(&c.stage, int64(8*n)); err != nil {
+		return err
+	}
+	h := unsafe.Slice((*uint32)(c.hstage[k].p), 2*n)
+	copy(h, p.off)
+	copy(h[n:], p.val)
+	p.reset()
+	st := c.streams[0]
+	if err := cu.MemcpyHtoDAsync(c.stage.p, c.hstage[k].p, int64(8*n), st); err != nil {
+		return fmt.Errorf("gpu: cuda: staging bubbles: %v", err)
+	}
+	if err := c.hstageEv[k].Record(st); err != nil {
+		return fmt.Errorf("gpu: cuda: record: %v", err)
+	}
+	c.hbusy[k], c.hk = true, k^1
+	if err := c.launchIn(st, c.scat, n, t.img.p, c.stage.p, c.stage.p+cu.DevicePtr(4*n)); err != nil {
+		return err
+	}
+	return c.ordered()
 }
 
 // gen returns the table's generation and region bases.
@@ -644,6 +733,9 @@ func (c *CUDA) LookupLPM4(id TableID, addrs []uint32, out []uint32) error {
 		if err != nil || len(addrs) == 0 {
 			return err
 		}
+		if err := c.flush(); err != nil {
+			return err
+		}
 		return c.lookup(c.fn4, t, unsafe.Pointer(&addrs[0]), 4, out, len(addrs))
 	})
 }
@@ -653,6 +745,9 @@ func (c *CUDA) LookupLPM6(id TableID, addrs []lpm.Addr6, out []uint32) error {
 	return c.do(func() error {
 		t, err := c.lookupTable(id, LPM6, len(addrs), len(out))
 		if err != nil || len(addrs) == 0 {
+			return err
+		}
+		if err := c.flush(); err != nil {
 			return err
 		}
 		return c.lookup(c.fn6, t, unsafe.Pointer(&addrs[0]), 16, out, len(addrs))
@@ -685,6 +780,9 @@ func (c *CUDA) kernelTime(id TableID, kind Kind, fn cu.Function, in unsafe.Point
 	err = c.do(func() error {
 		t, err := c.lookupTable(id, kind, n, n)
 		if err != nil {
+			return err
+		}
+		if err := c.flush(); err != nil {
 			return err
 		}
 		if err := c.grow(&c.in, width*int64(n)); err != nil {
@@ -732,11 +830,18 @@ func (c *CUDA) Close() error {
 	var err error
 	c.once.Do(func() {
 		err = c.do(func() error {
+			c.mu.Lock()
 			for id, t := range c.tables {
 				c.dropTable(t)
 				delete(c.tables, id)
 			}
+			c.shut = true
+			c.mu.Unlock()
 			c.freeSlots()
+			for i := range c.hstage {
+				c.hstage[i].free()
+				cu.DestroyEvent(&c.hstageEv[i])
+			}
 			c.free(&c.in)
 			c.free(&c.out)
 			c.free(&c.stage)

@@ -47,6 +47,9 @@ func (c *CUDA) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) er
 		if err := checkFlowBatch(t.flay, soa, n, out); err != nil || n == 0 {
 			return err
 		}
+		if err := c.flush(); err != nil {
+			return err
+		}
 		if n >= 1<<31 {
 			return fmt.Errorf("gpu: cuda: batch of %d packets: at most 2^31-1", n)
 		}
@@ -99,6 +102,9 @@ func (c *CUDA) KernelTimeFlow(id TableID, soa []uint32, n, iters int) (ms float6
 		}
 		if int64(len(soa)) < int64(n)*int64(t.flay.p) {
 			return fmt.Errorf("%w: %d words for %d packets of %d words", ErrShortKeys, len(soa), n, t.flay.p)
+		}
+		if err := c.flush(); err != nil {
+			return err
 		}
 		inB := 4 * int64(t.flay.p) * int64(n)
 		if err := c.grow(&c.in, inB); err != nil {
