@@ -56,11 +56,19 @@
 // address, grid-stride, the descriptors in shared memory; IPv6 with full
 // 128-bit addresses, read as the Hi, Lo pairs of []lpm.Addr6) and
 // bubble_scatter (img[off[i]] = val[i], offsets global). Apply with bubbles
-// copies (offset, value) pairs into a staging buffer and launches the
-// scatter in the first stream, records an event after it and makes every
-// other stream wait on that event: the ordering the interface promises (the
-// scatter runs before every lookup issued after Apply). A whole image goes
-// into a new buffer that replaces the old one once the device is idle.
+// makes no device call and does not hop to the owning goroutine: it checks
+// the Update on the caller's goroutine and queues its (offset, value) pairs
+// on the host, per table, under a mutex (a bitmap per image word finds words
+// written twice; the last write wins). The next operation that reads a table
+// (a lookup, a kernel timing) first scatters what is queued: the pairs go
+// into one of two pinned staging buffers (the host fills one while the
+// other's copy may still be in flight; an event per buffer says when it is
+// free), an asynchronous copy and the scatter are queued in the first stream,
+// an event is recorded after them and every other stream waits on it: the
+// ordering the interface promises (the scatter runs before every lookup
+// issued after Apply). A whole image goes into a new buffer that replaces the
+// old one once the device is idle, dropping the old table's queued bubbles:
+// the only Apply that synchronizes.
 //
 // Lookups run through a pipeline over N streams (SetStreams, 1 by default;
 // GAMT §4.4): a batch is cut into chunks (DefaultChunk addresses at most),
