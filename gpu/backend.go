@@ -79,13 +79,33 @@ const MaxDeviceLevels = 32
 // sits when all regions are laid end to end in one word buffer (the device
 // layout: region r starts at word regionBase[r]).
 type lpmLayout struct {
-	gen        uint64
-	fam        lpm.Family
-	strides    []uint32 // per level
-	offs       []uint32 // per level: the first address bit it consumes
-	regionBase []uint32 // per region, meta included
+	gen     uint64
+	fam     lpm.Family
+	strides []uint32 // per level
+	offs    []uint32 // per level: the first address bit it consumes
+	regions
+}
+
+// regions places an image's regions end to end in one word buffer, the
+// device layout of every table: region r starts at word base[r].
+type regions struct {
+	regionBase []uint32 // per region
 	regionLen  []uint32
 	total      uint64 // words in all regions
+}
+
+// layRegions lays im's regions end to end; the offsets must fit 32 bits.
+func layRegions(im *bubble.Image) (regions, error) {
+	var l regions
+	for _, w := range im.Words {
+		l.regionBase = append(l.regionBase, uint32(l.total))
+		l.regionLen = append(l.regionLen, uint32(len(w)))
+		l.total += uint64(len(w))
+		if l.total >= 1<<32 {
+			return l, fmt.Errorf("%w: image of %d words does not fit 32-bit offsets", ErrBadUpdate, l.total)
+		}
+	}
+	return l, nil
 }
 
 // newLPMLayout checks im as a GAMT image of kind's family (lpm.NewView does
@@ -116,13 +136,8 @@ func newLPMLayout(kind Kind, im *bubble.Image) (*lpmLayout, *lpm.View, error) {
 		l.offs = append(l.offs, off)
 		off += s
 	}
-	for _, w := range im.Words {
-		l.regionBase = append(l.regionBase, uint32(l.total))
-		l.regionLen = append(l.regionLen, uint32(len(w)))
-		l.total += uint64(len(w))
-		if l.total >= 1<<32 {
-			return nil, nil, fmt.Errorf("%w: image of %d words does not fit 32-bit offsets", ErrBadUpdate, l.total)
-		}
+	if l.regions, err = layRegions(im); err != nil {
+		return nil, nil, err
 	}
 	return l, v, nil
 }

@@ -259,36 +259,24 @@ func (c *CUDA) newDeviceImage(kind Kind, l *lpmLayout, im *bubble.Image) (*cudaT
 		return nil, fmt.Errorf("%w: %d levels", ErrTooManyLevel, len(l.strides))
 	}
 	t := &cudaTable{kind: kind, layout: l, nl: int64(len(l.strides))}
-	var err error
-	if t.img, err = c.alloc(4 * int64(l.total)); err != nil {
-		return nil, err
-	}
-	if t.desc, err = c.alloc(4 * 3 * t.nl); err == nil {
-		err = upload(t.desc.p, l.levelDesc())
-	}
-	for r, w := range im.Words {
-		if err != nil {
-			break
-		}
-		err = upload(t.img.p+cu.DevicePtr(4*l.regionBase[r]), w)
-	}
-	if err != nil {
-		c.free(&t.img)
-		c.free(&t.desc)
-		return nil, fmt.Errorf("gpu: cuda: uploading image: %v", err)
-	}
-	return t, nil
+	return c.uploadImage(t, &l.regions, l.levelDesc(), im)
 }
 
 // newFlowImage uploads a checked flow image and its descriptor.
 func (c *CUDA) newFlowImage(l *flowLayout, im *bubble.Image) (*cudaTable, error) {
 	t := &cudaTable{kind: Flow, flay: l}
+	return c.uploadImage(t, &l.regions, l.desc(), im)
+}
+
+// uploadImage gives t an image buffer holding im's regions end to end, as
+// laid out by l, and a descriptor buffer holding desc.
+func (c *CUDA) uploadImage(t *cudaTable, l *regions, desc []uint32, im *bubble.Image) (*cudaTable, error) {
 	var err error
 	if t.img, err = c.alloc(4 * int64(l.total)); err != nil {
 		return nil, err
 	}
-	if t.desc, err = c.alloc(4 * FlowDescWords); err == nil {
-		err = upload(t.desc.p, l.desc())
+	if t.desc, err = c.alloc(4 * int64(len(desc))); err == nil {
+		err = upload(t.desc.p, desc)
 	}
 	for r, w := range im.Words {
 		if err != nil {

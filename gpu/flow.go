@@ -26,13 +26,11 @@ const (
 // algorithm, the projection width, the hash families, the slot count) and
 // where each region sits when all are laid end to end in one word buffer.
 type flowLayout struct {
-	gen        uint64
-	algo       flow.Algo
-	p, k       int
-	nslot      int
-	regionBase []uint32
-	regionLen  []uint32
-	total      uint64
+	gen   uint64
+	algo  flow.Algo
+	p, k  int
+	nslot int
+	regions
 }
 
 // newFlowLayout checks im as a flow table image (flow.NewView does the full
@@ -54,13 +52,8 @@ func newFlowLayout(im *bubble.Image) (*flowLayout, *flow.View, error) {
 		l.k = int(h[flow.HdrFamily])
 		l.nslot = len(im.Words[flow.RegionOrder])
 	}
-	for _, w := range im.Words {
-		l.regionBase = append(l.regionBase, uint32(l.total))
-		l.regionLen = append(l.regionLen, uint32(len(w)))
-		l.total += uint64(len(w))
-		if l.total >= 1<<32 {
-			return nil, nil, fmt.Errorf("%w: image of %d words does not fit 32-bit offsets", ErrBadUpdate, l.total)
-		}
+	if l.regions, err = layRegions(im); err != nil {
+		return nil, nil, err
 	}
 	return l, v, nil
 }
