@@ -759,10 +759,6 @@ func (c *CUDA) KernelTimeLPM6(id TableID, addrs []lpm.Addr6, iters int) (float64
 	return c.kernelTime(id, LPM6, c.fn6, unsafe.Pointer(&addrs[0]), 16, len(addrs), iters)
 }
 
-func (c *CUDA) kernelTime4(id TableID, addrs []uint32, iters int) (float64, error) {
-	return c.KernelTimeLPM4(id, addrs, iters)
-}
-
 func (c *CUDA) kernelTime(id TableID, kind Kind, fn cu.Function, in unsafe.Pointer, width int64, n, iters int) (ms float64, err error) {
 	iters = max(iters, 1)
 	err = c.do(func() error {
@@ -782,35 +778,44 @@ func (c *CUDA) kernelTime(id TableID, kind Kind, fn cu.Function, in unsafe.Point
 		if err := cu.MemcpyHtoD(c.in.p, in, width*int64(n)); err != nil {
 			return err
 		}
-		start, err := cu.MakeEvent(cu.DefaultEvent)
-		if err != nil {
-			return err
-		}
-		defer cu.DestroyEvent(&start)
-		stop, err := cu.MakeEvent(cu.DefaultEvent)
-		if err != nil {
-			return err
-		}
-		defer cu.DestroyEvent(&stop)
-		st := c.streams[0]
-		if err := c.launchIn(st, fn, n, t.img.p, t.desc.p, t.nl, c.in.p, c.out.p); err != nil { // warm-up
-			return err
-		}
-		start.Record(st)
-		for i := 0; i < iters; i++ {
-			if err := c.launchIn(st, fn, n, t.img.p, t.desc.p, t.nl, c.in.p, c.out.p); err != nil {
-				return err
-			}
-		}
-		stop.Record(st)
-		if err := stop.Synchronize(); err != nil {
-			return err
-		}
-		total, err := start.Elapsed(stop)
-		ms = total / float64(iters)
+		ms, err = c.timeLaunches(iters, func(st cu.Stream) error {
+			return c.launchIn(st, fn, n, t.img.p, t.desc.p, t.nl, c.in.p, c.out.p)
+		})
 		return err
 	})
 	return ms, err
+}
+
+// timeLaunches times iters calls of launch on the first stream with CUDA
+// events, after one untimed warm-up call, and returns the milliseconds per
+// call. It runs on the goroutine that owns the context.
+func (c *CUDA) timeLaunches(iters int, launch func(st cu.Stream) error) (float64, error) {
+	start, err := cu.MakeEvent(cu.DefaultEvent)
+	if err != nil {
+		return 0, err
+	}
+	defer cu.DestroyEvent(&start)
+	stop, err := cu.MakeEvent(cu.DefaultEvent)
+	if err != nil {
+		return 0, err
+	}
+	defer cu.DestroyEvent(&stop)
+	st := c.streams[0]
+	if err := launch(st); err != nil { // warm-up
+		return 0, err
+	}
+	start.Record(st)
+	for i := 0; i < iters; i++ {
+		if err := launch(st); err != nil {
+			return 0, err
+		}
+	}
+	stop.Record(st)
+	if err := stop.Synchronize(); err != nil {
+		return 0, err
+	}
+	total, err := start.Elapsed(stop)
+	return total / float64(iters), err
 }
 
 // Close frees every device buffer and ends the owning goroutine.

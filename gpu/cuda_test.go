@@ -129,7 +129,7 @@ func TestCUDABench4(t *testing.T) {
 			t.Fatalf("address %#08x: GPU %d, CPU %d", addrs[i], got[i], want[i])
 		}
 	}
-	ms, err := b.kernelTime4(id, addrs, 20)
+	ms, err := b.KernelTimeLPM4(id, addrs, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestCUDABench4(t *testing.T) {
 			t.Fatalf("address %#08x: GPU %d, CPU %d", deep[i], got[i], want[i])
 		}
 	}
-	msDeep, err := b.kernelTime4(id, deep, 20)
+	msDeep, err := b.KernelTimeLPM4(id, deep, 20)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,32 +118,9 @@ func (c *CUDA) KernelTimeFlow(id TableID, soa []uint32, n, iters int) (ms float6
 				return err
 			}
 		}
-		start, err := cu.MakeEvent(cu.DefaultEvent)
-		if err != nil {
-			return err
-		}
-		defer cu.DestroyEvent(&start)
-		stop, err := cu.MakeEvent(cu.DefaultEvent)
-		if err != nil {
-			return err
-		}
-		defer cu.DestroyEvent(&stop)
-		st := c.streams[0]
-		if err := c.launchIn(st, c.ffn, n, t.img.p, t.desc.p, c.in.p, c.out.p); err != nil { // warm-up
-			return err
-		}
-		start.Record(st)
-		for i := 0; i < iters; i++ {
-			if err := c.launchIn(st, c.ffn, n, t.img.p, t.desc.p, c.in.p, c.out.p); err != nil {
-				return err
-			}
-		}
-		stop.Record(st)
-		if err := stop.Synchronize(); err != nil {
-			return err
-		}
-		total, err := start.Elapsed(stop)
-		ms = total / float64(iters)
+		ms, err = c.timeLaunches(iters, func(st cu.Stream) error {
+			return c.launchIn(st, c.ffn, n, t.img.p, t.desc.p, c.in.p, c.out.p)
+		})
 		return err
 	})
 	return ms, err
