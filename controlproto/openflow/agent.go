@@ -1,0 +1,283 @@
+package openflow
+
+import (
+	"context"
+	"errors"
+	"log"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configure an Agent. Zero fields take the defaults.
+type Options struct {
+	// EchoInterval: after this long without any message from the
+	// controller the agent sends an ECHO_REQUEST (default 5 s).
+	EchoInterval time.Duration
+	// EchoTimeout: the connection is dropped when nothing arrives for this
+	// long after the echo request (default 10 s).
+	EchoTimeout time.Duration
+	// HelloTimeout bounds the wait for the controller's HELLO (default 10 s).
+	HelloTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the wait between attempts of an
+	// active connection; it doubles after each failure (default 1 s, 16 s).
+	MinBackoff, MaxBackoff time.Duration
+	// MaxMultipartRequest bounds the bytes of a multipart request
+	// assembled from REQ_MORE parts (default 1 MiB).
+	MaxMultipartRequest int
+	// Logf logs connection events (default log.Printf).
+	Logf func(format string, args ...any)
+}
+
+func (o *Options) normalize() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.EchoInterval, 5*time.Second)
+	def(&o.EchoTimeout, 10*time.Second)
+	def(&o.HelloTimeout, 10*time.Second)
+	def(&o.MinBackoff, time.Second)
+	def(&o.MaxBackoff, 16*time.Second)
+	if o.MaxBackoff < o.MinBackoff {
+		o.MaxBackoff = o.MinBackoff
+	}
+	if o.MaxMultipartRequest <= 0 {
+		o.MaxMultipartRequest = 1 << 20
+	}
+	if o.Logf == nil {
+		o.Logf = log.Printf
+	}
+}
+
+// Agent is the switch side of OpenFlow 1.3 for one Switch, with any number
+// of controller connections (passive and active). It holds what the
+// connections share: the roles and the master election generation id.
+type Agent struct {
+	sw   Switch
+	opts Options
+	xid  atomic.Uint32 // xids of the agent's own requests and async messages
+
+	mu       sync.Mutex // guards the fields below
+	sessions map[*session]struct{}
+	genID    uint64
+	genSet   bool
+}
+
+// NewAgent returns an agent for sw.
+func NewAgent(sw Switch, opts Options) *Agent {
+	opts.normalize()
+	return &Agent{sw: sw, opts: opts, sessions: map[*session]struct{}{}}
+}
+
+// nextXid returns a fresh xid for a message the agent starts.
+func (a *Agent) nextXid() uint32 { return a.xid.Add(1) }
+
+// Serve runs one controller connection until it fails, the controller
+// closes it, or ctx is done; it closes conn. It returns nil when ctx ended
+// it, else why the connection ended.
+func (a *Agent) Serve(ctx context.Context, conn net.Conn) error {
+	s := newSession(a, conn)
+	return s.run(ctx)
+}
+
+// Connections returns the number of connections past the handshake.
+func (a *Agent) Connections() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.sessions)
+}
+
+func (a *Agent) register(s *session) {
+	a.mu.Lock()
+	a.sessions[s] = struct{}{}
+	a.mu.Unlock()
+}
+
+func (a *Agent) unregister(s *session) {
+	a.mu.Lock()
+	delete(a.sessions, s)
+	a.mu.Unlock()
+}
+
+// changeRole applies a ROLE_REQUEST of s (OpenFlow 1.3 §6.3.5): master and
+// slave requests carry a generation id that must not be older than the
+// last one seen (compared as a signed difference, wrapping), else
+// OFPRRFC_STALE; a new master turns every other master into a slave. It
+// returns the role s holds afterwards and the generation id to report.
+func (a *Agent) changeRole(s *session, r Role, gen uint64) (Role, uint64, *Error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r == RoleMaster || r == RoleSlave {
+		if a.genSet && int64(gen-a.genID) < 0 {
+			return 0, 0, errf(errTypeRole, errCodeStale, "generation id %d is older than %d", gen, a.genID)
+		}
+		a.genID, a.genSet = gen, true
+	}
+	if r == RoleMaster {
+		for o := range a.sessions {
+			if o != s && o.role == RoleMaster {
+				o.role = RoleSlave
+			}
+		}
+	}
+	if r != RoleNoChange {
+		s.role = r
+	}
+	return s.role, a.genID, nil
+}
+
+// roleOf returns s's role.
+func (a *Agent) roleOf(s *session) Role {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return s.role
+}
+
+// broadcast queues an async message for every connection whose role and
+// async configuration accept it; pick returns the mask for a config and
+// role index. It returns the number of connections it was queued on.
+func (a *Agent) broadcast(reason uint8, pick func(*AsyncConfig) [2]uint32, encode func(xid uint32) []byte) int {
+	a.mu.Lock()
+	var to []*session
+	for s := range a.sessions {
+		i := 0
+		if s.role == RoleSlave {
+			i = 1
+		}
+		if reason < 32 && pick(&s.async)[i]&(1<<reason) != 0 {
+			to = append(to, s)
+		}
+	}
+	a.mu.Unlock()
+	n := 0
+	for _, s := range to {
+		if s.sendAsync(encode(0)) {
+			n++
+		}
+	}
+	return n
+}
+
+// PacketIn sends a packet to the controllers that want it (by role and
+// async configuration), and returns to how many. A connection whose output
+// queue is full drops it.
+func (a *Agent) PacketIn(pi *PacketIn) int {
+	return a.broadcast(pi.Reason, func(c *AsyncConfig) [2]uint32 { return c.PacketIn },
+		func(xid uint32) []byte { return EncodePacketIn(xid, pi) })
+}
+
+// FlowRemoved notifies the controllers that want it of a removed flow.
+// The caller sends it only for entries with FlagSendFlowRem.
+func (a *Agent) FlowRemoved(fr *FlowRemoved) int {
+	return a.broadcast(fr.Reason, func(c *AsyncConfig) [2]uint32 { return c.FlowRemoved },
+		func(xid uint32) []byte { return EncodeFlowRemoved(xid, fr) })
+}
+
+// PortStatus notifies the controllers that want it of a port change.
+func (a *Agent) PortStatus(ps *PortStatus) int {
+	return a.broadcast(ps.Reason, func(c *AsyncConfig) [2]uint32 { return c.PortStatus },
+		func(xid uint32) []byte { return EncodePortStatus(xid, ps) })
+}
+
+// Run serves every target until ctx is done: "ptcp:PORT[:IP]" listens,
+// "tcp:HOST[:PORT]" connects and reconnects with back-off. It returns
+// the first error setting a target up (a bad target, a port in use).
+func (a *Agent) Run(ctx context.Context, targets ...string) error {
+	var wg sync.WaitGroup
+	var listeners []net.Listener
+	for _, t := range targets {
+		tg, err := ParseTarget(t)
+		if err != nil {
+			closeAll(listeners)
+			return err
+		}
+		if tg.Passive {
+			l, err := net.Listen("tcp", tg.Addr)
+			if err != nil {
+				closeAll(listeners)
+				return err
+			}
+			listeners = append(listeners, l)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = a.ServeListener(ctx, l)
+			}()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.Connect(ctx, tg.Addr)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func closeAll(ls []net.Listener) {
+	for _, l := range ls {
+		l.Close()
+	}
+}
+
+// ServeListener accepts controller connections on l and serves each until
+// ctx is done, then closes l and waits for them.
+func (a *Agent) ServeListener(ctx context.Context, l net.Listener) error {
+	stop := context.AfterFunc(ctx, func() { l.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.Serve(ctx, c); err != nil {
+				a.opts.Logf("openflow: controller %s: %v", c.RemoteAddr(), err)
+			}
+		}()
+	}
+}
+
+// Connect keeps an active connection to the controller at addr until ctx
+// is done: after a failed dial or a lost connection it waits MinBackoff,
+// doubling up to MaxBackoff; a connection that got past the handshake
+// resets the wait.
+func (a *Agent) Connect(ctx context.Context, addr string) {
+	wait := a.opts.MinBackoff
+	for ctx.Err() == nil {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			s := newSession(a, c)
+			err = s.run(ctx)
+			if s.established.Load() {
+				wait = a.opts.MinBackoff
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		a.opts.Logf("openflow: controller %s: %v; retrying in %v", addr, err, wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, a.opts.MaxBackoff)
+	}
+}

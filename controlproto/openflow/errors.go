@@ -1,0 +1,129 @@
+package openflow
+
+import (
+	"errors"
+	"fmt"
+
+	of "github.com/netrack/openflow"
+	"github.com/netrack/openflow/ofp"
+
+	"github.com/gswitch/gswitch/tables/flow"
+)
+
+// Error is an OpenFlow error: the type and code of the OFPT_ERROR a message
+// gets (OpenFlow 1.3.5 §7.4.4), and a human-readable reason for logs. Every
+// decoder and handler of this package returns *Error; a Switch may return
+// one too, or one of tables/flow's typed errors (see ErrorFor).
+type Error struct {
+	Type   ofp.ErrType
+	Code   ofp.ErrCode
+	Detail string
+}
+
+// Error returns "type/code: detail".
+func (e *Error) Error() string {
+	return fmt.Sprintf("openflow: %s: %s", ofp.Error{Type: e.Type, Code: e.Code}.String(), e.Detail)
+}
+
+// Is reports whether target is an *Error with the same type and code, so
+// that errors.Is(err, &Error{Type: t, Code: c}) checks a code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Type == e.Type && t.Code == e.Code
+}
+
+func errf(t ofp.ErrType, c ofp.ErrCode, format string, args ...any) *Error {
+	return &Error{Type: t, Code: c, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Shorthands for the error types this package raises most.
+func badRequest(c ofp.ErrCode, format string, args ...any) *Error {
+	return errf(ofp.ErrTypeBadRequest, c, format, args...)
+}
+
+func badMatch(c ofp.ErrCode, format string, args ...any) *Error {
+	return errf(ofp.ErrTypeBadMatch, c, format, args...)
+}
+
+func badAction(c ofp.ErrCode, format string, args ...any) *Error {
+	return errf(ofp.ErrTypeBadAction, c, format, args...)
+}
+
+func badInstruction(c ofp.ErrCode, format string, args ...any) *Error {
+	return errf(ofp.ErrTypeBadInstruction, c, format, args...)
+}
+
+func flowModFailed(c ofp.ErrCode, format string, args ...any) *Error {
+	return errf(ofp.ErrTypeFlowModFailed, c, format, args...)
+}
+
+// matchCodes maps tables/flow's match error kinds onto OFPBMC_* codes.
+var matchCodes = []struct {
+	kind error
+	code ofp.ErrCode
+}{
+	{flow.ErrBadPrereq, ofp.ErrCodeBadMatchBadPrereq},
+	{flow.ErrDupField, ofp.ErrCodeBadMatchDupField},
+	{flow.ErrBadWildcards, ofp.ErrCodeBadMatchBadWildcards},
+	{flow.ErrBadMask, ofp.ErrCodeBadMatchBadMask},
+	{flow.ErrBadValue, ofp.ErrCodeBadMatchBadValue},
+	{flow.ErrBadLength, ofp.ErrCodeBadMatchBadLen},
+	{flow.ErrBadField, ofp.ErrCodeBadMatchBadField},
+}
+
+// ErrorFor translates an error from a Switch (or from tables/flow) into the
+// OpenFlow error to send: an *Error is kept; flow.MatchError kinds become
+// OFPET_BAD_MATCH codes; flow.ErrOverlap OFPFMFC_OVERLAP; flow.ErrTableFull
+// OFPFMFC_TABLE_FULL; anything else the fallback type and code.
+func ErrorFor(err error, fallback *Error) *Error {
+	var oe *Error
+	if errors.As(err, &oe) {
+		return oe
+	}
+	if errors.Is(err, flow.ErrBadMatch) {
+		for _, mc := range matchCodes {
+			if errors.Is(err, mc.kind) {
+				return badMatch(mc.code, "%v", err)
+			}
+		}
+		return badMatch(ofp.ErrCodeBadMatchBadField, "%v", err)
+	}
+	switch {
+	case errors.Is(err, flow.ErrOverlap):
+		return flowModFailed(ofp.ErrCodeFlowModFailedOverlap, "%v", err)
+	case errors.Is(err, flow.ErrTableFull):
+		return flowModFailed(ofp.ErrCodeFlowModFailedTableFull, "%v", err)
+	}
+	return &Error{Type: fallback.Type, Code: fallback.Code, Detail: fmt.Sprintf("%s: %v", fallback.Detail, err)}
+}
+
+// ErrorDataLen is how much of an offending message an error carries.
+const ErrorDataLen = 64
+
+// EncodeError builds the OFPT_ERROR for e in reply to the message req (its
+// xid, and its first ErrorDataLen bytes as data).
+func EncodeError(req []byte, e *Error) []byte {
+	var xid uint32
+	if h, ok := ParseHeader(req); ok {
+		xid = h.Xid
+	}
+	return encodeErrorData(xid, e, req[:min(len(req), ErrorDataLen)])
+}
+
+// encodeErrorData builds an OFPT_ERROR with explicit data.
+func encodeErrorData(xid uint32, e *Error, data []byte) []byte {
+	m := newMsg(of.TypeError, xid)
+	m.u16(uint16(e.Type))
+	m.u16(uint16(e.Code))
+	m.raw(data)
+	return m.finish()
+}
+
+// ParseError reads an OFPT_ERROR message: its type, code and data.
+func ParseError(msg []byte) (t ofp.ErrType, c ofp.ErrCode, data []byte, ok bool) {
+	h, ok := ParseHeader(msg)
+	if !ok || h.Type != of.TypeError || len(msg) < HeaderLen+4 || int(h.Length) != len(msg) {
+		return 0, 0, nil, false
+	}
+	return ofp.ErrType(be16(msg[8:])), ofp.ErrCode(be16(msg[10:])), msg[12:], true
+}

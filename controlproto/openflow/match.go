@@ -1,0 +1,190 @@
+package openflow
+
+import (
+	"github.com/netrack/openflow/ofp"
+
+	"github.com/gswitch/gswitch/tables/flow"
+)
+
+// OXM constants (OpenFlow 1.3 §7.2.3).
+const (
+	oxmClassBasic        = 0x8000 // OFPXMC_OPENFLOW_BASIC
+	oxmClassExperimenter = 0xffff // OFPXMC_EXPERIMENTER
+	matchTypeOXM         = 1      // OFPMT_OXM
+	oxmHeaderLen         = 4
+	// maxBasicField is the last OXM basic field of OpenFlow 1.3
+	// (OFPXMT_OFB_IPV6_EXTHDR); later ids (tcp_flags is 42) belong to 1.4
+	// and 1.5 and are refused as unknown.
+	maxBasicField = 39
+)
+
+// oxm is one OXM TLV as read from the wire.
+type oxm struct {
+	class   uint16
+	field   uint8
+	hasMask bool
+	payload []byte // value, then mask when hasMask
+}
+
+// parseOXM reads the TLV at the front of b and returns it and its length.
+func parseOXM(b []byte) (oxm, int, bool) {
+	if len(b) < oxmHeaderLen {
+		return oxm{}, 0, false
+	}
+	n := oxmHeaderLen + int(b[3])
+	if n > len(b) {
+		return oxm{}, 0, false
+	}
+	return oxm{
+		class:   be16(b),
+		field:   b[2] >> 1,
+		hasMask: b[2]&1 != 0,
+		payload: b[oxmHeaderLen:n],
+	}, n, true
+}
+
+// basicField returns the flow.Field of an OpenFlow 1.3 basic OXM field.
+func basicField(x *oxm) (flow.Field, bool) {
+	if x.class != oxmClassBasic || x.field > maxBasicField {
+		return 0, false
+	}
+	f := flow.Field(x.field)
+	return f, f.Valid()
+}
+
+// Match is a decoded ofp_match: the match as tables/flow uses it, the
+// fields in the order the controller gave them, and the encoded form
+// (ofp_match with its padding) to echo in flow stats and FLOW_REMOVED.
+type Match struct {
+	Match  flow.Match
+	Fields []flow.Field
+	Wire   []byte
+}
+
+// DecodeMatch reads the ofp_match at the front of b and returns it and its
+// length with padding. It checks the match completely: type OXM, lengths,
+// the padding present, only OpenFlow 1.3 basic fields, no field twice,
+// masks only where the standard allows them, values and masks within each
+// field's width, no value bits outside the mask, and every field's
+// prerequisites (flow.Match.CheckField, then Validate). Errors are
+// OFPET_BAD_MATCH codes.
+func DecodeMatch(b []byte) (Match, int, *Error) {
+	if len(b) < 4 {
+		return Match{}, 0, badMatch(ofp.ErrCodeBadMatchBadLen, "match header truncated")
+	}
+	if t := be16(b); t != matchTypeOXM {
+		return Match{}, 0, badMatch(ofp.ErrCodeBadMatchBadType, "match type %d, only OXM (1) is supported", t)
+	}
+	n := int(be16(b[2:]))
+	padded := n + pad8(n)
+	if n < 4 || padded > len(b) {
+		return Match{}, 0, badMatch(ofp.ErrCodeBadMatchBadLen, "match length %d does not fit in %d bytes", n, len(b))
+	}
+	m := Match{Wire: append([]byte(nil), b[:padded]...)}
+	if err := m.readFields(b[4:n]); err != nil {
+		return Match{}, 0, err
+	}
+	return m, padded, nil
+}
+
+// readFields sets every TLV of b into m, then checks prerequisites.
+func (m *Match) readFields(b []byte) *Error {
+	var seen [maxBasicField + 1]bool
+	for len(b) > 0 {
+		x, n, ok := parseOXM(b)
+		if !ok {
+			return badMatch(ofp.ErrCodeBadMatchBadLen, "OXM TLV truncated")
+		}
+		b = b[n:]
+		f, err := m.setField(&x)
+		if err != nil {
+			return err
+		}
+		if seen[f] {
+			return badMatch(ofp.ErrCodeBadMatchDupField, "field %s given twice", f)
+		}
+		seen[f] = true
+		m.Fields = append(m.Fields, f)
+	}
+	for _, f := range m.Fields {
+		if err := m.Match.CheckField(f); err != nil {
+			return ErrorFor(err, badMatch(ofp.ErrCodeBadMatchBadPrereq, "field %s", f))
+		}
+	}
+	if err := m.Match.Validate(); err != nil {
+		return ErrorFor(err, badMatch(ofp.ErrCodeBadMatchBadField, "match"))
+	}
+	return nil
+}
+
+// setField checks one TLV and sets it into the match.
+func (m *Match) setField(x *oxm) (flow.Field, *Error) {
+	f, ok := basicField(x)
+	if !ok {
+		return 0, badMatch(ofp.ErrCodeBadMatchBadField, "unsupported OXM class %#04x field %d", x.class, x.field)
+	}
+	fi := f.Info()
+	size := (fi.Bits + 7) / 8
+	want := size
+	if x.hasMask {
+		want *= 2
+	}
+	if len(x.payload) != want {
+		return 0, badMatch(ofp.ErrCodeBadMatchBadLen, "field %s: %d bytes, want %d", f, len(x.payload), want)
+	}
+	if x.hasMask && !fi.Maskable {
+		return 0, badMatch(ofp.ErrCodeBadMatchBadMask, "field %s cannot be masked", f)
+	}
+	value, mask := x.payload[:size], []byte(nil)
+	if x.hasMask {
+		mask = x.payload[size:]
+	}
+	if err := m.Match.SetField(f, value, mask); err != nil {
+		return 0, ErrorFor(err, badMatch(ofp.ErrCodeBadMatchBadValue, "field %s", f))
+	}
+	return f, nil
+}
+
+// EncodeMatch encodes a flow.Match as ofp_match with padding: the fields it
+// holds (those with mask bits whose prerequisites are met) in OXM order,
+// masked only when the mask is not all ones. It is for matches that did not
+// come from a controller; one that did is echoed from Match.Wire.
+func EncodeMatch(m *flow.Match) []byte {
+	e := &enc{}
+	e.u16(matchTypeOXM)
+	e.u16(0)
+	for _, f := range flow.Fields() {
+		if f > maxBasicField || !m.Has(f) || m.CheckField(f) != nil {
+			continue
+		}
+		appendOXM(e, f, m)
+	}
+	n := len(e.b)
+	e.b[2], e.b[3] = byte(n>>8), byte(n)
+	e.align8(0)
+	return e.b
+}
+
+// appendOXM writes field f of m as one TLV.
+func appendOXM(e *enc, f flow.Field, m *flow.Match) {
+	v, mk := m.Get(f)
+	full := true
+	for i, x := range mk {
+		want := byte(0xff)
+		if top := f.Bits() % 8; i == 0 && top != 0 {
+			want = byte(1<<top - 1)
+		}
+		full = full && x == want
+	}
+	e.u16(oxmClassBasic)
+	if full || !f.Info().Maskable {
+		e.u8(uint8(f) << 1)
+		e.u8(uint8(len(v)))
+		e.raw(v)
+		return
+	}
+	e.u8(uint8(f)<<1 | 1)
+	e.u8(uint8(2 * len(v)))
+	e.raw(v)
+	e.raw(mk)
+}
