@@ -56,6 +56,13 @@ type Backend interface {
 	// table's image: P words per packet, word j of packet i at soa[j*n+i])
 	// into out[0:n]: the best rule's id, flow.NoMatch if none.
 	LookupFlow(table TableID, soa []uint32, n int, out []flow.RuleID) error
+	// NewBatch allocates a batch of capacity keys of width words for
+	// tables of kind (see Batch), in memory the backend chooses.
+	NewBatch(kind Kind, width, capacity int) (*Batch, error)
+	// Submit starts the lookup of b's N keys in table id; b.Wait waits for
+	// it. b must come from this backend's NewBatch. Like the other lookups
+	// it sees every Apply that returned before it.
+	Submit(table TableID, b *Batch) error
 	MemoryUsed() int64
 	Close() error
 }

@@ -88,7 +88,11 @@ func compare(t *testing.T, b Backend, id TableID, tab *lpm.Table, p probe, what 
 	if err != nil {
 		t.Fatalf("%s: %s lookup: %v", what, b.Name(), err)
 	}
+	batch := batchLPM(t, b, id, tab.Family(), p, what)
 	for i := range want {
+		if batch[i] != want[i] {
+			t.Fatalf("%s: %s batch: key %d: got %d, table says %d", what, b.Name(), i, batch[i], want[i])
+		}
 		if got[i] != want[i] {
 			if tab.Family() == lpm.IPv4 {
 				t.Fatalf("%s: %s: address %#08x: got %d, table says %d", what, b.Name(), p.v4[i], got[i], want[i])
@@ -299,4 +303,32 @@ func testRejects(t *testing.T, b Backend) {
 	if err := b.LookupLPM4(id, []uint32{0}, out[:1]); err != nil || out[0] != 5 {
 		t.Errorf("after writing next hop 5 into root entry 0: got %d, %v", out[0], err)
 	}
+}
+
+// batchLPM looks the probe up through a Batch (of a capacity above the
+// probe's size) and returns the results.
+func batchLPM(t *testing.T, b Backend, id TableID, fam lpm.Family, p probe, what string) []uint32 {
+	t.Helper()
+	n, kind, width := len(p.v4), LPM4, 1
+	if fam == lpm.IPv6 {
+		n, kind, width = len(p.v6), LPM6, 4
+	}
+	bt, err := b.NewBatch(kind, width, n+7)
+	if err != nil {
+		t.Fatalf("%s: %s: NewBatch: %v", what, b.Name(), err)
+	}
+	defer bt.Free()
+	if fam == lpm.IPv4 {
+		copy(bt.Keys, p.v4)
+	} else {
+		copy(bt.Addrs6(), p.v6)
+	}
+	bt.N = n
+	if err := b.Submit(id, bt); err != nil {
+		t.Fatalf("%s: %s: Submit: %v", what, b.Name(), err)
+	}
+	if err := bt.Wait(); err != nil {
+		t.Fatalf("%s: %s: batch: %v", what, b.Name(), err)
+	}
+	return append([]uint32(nil), bt.Out[:n]...)
 }

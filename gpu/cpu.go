@@ -169,6 +169,50 @@ func (c *CPU) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) err
 	return t.fview.LookupBatchSoA(soa, n, out)
 }
 
+// NewBatch returns a batch in ordinary memory (see Batch).
+func (c *CPU) NewBatch(kind Kind, width, capacity int) (*Batch, error) {
+	return newHostBatch(kind, width, capacity)
+}
+
+// Submit looks up b's keys in table id at once; b.Wait returns the error.
+// The batch may be one of another backend's (a device batch's memory is
+// host memory too): that is how a device's batches fall back to the CPU.
+func (c *CPU) Submit(id TableID, b *Batch) error {
+	c.mu.RLock()
+	t, err := c.table(id)
+	if err == nil {
+		p := 0
+		if t.flay != nil {
+			p = t.flay.p
+		}
+		err = checkSubmit(b, t.kind, keyWidth(t.kind, p))
+	}
+	if err != nil {
+		c.mu.RUnlock()
+		return err
+	}
+	err = c.lookupBatch(t, b)
+	c.mu.RUnlock()
+	if h, ok := b.impl.(*hostBatch); ok {
+		h.err, b.sub = err, true
+		return nil
+	}
+	return err
+}
+
+// lookupBatch looks up b's keys in t; the caller holds c.mu.
+func (c *CPU) lookupBatch(t *cpuTable, b *Batch) error {
+	switch t.kind {
+	case LPM4:
+		t.view.LookupBatch4(b.Keys[:b.N], b.Out[:b.N])
+	case LPM6:
+		t.view.LookupBatch6(b.Addrs6()[:b.N], b.Out[:b.N])
+	case Flow:
+		return t.fview.LookupBatchSoAStride(b.Keys, b.N, b.Cap, b.Rules())
+	}
+	return nil
+}
+
 // MemoryUsed returns the bytes of the images held.
 func (c *CPU) MemoryUsed() int64 {
 	c.mu.RLock()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -50,23 +51,33 @@ type CUDA struct {
 	fn4, fn6, scat cu.Function
 	fmod           cu.Module // flow.cu
 	ffn            cu.Function
-	fhin, fhout    hostBuf // flow lookups: pinned staging of keys and results
-	fdin, fdout    devBuf
 	maxGrid        int
+	sms            int
+	smemBudget     int // bytes of shared memory flow_lookup may stage into
 	tables         map[TableID]*cudaTable
-	in, out, stage devBuf // kernel timing; bubble staging
-	streams        []cu.Stream
-	slots          []*slot
+	occ            map[cu.Function]int // per kernel: the most blocks resident at once
+	in, out, stage devBuf              // kernel timing; bubble staging
 	chunk          int
-	applied        cu.Event    // recorded after a scatter; every stream waits on it
 	hstage         [2]hostBuf  // pinned (offset, value) staging, double-buffered
 	hstageEv       [2]cu.Event // recorded after the copy out of hstage[i]
 	hbusy          [2]bool     // hstageEv[i] recorded and maybe not yet fired
 	hk             int         // the staging buffer the next scatter fills
 
+	// Guarded by mu: the streams (rebuilt only by SetStreams), the round
+	// robin over them, and the event every stream waits on after a scatter.
+	streams []cu.Stream
+	rr      int
+	applied cu.Event
+
+	// lmu serialises the slice lookups (LookupLPM4, LookupLPM6,
+	// LookupFlow), which run through pools of pipeline batches.
+	lmu   sync.Mutex
+	pools map[poolKey][]*Batch
+
 	// mu guards the tables map's writes (by the goroutine) and its reads by
-	// Apply's fast path, which runs on the caller's goroutine, and every
-	// table's pending bubbles; shut is set by Close.
+	// Apply and Submit, which run on the caller's goroutine, every table's
+	// pending bubbles, the bubble staging and the streams; shut is set by
+	// Close.
 	mu   sync.Mutex
 	shut bool
 }
@@ -78,6 +89,8 @@ type cudaTable struct {
 	img    devBuf      // all regions end to end
 	desc   devBuf      // level descriptors, 3 words per level
 	nl     int64
+	smem   int     // Flow: the dynamic shared memory of a launch (staged parts)
+	grid   int     // Flow: the most blocks resident at once with smem, 0: c.occ
 	pend   pending // bubbles applied but not yet scattered on the device (guarded by CUDA.mu)
 }
 
@@ -92,7 +105,8 @@ type devBuf struct {
 // init and exits the process if that fails: a cuda build is for hosts with
 // the NVIDIA driver.
 func NewCUDA(ordinal int) (*CUDA, error) {
-	c := &CUDA{work: make(chan func()), tables: make(map[TableID]*cudaTable)}
+	c := &CUDA{work: make(chan func()), tables: make(map[TableID]*cudaTable),
+		occ: make(map[cu.Function]int), pools: make(map[poolKey][]*Batch)}
 	started := make(chan error)
 	go c.loop(ordinal, started)
 	if err := <-started; err != nil {
@@ -118,6 +132,9 @@ func (c *CUDA) loop(ordinal int, started chan<- error) {
 }
 
 func (c *CUDA) start(ordinal int) error {
+	if err := driverInit(); err != nil {
+		return err
+	}
 	n, err := cu.NumDevices()
 	if err != nil {
 		return fmt.Errorf("gpu: cuda: %v", err)
@@ -137,6 +154,7 @@ func (c *CUDA) start(ordinal int) error {
 	minor, _ := dev.Attribute(cu.ComputeCapabilityMinor)
 	sms, _ := dev.Attribute(cu.MultiprocessorCount)
 	c.maxGrid = max(sms, 1) * 32
+	c.sms = max(sms, 1)
 	if c.ctx, err = dev.MakeContext(cu.SchedAuto); err != nil {
 		return fmt.Errorf("gpu: cuda: context on %s: %v", name, err)
 	}
@@ -180,8 +198,16 @@ func (c *CUDA) start(ordinal int) error {
 			return fmt.Errorf("gpu: cuda: kernel %s: %v", f.name, err)
 		}
 	}
+	for _, fn := range []cu.Function{c.fn4, c.fn6, c.scat, c.ffn} {
+		if per, err := fn.MaxActiveBlocksPerMultiProcessor(blockSize, 0); err == nil && per > 0 {
+			c.occ[fn] = per * max(sms, 1)
+		}
+	}
+	if err := c.setSmemBudget(ordinal); err != nil {
+		return err
+	}
 	c.chunk = DefaultChunk
-	if err := c.makeSlots(1); err != nil {
+	if err := c.makeStreams(1); err != nil {
 		return err
 	}
 	for i := range c.hstageEv {
@@ -190,6 +216,32 @@ func (c *CUDA) start(ordinal int) error {
 		}
 	}
 	c.device = fmt.Sprintf("%s (cc %d.%d, %d SMs, device %d, PTX %s, %s %s)", name, major, minor, sms, ordinal, which, fwhich, src)
+	return nil
+}
+
+// FlowSmemEnv names an environment variable that sets the bytes of shared
+// memory flow_lookup may stage table parts into (0: none), for measuring the
+// alternatives; by default DefaultFlowSmem, at most what the device allows
+// a block.
+const FlowSmemEnv = "GSWITCH_FLOW_SMEM"
+
+// DefaultFlowSmem is the default staging budget of flow_lookup: what a
+// block gets without opting in, less the kernel's static shared memory.
+const DefaultFlowSmem = 48<<10 - 512
+
+func (c *CUDA) setSmemBudget(ordinal int) error {
+	c.smemBudget = DefaultFlowSmem
+	if v := os.Getenv(FlowSmemEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("gpu: cuda: %s=%q: want a number of bytes", FlowSmemEnv, v)
+		}
+		c.smemBudget = n
+	}
+	c.smemBudget = max(0, min(c.smemBudget, smemMax(ordinal)-512))
+	if c.smemBudget > 48<<10-512 {
+		return smemOptIn(c.ffn, c.smemBudget)
+	}
 	return nil
 }
 
@@ -262,10 +314,15 @@ func (c *CUDA) newDeviceImage(kind Kind, l *lpmLayout, im *bubble.Image) (*cudaT
 	return c.uploadImage(t, &l.regions, l.levelDesc(), im)
 }
 
-// newFlowImage uploads a checked flow image and its descriptor.
+// newFlowImage uploads a checked flow image and its descriptor, with the
+// parts flow_lookup stages into shared memory chosen within c.smemBudget.
 func (c *CUDA) newFlowImage(l *flowLayout, im *bubble.Image) (*cudaTable, error) {
-	t := &cudaTable{kind: Flow, flay: l}
-	return c.uploadImage(t, &l.regions, l.desc(), im)
+	stage, bytes := l.stagePlan(c.smemBudget)
+	t := &cudaTable{kind: Flow, flay: l, smem: bytes}
+	if per, err := c.ffn.MaxActiveBlocksPerMultiProcessor(blockSize, int64(bytes)); err == nil && per > 0 {
+		t.grid = per * c.sms
+	}
+	return c.uploadImage(t, &l.regions, l.desc(stage), im)
 }
 
 // uploadImage gives t an image buffer holding im's regions end to end, as
@@ -406,11 +463,9 @@ func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 	return nil
 }
 
-// flush scatters every table's pending bubbles on the device (see Apply):
-// run on the owning goroutine before any device work that reads a table.
-func (c *CUDA) flush() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// flushLocked scatters every table's pending bubbles on the device (see
+// Apply): run, with c.mu held, before any device work that reads a table.
+func (c *CUDA) flushLocked() error {
 	for _, t := range c.tables {
 		if len(t.pend.off) == 0 {
 			continue
@@ -420,6 +475,13 @@ func (c *CUDA) flush() error {
 		}
 	}
 	return nil
+}
+
+// flushTables is flushLocked taking c.mu.
+func (c *CUDA) flushTables() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.flushLocked()
 }
 
 // scatter queues t's pending bubbles in the first stream: pinned staging,
@@ -482,6 +544,12 @@ func (t *cudaTable) gen() (uint64, []uint32) {
 // launchIn runs fn in stream st over n items with the given pointer arguments followed by
 // the int n.
 func (c *CUDA) launchIn(st cu.Stream, fn cu.Function, n int, args ...any) error {
+	return c.launchShared(st, fn, n, 0, 0, args...)
+}
+
+// launchShared is launchIn with smem bytes of dynamic shared memory and at
+// most grid blocks (0: the occupancy of fn without shared memory).
+func (c *CUDA) launchShared(st cu.Stream, fn cu.Function, n, smem, grid int, args ...any) error {
 	params := make([]unsafe.Pointer, 0, len(args)+1)
 	for _, a := range args {
 		switch v := a.(type) {
@@ -495,8 +563,11 @@ func (c *CUDA) launchIn(st cu.Stream, fn cu.Function, n int, args ...any) error 
 	}
 	nn := int64(n)
 	params = append(params, unsafe.Pointer(&nn))
-	grid := min((n+blockSize-1)/blockSize, c.maxGrid)
-	if err := fn.Launch(grid, 1, 1, blockSize, 1, 1, 0, st, params); err != nil {
+	g := c.gridFor(fn, n)
+	if grid > 0 {
+		g = max(1, min((n+blockSize-1)/blockSize, grid))
+	}
+	if err := fn.Launch(g, 1, 1, blockSize, 1, 1, smem, st, params); err != nil {
 		return fmt.Errorf("gpu: cuda: launch: %v", err)
 	}
 	return nil
@@ -516,30 +587,23 @@ func (c *CUDA) lookupTable(id TableID, kind Kind, n, nout int) (*cudaTable, erro
 	return t, nil
 }
 
-// DefaultChunk is the most addresses one pipeline stage carries: a lookup
-// batch is cut into chunks of at most this many, spread over the streams.
+// DefaultChunk is the most keys one pipeline batch of the slice lookups
+// carries: a lookup call is cut into chunks of at most this many, spread
+// over the streams.
 const DefaultChunk = 1 << 20
 
-// slot is one stage of the lookup pipeline: pinned staging for a chunk's
-// addresses and results, their device buffers, the stream it runs in and an
-// event recorded after its copy-out.
-type slot struct {
-	stream  cu.Stream
-	done    cu.Event
-	hin     hostBuf
-	hout    hostBuf
-	din     devBuf
-	dout    devBuf
-	pending bool
-	out     []uint32 // where the pending chunk's results go
-	n       int
+// poolKey names a pool of pipeline batches: the kind and key width.
+type poolKey struct {
+	kind  Kind
+	width int
 }
 
-// SetStreams sets how many streams the lookups are pipelined over (GAMT
-// §4.4): a batch is cut into chunks of at most chunk addresses (0:
-// DefaultChunk), two pipeline slots per stream, so that the copy-in, kernel
-// and copy-out of consecutive chunks overlap each other and the host's
-// copies into and out of the pinned staging.
+// SetStreams sets how many streams the lookups are spread over (GAMT
+// §4.4), round robin batch by batch, and the chunk the slice lookups cut
+// their keys into (0: DefaultChunk); those run through two pipeline batches
+// per stream, so that the copy-in, kernel and copy-out of consecutive chunks
+// overlap each other and the host's copies into and out of pinned memory.
+// Call it before submitting batches: it waits for the device.
 func (c *CUDA) SetStreams(n, chunk int) error {
 	if n < 1 || n > 64 {
 		return fmt.Errorf("gpu: cuda: %d streams: want 1..64", n)
@@ -547,14 +611,19 @@ func (c *CUDA) SetStreams(n, chunk int) error {
 	if chunk <= 0 {
 		chunk = DefaultChunk
 	}
+	c.lmu.Lock()
+	defer c.lmu.Unlock()
 	return c.do(func() error {
-		c.freeSlots()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.freeStreams()
 		c.chunk = chunk
-		return c.makeSlots(n)
+		return c.makeStreams(n)
 	})
 }
 
-func (c *CUDA) makeSlots(n int) error {
+// makeStreams runs on the owning goroutine with c.mu held.
+func (c *CUDA) makeStreams(n int) error {
 	c.streams = nil
 	for i := 0; i < n; i++ {
 		// Blocking streams: they also order themselves after the legacy
@@ -565,35 +634,28 @@ func (c *CUDA) makeSlots(n int) error {
 		}
 		c.streams = append(c.streams, s)
 	}
-	for i := 0; i < 2*n; i++ {
-		ev, err := cu.MakeEvent(cu.DisableTiming)
-		if err != nil {
-			return fmt.Errorf("gpu: cuda: event: %v", err)
-		}
-		c.slots = append(c.slots, &slot{stream: c.streams[i%n], done: ev})
-	}
 	var err error
 	c.applied, err = cu.MakeEvent(cu.DisableTiming)
 	return err
 }
 
-func (c *CUDA) freeSlots() {
+// freeStreams runs on the owning goroutine with c.mu and c.lmu held.
+func (c *CUDA) freeStreams() {
 	if len(c.streams) == 0 {
 		return
 	}
 	cu.Synchronize()
-	for _, s := range c.slots {
-		s.hin.free()
-		s.hout.free()
-		c.free(&s.din)
-		c.free(&s.dout)
-		cu.DestroyEvent(&s.done)
+	for k, pool := range c.pools {
+		for _, b := range pool {
+			b.impl.(*cudaBatch).release()
+		}
+		delete(c.pools, k)
 	}
 	for i := range c.streams {
 		c.streams[i].Destroy()
 	}
 	cu.DestroyEvent(&c.applied)
-	c.slots, c.streams = nil, nil
+	c.streams = nil
 }
 
 // ordered makes every lookup stream wait for the work just queued in
@@ -607,19 +669,6 @@ func (c *CUDA) ordered() error {
 			return fmt.Errorf("gpu: cuda: stream wait: %v", err)
 		}
 	}
-	return nil
-}
-
-// retire waits for s's pending chunk and copies its results out.
-func (s *slot) retire() error {
-	if !s.pending {
-		return nil
-	}
-	s.pending = false
-	if err := s.done.Synchronize(); err != nil {
-		return fmt.Errorf("gpu: cuda: lookup: %v", err)
-	}
-	pcopy(unsafe.Slice((*byte)(unsafe.Pointer(&s.out[0])), 4*s.n), s.hout.bytes(int64(4*s.n)))
 	return nil
 }
 
@@ -645,101 +694,108 @@ func pcopy(dst, src []byte) {
 	wg.Wait()
 }
 
-// lookup runs fn over n addresses of width bytes each at in, the results
-// into out: chunk by chunk through the pipeline slots, each chunk staged
-// through pinned memory, copied in, looked up and copied out asynchronously
-// in its slot's stream; a slot is reused once its previous chunk is out.
-func (c *CUDA) lookup(fn cu.Function, t *cudaTable, in unsafe.Pointer, width int64, out []uint32, n int) error {
-	src := unsafe.Slice((*byte)(in), width*int64(n))
-	k := 0
-	var err error
-	for lo := 0; lo < n && err == nil; lo += c.chunk {
-		m := min(c.chunk, n-lo)
-		s := c.slots[k%len(c.slots)]
-		k++
-		if err = s.retire(); err != nil {
-			break
-		}
-		if err = c.stageSlot(s, width); err != nil {
-			break
-		}
-		pcopy(s.hin.bytes(width*int64(m)), src[width*int64(lo):])
-		if e := cu.MemcpyHtoDAsync(s.din.p, s.hin.p, width*int64(m), s.stream); e != nil {
-			err = fmt.Errorf("gpu: cuda: copy in: %v", e)
-			break
-		}
-		if err = c.launchIn(s.stream, fn, m, t.img.p, t.desc.p, t.nl, s.din.p, s.dout.p); err != nil {
-			break
-		}
-		if e := cu.MemcpyDtoHAsync(s.hout.p, s.dout.p, int64(4*m), s.stream); e != nil {
-			err = fmt.Errorf("gpu: cuda: copy out: %v", e)
-			break
-		}
-		if e := s.done.Record(s.stream); e != nil {
-			err = fmt.Errorf("gpu: cuda: record: %v", e)
-			break
-		}
-		s.pending, s.out, s.n = true, out[lo:lo+m], m
+// pool returns the pipeline batches for keys of kind and width: two per
+// stream, of c.chunk keys each, made on first use. The caller holds c.lmu.
+func (c *CUDA) pool(kind Kind, width int) ([]*Batch, error) {
+	k := poolKey{kind, width}
+	if p := c.pools[k]; p != nil {
+		return p, nil
 	}
-	for _, s := range c.slots { // every slot, also after an error
-		if e := s.retire(); err == nil {
+	var p []*Batch
+	err := c.do(func() error {
+		c.mu.Lock()
+		n := 2 * len(c.streams)
+		c.mu.Unlock()
+		for i := 0; i < n; i++ {
+			b, err := c.newBatch(kind, width, c.chunk)
+			if err != nil {
+				for _, b := range p {
+					b.impl.(*cudaBatch).release()
+				}
+				return err
+			}
+			p = append(p, b)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.pools[k] = p
+	return p, nil
+}
+
+// lookupVia runs a slice lookup of n keys through the pipeline batches of
+// kind and width: chunk by chunk, fill copies a chunk's keys into a batch,
+// the batch is submitted, and drain copies its results out once it is done;
+// a batch is refilled only after its previous chunk was drained.
+func (c *CUDA) lookupVia(id TableID, kind Kind, width, n int, fill, drain func(b *Batch, lo int)) error {
+	c.lmu.Lock()
+	defer c.lmu.Unlock()
+	pool, err := c.pool(kind, width)
+	if err != nil {
+		return err
+	}
+	los := make([]int, len(pool)) // the chunk each batch holds, -1: none
+	for i := range los {
+		los[i] = -1
+	}
+	retire := func(i int) error {
+		b := pool[i]
+		if los[i] < 0 {
+			return nil
+		}
+		lo := los[i]
+		los[i] = -1
+		if err := b.Wait(); err != nil {
+			return err
+		}
+		drain(b, lo)
+		return nil
+	}
+	k := 0
+	for lo := 0; lo < n && err == nil; lo += c.chunk {
+		i := k % len(pool)
+		k++
+		if err = retire(i); err != nil {
+			break
+		}
+		b := pool[i]
+		b.N = min(c.chunk, n-lo)
+		fill(b, lo)
+		if err = c.Submit(id, b); err != nil {
+			break
+		}
+		los[i] = lo
+	}
+	for j := range pool { // in submission order, also after an error
+		i := (k + j) % len(pool)
+		if e := retire(i); err == nil {
 			err = e
 		}
 	}
 	return err
 }
 
-// stageSlot makes s's buffers hold a chunk of addresses of width bytes.
-func (c *CUDA) stageSlot(s *slot, width int64) error {
-	inB, outB := width*int64(c.chunk), int64(4*c.chunk)
-	if s.hin.n < inB {
-		s.hin.free()
-		h, err := allocHost(inB)
-		if err != nil {
-			return err
-		}
-		s.hin = h
-	}
-	if s.hout.n < outB {
-		s.hout.free()
-		h, err := allocHost(outB)
-		if err != nil {
-			return err
-		}
-		s.hout = h
-	}
-	if err := c.grow(&s.din, inB); err != nil {
-		return err
-	}
-	return c.grow(&s.dout, outB)
-}
-
 // LookupLPM4 looks up IPv4 addresses in table id on the GPU.
 func (c *CUDA) LookupLPM4(id TableID, addrs []uint32, out []uint32) error {
-	return c.do(func() error {
-		t, err := c.lookupTable(id, LPM4, len(addrs), len(out))
-		if err != nil || len(addrs) == 0 {
-			return err
-		}
-		if err := c.flush(); err != nil {
-			return err
-		}
-		return c.lookup(c.fn4, t, unsafe.Pointer(&addrs[0]), 4, out, len(addrs))
-	})
+	if len(out) < len(addrs) {
+		return ErrShortOut
+	}
+	return c.lookupVia(id, LPM4, 1, len(addrs),
+		func(b *Batch, lo int) { pcopy(wordBytes(b.Keys[:b.N]), wordBytes(addrs[lo:lo+b.N])) },
+		func(b *Batch, lo int) { pcopy(wordBytes(out[lo:lo+b.N]), wordBytes(b.Out[:b.N])) })
 }
 
 // LookupLPM6 looks up IPv6 addresses in table id on the GPU.
 func (c *CUDA) LookupLPM6(id TableID, addrs []lpm.Addr6, out []uint32) error {
-	return c.do(func() error {
-		t, err := c.lookupTable(id, LPM6, len(addrs), len(out))
-		if err != nil || len(addrs) == 0 {
-			return err
-		}
-		if err := c.flush(); err != nil {
-			return err
-		}
-		return c.lookup(c.fn6, t, unsafe.Pointer(&addrs[0]), 16, out, len(addrs))
-	})
+	if len(out) < len(addrs) {
+		return ErrShortOut
+	}
+	src := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(addrs))), 4*len(addrs))
+	return c.lookupVia(id, LPM6, 4, len(addrs),
+		func(b *Batch, lo int) { pcopy(wordBytes(b.Keys[:4*b.N]), wordBytes(src[4*lo:4*(lo+b.N)])) },
+		func(b *Batch, lo int) { pcopy(wordBytes(out[lo:lo+b.N]), wordBytes(b.Out[:b.N])) })
 }
 
 // KernelTimeLPM4 uploads addrs once, then times iters launches of the IPv4
@@ -766,7 +822,7 @@ func (c *CUDA) kernelTime(id TableID, kind Kind, fn cu.Function, in unsafe.Point
 		if err != nil {
 			return err
 		}
-		if err := c.flush(); err != nil {
+		if err := c.flushTables(); err != nil {
 			return err
 		}
 		if err := c.grow(&c.in, width*int64(n)); err != nil {
@@ -779,7 +835,8 @@ func (c *CUDA) kernelTime(id TableID, kind Kind, fn cu.Function, in unsafe.Point
 			return err
 		}
 		ms, err = c.timeLaunches(iters, func(st cu.Stream) error {
-			return c.launchIn(st, fn, n, t.img.p, t.desc.p, t.nl, c.in.p, c.out.p)
+			// (img, desc, nl, keys, out, n, stride = n): launchIn appends the last.
+			return c.launchIn(st, fn, n, t.img.p, t.desc.p, t.nl, c.in.p, c.out.p, int64(n))
 		})
 		return err
 	})
@@ -829,8 +886,10 @@ func (c *CUDA) Close() error {
 				delete(c.tables, id)
 			}
 			c.shut = true
+			c.lmu.Lock()
+			c.freeStreams()
+			c.lmu.Unlock()
 			c.mu.Unlock()
-			c.freeSlots()
 			for i := range c.hstage {
 				c.hstage[i].free()
 				cu.DestroyEvent(&c.hstageEv[i])
@@ -838,10 +897,6 @@ func (c *CUDA) Close() error {
 			c.free(&c.in)
 			c.free(&c.out)
 			c.free(&c.stage)
-			c.fhin.free()
-			c.fhout.free()
-			c.free(&c.fdin)
-			c.free(&c.fdout)
 			c.fmod.Unload()
 			c.mod.Unload()
 			return c.ctx.Destroy()

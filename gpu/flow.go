@@ -16,9 +16,10 @@ const (
 	flowDescP     = 13 // projected key words
 	flowDescK     = 14 // hash families (tuple, bloom)
 	flowDescNSlot = 15 // class slots (tuple, bloom) or rule slots (linear)
+	flowDescStage = 16 // what the kernel stages into shared memory (stage* bits)
 
 	// FlowDescWords is the size of a flow table's device descriptor.
-	FlowDescWords = 16
+	FlowDescWords = 20
 	flowRegions   = 6
 )
 
@@ -58,8 +59,43 @@ func newFlowLayout(im *bubble.Image) (*flowLayout, *flow.View, error) {
 	return l, v, nil
 }
 
-// desc returns the device descriptor of the layout.
-func (l *flowLayout) desc() []uint32 {
+// The parts of a tuple or Bloom image flow_lookup can stage into shared
+// memory (descriptor word flowDescStage), laid there in this order.
+const (
+	stageSeeds   = 1 << iota // the coefficients P words use: K*5 functions of P+1 pairs
+	stageClasses             // the class descriptors region
+	stageOrder               // the order region
+	stageBloom               // the Bloom filters region
+)
+
+// stagePlan chooses what flow_lookup stages into shared memory within
+// budget bytes: each part, in the order seeds, classes, order, Bloom, that
+// still fits. It returns the descriptor bits and the bytes they take.
+func (l *flowLayout) stagePlan(budget int) (stage uint32, bytes int) {
+	if l.algo == flow.Linear {
+		return 0, 0
+	}
+	parts := []struct {
+		bit   uint32
+		words int
+	}{
+		{stageSeeds, l.k * flow.HashFuncs * 2 * (l.p + 1)},
+		{stageClasses, int(l.regionLen[flow.RegionClasses])},
+		{stageOrder, int(l.regionLen[flow.RegionOrder])},
+		{stageBloom, int(l.regionLen[flow.RegionBloom])},
+	}
+	for _, p := range parts {
+		if bytes+4*p.words <= budget {
+			stage |= p.bit
+			bytes += 4 * p.words
+		}
+	}
+	return stage, bytes
+}
+
+// desc returns the device descriptor of the layout, staging what stage
+// says (stagePlan).
+func (l *flowLayout) desc(stage uint32) []uint32 {
 	d := make([]uint32, FlowDescWords)
 	copy(d[flowDescBase:], l.regionBase)
 	copy(d[flowDescLen:], l.regionLen)
@@ -67,6 +103,7 @@ func (l *flowLayout) desc() []uint32 {
 	d[flowDescP] = uint32(l.p)
 	d[flowDescK] = uint32(l.k)
 	d[flowDescNSlot] = uint32(l.nslot)
+	d[flowDescStage] = stage
 	return d
 }
 

@@ -30,10 +30,16 @@ func compareFlow(t *testing.T, b Backend, id TableID, tab *flow.Table, keys []fl
 		t.Fatalf("%s: %s flow lookup: %v", what, b.Name(), err)
 	}
 	tab.LookupBatch(keys, want)
+	// The same keys through a Batch holding fewer packets than it can, so
+	// that its key columns are Cap words apart.
+	batch := batchFlow(t, b, id, soa, n, len(tab.UsedWords()), what)
 	hits := 0
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("%s: %s: packet %d (%v): got rule %d, table says %d", what, b.Name(), i, keys[i], got[i], want[i])
+		}
+		if batch[i] != want[i] {
+			t.Fatalf("%s: %s batch: packet %d (%v): got rule %d, table says %d", what, b.Name(), i, keys[i], batch[i], want[i])
 		}
 		if want[i] != flow.NoMatch {
 			hits++
@@ -341,4 +347,29 @@ func testFlowRejects(t *testing.T, b Backend) {
 			}
 		}
 	}
+}
+
+// batchFlow classifies the n packets of soa (p words each, SoA with stride
+// n) through a Batch of capacity n+5 and returns the results.
+func batchFlow(t *testing.T, b Backend, id TableID, soa []uint32, n, p int, what string) []flow.RuleID {
+	t.Helper()
+	bt, err := b.NewBatch(Flow, p, n+5)
+	if err != nil {
+		t.Fatalf("%s: %s: NewBatch: %v", what, b.Name(), err)
+	}
+	defer bt.Free()
+	for j := 0; j < p; j++ {
+		copy(bt.Keys[j*bt.Cap:j*bt.Cap+n], soa[j*n:j*n+n])
+	}
+	for i := range bt.Out {
+		bt.Out[i] = 12345
+	}
+	bt.N = n
+	if err := b.Submit(id, bt); err != nil {
+		t.Fatalf("%s: %s: Submit: %v", what, b.Name(), err)
+	}
+	if err := bt.Wait(); err != nil {
+		t.Fatalf("%s: %s: batch: %v", what, b.Name(), err)
+	}
+	return append([]flow.RuleID(nil), bt.Rules()[:n]...)
 }

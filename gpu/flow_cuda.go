@@ -35,56 +35,37 @@ func wordBytes(w []uint32) []byte {
 }
 
 // LookupFlow classifies n packets (projected keys in soa, SoA order: see
-// Backend) in table id on the GPU: the keys go through pinned staging, then
-// copy-in, flow_lookup and copy-out run in the first stream (after any
-// update's scatter) and the call waits for them.
+// Backend) in table id on the GPU, through the pipeline batches: chunk by
+// chunk, each key column's part is copied into a pinned batch, and the
+// batches' copies and kernels overlap over the streams.
 func (c *CUDA) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) error {
-	return c.do(func() error {
-		t, err := c.lookupTable(id, Flow, 0, 0)
-		if err != nil {
-			return err
-		}
-		if err := checkFlowBatch(t.flay, soa, n, out); err != nil || n == 0 {
-			return err
-		}
-		if err := c.flush(); err != nil {
-			return err
-		}
-		if n >= 1<<31 {
-			return fmt.Errorf("gpu: cuda: batch of %d packets: at most 2^31-1", n)
-		}
-		inB, outB := 4*int64(t.flay.p)*int64(n), 4*int64(n)
-		if err := growHost(&c.fhin, inB); err != nil {
-			return err
-		}
-		if err := growHost(&c.fhout, outB); err != nil {
-			return err
-		}
-		if err := c.grow(&c.fdin, inB); err != nil {
-			return err
-		}
-		if err := c.grow(&c.fdout, outB); err != nil {
-			return err
-		}
-		st := c.streams[0]
-		if inB > 0 {
-			pcopy(c.fhin.bytes(inB), wordBytes(soa[:int64(t.flay.p)*int64(n)]))
-			if err := cu.MemcpyHtoDAsync(c.fdin.p, c.fhin.p, inB, st); err != nil {
-				return fmt.Errorf("gpu: cuda: copy in: %v", err)
+	c.mu.Lock()
+	t := c.tables[id]
+	var l *flowLayout
+	if t != nil {
+		l = t.flay
+	}
+	c.mu.Unlock()
+	if t == nil {
+		return fmt.Errorf("%w: %d", ErrNoTable, id)
+	}
+	if l == nil {
+		return fmt.Errorf("%w: table %d is %v, lookup is %v", ErrKind, id, t.kind, Flow)
+	}
+	if err := checkFlowBatch(l, soa, n, out); err != nil || n == 0 {
+		return err
+	}
+	p := l.p
+	return c.lookupVia(id, Flow, p, n,
+		func(b *Batch, lo int) {
+			for j := 0; j < p; j++ {
+				pcopy(wordBytes(b.Keys[j*b.Cap:j*b.Cap+b.N]), wordBytes(soa[j*n+lo:j*n+lo+b.N]))
 			}
-		}
-		if err := c.launchIn(st, c.ffn, n, t.img.p, t.desc.p, c.fdin.p, c.fdout.p); err != nil {
-			return err
-		}
-		if err := cu.MemcpyDtoHAsync(c.fhout.p, c.fdout.p, outB, st); err != nil {
-			return fmt.Errorf("gpu: cuda: copy out: %v", err)
-		}
-		if err := st.Synchronize(); err != nil {
-			return fmt.Errorf("gpu: cuda: flow lookup: %v", err)
-		}
-		pcopy(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), outB), c.fhout.bytes(outB))
-		return nil
-	})
+		},
+		func(b *Batch, lo int) {
+			dst := out[lo : lo+b.N]
+			pcopy(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(dst))), 4*len(dst)), wordBytes(b.Out[:b.N]))
+		})
 }
 
 // KernelTimeFlow uploads the n packets of soa once, then times iters launches
@@ -103,7 +84,7 @@ func (c *CUDA) KernelTimeFlow(id TableID, soa []uint32, n, iters int) (ms float6
 		if int64(len(soa)) < int64(n)*int64(t.flay.p) {
 			return fmt.Errorf("%w: %d words for %d packets of %d words", ErrShortKeys, len(soa), n, t.flay.p)
 		}
-		if err := c.flush(); err != nil {
+		if err := c.flushTables(); err != nil {
 			return err
 		}
 		inB := 4 * int64(t.flay.p) * int64(n)
@@ -119,7 +100,8 @@ func (c *CUDA) KernelTimeFlow(id TableID, soa []uint32, n, iters int) (ms float6
 			}
 		}
 		ms, err = c.timeLaunches(iters, func(st cu.Stream) error {
-			return c.launchIn(st, c.ffn, n, t.img.p, t.desc.p, c.in.p, c.out.p)
+			// (img, desc, nl = 0, keys, out, n, stride = n): launchIn appends the last.
+			return c.launchShared(st, c.ffn, n, t.smem, t.grid, t.img.p, t.desc.p, int64(0), c.in.p, c.out.p, int64(n))
 		})
 		return err
 	})

@@ -16,7 +16,18 @@
 // another module of the same context).
 //
 // Keys: n packets in structure-of-arrays order, word j of packet i at
-// soa[j*n+i] (flow.PackSoA over the projection). out[i] is the best rule's
+// soa[j*stride+i] (flow.PackSoA over the projection; stride = n, or a
+// batch's capacity).
+//
+// Speed (measured on an H200; see README): the lookup is specialised for
+// each projection width P (0..27), so the packet key and the masked
+// key live in registers (a dynamically indexed array would go to local
+// memory), and the read-only parts a lookup walks for every packet — the
+// coefficients of the hash functions in use, the class descriptors, the
+// order, the Bloom filters — are staged into shared memory at the start of
+// each block when they fit the budget the host chose (descriptor word
+// D_STAGE, the dynamic shared memory size of the launch): loads the whole
+// warp makes to one address, and Bloom probes, then never leave the SM. out[i] is the best rule's
 // id, 0xFFFFFFFF when none (rank 0). Rank = prio<<32 | ~id.
 //
 // Build (see the Makefile's kernels target):
@@ -24,7 +35,7 @@
 //   nvcc -ptx -arch=compute_80 -o flow_compute80.ptx flow.cu
 #include <stdint.h>
 
-#define FLOW_DESC 16
+#define FLOW_DESC 20
 #define FLOW_KEYWORDS 27
 #define FLOW_HASHFUNCS 5
 #define FLOW_HASHCOEFS 28
@@ -44,6 +55,12 @@
 #define D_P 13
 #define D_K 14
 #define D_NSLOT 15
+#define D_STAGE 16 // bits: 1 seeds (compacted), 2 classes, 4 order, 8 bloom
+
+#define STAGE_SEEDS 1
+#define STAGE_CLASSES 2
+#define STAGE_ORDER 4
+#define STAGE_BLOOM 8
 
 // Header word: the count (linear high-water mark, or classes in the order).
 #define HDR_COUNT (4 + FLOW_KEYWORDS + 1)
@@ -59,16 +76,29 @@
 #define ALGO_LINEAR 0
 #define ALGO_BLOOM 2
 
-// hash returns a[0] + sum a[1+i]*x[i] mod 2^64 for function fn (global index
-// family*5 + f) over the P masked words x; coefficients are (lo, hi) pairs.
-__device__ __forceinline__ uint64_t flow_hash(const uint32_t* __restrict__ seeds, uint32_t fn, const uint32_t* x, int p)
+// ftab is where a lookup finds each part of a tuple/Bloom image: in shared
+// memory where staged, else in the image. Seeds: function fn's coefficient
+// pair i at seeds[fn*sstride + 2*i] (sstride 2*(P+1) staged, 2*28 not).
+struct ftab {
+	const uint32_t *seeds, *desc, *order, *ent, *bloom;
+	uint32_t sstride, nslot, k, n;
+	uint64_t entLen, bloomLen;
+	bool isBloom;
+};
+
+__device__ __forceinline__ uint64_t coef(const uint32_t* a, int i)
 {
-	const uint32_t* a = seeds + 2 * fn * FLOW_HASHCOEFS;
-	uint64_t h = (uint64_t)__ldg(&a[0]) | (uint64_t)__ldg(&a[1]) << 32;
-	for (int i = 0; i < p; i++) {
-		uint64_t c = (uint64_t)__ldg(&a[2 * (i + 1)]) | (uint64_t)__ldg(&a[2 * (i + 1) + 1]) << 32;
-		h += c * (uint64_t)x[i];
-	}
+	return (uint64_t)a[2 * i] | (uint64_t)a[2 * i + 1] << 32;
+}
+
+// hash returns a[0] + sum a[1+i]*x[i] mod 2^64 over the P masked words x.
+template <int P>
+__device__ __forceinline__ uint64_t flow_hash(const uint32_t* a, const uint32_t* x)
+{
+	uint64_t h = coef(a, 0);
+#pragma unroll
+	for (int i = 0; i < P; i++)
+		h += coef(a, i + 1) * (uint64_t)x[i];
 	return h;
 }
 
@@ -78,10 +108,10 @@ __device__ __forceinline__ uint64_t top(uint64_t h, uint32_t b)
 	return b == 0 ? 0 : h >> (64 - b);
 }
 
+template <int P>
 __device__ uint64_t flow_linear(const uint32_t* __restrict__ img, const uint32_t* d, const uint32_t* pk)
 {
-	const int p = d[D_P];
-	const uint32_t s = 2 + 2 * p;
+	const uint32_t s = 2 + 2 * P;
 	const uint32_t* ent = img + d[R_ENTRIES];
 	uint32_t n = __ldg(&img[d[R_HEADER] + HDR_COUNT]);
 	n = min(n, d[D_NSLOT]);
@@ -95,108 +125,177 @@ __device__ uint64_t flow_linear(const uint32_t* __restrict__ img, const uint32_t
 		if (rank <= best)
 			continue;
 		bool ok = true;
-		for (int j = 0; j < p && ok; j++)
-			ok = (pk[j] & __ldg(&sl[2 + p + j])) == __ldg(&sl[2 + j]);
+#pragma unroll
+		for (int j = 0; j < P; j++)
+			ok &= (pk[j] & __ldg(&sl[2 + P + j])) == __ldg(&sl[2 + j]);
 		if (ok)
 			best = rank;
 	}
 	return best;
 }
 
-__device__ uint64_t flow_tuple(const uint32_t* __restrict__ img, const uint32_t* d, const uint32_t* pk)
+template <int P>
+__device__ uint64_t flow_tuple(const ftab& f, const uint32_t* pk)
 {
-	const int p = d[D_P];
-	const uint32_t ew = p + 2, dw = p + 7;
-	const uint32_t k = d[D_K], nslot = d[D_NSLOT];
-	const uint32_t* seeds = img + d[R_SEEDS];
-	const uint32_t* desc = img + d[R_CLASSES];
-	const uint32_t* order = img + d[R_ORDER];
-	const uint32_t* ent = img + d[R_ENTRIES];
-	const uint32_t* bloom = img + d[R_BLOOM];
-	const uint64_t entLen = d[6 + R_ENTRIES], bloomLen = d[6 + R_BLOOM];
-	const bool isBloom = d[D_ALGO] == ALGO_BLOOM;
-	uint32_t n = __ldg(&img[d[R_HEADER] + HDR_COUNT]);
-	n = min(n, d[6 + R_ORDER]);
+	const uint32_t ew = P + 2, dw = P + 7;
 	uint64_t best = 0;
-	uint32_t key[FLOW_KEYWORDS];
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t slot = __ldg(&order[i]);
-		if (slot >= nslot)
+	uint32_t key[P > 0 ? P : 1];
+	for (uint32_t i = 0; i < f.n; i++) {
+		uint32_t slot = f.order[i];
+		if (slot >= f.nslot)
 			continue;
-		const uint32_t* cd = desc + (uint64_t)slot * dw;
-		const uint32_t* c = cd + p;
-		if ((best >> 32) > (uint64_t)__ldg(&c[C_MAXPRIO]))
+		const uint32_t* cd = f.desc + (uint64_t)slot * dw;
+		const uint32_t* c = cd + P;
+		if ((best >> 32) > (uint64_t)c[C_MAXPRIO])
 			break;
-		for (int j = 0; j < p; j++)
-			key[j] = pk[j] & __ldg(&cd[j]);
-		uint32_t fam = __ldg(&c[C_FAMILY]);
-		if (fam >= k)
+#pragma unroll
+		for (int j = 0; j < P; j++)
+			key[j] = pk[j] & cd[j];
+		uint32_t fam = c[C_FAMILY];
+		if (fam >= f.k)
 			continue;
-		uint32_t fn0 = fam * FLOW_HASHFUNCS;
-		if (isBloom) {
-			uint32_t lb = __ldg(&c[C_LOGBITS]);
+		const uint32_t* fs = f.seeds + (uint64_t)fam * FLOW_HASHFUNCS * f.sstride;
+		if (f.isBloom) {
+			uint32_t lb = c[C_LOGBITS];
 			if (lb < 5 || lb > 31)
 				continue;
-			uint64_t off = __ldg(&c[C_BLOOM]), size = (uint64_t)1 << (lb - 5);
-			if (off + size > bloomLen)
+			uint64_t off = c[C_BLOOM], size = (uint64_t)1 << (lb - 5);
+			if (off + size > f.bloomLen)
 				continue;
-			const uint32_t* f = bloom + off;
-			uint64_t b1 = flow_hash(seeds, fn0 + FLOW_WAYS, key, p) >> (64 - lb);
-			uint64_t b2 = flow_hash(seeds, fn0 + FLOW_WAYS + 1, key, p) >> (64 - lb);
-			if ((__ldg(&f[b1 >> 5]) & (1u << (b1 & 31))) == 0 || (__ldg(&f[b2 >> 5]) & (1u << (b2 & 31))) == 0)
+			const uint32_t* fl = f.bloom + off;
+			uint64_t b1 = flow_hash<P>(fs + FLOW_WAYS * f.sstride, key) >> (64 - lb);
+			uint64_t b2 = flow_hash<P>(fs + (FLOW_WAYS + 1) * f.sstride, key) >> (64 - lb);
+			if ((fl[b1 >> 5] & (1u << (b1 & 31))) == 0 || (fl[b2 >> 5] & (1u << (b2 & 31))) == 0)
 				continue;
 		}
-		uint32_t logB = __ldg(&c[C_LOGB]);
+		uint32_t logB = c[C_LOGB];
 		if (logB > 30)
 			continue;
-		uint64_t toff = __ldg(&c[C_TABLE]), tsize = (uint64_t)(FLOW_WAYS * ew) << logB;
-		if (toff + tsize > entLen)
+		uint64_t toff = c[C_TABLE], tsize = (uint64_t)(FLOW_WAYS * ew) << logB;
+		if (toff + tsize > f.entLen)
 			continue;
-		const uint32_t* tbl = ent + toff;
+		const uint32_t* tbl = f.ent + toff;
 		uint64_t sz = (uint64_t)1 << logB;
-		uint64_t h0 = top(flow_hash(seeds, fn0, key, p), logB);
-		uint64_t h1 = top(flow_hash(seeds, fn0 + 1, key, p), logB);
-		uint64_t h2 = top(flow_hash(seeds, fn0 + 2, key, p), logB);
+		uint64_t h0 = top(flow_hash<P>(fs, key), logB);
+		uint64_t h1 = top(flow_hash<P>(fs + f.sstride, key), logB);
+		uint64_t h2 = top(flow_hash<P>(fs + 2 * f.sstride, key), logB);
 		uint64_t pos[3] = {h0 * ew, (sz + h1) * ew, (2 * sz + h2) * ew};
 		uint32_t ids[3];
+#pragma unroll
 		for (int w = 0; w < 3; w++)
-			ids[w] = __ldg(&tbl[pos[w] + p]);
+			ids[w] = __ldg(&tbl[pos[w] + P]);
 		int hit = -1;
-		for (int w = 0; w < 3 && hit < 0; w++) {
-			if (ids[w] == EMPTY_ID)
+#pragma unroll
+		for (int w = 0; w < 3; w++) {
+			if (hit >= 0 || ids[w] == EMPTY_ID)
 				continue;
 			bool eq = true;
-			for (int j = 0; j < p && eq; j++)
-				eq = __ldg(&tbl[pos[w] + j]) == key[j];
+#pragma unroll
+			for (int j = 0; j < P; j++)
+				eq &= __ldg(&tbl[pos[w] + j]) == key[j];
 			if (eq)
 				hit = w;
 		}
 		if (hit < 0)
 			continue;
 		uint32_t id = ids[hit];
-		uint64_t r = (uint64_t)__ldg(&tbl[pos[hit] + p + 1]) << 32 | (uint64_t)(~id);
+		uint64_t r = (uint64_t)__ldg(&tbl[pos[hit] + P + 1]) << 32 | (uint64_t)(~id);
 		if (r > best)
 			best = r;
 	}
 	return best;
 }
 
-// flow_lookup: out[i] = best rule for packet i. One thread per packet,
-// grid-stride, the descriptor in shared memory.
-extern "C" __global__ void flow_lookup(const uint32_t* __restrict__ img, const uint32_t* __restrict__ desc,
-				       const uint32_t* __restrict__ soa, uint32_t* __restrict__ out, int n)
+// stage copies n words of src to dst with the whole block.
+__device__ __forceinline__ void stage(uint32_t* dst, const uint32_t* __restrict__ src, uint32_t n)
 {
+	for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
+		dst[i] = src[i];
+}
+
+// setup fills f for the image (tuple and Bloom), staging into shared memory
+// what the descriptor's D_STAGE asks for, in the order seeds, classes,
+// order, Bloom; the host sized the launch's dynamic shared memory to match.
+__device__ void setup(ftab& f, const uint32_t* __restrict__ img, const uint32_t* d, uint32_t* smem)
+{
+	const uint32_t p = d[D_P], st = d[D_STAGE];
+	f.k = d[D_K];
+	f.nslot = d[D_NSLOT];
+	f.entLen = d[6 + R_ENTRIES];
+	f.bloomLen = d[6 + R_BLOOM];
+	f.isBloom = d[D_ALGO] == ALGO_BLOOM;
+	f.ent = img + d[R_ENTRIES];
+	f.n = min(__ldg(&img[d[R_HEADER] + HDR_COUNT]), d[6 + R_ORDER]);
+	uint32_t* s = smem;
+	if (st & STAGE_SEEDS) {
+		// Only the coefficients P words use: K*5 functions of P+1 pairs.
+		const uint32_t per = 2 * (p + 1), nf = min(f.k * FLOW_HASHFUNCS, d[6 + R_SEEDS] / (2 * FLOW_HASHCOEFS));
+		const uint32_t* src = img + d[R_SEEDS];
+		for (uint32_t i = threadIdx.x; i < nf * per; i += blockDim.x)
+			s[i] = src[(i / per) * 2 * FLOW_HASHCOEFS + i % per];
+		f.seeds = s, f.sstride = per;
+		s += nf * per;
+	} else {
+		f.seeds = img + d[R_SEEDS], f.sstride = 2 * FLOW_HASHCOEFS;
+	}
+	f.desc = img + d[R_CLASSES];
+	if (st & STAGE_CLASSES) {
+		stage(s, f.desc, d[6 + R_CLASSES]);
+		f.desc = s;
+		s += d[6 + R_CLASSES];
+	}
+	f.order = img + d[R_ORDER];
+	if (st & STAGE_ORDER) {
+		stage(s, f.order, f.n);
+		f.order = s;
+		s += d[6 + R_ORDER];
+	}
+	f.bloom = img + d[R_BLOOM];
+	if (st & STAGE_BLOOM) {
+		stage(s, f.bloom, d[6 + R_BLOOM]);
+		f.bloom = s;
+	}
+	__syncthreads();
+}
+
+// classify runs the lookups of the grid-stride loop for one P.
+template <int P>
+__device__ void classify(const uint32_t* __restrict__ img, const uint32_t* d, const ftab& f,
+			 const uint32_t* __restrict__ soa, uint32_t* __restrict__ out, int n, int stride)
+{
+	const bool linear = d[D_ALGO] == ALGO_LINEAR;
+	uint32_t pk[P > 0 ? P : 1];
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+#pragma unroll
+		for (int j = 0; j < P; j++)
+			pk[j] = soa[(size_t)j * stride + i];
+		uint64_t best = linear ? flow_linear<P>(img, d, pk) : flow_tuple<P>(f, pk);
+		out[i] = best == 0 ? EMPTY_ID : ~(uint32_t)best;
+	}
+}
+
+// flow_lookup: out[i] = best rule for packet i. One thread per packet,
+// grid-stride, the descriptor and the staged parts in shared memory. nl is
+// unused (the lookup kernels share one parameter list).
+extern "C" __global__ void flow_lookup(const uint32_t* __restrict__ img, const uint32_t* __restrict__ desc, int nl,
+				       const uint32_t* __restrict__ soa, uint32_t* __restrict__ out, int n, int stride)
+{
+	extern __shared__ uint32_t smem[];
 	__shared__ uint32_t d[FLOW_DESC];
 	for (int i = threadIdx.x; i < FLOW_DESC; i += blockDim.x)
 		d[i] = desc[i];
 	__syncthreads();
-	const int p = min(d[D_P], (uint32_t)FLOW_KEYWORDS);
-	const bool linear = d[D_ALGO] == ALGO_LINEAR;
-	uint32_t pk[FLOW_KEYWORDS];
-	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-		for (int j = 0; j < p; j++)
-			pk[j] = soa[(size_t)j * n + i];
-		uint64_t best = linear ? flow_linear(img, d, pk) : flow_tuple(img, d, pk);
-		out[i] = best == 0 ? EMPTY_ID : ~(uint32_t)best;
+	ftab tf;
+	if (d[D_ALGO] != ALGO_LINEAR) // uniform: every thread reaches setup's barrier
+		setup(tf, img, d, smem);
+	switch (min(d[D_P], (uint32_t)FLOW_KEYWORDS)) {
+#define CASE(P) \
+	case P:     \
+		classify<P>(img, d, tf, soa, out, n, stride); \
+		break;
+	CASE(0) CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8) CASE(9) CASE(10) CASE(11) CASE(12)
+	CASE(13) CASE(14) CASE(15) CASE(16) CASE(17) CASE(18) CASE(19) CASE(20) CASE(21) CASE(22) CASE(23) CASE(24)
+	CASE(25) CASE(26) CASE(27)
+#undef CASE
 	}
 }

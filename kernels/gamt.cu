@@ -1,6 +1,9 @@
 // GAMT lookups and the bubble scatter, for gswitch's gpu package.
 //
-// ABI (kept simple; see gpu/cuda.go): every region of a table's image, meta
+// ABI (kept simple; see gpu/cuda.go): every lookup kernel (these and
+// flow.cu's) takes (img, desc, nl, keys, out, n, stride); stride is the
+// distance between key columns of the flow kernel's structure of arrays,
+// unused here. Every region of a table's image, meta
 // included, is laid end to end in ONE device buffer of 32-bit words. A
 // table also has a small descriptor buffer of 3 words per level:
 // base (word offset of the level in the image), stride s, off (the first
@@ -34,7 +37,7 @@ __device__ __forceinline__ void load_levels(level* lv, const uint32_t* __restric
 // gamt_lookup4: out[i] = next hop of the longest prefix matching the IPv4
 // address addrs[i] (0: none). One thread per address, grid-stride loop.
 extern "C" __global__ void gamt_lookup4(const uint32_t* __restrict__ img, const uint32_t* __restrict__ desc,
-					int nlevels, const uint32_t* __restrict__ addrs, uint32_t* __restrict__ out, int n)
+					int nlevels, const uint32_t* __restrict__ addrs, uint32_t* __restrict__ out, int n, int stride)
 {
 	__shared__ level lv[GAMT_MAX_LEVELS];
 	load_levels(lv, desc, nlevels);
@@ -67,7 +70,7 @@ __device__ __forceinline__ uint32_t chunk6(uint64_t hi, uint64_t lo, uint32_t of
 // gamt_lookup6: IPv6, full 128-bit addresses, addrs[2i] = high half,
 // addrs[2i+1] = low half (the layout of Go's []lpm.Addr6).
 extern "C" __global__ void gamt_lookup6(const uint32_t* __restrict__ img, const uint32_t* __restrict__ desc,
-					int nlevels, const ulonglong2* __restrict__ addrs, uint32_t* __restrict__ out, int n)
+					int nlevels, const ulonglong2* __restrict__ addrs, uint32_t* __restrict__ out, int n, int stride)
 {
 	__shared__ level lv[GAMT_MAX_LEVELS];
 	load_levels(lv, desc, nlevels);

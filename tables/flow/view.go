@@ -214,14 +214,25 @@ func (v *View) MatchAll(pk []uint32, dst []RuleID) []RuleID {
 // LookupBatchSoA looks up n packets whose projected keys are in soa in SoA
 // order (word j of packet i at soa[j*n+i], see PackSoA) into out[0:n].
 func (v *View) LookupBatchSoA(soa []uint32, n int, out []RuleID) error {
-	if n < 0 || len(out) < n || int64(len(soa)) < int64(n)*int64(v.p) {
-		return fmt.Errorf("flow: batch of %d packets needs %d key words and %d results, got %d and %d", n, n*v.p, n, len(soa), len(out))
+	return v.LookupBatchSoAStride(soa, n, n, out)
+}
+
+// LookupBatchSoAStride is LookupBatchSoA over keys whose columns are stride
+// words apart (word j of packet i at soa[j*stride+i], stride >= n): a batch
+// buffer of some capacity that holds only n packets.
+func (v *View) LookupBatchSoAStride(soa []uint32, n, stride int, out []RuleID) error {
+	need := int64(0)
+	if v.p > 0 {
+		need = int64(v.p-1)*int64(stride) + int64(n)
+	}
+	if n < 0 || stride < n || len(out) < n || int64(len(soa)) < need {
+		return fmt.Errorf("flow: batch of %d packets (stride %d) needs %d key words and %d results, got %d and %d", n, stride, need, n, len(soa), len(out))
 	}
 	var pk [chunk][KeyWords]uint32
 	for lo := 0; lo < n; lo += chunk {
 		m := min(chunk, n-lo)
 		for j := 0; j < v.p; j++ {
-			col := soa[j*n+lo : j*n+lo+m]
+			col := soa[j*stride+lo : j*stride+lo+m]
 			for i, x := range col {
 				pk[i][j] = x
 			}

@@ -1,0 +1,265 @@
+//go:build cuda
+
+package gpu
+
+/*
+#include <cuda.h>
+
+// gs_submit queues one batch in stream st with one cgo call: its key
+// segments copied in (nseg segments of seg bytes, stride bytes apart on both
+// sides: one for LPM and full flow batches, P for a flow batch holding fewer
+// packets than its capacity), the lookup kernel over n keys (every lookup
+// kernel takes img, desc, nl, keys, out, n, stride), the results copied out
+// and the batch's event recorded.
+static CUresult gs_submit(CUstream st, CUfunction fn, unsigned grid, unsigned block, unsigned smem,
+	CUdeviceptr img, CUdeviceptr desc, int nl,
+	CUdeviceptr din, const void *hin, size_t seg, int nseg, size_t segStride,
+	CUdeviceptr dout, void *hout, size_t outBytes, int n, int stride, CUevent ev)
+{
+	CUresult r;
+	for (int j = 0; j < nseg && seg > 0; j++) {
+		r = cuMemcpyHtoDAsync(din + (CUdeviceptr)j * segStride, (const char *)hin + (size_t)j * segStride, seg, st);
+		if (r != CUDA_SUCCESS)
+			return r;
+	}
+	void *params[] = {&img, &desc, &nl, &din, &dout, &n, &stride};
+	r = cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, smem, st, params, NULL);
+	if (r != CUDA_SUCCESS)
+		return r;
+	r = cuMemcpyDtoHAsync(hout, dout, outBytes, st);
+	if (r != CUDA_SUCCESS)
+		return r;
+	return cuEventRecord(ev, st);
+}
+
+// gs_smem_optin lets fn launch with up to bytes of dynamic shared memory.
+static CUresult gs_smem_optin(CUfunction fn, int bytes)
+{
+	return cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+}
+
+// gs_smem_max returns the most dynamic shared memory a block of ordinal may
+// opt into.
+static int gs_smem_max(int ordinal)
+{
+	CUdevice dev;
+	int v = 0;
+	if (cuDeviceGet(&dev, ordinal) != CUDA_SUCCESS)
+		return 0;
+	if (cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev) != CUDA_SUCCESS)
+		return 0;
+	return v;
+}
+
+// gs_wait makes ctx current on the calling thread and waits for ev.
+static CUresult gs_wait(CUcontext ctx, CUevent ev)
+{
+	CUresult r = cuCtxSetCurrent(ctx);
+	if (r != CUDA_SUCCESS)
+		return r;
+	return cuEventSynchronize(ev);
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+// The gorgonia.org/cu handle types are single C handles; these views give
+// this package's cgo the same handles.
+func cStream(s cu.Stream) C.CUstream      { return *(*C.CUstream)(unsafe.Pointer(&s)) }
+func cFunc(f cu.Function) C.CUfunction    { return *(*C.CUfunction)(unsafe.Pointer(&f)) }
+func cEvent(e cu.Event) C.CUevent         { return *(*C.CUevent)(unsafe.Pointer(&e)) }
+func cContext(x cu.CUContext) C.CUcontext { return *(*C.CUcontext)(unsafe.Pointer(&x)) }
+func cDev(p cu.DevicePtr) C.CUdeviceptr   { return C.CUdeviceptr(p) }
+func cuErr(r C.CUresult) error {
+	var name *C.char
+	if C.cuGetErrorName(r, &name) != C.CUDA_SUCCESS || name == nil {
+		return fmt.Errorf("CUDA error %d", int(r))
+	}
+	return fmt.Errorf("%s (%d)", C.GoString(name), int(r))
+}
+func cuOK(r C.CUresult) bool                   { return r == C.CUDA_SUCCESS }
+func wordsAt(p unsafe.Pointer, n int) []uint32 { return unsafe.Slice((*uint32)(p), n) }
+
+// cudaBatch is what the CUDA backend keeps of a Batch: its pinned key and
+// result memory, their device twins, and an event recorded after the
+// batch's copy-out.
+type cudaBatch struct {
+	c         *CUDA
+	hin, hout hostBuf
+	din, dout devBuf
+	done      cu.Event
+	empty     bool // submitted with N == 0: nothing queued
+	submitErr error
+}
+
+// NewBatch allocates a batch in page-locked host memory with device buffers
+// of the same size (see Batch).
+func (c *CUDA) NewBatch(kind Kind, width, capacity int) (*Batch, error) {
+	if err := checkNewBatch(kind, width, capacity); err != nil {
+		return nil, err
+	}
+	var b *Batch
+	err := c.do(func() error {
+		var err error
+		b, err = c.newBatch(kind, width, capacity)
+		return err
+	})
+	return b, err
+}
+
+// newBatch runs on the owning goroutine.
+func (c *CUDA) newBatch(kind Kind, width, capacity int) (*Batch, error) {
+	cb := &cudaBatch{c: c}
+	inB, outB := int64(4*width)*int64(capacity), int64(4*capacity)
+	var err error
+	if cb.hin, err = allocHost(max(inB, 4)); err == nil {
+		if cb.hout, err = allocHost(outB); err == nil {
+			if cb.din, err = c.alloc(inB); err == nil {
+				if cb.dout, err = c.alloc(outB); err == nil {
+					cb.done, err = cu.MakeEvent(cu.DisableTiming)
+				}
+			}
+		}
+	}
+	if err != nil {
+		cb.release()
+		return nil, fmt.Errorf("gpu: cuda: batch of %d keys: %v", capacity, err)
+	}
+	b := &Batch{Kind: kind, Width: width, Cap: capacity, impl: cb,
+		Keys: wordsAt(cb.hin.p, width*capacity), Out: wordsAt(cb.hout.p, capacity)}
+	return b, nil
+}
+
+func (cb *cudaBatch) release() {
+	cb.hin.free()
+	cb.hout.free()
+	cb.c.free(&cb.din)
+	cb.c.free(&cb.dout)
+	if cb.done != (cu.Event{}) {
+		cu.DestroyEvent(&cb.done)
+	}
+}
+
+func (cb *cudaBatch) free(*Batch) {
+	cb.c.do(func() error { cb.release(); return nil })
+}
+
+// wait runs on the caller's goroutine: the context is made current on its
+// thread for the event's synchronisation.
+func (cb *cudaBatch) wait(*Batch) error {
+	if cb.submitErr != nil || cb.empty {
+		return cb.submitErr
+	}
+	runtime.LockOSThread()
+	r := C.gs_wait(cContext(cb.c.ctx), cEvent(cb.done))
+	runtime.UnlockOSThread()
+	if !cuOK(r) {
+		return fmt.Errorf("gpu: cuda: lookup: %v", cuErr(r))
+	}
+	return nil
+}
+
+// Submit queues b's lookups in table id (see Backend): after any queued
+// bubbles' scatter, its copy-in, kernel and copy-out in the next stream in
+// turn, all on the caller's goroutine with the context made current on its
+// thread, under the mutex that orders them after every Apply that returned.
+func (c *CUDA) Submit(id TableID, b *Batch) error {
+	cb, ok := b.impl.(*cudaBatch)
+	if b == nil || !ok || cb.c != c {
+		return fmt.Errorf("gpu: cuda: submit of a batch this backend did not make")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shut || c.closed.Load() {
+		return ErrClosed
+	}
+	t := c.tables[id]
+	if t == nil {
+		return fmt.Errorf("%w: %d", ErrNoTable, id)
+	}
+	p := 0
+	if t.flay != nil {
+		p = t.flay.p
+	}
+	if err := checkSubmit(b, t.kind, keyWidth(t.kind, p)); err != nil {
+		return err
+	}
+	cb.empty, cb.submitErr = b.N == 0, nil
+	b.sub = true
+	if b.N == 0 {
+		return nil
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if r := C.cuCtxSetCurrent(cContext(c.ctx)); !cuOK(r) {
+		cb.submitErr = fmt.Errorf("gpu: cuda: %v", cuErr(r))
+		return nil
+	}
+	if err := c.flushLocked(); err != nil {
+		cb.submitErr = err
+		return nil
+	}
+	c.rr++
+	st := c.streams[c.rr%len(c.streams)]
+	cb.submitErr = c.queue(st, t, b, cb)
+	return nil
+}
+
+// queue queues b in st (see gs_submit); the caller holds c.mu.
+func (c *CUDA) queue(st cu.Stream, t *cudaTable, b *Batch, cb *cudaBatch) error {
+	fn, nl := c.fn4, t.nl
+	switch t.kind {
+	case LPM6:
+		fn = c.fn6
+	case Flow:
+		fn, nl = c.ffn, 0
+	}
+	seg, nseg, stride := 4*int64(b.Width)*int64(b.N), 1, int64(0)
+	if t.kind == Flow && b.N < b.Cap {
+		// SoA columns are Cap words apart: copy the P filled column parts.
+		seg, nseg, stride = 4*int64(b.N), b.Width, 4*int64(b.Cap)
+	}
+	grid := c.gridFor(fn, b.N)
+	if t.grid > 0 {
+		grid = max(1, min((b.N+blockSize-1)/blockSize, t.grid))
+	}
+	r := C.gs_submit(cStream(st), cFunc(fn), C.uint(grid), blockSize, C.uint(t.smem),
+		cDev(t.img.p), cDev(t.desc.p), C.int(nl),
+		cDev(cb.din.p), cb.hin.p, C.size_t(seg), C.int(nseg), C.size_t(stride),
+		cDev(cb.dout.p), cb.hout.p, C.size_t(4*b.N), C.int(b.N), C.int(b.Cap), cEvent(cb.done))
+	if !cuOK(r) {
+		return fmt.Errorf("gpu: cuda: queueing a batch of %d: %v", b.N, cuErr(r))
+	}
+	return nil
+}
+
+// gridFor returns the grid of a launch of fn over n items: one thread per
+// item, capped at what the device holds resident at once (the occupancy of
+// fn at blockSize threads per block); the kernels loop grid-stride.
+func (c *CUDA) gridFor(fn cu.Function, n int) int {
+	limit := c.maxGrid
+	if g, ok := c.occ[fn]; ok {
+		limit = g
+	}
+	return max(1, min((n+blockSize-1)/blockSize, limit))
+}
+
+// smemOptIn lets fn launch with up to bytes of dynamic shared memory (above
+// the default 48 KB a kernel must opt in).
+func smemOptIn(fn cu.Function, bytes int) error {
+	if r := C.gs_smem_optin(cFunc(fn), C.int(bytes)); !cuOK(r) {
+		return fmt.Errorf("gpu: cuda: %d bytes of shared memory: %v", bytes, cuErr(r))
+	}
+	return nil
+}
+
+// smemMax returns the most shared memory a block of device ordinal may opt
+// into (0 if the driver does not say).
+func smemMax(ordinal int) int { return int(C.gs_smem_max(C.int(ordinal))) }
