@@ -14,6 +14,8 @@ func ovsOfctl(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	start := time.Now()
+	defer func() { t.Logf("ovs-ofctl %s: %v", args[0], time.Since(start)) }()
 	out, err := exec.CommandContext(ctx, "ovs-ofctl", append([]string{"-O", "OpenFlow13", "--timeout=10"}, args...)...).CombinedOutput()
 	return string(out), err
 }
