@@ -1,0 +1,97 @@
+// Package openflow is the switch side of OpenFlow 1.3 (wire version 0x04):
+// it decodes what controllers send, checks it completely, hands it to a
+// Switch as version-free Go values, and encodes replies and asynchronous
+// messages. It holds no tables; the datapath and the daemon implement
+// Switch.
+//
+// # Layers
+//
+// Codec (wire.go, match.go, action.go, instruction.go, flowmod.go,
+// messages.go, multipart.go). Messages are decoded from byte slices by
+// bounds-checked, fixed-offset reads; every decoder returns a value or an
+// *Error carrying the OFPT_ERROR type and code OpenFlow 1.3.5 gives (§7.4.4),
+// and never panics (each decoder has a fuzz test). Translation happens
+// once, here: a FLOW_MOD becomes a FlowMod whose Match.Match is a
+// tables/flow Match, built with SetField per OXM TLV and then CheckField
+// per field (prerequisites may come in any order, as in Open vSwitch) and
+// Validate; tables/flow's typed errors map onto OFPBMC_* codes (ErrorFor),
+// and so do flow.ErrOverlap and flow.ErrTableFull onto OFPFMFC_OVERLAP and
+// OFPFMFC_TABLE_FULL when a Switch returns them. Instructions and actions
+// become Instructions and []Action. The match and instructions are also
+// kept as sent (Match.Wire, FlowMod.Wire) so that flow stats echo them byte
+// for byte, as the os-ken switch test tool requires; entries installed
+// otherwise are encoded from their values (EncodeMatch, EncodeInstructions).
+//
+// Session (session.go, handle.go). One goroutine per connection reads and
+// handles messages strictly in order, so a reply, and in particular a
+// BARRIER_REPLY, is sent only after every earlier message was handled; the
+// barrier also waits for Switch.Barrier, which returns when earlier changes
+// are visible to the datapath. Replies go through a bounded queue drained by
+// a writer goroutine. Handshake: HELLO with a version bitmap naming 1.3
+// only; a peer whose bitmap (or, without one, whose version) excludes 1.3
+// gets HELLO_FAILED/OFPHFC_INCOMPATIBLE with a text explanation and is
+// dropped. Keepalive: after Options.EchoInterval without any message the
+// agent sends ECHO_REQUEST, and drops the connection when nothing arrives
+// within EchoTimeout. Handled: ECHO, FEATURES, GET_CONFIG/SET_CONFIG
+// (miss_send_len; only OFPC_FRAG_NORMAL), FLOW_MOD, PACKET_OUT, BARRIER,
+// ROLE_REQUEST, GET_ASYNC/SET_ASYNC, and the multipart requests DESC, FLOW,
+// AGGREGATE, TABLE, PORT_STATS, PORT_DESC and TABLE_FEATURES (read only: the
+// reply describes what this package decodes). Requests in several parts
+// (OFPMPF_REQ_MORE) are joined up to Options.MaxMultipartRequest bytes;
+// replies longer than a message are split with OFPMPF_REPLY_MORE. Every
+// other message type gets OFPBRC_BAD_TYPE, other multipart types
+// OFPBRC_BAD_MULTIPART, experimenter ones OFPBRC_BAD_EXPERIMENTER, a wrong
+// version OFPBRC_BAD_VERSION, and every error carries the offending xid and
+// the first 64 bytes of the message.
+//
+// Agent (agent.go, target.go). An Agent serves one Switch over any number of
+// connections: passive ("ptcp:PORT[:IP]", ServeListener), active
+// ("tcp:HOST[:PORT]", Connect, reconnecting with exponential back-off from
+// Options.MinBackoff to MaxBackoff), or any net.Conn (Serve). It keeps what
+// connections share: roles and the master election generation id
+// (§6.3.5: a MASTER or SLAVE request whose generation id is older, by
+// wrapping signed comparison, than the last one seen fails with
+// OFPRRFC_STALE; a new master demotes the old one to slave; a slave's
+// FLOW_MOD, PACKET_OUT, GROUP_MOD, PORT_MOD, TABLE_MOD and METER_MOD get
+// OFPBRC_IS_SLAVE). PacketIn, FlowRemoved and PortStatus send the
+// asynchronous messages to the connections whose role and async
+// configuration (DefaultAsync until SET_ASYNC) accept their reason; a
+// connection whose queue is full drops them rather than stall the caller.
+//
+// # Concurrency
+//
+// A Switch is called from every connection's goroutine and must be safe
+// for concurrent use. Agent.mu guards the connection set, each
+// connection's role and async configuration, and the generation id; it is
+// never held while calling the Switch or writing to a connection. A
+// session's SwitchConfig, Features copy and pending multipart request
+// belong to its reading goroutine.
+//
+// # What is not supported yet
+//
+// GROUP_MOD, METER_MOD, PORT_MOD, TABLE_MOD and QUEUE_GET_CONFIG (answered
+// OFPBRC_BAD_TYPE), the group, meter and queue multipart requests
+// (OFPBRC_BAD_MULTIPART), setting table features, bundles (1.4), auxiliary
+// connections, TLS, packet buffering (n_buffers is the Switch's, and a
+// buffer id with none gets OFPBRC_BUFFER_UNKNOWN), experimenter OXM classes
+// and the tcp_flags field (OpenFlow 1.3 has it only as an ONF
+// experimenter field; OFPBMC_BAD_FIELD), IP fragment handling other than
+// NORMAL. Role changes send no ROLE_STATUS (a 1.4 message). Duplicate
+// instructions get OFPBIC_UNSUP_INST, since 1.3 has no OFPBIC_DUP_INST.
+//
+// # github.com/netrack/openflow
+//
+// The project pins github.com/netrack/openflow v0.1.0 for the wire format.
+// This package uses its message-type, error type/code and multipart type
+// constants (checked against the 1.3.5 spec) and none of its codecs: it
+// decodes through io.Reader and reflection without bounds on lengths taken
+// from the wire, and is wrong or incomplete for 1.3 in ways that matter
+// here. XM.readFrom halves odd masked lengths silently and reads
+// experimenter OXMs (which carry a 4-byte experimenter id) as plain ones;
+// Match.ReadFrom ignores trailing bytes shorter than a TLV header;
+// HelloElems.ReadFrom has a value receiver, so decoded hello elements are
+// lost; HelloElemVersionBitmap.WriteTo pads by (len%8) instead of to a
+// multiple of 8; and nothing there checks a field's size, maskability,
+// duplicates or prerequisites, which is where the OFPBMC_* codes come
+// from. So the codec here is this package's own.
+package openflow
