@@ -90,8 +90,8 @@
 // experimenter OXMs (which carry a 4-byte experimenter id) as plain ones;
 // Match.ReadFrom ignores trailing bytes shorter than a TLV header;
 // HelloElems.ReadFrom has a value receiver, so decoded hello elements are
-// lost; HelloElemVersionBitmap.WriteTo pads by (len%8) instead of to a
-// multiple of 8; and nothing there checks a field's size, maskability,
+// lost; HelloElemVersionBitmap.WriteTo counts its padding in the element's
+// length, which OpenFlow excludes; and nothing there checks a field's size, maskability,
 // duplicates or prerequisites, which is where the OFPBMC_* codes come
 // from. So the codec here is this package's own.
 package openflow
