@@ -1,0 +1,78 @@
+// Package afpacket attaches gswitch's datapath to Linux interfaces: a Port
+// is one interface (a veth end, a bridge port, a physical NIC) resolved and
+// watched through netlink, read through an AF_PACKET socket with a
+// TPACKET_V3 receive ring and written through the same socket with
+// sendmmsg. It is the first and last step of the flow of a packet
+// (DESIGN.md): frames come out of the ring in batches, their keys are
+// extracted in place (Frame.Parse, package datapath/packet), and the
+// frames the actions produce leave in batches.
+//
+// # Receiving
+//
+// The ring is NumBlocks blocks of BlockSize bytes mapped into the process.
+// The kernel packs frames into the current block and hands it over when it
+// is full or BlockTimeout has passed since its first frame (so the timeout
+// bounds the added latency under light traffic, and under load a block is
+// a natural batch). ReadBlock waits for the next block in the Go runtime's
+// poller (no thread is blocked, Close wakes it), and returns a Block whose
+// frames Next yields in place: Frame.Data aliases the ring, nothing is
+// copied, nothing is allocated per frame or per block. Release gives the
+// block back; until then the kernel cannot refill it, and when every
+// block is held or unread the kernel drops frames and counts them
+// (PACKET_STATISTICS, folded into Stats.RingDrops). Every offset the kernel
+// wrote is checked against the block's bounds before it is followed.
+//
+// Linux removes the outermost VLAN tag on receive, also on veth (the
+// software path untags before packet taps run), and AF_PACKET reports it
+// beside the frame: Frame.Tagged, TCI, TPID. Frame.Parse puts it back into
+// the key.
+//
+// The socket sets PACKET_IGNORE_OUTGOING (Linux 4.20 or later; Open fails
+// without it): frames leaving the interface — sent by this port, another
+// port on the same interface, or the host — are not read back. (The kernel
+// never loops a socket's own frames back to it; the option is what keeps
+// a second socket's, or the host stack's, out.) With Config.Promiscuous a
+// PACKET_MR_PROMISC membership puts the interface in promiscuous mode for
+// as long as the socket lives; the kernel drops it on Close.
+//
+// # Sending
+//
+// Send hands a batch to sendmmsg: one system call per batch (per socket
+// buffer's worth), a result per frame, so one refused frame (too long, too
+// short) is counted and skipped while the rest go. The TPACKET TX ring was
+// considered and not used: the caller's frames would have to be copied into
+// ring slots anyway (actions build frames elsewhere), the V3 TX ring works
+// frame by frame with its own status protocol and a wrong-format state
+// that stalls the ring, and on veth the cost is the veth transmit path,
+// not the copy; sendmmsg has the same batching with far less state and
+// works on every kernel the agent supports. When the socket buffer is full
+// Send waits in the poller.
+//
+// # Link state
+//
+// Open subscribes to RTNLGRP_LINK before it resolves the interface (so no
+// change after the lookup is missed), and a goroutine follows the
+// interface: Link returns the latest state (name, index, MTU, MAC,
+// administrative and operational state) and Events delivers each change
+// (repeated notifications of an unchanged state are suppressed). If netlink
+// ends the subscription (a receive error such as ENOBUFS), the watcher
+// subscribes again and re-reads the state.
+//
+// # Invariants and thread-safety
+//
+//   - One reader: ReadBlock, Block.Next, Block.Release and Receive belong to
+//     one goroutine at a time (ReadBlock says ErrBusy otherwise), and a
+//     block must be released before the next is read.
+//   - Send may run concurrently with the reader; concurrent Sends are
+//     serialized. Link, Events and Stats may be called from anywhere.
+//   - Close may be called from any goroutine, any number of times: it wakes
+//     a waiting ReadBlock or Send (ErrClosed), stops the watcher (closing
+//     the Events channel) and closes the socket. The ring is unmapped at
+//     once, or — while the reader holds a block — when that block is
+//     released, so a frame is never unmapped under its reader.
+//   - Errors name the step that failed; a missing interface wraps
+//     ErrNoInterface, a missing privilege os.ErrPermission with a hint at
+//     CAP_NET_RAW.
+//
+// The tests build real network namespaces and veth pairs and need root.
+package afpacket

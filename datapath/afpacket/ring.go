@@ -1,0 +1,205 @@
+package afpacket
+
+import (
+	"errors"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gswitch/gswitch/datapath/packet"
+	"github.com/gswitch/gswitch/tables/flow"
+)
+
+// Frame is one received frame. Data aliases the ring: it is valid until
+// the Block it came from is released.
+type Frame struct {
+	// Data is the frame as captured, from the Ethernet header on.
+	Data []byte
+	// Len is the frame's length on the wire; more than len(Data) when the
+	// ring truncated it.
+	Len int
+	// Time is when the kernel received it.
+	Time time.Time
+	// Tagged says the kernel removed the outermost VLAN tag (VLAN
+	// acceleration, which Linux applies on receive even in software): TCI
+	// and TPID are that tag, and Data starts without it.
+	Tagged bool
+	TCI    uint16
+	TPID   uint16
+}
+
+// Parse extracts the frame's key, with the removed VLAN tag put back.
+func (f *Frame) Parse(k *flow.Key, inPort uint32) packet.Reason {
+	if f.Tagged {
+		return packet.ParseTagged(k, f.Data, inPort, f.TCI)
+	}
+	return packet.Parse(k, f.Data, inPort)
+}
+
+// Block is one block of the receive ring that the kernel handed over: a
+// batch of frames, read in place with Next and given back with Release.
+type Block struct {
+	p    *Port
+	data []byte // the block
+	n, i int    // frames in the block, frames returned
+	off  int    // offset of the next frame header in data
+
+	packets, bytes, truncated, errors uint64 // flushed into the port's counters on Release
+}
+
+// Len returns the number of frames in the block.
+func (b *Block) Len() int { return b.n }
+
+// Next fills 'f' with the next frame and reports whether there was one. It
+// checks every offset the kernel wrote against the block's bounds; a frame
+// that fails the check ends the block and is counted in Stats.RxErrors.
+func (b *Block) Next(f *Frame) bool {
+	if b.i >= b.n {
+		return false
+	}
+	h, ok := frameHeader(b.data, b.off)
+	if ok {
+		start := b.off + int(h.Mac)
+		end := start + int(h.Snaplen)
+		if ok = start >= b.off && end <= len(b.data); ok {
+			*f = Frame{
+				Data: b.data[start:end:end],
+				Len:  int(h.Len),
+				Time: time.Unix(int64(h.Sec), int64(h.Nsec)),
+			}
+			f.Tagged, f.TCI, f.TPID = vlanOf(h)
+		}
+	}
+	if !ok {
+		b.errors += uint64(b.n - b.i)
+		b.i = b.n
+		return false
+	}
+	b.i++
+	b.off += int(h.Next_offset)
+	b.packets++
+	b.bytes += uint64(f.Len)
+	if len(f.Data) < f.Len {
+		b.truncated++
+	}
+	return true
+}
+
+// vlanOf reads the VLAN tag the kernel removed, if any.
+func vlanOf(h *unix.Tpacket3Hdr) (bool, uint16, uint16) {
+	if h.Status&unix.TP_STATUS_VLAN_VALID == 0 {
+		return false, 0, 0
+	}
+	tpid := uint16(0x8100)
+	if h.Status&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
+		tpid = h.Hv1.Vlan_tpid
+	}
+	return true, uint16(h.Hv1.Vlan_tci), tpid
+}
+
+// Release gives the block back to the kernel; its frames' Data must not be
+// used afterwards. Releasing twice is harmless.
+func (b *Block) Release() {
+	p := b.p
+	p.rxMu.Lock()
+	defer p.rxMu.Unlock()
+	if !p.held {
+		return
+	}
+	p.held = false
+	p.rxPackets.Add(b.packets)
+	p.rxBytes.Add(b.bytes)
+	p.rxTruncated.Add(b.truncated)
+	p.rxErrors.Add(b.errors)
+	if p.closed {
+		p.unmapLocked()
+		return
+	}
+	releaseBlock(b.data)
+	p.next = (p.next + 1) % p.cfg.NumBlocks
+}
+
+// ReadBlock returns the next block of frames, waiting for one up to
+// 'timeout' (0: do not wait; negative: until a block or Close). It returns
+// nil and no error when the time passes without a block. The block must be
+// released before the next ReadBlock; a port has one reader at a time.
+func (p *Port) ReadBlock(timeout time.Duration) (*Block, error) {
+	p.rxMu.Lock()
+	if p.closed {
+		p.rxMu.Unlock()
+		return nil, ErrClosed
+	}
+	if p.held || p.reading {
+		p.rxMu.Unlock()
+		return nil, ErrBusy
+	}
+	p.reading = true
+	bs := p.cfg.BlockSize
+	data := p.ring[p.next*bs : (p.next+1)*bs]
+	p.rxMu.Unlock()
+
+	ready, err := p.wait(data, timeout)
+
+	p.rxMu.Lock()
+	defer p.rxMu.Unlock()
+	p.reading = false
+	if p.closed {
+		if !p.held {
+			p.unmapLocked()
+		}
+		return nil, ErrClosed
+	}
+	if err != nil || !ready {
+		return nil, err
+	}
+	p.held = true
+	p.block = Block{p: p, data: data}
+	p.block.n, p.block.off = blockFrames(data)
+	return &p.block, nil
+}
+
+// wait waits until the block 'data' belongs to user space, for at most
+// 'timeout'.
+func (p *Port) wait(data []byte, timeout time.Duration) (bool, error) {
+	if blockReady(data) || timeout == 0 {
+		return blockReady(data), nil
+	}
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	if err := p.file.SetReadDeadline(deadline); err != nil {
+		return false, err
+	}
+	// The kernel signals readiness when it retires a block; the callback
+	// re-checks the block's status after every wake-up.
+	err := p.raw.Read(func(uintptr) bool { return blockReady(data) })
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return false, nil
+	case p.closing.Load():
+		return false, ErrClosed
+	}
+	return false, err
+}
+
+// Receive reads one block (waiting as ReadBlock does), calls 'fn' on each
+// of its frames, releases it and returns the number of frames. 'fn' must
+// not keep the frame's Data.
+func (p *Port) Receive(timeout time.Duration, fn func(*Frame)) (int, error) {
+	b, err := p.ReadBlock(timeout)
+	if b == nil {
+		return 0, err
+	}
+	n := 0
+	var f Frame
+	for b.Next(&f) {
+		fn(&f)
+		n++
+	}
+	b.Release()
+	return n, nil
+}
