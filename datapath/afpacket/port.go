@@ -114,9 +114,14 @@ type Port struct {
 
 	closing atomic.Bool // set first thing in Close: lets Send name its error
 
-	txMu sync.Mutex // serializes Send and guards its scratch space
-	msgs []mmsghdr
-	iovs []unix.Iovec
+	txMu   sync.Mutex // serializes Send and guards the fields below
+	msgs   []mmsghdr
+	iovs   []unix.Iovec
+	tx     txState
+	sendFn func(fd uintptr) bool
+
+	waiting []byte                // the block ReadBlock waits for (reader's)
+	readyFn func(fd uintptr) bool // reports whether it is ready
 
 	rxPackets, rxBytes, rxTruncated, rxErrors atomic.Uint64
 	txPackets, txBytes, txErrors              atomic.Uint64

@@ -375,3 +375,30 @@ func TestClose(t *testing.T) {
 		t.Error("held block empty")
 	}
 }
+
+// TestNoAllocs: receiving a block and sending a batch allocate nothing.
+func TestNoAllocs(t *testing.T) {
+	tn := newTestNet(t)
+	p := openPort(t, tn.host, Config{BlockSize: os.Getpagesize(), NumBlocks: 64, BlockTimeout: time.Millisecond})
+	var frames [][]byte
+	for i := range 400 {
+		frames = append(frames, testFrame(tn.hostMAC, tn.peerMAC, uint32(i)))
+	}
+	tn.peerSocket(t).send(t, frames...)
+	time.Sleep(30 * time.Millisecond)
+	n := 0
+	count := func(f *Frame) {
+		if _, ok := testSeq(f.Data); ok {
+			n++
+		}
+	}
+	if a := testing.AllocsPerRun(50, func() { p.Receive(time.Millisecond, count) }); a != 0 {
+		t.Errorf("Receive allocates %v times per block", a)
+	}
+	if n != 400 {
+		t.Errorf("received %d of 400 test frames", n)
+	}
+	if a := testing.AllocsPerRun(20, func() { p.Send(frames[:10]) }); a != 0 {
+		t.Errorf("Send allocates %v times per batch", a)
+	}
+}

@@ -174,7 +174,11 @@ func (p *Port) wait(data []byte, timeout time.Duration) (bool, error) {
 	}
 	// The kernel signals readiness when it retires a block; the callback
 	// re-checks the block's status after every wake-up.
-	err := p.raw.Read(func(uintptr) bool { return blockReady(data) })
+	p.waiting = data
+	if p.readyFn == nil {
+		p.readyFn = func(uintptr) bool { return blockReady(p.waiting) } // made once: no allocation per wait
+	}
+	err := p.raw.Read(p.readyFn)
 	switch {
 	case err == nil:
 		return true, nil

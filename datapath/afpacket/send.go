@@ -21,46 +21,60 @@ func (p *Port) Send(frames [][]byte) (int, error) {
 	}
 	p.txMu.Lock()
 	defer p.txMu.Unlock()
-	msgs := p.prepare(frames)
+	tx := &p.tx
+	*tx = txState{msgs: p.prepare(frames)}
 	defer clear(p.iovs) // do not keep the caller's frames alive
-
-	sent, bad := 0, 0
-	var first error
-	var bytes uint64
-	err := p.raw.Write(func(fd uintptr) bool {
-		for len(msgs) > 0 {
-			n, errno := sendmmsg(fd, msgs)
-			switch {
-			case errno == unix.EAGAIN:
-				return false // wait for room
-			case errno == unix.EINTR:
-				continue
-			case errno != 0: // the first frame was refused: skip it
-				if first == nil {
-					first = fmt.Errorf("afpacket: send: %w", errno)
-				}
-				bad++
-				msgs = msgs[1:]
-				continue
-			}
-			for i := range n {
-				bytes += uint64(msgs[i].hdr.Iov.Len)
-			}
-			sent += n
-			msgs = msgs[n:]
-		}
-		return true
-	})
-	p.txPackets.Add(uint64(sent))
-	p.txBytes.Add(bytes)
-	p.txErrors.Add(uint64(bad))
+	if p.sendFn == nil {
+		p.sendFn = p.sendSome // made once: a method value passed on allocates
+	}
+	err := p.raw.Write(p.sendFn)
+	p.txPackets.Add(uint64(tx.sent))
+	p.txBytes.Add(tx.bytes)
+	p.txErrors.Add(uint64(tx.bad))
 	if err != nil {
 		if p.closing.Load() {
 			err = ErrClosed
 		}
-		return sent, err
+		return tx.sent, err
 	}
-	return sent, first
+	return tx.sent, tx.first
+}
+
+// txState is one Send's progress, kept in the Port (under txMu) so that
+// the callback the poller runs needs no allocation.
+type txState struct {
+	msgs      []mmsghdr // still to send
+	sent, bad int
+	bytes     uint64
+	first     error
+}
+
+// sendSome sends what it can of p.tx.msgs; false asks the poller to wait
+// for room in the socket buffer and call again.
+func (p *Port) sendSome(fd uintptr) bool {
+	tx := &p.tx
+	for len(tx.msgs) > 0 {
+		n, errno := sendmmsg(fd, tx.msgs)
+		switch {
+		case errno == unix.EAGAIN:
+			return false
+		case errno == unix.EINTR:
+			continue
+		case errno != 0: // the first frame was refused: skip it
+			if tx.first == nil {
+				tx.first = fmt.Errorf("afpacket: send: %w", errno)
+			}
+			tx.bad++
+			tx.msgs = tx.msgs[1:]
+			continue
+		}
+		for i := range n {
+			tx.bytes += uint64(tx.msgs[i].hdr.Iov.Len)
+		}
+		tx.sent += n
+		tx.msgs = tx.msgs[n:]
+	}
+	return true
 }
 
 // emptyFrame stands in for an empty frame, which has no byte to point at.
