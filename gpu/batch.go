@@ -35,7 +35,18 @@ type Batch struct {
 	N     int      // keys to look up, 0..Cap
 
 	impl batchImpl
-	sub  bool // submitted and not yet waited for
+	sub  bool // submitted to impl's backend and not yet waited for
+
+	// Looked up at Submit on the CPU (CPU.Submit takes any backend's
+	// batch): Wait returns cpuErr.
+	cpuDone bool
+	cpuErr  error
+
+	// Engine routing: the Engine that made the batch, the device it came
+	// from (-1: the CPU), and what Wait does when the device fails.
+	eng      *Engine
+	dev      int
+	fallback func(b *Batch, err error) error
 }
 
 // batchImpl is what a backend keeps of a Batch.
@@ -47,11 +58,20 @@ type batchImpl interface {
 // Wait blocks until the lookups of the submitted batch are done and returns
 // their error; it returns nil at once for a batch not submitted.
 func (b *Batch) Wait() error {
+	if b.cpuDone {
+		b.cpuDone = false
+		return b.cpuErr
+	}
 	if !b.sub {
 		return nil
 	}
 	b.sub = false
-	return b.impl.wait(b)
+	err := b.impl.wait(b)
+	if err != nil && b.fallback != nil {
+		err = b.fallback(b, err)
+	}
+	b.fallback = nil
+	return err
 }
 
 // Free waits for b and releases its memory; b must not be used afterwards.
@@ -104,7 +124,7 @@ func checkSubmit(b *Batch, kind Kind, width int) error {
 	switch {
 	case b == nil || b.impl == nil:
 		return fmt.Errorf("gpu: submit of a freed or foreign batch")
-	case b.sub:
+	case b.sub || b.cpuDone:
 		return fmt.Errorf("gpu: batch submitted again before Wait")
 	case b.Kind != kind:
 		return fmt.Errorf("%w: %v batch for a %v table", ErrKind, b.Kind, kind)
@@ -129,9 +149,9 @@ func keyWidth(kind Kind, p int) int {
 
 // hostBatch is a Batch in ordinary Go memory (the CPU backend's), looked up
 // synchronously by Submit.
-type hostBatch struct{ err error }
+type hostBatch struct{}
 
-func (h *hostBatch) wait(*Batch) error { return h.err }
+func (h *hostBatch) wait(*Batch) error { return nil }
 func (h *hostBatch) free(*Batch)       {}
 
 func newHostBatch(kind Kind, width, capacity int) (*Batch, error) {

@@ -178,26 +178,36 @@ func (c *CPU) NewBatch(kind Kind, width, capacity int) (*Batch, error) {
 // The batch may be one of another backend's (a device batch's memory is
 // host memory too): that is how a device's batches fall back to the CPU.
 func (c *CPU) Submit(id TableID, b *Batch) error {
-	c.mu.RLock()
-	t, err := c.table(id)
-	if err == nil {
-		p := 0
-		if t.flay != nil {
-			p = t.flay.p
-		}
-		err = checkSubmit(b, t.kind, keyWidth(t.kind, p))
+	if b == nil || b.impl == nil {
+		return fmt.Errorf("gpu: submit of a freed batch")
 	}
+	if b.sub || b.cpuDone {
+		return fmt.Errorf("gpu: batch submitted again before Wait")
+	}
+	b.cpuErr, b.cpuDone = c.lookupOnCPU(id, b), true
+	return nil
+}
+
+// lookupOnCPU looks up b's keys in table id now.
+func (c *CPU) lookupOnCPU(id TableID, b *Batch) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	t, err := c.table(id)
 	if err != nil {
-		c.mu.RUnlock()
 		return err
 	}
-	err = c.lookupBatch(t, b)
-	c.mu.RUnlock()
-	if h, ok := b.impl.(*hostBatch); ok {
-		h.err, b.sub = err, true
-		return nil
+	p := 0
+	if t.flay != nil {
+		p = t.flay.p
 	}
-	return err
+	sub := b.sub
+	b.sub = false // checkSubmit's view: a fallback runs on a waited batch
+	err = checkSubmit(b, t.kind, keyWidth(t.kind, p))
+	b.sub = sub
+	if err != nil {
+		return err
+	}
+	return c.lookupBatch(t, b)
 }
 
 // lookupBatch looks up b's keys in t; the caller holds c.mu.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -23,25 +24,30 @@ type result struct {
 	Traffic string `json:"traffic"` // random | table (in-table) | rules (drawn from the rules)
 	Family  int    `json:"family,omitempty"`
 
-	Entries       int     `json:"entries"`         // prefixes, or rules in the table after range expansion
-	Rules         int     `json:"rules,omitempty"` // rules in the source before expansion
-	Classes       int     `json:"classes,omitempty"`
-	Lookups       int64   `json:"lookups"` // lookups timed, all rounds
-	Rounds        int     `json:"rounds"`
-	Threads       int     `json:"threads"`
-	Batch         int     `json:"batch"`
-	MLPS          float64 `json:"mlps,omitempty"`        // million lookups/s (lpm); on the gpu backend end to end, copies included
-	MLPSKernel    float64 `json:"mlps_kernel,omitempty"` // gpu backend: the lookup kernel alone (CUDA events)
-	MLPSCPU       float64 `json:"mlps_cpu,omitempty"`    // gpu backend: the CPU backend on the same traffic in the same run
-	BatchCPU      int     `json:"batch_cpu,omitempty"`   // gpu backend: the batch of the CPU figure
-	Streams       int     `json:"streams,omitempty"`     // gpu backend: streams the lookups are pipelined over
-	MPPS          float64 `json:"mpps,omitempty"`        // million packets/s (classify); on the gpu backend end to end, copies included
-	MPPSKernel    float64 `json:"mpps_kernel,omitempty"` // gpu backend: the classification kernel alone (CUDA events)
-	MPPSCPU       float64 `json:"mpps_cpu,omitempty"`    // gpu backend: the CPU (Table.LookupBatch) on the same packets in the same run
-	NsPerLookup   float64 `json:"ns_per_lookup"`
-	BuildMS       float64 `json:"build_ms"`
-	BytesPerEntry float64 `json:"bytes_per_entry"`
-	ImageBytes    int     `json:"image_bytes"`
+	Entries           int     `json:"entries"`         // prefixes, or rules in the table after range expansion
+	Rules             int     `json:"rules,omitempty"` // rules in the source before expansion
+	Classes           int     `json:"classes,omitempty"`
+	Lookups           int64   `json:"lookups"` // lookups timed, all rounds
+	Rounds            int     `json:"rounds"`
+	Threads           int     `json:"threads"`
+	Batch             int     `json:"batch"`
+	MLPS              float64 `json:"mlps,omitempty"`                 // million lookups/s (lpm); on the gpu backend end to end, copies included
+	MLPSKernel        float64 `json:"mlps_kernel,omitempty"`          // gpu backend: the lookup kernel alone (CUDA events)
+	MLPSCPU           float64 `json:"mlps_cpu,omitempty"`             // gpu backend: the CPU backend on the same traffic in the same run
+	BatchCPU          int     `json:"batch_cpu,omitempty"`            // gpu backend: the batch of the CPU figure
+	Streams           int     `json:"streams,omitempty"`              // gpu backend: streams the lookups are pipelined over
+	Depth             int     `json:"depth,omitempty"`                // gpu backend: most pinned batches in flight
+	MLPSStaged        float64 `json:"mlps_staged,omitempty"`          // gpu backend: end to end through the slice API (host staging copies included)
+	MPPSStaged        float64 `json:"mpps_staged,omitempty"`          // likewise for classify
+	BatchLatencyUs    float64 `json:"batch_latency_us,omitempty"`     // gpu backend: mean Submit-to-results time of a pinned batch
+	BatchLatencyP99Us float64 `json:"batch_latency_p99_us,omitempty"` // its 99th percentile
+	MPPS              float64 `json:"mpps,omitempty"`                 // million packets/s (classify); on the gpu backend end to end, copies included
+	MPPSKernel        float64 `json:"mpps_kernel,omitempty"`          // gpu backend: the classification kernel alone (CUDA events)
+	MPPSCPU           float64 `json:"mpps_cpu,omitempty"`             // gpu backend: the CPU (Table.LookupBatch) on the same packets in the same run
+	NsPerLookup       float64 `json:"ns_per_lookup"`
+	BuildMS           float64 `json:"build_ms"`
+	BytesPerEntry     float64 `json:"bytes_per_entry"`
+	ImageBytes        int     `json:"image_bytes"`
 
 	UpdatesPerSec    float64 `json:"updates_per_sec"`              // achieved rate under lookups (0: none asked)
 	UpdateMaxPerSec  float64 `json:"update_max_per_sec,omitempty"` // updates/s applied back to back
@@ -76,6 +82,8 @@ type commonFlags struct {
 	batch       int
 	threads     int
 	seed        uint64
+	gpus        string
+	minBatch    int
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet, defLookups int) {
@@ -88,6 +96,30 @@ func (c *commonFlags) register(fs *flag.FlagSet, defLookups int) {
 	fs.IntVar(&c.batch, "batch", 256, "lookups per batch call")
 	fs.IntVar(&c.threads, "threads", 1, "lookup goroutines (idle lookups)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the traffic and update generators")
+	fs.StringVar(&c.gpus, "gpus", "0", "gpu backend: the CUDA devices (comma-separated ordinals); tables are replicated, batches spread over them")
+	fs.IntVar(&c.minBatch, "min-batch", 1, "gpu backend: smaller batches are answered by the CPU backend (the agent's default is 2048)")
+}
+
+// ordinals parses --gpus.
+func (c *commonFlags) ordinals() ([]int, error) {
+	var os []int
+	for _, f := range strings.Split(c.gpus, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%w: --gpus %q: want comma-separated device ordinals", errUsage, c.gpus)
+		}
+		os = append(os, n)
+	}
+	return os, nil
+}
+
+// openGPU opens the GPU engine the flags ask for.
+func (c *commonFlags) openGPU() (gpuEngine, error) {
+	ords, err := c.ordinals()
+	if err != nil {
+		return nil, err
+	}
+	return newGPUEngine(ords, c.minBatch)
 }
 
 func (c *commonFlags) validate() error {
@@ -212,6 +244,14 @@ func printResults(w io.Writer, asJSON bool, rs []result) error {
 			r.Work, r.Backend, r.Algo, r.Traffic, r.Entries, classes(r.Classes), rate, unit, r.NsPerLookup, r.Rounds, r.Threads, r.Batch, r.BuildMS, r.BytesPerEntry)
 		if r.Layout != "" {
 			fmt.Fprintf(w, "  layout: %s\n", r.Layout)
+		}
+		if r.GPU != "" {
+			k, st, cpu := r.MLPSKernel, r.MLPSStaged, r.MLPSCPU
+			if r.Work == "classify" {
+				k, st, cpu = r.MPPSKernel, r.MPPSStaged, r.MPPSCPU
+			}
+			fmt.Fprintf(w, "  gpu: end to end %.1f M/s pinned (%d streams, depth %d, batch latency mean %.1f µs p99 %.1f µs), %.1f M/s through host staging, kernel %.1f M/s; cpu %.1f M/s (x%.0f)\n",
+				rate, r.Streams, r.Depth, r.BatchLatencyUs, r.BatchLatencyP99Us, st, k, cpu, rate/max(cpu, 1e-9))
 		}
 		if r.UpdateMaxPerSec > 0 {
 			fmt.Fprintf(w, "  updates back to back: %.0f/s\n", r.UpdateMaxPerSec)

@@ -27,7 +27,9 @@ type lpmFlags struct {
 	streams       int
 	chunk         int
 	kernelOnly    bool
+	depth         int
 	eng           gpuEngine   // --backend gpu
+	pipe          *pipe       // --backend gpu: pinned batches of the traffic being measured
 	gpuTable      gpu.TableID // the table the GPU lookups go to (the family being measured)
 }
 
@@ -46,6 +48,7 @@ func benchLPM(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.streams, "streams", 4, "gpu backend: CUDA streams the lookups are pipelined over")
 	fs.IntVar(&f.chunk, "chunk", 0, "gpu backend: most addresses per pipeline chunk (0: the backend's default, 1<<20)")
 	fs.BoolVar(&f.kernelOnly, "kernel-only", false, "gpu backend: time only the lookup kernel (no end-to-end figure)")
+	fs.IntVar(&f.depth, "depth", 0, "gpu backend: most pinned batches in flight (0: two per stream)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: gswitchctl bench lpm --fib FILE [flags]\n\nBuilds the GAMT trie from the table, times batched lookups, route updates and\nlookups under updates, and with --check compares against a reference that tries every prefix length.\n\n")
 		fs.PrintDefaults()
@@ -62,7 +65,7 @@ func benchLPM(args []string, stdout, stderr io.Writer) error {
 		if !batchSet {
 			f.batch = 1 << 20
 		}
-		eng, err := newGPUEngine()
+		eng, err := f.openGPU()
 		if err != nil {
 			return err
 		}
@@ -457,6 +460,9 @@ func paceUpdates(tab *lpm.Table, trace []lpm.Update, rate int, msgs chan<- syncM
 // It returns the lookup rate, the update-to-visible latencies in µs, and the
 // bubbles and full reloads applied.
 func mirrorLookups(f *lpmFlags, mirror **bubble.Image, tr *lpmTraffic, msgs <-chan syncMsg) (rate float64, lat []float64, bubbles, reloads uint64, err error) {
+	if f.eng != nil {
+		return gpuUnderUpdates(f, mirror, msgs)
+	}
 	view, err := lpm.NewView(*mirror)
 	if err != nil {
 		return 0, nil, 0, 0, err
@@ -495,10 +501,6 @@ func mirrorLookups(f *lpmFlags, mirror **bubble.Image, tr *lpmTraffic, msgs <-ch
 		}
 		j := min(i+f.batch, tr.len())
 		switch {
-		case f.eng != nil:
-			if err := gpuLook(f, tr, i, j, out[:j-i], f.batch); err != nil {
-				return 0, nil, 0, 0, err
-			}
 		case tr.v4 != nil:
 			view.LookupBatch4(tr.v4[i:j], out[:j-i])
 		default:
@@ -513,6 +515,42 @@ func mirrorLookups(f *lpmFlags, mirror **bubble.Image, tr *lpmTraffic, msgs <-ch
 		}
 	}
 	return float64(n) / time.Since(start).Seconds(), lat, bubbles, reloads, nil
+}
+
+// gpuUnderUpdates is mirrorLookups on the GPU backend: the pinned pipeline
+// runs for the configured duration and, before each Submit, every pending
+// Update goes to the device through Backend.Apply.
+func gpuUnderUpdates(f *lpmFlags, mirror **bubble.Image, msgs <-chan syncMsg) (rate float64, lat []float64, bubbles, reloads uint64, err error) {
+	between := func() error {
+		for msgs != nil {
+			select {
+			case m, ok := <-msgs:
+				if !ok {
+					msgs = nil
+					return nil
+				}
+				if m.u.Full != nil {
+					reloads++
+				}
+				bubbles += uint64(len(m.u.Bubbles))
+				if err := applySync(f, mirror, m.u); err != nil {
+					return err
+				}
+				now := time.Now()
+				for _, t := range m.applied {
+					lat = append(lat, float64(now.Sub(t).Nanoseconds())/1e3)
+				}
+			default:
+				return nil
+			}
+		}
+		return nil
+	}
+	n, d, _, err := f.pipe.run(0, time.Now().Add(f.duration), between)
+	if err != nil {
+		return 0, nil, 0, 0, err
+	}
+	return float64(n) / d.Seconds(), lat, bubbles, reloads, nil
 }
 
 // applySync hands one Sync's update to whatever the lookups run on: the GPU
@@ -566,10 +604,13 @@ func spinUntil(t time.Time) {
 }
 
 // gpuLookups loads the table's current image into the GPU backend and times
-// the traffic's lookups there in batches of f.batch: end to end (copies in
-// and out included, median of the rounds) and the kernel alone (CUDA
-// events); with --check it compares the GPU's answers with the reference.
-// The CPU figure already in r moves to mlps_cpu.
+// the traffic's lookups there in batches of f.batch: end to end through
+// pinned batches (the datapath's way: keys written into the backend's
+// batches, at most --depth in flight; mlps), end to end through the slice
+// API (LookupLPM4/6: the host copies into and out of pinned staging
+// included; mlps_staged), and the kernel alone (CUDA events); with --check
+// it compares the GPU's answers with the reference. The CPU figure already
+// in r moves to mlps_cpu.
 func gpuLookups(r *result, f *lpmFlags, fam lpm.Family, tab *lpm.Table, ref *lpm.Reference, tr *lpmTraffic, cpuBatch int) error {
 	kind, id := gpu.LPM4, gpu.TableID(4)
 	if fam == lpm.IPv6 {
@@ -582,18 +623,31 @@ func gpuLookups(r *result, f *lpmFlags, fam lpm.Family, tab *lpm.Table, ref *lpm
 	f.gpuTable = id
 	n := tr.len()
 	batch := min(f.batch, n)
+	if f.pipe != nil {
+		f.pipe.free()
+	}
+	var err error
+	if f.pipe, err = newLPMPipe(f, tr, id, batch); err != nil {
+		return err
+	}
 	look := func(lo, hi int, out []uint32) error { return gpuLook(f, tr, lo, hi, out, batch) }
 	r.MLPSCPU, r.BatchCPU = r.MLPS, cpuBatch
-	r.Batch, r.Streams, r.GPU = batch, f.streams, f.eng.Device()
+	r.Batch, r.Streams, r.Depth, r.GPU = batch, f.streams, f.pipe.depth, f.eng.Device()
 	r.MLPS, r.NsPerLookup, r.Lookups = 0, 0, 0
-	r.Notes = fmt.Sprintf("gpu backend (lookups under updates, if asked: GPU batches of the same size, each Sync's update applied through Backend.Apply between two batches): mlps = end to end (pinned staging, %d stream(s), copies in and out included, one batch call at a time), mlps_kernel = the kernel alone on one batch (CUDA events), mlps_cpu = the CPU backend (batch %d, %d thread(s)) on the same traffic", f.streams, cpuBatch, f.threads)
+	r.Notes = fmt.Sprintf("gpu backend: mlps = end to end with the keys already in pinned batches of %d (the datapath's way), %d stream(s), at most %d batches in flight, copies in and out included; batch_latency_us = Submit to results on the host; mlps_staged = the same through LookupLPM (host copies into and out of pinned staging included); mlps_kernel = the kernel alone on one batch (CUDA events); mlps_cpu = the CPU backend (batch %d, %d thread(s)) on the same traffic; under updates: the pinned pipeline, each Sync's update applied through Backend.Apply before the next Submit", batch, f.streams, f.pipe.depth, cpuBatch, f.threads)
 	if !f.kernelOnly {
+		rate, lat, err := pipeRounds(f.pipe, f.rounds, max(n, 4*f.pipe.depth*batch))
+		if err != nil {
+			return err
+		}
+		r.MLPS, r.NsPerLookup = rate/1e6, 1e9/rate
+		r.BatchLatencyUs, r.BatchLatencyP99Us = latencyStats(lat)
+		r.Lookups = int64(max(n, 4*f.pipe.depth*batch)) * int64(f.rounds)
 		out := make([]uint32, n)
 		if err := look(0, n, out); err != nil { // warm-up
 			return err
 		}
-		var err error
-		rates, total := timeRounds(f.rounds, func() int {
+		rates, _ := timeRounds(f.rounds, func() int {
 			if e := look(0, n, out); e != nil && err == nil {
 				err = e
 			}
@@ -602,12 +656,10 @@ func gpuLookups(r *result, f *lpmFlags, fam lpm.Family, tab *lpm.Table, ref *lpm
 		if err != nil {
 			return err
 		}
-		r.Lookups, r.MLPS = total, median(rates)/1e6
-		r.NsPerLookup = 1e9 / median(rates)
+		r.MLPSStaged = median(rates) / 1e6
 	}
 	iters := max(3, min(200, (1<<26)/batch))
 	var ms float64
-	var err error
 	if tr.v4 != nil {
 		ms, err = f.eng.KernelTimeLPM4(id, tr.v4[:batch], iters)
 	} else {
@@ -623,8 +675,67 @@ func gpuLookups(r *result, f *lpmFlags, fam lpm.Family, tab *lpm.Table, ref *lpm
 			return err
 		}
 		r.Checked, r.Mismatches = r.Checked+c, r.Mismatches+m
+		c, m, err = checkPipe(f, ref, tr)
+		if err != nil {
+			return err
+		}
+		r.Checked, r.Mismatches = r.Checked+c, r.Mismatches+m
 	}
 	return nil
+}
+
+// newLPMPipe fills pinned batches of batch keys with the traffic, in order,
+// wrapping around.
+func newLPMPipe(f *lpmFlags, tr *lpmTraffic, id gpu.TableID, batch int) (*pipe, error) {
+	kind, width := gpu.LPM4, 1
+	if tr.v6 != nil {
+		kind, width = gpu.LPM6, 4
+	}
+	n := tr.len()
+	depth := f.depth
+	if depth == 0 {
+		depth = 2 * f.streams
+	}
+	return newPipe(f.eng, id, kind, width, batch, n, depth, func(b *gpu.Batch, i int) {
+		for k := 0; k < batch; k++ {
+			j := (i*batch + k) % n
+			if tr.v4 != nil {
+				b.Keys[k] = tr.v4[j]
+			} else {
+				b.Addrs6()[k] = tr.v6[j]
+			}
+		}
+		b.N = batch
+	})
+}
+
+// checkPipe runs the pipe's batches once and compares a sample of their
+// answers, up to --check-sample keys, with the reference.
+func checkPipe(f *lpmFlags, ref *lpm.Reference, tr *lpmTraffic) (checked, mismatches int, err error) {
+	p := f.pipe
+	n := tr.len()
+	for bi, b := range p.bs {
+		if checked >= f.checkSample {
+			break
+		}
+		if err := f.eng.Submit(p.id, b); err != nil {
+			return checked, mismatches, err
+		}
+		if err := b.Wait(); err != nil {
+			return checked, mismatches, err
+		}
+		for k := 0; k < b.N && checked < f.checkSample; k++ {
+			want, _ := ref.Lookup(tr.addrs[(bi*b.Cap+k)%n]) // the key newLPMPipe put there
+			if b.Out[k] != want {
+				if mismatches < 5 {
+					fmt.Fprintf(stderrForChecks, "gpu pinned batch: key %d: got %d, reference %d\n", k, b.Out[k], want)
+				}
+				mismatches++
+			}
+			checked++
+		}
+	}
+	return checked, mismatches, nil
 }
 
 // gpuLook looks up the traffic's addresses [lo, hi) on the GPU backend's

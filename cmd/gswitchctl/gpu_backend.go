@@ -6,7 +6,7 @@ import (
 )
 
 // gpuEngine is what bench needs of a GPU backend: the Backend, a pipeline
-// over streams and kernel-only timings.
+// over streams and kernel-only timings (gpu.Engine over CUDA devices).
 type gpuEngine interface {
 	gpu.Backend
 	SetStreams(n, chunk int) error
@@ -15,6 +15,7 @@ type gpuEngine interface {
 	KernelTimeFlow(id gpu.TableID, soa []uint32, n, iters int) (float64, error)
 }
 
-// newGPUEngine starts the GPU backend; nil in a build without one (the cuda
+// newGPUEngine starts the GPU engine on the devices of ordinals, batches
+// below minBatch going to the CPU; nil in a build without CUDA (the cuda
 // build tag sets it, gpu_cuda.go).
-var newGPUEngine func() (gpuEngine, error)
+var newGPUEngine func(ordinals []int, minBatch int) (gpuEngine, error)

@@ -5,11 +5,8 @@ package main
 import "github.com/gswitch/gswitch/gpu"
 
 func init() {
-	newGPUEngine = func() (gpuEngine, error) {
-		c, err := gpu.NewCUDA(0)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
+	newGPUEngine = func(ordinals []int, minBatch int) (gpuEngine, error) {
+		// Every named device must open: a benchmark does not fall back.
+		return gpu.Open("gpu", ordinals, minBatch, nil)
 	}
 }

@@ -1,0 +1,162 @@
+package gpu
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gswitch/gswitch/tables/bubble"
+	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/lpm"
+)
+
+// flaky is a test double of a device: a CPU backend that, once broken,
+// fails every call with an error that is not a table's fault, as a device
+// does after a failed launch. The real device faults are tested on the GPU
+// (cuda_engine_test.go); this one tests the Engine's routing without one.
+type flaky struct {
+	*CPU
+	after atomic.Int64 // calls before it breaks (<0: never)
+}
+
+var errDeviceLost = errors.New("device lost (test double)")
+
+func newFlaky(after int64) *flaky {
+	f := &flaky{CPU: NewCPU()}
+	f.after.Store(after)
+	return f
+}
+
+func (f *flaky) broken() bool { return f.after.Add(-1) < 0 }
+
+func (f *flaky) Name() string { return "flaky" }
+func (f *flaky) Load(id TableID, k Kind, im *bubble.Image) error {
+	if f.broken() {
+		return errDeviceLost
+	}
+	return f.CPU.Load(id, k, im)
+}
+func (f *flaky) Apply(id TableID, u bubble.Update) error {
+	if f.broken() {
+		return errDeviceLost
+	}
+	return f.CPU.Apply(id, u)
+}
+func (f *flaky) LookupLPM4(id TableID, a []uint32, out []uint32) error {
+	if f.broken() {
+		return errDeviceLost
+	}
+	return f.CPU.LookupLPM4(id, a, out)
+}
+func (f *flaky) LookupLPM6(id TableID, a []lpm.Addr6, out []uint32) error {
+	if f.broken() {
+		return errDeviceLost
+	}
+	return f.CPU.LookupLPM6(id, a, out)
+}
+func (f *flaky) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) error {
+	if f.broken() {
+		return errDeviceLost
+	}
+	return f.CPU.LookupFlow(id, soa, n, out)
+}
+func (f *flaky) Submit(id TableID, b *Batch) error {
+	if f.broken() {
+		return errDeviceLost
+	}
+	return f.CPU.Submit(id, b)
+}
+
+func TestEngineCPUOnly(t *testing.T) {
+	e := NewEngine(EngineConfig{})
+	defer e.Close()
+	testRandomLPM(t, e, lpm.IPv4, 5000, 5000, 20)
+	testRejects(t, e)
+	testFlowRejects(t, e)
+	if s := e.Stats(); s.KeysOnCPU == 0 || s.KeysOnDevice != 0 {
+		t.Fatalf("stats %+v: want every key on the CPU", s)
+	}
+}
+
+func TestEngineReplicas(t *testing.T) {
+	a, b := NewCPU(), NewCPU()
+	e := NewEngine(EngineConfig{Devices: []Backend{a, b}, MinBatch: 1})
+	defer e.Close()
+	testRandomLPM(t, e, lpm.IPv4, 5000, 5000, 20)
+	testRandomLPM(t, e, lpm.IPv6, 3000, 3000, 10)
+	testRandomFlowAll(t, e, false)
+	s := e.Stats()
+	if s.Devices[0].Keys == 0 || s.Devices[1].Keys == 0 || s.Fallbacks != 0 {
+		t.Fatalf("stats %+v: want keys on both replicas and no fallback", s)
+	}
+}
+
+func TestEngineMinBatch(t *testing.T) {
+	dev := NewCPU()
+	e := NewEngine(EngineConfig{Devices: []Backend{dev}, MinBatch: 100})
+	defer e.Close()
+	tab, err := lpm.New(lpm.IPv4, lpm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Load(1, LPM4, tab.Mirror().Sync().Full); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]uint32, 1000)
+	if err := e.LookupLPM4(1, make([]uint32, 99), out); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.LookupLPM4(1, make([]uint32, 1000), out); err != nil {
+		t.Fatal(err)
+	}
+	if s := e.Stats(); s.KeysOnCPU != 99 || s.KeysOnDevice != 1000 {
+		t.Fatalf("stats %+v: want the 99-key batch on the CPU, the 1000-key one on the device", s)
+	}
+}
+
+// TestEngineFallback breaks the device at every point of a table's life in
+// turn: the answers stay those of the table, the device is reported down
+// once, and the metrics say so.
+func TestEngineFallback(t *testing.T) {
+	for _, after := range []int64{0, 1, 5, 40, 90} {
+		var logs bytes.Buffer
+		dev := newFlaky(after)
+		e := NewEngine(EngineConfig{Devices: []Backend{dev}, MinBatch: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		testRandomLPM(t, e, lpm.IPv4, 3000, 3000, 20)
+		testRandomFlowAll(t, e, false)
+		s := e.Stats()
+		if s.Devices[0].Up {
+			t.Fatalf("after %d: device still up after it failed: %+v", after, s)
+		}
+		if n := strings.Count(logs.String(), "device failed"); n != 1 {
+			t.Fatalf("after %d: %d log lines of the failure, want 1:\n%s", after, n, logs.String())
+		}
+		var m bytes.Buffer
+		if err := e.WriteMetrics(&m); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(m.String(), `gswitch_backend_device_up{device="0",name="flaky"} 0`) {
+			t.Fatalf("after %d: metrics do not show the device down:\n%s", after, m.String())
+		}
+		e.Close()
+	}
+}
+
+func TestEngineOpen(t *testing.T) {
+	if _, err := Open("tpu", nil, 0, nil); err == nil {
+		t.Fatal("Open accepted backend tpu")
+	}
+	e, err := Open("auto", nil, 0, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e, err = Open("cpu", nil, 0, nil)
+	if err != nil || len(e.Stats().Devices) != 0 {
+		t.Fatalf("Open cpu: %v, %+v", err, e)
+	}
+	e.Close()
+}

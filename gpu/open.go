@@ -1,0 +1,42 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+)
+
+// ErrNoCUDA is returned by OpenCUDA in a build without the cuda tag.
+var ErrNoCUDA = errors.New("gpu: this gswitch was built without CUDA (build with -tags cuda)")
+
+// Open returns the Engine for a backend choice: "cpu" (no device), "gpu"
+// (the CUDA devices of ordinals, every one of which must open) or "auto"
+// (those that open; none is fine: the CPU serves, and one log line says
+// why). ordinals nil means device 0.
+func Open(backend string, ordinals []int, minBatch int, log *slog.Logger) (*Engine, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if ordinals == nil {
+		ordinals = []int{0}
+	}
+	cfg := EngineConfig{MinBatch: minBatch, Logger: log}
+	switch backend {
+	case "cpu":
+	case "gpu", "auto":
+		devs, err := OpenCUDA(ordinals)
+		if err != nil && backend == "gpu" {
+			for _, d := range devs {
+				d.Close()
+			}
+			return nil, err
+		}
+		if err != nil {
+			log.Warn("gpu: no usable GPU; lookups run on the CPU backend", "err", err)
+		}
+		cfg.Devices = devs
+	default:
+		return nil, fmt.Errorf("gpu: backend %q: want auto, cpu or gpu", backend)
+	}
+	return NewEngine(cfg), nil
+}
