@@ -32,6 +32,15 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Type == e.Type && t.Code == e.Code
 }
 
+// asError returns e as an error: nil for a nil *Error (a nil *Error in an
+// error interface would not compare equal to nil).
+func asError(e *Error) error {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
 func errf(t ofp.ErrType, c ofp.ErrCode, format string, args ...any) *Error {
 	return &Error{Type: t, Code: c, Detail: fmt.Sprintf(format, args...)}
 }

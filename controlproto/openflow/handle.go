@@ -10,9 +10,9 @@ import (
 type handler func(s *session, msg []byte) ([][]byte, *Error)
 
 // handlers lists the messages a switch accepts from a controller; every
-// other type is OFPBRC_BAD_TYPE (the switch-to-controller types, and the
-// ones the agent does not support yet: GROUP_MOD, PORT_MOD, TABLE_MOD,
-// METER_MOD, QUEUE_GET_CONFIG_REQUEST).
+// other type is OFPBRC_BAD_TYPE (the switch-to-controller types). GROUP_MOD,
+// METER_MOD, PORT_MOD, TABLE_MOD and QUEUE_GET_CONFIG_REQUEST are served
+// through the optional Switch interfaces, and OFPBRC_BAD_TYPE without them.
 var handlers = map[of.Type]handler{
 	of.TypeHello:            handleIgnore,
 	of.TypeError:            handleIgnore,
@@ -29,6 +29,12 @@ var handlers = map[of.Type]handler{
 	of.TypeRoleRequest:      handleRole,
 	of.TypeGetAsyncRequest:  handleGetAsync,
 	of.TypeSetAsync:         handleSetAsync,
+
+	of.TypeGroupMod:              handleGroupMod,
+	of.TypeMeterMod:              handleMeterMod,
+	of.TypePortMod:               handlePortMod,
+	of.TypeTableMod:              handleTableMod,
+	of.TypeQueueGetConfigRequest: handleQueueGetConfig,
 }
 
 // stateChanging are the messages a slave may not send (§6.3.5).
@@ -118,6 +124,11 @@ func handleFlowMod(s *session, msg []byte) ([][]byte, *Error) {
 	if fm.BufferID != NoBuffer && !fm.Command.IsDelete() && s.feat.NBuffers == 0 {
 		return nil, badRequest(ofp.ErrCodeBadRequestBufferUnknown, "buffer %#x: the switch keeps no buffers", fm.BufferID)
 	}
+	if !fm.Command.IsDelete() {
+		if err := s.checkRefs(&fm.Instructions); err != nil {
+			return nil, err
+		}
+	}
 	if e := s.a.sw.FlowMod(fm); e != nil {
 		return nil, ErrorFor(e, flowModFailed(ofp.ErrCodeFlowModFailedUnknown, "flow_mod"))
 	}
@@ -131,6 +142,9 @@ func handlePacketOut(s *session, msg []byte) ([][]byte, *Error) {
 	}
 	if po.BufferID != NoBuffer && s.feat.NBuffers == 0 {
 		return nil, badRequest(ofp.ErrCodeBadRequestBufferUnknown, "buffer %#x: the switch keeps no buffers", po.BufferID)
+	}
+	if err := s.checkActionRefs(po.Actions); err != nil {
+		return nil, err
 	}
 	if e := s.a.sw.PacketOut(po); e != nil {
 		return nil, ErrorFor(e, badRequest(ofp.ErrCodeBadRequestPerm, "packet_out"))
@@ -231,6 +245,9 @@ func (s *session) multipart(r *mpRequest) ([][]byte, *Error) {
 		return s.mpFixed(r, s.tableFeatures)
 	case ofp.MultipartTypeExperimenter:
 		return nil, badRequest(ofp.ErrCodeBadRequestBadExperimenter, "experimenter multipart requests are not supported")
+	}
+	if out, err, ok := s.mpOptional(r); ok {
+		return out, err
 	}
 	return nil, badRequest(ofp.ErrCodeBadRequestBadMultipart, "multipart type %d is not supported", r.typ)
 }

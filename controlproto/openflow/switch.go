@@ -36,3 +36,80 @@ type Switch interface {
 	// connection, is visible to packets the datapath forwards.
 	Barrier() error
 }
+
+// The optional interfaces below extend a Switch; the agent finds them by
+// type assertion. A Switch without one answers as before: the message type
+// gets OFPBRC_BAD_TYPE and the multipart type OFPBRC_BAD_MULTIPART. The
+// agent decodes and checks each message before calling them (everything
+// that does not depend on the switch's state); the switch checks the rest
+// (GroupTable and MeterTable do it as OpenFlow specifies) and, as for
+// FlowMod, a failed call must change nothing.
+
+// GroupSwitch is a Switch with a group table (GROUP_MOD, OFPMP_GROUP,
+// OFPMP_GROUP_DESC, OFPMP_GROUP_FEATURES).
+type GroupSwitch interface {
+	// GroupMod adds, modifies or deletes groups (GroupAll: every group).
+	// Deleting a group also removes the flow entries that forward to it.
+	GroupMod(gm *GroupMod) error
+	// GroupDesc describes every group, ascending by id.
+	GroupDesc() []Group
+	// GroupStats returns the counters of one group, or of all for
+	// GroupAll; none for a group that does not exist.
+	GroupStats(id uint32) ([]GroupStats, error)
+	// GroupFeatures describes the group table.
+	GroupFeatures() GroupFeatures
+	// GroupExists reports whether a group exists: the agent answers a
+	// FLOW_MOD or PACKET_OUT whose group action names a missing group
+	// with OFPBAC_BAD_OUT_GROUP. The switch must check again when it
+	// applies the change, since another connection may delete the group
+	// in between.
+	GroupExists(id uint32) bool
+}
+
+// MeterSwitch is a Switch with a meter table (METER_MOD, OFPMP_METER,
+// OFPMP_METER_CONFIG, OFPMP_METER_FEATURES).
+type MeterSwitch interface {
+	// MeterMod adds, modifies or deletes meters (MeterAll: every meter).
+	// Deleting a meter also removes the flow entries that use it.
+	MeterMod(mm *MeterMod) error
+	// MeterConfig returns the configuration of one meter, or of all for
+	// MeterAll, ascending by id; none for a meter that does not exist.
+	// Bands are reported as they were set (burst_size included).
+	MeterConfig(id uint32) ([]MeterConfig, error)
+	// MeterStats returns the counters of one meter, or of all for
+	// MeterAll.
+	MeterStats(id uint32) ([]MeterStats, error)
+	// MeterFeatures describes the meter table.
+	MeterFeatures() MeterFeatures
+	// MeterExists reports whether a meter exists: the agent answers a
+	// FLOW_MOD whose meter instruction names a missing meter with
+	// OFPMMFC_UNKNOWN_METER (the switch checks again, as for groups).
+	MeterExists(id uint32) bool
+}
+
+// PortModSwitch is a Switch whose ports a controller may configure
+// (PORT_MOD). The agent has checked the port number, hardware address and
+// advertised features against Ports(). The switch reports the change with
+// Agent.PortStatus (reason PortModified), as OpenFlow requires.
+type PortModSwitch interface {
+	PortMod(pm *PortMod) error
+}
+
+// TableModSwitch is a Switch that accepts TABLE_MOD. In OpenFlow 1.3 its
+// configuration is deprecated and carries nothing a switch acts on; the
+// agent has checked the table id.
+type TableModSwitch interface {
+	TableMod(tm *TableMod) error
+}
+
+// QueueSwitch is a Switch with queues (QUEUE_GET_CONFIG, OFPMP_QUEUE, and
+// set_queue validation). A switch without queues may implement it with
+// empty answers.
+type QueueSwitch interface {
+	// Queues returns the queues of a port, or of every port for PortAny;
+	// an error (OFPQOFC_BAD_PORT) for a port that does not exist.
+	Queues(port uint32) ([]Queue, error)
+	// QueueStats returns the counters of a port's queue; port may be
+	// PortAny and queue QueueAll.
+	QueueStats(port, queue uint32) ([]QueueStats, error)
+}

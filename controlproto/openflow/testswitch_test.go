@@ -1,9 +1,12 @@
 package openflow
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/netrack/openflow/ofp"
 
 	"github.com/gswitch/gswitch/tables/flow"
 )
@@ -18,6 +21,9 @@ type tableSwitch struct {
 	entries  []map[flow.RuleID]*entry
 	barriers int
 	outs     []*PacketOut
+	// refs, when set, learns of the instructions of every entry added
+	// (+1) and removed (-1), under mu.
+	refs func(in *Instructions, delta int)
 }
 
 type entry struct {
@@ -54,6 +60,16 @@ func (s *tableSwitch) Ports() []Port {
 func (s *tableSwitch) FlowMod(fm *FlowMod) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.flowModLocked(fm)
+}
+
+func (s *tableSwitch) ref(in *Instructions, delta int) {
+	if s.refs != nil {
+		s.refs(in, delta)
+	}
+}
+
+func (s *tableSwitch) flowModLocked(fm *FlowMod) error {
 	switch fm.Command {
 	case FlowAdd:
 		return s.add(fm)
@@ -61,13 +77,16 @@ func (s *tableSwitch) FlowMod(fm *FlowMod) error {
 		t := fm.TableID
 		for _, id := range s.tables[t].Modify(fm.Selector(), 0) {
 			e := s.entries[t][id]
+			s.ref(&e.fm.Instructions, -1)
 			e.fm.Instructions, e.fm.Wire = fm.Instructions, fm.Wire
+			s.ref(&e.fm.Instructions, +1)
 		}
 	default:
 		for _, t := range s.tableIDs(fm.TableID) {
 			sel := fm.Selector()
 			sel.Filter = s.outFilter(t, fm.OutPort, fm.OutGroup)
 			for _, e := range s.tables[t].Delete(sel) {
+				s.ref(&s.entries[t][e.ID].fm.Instructions, -1)
 				delete(s.entries[t], e.ID)
 			}
 		}
@@ -81,11 +100,15 @@ func (s *tableSwitch) add(fm *FlowMod) error {
 		flags = flow.CheckOverlap
 	}
 	r := flow.Rule{Match: fm.Match.Match, Priority: fm.Priority, Cookie: fm.Cookie}
-	id, _, err := s.tables[fm.TableID].Add(r, flags)
+	id, replaced, err := s.tables[fm.TableID].Add(r, flags)
 	if err != nil {
 		return err
 	}
+	if replaced {
+		s.ref(&s.entries[fm.TableID][id].fm.Instructions, -1)
+	}
 	s.entries[fm.TableID][id] = &entry{fm: *fm, added: time.Now()}
+	s.ref(&fm.Instructions, +1)
 	return nil
 }
 
@@ -203,4 +226,180 @@ func (s *tableSwitch) rules() int {
 		n += t.Len()
 	}
 	return n
+}
+
+// fullSwitch is a tableSwitch with every optional interface: groups and
+// meters in a GroupTable and a MeterTable (flow entries counted as their
+// references, and removed with the group or meter they use), configurable
+// ports, one queue on port 1, and TABLE_MOD.
+type fullSwitch struct {
+	*tableSwitch
+	groups    *GroupTable
+	meters    *MeterTable
+	portCfg   map[uint32]uint32 // guarded by mu
+	tableMods int               // guarded by mu
+	agent     *Agent
+}
+
+func newFullSwitch(nTables, maxEntries int) *fullSwitch {
+	s := &fullSwitch{
+		tableSwitch: newTableSwitch(nTables, maxEntries),
+		groups:      NewGroupTable(GroupTableConfig{MaxGroups: [4]uint32{8, 8, 8, 8}, MaxBuckets: 16}),
+		meters:      NewMeterTable(MeterTableConfig{MaxMeters: 8, MaxBands: 4}),
+		portCfg:     map[uint32]uint32{},
+	}
+	s.refs = s.countRefs
+	return s
+}
+
+func (s *fullSwitch) countRefs(in *Instructions, delta int) {
+	for _, as := range [][]Action{in.Apply, in.Write} {
+		for _, a := range as {
+			if a.Kind != ActGroup {
+				continue
+			}
+			if delta > 0 {
+				s.groups.AddFlowRef(a.ID)
+			} else {
+				s.groups.ReleaseFlowRef(a.ID)
+			}
+		}
+	}
+	if in.Has&HasMeter != 0 {
+		if delta > 0 {
+			s.meters.AddFlowRef(in.Meter)
+		} else {
+			s.meters.ReleaseFlowRef(in.Meter)
+		}
+	}
+}
+
+// FlowMod checks the references again under the lock, since another
+// connection may have deleted the group or meter since the agent checked.
+func (s *fullSwitch) FlowMod(fm *FlowMod) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !fm.Command.IsDelete() {
+		in := &fm.Instructions
+		if in.Has&HasMeter != 0 && !s.meters.Exists(in.Meter) {
+			return meterModFailed(ofp.ErrCodeMeterModFailedUnknownMeter, "meter %d", in.Meter)
+		}
+	}
+	return s.flowModLocked(fm)
+}
+
+func (s *fullSwitch) Ports() []Port {
+	ps := s.tableSwitch.Ports()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range ps {
+		ps[i].Config = s.portCfg[ps[i].No]
+		ps[i].Supported = 0x2820 // 10GB_FD, COPPER, AUTONEG
+	}
+	return ps
+}
+
+func (s *fullSwitch) GroupMod(gm *GroupMod) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	deleted, err := s.groups.Mod(gm)
+	if err != nil {
+		return err
+	}
+	for _, id := range deleted {
+		s.flowModLocked(&FlowMod{Command: FlowDelete, TableID: TableAll, OutPort: PortAny, OutGroup: id})
+	}
+	return nil
+}
+
+func (s *fullSwitch) GroupDesc() []Group                         { return s.groups.Desc() }
+func (s *fullSwitch) GroupStats(id uint32) ([]GroupStats, error) { return s.groups.Stats(id), nil }
+func (s *fullSwitch) GroupFeatures() GroupFeatures               { return s.groups.Features() }
+func (s *fullSwitch) GroupExists(id uint32) bool                 { return s.groups.Exists(id) }
+
+func (s *fullSwitch) MeterMod(mm *MeterMod) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	deleted, err := s.meters.Mod(mm)
+	if err != nil {
+		return err
+	}
+	for _, id := range deleted {
+		s.deleteMeterFlows(id)
+	}
+	return nil
+}
+
+// deleteMeterFlows removes the entries whose meter instruction names id.
+func (s *fullSwitch) deleteMeterFlows(id uint32) {
+	for t := range s.tables {
+		sel := flow.Selector{Filter: func(rid flow.RuleID, _ *flow.Rule) bool {
+			in := &s.entries[t][rid].fm.Instructions
+			return in.Has&HasMeter != 0 && in.Meter == id
+		}}
+		for _, e := range s.tables[t].Delete(sel) {
+			s.ref(&s.entries[t][e.ID].fm.Instructions, -1)
+			delete(s.entries[t], e.ID)
+		}
+	}
+}
+
+func (s *fullSwitch) MeterConfig(id uint32) ([]MeterConfig, error) { return s.meters.Config(id), nil }
+func (s *fullSwitch) MeterStats(id uint32) ([]MeterStats, error)   { return s.meters.Stats(id), nil }
+func (s *fullSwitch) MeterFeatures() MeterFeatures                 { return s.meters.Features() }
+func (s *fullSwitch) MeterExists(id uint32) bool                   { return s.meters.Exists(id) }
+
+func (s *fullSwitch) PortMod(pm *PortMod) error {
+	s.mu.Lock()
+	s.portCfg[pm.PortNo] = pm.Apply(s.portCfg[pm.PortNo])
+	a := s.agent
+	s.mu.Unlock()
+	if a != nil {
+		for _, p := range s.Ports() {
+			if p.No == pm.PortNo {
+				a.PortStatus(&PortStatus{Reason: PortModified, Port: p})
+			}
+		}
+	}
+	return nil
+}
+
+func (s *fullSwitch) TableMod(*TableMod) error {
+	s.mu.Lock()
+	s.tableMods++
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *fullSwitch) Queues(port uint32) ([]Queue, error) {
+	switch port {
+	case 1, PortAny:
+		return []Queue{{ID: 7, Port: 1, MinRate: 100, MaxRate: 0xffff}}, nil
+	case 2:
+		return nil, nil
+	}
+	return nil, queueOpFailed(0, "no port %d", port)
+}
+
+func (s *fullSwitch) QueueStats(port, queue uint32) ([]QueueStats, error) {
+	if (port == 1 || port == PortAny) && (queue == 7 || queue == QueueAll) {
+		return []QueueStats{{PortNo: 1, QueueID: 7, TxPackets: 3, TxBytes: 180}}, nil
+	}
+	return nil, nil
+}
+
+// state summarises everything a message may change, to check that a
+// rejected one changed nothing.
+func (s *fullSwitch) state() string {
+	s.mu.Lock()
+	cfg := fmt.Sprint(s.portCfg, s.tableMods)
+	s.mu.Unlock()
+	gs, ms := s.groups.Stats(GroupAll), s.meters.Stats(MeterAll)
+	for i := range gs {
+		gs[i].DurationSec, gs[i].DurationNsec = 0, 0
+	}
+	for i := range ms {
+		ms[i].DurationSec, ms[i].DurationNsec = 0, 0
+	}
+	return fmt.Sprint(s.rules(), s.groups.Desc(), s.meters.Config(MeterAll), gs, ms, cfg)
 }
