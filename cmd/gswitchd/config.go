@@ -1,0 +1,319 @@
+package main
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/gswitch/gswitch/datapath/pipeline"
+)
+
+// defaultConfig is the configuration gswitchd starts from: the file given
+// with --config and then the flags override it.
+//
+//go:embed default.yaml
+var defaultConfig []byte
+
+// Config is gswitchd's configuration (the YAML file's schema).
+type Config struct {
+	DatapathID  string        `yaml:"datapath_id"`
+	Ports       []PortConfig  `yaml:"ports"`
+	Controllers []string      `yaml:"controllers"`
+	Listen      []string      `yaml:"listen"`
+	FailMode    string        `yaml:"fail_mode"`
+	Backend     string        `yaml:"backend"`
+	GPUs        []int         `yaml:"gpus"`
+	MaxDelay    time.Duration `yaml:"max_delay"`
+	MinBatch    int           `yaml:"min_batch"`
+	BatchSize   int           `yaml:"batch_size"`
+	Tables      int           `yaml:"tables"`
+	MaxFlows    int           `yaml:"max_flows"`
+	Metrics     string        `yaml:"metrics"`
+	CtlSocket   string        `yaml:"ctl_socket"`
+	LogLevel    string        `yaml:"log_level"`
+}
+
+// PortConfig attaches an interface as an OpenFlow port.
+type PortConfig struct {
+	Number    uint32 `yaml:"number"`
+	Interface string `yaml:"interface"`
+}
+
+// settings is a checked Config, in the types the daemon uses.
+type settings struct {
+	Config
+	dpid     uint64
+	failMode pipeline.FailMode
+	logLevel slog.Level
+}
+
+// errConfig marks a configuration mistake: exit status 2.
+var errConfig = errors.New("configuration")
+
+func configErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errConfig, fmt.Sprintf(format, args...))
+}
+
+// decodeYAML reads a configuration over c; unknown keys are mistakes.
+func decodeYAML(c *Config, data []byte, name string) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return configErr("%s: %s", name, strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return nil
+}
+
+// multiFlag is a repeatable string flag; given at all, it replaces the
+// file's list.
+type multiFlag struct {
+	vals []string
+	set  bool
+}
+
+func (m *multiFlag) String() string { return strings.Join(m.vals, ",") }
+func (m *multiFlag) Set(v string) error {
+	m.vals, m.set = append(m.vals, v), true
+	return nil
+}
+
+// flags are the command line's values; a flag given overrides the file.
+type flags struct {
+	fs                                              *flag.FlagSet
+	config                                          string
+	dpid, failMode, backend, gpus, metrics, ctl, lv string
+	maxDelay                                        time.Duration
+	minBatch, batchSize, tables, maxFlows           int
+	ports, controllers, listen                      multiFlag
+	printConfig                                     bool
+}
+
+func newFlags() *flags {
+	f := &flags{fs: flag.NewFlagSet("gswitchd", flag.ContinueOnError)}
+	fs := f.fs
+	fs.StringVar(&f.config, "config", "", "YAML configuration `FILE` (default: the embedded configuration)")
+	fs.StringVar(&f.dpid, "datapath-id", "", "datapath id `N`, decimal or 0x hex (1..2^64-1)")
+	fs.Var(&f.ports, "port", "attach an interface as OpenFlow port: `N=IFNAME` (repeatable; replaces the file's ports)")
+	fs.Var(&f.controllers, "controller", "connect to a controller: `tcp:HOST:PORT` (repeatable; replaces the file's controllers)")
+	fs.Var(&f.listen, "listen", "accept controller connections: `ptcp:PORT[:IP]` (repeatable; replaces the file's listeners)")
+	fs.StringVar(&f.failMode, "fail-mode", "", "without a controller: `secure` (flow tables only) or standalone (L2 learning)")
+	fs.StringVar(&f.backend, "backend", "", "lookup backend: `auto`, cpu or gpu")
+	fs.StringVar(&f.gpus, "gpus", "", "GPU ordinals to use, comma separated: `LIST` (e.g. 0,1)")
+	fs.DurationVar(&f.maxDelay, "max-delay", 0, "longest a received frame waits for its batch to fill: `DURATION` (e.g. 100us)")
+	fs.IntVar(&f.minBatch, "min-batch", 0, "smallest batch sent to a GPU; smaller ones are classified on the CPU: `N`")
+	fs.IntVar(&f.batchSize, "batch-size", 0, "frames per batch at most: `N`")
+	fs.IntVar(&f.tables, "tables", 0, "number of OpenFlow flow tables: `N` (1..254)")
+	fs.IntVar(&f.maxFlows, "max-flows", 0, "flow entries per table at most: `N`")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics on http://`ADDR`/metrics (e.g. :9100; empty: off)")
+	fs.StringVar(&f.ctl, "ctl-socket", "", "control socket for gswitchctl: `PATH` (mode 0600)")
+	fs.StringVar(&f.lv, "log-level", "", "log level: `debug`, info, warn or error")
+	fs.BoolVar(&f.printConfig, "print-config", false, "print the effective configuration as YAML and exit")
+	return f
+}
+
+// load builds the effective configuration: the embedded default, the file,
+// then the flags.
+func (f *flags) load() (*settings, error) {
+	var c Config
+	if err := decodeYAML(&c, defaultConfig, "embedded default"); err != nil {
+		return nil, err
+	}
+	if f.config != "" {
+		data, err := os.ReadFile(f.config)
+		if err != nil {
+			return nil, configErr("--config: %v", err)
+		}
+		if err := decodeYAML(&c, data, f.config); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.override(&c); err != nil {
+		return nil, err
+	}
+	return check(c)
+}
+
+// override puts the flags given on the command line over c.
+func (f *flags) override(c *Config) error {
+	set := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	str := func(name string, dst *string, v string) {
+		if set[name] {
+			*dst = v
+		}
+	}
+	str("datapath-id", &c.DatapathID, f.dpid)
+	str("fail-mode", &c.FailMode, f.failMode)
+	str("backend", &c.Backend, f.backend)
+	str("metrics", &c.Metrics, f.metrics)
+	str("ctl-socket", &c.CtlSocket, f.ctl)
+	str("log-level", &c.LogLevel, f.lv)
+	num := func(name string, dst *int, v int) {
+		if set[name] {
+			*dst = v
+		}
+	}
+	num("min-batch", &c.MinBatch, f.minBatch)
+	num("batch-size", &c.BatchSize, f.batchSize)
+	num("tables", &c.Tables, f.tables)
+	num("max-flows", &c.MaxFlows, f.maxFlows)
+	if set["max-delay"] {
+		c.MaxDelay = f.maxDelay
+	}
+	if set["gpus"] {
+		gpus, err := parseGPUs(f.gpus)
+		if err != nil {
+			return err
+		}
+		c.GPUs = gpus
+	}
+	if f.controllers.set {
+		c.Controllers = f.controllers.vals
+	}
+	if f.listen.set {
+		c.Listen = f.listen.vals
+	}
+	if f.ports.set {
+		c.Ports = nil
+		for _, p := range f.ports.vals {
+			pc, err := parsePortFlag(p)
+			if err != nil {
+				return err
+			}
+			c.Ports = append(c.Ports, pc)
+		}
+	}
+	return nil
+}
+
+func parseGPUs(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, configErr("--gpus %q: want a comma-separated list of GPU ordinals", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func parsePortFlag(s string) (PortConfig, error) {
+	num, name, ok := strings.Cut(s, "=")
+	n, err := strconv.ParseUint(num, 10, 32)
+	if !ok || err != nil || name == "" {
+		return PortConfig{}, configErr("--port %q: want N=IFNAME (e.g. 1=veth0)", s)
+	}
+	return PortConfig{Number: uint32(n), Interface: name}, nil
+}
+
+// parseDPID reads a datapath id: decimal or 0x hex, not zero.
+func parseDPID(s string) (uint64, error) {
+	s = strings.TrimSpace(s)
+	v, err := strconv.ParseUint(s, 0, 64)
+	if err != nil || v == 0 {
+		return 0, configErr("datapath id %q: want a number 1..2^64-1, decimal or 0x hex", s)
+	}
+	return v, nil
+}
+
+// check validates a configuration completely: every mistake is a
+// one-line error naming the setting.
+func check(c Config) (*settings, error) {
+	st := &settings{Config: c}
+	var err error
+	if st.dpid, err = parseDPID(c.DatapathID); err != nil {
+		return nil, err
+	}
+	if st.failMode, err = pipeline.ParseFailMode(c.FailMode); err != nil {
+		return nil, configErr("%v", err)
+	}
+	if err := st.logLevel.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return nil, configErr("log level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	if err := checkPorts(c.Ports); err != nil {
+		return nil, err
+	}
+	if err := checkTargets(c.Controllers, c.Listen); err != nil {
+		return nil, err
+	}
+	return st, checkNumbers(&c)
+}
+
+func checkPorts(ports []PortConfig) error {
+	nums := map[uint32]string{}
+	names := map[string]uint32{}
+	for _, p := range ports {
+		switch {
+		case p.Number == 0 || p.Number > openflow.PortMax:
+			return configErr("port %d (%s): port numbers are 1..%d", p.Number, p.Interface, openflow.PortMax)
+		case p.Interface == "":
+			return configErr("port %d: no interface name", p.Number)
+		case nums[p.Number] != "":
+			return configErr("port number %d given twice (%s and %s)", p.Number, nums[p.Number], p.Interface)
+		case names[p.Interface] != 0:
+			return configErr("interface %s given twice (ports %d and %d)", p.Interface, names[p.Interface], p.Number)
+		}
+		if _, err := afpacket.LookupLink(p.Interface); err != nil {
+			return configErr("port %d: unknown interface %q", p.Number, p.Interface)
+		}
+		nums[p.Number], names[p.Interface] = p.Interface, p.Number
+	}
+	return nil
+}
+
+func checkTargets(controllers, listen []string) error {
+	for _, t := range controllers {
+		if strings.HasPrefix(t, "tls:") {
+			return configErr("controller %q: TLS is not supported yet (use tcp:)", t)
+		}
+		tg, err := openflow.ParseTarget(t)
+		if err != nil || tg.Passive {
+			return configErr("controller %q: want tcp:HOST[:PORT]", t)
+		}
+	}
+	for _, t := range listen {
+		tg, err := openflow.ParseTarget(t)
+		if err != nil || !tg.Passive {
+			return configErr("listen %q: want ptcp:PORT[:IP]", t)
+		}
+	}
+	return nil
+}
+
+func checkNumbers(c *Config) error {
+	switch {
+	case c.Backend != "auto" && c.Backend != "cpu" && c.Backend != "gpu":
+		return configErr("backend %q: want auto, cpu or gpu", c.Backend)
+	case c.Tables < 1 || c.Tables > int(openflow.TableMax):
+		return configErr("tables %d: want 1..%d", c.Tables, openflow.TableMax)
+	case c.MaxDelay <= 0 || c.MaxDelay > time.Second:
+		return configErr("max delay %v: want more than 0 and at most 1s", c.MaxDelay)
+	case c.MinBatch < 1:
+		return configErr("min batch %d: want at least 1", c.MinBatch)
+	case c.BatchSize < 1 || c.BatchSize > 1<<16:
+		return configErr("batch size %d: want 1..65536", c.BatchSize)
+	case c.MaxFlows < 1 || c.MaxFlows > 1<<24:
+		return configErr("max flows %d: want 1..16777216", c.MaxFlows)
+	case c.CtlSocket == "":
+		return configErr("ctl socket: a path is needed")
+	}
+	for _, g := range c.GPUs {
+		if g < 0 {
+			return configErr("gpus: ordinal %d", g)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,195 @@
+// Package ctl is gswitchd's control socket: the protocol between gswitchd
+// and gswitchctl, its server (Handler, Serve) and its client (Client).
+//
+// # Protocol
+//
+// HTTP/1.1 over a Unix stream socket (default /run/gswitchd.sock, created
+// with mode 0600 so that only root, or the daemon's user, can open it;
+// the file-system permission is the access control). Every query is a GET
+// whose response is one JSON document (Content-Type application/json):
+//
+//	GET /v1/ports    []pipeline.PortInfo   ports: ofp_port description, link up, counters
+//	GET /v1/tables   []pipeline.TableInfo  per table: entries, lookups, matched, classifier figures
+//	GET /v1/flows    []pipeline.FlowInfo   every flow entry, as text, with counters
+//	GET /v1/backend  gpu.EngineStats       the lookup backend: devices, fallbacks, keys per backend
+//	GET /v1/stats    Stats                 the switch's own counters and the daemon's identity
+//
+// An unknown path gets 404, another method 405, both with a JSON body
+// {"error": "..."}. The protocol is read-only: configuration goes through
+// OpenFlow. Field names are the Go field names of the types named above;
+// new fields may be added, none is renamed or removed within /v1.
+package ctl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/gswitch/gswitch/datapath/pipeline"
+	"github.com/gswitch/gswitch/gpu"
+)
+
+// Stats is the answer to /v1/stats.
+type Stats struct {
+	DatapathID uint64
+	Uptime     time.Duration
+	Backend    string // what serves lookups (gpu.Engine.Device)
+	Controller int    // controller connections past the handshake
+	Counters   pipeline.Counters
+}
+
+// Source is what the server reports on: the daemon implements it over a
+// pipeline.Switch, a gpu.Engine and an openflow.Agent.
+type Source interface {
+	PortInfos() []pipeline.PortInfo
+	TableInfos() []pipeline.TableInfo
+	Flows() []pipeline.FlowInfo
+	Backend() gpu.EngineStats
+	Stats() Stats
+}
+
+// Handler serves the protocol for src.
+func Handler(src Source) http.Handler {
+	mux := http.NewServeMux()
+	route := func(path string, get func() any) {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet {
+				writeJSON(w, http.StatusMethodNotAllowed, errorBody{"only GET is supported"})
+				return
+			}
+			writeJSON(w, http.StatusOK, get())
+		})
+	}
+	route("/v1/ports", func() any { return src.PortInfos() })
+	route("/v1/tables", func() any { return src.TableInfos() })
+	route("/v1/flows", func() any { return src.Flows() })
+	route("/v1/backend", func() any { return src.Backend() })
+	route("/v1/stats", func() any { return src.Stats() })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no query %q (want /v1/ports, tables, flows, backend or stats)", r.URL.Path)})
+	})
+	return mux
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Listen creates the socket at path with mode 0600, replacing a stale
+// socket file (one nobody answers on); a live one is an error.
+func Listen(path string) (net.Listener, error) {
+	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("ctl: %s: another gswitchd answers on it", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("ctl: %w", err)
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("ctl: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("ctl: %w", err)
+	}
+	return l, nil
+}
+
+// Serve answers on l until ctx is done, then closes l (removing the
+// socket file).
+func Serve(ctx context.Context, l net.Listener, src Source) error {
+	srv := &http.Server{Handler: Handler(src), ReadHeaderTimeout: 5 * time.Second}
+	stop := context.AfterFunc(ctx, func() { srv.Close() })
+	defer stop()
+	err := srv.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Client queries a gswitchd over its control socket.
+type Client struct {
+	hc *http.Client
+}
+
+// NewClient returns a client for the socket at path; nothing is dialled
+// until a query.
+func NewClient(path string) *Client {
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}
+	return &Client{hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+}
+
+// Close releases idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// Ports returns /v1/ports.
+func (c *Client) Ports(ctx context.Context) ([]pipeline.PortInfo, error) {
+	var v []pipeline.PortInfo
+	return v, c.get(ctx, "/v1/ports", &v)
+}
+
+// Tables returns /v1/tables.
+func (c *Client) Tables(ctx context.Context) ([]pipeline.TableInfo, error) {
+	var v []pipeline.TableInfo
+	return v, c.get(ctx, "/v1/tables", &v)
+}
+
+// Flows returns /v1/flows.
+func (c *Client) Flows(ctx context.Context) ([]pipeline.FlowInfo, error) {
+	var v []pipeline.FlowInfo
+	return v, c.get(ctx, "/v1/flows", &v)
+}
+
+// Backend returns /v1/backend.
+func (c *Client) Backend(ctx context.Context) (gpu.EngineStats, error) {
+	var v gpu.EngineStats
+	return v, c.get(ctx, "/v1/backend", &v)
+}
+
+// Stats returns /v1/stats.
+func (c *Client) Stats(ctx context.Context) (Stats, error) {
+	var v Stats
+	return v, c.get(ctx, "/v1/stats", &v)
+}
+
+func (c *Client) get(ctx context.Context, path string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://gswitchd"+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("ctl: %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("ctl: %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e errorBody
+		_ = json.Unmarshal(body, &e)
+		return fmt.Errorf("ctl: %s: %s: %s", path, resp.Status, e.Error)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("ctl: %s: bad answer: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,388 @@
+package pipeline
+
+import (
+	"slices"
+	"time"
+
+	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/datapath/packet"
+	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/flow"
+)
+
+// done is pkt.next once a packet has left the pipeline.
+const done = -1
+
+// pkt is one packet on its way through the pipeline.
+type pkt struct {
+	data     []byte
+	inPort   uint32
+	key      flow.Key
+	next     int  // the table to look it up in next, or done
+	drop     bool // dropped: no further action runs
+	dirty    bool // data changed since key was parsed
+	metadata uint64
+	actset   []openflow.Action
+
+	// What a packet-in reports: the table and cookie of the entry whose
+	// action sent it, and whether that was a table-miss entry.
+	tableID uint8
+	cookie  uint64
+	miss    bool
+}
+
+// worker holds one goroutine's buffers for running batches: keys in SoA
+// order, lookup results, and the frames to send per port.
+type worker struct {
+	s    *Switch
+	pkts []pkt
+	idx  []int
+	keys []flow.Key
+	soa  []uint32
+	res  []flow.RuleID
+	tx   map[uint32][][]byte
+	now  int64
+
+	packetOut bool // running a PACKET_OUT: output:TABLE is allowed
+	resubmit  bool // output:TABLE was executed
+}
+
+func newWorker(s *Switch) *worker {
+	return &worker{s: s, tx: map[uint32][][]byte{}}
+}
+
+// Process runs a batch of frames received on port inPort through the
+// switch: key extraction (malformed frames are counted and dropped), the
+// flow tables (or, in standalone fail mode without a controller, MAC
+// learning) and the actions, then sends what the actions output. Frames
+// are edited in place: the caller gives them up.
+func (s *Switch) Process(inPort uint32, frames [][]byte) {
+	w := s.workers.Get().(*worker)
+	defer s.workers.Put(w)
+	w.begin()
+	in := s.ports[inPort]
+	for _, f := range frames {
+		p := pkt{data: f, inPort: inPort}
+		if r := packet.Parse(&p.key, f, inPort); r != packet.OK {
+			s.malformed[r].Add(1)
+			if in != nil {
+				in.rxDropped.Add(1)
+			}
+			continue
+		}
+		w.pkts = append(w.pkts, p)
+	}
+	if s.standalone() {
+		for i := range w.pkts {
+			w.normal(&w.pkts[i])
+		}
+	} else {
+		s.mu.RLock()
+		w.pipeline(0)
+		s.mu.RUnlock()
+	}
+	w.flush()
+}
+
+func (w *worker) begin() {
+	w.pkts = w.pkts[:0]
+	w.now = time.Now().UnixNano()
+	w.packetOut, w.resubmit = false, false
+}
+
+// pipeline runs every packet whose next table is from or later through
+// the tables, stage by stage: all packets at table t are classified in one
+// batch, then their instructions run; goto_table only goes forward, so one
+// pass over the tables finishes every packet.
+func (w *worker) pipeline(from int) {
+	for t := from; t < len(w.s.tables); t++ {
+		w.idx = w.idx[:0]
+		for i := range w.pkts {
+			if !w.pkts[i].drop && w.pkts[i].next == t {
+				w.idx = append(w.idx, i)
+			}
+		}
+		if len(w.idx) == 0 {
+			continue
+		}
+		tab := w.s.tables[t]
+		w.classify(tab)
+		for k, i := range w.idx {
+			w.applyEntry(&w.pkts[i], tab, w.res[k])
+		}
+	}
+}
+
+// classify looks the packets of w.idx up in tab through the classifier;
+// should it fail, the table's own (authoritative) copy answers.
+func (w *worker) classify(tab *table) {
+	w.keys = w.keys[:0]
+	for _, i := range w.idx {
+		p := &w.pkts[i]
+		if p.dirty {
+			p.reparse()
+		}
+		w.keys = append(w.keys, p.key)
+	}
+	n := len(w.keys)
+	w.res = slices.Grow(w.res[:0], n)[:n]
+	w.soa = flow.PackSoA(w.keys, tab.proj, w.soa)
+	if err := w.s.cfg.Classifier.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res); err != nil {
+		w.s.log.Error("pipeline: classifier lookup failed; table answered on the CPU", "table", tab.id, "err", err)
+		tab.ft.LookupBatch(w.keys, w.res)
+	}
+}
+
+// reparse extracts the key again after actions changed the frame, keeping
+// the pipeline fields.
+func (p *pkt) reparse() {
+	p.key = flow.Key{}
+	packet.Parse(&p.key, p.data, p.inPort)
+	p.setMetadata()
+	p.dirty = false
+}
+
+func (p *pkt) setMetadata() {
+	if p.metadata != 0 {
+		_ = p.key.SetUint(flow.FieldMetadata, p.metadata)
+	}
+}
+
+// applyEntry counts a lookup's result and runs the matched entry's
+// instructions (OpenFlow 1.3 §5.9 order). A miss without a table-miss
+// entry drops the packet.
+func (w *worker) applyEntry(p *pkt, tab *table, id flow.RuleID) {
+	tab.lookups.Add(1)
+	var e *entry
+	if id != flow.NoMatch {
+		e = tab.entry(id)
+	}
+	if e == nil {
+		w.s.missDrops.Add(1)
+		w.dropRx(p)
+		return
+	}
+	tab.matched.Add(1)
+	e.packets.Add(1)
+	e.bytes.Add(uint64(len(p.data)))
+	e.used.Store(w.now)
+	p.tableID, p.cookie = tab.id, e.fm.Cookie
+	p.miss = e.fm.Priority == 0 && e.fm.Match.Match.IsAll()
+	in := &e.fm.Instructions
+	if in.Has&openflow.HasApplyActions != 0 {
+		w.execList(p, in.Apply)
+		if p.drop {
+			return
+		}
+	}
+	if in.Has&openflow.HasClearActions != 0 {
+		p.actset = p.actset[:0]
+	}
+	if in.Has&openflow.HasWriteActions != 0 {
+		p.actset = writeActions(p.actset, in.Write)
+	}
+	if in.Has&openflow.HasWriteMetadata != 0 {
+		p.metadata = p.metadata&^in.MetadataMask | in.Metadata&in.MetadataMask
+		_ = p.key.SetUint(flow.FieldMetadata, p.metadata)
+	}
+	if in.Has&openflow.HasGotoTable != 0 && int(in.GotoTable) > int(tab.id) {
+		p.next = int(in.GotoTable)
+		return
+	}
+	p.next = done
+	w.execList(p, orderActionSet(p.actset))
+}
+
+func (w *worker) dropRx(p *pkt) {
+	p.drop = true
+	if in := w.s.ports[p.inPort]; in != nil {
+		in.rxDropped.Add(1)
+	}
+}
+
+// execList executes actions in order, stopping when one drops the packet.
+func (w *worker) execList(p *pkt, as []openflow.Action) {
+	for i := range as {
+		w.exec(p, &as[i])
+		if p.drop {
+			return
+		}
+	}
+}
+
+func (w *worker) exec(p *pkt, a *openflow.Action) {
+	ok := true
+	switch a.Kind {
+	case openflow.ActOutput:
+		w.output(p, a.Port, a.MaxLen)
+	case openflow.ActSetField:
+		ok = setField(p.data, a.Field, a.Value)
+		p.dirty = p.dirty || ok
+	case openflow.ActPushVLAN:
+		p.data, ok = pushVLAN(p.data, a.EthType)
+		p.dirty = p.dirty || ok
+	case openflow.ActPopVLAN:
+		p.data, ok = popVLAN(p.data)
+		p.dirty = p.dirty || ok
+	case openflow.ActSetNwTTL, openflow.ActDecNwTTL:
+		var alive bool
+		ok, alive = setTTL(p.data, a.Kind == openflow.ActDecNwTTL, a.TTL)
+		p.dirty = p.dirty || ok
+		if !alive {
+			w.dropRx(p)
+		}
+	case openflow.ActSetQueue:
+		// One queue per port: nothing to do.
+	default:
+		ok = false // groups, MPLS, PBB, copy-TTL: not executed by this datapath
+	}
+	if !ok {
+		w.s.unsupported.Add(1)
+	}
+}
+
+// writeActions merges actions into an action set: one action per kind,
+// one set-field per field, the later replacing the earlier (§5.10).
+func writeActions(set, as []openflow.Action) []openflow.Action {
+	for _, a := range as {
+		i := slices.IndexFunc(set, func(b openflow.Action) bool {
+			return b.Kind == a.Kind && (a.Kind != openflow.ActSetField || b.Field == a.Field)
+		})
+		if i >= 0 {
+			set[i] = a
+		} else {
+			set = append(set, a)
+		}
+	}
+	return set
+}
+
+// actionSetRank is the execution order of an action set (§5.10): copy TTL
+// in, pop, push-MPLS, push-PBB, push-VLAN, copy TTL out, decrement TTL,
+// set, qos, group, output.
+var actionSetRank = map[openflow.ActionKind]int{
+	openflow.ActCopyTTLIn: 0, openflow.ActPopVLAN: 1, openflow.ActPopMPLS: 1, openflow.ActPopPBB: 1,
+	openflow.ActPushMPLS: 2, openflow.ActPushPBB: 3, openflow.ActPushVLAN: 4, openflow.ActCopyTTLOut: 5,
+	openflow.ActDecMPLSTTL: 6, openflow.ActDecNwTTL: 6, openflow.ActSetField: 7, openflow.ActSetNwTTL: 7,
+	openflow.ActSetMPLSTTL: 7, openflow.ActSetQueue: 8, openflow.ActGroup: 9, openflow.ActOutput: 10,
+}
+
+// orderActionSet sorts an action set into execution order, in place; with
+// a group action the output action is not executed.
+func orderActionSet(set []openflow.Action) []openflow.Action {
+	slices.SortStableFunc(set, func(a, b openflow.Action) int { return actionSetRank[a.Kind] - actionSetRank[b.Kind] })
+	if slices.ContainsFunc(set, func(a openflow.Action) bool { return a.Kind == openflow.ActGroup }) {
+		set = slices.DeleteFunc(set, func(a openflow.Action) bool { return a.Kind == openflow.ActOutput })
+	}
+	return set
+}
+
+// output sends the packet, as it is now, to a port or reserved port.
+func (w *worker) output(p *pkt, port uint32, maxLen uint16) {
+	switch port {
+	case openflow.PortInPort:
+		w.emit(p.inPort, p.data)
+	case openflow.PortFlood, openflow.PortAll:
+		w.flood(p)
+	case openflow.PortController:
+		w.packetIn(p, maxLen)
+	case openflow.PortNormal:
+		w.normal(p)
+	case openflow.PortTable:
+		if w.packetOut {
+			w.resubmit = true
+		} else {
+			w.s.unsupported.Add(1)
+		}
+	default:
+		if port == p.inPort { // §4.5: a packet leaves by its in_port only through IN_PORT
+			w.s.noRoute.Add(1)
+			return
+		}
+		w.emit(port, p.data)
+	}
+}
+
+func (w *worker) flood(p *pkt) {
+	for _, sp := range w.s.portList {
+		if sp.no != p.inPort {
+			w.emit(sp.no, p.data)
+		}
+	}
+}
+
+// emit queues a copy of data for port no.
+func (w *worker) emit(no uint32, data []byte) {
+	sp := w.s.ports[no]
+	if sp == nil {
+		w.s.noRoute.Add(1)
+		return
+	}
+	if !sp.up() {
+		sp.txDropped.Add(1)
+		return
+	}
+	w.tx[no] = append(w.tx[no], append([]byte(nil), data...))
+}
+
+// packetIn sends the packet to the controllers: reason ACTION, or
+// NO_MATCH from a table-miss entry; at most maxLen bytes (the agent keeps
+// no buffers: OFP_NO_BUFFER).
+func (w *worker) packetIn(p *pkt, maxLen uint16) {
+	c := w.s.controller()
+	if c == nil {
+		w.s.noRoute.Add(1)
+		return
+	}
+	pi := &openflow.PacketIn{Reason: openflow.ReasonAction, TableID: p.tableID, Cookie: p.cookie, MaxLen: maxLen,
+		Data: append([]byte(nil), p.data...)}
+	if p.miss {
+		pi.Reason = openflow.ReasonNoMatch
+	}
+	pi.Match.SetInPort(p.inPort)
+	if p.metadata != 0 {
+		_ = pi.Match.SetExact(flow.FieldMetadata, p.metadata)
+	}
+	c.PacketIn(pi)
+}
+
+// flush sends the queued frames, one batch per port.
+func (w *worker) flush() {
+	for no, frames := range w.tx {
+		if len(frames) == 0 {
+			continue
+		}
+		sp := w.s.ports[no]
+		n, err := sp.dev.Send(frames)
+		if n < len(frames) {
+			sp.txDropped.Add(uint64(len(frames) - n))
+			if err != nil {
+				w.s.log.Debug("pipeline: send", "port", no, "sent", n, "of", len(frames), "err", err)
+			}
+		}
+		clear(frames)
+		w.tx[no] = frames[:0]
+	}
+}
+
+// PacketOut sends a controller's packet through its actions; output:TABLE
+// runs it through the flow tables from table 0.
+func (s *Switch) PacketOut(po *openflow.PacketOut) error {
+	w := s.workers.Get().(*worker)
+	defer s.workers.Put(w)
+	w.begin()
+	w.packetOut = true
+	w.pkts = append(w.pkts, pkt{data: append([]byte(nil), po.Data...), inPort: po.InPort})
+	p := &w.pkts[0]
+	parsed := packet.Parse(&p.key, p.data, po.InPort) == packet.OK
+	s.mu.RLock()
+	w.execList(p, po.Actions)
+	if w.resubmit && parsed && !p.drop {
+		p.next, p.actset = 0, nil
+		p.reparse()
+		w.pipeline(0)
+	}
+	s.mu.RUnlock()
+	w.flush()
+	return nil
+}

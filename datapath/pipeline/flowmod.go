@@ -1,0 +1,308 @@
+package pipeline
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/netrack/openflow/ofp"
+
+	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/flow"
+)
+
+// table is one flow table of the pipeline: the authoritative flow.Table,
+// the entries' instructions and counters by RuleID, and the projection the
+// classifier's copy of its image was built with.
+type table struct {
+	id      uint8
+	ft      *flow.Table
+	entries []*entry // by RuleID; nil where no rule lives
+	proj    []int    // the projection of the image the classifier holds
+
+	lookups, matched atomic.Uint64
+}
+
+// entry is one flow entry: the FLOW_MOD it was installed with (its match
+// and instructions kept as sent, for flow stats), and its counters.
+type entry struct {
+	fm      openflow.FlowMod
+	added   time.Time
+	packets atomic.Uint64
+	bytes   atomic.Uint64
+	used    atomic.Int64 // unix nanoseconds of the last hit (idle timeout)
+}
+
+func (t *table) entry(id flow.RuleID) *entry {
+	if int(id) < len(t.entries) {
+		return t.entries[id]
+	}
+	return nil
+}
+
+func (t *table) setEntry(id flow.RuleID, e *entry) {
+	for int(id) >= len(t.entries) {
+		t.entries = append(t.entries, nil)
+	}
+	t.entries[id] = e
+}
+
+// FlowMod applies an add, modify or delete; the classifier has the change
+// when it returns. A failed FlowMod changes nothing.
+func (s *Switch) FlowMod(fm *openflow.FlowMod) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch fm.Command {
+	case openflow.FlowAdd:
+		return s.addLocked(fm)
+	case openflow.FlowModify, openflow.FlowModifyStrict:
+		return s.modifyLocked(fm)
+	case openflow.FlowDelete, openflow.FlowDeleteStrict:
+		return s.deleteLocked(fm)
+	}
+	return &openflow.Error{Type: ofp.ErrTypeFlowModFailed, Code: ofp.ErrCodeFlowModFailedBadCommand, Detail: fmt.Sprintf("command %d", fm.Command)}
+}
+
+// checkGoto enforces OpenFlow 1.3 §5.1: goto_table only goes forward.
+func checkGoto(fm *openflow.FlowMod) error {
+	in := &fm.Instructions
+	if in.Has&openflow.HasGotoTable != 0 && in.GotoTable <= fm.TableID {
+		return &openflow.Error{Type: ofp.ErrTypeBadInstruction, Code: ofp.ErrCodeBadInstructionTableID,
+			Detail: fmt.Sprintf("goto_table %d from table %d: must go forward", in.GotoTable, fm.TableID)}
+	}
+	return nil
+}
+
+func (s *Switch) tableOf(id uint8) (*table, error) {
+	if int(id) >= len(s.tables) {
+		return nil, &openflow.Error{Type: ofp.ErrTypeFlowModFailed, Code: ofp.ErrCodeFlowModFailedBadTableID, Detail: fmt.Sprintf("table %d", id)}
+	}
+	return s.tables[id], nil
+}
+
+func (s *Switch) addLocked(fm *openflow.FlowMod) error {
+	t, err := s.tableOf(fm.TableID)
+	if err != nil {
+		return err
+	}
+	if err := checkGoto(fm); err != nil {
+		return err
+	}
+	var flags flow.AddFlags
+	if fm.Flags&openflow.FlagCheckOverlap != 0 {
+		flags = flow.CheckOverlap
+	}
+	r := flow.Rule{Match: fm.Match.Match, Priority: fm.Priority, Cookie: fm.Cookie}
+	id, replaced, err := t.ft.Add(r, flags)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	e := &entry{fm: *fm, added: now}
+	e.used.Store(now.UnixNano())
+	if old := t.entry(id); replaced && old != nil && fm.Flags&openflow.FlagResetCounts == 0 {
+		e.packets.Store(old.packets.Load())
+		e.bytes.Store(old.bytes.Load())
+	}
+	t.setEntry(id, e)
+	return s.syncLocked(t)
+}
+
+func (s *Switch) modifyLocked(fm *openflow.FlowMod) error {
+	t, err := s.tableOf(fm.TableID)
+	if err != nil {
+		return err
+	}
+	if err := checkGoto(fm); err != nil {
+		return err
+	}
+	sel := fm.Selector()
+	for _, id := range t.ft.Modify(sel, 0) {
+		e := t.entry(id)
+		if e == nil {
+			continue
+		}
+		ne := &entry{fm: e.fm, added: e.added}
+		ne.fm.Instructions, ne.fm.Wire = fm.Instructions, fm.Wire
+		ne.used.Store(e.used.Load())
+		if fm.Flags&openflow.FlagResetCounts == 0 {
+			ne.packets.Store(e.packets.Load())
+			ne.bytes.Store(e.bytes.Load())
+		}
+		t.entries[id] = ne
+	}
+	return nil
+}
+
+func (s *Switch) deleteLocked(fm *openflow.FlowMod) error {
+	for _, t := range s.selectTables(fm.TableID) {
+		sel := fm.Selector()
+		sel.Filter = t.outFilter(fm.OutPort, fm.OutGroup)
+		removed := t.ft.Delete(sel)
+		for _, r := range removed {
+			s.removedLocked(t, r.ID, openflow.RemovedDelete)
+		}
+		if len(removed) > 0 {
+			if err := s.syncLocked(t); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// removedLocked drops the entry of a rule already deleted from its table,
+// telling the controller when the entry asked for it.
+func (s *Switch) removedLocked(t *table, id flow.RuleID, reason uint8) {
+	e := t.entry(id)
+	if e == nil {
+		return
+	}
+	t.entries[id] = nil
+	if e.fm.Flags&openflow.FlagSendFlowRem == 0 {
+		return
+	}
+	c := s.controller()
+	if c == nil {
+		return
+	}
+	d := time.Since(e.added)
+	c.FlowRemoved(&openflow.FlowRemoved{
+		Cookie: e.fm.Cookie, Priority: e.fm.Priority, Reason: reason, TableID: t.id,
+		DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
+		IdleTimeout: e.fm.IdleTimeout, HardTimeout: e.fm.HardTimeout,
+		Packets: e.packets.Load(), Bytes: e.bytes.Load(), Match: e.fm.Match,
+	})
+}
+
+// syncLocked hands the table's changes to the classifier: the bubbles
+// since the last sync, or a whole image after a rebuild. Apply returns once
+// lookups issued after it see the change.
+func (s *Switch) syncLocked(t *table) error {
+	u := t.ft.Mirror().Sync()
+	if u.Full == nil && len(u.Bubbles) == 0 {
+		return nil
+	}
+	if err := s.cfg.Classifier.Apply(gpu.TableID(t.id), u); err != nil {
+		// The CPU copy is authoritative and already changed; reload the
+		// classifier's copy whole so that the two agree again.
+		s.log.Error("pipeline: classifier rejected an update; reloading the table", "table", t.id, "err", err)
+		if lerr := s.cfg.Classifier.Load(gpu.TableID(t.id), gpu.Flow, t.ft.Mirror().Image().Clone()); lerr != nil {
+			return fmt.Errorf("pipeline: table %d: reload after a rejected update: %w", t.id, lerr)
+		}
+	}
+	if u.Full != nil {
+		t.proj = t.ft.UsedWords()
+	}
+	return nil
+}
+
+func (s *Switch) selectTables(id uint8) []*table {
+	if id == openflow.TableAll {
+		return s.tables
+	}
+	if int(id) < len(s.tables) {
+		return s.tables[id : id+1]
+	}
+	return nil
+}
+
+// outFilter selects the rules with an output to port and a group action
+// to group (PortAny, GroupAny: no condition).
+func (t *table) outFilter(port, group uint32) func(flow.RuleID, *flow.Rule) bool {
+	if port == openflow.PortAny && group == openflow.GroupAny {
+		return nil
+	}
+	return func(id flow.RuleID, _ *flow.Rule) bool {
+		e := t.entry(id)
+		return e != nil && outputsTo(&e.fm.Instructions, port, group)
+	}
+}
+
+func outputsTo(in *openflow.Instructions, port, group uint32) bool {
+	has := func(k openflow.ActionKind, v uint32) bool {
+		for _, as := range [][]openflow.Action{in.Apply, in.Write} {
+			for _, a := range as {
+				if a.Kind == k && (k == openflow.ActOutput && a.Port == v || k == openflow.ActGroup && a.ID == v) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return (port == openflow.PortAny || has(openflow.ActOutput, port)) &&
+		(group == openflow.GroupAny || has(openflow.ActGroup, group))
+}
+
+// FlowStats returns the entries the request selects, their match and
+// instructions as installed.
+func (s *Switch) FlowStats(req *openflow.FlowStatsRequest) ([]openflow.FlowStats, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []openflow.FlowStats
+	now := time.Now()
+	for _, t := range s.selectTables(req.TableID) {
+		for _, e := range t.entries {
+			if e == nil || (e.fm.Cookie^req.Cookie)&req.CookieMask != 0 ||
+				!req.Match.Match.Covers(&e.fm.Match.Match) ||
+				!outputsTo(&e.fm.Instructions, req.OutPort, req.OutGroup) {
+				continue
+			}
+			out = append(out, e.stats(t.id, now))
+		}
+	}
+	return out, nil
+}
+
+func (e *entry) stats(tid uint8, now time.Time) openflow.FlowStats {
+	d := now.Sub(e.added)
+	return openflow.FlowStats{
+		TableID: tid, DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
+		Priority: e.fm.Priority, IdleTimeout: e.fm.IdleTimeout, HardTimeout: e.fm.HardTimeout,
+		Flags: e.fm.Flags, Cookie: e.fm.Cookie, Packets: e.packets.Load(), Bytes: e.bytes.Load(),
+		Match: e.fm.Match, Instructions: e.fm.Instructions, Wire: e.fm.Wire,
+	}
+}
+
+// Expire removes the entries whose idle or hard timeout has passed at now,
+// sending FLOW_REMOVED for those installed with send_flow_rem, and returns
+// how many it removed. The daemon calls it periodically (RunExpiry).
+func (s *Switch) Expire(now time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, t := range s.tables {
+		removed := 0
+		for id, e := range t.entries {
+			reason, ok := e.expired(now)
+			if !ok {
+				continue
+			}
+			t.ft.DeleteID(flow.RuleID(id))
+			s.removedLocked(t, flow.RuleID(id), reason)
+			removed++
+		}
+		if removed > 0 {
+			if err := s.syncLocked(t); err != nil {
+				s.log.Error("pipeline: expiry", "table", t.id, "err", err)
+			}
+		}
+		n += removed
+	}
+	return n
+}
+
+// expired says whether e's hard or idle timeout has passed, and which.
+func (e *entry) expired(now time.Time) (uint8, bool) {
+	if e == nil {
+		return 0, false
+	}
+	if h := e.fm.HardTimeout; h != 0 && now.Sub(e.added) >= time.Duration(h)*time.Second {
+		return openflow.RemovedHardTimeout, true
+	}
+	if i := e.fm.IdleTimeout; i != 0 && now.UnixNano()-e.used.Load() >= int64(time.Duration(i)*time.Second) {
+		return openflow.RemovedIdleTimeout, true
+	}
+	return 0, false
+}

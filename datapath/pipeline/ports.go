@@ -1,0 +1,122 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/netrack/openflow/ofp"
+
+	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/datapath/afpacket"
+)
+
+// swPort is one port of the switch: its device and the counters the
+// switch keeps beside the device's own.
+type swPort struct {
+	no    uint32
+	dev   Device
+	added time.Time
+
+	rxDropped atomic.Uint64 // frames received and dropped: malformed, no rule, no route
+	txDropped atomic.Uint64 // frames the device refused or could not take
+}
+
+// OpenFlow port config and state bits (enum ofp_port_config, ofp_port_state)
+// and the speed advertised for veth and other virtual links.
+const (
+	portConfigDown = 1 << 0
+	portStateDown  = 1 << 0
+	portStateLive  = 1 << 2
+	feature10GbFD  = 1 << 6
+	featureCopper  = 1 << 11
+	speed10G       = 10_000_000 // kbps
+)
+
+// desc describes the port as ofp_port.
+func (p *swPort) desc() openflow.Port {
+	l := p.dev.Link()
+	op := openflow.Port{No: p.no, Name: l.Name, Curr: feature10GbFD | featureCopper, CurrSpeed: speed10G, MaxSpeed: speed10G}
+	copy(op.HWAddr[:], l.MAC)
+	if !l.AdminUp {
+		op.Config |= portConfigDown
+	}
+	if l.OperUp {
+		op.State |= portStateLive
+	} else {
+		op.State |= portStateDown
+	}
+	return op
+}
+
+// up reports whether frames can leave through the port.
+func (p *swPort) up() bool {
+	l := p.dev.Link()
+	return l.AdminUp && l.OperUp && !l.Deleted
+}
+
+// Ports describes the ports (OFPMP_PORT_DESC), ascending.
+func (s *Switch) Ports() []openflow.Port {
+	out := make([]openflow.Port, len(s.portList))
+	for i, p := range s.portList {
+		out[i] = p.desc()
+	}
+	return out
+}
+
+// PortStats returns the counters of one port, or of every port for
+// PortAny: the device's receive and transmit counters, the frames the
+// switch dropped (rx_dropped: malformed, table miss, no route; tx_dropped:
+// refused by the device) and the kernel's ring drops (rx_over_err).
+func (s *Switch) PortStats(no uint32) ([]openflow.PortStats, error) {
+	var out []openflow.PortStats
+	for _, p := range s.portList {
+		if no == openflow.PortAny || no == p.no {
+			out = append(out, p.stats())
+		}
+	}
+	if len(out) == 0 {
+		return nil, &openflow.Error{Type: ofp.ErrTypeBadRequest, Code: ofp.ErrCodeBadRequestBadPort, Detail: fmt.Sprintf("no port %d", no)}
+	}
+	return out, nil
+}
+
+func (p *swPort) stats() openflow.PortStats {
+	st, _ := p.dev.Stats() // a closed device still reports its counters
+	d := time.Since(p.added)
+	return openflow.PortStats{
+		PortNo: p.no, RxPackets: st.RxPackets, TxPackets: st.TxPackets, RxBytes: st.RxBytes, TxBytes: st.TxBytes,
+		RxDropped: p.rxDropped.Load(), TxDropped: p.txDropped.Load() + st.TxErrors,
+		RxErrors: st.RxErrors, TxErrors: st.TxErrors, RxOverErr: st.RingDrops,
+		DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
+	}
+}
+
+// WatchPort forwards the link events of port no (a closed channel ends
+// it) to the controller as PORT_STATUS (reason MODIFY, or DELETE for an
+// interface that went away), until ctx is done.
+func (s *Switch) WatchPort(ctx context.Context, no uint32, events <-chan afpacket.LinkInfo) {
+	p := s.ports[no]
+	if p == nil || events == nil {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case l, ok := <-events:
+			if !ok {
+				return
+			}
+			s.log.Info("port state", "port", no, "link", l.String())
+			reason := uint8(openflow.PortModified)
+			if l.Deleted {
+				reason = openflow.PortDeleted
+			}
+			if c := s.controller(); c != nil {
+				c.PortStatus(&openflow.PortStatus{Reason: reason, Port: p.desc()})
+			}
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/gswitch/gswitch/datapath/afpacket"
+)
+
+// idlePoll bounds a wait for frames while no batch is open, so that the
+// loop notices a cancelled context even on a silent port.
+const idlePoll = 200 * time.Millisecond
+
+// batcher collects one port's frames into a batch: copies (the actions
+// edit them, and the ring block must go back to the kernel), the tag the
+// kernel removed put back.
+type batcher struct {
+	frames [][]byte
+	arena  []byte
+	oldest time.Time
+	cap    int
+}
+
+func newBatcher(capacity int) *batcher {
+	return &batcher{frames: make([][]byte, 0, capacity), arena: make([]byte, 0, capacity*2048), cap: capacity}
+}
+
+func (b *batcher) add(f *afpacket.Frame, now time.Time) {
+	if len(b.frames) == 0 {
+		b.oldest = now
+	}
+	start := len(b.arena)
+	if f.Tagged {
+		b.arena = insertTag(b.arena, f.Data, f.TPID, f.TCI)
+	} else {
+		b.arena = append(b.arena, f.Data...)
+	}
+	b.frames = append(b.frames, b.arena[start:len(b.arena):len(b.arena)])
+}
+
+func (b *batcher) full() bool { return len(b.frames) >= b.cap }
+
+func (b *batcher) reset() {
+	clear(b.frames)
+	b.frames = b.frames[:0]
+	b.arena = b.arena[:0]
+}
+
+// RunPort is port no's datapath loop: it reads TPACKET_V3 blocks from src,
+// gathers their frames into batches and runs each batch through the switch
+// (Process) when it is full (Config.BatchSize) or its oldest frame has
+// waited Config.MaxDelay. It returns nil when ctx is done or src is
+// closed, else the read error.
+func (s *Switch) RunPort(ctx context.Context, no uint32, src *afpacket.Port) error {
+	b := newBatcher(s.cfg.BatchSize)
+	var f afpacket.Frame
+	for ctx.Err() == nil {
+		wait := idlePoll
+		if len(b.frames) > 0 {
+			wait = max(s.cfg.MaxDelay-time.Since(b.oldest), 0)
+		}
+		blk, err := src.ReadBlock(wait)
+		if err != nil {
+			if errors.Is(err, afpacket.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		if blk != nil {
+			now := time.Now()
+			for blk.Next(&f) {
+				b.add(&f, now)
+				if b.full() {
+					s.Process(no, b.frames)
+					b.reset()
+				}
+			}
+			blk.Release()
+		}
+		if len(b.frames) > 0 && (blk == nil || time.Since(b.oldest) >= s.cfg.MaxDelay) {
+			s.Process(no, b.frames)
+			b.reset()
+		}
+	}
+	return nil
+}
+
+// RunExpiry removes timed-out flow entries every interval until ctx is
+// done.
+func (s *Switch) RunExpiry(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			s.Expire(now)
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package pipeline
+
+import (
+	"time"
+
+	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/datapath/packet"
+	"github.com/gswitch/gswitch/tables/flow"
+)
+
+// PortInfo is a port's description and counters, for the control socket
+// and metrics.
+type PortInfo struct {
+	Desc  openflow.Port
+	Up    bool
+	Stats openflow.PortStats
+}
+
+// TableInfo is a table's counters and its classifier's figures.
+type TableInfo struct {
+	ID      uint8
+	Active  int
+	Lookups uint64
+	Matched uint64
+	Flow    flow.Stats
+}
+
+// FlowInfo is one flow entry in text (the match as tables/flow writes it,
+// the instructions in ovs-ofctl's words) with its counters.
+type FlowInfo struct {
+	Table        uint8
+	Priority     uint16
+	Cookie       uint64
+	Match        string
+	Instructions string
+	IdleTimeout  uint16
+	HardTimeout  uint16
+	Flags        uint16
+	Packets      uint64
+	Bytes        uint64
+	Duration     time.Duration
+}
+
+// Counters are the switch's own drop and mode counters.
+type Counters struct {
+	Malformed   map[string]uint64 // by packet.Reason name
+	MissDrops   uint64            // table misses without a table-miss entry
+	NoRoute     uint64            // outputs to a missing port, the in port, or LOCAL
+	Unsupported uint64            // actions not executed
+	Learned     int               // MAC addresses in the learning table
+	Standalone  bool              // acting as a learning switch now
+	FailMode    string
+}
+
+// PortInfos describes every port.
+func (s *Switch) PortInfos() []PortInfo {
+	out := make([]PortInfo, len(s.portList))
+	for i, p := range s.portList {
+		out[i] = PortInfo{Desc: p.desc(), Up: p.up(), Stats: p.stats()}
+	}
+	return out
+}
+
+// TableInfos describes every table.
+func (s *Switch) TableInfos() []TableInfo {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]TableInfo, len(s.tables))
+	for i, t := range s.tables {
+		out[i] = TableInfo{ID: t.id, Active: t.ft.Len(), Lookups: t.lookups.Load(), Matched: t.matched.Load(), Flow: t.ft.Stats()}
+	}
+	return out
+}
+
+// Flows dumps every flow entry, table by table.
+func (s *Switch) Flows() []FlowInfo {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []FlowInfo
+	now := time.Now()
+	for _, t := range s.tables {
+		for _, e := range t.entries {
+			if e == nil {
+				continue
+			}
+			out = append(out, FlowInfo{
+				Table: t.id, Priority: e.fm.Priority, Cookie: e.fm.Cookie, Match: e.fm.Match.Match.String(),
+				Instructions: FormatInstructions(&e.fm.Instructions), IdleTimeout: e.fm.IdleTimeout,
+				HardTimeout: e.fm.HardTimeout, Flags: uint16(e.fm.Flags), Packets: e.packets.Load(),
+				Bytes: e.bytes.Load(), Duration: now.Sub(e.added),
+			})
+		}
+	}
+	return out
+}
+
+// Counters returns the switch's own counters.
+func (s *Switch) Counters() Counters {
+	c := Counters{Malformed: map[string]uint64{}, MissDrops: s.missDrops.Load(), NoRoute: s.noRoute.Load(),
+		Unsupported: s.unsupported.Load(), Learned: s.learn.len(), Standalone: s.standalone(), FailMode: s.cfg.FailMode.String()}
+	for r := packet.Reason(1); r < packet.NumReasons; r++ {
+		c.Malformed[r.String()] = s.malformed[r].Load()
+	}
+	return c
+}

@@ -1,0 +1,252 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/gswitch/gswitch/datapath/packet"
+	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/bubble"
+	"github.com/gswitch/gswitch/tables/flow"
+)
+
+// Classifier is what the switch needs of a lookup backend: gpu.Engine (and
+// every gpu.Backend) has it. A table's image is loaded once and then kept
+// current with the updates of its mirror; lookups take keys packed with
+// flow.PackSoA over the table's projection.
+type Classifier interface {
+	Load(id gpu.TableID, kind gpu.Kind, im *bubble.Image) error
+	Apply(id gpu.TableID, u bubble.Update) error
+	LookupFlow(id gpu.TableID, soa []uint32, n int, out []flow.RuleID) error
+}
+
+// Device is one port's interface as the switch uses it: *afpacket.Port has
+// these methods; tests use fakes.
+type Device interface {
+	Send(frames [][]byte) (int, error)
+	Link() afpacket.LinkInfo
+	Stats() (afpacket.Stats, error)
+}
+
+// Controller receives the asynchronous messages and says whether any
+// controller is connected: *openflow.Agent has these methods.
+type Controller interface {
+	PacketIn(pi *openflow.PacketIn) int
+	FlowRemoved(fr *openflow.FlowRemoved) int
+	PortStatus(ps *openflow.PortStatus) int
+	Connections() int
+}
+
+// FailMode says what the switch does while no controller is connected.
+type FailMode uint8
+
+const (
+	// FailSecure keeps forwarding by the flow tables alone (the default).
+	FailSecure FailMode = iota
+	// FailStandalone makes the switch an L2 learning switch while no
+	// controller is connected.
+	FailStandalone
+)
+
+// String returns "secure" or "standalone".
+func (m FailMode) String() string {
+	if m == FailStandalone {
+		return "standalone"
+	}
+	return "secure"
+}
+
+// ParseFailMode reads "secure" or "standalone".
+func ParseFailMode(s string) (FailMode, error) {
+	switch s {
+	case "secure", "":
+		return FailSecure, nil
+	case "standalone":
+		return FailStandalone, nil
+	}
+	return 0, fmt.Errorf("fail mode %q: want secure or standalone", s)
+}
+
+// Config configures a Switch. Zero fields take the defaults.
+type Config struct {
+	DatapathID uint64
+	// Tables is the number of flow tables (default 4, at most 254).
+	Tables int
+	// MaxFlows bounds each table's entries (default 65536).
+	MaxFlows int
+	// Algo is the classifier of every table (default tuple search).
+	Algo flow.Algo
+	// Classifier serves the lookups (required).
+	Classifier Classifier
+	FailMode   FailMode
+	// MaxDelay bounds how long a received frame waits for its batch to
+	// fill (default 100µs); BatchSize is the batch's capacity (default 256).
+	MaxDelay  time.Duration
+	BatchSize int
+	// LearnAge is how long a learned MAC address stays (default 300 s).
+	LearnAge time.Duration
+	Logger   *slog.Logger
+}
+
+func (c *Config) normalize() error {
+	if c.Tables == 0 {
+		c.Tables = 4
+	}
+	if c.Tables < 1 || c.Tables > int(openflow.TableMax) {
+		return fmt.Errorf("pipeline: %d tables: want 1..%d", c.Tables, openflow.TableMax)
+	}
+	if c.MaxFlows == 0 {
+		c.MaxFlows = 1 << 16
+	}
+	if c.Classifier == nil {
+		return errors.New("pipeline: no classifier")
+	}
+	if c.MaxDelay <= 0 {
+		c.MaxDelay = 100 * time.Microsecond
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 256
+	}
+	if c.LearnAge <= 0 {
+		c.LearnAge = 300 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Switch is an OpenFlow 1.3 switch over flow tables classified by a
+// Classifier and ports given as Devices. See the package documentation.
+type Switch struct {
+	cfg   Config
+	log   *slog.Logger
+	start time.Time
+
+	// mu orders control against the datapath: FlowMod, expiry and every
+	// change of the tables, their entries and the classifier's images take
+	// it for writing; a batch holds it for reading from its first lookup to
+	// its last action. So when a change returns, no batch decided with the
+	// old state is still deciding.
+	mu     sync.RWMutex
+	tables []*table
+
+	ports    map[uint32]*swPort // fixed before Start
+	portList []*swPort          // ascending port number
+
+	ctrl    atomic.Pointer[controllerBox]
+	learn   macTable
+	workers sync.Pool
+
+	malformed   [packet.NumReasons]atomic.Uint64
+	unsupported atomic.Uint64 // actions the switch cannot execute (dropped)
+	noRoute     atomic.Uint64 // outputs to a missing or down port
+	missDrops   atomic.Uint64 // table misses without a table-miss flow
+}
+
+type controllerBox struct{ c Controller }
+
+// New returns a switch with empty tables, their images loaded into the
+// classifier.
+func New(cfg Config) (*Switch, error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	s := &Switch{cfg: cfg, log: cfg.Logger, start: time.Now(), ports: map[uint32]*swPort{}}
+	s.learn.init(cfg.LearnAge)
+	for i := range cfg.Tables {
+		ft, err := flow.NewTable(flow.Config{Algo: cfg.Algo, MaxEntries: cfg.MaxFlows, Seed: uint64(i) + 1})
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: table %d: %w", i, err)
+		}
+		t := &table{id: uint8(i), ft: ft}
+		u := ft.Mirror().Sync()
+		if u.Full == nil {
+			return nil, fmt.Errorf("pipeline: table %d: first sync carried no image", i)
+		}
+		if err := cfg.Classifier.Load(gpu.TableID(i), gpu.Flow, u.Full); err != nil {
+			return nil, fmt.Errorf("pipeline: table %d: load: %w", i, err)
+		}
+		t.proj = ft.UsedWords()
+		s.tables = append(s.tables, t)
+	}
+	s.workers.New = func() any { return newWorker(s) }
+	return s, nil
+}
+
+// SetController connects the switch to its controller side (the agent).
+func (s *Switch) SetController(c Controller) { s.ctrl.Store(&controllerBox{c}) }
+
+func (s *Switch) controller() Controller {
+	if b := s.ctrl.Load(); b != nil {
+		return b.c
+	}
+	return nil
+}
+
+// standalone reports whether the switch acts as a learning switch now.
+func (s *Switch) standalone() bool {
+	if s.cfg.FailMode != FailStandalone {
+		return false
+	}
+	c := s.controller()
+	return c == nil || c.Connections() == 0
+}
+
+// AddPort attaches a device as OpenFlow port no (1..PortMax). Ports are
+// added before traffic starts; the set is fixed afterwards.
+func (s *Switch) AddPort(no uint32, dev Device) error {
+	if no == 0 || no > openflow.PortMax {
+		return fmt.Errorf("pipeline: port number %d: want 1..%d", no, openflow.PortMax)
+	}
+	if _, dup := s.ports[no]; dup {
+		return fmt.Errorf("pipeline: port number %d given twice", no)
+	}
+	p := &swPort{no: no, dev: dev, added: time.Now()}
+	s.ports[no] = p
+	s.portList = append(s.portList, p)
+	slices.SortFunc(s.portList, func(a, b *swPort) int { return int(int64(a.no) - int64(b.no)) })
+	return nil
+}
+
+// Features describes the switch (FEATURES_REPLY).
+func (s *Switch) Features() openflow.Features {
+	return openflow.Features{
+		DatapathID:   s.cfg.DatapathID,
+		NTables:      uint8(len(s.tables)),
+		Capabilities: openflow.CapFlowStats | openflow.CapTableStats | openflow.CapPortStats,
+		MaxEntries:   uint32(s.cfg.MaxFlows),
+		Desc: openflow.Desc{
+			Manufacturer: "gswitch", Hardware: "gswitch datapath (AF_PACKET)",
+			Software: "gswitchd", Serial: "none", Datapath: fmt.Sprintf("dpid %#016x", s.cfg.DatapathID),
+		},
+	}
+}
+
+// Barrier returns once every earlier change is visible to the datapath.
+// Changes are applied to the classifier before FlowMod returns, under the
+// write lock that batches hold for reading, so taking and releasing it is
+// enough: it waits for a change still in progress on another connection.
+func (s *Switch) Barrier() error {
+	s.mu.Lock()
+	s.mu.Unlock() //nolint:staticcheck // an empty critical section is the point
+	return nil
+}
+
+// TableStats returns one entry per table.
+func (s *Switch) TableStats() []openflow.TableStats {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]openflow.TableStats, len(s.tables))
+	for i, t := range s.tables {
+		out[i] = openflow.TableStats{TableID: t.id, Active: uint32(t.ft.Len()), Lookups: t.lookups.Load(), Matched: t.matched.Load()}
+	}
+	return out
+}
