@@ -183,11 +183,15 @@ func startGswitchd(t *testing.T, tp *topo, extra ...string) *daemon {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
-	go func() { d.cmd.Wait(); close(exited) }()
+	var waitErr error
+	go func() { waitErr = d.cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		d.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-exited:
+			if waitErr != nil {
+				t.Errorf("gswitchd did not exit cleanly on SIGTERM: %v", waitErr)
+			}
 		case <-time.After(5 * time.Second):
 			t.Errorf("gswitchd did not stop within 5s of SIGTERM")
 			d.cmd.Process.Kill()

@@ -1,6 +1,3 @@
-// Command gswitchd is gswitch's data-plane agent: an OpenFlow 1.3 switch
-// whose ports are Linux interfaces (AF_PACKET, TPACKET_V3) and whose flow
-// tables are classified on a GPU or on the CPU. See doc.go.
 package main
 
 import (

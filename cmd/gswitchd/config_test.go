@@ -1,0 +1,96 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// loadArgs parses a command line and builds its configuration.
+func loadArgs(t *testing.T, args ...string) (*settings, error) {
+	t.Helper()
+	f := newFlags()
+	if err := f.fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return f.load()
+}
+
+func TestDefaultConfig(t *testing.T) {
+	st, err := loadArgs(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.dpid != 1 || st.Tables != 4 || st.Backend != "auto" || st.MaxDelay != 100*time.Microsecond ||
+		st.CtlSocket != "/run/gswitchd.sock" || st.failMode.String() != "secure" || len(st.Ports) != 0 {
+		t.Fatalf("embedded default: %+v", st)
+	}
+}
+
+func TestFileThenFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "g.yaml")
+	yaml := "datapath_id: 0xabc\ntables: 8\nmax_delay: 2ms\nports:\n  - {number: 3, interface: lo}\ncontrollers: [\"tcp:127.0.0.1:6653\"]\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := loadArgs(t, "--config", file, "--tables", "2", "--datapath-id", "77", "--gpus", "0,1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.dpid != 77 || st.Tables != 2 || st.MaxDelay != 2*time.Millisecond || len(st.Ports) != 1 || st.Ports[0].Number != 3 ||
+		len(st.Controllers) != 1 || len(st.GPUs) != 2 {
+		t.Fatalf("file then flags: %+v", st)
+	}
+	st, err = loadArgs(t, "--config", file, "--port", "5=lo")
+	if err != nil || len(st.Ports) != 1 || st.Ports[0].Number != 5 {
+		t.Fatalf("--port replaces the file's ports: %+v, %v", st, err)
+	}
+}
+
+// TestConfigMistakes: every mistake is a one-line configuration error that
+// names what is wrong.
+func TestConfigMistakes(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--datapath-id", "0"}, "datapath id"},
+		{[]string{"--datapath-id", "0x"}, "datapath id"},
+		{[]string{"--datapath-id", "18446744073709551616"}, "datapath id"},
+		{[]string{"--port", "1=no-such-if0"}, "unknown interface \"no-such-if0\""},
+		{[]string{"--port", "1=lo", "--port", "1=lo"}, "port number 1 given twice"},
+		{[]string{"--port", "0=lo"}, "port numbers are 1.."},
+		{[]string{"--port", "lo"}, "want N=IFNAME"},
+		{[]string{"--controller", "ptcp:6653"}, "want tcp:HOST"},
+		{[]string{"--controller", "tls:1.2.3.4:6653"}, "TLS is not supported"},
+		{[]string{"--listen", "tcp:1.2.3.4"}, "want ptcp:PORT"},
+		{[]string{"--fail-mode", "open"}, "fail mode"},
+		{[]string{"--backend", "tpu"}, "backend \"tpu\""},
+		{[]string{"--tables", "0"}, "tables 0"},
+		{[]string{"--max-delay", "-1s"}, "max delay"},
+		{[]string{"--min-batch", "0"}, "min batch"},
+		{[]string{"--gpus", "a"}, "--gpus"},
+		{[]string{"--log-level", "loud"}, "log level"},
+		{[]string{"--config", filepath.Join(dir, "missing.yaml")}, "--config"},
+		{[]string{"--config", write("unknown.yaml", "datapath: 1\n")}, "field datapath not found"},
+		{[]string{"--config", write("bad.yaml", "tables: [\n")}, "bad.yaml"},
+		{[]string{"--config", write("type.yaml", "tables: many\n")}, "type.yaml"},
+	}
+	for _, c := range cases {
+		_, err := loadArgs(t, c.args...)
+		if err == nil || !errors.Is(err, errConfig) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: error %v, want a one-line configuration error containing %q", c.args, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,37 @@
+// Command gswitchd is gswitch's data-plane agent: an OpenFlow 1.3 switch
+// whose ports are Linux interfaces (veth ends, bridge ports, NICs) attached
+// through AF_PACKET TPACKET_V3 rings, whose flow tables are classified by
+// the gpu Engine (a GPU where one opens, the CPU otherwise or for small
+// batches), and which controllers (os-ken/Ryu, ONOS, ovs-ofctl) drive over
+// OpenFlow. The switch core is package datapath/pipeline; the control
+// socket is datapath/pipeline/ctl.
+//
+// Usage:
+//
+//	gswitchd [--config FILE] [--port N=IFNAME]... [--controller tcp:HOST:PORT]...
+//	         [--listen ptcp:PORT]... [--datapath-id N] [--fail-mode secure|standalone]
+//	         [--backend auto|cpu|gpu] [--gpus LIST] [--max-delay D] [--min-batch N]
+//	         [--batch-size N] [--tables N] [--max-flows N] [--metrics ADDR]
+//	         [--ctl-socket PATH] [--log-level LEVEL] [--print-config]
+//
+// Configuration comes from three layers: the embedded default
+// (default.yaml), the YAML file of --config (unknown keys are errors; keys
+// it omits keep their defaults), and the flags, each of which overrides
+// its key; a repeatable flag (--port, --controller, --listen) given at all
+// replaces the file's whole list. The configuration is checked completely
+// before anything starts (interfaces must exist, port numbers and names
+// unique, targets well formed, numbers in range), and every mistake is a
+// one-line error with exit status 2. --print-config prints the effective
+// configuration and exits.
+//
+// At start gswitchd opens the backend (gpu.Open), the switch, one
+// afpacket port per configured interface (promiscuous), the control
+// socket (mode 0600) and the metrics listener; then it runs one datapath
+// goroutine per port, one link watcher per port (PORT_STATUS), the flow
+// expiry, the OpenFlow agent (passive listeners and active controllers,
+// reconnecting with back-off), the control socket server and the metrics
+// server. Logs are structured (log/slog, text) on stderr. SIGINT or
+// SIGTERM stop it gracefully: the agent's connections close, the ports
+// close (waking their readers), the control socket is removed, the
+// backend is closed; exit status 0.
+package main

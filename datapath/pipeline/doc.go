@@ -1,0 +1,112 @@
+// Package pipeline is gswitch's switch core: an OpenFlow 1.3 switch
+// (it implements controlproto/openflow's Switch) whose flow tables are
+// tables/flow tables classified through a gpu.Engine, and whose ports are
+// Linux interfaces read and written through datapath/afpacket. It is the
+// "datapath" of DESIGN.md's flow of a packet, steps 1 to 4, and the
+// receiving end of the flow of an update, steps 2 to 6.
+//
+// # Tables and updates
+//
+// The pipeline has Config.Tables flow tables, table i being gpu table id
+// i. Each is a flow.Table (the authoritative CPU copy, OpenFlow 1.3
+// add/modify/delete semantics, the device image and its write bubbles)
+// plus, per RuleID, an entry: the FLOW_MOD as installed (its match and
+// instructions kept as the controller sent them, so flow stats echo them
+// byte for byte), the time it was added, and atomic counters (packets,
+// bytes, last hit for the idle timeout). New loads each table's first,
+// whole image into the Classifier; after every change the table's mirror
+// is synced and the Update applied (Classifier.Apply: the bubbles, or a
+// whole image after a rebuild, when the projection the keys are packed
+// with is refreshed too). Should the classifier reject an update, the
+// table's image is reloaded whole: the CPU copy is authoritative.
+//
+// FLOW_MOD: add (check_overlap → flow.CheckOverlap; an identical match and
+// priority replaces the entry, its counters kept unless reset_counts),
+// modify and modify_strict (instructions replaced, counters kept unless
+// reset_counts; a modify never adds), delete and delete_strict (all tables
+// for OFPTT_ALL, out_port/out_group filters, FLOW_REMOVED with reason
+// DELETE for entries with send_flow_rem). goto_table must go forward
+// (§5.1: OFPBIC_BAD_TABLE_ID otherwise). Expire, run every 250 ms by
+// RunExpiry, removes entries past their hard or idle timeout with
+// FLOW_REMOVED reason HARD_TIMEOUT or IDLE_TIMEOUT.
+//
+// # The flow of a packet
+//
+// RunPort is one goroutine per port: it reads TPACKET_V3 blocks, copies
+// each frame into the batch's arena (putting back the VLAN tag the kernel
+// took off on receive, so that actions and outputs see the frame as it was
+// on the wire), and hands the batch to Process when it holds
+// Config.BatchSize frames or its oldest frame has waited Config.MaxDelay.
+// The afpacket block timeout is set to that delay too (at its 1 ms
+// resolution), so the kernel does not hold frames longer.
+//
+// Process parses every frame once (datapath/packet); a malformed frame is
+// counted by reason and dropped. Then, stage by stage (table 0, 1, ...),
+// the packets waiting at a table are classified in one batch: their keys
+// packed with flow.PackSoA over the table's projection and looked up by
+// Classifier.LookupFlow, which sends batches of at least the Engine's
+// min-batch to a GPU and smaller ones to the CPU. (If the lookup fails,
+// the flow.Table answers: same rules, same ranking.) Each packet's entry
+// then runs its instructions in OpenFlow order: apply-actions at once,
+// clear-actions, write-actions into the action set (one per kind, one
+// set-field per field), write-metadata (also written into the key), and
+// goto-table, which makes the packet wait at a later table; goto only goes
+// forward, so one pass over the tables finishes the batch. A packet whose
+// actions changed the frame is parsed again before its next lookup. When
+// a packet leaves the pipeline its action set runs in the order of §5.10
+// (a group suppresses output). A miss without a table-miss entry drops
+// (OpenFlow 1.3's default).
+//
+// Actions: output to a port, IN_PORT, FLOOD and ALL (every port but the
+// input), CONTROLLER (a PACKET_IN of reason ACTION — NO_MATCH when the
+// entry is a table-miss entry, priority 0 and match-all — carrying
+// max_len bytes with OFP_NO_BUFFER, the in_port and metadata in its
+// match), NORMAL (the learning switch below), TABLE (PACKET_OUT only);
+// LOCAL and output to the input port are counted as no-route. set_field
+// for eth_src/dst, vlan_vid/pcp, ipv4_src/dst, ipv6_src/dst, ip_dscp/ecn,
+// tcp and udp ports, with incremental checksum updates (RFC 1624) of the
+// IPv4 header and the TCP/UDP checksum; push_vlan (the new tag copies the
+// outer one's TCI, or 0) and pop_vlan; set_nw_ttl and dec_nw_ttl (a TTL
+// that would reach 0 drops the packet). Every edit checks the frame's
+// bounds first; an action the frame cannot take, and groups, meters, MPLS,
+// PBB and copy-TTL, are counted as unsupported and skipped. Outputs copy
+// the frame as it is at that moment; each port's frames leave in one
+// afpacket Send (sendmmsg) per batch.
+//
+// PACKET_OUT runs its actions on the controller's frame; output:TABLE runs
+// it through the tables from table 0 with its in_port.
+//
+// Standalone fail mode: while no controller is connected (Controller's
+// Connections is 0, which counts passive ptcp connections such as
+// ovs-ofctl's too) a FailStandalone switch ignores its tables and is an L2
+// learning switch: source MACs are learned per port (at most 65536, aged
+// after Config.LearnAge), known unicast goes to its port, the rest is
+// flooded.
+//
+// # Barrier and concurrency
+//
+// mu is the one lock between control and datapath. Every change (FlowMod,
+// Expire) holds it for writing from the table operation through
+// Classifier.Apply, which returns once lookups issued after it see the
+// change. A batch holds it for reading from its first lookup to its last
+// action, so the tables, the entries and the classifier's images it sees
+// are one consistent version, and a change waits for batches in flight to
+// finish deciding. Barrier takes and releases the lock: when it returns,
+// every earlier change is applied and no batch decided under the old
+// state is still deciding (its frames may still be in Send). Counters are
+// atomics updated under the read lock. The ports are fixed before traffic
+// starts (AddPort); their link state comes from afpacket (WatchPort turns
+// link events into PORT_STATUS). Workers (keys, SoA buffer, results,
+// per-port send queues) come from a sync.Pool: one per concurrent batch.
+//
+// # What is not here yet
+//
+// Groups and meters (the OpenFlow agent is getting them as optional
+// interfaces), MPLS and PBB actions, copy-TTL, set-field on ARP, ICMP,
+// SCTP, IPv6 flow label and ND fields, IPv6 L4 edits behind extension
+// headers, the LOCAL port, per-connection miss_send_len (the agent keeps
+// it; OpenFlow 1.3 sends table misses through the table-miss entry's
+// max_len anyway), packet-in for invalid TTL, and PORT_MOD. Flow stats
+// and counters are exact; table lookups count each packet once per table
+// it reaches.
+package pipeline

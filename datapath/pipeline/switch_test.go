@@ -1,0 +1,428 @@
+package pipeline
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+
+	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/gswitch/gswitch/datapath/packet"
+	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/flow"
+)
+
+// fakeDev is a Device that records what is sent through it.
+type fakeDev struct {
+	name string
+	mu   sync.Mutex
+	sent [][]byte
+	down bool
+}
+
+func (d *fakeDev) Send(frames [][]byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, f := range frames {
+		d.sent = append(d.sent, append([]byte(nil), f...))
+	}
+	return len(frames), nil
+}
+
+func (d *fakeDev) Link() afpacket.LinkInfo {
+	return afpacket.LinkInfo{Name: d.name, AdminUp: !d.down, OperUp: !d.down, MAC: net.HardwareAddr{2, 0, 0, 0, 0, 9}}
+}
+
+func (d *fakeDev) Stats() (afpacket.Stats, error) { return afpacket.Stats{}, nil }
+
+func (d *fakeDev) take() [][]byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.sent
+	d.sent = nil
+	return s
+}
+
+// fakeCtrl records the asynchronous messages.
+type fakeCtrl struct {
+	mu      sync.Mutex
+	conns   int
+	pins    []*openflow.PacketIn
+	removed []*openflow.FlowRemoved
+}
+
+func (c *fakeCtrl) PacketIn(pi *openflow.PacketIn) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pins = append(c.pins, pi)
+	return 1
+}
+
+func (c *fakeCtrl) FlowRemoved(fr *openflow.FlowRemoved) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removed = append(c.removed, fr)
+	return 1
+}
+
+func (c *fakeCtrl) PortStatus(*openflow.PortStatus) int { return 1 }
+func (c *fakeCtrl) Connections() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conns
+}
+
+type rig struct {
+	sw   *Switch
+	devs []*fakeDev
+	ctrl *fakeCtrl
+}
+
+// newRig builds a switch on a CPU engine with n fake ports (numbered 1..n)
+// and a fake controller with one connection.
+func newRig(t *testing.T, n int, mode FailMode) *rig {
+	t.Helper()
+	eng, err := gpu.Open("cpu", nil, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	sw, err := New(Config{DatapathID: 1, Tables: 3, Classifier: eng, FailMode: mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{sw: sw, ctrl: &fakeCtrl{conns: 1}}
+	sw.SetController(r.ctrl)
+	for i := 1; i <= n; i++ {
+		d := &fakeDev{name: "p" + string(rune('0'+i))}
+		r.devs = append(r.devs, d)
+		if err := sw.AddPort(uint32(i), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+func (r *rig) flowMod(t *testing.T, fm *openflow.FlowMod) {
+	t.Helper()
+	if fm.BufferID == 0 {
+		fm.BufferID = openflow.NoBuffer
+	}
+	if fm.OutPort == 0 {
+		fm.OutPort, fm.OutGroup = openflow.PortAny, openflow.GroupAny
+	}
+	if err := r.sw.FlowMod(fm); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func output(port uint32) openflow.Action {
+	return openflow.Action{Kind: openflow.ActOutput, Port: port, MaxLen: openflow.MaxLenNoBuffer}
+}
+
+func applyOut(port uint32) openflow.Instructions {
+	return openflow.Instructions{Has: openflow.HasApplyActions, Apply: []openflow.Action{output(port)}}
+}
+
+func matchInPort(p uint32) openflow.Match {
+	var m flow.Match
+	m.SetInPort(p)
+	return openflow.Match{Match: m}
+}
+
+// udpFrame builds an Ethernet/IPv4/UDP frame with valid checksums.
+func udpFrame(t *testing.T, src, dst string) []byte {
+	t.Helper()
+	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv4}
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(src).To4(), DstIP: net.ParseIP(dst).To4()}
+	udp := &layers.UDP{SrcPort: 1000, DstPort: 2000}
+	if err := udp.SetNetworkLayerForChecksum(ip); err != nil {
+		t.Fatal(err)
+	}
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
+		eth, ip, udp, gopacket.Payload("hello gswitch")); err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte(nil), buf.Bytes()...)
+}
+
+func TestForwardAndCounters(t *testing.T) {
+	r := newRig(t, 3, FailSecure)
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
+	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "10.0.0.2"), udpFrame(t, "10.0.0.1", "10.0.0.3")})
+	r.sw.Process(2, [][]byte{udpFrame(t, "10.0.0.2", "10.0.0.1")}) // no rule: dropped
+	if got := len(r.devs[1].take()); got != 2 {
+		t.Fatalf("port 2 got %d frames, want 2", got)
+	}
+	if got := len(r.devs[0].take()) + len(r.devs[2].take()); got != 0 {
+		t.Fatalf("ports 1 and 3 got %d frames, want 0", got)
+	}
+	ts := r.sw.TableStats()
+	if ts[0].Lookups != 3 || ts[0].Matched != 2 || ts[0].Active != 1 {
+		t.Errorf("table 0 stats %+v, want 3 lookups, 2 matched, 1 active", ts[0])
+	}
+	fs, err := r.sw.FlowStats(&openflow.FlowStatsRequest{TableID: openflow.TableAll, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny})
+	if err != nil || len(fs) != 1 || fs[0].Packets != 2 || fs[0].Bytes == 0 {
+		t.Fatalf("flow stats %+v, %v: want one entry with 2 packets", fs, err)
+	}
+	ps, _ := r.sw.PortStats(2)
+	if ps[0].RxDropped != 1 {
+		t.Errorf("port 2 rx_dropped %d, want 1 (table miss)", ps[0].RxDropped)
+	}
+	if _, err := r.sw.PortStats(9); err == nil {
+		t.Error("port stats of a missing port: no error")
+	}
+}
+
+func TestDeleteStopsForwardingAndSendsFlowRemoved(t *testing.T) {
+	r := newRig(t, 2, FailSecure)
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Cookie: 7, Flags: openflow.FlagSendFlowRem,
+		Match: matchInPort(1), Instructions: applyOut(2)})
+	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "10.0.0.2")})
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowDelete, TableID: openflow.TableAll})
+	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "10.0.0.2")})
+	if got := len(r.devs[1].take()); got != 1 {
+		t.Fatalf("port 2 got %d frames, want 1 (before the delete only)", got)
+	}
+	if len(r.ctrl.removed) != 1 || r.ctrl.removed[0].Reason != openflow.RemovedDelete || r.ctrl.removed[0].Cookie != 7 || r.ctrl.removed[0].Packets != 1 {
+		t.Fatalf("flow removed %+v", r.ctrl.removed)
+	}
+}
+
+func TestDeleteByOutPort(t *testing.T) {
+	r := newRig(t, 3, FailSecure)
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(2), Instructions: applyOut(3)})
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowDelete, TableID: 0, OutPort: 3, OutGroup: openflow.GroupAny})
+	if ts := r.sw.TableStats(); ts[0].Active != 1 {
+		t.Fatalf("%d entries left, want 1", ts[0].Active)
+	}
+	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "10.0.0.2")})
+	if got := len(r.devs[1].take()); got != 1 {
+		t.Fatalf("the rule without output:3 was deleted")
+	}
+}
+
+func TestTimeouts(t *testing.T) {
+	r := newRig(t, 2, FailSecure)
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, HardTimeout: 5, Flags: openflow.FlagSendFlowRem,
+		Match: matchInPort(1), Instructions: applyOut(2)})
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, IdleTimeout: 2, Flags: openflow.FlagSendFlowRem,
+		Match: matchInPort(2), Instructions: applyOut(1)})
+	now := time.Now()
+	if n := r.sw.Expire(now.Add(time.Second)); n != 0 {
+		t.Fatalf("expired %d entries after 1s, want 0", n)
+	}
+	if n := r.sw.Expire(now.Add(3 * time.Second)); n != 1 {
+		t.Fatalf("expired %d entries after 3s, want 1 (idle)", n)
+	}
+	if n := r.sw.Expire(now.Add(6 * time.Second)); n != 1 {
+		t.Fatalf("expired %d entries after 6s, want 1 (hard)", n)
+	}
+	if len(r.ctrl.removed) != 2 || r.ctrl.removed[0].Reason != openflow.RemovedIdleTimeout || r.ctrl.removed[1].Reason != openflow.RemovedHardTimeout {
+		t.Fatalf("flow removed: %+v", r.ctrl.removed)
+	}
+	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "10.0.0.2")})
+	if len(r.devs[1].take()) != 0 {
+		t.Fatal("an expired entry still forwards")
+	}
+}
+
+func TestModifyKeepsOrResetsCounters(t *testing.T) {
+	r := newRig(t, 3, FailSecure)
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
+	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "10.0.0.2")})
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowModify, Match: matchInPort(1), Instructions: applyOut(3)})
+	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "10.0.0.2")})
+	if len(r.devs[2].take()) != 1 {
+		t.Fatal("modified entry does not output to port 3")
+	}
+	req := &openflow.FlowStatsRequest{TableID: 0, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny}
+	if fs, _ := r.sw.FlowStats(req); fs[0].Packets != 2 {
+		t.Fatalf("after modify: %d packets, want 2", fs[0].Packets)
+	}
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowModifyStrict, Priority: 10, Flags: openflow.FlagResetCounts, Match: matchInPort(1), Instructions: applyOut(3)})
+	if fs, _ := r.sw.FlowStats(req); fs[0].Packets != 0 {
+		t.Fatalf("after modify with reset_counts: %d packets, want 0", fs[0].Packets)
+	}
+}
+
+func TestCheckOverlapAndBackwardGoto(t *testing.T) {
+	r := newRig(t, 2, FailSecure)
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
+	err := r.sw.FlowMod(&openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Flags: openflow.FlagCheckOverlap,
+		Match: openflow.Match{}, Instructions: applyOut(2)})
+	if !errors.Is(err, flow.ErrOverlap) {
+		t.Fatalf("overlapping add: %v, want ErrOverlap", err)
+	}
+	err = r.sw.FlowMod(&openflow.FlowMod{Command: openflow.FlowAdd, TableID: 1, Priority: 1,
+		Instructions: openflow.Instructions{Has: openflow.HasGotoTable, GotoTable: 1}})
+	var oe *openflow.Error
+	if !errors.As(err, &oe) {
+		t.Fatalf("goto_table 1 from table 1: %v, want an OpenFlow error", err)
+	}
+}
+
+func TestPacketInReasons(t *testing.T) {
+	r := newRig(t, 2, FailSecure)
+	// A table-miss entry sending to the controller: reason NO_MATCH.
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 0, Cookie: 3, Instructions: openflow.Instructions{
+		Has: openflow.HasApplyActions, Apply: []openflow.Action{{Kind: openflow.ActOutput, Port: openflow.PortController, MaxLen: 20}}}})
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 5, Match: matchInPort(2), Instructions: applyOut(openflow.PortController)})
+	f := udpFrame(t, "10.0.0.1", "10.0.0.2")
+	r.sw.Process(1, [][]byte{append([]byte(nil), f...)})
+	r.sw.Process(2, [][]byte{append([]byte(nil), f...)})
+	if len(r.ctrl.pins) != 2 {
+		t.Fatalf("%d packet-ins, want 2", len(r.ctrl.pins))
+	}
+	miss, act := r.ctrl.pins[0], r.ctrl.pins[1]
+	if miss.Reason != openflow.ReasonNoMatch || miss.MaxLen != 20 || miss.Cookie != 3 {
+		t.Errorf("table-miss packet-in %+v", miss)
+	}
+	if v, _ := miss.Match.GetUint(flow.FieldInPort); v != 1 {
+		t.Errorf("packet-in in_port %d, want 1", v)
+	}
+	if act.Reason != openflow.ReasonAction || string(act.Data) != string(f) {
+		t.Errorf("action packet-in reason %d, data equal %v", act.Reason, string(act.Data) == string(f))
+	}
+}
+
+// TestMultiTable: table 0 writes metadata, an action set entry and goes to
+// table 1, which matches the metadata and rewrites the IPv4 destination;
+// the frame leaves by the action set's output with correct checksums.
+func TestMultiTableSetFieldChecksums(t *testing.T) {
+	r := newRig(t, 3, FailSecure)
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: openflow.Instructions{
+		Has:   openflow.HasWriteActions | openflow.HasWriteMetadata | openflow.HasGotoTable,
+		Write: []openflow.Action{output(2)}, Metadata: 0xab, MetadataMask: 0xff, GotoTable: 1}})
+	var m flow.Match
+	if err := m.SetFieldUint(flow.FieldMetadata, 0xab, 0xff); err != nil {
+		t.Fatal(err)
+	}
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, TableID: 1, Priority: 1, Match: openflow.Match{Match: m}, Instructions: openflow.Instructions{
+		Has: openflow.HasApplyActions | openflow.HasWriteActions,
+		Apply: []openflow.Action{{Kind: openflow.ActSetField, Field: flow.FieldIPv4Dst, Value: []byte{192, 168, 7, 9}},
+			{Kind: openflow.ActDecNwTTL}},
+		Write: []openflow.Action{output(3)}}}) // replaces output:2 in the action set
+	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "10.0.0.2")})
+	out := r.devs[2].take()
+	if len(out) != 1 || len(r.devs[1].take()) != 0 {
+		t.Fatalf("port 3 got %d frames (want 1), port 2 must get none", len(out))
+	}
+	pk := gopacket.NewPacket(out[0], layers.LayerTypeEthernet, gopacket.Default)
+	ip := pk.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
+	if ip.DstIP.String() != "192.168.7.9" || ip.TTL != 63 {
+		t.Fatalf("ip dst %s ttl %d, want 192.168.7.9 and 63", ip.DstIP, ip.TTL)
+	}
+	want := udpFrame(t, "10.0.0.1", "192.168.7.9")
+	want[14+8] = 63 // TTL
+	wpk := gopacket.NewPacket(want, layers.LayerTypeEthernet, gopacket.Default)
+	wip := wpk.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
+	wip.Checksum = 0
+	buf := gopacket.NewSerializeBuffer()
+	udp := wpk.Layer(layers.LayerTypeUDP).(*layers.UDP)
+	_ = udp.SetNetworkLayerForChecksum(wip)
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{ComputeChecksums: true, FixLengths: true},
+		wpk.Layer(layers.LayerTypeEthernet).(*layers.Ethernet), wip, udp, gopacket.Payload(udp.Payload)); err != nil {
+		t.Fatal(err)
+	}
+	if string(buf.Bytes()) != string(out[0]) {
+		t.Fatalf("rewritten frame differs from one built with fresh checksums:\n got %x\nwant %x", out[0], buf.Bytes())
+	}
+}
+
+func TestVLANPushPop(t *testing.T) {
+	r := newRig(t, 3, FailSecure)
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: openflow.Instructions{
+		Has: openflow.HasApplyActions, Apply: []openflow.Action{{Kind: openflow.ActPushVLAN, EthType: 0x8100},
+			{Kind: openflow.ActSetField, Field: flow.FieldVlanVID, Value: []byte{0x10, 0x2a}}, output(2)}}})
+	var m flow.Match
+	if err := m.SetVlanVID(0x1000|42, 0x1fff); err != nil {
+		t.Fatal(err)
+	}
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: openflow.Match{Match: m}, Instructions: openflow.Instructions{
+		Has: openflow.HasApplyActions, Apply: []openflow.Action{{Kind: openflow.ActPopVLAN}, output(3)}}})
+	plain := udpFrame(t, "10.0.0.1", "10.0.0.2")
+	r.sw.Process(1, [][]byte{append([]byte(nil), plain...)})
+	tagged := r.devs[1].take()
+	if len(tagged) != 1 || len(tagged[0]) != len(plain)+4 || be16(tagged[0][12:]) != 0x8100 || be16(tagged[0][14:])&0xfff != 42 {
+		t.Fatalf("pushed frame %x", tagged)
+	}
+	r.sw.Process(2, tagged) // matches vlan_vid=42: popped, out of port 3
+	untagged := r.devs[2].take()
+	if len(untagged) != 1 || string(untagged[0]) != string(plain) {
+		t.Fatalf("popped frame %x, want %x", untagged, plain)
+	}
+}
+
+func TestPacketOutToTableAndPort(t *testing.T) {
+	r := newRig(t, 3, FailSecure)
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: applyOut(3)})
+	f := udpFrame(t, "10.0.0.1", "10.0.0.2")
+	if err := r.sw.PacketOut(&openflow.PacketOut{BufferID: openflow.NoBuffer, InPort: 1, Data: f,
+		Actions: []openflow.Action{output(openflow.PortTable), output(2)}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.devs[2].take()) != 1 || len(r.devs[1].take()) != 1 {
+		t.Fatal("packet-out: want one frame out of port 3 (through the table) and one out of port 2")
+	}
+	if err := r.sw.PacketOut(&openflow.PacketOut{BufferID: openflow.NoBuffer, InPort: openflow.PortController, Data: f,
+		Actions: []openflow.Action{output(openflow.PortAll)}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.devs[0].take()) + len(r.devs[1].take()) + len(r.devs[2].take()); n != 3 {
+		t.Fatalf("packet-out to ALL from the controller reached %d ports, want 3", n)
+	}
+}
+
+func TestMalformedFramesCounted(t *testing.T) {
+	r := newRig(t, 2, FailSecure)
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 0, Instructions: applyOut(openflow.PortFlood)})
+	bad := udpFrame(t, "10.0.0.1", "10.0.0.2")[:20] // IPv4 header cut short
+	r.sw.Process(1, [][]byte{bad, {1, 2, 3}})
+	c := r.sw.Counters()
+	if c.Malformed[packet.TruncatedIPv4.String()] != 1 || c.Malformed[packet.TruncatedEthernet.String()] != 1 || sum(c.Malformed) != 2 {
+		t.Fatalf("malformed counters %v, want 2 frames", c.Malformed)
+	}
+	if len(r.devs[1].take()) != 0 {
+		t.Fatal("a malformed frame was forwarded")
+	}
+}
+
+func sum(m map[string]uint64) uint64 {
+	var s uint64
+	for _, v := range m {
+		s += v
+	}
+	return s
+}
+
+func TestStandaloneLearns(t *testing.T) {
+	r := newRig(t, 3, FailStandalone)
+	r.ctrl.conns = 0
+	a2b := udpFrame(t, "10.0.0.1", "10.0.0.2") // 02:..:01 -> 02:..:02
+	b2a := append([]byte(nil), a2b...)
+	copy(b2a[0:6], a2b[6:12])
+	copy(b2a[6:12], a2b[0:6])
+	r.sw.Process(1, [][]byte{append([]byte(nil), a2b...)}) // unknown: flooded
+	if len(r.devs[1].take()) != 1 || len(r.devs[2].take()) != 1 || len(r.devs[0].take()) != 0 {
+		t.Fatal("unknown destination not flooded to ports 2 and 3 only")
+	}
+	r.sw.Process(2, [][]byte{b2a}) // 01 was learned on port 1
+	if len(r.devs[0].take()) != 1 || len(r.devs[2].take()) != 0 {
+		t.Fatal("learned destination not sent to port 1 alone")
+	}
+	r.ctrl.mu.Lock()
+	r.ctrl.conns = 1
+	r.ctrl.mu.Unlock()
+	r.sw.Process(1, [][]byte{a2b}) // a controller is connected: tables (empty) drop it
+	if len(r.devs[1].take())+len(r.devs[2].take()) != 0 {
+		t.Fatal("standalone learning still active with a controller connected")
+	}
+}
