@@ -2,7 +2,10 @@ package openflow
 
 import (
 	"bytes"
+	"errors"
+	"reflect"
 	"testing"
+	"time"
 
 	of "github.com/netrack/openflow"
 )
@@ -127,6 +130,145 @@ func FuzzSession(f *testing.F) {
 				checkErrorReply(t, msg, r)
 				if sw.rules() != before {
 					t.Fatalf("a rejected message changed the tables")
+				}
+			}
+		}
+	})
+}
+
+func FuzzDecodeGroupMod(f *testing.F) {
+	f.Add(unhex(f, groupModHex))
+	f.Add(groupModWith(0, 3, 1, "00 10 00 00 ff ff ff ff 00 00 00 02 00 00 00 00"))
+	f.Add(groupModWith(2, 0, GroupAll, ""))
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		gm, err := DecodeGroupMod(msg)
+		if err != nil {
+			checkRejected(t, msg, err)
+			return
+		}
+		if gm.Command == GroupDelete {
+			return
+		}
+		again, err := DecodeGroupMod(EncodeGroupMod(1, gm))
+		if err != nil || !reflect.DeepEqual(again, gm) {
+			t.Fatalf("round trip: %v\n%+v\n%+v", err, again, gm)
+		}
+		// What the decoder accepts, a table accepts or refuses with an
+		// *Error, changing nothing when it refuses.
+		gt := NewGroupTable(GroupTableConfig{})
+		if _, err := gt.Mod(gm); err != nil {
+			var oe *Error
+			if !errors.As(err, &oe) || len(gt.Desc()) != 0 {
+				t.Fatalf("table: %v, %d groups", err, len(gt.Desc()))
+			}
+		}
+	})
+}
+
+func FuzzDecodeMeterMod(f *testing.F) {
+	f.Add(unhex(f, meterModHex))
+	f.Add(meterModWith(2, 0, MeterAll, ""))
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		mm, err := DecodeMeterMod(msg)
+		if err != nil {
+			checkRejected(t, msg, err)
+			return
+		}
+		if mm.Command == MeterDelete {
+			return
+		}
+		again, err := DecodeMeterMod(EncodeMeterMod(1, mm))
+		if err != nil || !reflect.DeepEqual(again, mm) {
+			t.Fatalf("round trip: %v\n%+v\n%+v", err, again, mm)
+		}
+		mt := NewMeterTable(MeterTableConfig{MaxBands: 255})
+		if _, err := mt.Mod(mm); err == nil && mm.Command == MeterAdd {
+			m := mt.Get(mm.ID)
+			m.Allow(time.Now(), len(msg)) // any configuration runs without overflow panics
+		}
+	})
+}
+
+func FuzzDecodePortMod(f *testing.F) {
+	f.Add(EncodePortMod(1, &PortMod{PortNo: 1, HWAddr: [6]byte{2, 0, 0, 0, 0, 1}, Config: 1, Mask: 1}))
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		pm, err := DecodePortMod(msg)
+		if err != nil {
+			checkRejected(t, msg, err)
+			return
+		}
+		if _, err := pm.CheckPort(newTableSwitch(1, 1).Ports()); err != nil {
+			checkRejected(t, msg, err)
+		}
+	})
+}
+
+func FuzzDecodeSmallRequests(f *testing.F) {
+	f.Add(unhex(f, "04 11 00 10 00 00 00 01 00 00 00 00 00 00 00 00"))
+	f.Add(unhex(f, "04 16 00 10 00 00 00 01 00 00 00 01 00 00 00 00"))
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		if _, err := DecodeTableMod(msg, 3); err != nil {
+			checkRejected(t, msg, err)
+		}
+		if _, err := decodeQueueGetConfig(msg); err != nil {
+			checkRejected(t, msg, err)
+		}
+		for _, dec := range []func([]byte) (uint32, *Error){decodeGroupStatsRequest, decodeMeterRequest} {
+			if _, err := dec(msg); err != nil {
+				checkRejected(t, msg, err)
+			}
+		}
+		if _, _, err := decodeQueueStatsRequest(msg); err != nil {
+			checkRejected(t, msg, err)
+		}
+	})
+}
+
+// FuzzSessionFull is FuzzSession against a switch with every optional
+// interface and some groups, meters and flows installed: a message
+// answered with an error must leave everything as it was.
+func FuzzSessionFull(f *testing.F) {
+	addFlowModSeeds(f)
+	f.Add(unhex(f, groupModHex))
+	f.Add(unhex(f, meterModHex))
+	f.Add(groupModWith(1, 0, 1, bucketGroup5))
+	f.Add(groupModWith(2, 0, 1, ""))
+	f.Add(meterModWith(1, 1, 1, dropBand))
+	f.Add(EncodePortMod(1, &PortMod{PortNo: 1, HWAddr: [6]byte{2, 0, 0, 0, 0, 1}, Config: 1, Mask: 1}))
+	f.Add(unhex(f, "04 11 00 10 00 00 00 01 00 00 00 00 00 00 00 00"))
+	f.Add(unhex(f, "04 16 00 10 00 00 00 01 00 00 00 01 00 00 00 00"))
+	for _, mp := range []string{"00 06", "00 07", "00 08", "00 09", "00 0a", "00 0b", "00 05"} {
+		f.Add(unhex(f, "04 12 00 18 00 00 00 03 "+mp+" 00 00 00 00 00 00 ff ff ff ff 00 00 00 00"))
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		if len(msg) < HeaderLen || len(msg) > 0xffff {
+			return
+		}
+		msg[0] = Version
+		fixLen(msg)
+		sw := newFullSwitch(2, 8)
+		s := newSession(NewAgent(sw, Options{}), nil)
+		s.feat = sw.Features()
+		for _, m := range [][]byte{
+			EncodeGroupMod(1, addGroup(1, GroupTypeAll, bucket(out(1)))),
+			EncodeGroupMod(2, addGroup(5, GroupTypeAll, bucket(toGroup(1)))),
+			EncodeMeterMod(3, &MeterMod{Command: MeterAdd, MeterConfig: MeterConfig{ID: 1, Flags: MeterKbps, Bands: []MeterBand{{Type: BandDrop, Rate: 10}}}}),
+			flowModWith(t, add0, "", "00 06 00 08 00 00 00 01 00 04 00 10 00 00 00 00 00 16 00 08 00 00 00 05"),
+		} {
+			if r := s.handle(m); len(r) != 0 {
+				t.Fatalf("set-up message %x answered %x", m, r)
+			}
+		}
+		before := sw.state()
+		for _, r := range s.handle(msg) {
+			h, ok := ParseHeader(r)
+			if !ok || int(h.Length) != len(r) || h.Version != Version {
+				t.Fatalf("malformed reply %x", r)
+			}
+			if h.Type == of.TypeError {
+				checkErrorReply(t, msg, r)
+				if after := sw.state(); after != before {
+					t.Fatalf("a rejected message changed the switch:\n%s\n%s", before, after)
 				}
 			}
 		}
