@@ -2,7 +2,9 @@ package openflow
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"log"
 	"net"
 	"sync"
@@ -28,6 +30,14 @@ type Options struct {
 	MaxMultipartRequest int
 	// Logf logs connection events (default log.Printf).
 	Logf func(format string, args ...any)
+	// TLSClient configures active "ssl:"/"tls:" connections (with the
+	// controller's CA in RootCAs and, for mutual authentication, the
+	// switch's certificate); ServerName defaults to the target's host.
+	TLSClient *tls.Config
+	// TLSServer configures passive "pssl:"/"ptls:" listeners (the
+	// switch's certificate; ClientAuth and ClientCAs to authenticate
+	// controllers).
+	TLSServer *tls.Config
 }
 
 func (o *Options) normalize() {
@@ -182,20 +192,24 @@ func (a *Agent) PortStatus(ps *PortStatus) int {
 		func(xid uint32) []byte { return EncodePortStatus(xid, ps) })
 }
 
-// Run serves every target until ctx is done: "ptcp:PORT[:IP]" listens,
-// "tcp:HOST[:PORT]" connects and reconnects with back-off. It returns
-// the first error setting a target up (a bad target, a port in use).
+// Run serves every target until ctx is done: "ptcp:PORT[:IP]" and
+// "pssl:"/"ptls:" listen, "tcp:HOST[:PORT]" and "ssl:"/"tls:" connect and
+// reconnect with back-off. It returns the first error setting a target up
+// (a bad target, a port in use, TLS without its Options).
 func (a *Agent) Run(ctx context.Context, targets ...string) error {
 	var wg sync.WaitGroup
 	var listeners []net.Listener
 	for _, t := range targets {
 		tg, err := ParseTarget(t)
+		if err == nil {
+			err = a.checkTLS(tg)
+		}
 		if err != nil {
 			closeAll(listeners)
 			return err
 		}
 		if tg.Passive {
-			l, err := net.Listen("tcp", tg.Addr)
+			l, err := a.listen(tg)
 			if err != nil {
 				closeAll(listeners)
 				return err
@@ -211,11 +225,30 @@ func (a *Agent) Run(ctx context.Context, targets ...string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a.Connect(ctx, tg.Addr)
+			a.connect(ctx, tg)
 		}()
 	}
 	wg.Wait()
 	return nil
+}
+
+// checkTLS reports a TLS target without its configuration.
+func (a *Agent) checkTLS(tg Target) error {
+	switch {
+	case tg.TLS && tg.Passive && a.opts.TLSServer == nil:
+		return fmt.Errorf("openflow: passive TLS target %s needs Options.TLSServer", tg.Addr)
+	case tg.TLS && !tg.Passive && a.opts.TLSClient == nil:
+		return fmt.Errorf("openflow: TLS target %s needs Options.TLSClient", tg.Addr)
+	}
+	return nil
+}
+
+func (a *Agent) listen(tg Target) (net.Listener, error) {
+	l, err := net.Listen("tcp", tg.Addr)
+	if err != nil || !tg.TLS {
+		return l, err
+	}
+	return tls.NewListener(l, a.opts.TLSServer), nil
 }
 
 func closeAll(ls []net.Listener) {
@@ -258,10 +291,44 @@ func (a *Agent) ServeListener(ctx context.Context, l net.Listener) error {
 // doubling up to MaxBackoff; a connection that got past the handshake
 // resets the wait.
 func (a *Agent) Connect(ctx context.Context, addr string) {
+	a.connect(ctx, Target{Addr: addr})
+}
+
+// ConnectTarget is Connect for a target string ("tcp:", "ssl:", "tls:").
+func (a *Agent) ConnectTarget(ctx context.Context, target string) error {
+	tg, err := ParseTarget(target)
+	if err == nil && tg.Passive {
+		err = fmt.Errorf("openflow: %q is a passive target", target)
+	}
+	if err == nil {
+		err = a.checkTLS(tg)
+	}
+	if err != nil {
+		return err
+	}
+	a.connect(ctx, tg)
+	return nil
+}
+
+// dial opens one connection to an active target.
+func (a *Agent) dial(ctx context.Context, tg Target) (net.Conn, error) {
+	if !tg.TLS {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", tg.Addr)
+	}
+	cfg := a.opts.TLSClient.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName, _, _ = net.SplitHostPort(tg.Addr)
+	}
+	d := tls.Dialer{Config: cfg}
+	return d.DialContext(ctx, "tcp", tg.Addr)
+}
+
+func (a *Agent) connect(ctx context.Context, tg Target) {
+	addr := tg.Addr
 	wait := a.opts.MinBackoff
 	for ctx.Err() == nil {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", addr)
+		c, err := a.dial(ctx, tg)
 		if err == nil {
 			s := newSession(a, c)
 			err = s.run(ctx)

@@ -96,9 +96,13 @@ func (s *session) run(ctx context.Context) error {
 
 // handshake sends HELLO and checks the controller's.
 func (s *session) handshake() error {
+	// A deadline on the HELLO too: over TLS this write runs the TLS
+	// handshake, which a silent peer would otherwise stall forever.
+	s.conn.SetWriteDeadline(time.Now().Add(s.a.opts.HelloTimeout))
 	if _, err := s.conn.Write(EncodeHello(s.a.nextXid())); err != nil {
 		return err
 	}
+	s.conn.SetWriteDeadline(time.Time{})
 	s.conn.SetReadDeadline(time.Now().Add(s.a.opts.HelloTimeout))
 	msg, err := ReadMessage(s.conn)
 	if err != nil {

@@ -423,6 +423,13 @@ func TestParseTarget(t *testing.T) {
 		{"ptcp:99999", Target{}, false},
 		{"ptcp:6653:nothost", Target{}, false},
 		{"unix:/x", Target{}, false},
+		{"ssl:10.0.0.1", Target{TLS: true, Addr: "10.0.0.1:6653"}, true},
+		{"tls:ctl.example:6633", Target{TLS: true, Addr: "ctl.example:6633"}, true},
+		{"pssl:6653:127.0.0.1", Target{Passive: true, TLS: true, Addr: "127.0.0.1:6653"}, true},
+		{"ptls:", Target{Passive: true, TLS: true, Addr: ":6653"}, true},
+		{"ssl:", Target{}, false},
+		{"pssl:x", Target{}, false},
+		{"tcps:host", Target{}, false},
 	}
 	for _, c := range cases {
 		got, err := ParseTarget(c.in)
