@@ -36,8 +36,10 @@
 // (miss_send_len; only OFPC_FRAG_NORMAL), FLOW_MOD, PACKET_OUT, BARRIER,
 // ROLE_REQUEST, GET_ASYNC/SET_ASYNC, and the multipart requests DESC, FLOW,
 // AGGREGATE, TABLE, PORT_STATS, PORT_DESC and TABLE_FEATURES (read only: the
-// reply describes what this package decodes). Requests in several parts
-// (OFPMPF_REQ_MORE) are joined up to Options.MaxMultipartRequest bytes;
+// reply describes what this package decodes); GROUP_MOD, METER_MOD,
+// PORT_MOD, TABLE_MOD, QUEUE_GET_CONFIG and the group, meter and queue
+// multipart requests when the Switch has the optional interfaces (below).
+// Requests in several parts (OFPMPF_REQ_MORE) are joined up to Options.MaxMultipartRequest bytes;
 // replies longer than a message are split with OFPMPF_REPLY_MORE. Every
 // other message type gets OFPBRC_BAD_TYPE, other multipart types
 // OFPBRC_BAD_MULTIPART, experimenter ones OFPBRC_BAD_EXPERIMENTER, a wrong
@@ -45,9 +47,10 @@
 // the first 64 bytes of the message.
 //
 // Agent (agent.go, target.go). An Agent serves one Switch over any number of
-// connections: passive ("ptcp:PORT[:IP]", ServeListener), active
-// ("tcp:HOST[:PORT]", Connect, reconnecting with exponential back-off from
-// Options.MinBackoff to MaxBackoff), or any net.Conn (Serve). It keeps what
+// connections: passive ("ptcp:PORT[:IP]", "pssl:", ServeListener), active
+// ("tcp:HOST[:PORT]", "ssl:", Connect, ConnectTarget, reconnecting with
+// exponential back-off from Options.MinBackoff to MaxBackoff), or any
+// net.Conn (Serve). It keeps what
 // connections share: roles and the master election generation id
 // (§6.3.5: a MASTER or SLAVE request whose generation id is older, by
 // wrapping signed comparison, than the last one seen fails with
@@ -57,6 +60,58 @@
 // asynchronous messages to the connections whose role and async
 // configuration (DefaultAsync until SET_ASYNC) accept their reason; a
 // connection whose queue is full drops them rather than stall the caller.
+//
+// # Groups, meters, ports, tables and queues
+//
+// group.go, meter.go and portmod.go decode GROUP_MOD (add, modify, delete
+// incl. OFPG_ALL; all, select, indirect and fast-failover groups; buckets
+// with weight, watch_port, watch_group and actions), METER_MOD (add,
+// modify, delete incl. OFPM_ALL; kbps or pktps, burst, stats; drop and
+// DSCP-remark bands), PORT_MOD, TABLE_MOD (1.3: only the deprecated config
+// bits, ignored) and QUEUE_GET_CONFIG_REQUEST, and encode the GROUP,
+// GROUP_DESC, GROUP_FEATURES, METER, METER_CONFIG, METER_FEATURES and
+// QUEUE multipart replies. The agent serves them through optional
+// interfaces a Switch may implement (switch.go: GroupSwitch, MeterSwitch,
+// PortModSwitch, TableModSwitch, QueueSwitch), found by type assertion; a
+// Switch without one answers as before (OFPBRC_BAD_TYPE,
+// OFPBRC_BAD_MULTIPART). With GroupSwitch a FLOW_MOD or PACKET_OUT whose
+// group action names a missing group gets OFPBAC_BAD_OUT_GROUP; with
+// MeterSwitch a meter instruction naming a missing meter
+// OFPMMFC_UNKNOWN_METER (OFPMMFC_INVALID_METER for 0 and reserved ids);
+// with QueueSwitch a set_queue naming a queue no port has
+// OFPBAC_BAD_QUEUE. These are front checks: the Switch checks again when
+// it applies the change. PORT_MOD is checked against Ports() (port,
+// hardware address, advertised features) before PortModSwitch.PortMod.
+//
+// The decoders check what does not depend on the switch's state (codes
+// from §7.4.4: OFPGMFC_BAD_COMMAND, BAD_TYPE, INVALID_GROUP (reserved ids;
+// an indirect group with other than one bucket, as Open vSwitch and OFTest
+// have it), BAD_BUCKET, BAD_WATCH, LOOP for a group forwarding to or
+// watching itself; OFPMMFC_BAD_COMMAND, INVALID_METER, BAD_FLAGS (kbps and
+// pktps together, unknown bits), BAD_BAND, BAD_RATE, BAD_BAND_VALUE,
+// OUT_OF_BANDS; OFPPMFC_*, OFPTMFC_*, OFPQOFC_BAD_PORT). GroupTable and
+// MeterTable (grouptable.go, metertable.go) are reference implementations
+// of the rest that a Switch can embed: existence (GROUP_EXISTS,
+// UNKNOWN_GROUP, METER_EXISTS, UNKNOWN_METER), limits (OUT_OF_GROUPS,
+// OUT_OF_BUCKETS, OUT_OF_METERS, OUT_OF_BANDS, BAD_BURST), references
+// between groups (a missing forwarded-to group is OFPBAC_BAD_OUT_GROUP as
+// in Open vSwitch, a missing watched group OFPGMFC_BAD_WATCH, a cycle
+// through actions or watch groups OFPGMFC_LOOP, deleting a group another
+// forwards to or watches OFPGMFC_CHAINED_GROUP), deletes returning the
+// ids whose flow entries the switch removes, flow reference counts
+// (AddFlowRef, ReleaseFlowRef) for ref_count and flow_count, counters,
+// configurations echoed as sent (burst_size included, as the os-ken test
+// tool checks), bucket selection for the datapath (GroupTable.Pick:
+// weighted by hash, liveness through watched ports and groups), and a
+// token bucket per band (Meter.Allow: the highest-rate exceeded band
+// applies; RemarkDSCP raises an AF code point's drop precedence).
+//
+// # TLS
+//
+// "ssl:HOST[:PORT]" and "tls:..." connect, "pssl:[PORT][:IP]" and "ptls:"
+// listen, with Options.TLSClient and Options.TLSServer (crypto/tls: mutual
+// authentication is the caller's ClientAuth/ClientCAs and Certificates).
+// Open vSwitch spells them ssl:/pssl:; both spellings are accepted.
 //
 // # Concurrency
 //
@@ -69,15 +124,18 @@
 //
 // # What is not supported yet
 //
-// GROUP_MOD, METER_MOD, PORT_MOD, TABLE_MOD and QUEUE_GET_CONFIG (answered
-// OFPBRC_BAD_TYPE), the group, meter and queue multipart requests
-// (OFPBRC_BAD_MULTIPART), setting table features, bundles (1.4), auxiliary
-// connections, TLS, packet buffering (n_buffers is the Switch's, and a
-// buffer id with none gets OFPBRC_BUFFER_UNKNOWN), experimenter OXM classes
-// and the tcp_flags field (OpenFlow 1.3 has it only as an ONF
-// experimenter field; OFPBMC_BAD_FIELD), IP fragment handling other than
-// NORMAL. Role changes send no ROLE_STATUS (a 1.4 message). Duplicate
-// instructions get OFPBIC_UNSUP_INST, since 1.3 has no OFPBIC_DUP_INST.
+// Setting table features, bundles (1.4), auxiliary connections, packet
+// buffering (n_buffers is the Switch's, and a buffer id with none gets
+// OFPBRC_BUFFER_UNKNOWN), experimenter OXM classes, actions, instructions,
+// meter bands and messages, the tcp_flags field (OpenFlow 1.3 has it only
+// as an ONF experimenter field; OFPBMC_BAD_FIELD), IP fragment handling
+// other than NORMAL, the virtual meters OFPM_SLOWPATH and OFPM_CONTROLLER
+// (OFPMMFC_INVALID_METER), and FLOW_REMOVED with reason GROUP_DELETE for
+// the entries a group or meter deletion removes (the Switch sends it if it
+// wants). The agent does not send PORT_STATUS after PORT_MOD itself; the
+// Switch does, through Agent.PortStatus. Role changes send no ROLE_STATUS
+// (a 1.4 message). Duplicate instructions get OFPBIC_UNSUP_INST, since 1.3
+// has no OFPBIC_DUP_INST.
 //
 // # github.com/netrack/openflow
 //
