@@ -33,6 +33,7 @@ type Batch struct {
 	Keys  []uint32 // Width*Cap words
 	Out   []uint32 // Cap results
 	N     int      // keys to look up, 0..Cap
+	Tag   any      // the producer's own use (a Batcher keeps the first key's arrival time)
 
 	impl batchImpl
 	sub  bool // submitted to impl's backend and not yet waited for

@@ -94,3 +94,11 @@ extern "C" __global__ void bubble_scatter(uint32_t* __restrict__ img, const uint
 	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
 		img[offs[i]] = vals[i];
 }
+
+// gswitch_fault stops the context as a device fault does (a trap: every
+// later call of the context fails). Only the tests of the fall-back to the
+// CPU launch it.
+extern "C" __global__ void gswitch_fault()
+{
+	asm volatile("trap;");
+}

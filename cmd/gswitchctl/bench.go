@@ -24,30 +24,35 @@ type result struct {
 	Traffic string `json:"traffic"` // random | table (in-table) | rules (drawn from the rules)
 	Family  int    `json:"family,omitempty"`
 
-	Entries           int     `json:"entries"`         // prefixes, or rules in the table after range expansion
-	Rules             int     `json:"rules,omitempty"` // rules in the source before expansion
-	Classes           int     `json:"classes,omitempty"`
-	Lookups           int64   `json:"lookups"` // lookups timed, all rounds
-	Rounds            int     `json:"rounds"`
-	Threads           int     `json:"threads"`
-	Batch             int     `json:"batch"`
-	MLPS              float64 `json:"mlps,omitempty"`                 // million lookups/s (lpm); on the gpu backend end to end, copies included
-	MLPSKernel        float64 `json:"mlps_kernel,omitempty"`          // gpu backend: the lookup kernel alone (CUDA events)
-	MLPSCPU           float64 `json:"mlps_cpu,omitempty"`             // gpu backend: the CPU backend on the same traffic in the same run
-	BatchCPU          int     `json:"batch_cpu,omitempty"`            // gpu backend: the batch of the CPU figure
-	Streams           int     `json:"streams,omitempty"`              // gpu backend: streams the lookups are pipelined over
-	Depth             int     `json:"depth,omitempty"`                // gpu backend: most pinned batches in flight
-	MLPSStaged        float64 `json:"mlps_staged,omitempty"`          // gpu backend: end to end through the slice API (host staging copies included)
-	MPPSStaged        float64 `json:"mpps_staged,omitempty"`          // likewise for classify
-	BatchLatencyUs    float64 `json:"batch_latency_us,omitempty"`     // gpu backend: mean Submit-to-results time of a pinned batch
-	BatchLatencyP99Us float64 `json:"batch_latency_p99_us,omitempty"` // its 99th percentile
-	MPPS              float64 `json:"mpps,omitempty"`                 // million packets/s (classify); on the gpu backend end to end, copies included
-	MPPSKernel        float64 `json:"mpps_kernel,omitempty"`          // gpu backend: the classification kernel alone (CUDA events)
-	MPPSCPU           float64 `json:"mpps_cpu,omitempty"`             // gpu backend: the CPU (Table.LookupBatch) on the same packets in the same run
-	NsPerLookup       float64 `json:"ns_per_lookup"`
-	BuildMS           float64 `json:"build_ms"`
-	BytesPerEntry     float64 `json:"bytes_per_entry"`
-	ImageBytes        int     `json:"image_bytes"`
+	Entries             int     `json:"entries"`         // prefixes, or rules in the table after range expansion
+	Rules               int     `json:"rules,omitempty"` // rules in the source before expansion
+	Classes             int     `json:"classes,omitempty"`
+	Lookups             int64   `json:"lookups"` // lookups timed, all rounds
+	Rounds              int     `json:"rounds"`
+	Threads             int     `json:"threads"`
+	Batch               int     `json:"batch"`
+	MLPS                float64 `json:"mlps,omitempty"`                   // million lookups/s (lpm); on the gpu backend end to end, copies included
+	MLPSKernel          float64 `json:"mlps_kernel,omitempty"`            // gpu backend: the lookup kernel alone (CUDA events)
+	MLPSCPU             float64 `json:"mlps_cpu,omitempty"`               // gpu backend: the CPU backend on the same traffic in the same run
+	BatchCPU            int     `json:"batch_cpu,omitempty"`              // gpu backend: the batch of the CPU figure
+	Streams             int     `json:"streams,omitempty"`                // gpu backend: streams the lookups are pipelined over
+	Depth               int     `json:"depth,omitempty"`                  // gpu backend: most pinned batches in flight
+	MLPSStaged          float64 `json:"mlps_staged,omitempty"`            // gpu backend: end to end through the slice API (host staging copies included)
+	MPPSStaged          float64 `json:"mpps_staged,omitempty"`            // likewise for classify
+	BatchLatencyUs      float64 `json:"batch_latency_us,omitempty"`       // gpu backend: mean Submit-to-results time of a pinned batch
+	BatchLatencyP99Us   float64 `json:"batch_latency_p99_us,omitempty"`   // its 99th percentile
+	MaxDelayUs          float64 `json:"max_delay_us,omitempty"`           // --max-delay: the dynamic batcher's delay bound
+	BatcherMLPS         float64 `json:"batcher_mlps,omitempty"`           // keys/s fed through the batcher one by one
+	BatcherLatencyUs    float64 `json:"batcher_latency_us,omitempty"`     // mean first-key-to-results time of its batches
+	BatcherMaxLatencyUs float64 `json:"batcher_max_latency_us,omitempty"` //
+	BatcherByDelay      uint64  `json:"batcher_by_delay,omitempty"`       // batches it closed because of the delay
+	MPPS                float64 `json:"mpps,omitempty"`                   // million packets/s (classify); on the gpu backend end to end, copies included
+	MPPSKernel          float64 `json:"mpps_kernel,omitempty"`            // gpu backend: the classification kernel alone (CUDA events)
+	MPPSCPU             float64 `json:"mpps_cpu,omitempty"`               // gpu backend: the CPU (Table.LookupBatch) on the same packets in the same run
+	NsPerLookup         float64 `json:"ns_per_lookup"`
+	BuildMS             float64 `json:"build_ms"`
+	BytesPerEntry       float64 `json:"bytes_per_entry"`
+	ImageBytes          int     `json:"image_bytes"`
 
 	UpdatesPerSec    float64 `json:"updates_per_sec"`              // achieved rate under lookups (0: none asked)
 	UpdateMaxPerSec  float64 `json:"update_max_per_sec,omitempty"` // updates/s applied back to back

@@ -28,6 +28,7 @@ type lpmFlags struct {
 	chunk         int
 	kernelOnly    bool
 	depth         int
+	maxDelay      time.Duration
 	eng           gpuEngine   // --backend gpu
 	pipe          *pipe       // --backend gpu: pinned batches of the traffic being measured
 	gpuTable      gpu.TableID // the table the GPU lookups go to (the family being measured)
@@ -49,6 +50,7 @@ func benchLPM(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.chunk, "chunk", 0, "gpu backend: most addresses per pipeline chunk (0: the backend's default, 1<<20)")
 	fs.BoolVar(&f.kernelOnly, "kernel-only", false, "gpu backend: time only the lookup kernel (no end-to-end figure)")
 	fs.IntVar(&f.depth, "depth", 0, "gpu backend: most pinned batches in flight (0: two per stream)")
+	fs.DurationVar(&f.maxDelay, "max-delay", 0, "gpu backend: also feed the traffic key by key through the dynamic batcher (batches of --batch closed when full or when their oldest key waited this long) and report its rate and batch latency (0: no)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: gswitchctl bench lpm --fib FILE [flags]\n\nBuilds the GAMT trie from the table, times batched lookups, route updates and\nlookups under updates, and with --check compares against a reference that tries every prefix length.\n\n")
 		fs.PrintDefaults()
@@ -658,6 +660,11 @@ func gpuLookups(r *result, f *lpmFlags, fam lpm.Family, tab *lpm.Table, ref *lpm
 		}
 		r.MLPSStaged = median(rates) / 1e6
 	}
+	if f.maxDelay > 0 {
+		if err := batcherRun(r, f, tr, id, batch); err != nil {
+			return err
+		}
+	}
 	iters := max(3, min(200, (1<<26)/batch))
 	var ms float64
 	if tr.v4 != nil {
@@ -753,5 +760,63 @@ func gpuLook(f *lpmFlags, tr *lpmTraffic, lo, hi int, out []uint32, batch int) e
 			return err
 		}
 	}
+	return nil
+}
+
+// batcherRun feeds the traffic key by key through a gpu.Batcher (the
+// datapath's dynamic batching) for --duration and reports its rate and
+// batch latency (first key's arrival to results), one producer goroutine.
+func batcherRun(r *result, f *lpmFlags, tr *lpmTraffic, id gpu.TableID, batch int) error {
+	kind, width := gpu.LPM4, 1
+	if tr.v6 != nil {
+		kind, width = gpu.LPM6, 4
+	}
+	depth := f.depth
+	if depth == 0 {
+		depth = 2 * f.streams
+	}
+	q, err := gpu.NewBatcher(f.eng, id, gpu.BatcherConfig{Kind: kind, Width: width, MaxBatch: batch, MaxDelay: f.maxDelay, Depth: depth}, nil)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	n := tr.len()
+	start := time.Now()
+	deadline := start.Add(f.duration)
+	keys := 0
+	for k := 0; ; k++ {
+		b, i, err := q.Next()
+		if err != nil {
+			return err
+		}
+		if tr.v4 != nil {
+			b.Keys[i] = tr.v4[k%n]
+		} else {
+			b.Addrs6()[i] = tr.v6[k%n]
+		}
+		if err := q.Commit(); err != nil {
+			return err
+		}
+		keys++
+		if k%256 == 255 {
+			now := time.Now()
+			if err := q.Poll(now); err != nil {
+				return err
+			}
+			if now.After(deadline) {
+				break
+			}
+		}
+	}
+	if err := q.Flush(); err != nil {
+		return err
+	}
+	st := q.Stats()
+	r.MaxDelayUs = float64(f.maxDelay.Nanoseconds()) / 1e3
+	r.BatcherMLPS = float64(st.Keys) / time.Since(start).Seconds() / 1e6
+	r.BatcherLatencyUs = float64(st.Latency.Nanoseconds()) / 1e3 / float64(max(st.Batches, 1))
+	r.BatcherMaxLatencyUs = float64(st.MaxLatency.Nanoseconds()) / 1e3
+	r.BatcherByDelay = st.ByDelay
+	r.Notes += fmt.Sprintf("; --max-delay: %d keys fed one by one from one goroutine into a gpu.Batcher (batches of %d closed when full or after %v), %d batches, %d closed by the delay; batcher_latency_us = first key's arrival to the batch's results, mean", keys, batch, f.maxDelay, st.Batches, st.ByDelay)
 	return nil
 }
