@@ -296,6 +296,25 @@ func (t *GroupTable) Count(id uint32, bucket int, n int) {
 	}
 }
 
+// CountPick adds a packet of n bytes to group id once and to each of the
+// buckets it went through (Pick's answer; none when no bucket was live).
+func (t *GroupTable) CountPick(id uint32, buckets []int, n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.groups[id]
+	if !ok {
+		return
+	}
+	e.packets++
+	e.bytes += uint64(max(n, 0))
+	for _, b := range buckets {
+		if b >= 0 && b < len(e.buckets) {
+			e.buckets[b].Packets++
+			e.buckets[b].Bytes += uint64(max(n, 0))
+		}
+	}
+}
+
 // Stats returns the counters of group id, or of every group for GroupAll
 // (ascending by id); none for a missing group. RefCount counts the flow
 // entries (AddFlowRef) and the groups that forward to or watch the group.

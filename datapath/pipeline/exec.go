@@ -43,6 +43,7 @@ type worker struct {
 	tx   map[uint32][][]byte
 	now  int64
 
+	depth     int  // group nesting of the actions running now
 	packetOut bool // running a PACKET_OUT: output:TABLE is allowed
 	resubmit  bool // output:TABLE was executed
 }
@@ -61,6 +62,11 @@ func (s *Switch) Process(inPort uint32, frames [][]byte) {
 	defer s.workers.Put(w)
 	w.begin()
 	in := s.ports[inPort]
+	if in != nil && !in.receives() {
+		in.rxDropped.Add(uint64(len(frames)))
+		w.flush()
+		return
+	}
 	for _, f := range frames {
 		p := pkt{data: f, inPort: inPort}
 		if r := packet.Parse(&p.key, f, inPort); r != packet.OK {
@@ -169,6 +175,12 @@ func (w *worker) applyEntry(p *pkt, tab *table, id flow.RuleID) {
 	p.tableID, p.cookie = tab.id, e.fm.Cookie
 	p.miss = e.fm.Priority == 0 && e.fm.Match.Match.IsAll()
 	in := &e.fm.Instructions
+	if in.Has&openflow.HasMeter != 0 {
+		w.meter(p, in.Meter)
+		if p.drop {
+			return
+		}
+	}
 	if in.Has&openflow.HasApplyActions != 0 {
 		w.execList(p, in.Apply)
 		if p.drop {
@@ -231,10 +243,12 @@ func (w *worker) exec(p *pkt, a *openflow.Action) {
 		if !alive {
 			w.dropRx(p)
 		}
+	case openflow.ActGroup:
+		w.group(p, a.ID)
 	case openflow.ActSetQueue:
 		// One queue per port: nothing to do.
 	default:
-		ok = false // groups, MPLS, PBB, copy-TTL: not executed by this datapath
+		ok = false // MPLS, PBB, copy-TTL: not executed by this datapath
 	}
 	if !ok {
 		w.s.unsupported.Add(1)
@@ -318,7 +332,7 @@ func (w *worker) emit(no uint32, data []byte) {
 		w.s.noRoute.Add(1)
 		return
 	}
-	if !sp.up() {
+	if !sp.up() || !sp.forwards() {
 		sp.txDropped.Add(1)
 		return
 	}
@@ -332,6 +346,9 @@ func (w *worker) packetIn(p *pkt, maxLen uint16) {
 	c := w.s.controller()
 	if c == nil {
 		w.s.noRoute.Add(1)
+		return
+	}
+	if in := w.s.ports[p.inPort]; in != nil && !in.packetIns() {
 		return
 	}
 	pi := &openflow.PacketIn{Reason: openflow.ReasonAction, TableID: p.tableID, Cookie: p.cookie, MaxLen: maxLen,

@@ -93,17 +93,24 @@ func (s *Switch) addLocked(fm *openflow.FlowMod) error {
 	if fm.Flags&openflow.FlagCheckOverlap != 0 {
 		flags = flow.CheckOverlap
 	}
+	if err := s.acquireRefsLocked(&fm.Instructions); err != nil {
+		return err
+	}
 	r := flow.Rule{Match: fm.Match.Match, Priority: fm.Priority, Cookie: fm.Cookie}
 	id, replaced, err := t.ft.Add(r, flags)
 	if err != nil {
+		s.releaseRefs(&fm.Instructions)
 		return err
 	}
 	now := time.Now()
 	e := &entry{fm: *fm, added: now}
 	e.used.Store(now.UnixNano())
-	if old := t.entry(id); replaced && old != nil && fm.Flags&openflow.FlagResetCounts == 0 {
-		e.packets.Store(old.packets.Load())
-		e.bytes.Store(old.bytes.Load())
+	if old := t.entry(id); replaced && old != nil {
+		s.releaseRefs(&old.fm.Instructions)
+		if fm.Flags&openflow.FlagResetCounts == 0 {
+			e.packets.Store(old.packets.Load())
+			e.bytes.Store(old.bytes.Load())
+		}
 	}
 	t.setEntry(id, e)
 	return s.syncLocked(t)
@@ -117,12 +124,20 @@ func (s *Switch) modifyLocked(fm *openflow.FlowMod) error {
 	if err := checkGoto(fm); err != nil {
 		return err
 	}
+	// Check the new instructions' groups and meters once, so that a
+	// failed modify changes nothing; they cannot go while s.mu is held.
+	if err := s.acquireRefsLocked(&fm.Instructions); err != nil {
+		return err
+	}
+	s.releaseRefs(&fm.Instructions)
 	sel := fm.Selector()
 	for _, id := range t.ft.Modify(sel, 0) {
 		e := t.entry(id)
 		if e == nil {
 			continue
 		}
+		_ = s.acquireRefsLocked(&fm.Instructions)
+		s.releaseRefs(&e.fm.Instructions)
 		ne := &entry{fm: e.fm, added: e.added}
 		ne.fm.Instructions, ne.fm.Wire = fm.Instructions, fm.Wire
 		ne.used.Store(e.used.Load())
@@ -160,6 +175,7 @@ func (s *Switch) removedLocked(t *table, id flow.RuleID, reason uint8) {
 		return
 	}
 	t.entries[id] = nil
+	s.releaseRefs(&e.fm.Instructions)
 	if e.fm.Flags&openflow.FlagSendFlowRem == 0 {
 		return
 	}

@@ -19,6 +19,7 @@ type swPort struct {
 	dev   Device
 	added time.Time
 
+	config    atomic.Uint32 // OpenFlow port config bits set by PORT_MOD
 	rxDropped atomic.Uint64 // frames received and dropped: malformed, no rule, no route
 	txDropped atomic.Uint64 // frames the device refused or could not take
 }
@@ -39,6 +40,7 @@ func (p *swPort) desc() openflow.Port {
 	l := p.dev.Link()
 	op := openflow.Port{No: p.no, Name: l.Name, Curr: feature10GbFD | featureCopper, CurrSpeed: speed10G, MaxSpeed: speed10G}
 	copy(op.HWAddr[:], l.MAC)
+	op.Config = p.config.Load()
 	if !l.AdminUp {
 		op.Config |= portConfigDown
 	}
@@ -53,7 +55,7 @@ func (p *swPort) desc() openflow.Port {
 // up reports whether frames can leave through the port.
 func (p *swPort) up() bool {
 	l := p.dev.Link()
-	return l.AdminUp && l.OperUp && !l.Deleted
+	return l.AdminUp && l.OperUp && !l.Deleted && p.config.Load()&portConfigDown == 0
 }
 
 // Ports describes the ports (OFPMP_PORT_DESC), ascending.

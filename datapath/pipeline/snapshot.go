@@ -47,6 +47,8 @@ type Counters struct {
 	MissDrops   uint64            // table misses without a table-miss entry
 	NoRoute     uint64            // outputs to a missing port, the in port, or LOCAL
 	Unsupported uint64            // actions not executed
+	GroupDrops  uint64            // packets of a group with no live bucket
+	MeterDrops  uint64            // packets dropped by a meter's drop band
 	Learned     int               // MAC addresses in the learning table
 	Standalone  bool              // acting as a learning switch now
 	FailMode    string
@@ -97,7 +99,7 @@ func (s *Switch) Flows() []FlowInfo {
 // Counters returns the switch's own counters.
 func (s *Switch) Counters() Counters {
 	c := Counters{Malformed: map[string]uint64{}, MissDrops: s.missDrops.Load(), NoRoute: s.noRoute.Load(),
-		Unsupported: s.unsupported.Load(), Learned: s.learn.len(), Standalone: s.standalone(), FailMode: s.cfg.FailMode.String()}
+		Unsupported: s.unsupported.Load(), GroupDrops: s.groupDrops.Load(), MeterDrops: s.meterDrops.Load(), Learned: s.learn.len(), Standalone: s.standalone(), FailMode: s.cfg.FailMode.String()}
 	for r := packet.Reason(1); r < packet.NumReasons; r++ {
 		c.Malformed[r.String()] = s.malformed[r].Load()
 	}

@@ -141,6 +141,9 @@ type Switch struct {
 	ports    map[uint32]*swPort // fixed before Start
 	portList []*swPort          // ascending port number
 
+	groups *openflow.GroupTable
+	meters *openflow.MeterTable
+
 	ctrl    atomic.Pointer[controllerBox]
 	learn   macTable
 	workers sync.Pool
@@ -149,6 +152,8 @@ type Switch struct {
 	unsupported atomic.Uint64 // actions the switch cannot execute (dropped)
 	noRoute     atomic.Uint64 // outputs to a missing or down port
 	missDrops   atomic.Uint64 // table misses without a table-miss flow
+	groupDrops  atomic.Uint64 // packets of a group with no live bucket
+	meterDrops  atomic.Uint64 // packets a meter's drop band dropped
 }
 
 type controllerBox struct{ c Controller }
@@ -159,7 +164,8 @@ func New(cfg Config) (*Switch, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
-	s := &Switch{cfg: cfg, log: cfg.Logger, start: time.Now(), ports: map[uint32]*swPort{}}
+	s := &Switch{cfg: cfg, log: cfg.Logger, start: time.Now(), ports: map[uint32]*swPort{},
+		groups: openflow.NewGroupTable(openflow.GroupTableConfig{}), meters: openflow.NewMeterTable(openflow.MeterTableConfig{})}
 	s.learn.init(cfg.LearnAge)
 	for i := range cfg.Tables {
 		ft, err := flow.NewTable(flow.Config{Algo: cfg.Algo, MaxEntries: cfg.MaxFlows, Seed: uint64(i) + 1})

@@ -54,6 +54,7 @@ type fakeCtrl struct {
 	conns   int
 	pins    []*openflow.PacketIn
 	removed []*openflow.FlowRemoved
+	status  []*openflow.PortStatus
 }
 
 func (c *fakeCtrl) PacketIn(pi *openflow.PacketIn) int {
@@ -70,7 +71,12 @@ func (c *fakeCtrl) FlowRemoved(fr *openflow.FlowRemoved) int {
 	return 1
 }
 
-func (c *fakeCtrl) PortStatus(*openflow.PortStatus) int { return 1 }
+func (c *fakeCtrl) PortStatus(ps *openflow.PortStatus) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.status = append(c.status, ps)
+	return 1
+}
 func (c *fakeCtrl) Connections() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
