@@ -6,6 +6,8 @@
 //	gswitchctl bench lpm --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--check] [--json]
 //	gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [--algo linear|tuple|bloom] [--backend cpu] [--check] [--json]
 //
+//	gswitchctl show ports|tables|flows|groups|meters|backend|stats [--socket PATH] [--json]
+//
 // Run a command with -h for all of its flags.
 package main
 
@@ -23,6 +25,8 @@ Usage:
   gswitchctl bench lpm --fib FILE [flags]        IPv4/IPv6 longest-prefix match (GAMT trie)
   gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [flags]
                                                  OpenFlow wildcard classification
+  gswitchctl show ports|tables|flows|groups|meters|backend|stats [--socket PATH] [--json]
+                                                 query a running gswitchd (control socket)
   gswitchctl help                                this text
 
 Run "gswitchctl bench lpm -h" or "gswitchctl bench classify -h" for the flags.
@@ -59,6 +63,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return nil
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
+	case "show":
+		return runShow(args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("%w: unknown command %q", errUsage, args[0])

@@ -203,12 +203,14 @@ func (d *daemon) close() {
 	}
 }
 
-// PortInfos, TableInfos, Flows, Backend and Stats make the daemon a
+// PortInfos, TableInfos, Flows, Backend, Groups, Meters and Stats make the daemon a
 // ctl.Source.
 func (d *daemon) PortInfos() []pipeline.PortInfo   { return d.sw.PortInfos() }
 func (d *daemon) TableInfos() []pipeline.TableInfo { return d.sw.TableInfos() }
 func (d *daemon) Flows() []pipeline.FlowInfo       { return d.sw.Flows() }
 func (d *daemon) Backend() gpu.EngineStats         { return d.eng.Stats() }
+func (d *daemon) Groups() []pipeline.GroupInfo     { return d.sw.Groups() }
+func (d *daemon) Meters() []pipeline.MeterInfo     { return d.sw.Meters() }
 func (d *daemon) Stats() ctl.Stats {
 	return ctl.Stats{DatapathID: d.st.dpid, Uptime: time.Since(d.started), Backend: d.eng.Device(),
 		Controller: d.agent.Connections(), Counters: d.sw.Counters()}

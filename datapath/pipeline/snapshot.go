@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"strings"
 	"time"
 
 	"github.com/gswitch/gswitch/controlproto/openflow"
@@ -104,4 +105,110 @@ func (s *Switch) Counters() Counters {
 		c.Malformed[r.String()] = s.malformed[r].Load()
 	}
 	return c
+}
+
+// GroupInfo is one group: its type, buckets in text and counters.
+type GroupInfo struct {
+	ID       uint32
+	Type     string // all, select, indirect, ff
+	RefCount uint32
+	Packets  uint64
+	Bytes    uint64
+	Duration time.Duration
+	Buckets  []BucketInfo
+}
+
+// BucketInfo is one bucket of a group.
+type BucketInfo struct {
+	Weight     uint16
+	WatchPort  uint32
+	WatchGroup uint32
+	Actions    string
+	Packets    uint64
+	Bytes      uint64
+}
+
+// MeterInfo is one meter: its flags, bands and counters.
+type MeterInfo struct {
+	ID        uint32
+	Flags     string // kbps or pktps, burst, stats
+	FlowCount uint32
+	PacketsIn uint64
+	BytesIn   uint64
+	Duration  time.Duration
+	Bands     []BandInfo
+}
+
+// BandInfo is one band of a meter and the packets it applied to.
+type BandInfo struct {
+	Type      string // drop or dscp_remark
+	Rate      uint32
+	BurstSize uint32
+	PrecLevel uint8
+	Packets   uint64
+	Bytes     uint64
+}
+
+// Groups describes every group, ascending by id.
+func (s *Switch) Groups() []GroupInfo {
+	stats := map[uint32]openflow.GroupStats{}
+	for _, gs := range s.groups.Stats(openflow.GroupAll) {
+		stats[gs.ID] = gs
+	}
+	descs := s.groups.Desc()
+	out := make([]GroupInfo, 0, len(descs))
+	for _, g := range descs {
+		st := stats[g.ID]
+		gi := GroupInfo{ID: g.ID, Type: g.Type.String(), RefCount: st.RefCount, Packets: st.Packets, Bytes: st.Bytes,
+			Duration: time.Duration(st.DurationSec)*time.Second + time.Duration(st.DurationNsec)}
+		for i, b := range g.Buckets {
+			bi := BucketInfo{Weight: b.Weight, WatchPort: b.WatchPort, WatchGroup: b.WatchGroup, Actions: formatActions(b.Actions)}
+			if i < len(st.Buckets) {
+				bi.Packets, bi.Bytes = st.Buckets[i].Packets, st.Buckets[i].Bytes
+			}
+			gi.Buckets = append(gi.Buckets, bi)
+		}
+		out = append(out, gi)
+	}
+	return out
+}
+
+// Meters describes every meter, ascending by id.
+func (s *Switch) Meters() []MeterInfo {
+	stats := map[uint32]openflow.MeterStats{}
+	for _, ms := range s.meters.Stats(openflow.MeterAll) {
+		stats[ms.ID] = ms
+	}
+	cfgs := s.meters.Config(openflow.MeterAll)
+	out := make([]MeterInfo, 0, len(cfgs))
+	for _, mc := range cfgs {
+		st := stats[mc.ID]
+		mi := MeterInfo{ID: mc.ID, Flags: meterFlags(mc.Flags), FlowCount: st.FlowCount, PacketsIn: st.PacketsIn, BytesIn: st.BytesIn,
+			Duration: time.Duration(st.DurationSec)*time.Second + time.Duration(st.DurationNsec)}
+		for i, b := range mc.Bands {
+			bi := BandInfo{Type: "drop", Rate: b.Rate, BurstSize: b.BurstSize, PrecLevel: b.PrecLevel}
+			if b.Type == openflow.BandDSCPRemark {
+				bi.Type = "dscp_remark"
+			}
+			if i < len(st.Bands) {
+				bi.Packets, bi.Bytes = st.Bands[i].Packets, st.Bands[i].Bytes
+			}
+			mi.Bands = append(mi.Bands, bi)
+		}
+		out = append(out, mi)
+	}
+	return out
+}
+
+func meterFlags(f openflow.MeterFlags) string {
+	var parts []string
+	for _, x := range []struct {
+		bit  openflow.MeterFlags
+		name string
+	}{{openflow.MeterKbps, "kbps"}, {openflow.MeterPktps, "pktps"}, {openflow.MeterBurst, "burst"}, {openflow.MeterStatsFlag, "stats"}} {
+		if f&x.bit != 0 {
+			parts = append(parts, x.name)
+		}
+	}
+	return strings.Join(parts, ",")
 }

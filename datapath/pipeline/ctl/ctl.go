@@ -13,10 +13,14 @@
 //	GET /v1/flows    []pipeline.FlowInfo   every flow entry, as text, with counters
 //	GET /v1/backend  gpu.EngineStats       the lookup backend: devices, fallbacks, keys per backend
 //	GET /v1/stats    Stats                 the switch's own counters and the daemon's identity
+//	GET /v1/groups   []pipeline.GroupInfo  every group: type, buckets (actions as text), counters
+//	GET /v1/meters   []pipeline.MeterInfo  every meter: flags, bands, counters
 //
 // An unknown path gets 404, another method 405, both with a JSON body
 // {"error": "..."}. The protocol is read-only: configuration goes through
-// OpenFlow. Field names are the Go field names of the types named above;
+// OpenFlow. A client that cannot reach the socket gets an error that
+// says why: ErrNotRunning (no socket, or nobody answers on it) or
+// ErrPermission (the socket's mode keeps the caller out). Field names are the Go field names of the types named above;
 // new fields may be added, none is renamed or removed within /v1.
 package ctl
 
@@ -29,6 +33,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/gswitch/gswitch/datapath/pipeline"
@@ -52,6 +57,8 @@ type Source interface {
 	Flows() []pipeline.FlowInfo
 	Backend() gpu.EngineStats
 	Stats() Stats
+	Groups() []pipeline.GroupInfo
+	Meters() []pipeline.MeterInfo
 }
 
 // Handler serves the protocol for src.
@@ -71,8 +78,10 @@ func Handler(src Source) http.Handler {
 	route("/v1/flows", func() any { return src.Flows() })
 	route("/v1/backend", func() any { return src.Backend() })
 	route("/v1/stats", func() any { return src.Stats() })
+	route("/v1/groups", func() any { return src.Groups() })
+	route("/v1/meters", func() any { return src.Meters() })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no query %q (want /v1/ports, tables, flows, backend or stats)", r.URL.Path)})
+		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no query %q (want /v1/ports, tables, flows, backend, stats, groups or meters)", r.URL.Path)})
 	})
 	return mux
 }
@@ -123,8 +132,17 @@ func Serve(ctx context.Context, l net.Listener, src Source) error {
 
 // Client queries a gswitchd over its control socket.
 type Client struct {
-	hc *http.Client
+	hc   *http.Client
+	path string
 }
+
+// ErrNotRunning says that no gswitchd answers on the socket: the file is
+// missing, or nothing listens on it.
+var ErrNotRunning = errors.New("gswitchd is not running")
+
+// ErrPermission says that the socket exists but the caller may not open
+// it (it is created with mode 0600 for the daemon's user).
+var ErrPermission = errors.New("permission denied")
 
 // NewClient returns a client for the socket at path; nothing is dialled
 // until a query.
@@ -133,7 +151,7 @@ func NewClient(path string) *Client {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", path)
 	}}
-	return &Client{hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+	return &Client{hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}, path: path}
 }
 
 // Close releases idle connections.
@@ -163,6 +181,30 @@ func (c *Client) Backend(ctx context.Context) (gpu.EngineStats, error) {
 	return v, c.get(ctx, "/v1/backend", &v)
 }
 
+// Groups returns /v1/groups.
+func (c *Client) Groups(ctx context.Context) ([]pipeline.GroupInfo, error) {
+	var v []pipeline.GroupInfo
+	return v, c.get(ctx, "/v1/groups", &v)
+}
+
+// Meters returns /v1/meters.
+func (c *Client) Meters(ctx context.Context) ([]pipeline.MeterInfo, error) {
+	var v []pipeline.MeterInfo
+	return v, c.get(ctx, "/v1/meters", &v)
+}
+
+// dialError explains a failed query: ErrNotRunning or ErrPermission with
+// the socket's path, else the error as it came.
+func (c *Client) dialError(path string, err error) error {
+	switch {
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("ctl: %w: no daemon answers on %s (start gswitchd, or give its --ctl-socket with --socket)", ErrNotRunning, c.path)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("ctl: %s: %w (the socket is mode 0600: run as root or as the daemon's user)", c.path, ErrPermission)
+	}
+	return fmt.Errorf("ctl: %s: %w", path, err)
+}
+
 // Stats returns /v1/stats.
 func (c *Client) Stats(ctx context.Context) (Stats, error) {
 	var v Stats
@@ -176,7 +218,7 @@ func (c *Client) get(ctx context.Context, path string, v any) error {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("ctl: %s: %w", path, err)
+		return c.dialError(path, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))

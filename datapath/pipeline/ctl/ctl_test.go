@@ -2,6 +2,8 @@ package ctl
 
 import (
 	"context"
+	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +25,12 @@ func (fakeSource) TableInfos() []pipeline.TableInfo {
 }
 func (fakeSource) Flows() []pipeline.FlowInfo {
 	return []pipeline.FlowInfo{{Table: 0, Priority: 7, Match: "in_port=1", Instructions: "apply_actions(output:2)", Packets: 3}}
+}
+func (fakeSource) Groups() []pipeline.GroupInfo {
+	return []pipeline.GroupInfo{{ID: 4, Type: "select", Packets: 8, Buckets: []pipeline.BucketInfo{{Weight: 1, Actions: "output:2", Packets: 8}}}}
+}
+func (fakeSource) Meters() []pipeline.MeterInfo {
+	return []pipeline.MeterInfo{{ID: 1, Flags: "pktps,burst", PacketsIn: 10, Bands: []pipeline.BandInfo{{Type: "drop", Rate: 5, Packets: 5}}}}
 }
 func (fakeSource) Backend() gpu.EngineStats { return gpu.EngineStats{KeysOnCPU: 11, MinBatch: 2048} }
 func (fakeSource) Stats() Stats {
@@ -74,6 +82,14 @@ func TestClientServer(t *testing.T) {
 	if err != nil || st.DatapathID != 0x42 || st.Counters.MissDrops != 6 {
 		t.Errorf("stats %+v, %v", st, err)
 	}
+	groups, err := c.Groups(qctx)
+	if err != nil || len(groups) != 1 || groups[0].Type != "select" || groups[0].Buckets[0].Packets != 8 {
+		t.Errorf("groups %+v, %v", groups, err)
+	}
+	meters, err := c.Meters(qctx)
+	if err != nil || len(meters) != 1 || meters[0].Bands[0].Rate != 5 {
+		t.Errorf("meters %+v, %v", meters, err)
+	}
 	var v any
 	if err := c.get(qctx, "/v1/nope", &v); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("unknown query: %v, want a 404 error", err)
@@ -90,4 +106,28 @@ func TestListenReplacesStaleSocket(t *testing.T) {
 		t.Fatalf("stale file not replaced: %v", err)
 	}
 	l.Close()
+}
+
+func TestClientNotRunning(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.sock")
+	c := NewClient(missing)
+	defer c.Close()
+	_, err := c.Stats(context.Background())
+	if !errors.Is(err, ErrNotRunning) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("no socket: %v, want ErrNotRunning naming the path", err)
+	}
+	// A socket file nobody listens on (a daemon that died).
+	stale := filepath.Join(dir, "stale.sock")
+	l, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	c2 := NewClient(stale)
+	defer c2.Close()
+	if _, err := c2.Ports(context.Background()); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("stale socket: %v, want ErrNotRunning", err)
+	}
 }
