@@ -52,6 +52,9 @@ func TestMain(m *testing.M) {
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}
+	if ctlBinPath != "" {
+		os.RemoveAll(filepath.Dir(ctlBinPath))
+	}
 	os.Exit(code)
 }
 

@@ -178,7 +178,7 @@ func printFlows(w io.Writer, fs []pipeline.FlowInfo) {
 			fmt.Fprintf(&b, "hard_timeout=%d, ", f.HardTimeout)
 		}
 		fmt.Fprintf(&b, "priority=%d", f.Priority)
-		if f.Match != "" && f.Match != "*" {
+		if f.Match != "" && f.Match != "*" && f.Match != "any" {
 			b.WriteString("," + f.Match)
 		}
 		b.WriteString(" actions=" + f.Instructions)
