@@ -6,6 +6,11 @@
 // OpenFlow. The switch core is package datapath/pipeline; the control
 // socket is datapath/pipeline/ctl.
 //
+// The switch has groups (all, select, indirect, fast-failover), meters
+// (drop and DSCP-remark bands), PORT_MOD, TABLE_MOD and (empty) queues;
+// gswitchctl show ports|tables|flows|groups|meters|backend|stats reads its
+// state over the control socket.
+//
 // Usage:
 //
 //	gswitchd [--config FILE] [--port N=IFNAME]... [--controller tcp:HOST:PORT]...

@@ -68,10 +68,42 @@
 // IPv4 header and the TCP/UDP checksum; push_vlan (the new tag copies the
 // outer one's TCI, or 0) and pop_vlan; set_nw_ttl and dec_nw_ttl (a TTL
 // that would reach 0 drops the packet). Every edit checks the frame's
-// bounds first; an action the frame cannot take, and groups, meters, MPLS,
-// PBB and copy-TTL, are counted as unsupported and skipped. Outputs copy
+// bounds first; an action the frame cannot take, and MPLS, PBB and
+// copy-TTL, are counted as unsupported and skipped. Outputs copy
 // the frame as it is at that moment; each port's frames leave in one
 // afpacket Send (sendmmsg) per batch.
+//
+// # Groups, meters, ports
+//
+// The switch implements the agent's optional interfaces (groups.go,
+// portmod.go) over controlproto/openflow's reference GroupTable and
+// MeterTable. A group action runs each bucket the table picks on its own
+// copy of the packet (the packet itself goes on unchanged): every bucket
+// of an all group, the one of an indirect group, for a select group one
+// live bucket by weight, chosen by an FNV hash of the Ethernet addresses
+// and type, VLAN, IP addresses and protocol, L4 ports and ARP addresses
+// (so one flow sticks to one bucket), for a fast-failover group the first
+// live bucket. A bucket is live when its watch_port is up (link up, not
+// PORT_DOWN) and its watch_group has a live bucket. Buckets may forward to
+// other groups (depth at most 16); a group without a live bucket drops
+// (Counters.GroupDrops). The meter instruction runs before apply-actions:
+// the meter's token buckets (kb/s or packets/s, burst or 100 ms of rate)
+// decide; a drop band drops (Counters.MeterDrops), a DSCP-remark band
+// raises an AF code point's drop precedence (RemarkDSCP) with the IPv4
+// checksum fixed. Group and meter counters are the tables' own. Flow
+// entries count their references (ref_count, flow_count): a FLOW_MOD
+// naming a missing group gets OFPBAC_BAD_OUT_GROUP, a missing meter
+// OFPMMFC_UNKNOWN_METER, checked under the write lock that GROUP_MOD and
+// METER_MOD also take; deleting a group removes its entries (FLOW_REMOVED
+// reason GROUP_DELETE), deleting a meter its entries (reason DELETE: 1.3
+// has none for meters).
+//
+// PORT_MOD sets a port's config bits, which the datapath honours:
+// PORT_DOWN (nothing received or sent; fast-failover sees it dead),
+// NO_RECV, NO_FWD, NO_PACKET_IN; the change is reported as PORT_STATUS
+// MODIFY. The Linux interface is not touched. TABLE_MOD is accepted and
+// changes nothing (1.3's bits are deprecated); there are no queues (empty
+// answers; OFPQOFC_BAD_PORT for a missing port).
 //
 // PACKET_OUT runs its actions on the controller's frame; output:TABLE runs
 // it through the tables from table 0 with its in_port.
@@ -101,12 +133,12 @@
 //
 // # What is not here yet
 //
-// Groups and meters (the OpenFlow agent is getting them as optional
-// interfaces), MPLS and PBB actions, copy-TTL, set-field on ARP, ICMP,
+// Meter bands other than drop and DSCP remark, the virtual meters,
+// queues, MPLS and PBB actions, copy-TTL, set-field on ARP, ICMP,
 // SCTP, IPv6 flow label and ND fields, IPv6 L4 edits behind extension
 // headers, the LOCAL port, per-connection miss_send_len (the agent keeps
 // it; OpenFlow 1.3 sends table misses through the table-miss entry's
-// max_len anyway), packet-in for invalid TTL, and PORT_MOD. Flow stats
+// max_len anyway), packet-in for invalid TTL, and PORT_MOD taking the Linux link down. Flow stats
 // and counters are exact; table lookups count each packet once per table
 // it reaches.
 package pipeline
