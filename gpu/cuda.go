@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,7 @@ type CUDA struct {
 	// Guarded by mu: the streams (rebuilt only by SetStreams), the round
 	// robin over them, and the event every stream waits on after a scatter.
 	streams []cu.Stream
+	ustream cu.Stream // the update stream: bubble copies and scatters only
 	rr      int
 	applied cu.Event
 
@@ -508,18 +510,40 @@ func (c *CUDA) scatter(t *cudaTable) error {
 	}
 	if c.stage.n < int64(8*n) {
 		// The buffer is freed: no copy or scatter may still use it.
-		if err := c.streams[0].Synchronize(); err != nil {
+		if err := c.ustream.Synchronize(); err != nil {
 			return fmt.Errorf("gpu: cuda: staging bubbles: %v", err)
 		}
 	}
 	if err := c.grow(&c.stage, int64(8*n)); err != nil {
 		return err
 	}
+	// Order the writes so that even a lookup running during the scatter
+	// never follows a new pointer into words not yet written: first every
+	// word that is no pointer (LPM leaves: each is old or new on its own,
+	// and a node is reachable only through a pointer), then the pointers,
+	// deepest region first (an LPM pointer always aims at a deeper level;
+	// a flow image's order and count refer to its classes, entries and
+	// filters, which lie in deeper regions). Regions lie in ascending order
+	// in the buffer, so that is descending offset order; each region's run
+	// is one launch, and most updates have one run of leaves only.
+	idx, ptrs := make([]int, 0, n), []int(nil)
+	for i := 0; i < n; i++ {
+		if t.kind == Flow || p.val[i]&0xff != 0 {
+			ptrs = append(ptrs, i)
+		} else {
+			idx = append(idx, i)
+		}
+	}
+	leaves := len(idx)
+	sort.Slice(ptrs, func(a, b int) bool { return p.off[ptrs[a]] > p.off[ptrs[b]] })
+	idx = append(idx, ptrs...)
 	h := unsafe.Slice((*uint32)(c.hstage[k].p), 2*n)
-	copy(h, p.off)
-	copy(h[n:], p.val)
+	for i, j := range idx {
+		h[i], h[n+i] = p.off[j], p.val[j]
+	}
 	p.reset()
-	st := c.streams[0]
+	_, base := t.gen()
+	st := c.ustream
 	if err := cu.MemcpyHtoDAsync(c.stage.p, c.hstage[k].p, int64(8*n), st); err != nil {
 		return fmt.Errorf("gpu: cuda: staging bubbles: %v", err)
 	}
@@ -527,8 +551,18 @@ func (c *CUDA) scatter(t *cudaTable) error {
 		return fmt.Errorf("gpu: cuda: record: %v", err)
 	}
 	c.hbusy[k], c.hk = true, k^1
-	if err := c.launchIn(st, c.scat, n, t.img.p, c.stage.p, c.stage.p+cu.DevicePtr(4*n)); err != nil {
-		return err
+	for lo := 0; lo < n; {
+		hi := leaves
+		if lo >= leaves {
+			r := sort.Search(len(base), func(r int) bool { return base[r] > h[lo] }) - 1
+			for hi = lo; hi < n && h[hi] >= base[r]; hi++ {
+			}
+		}
+		offs, vals := c.stage.p+cu.DevicePtr(4*lo), c.stage.p+cu.DevicePtr(4*(n+lo))
+		if err := c.launchIn(st, c.scat, hi-lo, t.img.p, offs, vals); err != nil {
+			return err
+		}
+		lo = hi
 	}
 	return c.ordered()
 }
@@ -635,6 +669,9 @@ func (c *CUDA) makeStreams(n int) error {
 		c.streams = append(c.streams, s)
 	}
 	var err error
+	if c.ustream, err = cu.MakeStream(cu.DefaultStream); err != nil {
+		return fmt.Errorf("gpu: cuda: stream: %v", err)
+	}
 	c.applied, err = cu.MakeEvent(cu.DisableTiming)
 	return err
 }
@@ -654,17 +691,21 @@ func (c *CUDA) freeStreams() {
 	for i := range c.streams {
 		c.streams[i].Destroy()
 	}
+	c.ustream.Destroy()
 	cu.DestroyEvent(&c.applied)
 	c.streams = nil
 }
 
-// ordered makes every lookup stream wait for the work just queued in
-// streams[0] (an Apply's scatter): the interface's ordering promise.
+// ordered makes every lookup stream wait for the work just queued in the
+// update stream (an Apply's scatter): the interface's ordering promise.
+// The update stream holds no lookups, so a scatter starts at once instead
+// of queueing behind a lookup batch, and only batches submitted after it
+// wait for it.
 func (c *CUDA) ordered() error {
-	if err := c.applied.Record(c.streams[0]); err != nil {
+	if err := c.applied.Record(c.ustream); err != nil {
 		return fmt.Errorf("gpu: cuda: record: %v", err)
 	}
-	for _, s := range c.streams[1:] {
+	for _, s := range c.streams {
 		if err := s.Wait(c.applied, 0); err != nil {
 			return fmt.Errorf("gpu: cuda: stream wait: %v", err)
 		}
