@@ -57,6 +57,19 @@ bench-bart:
 clean:
 	rm -rf bin
 
+# The cuda build (GPU backend): needs cuda.h and libcuda.so (the driver API;
+# the stub library is enough to link). CUDA_INC / CUDA_LIB override the
+# folders under CUDA.
+CUDA ?= /usr/local/cuda
+CUDA_INC ?= $(CUDA)/include
+CUDA_LIB ?= $(CUDA)/lib64/stubs
+CUDA_ENV = CGO_CFLAGS="-I$(CURDIR)/gpu/cudacompat -I$(CUDA_INC)" CGO_LDFLAGS="-L$(CUDA_LIB)"
+.PHONY: gpu
+gpu:
+	$(CUDA_ENV) $(GO) build -tags cuda -o bin/gswitchctl-cuda ./cmd/gswitchctl
+	$(CUDA_ENV) $(GO) build -tags cuda -o bin/gswitchd-cuda ./cmd/gswitchd
+	$(CUDA_ENV) $(GO) test -c -tags cuda -o bin/gpu.test ./gpu
+
 # The CUDA kernels' PTX, embedded by package kernels. Run on a machine with
 # nvcc (CUDA 13; the device machine), then commit kernels/*.ptx;
 # TestCUDAEmbeddedPTX (-tags cuda, GSWITCH_PTX_DIR=dir of fresh PTX) fails

@@ -27,9 +27,9 @@
 // word but the count (both fixed for a generation), and the lookups, the
 // CPU View and the device kernel flow_lookup (kernels/flow.cu) alike,
 // re-check every offset they follow. On the device a Flow table is one
-// buffer of its regions plus a 16-word descriptor (region bases and lengths,
-// algorithm, P, families, slots); LookupFlow runs in the first stream through
-// pinned staging, after any Apply's scatter (the gamt module's
+// buffer of its regions plus a 20-word descriptor (region bases and lengths,
+// algorithm, P, families, slots, what to stage in shared memory); its
+// lookups run through batches like the LPM kinds, after any Apply's scatter (the gamt module's
 // bubble_scatter, global offsets), and KernelTimeFlow times the kernel alone.
 //
 // # The CPU backend
@@ -70,20 +70,52 @@
 // old one once the device is idle, dropping the old table's queued bubbles:
 // the only Apply that synchronizes.
 //
-// Lookups run through a pipeline over N streams (SetStreams, 1 by default;
-// GAMT §4.4): a batch is cut into chunks (DefaultChunk addresses at most),
-// each chunk goes through one of 2N slots, each with page-locked host
-// staging (cuMemAllocHost) and device buffers for its addresses and results:
-// the host copies the chunk's addresses into the pinned buffer (split over
-// goroutines), then copy-in, kernel and copy-out are queued asynchronously
-// in the slot's stream and an event recorded; a slot is reused once that
-// event has fired and its results are copied out. So the copies and kernels
-// of consecutive chunks overlap each other and the host's staging copies. A
-// lookup call returns when all its chunks are out. Streams are blocking
-// streams, so the synchronous uploads (Load, bubble staging) on the legacy
-// stream are ordered with them too. KernelTimeLPM4 and KernelTimeLPM6 time
-// the kernel alone (CUDA events) for the benchmarks. CUDA graphs are a next
-// step.
+// Lookups run in Batches (see Batch): keys and results in page-locked host
+// memory the backend allocated, each batch with device twins and an event.
+// Submit runs on the caller's goroutine with the context made current on its
+// thread and, with one cgo call, queues the batch's copy-in (one segment, or
+// one per key column of a partly filled flow batch), the lookup kernel (every
+// lookup kernel takes img, desc, nl, keys, out, n, stride; the grid is what
+// the device holds resident at once, from the kernel's occupancy and its
+// dynamic shared memory) and the copy-out in the next of N streams
+// (SetStreams; GAMT §4.4), and records the batch's event; Wait synchronizes
+// on it. Several batches in flight overlap each other's copies and kernels.
+// The slice lookups (LookupLPM4, LookupLPM6, LookupFlow) run through pools of
+// such batches (two per stream, DefaultChunk keys each), the host copying
+// the keys in and the results out (split over goroutines). KernelTimeLPM4,
+// KernelTimeLPM6 and KernelTimeFlow time a kernel alone (CUDA events).
+//
+// Bubbles queued by Apply are scattered before the next batch on an update
+// stream that holds nothing else (so a scatter never waits behind a lookup),
+// in an order that keeps even a lookup running during the scatter from
+// following a new pointer into unwritten words: every non-pointer word (LPM
+// leaves) in one launch, then the pointers, deepest region first (an LPM
+// pointer always aims at a deeper level; a flow image's order and count
+// refer to deeper regions); an event recorded after it is waited on by every
+// lookup stream, so every batch submitted after Apply returns sees the
+// whole update.
+//
+// flow_lookup (kernels/flow.cu) is specialised per projection width P, so a
+// packet's key lives in registers, and stages the hash coefficients in use,
+// the class descriptors, the order and the Bloom filters into shared memory
+// when they fit a budget (FlowSmemEnv; by default what a block gets without
+// opting in); on the H100 staging changed nothing measurable on acl1.
+//
+// # The Engine
+//
+// Engine is the Backend the agent runs on: a CPU backend holding every
+// table (updates go there first: it is the authoritative mirror) and zero or
+// more device backends holding replicas. Batches below MinBatch go to the
+// CPU; the others go round robin over the devices (Engine.NewBatch allocates
+// on the next device; a slice lookup is split over all of them). A device
+// that fails — a load or update it cannot do although the CPU accepted it, a
+// failing launch or copy at Submit or at Wait — is logged once, counted,
+// exposed by WriteMetrics (gswitch_backend_device_up 0) and taken out of
+// service for good; the lookup that failed and every later one are answered
+// by the CPU, with the same answers. Open builds an Engine for --backend
+// auto|cpu|gpu. The Batcher forms batches from keys that arrive one by one,
+// closing a batch when it is full or when its oldest key has waited
+// MaxDelay (GSwitch §7.4).
 //
 // The PTX is built with nvcc on a machine that has it (make kernels) and
 // embedded: sm_90 PTX on compute capability 9.x (H100, H200), compute_80
@@ -93,9 +125,12 @@
 // GSWITCH_PTX=compute80 forces the JIT path on Hopper.
 //
 // NewCUDA returns an error when no device is usable, and the caller falls
-// back to the CPU backend. Beware that gorgonia.org/cu initialises the driver
-// in its package init and exits the process if that fails, so a cuda build
-// is for hosts with the NVIDIA driver (libcuda.so.1) installed.
+// back to the CPU backend. gorgonia.org/cu initialises the driver in its
+// package init and exits the process if that fails; this package defines
+// cuInit itself (cuinit_cuda.go), calling the driver's through
+// dlsym(RTLD_NEXT), so that a failed initialisation reaches NewCUDA as an
+// error instead. A cuda build still needs the driver library
+// (libcuda.so.1) to start at all.
 //
 // # Building the cuda variant
 //
