@@ -224,12 +224,19 @@ func flowPackets(flows []pipeline.FlowInfo, sub string) uint64 {
 // runIperf runs iperf3 for 2 s from host 1 to host 2 and reports the rate.
 func runIperf(t *testing.T, tp *topo) {
 	t.Helper()
-	// The hosts' kernels leave TCP checksums to the veth (offload); frames
-	// read through AF_PACKET carry them unfinished, so the hosts compute
-	// them in software, as under Mininet.
+	// The hosts keep checksum and segmentation offload on (the veth
+	// default): their TCP frames reach gswitchd's AF_PACKET sockets with
+	// partial checksums and as GSO frames of up to 64 KiB, which gswitchd
+	// must finish and segment (datapath/afpacket offload.go) for the
+	// receiving host to accept them.
 	needTool(t, "ethtool", "ethtool")
 	for _, h := range tp.hosts[:2] {
-		sh(t, "ip", "netns", "exec", h, "ethtool", "-K", "eth0", "tx", "off")
+		k := sh(t, "ip", "netns", "exec", h, "ethtool", "-k", "eth0")
+		for _, f := range []string{"tx-checksumming: on", "tcp-segmentation-offload: on"} {
+			if !strings.Contains(k, f) {
+				t.Fatalf("host %s: want %q (offload on), ethtool -k says:\n%s", h, f, k)
+			}
+		}
 	}
 	startBg(t, "ip", "netns", "exec", tp.hosts[1], "iperf3", "-s", "-1", "-p", "5201")
 	var out []byte

@@ -27,6 +27,17 @@
 // beside the frame: Frame.Tagged, TCI, TPID. Frame.Parse puts it back into
 // the key.
 //
+// Checksum and segmentation offload: a frame a local stack sent through a
+// veth (tx checksum and TSO on, the default) arrives with its TCP/UDP
+// checksum partial and possibly as one GSO frame of up to 64 KiB; the
+// kernel flags it TP_STATUS_CSUMNOTREADY (Frame.CsumNotReady). The socket
+// sets PACKET_VNET_HDR, so the kernel writes a virtio_net_hdr before each
+// frame, which gives the checksum's start and offset and the GSO type and
+// segment size (Frame.Offload). FinishChecksum and AppendFinished complete
+// such a frame in software (the checksum; TCP over IPv4/IPv6 and UDP_L4
+// segmentation) before it is forwarded. Sent frames are prefixed with an
+// empty virtio_net_hdr: they are always finished.
+//
 // The socket sets PACKET_IGNORE_OUTGOING (Linux 4.20 or later; Open fails
 // without it): frames leaving the interface — sent by this port, another
 // port on the same interface, or the host — are not read back. (The kernel

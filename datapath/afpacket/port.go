@@ -182,6 +182,12 @@ func setupSocket(fd, index int, cfg *Config) ([]byte, error) {
 	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
 		return nil, sysErr("PACKET_IGNORE_OUTGOING (Linux 4.20 or later)", err)
 	}
+	// A virtio_net_hdr before each received frame says what checksum and
+	// segmentation offload is left to do (offload.go); it must be set
+	// before the ring exists, and every sent frame then starts with one.
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
+		return nil, sysErr("PACKET_VNET_HDR", err)
+	}
 	const frameSize = 2048 // only sizes the ring's bookkeeping: V3 packs frames
 	req := unix.TpacketReq3{
 		Block_size:     uint32(cfg.BlockSize),

@@ -27,6 +27,12 @@ type Frame struct {
 	Tagged bool
 	TCI    uint16
 	TPID   uint16
+	// CsumNotReady is TP_STATUS_CSUMNOTREADY: the sender left the L4
+	// checksum to the device (checksum offload), and Offload says where it
+	// goes and whether the frame is a GSO frame still to be segmented.
+	// Such a frame must be finished (AppendFinished) before it is sent on.
+	CsumNotReady bool
+	Offload      Offload
 }
 
 // Parse extracts the frame's key, with the removed VLAN tag put back.
@@ -69,6 +75,15 @@ func (b *Block) Next(f *Frame) bool {
 				Time: time.Unix(int64(h.Sec), int64(h.Nsec)),
 			}
 			f.Tagged, f.TCI, f.TPID = vlanOf(h)
+			// The virtio_net_hdr lies just before the frame; it is read only
+			// for frames whose status says the offload is pending (for
+			// others the kernel may not have written it).
+			if h.Status&unix.TP_STATUS_CSUMNOTREADY != 0 {
+				f.CsumNotReady = true
+				if v := start - vnetHdrLen; v >= b.off+frameHdrLen {
+					f.Offload = parseVnetHdr(b.data[v:start])
+				}
+			}
 		}
 	}
 	if !ok {

@@ -69,7 +69,7 @@ func (p *Port) sendSome(fd uintptr) bool {
 			continue
 		}
 		for i := range n {
-			tx.bytes += uint64(tx.msgs[i].hdr.Iov.Len)
+			tx.bytes += uint64(tx.msgs[i].len) - vnetHdrLen
 		}
 		tx.sent += n
 		tx.msgs = tx.msgs[n:]
@@ -80,22 +80,29 @@ func (p *Port) sendSome(fd uintptr) bool {
 // emptyFrame stands in for an empty frame, which has no byte to point at.
 var emptyFrame = []byte{0}
 
-// prepare fills the port's scratch mmsghdrs and iovecs for 'frames'.
+// noOffload is the virtio_net_hdr every sent frame starts with (the socket
+// has PACKET_VNET_HDR): no checksum or segmentation left to the kernel,
+// the frames are finished.
+var noOffload = make([]byte, vnetHdrLen)
+
+// prepare fills the port's scratch mmsghdrs and iovecs for 'frames': two
+// iovecs per frame, the virtio_net_hdr and the frame.
 func (p *Port) prepare(frames [][]byte) []mmsghdr {
 	if cap(p.msgs) < len(frames) {
 		p.msgs = make([]mmsghdr, len(frames))
-		p.iovs = make([]unix.Iovec, len(frames))
+		p.iovs = make([]unix.Iovec, 2*len(frames))
 	}
-	msgs, iovs := p.msgs[:len(frames)], p.iovs[:len(frames)]
+	msgs, iovs := p.msgs[:len(frames)], p.iovs[:2*len(frames)]
 	for i, f := range frames {
+		setIovec(&iovs[2*i], noOffload)
 		if len(f) == 0 {
-			setIovec(&iovs[i], emptyFrame) // a 1-byte frame the kernel refuses
+			setIovec(&iovs[2*i+1], emptyFrame) // a 1-byte frame the kernel refuses
 		} else {
-			setIovec(&iovs[i], f)
+			setIovec(&iovs[2*i+1], f)
 		}
 		msgs[i] = mmsghdr{}
-		msgs[i].hdr.Iov = &iovs[i]
-		msgs[i].hdr.SetIovlen(1)
+		msgs[i].hdr.Iov = &iovs[2*i]
+		msgs[i].hdr.SetIovlen(2)
 	}
 	return msgs
 }

@@ -35,7 +35,10 @@
 // RunPort is one goroutine per port: it reads TPACKET_V3 blocks, copies
 // each frame into the batch's arena (putting back the VLAN tag the kernel
 // took off on receive, so that actions and outputs see the frame as it was
-// on the wire), and hands the batch to Process when it holds
+// on the wire, and finishing the checksum of a frame whose sender left it
+// to the device, or cutting a GSO frame into its segments: afpacket's
+// Offload; a frame that cannot be finished is dropped and counted in
+// Counters.OffloadDrops), and hands the batch to Process when it holds
 // Config.BatchSize frames or its oldest frame has waited Config.MaxDelay.
 // The afpacket block timeout is set to that delay too (at its 1 ms
 // resolution), so the kernel does not hold frames longer.

@@ -57,6 +57,7 @@ func WriteMetrics(w io.Writer, s *Switch) error {
 	p("gswitch_no_route_total %d\n", c.NoRoute)
 	head("gswitch_unsupported_actions_total", "counter", "Actions the datapath did not execute (groups, MPLS, PBB, fields it cannot set).")
 	p("gswitch_unsupported_actions_total %d\n", c.Unsupported)
+	p("gswitch_offload_drops_total %d\n", c.OffloadDrops)
 	head("gswitch_learned_macs", "gauge", "MAC addresses in the learning table.")
 	p("gswitch_learned_macs %d\n", c.Learned)
 	standalone := 0

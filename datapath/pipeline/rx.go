@@ -26,7 +26,12 @@ func newBatcher(capacity int) *batcher {
 	return &batcher{frames: make([][]byte, 0, capacity), arena: make([]byte, 0, capacity*2048), cap: capacity}
 }
 
-func (b *batcher) add(f *afpacket.Frame, now time.Time) {
+// add copies f into the batch. A frame whose sender left its checksum
+// or segmentation to the device (f.CsumNotReady) is finished here, before
+// any action or output sees it: its checksum completed, a GSO frame cut
+// into its segments (which then count as frames of their own). It
+// reports false when such a frame cannot be finished (it is dropped).
+func (b *batcher) add(f *afpacket.Frame, now time.Time) bool {
 	if len(b.frames) == 0 {
 		b.oldest = now
 	}
@@ -36,7 +41,32 @@ func (b *batcher) add(f *afpacket.Frame, now time.Time) {
 	} else {
 		b.arena = append(b.arena, f.Data...)
 	}
-	b.frames = append(b.frames, b.arena[start:len(b.arena):len(b.arena)])
+	frame := b.arena[start:len(b.arena):len(b.arena)]
+	if f.CsumNotReady && f.Offload.Pending() {
+		o := f.Offload
+		if f.Tagged {
+			o.Shift(vlanTagSize)
+		}
+		var err error
+		if o.GSOType == afpacket.GSONone {
+			err = afpacket.FinishChecksum(frame, o)
+		} else {
+			// The segments follow the (unused) copy in the arena.
+			b.arena, b.frames, err = afpacket.AppendFinished(b.arena, b.frames, frame, o)
+			if err == nil {
+				return true
+			}
+		}
+		if err != nil {
+			b.arena = b.arena[:start]
+			if len(b.frames) == 0 {
+				b.oldest = time.Time{}
+			}
+			return false
+		}
+	}
+	b.frames = append(b.frames, frame)
+	return true
 }
 
 func (b *batcher) full() bool { return len(b.frames) >= b.cap }
@@ -70,7 +100,9 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src *afpacket.Port) err
 		if blk != nil {
 			now := time.Now()
 			for blk.Next(&f) {
-				b.add(&f, now)
+				if !b.add(&f, now) {
+					s.offloadDrops.Add(1)
+				}
 				if b.full() {
 					s.Process(no, b.frames)
 					b.reset()

@@ -50,9 +50,12 @@ type Counters struct {
 	Unsupported uint64            // actions not executed
 	GroupDrops  uint64            // packets of a group with no live bucket
 	MeterDrops  uint64            // packets dropped by a meter's drop band
-	Learned     int               // MAC addresses in the learning table
-	Standalone  bool              // acting as a learning switch now
-	FailMode    string
+	// OffloadDrops counts received frames whose checksum or segmentation
+	// offload could not be finished (afpacket.ErrOffload), dropped.
+	OffloadDrops uint64
+	Learned      int  // MAC addresses in the learning table
+	Standalone   bool // acting as a learning switch now
+	FailMode     string
 }
 
 // PortInfos describes every port.
@@ -100,7 +103,7 @@ func (s *Switch) Flows() []FlowInfo {
 // Counters returns the switch's own counters.
 func (s *Switch) Counters() Counters {
 	c := Counters{Malformed: map[string]uint64{}, MissDrops: s.missDrops.Load(), NoRoute: s.noRoute.Load(),
-		Unsupported: s.unsupported.Load(), GroupDrops: s.groupDrops.Load(), MeterDrops: s.meterDrops.Load(), Learned: s.learn.len(), Standalone: s.standalone(), FailMode: s.cfg.FailMode.String()}
+		Unsupported: s.unsupported.Load(), GroupDrops: s.groupDrops.Load(), MeterDrops: s.meterDrops.Load(), OffloadDrops: s.offloadDrops.Load(), Learned: s.learn.len(), Standalone: s.standalone(), FailMode: s.cfg.FailMode.String()}
 	for r := packet.Reason(1); r < packet.NumReasons; r++ {
 		c.Malformed[r.String()] = s.malformed[r].Load()
 	}

@@ -154,6 +154,8 @@ type Switch struct {
 	missDrops   atomic.Uint64 // table misses without a table-miss flow
 	groupDrops  atomic.Uint64 // packets of a group with no live bucket
 	meterDrops  atomic.Uint64 // packets a meter's drop band dropped
+
+	offloadDrops atomic.Uint64 // received frames whose checksum/GSO offload could not be finished
 }
 
 type controllerBox struct{ c Controller }
