@@ -51,6 +51,12 @@ static int gs_smem_max(int ordinal)
 	return v;
 }
 
+// gs_host_devptr returns the device address of pinned host memory p.
+static CUresult gs_host_devptr(CUdeviceptr *d, void *p)
+{
+	return cuMemHostGetDevicePointer(d, p, 0);
+}
+
 // gs_wait makes ctx current on the calling thread and waits for ev.
 static CUresult gs_wait(CUcontext ctx, CUevent ev)
 {
@@ -263,3 +269,13 @@ func smemOptIn(fn cu.Function, bytes int) error {
 // smemMax returns the most shared memory a block of device ordinal may opt
 // into (0 if the driver does not say).
 func smemMax(ordinal int) int { return int(C.gs_smem_max(C.int(ordinal))) }
+
+// hostDevPtr returns the device address of pinned host memory p (mapped
+// into the device's address space: with unified addressing, the same value).
+func hostDevPtr(p unsafe.Pointer) (cu.DevicePtr, error) {
+	var d C.CUdeviceptr
+	if r := C.gs_host_devptr(&d, p); !cuOK(r) {
+		return 0, fmt.Errorf("gpu: cuda: device address of pinned memory: %v", cuErr(r))
+	}
+	return cu.DevicePtr(d), nil
+}

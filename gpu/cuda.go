@@ -57,10 +57,10 @@ type CUDA struct {
 	smemBudget     int // bytes of shared memory flow_lookup may stage into
 	tables         map[TableID]*cudaTable
 	occ            map[cu.Function]int // per kernel: the most blocks resident at once
-	in, out, stage devBuf              // kernel timing; bubble staging
+	in, out        devBuf              // kernel timing
 	chunk          int
-	hstage         [2]hostBuf  // pinned (offset, value) staging, double-buffered
-	hstageEv       [2]cu.Event // recorded after the copy out of hstage[i]
+	hstage         [2]hostBuf  // pinned (offset, value) staging, double-buffered, read by the scatter in place
+	hstageEv       [2]cu.Event // recorded after the scatters that read hstage[i]
 	hbusy          [2]bool     // hstageEv[i] recorded and maybe not yet fired
 	hk             int         // the staging buffer the next scatter fills
 
@@ -407,10 +407,10 @@ func (c *CUDA) Load(id TableID, kind Kind, im *bubble.Image) error {
 // goroutine; the next device operation that may read a table (a lookup, a
 // kernel timing) first scatters every table's queued bubbles: their (offset,
 // value) pairs, the last write per word, are copied into one of two pinned
-// staging buffers (the host fills one while the other's copy may still be in
-// flight), copied to the device asynchronously and written by bubble_scatter
-// in the first stream, which every other stream then waits on. So every
-// lookup issued after Apply returns sees the whole update.
+// staging buffers (the host fills one while the scatter of the other may
+// still read it) and written by bubble_scatter, which reads them there in
+// place, on the update stream, which every lookup stream then waits on. So
+// every lookup issued after Apply returns sees the whole update.
 func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 	if u.Full != nil {
 		return c.do(func() error {
@@ -486,12 +486,11 @@ func (c *CUDA) flushTables() error {
 	return c.flushLocked()
 }
 
-// scatter queues t's pending bubbles in the first stream: pinned staging,
-// an asynchronous copy to the device staging buffer, bubble_scatter, and the
-// event every other stream waits on. Nothing here waits for the device but
-// for the copy out of the same pinned buffer two scatters ago (long done in
-// practice) and, when the device staging buffer must grow, for the first
-// stream.
+// scatter queues t's pending bubbles on the update stream: pinned staging,
+// bubble_scatter reading the pairs in place (mapped pinned memory), and the
+// event every lookup stream waits on. Nothing here waits for the device but
+// for the scatters that read the same pinned buffer two flushes ago (long
+// done in practice).
 func (c *CUDA) scatter(t *cudaTable) error {
 	p := &t.pend
 	if p.dup {
@@ -506,15 +505,6 @@ func (c *CUDA) scatter(t *cudaTable) error {
 		c.hbusy[k] = false
 	}
 	if err := growHost(&c.hstage[k], int64(8*n)); err != nil {
-		return err
-	}
-	if c.stage.n < int64(8*n) {
-		// The buffer is freed: no copy or scatter may still use it.
-		if err := c.ustream.Synchronize(); err != nil {
-			return fmt.Errorf("gpu: cuda: staging bubbles: %v", err)
-		}
-	}
-	if err := c.grow(&c.stage, int64(8*n)); err != nil {
 		return err
 	}
 	// Order the writes so that even a lookup running during the scatter
@@ -543,14 +533,15 @@ func (c *CUDA) scatter(t *cudaTable) error {
 	}
 	p.reset()
 	_, base := t.gen()
+	// The scatter reads the pairs straight from the pinned buffer (mapped
+	// into the device's address space): no copy that a DMA engine would
+	// queue behind a lookup batch's big copy-in, which held every stream's
+	// next batch back behind each update.
 	st := c.ustream
-	if err := cu.MemcpyHtoDAsync(c.stage.p, c.hstage[k].p, int64(8*n), st); err != nil {
-		return fmt.Errorf("gpu: cuda: staging bubbles: %v", err)
+	dh, err := hostDevPtr(c.hstage[k].p)
+	if err != nil {
+		return err
 	}
-	if err := c.hstageEv[k].Record(st); err != nil {
-		return fmt.Errorf("gpu: cuda: record: %v", err)
-	}
-	c.hbusy[k], c.hk = true, k^1
 	for lo := 0; lo < n; {
 		hi := leaves
 		if lo >= leaves {
@@ -558,12 +549,17 @@ func (c *CUDA) scatter(t *cudaTable) error {
 			for hi = lo; hi < n && h[hi] >= base[r]; hi++ {
 			}
 		}
-		offs, vals := c.stage.p+cu.DevicePtr(4*lo), c.stage.p+cu.DevicePtr(4*(n+lo))
+		offs, vals := dh+cu.DevicePtr(4*lo), dh+cu.DevicePtr(4*(n+lo))
 		if err := c.launchIn(st, c.scat, hi-lo, t.img.p, offs, vals); err != nil {
 			return err
 		}
 		lo = hi
 	}
+	// The buffer is refilled only after the scatters have read it.
+	if err := c.hstageEv[k].Record(st); err != nil {
+		return fmt.Errorf("gpu: cuda: record: %v", err)
+	}
+	c.hbusy[k], c.hk = true, k^1
 	return c.ordered()
 }
 
@@ -937,7 +933,6 @@ func (c *CUDA) Close() error {
 			}
 			c.free(&c.in)
 			c.free(&c.out)
-			c.free(&c.stage)
 			c.fmod.Unload()
 			c.mod.Unload()
 			return c.ctx.Destroy()

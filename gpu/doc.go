@@ -62,9 +62,9 @@
 // written twice; the last write wins). The next operation that reads a table
 // (a lookup, a kernel timing) first scatters what is queued: the pairs go
 // into one of two pinned staging buffers (the host fills one while the
-// other's copy may still be in flight; an event per buffer says when it is
-// free), an asynchronous copy and the scatter are queued in the first stream,
-// an event is recorded after them and every other stream waits on it: the
+// scatter of the other may still read it; an event per buffer says when it
+// is free), the scatter, reading them in place, is queued on the update
+// stream, an event is recorded after it and every lookup stream waits on it: the
 // ordering the interface promises (the scatter runs before every lookup
 // issued after Apply). A whole image goes into a new buffer that replaces the
 // old one once the device is idle, dropping the old table's queued bubbles:
