@@ -177,24 +177,20 @@ func (cb *cudaBatch) wait(*Batch) error {
 // turn, all on the caller's goroutine with the context made current on its
 // thread, under the mutex that orders them after every Apply that returned.
 func (c *CUDA) Submit(id TableID, b *Batch) error {
-	cb, ok := b.impl.(*cudaBatch)
-	if b == nil || !ok || cb.c != c {
+	var cb *cudaBatch
+	if b != nil {
+		cb, _ = b.impl.(*cudaBatch)
+	}
+	if cb == nil || cb.c != c {
 		return fmt.Errorf("gpu: cuda: submit of a batch this backend did not make")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.shut || c.closed.Load() {
-		return ErrClosed
+	t, err := c.tableLocked(id)
+	if err != nil {
+		return err
 	}
-	t := c.tables[id]
-	if t == nil {
-		return fmt.Errorf("%w: %d", ErrNoTable, id)
-	}
-	p := 0
-	if t.flay != nil {
-		p = t.flay.p
-	}
-	if err := checkSubmit(b, t.kind, keyWidth(t.kind, p)); err != nil {
+	if err := checkSubmit(b, t.kind, t.keyWidth()); err != nil {
 		return err
 	}
 	cb.empty, cb.submitErr = b.N == 0, nil

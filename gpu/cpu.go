@@ -43,6 +43,14 @@ func layoutOf(kind Kind, im *bubble.Image) (*cpuTable, error) {
 	return &cpuTable{kind: kind, img: im, layout: l, view: v}, nil
 }
 
+// keyWidth is the words per key of the table's lookups.
+func (t *cpuTable) keyWidth() int {
+	if t.flay != nil {
+		return t.flay.p
+	}
+	return keyWidth(t.kind, 0)
+}
+
 // NewCPU returns an empty CPU backend.
 func NewCPU() *CPU { return &CPU{tables: make(map[TableID]*cpuTable)} }
 
@@ -196,13 +204,9 @@ func (c *CPU) lookupOnCPU(id TableID, b *Batch) error {
 	if err != nil {
 		return err
 	}
-	p := 0
-	if t.flay != nil {
-		p = t.flay.p
-	}
 	sub := b.sub
 	b.sub = false // checkSubmit's view: a fallback runs on a waited batch
-	err = checkSubmit(b, t.kind, keyWidth(t.kind, p))
+	err = checkSubmit(b, t.kind, t.keyWidth())
 	b.sub = sub
 	if err != nil {
 		return err

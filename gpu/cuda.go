@@ -435,12 +435,9 @@ func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.shut || c.closed.Load() {
-		return ErrClosed
-	}
-	t := c.tables[id]
-	if t == nil {
-		return fmt.Errorf("%w: %d", ErrNoTable, id)
+	t, err := c.tableLocked(id)
+	if err != nil {
+		return err
 	}
 	if len(u.Bubbles) == 0 {
 		return nil
@@ -449,7 +446,6 @@ func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 	if u.Generation != gen {
 		return fmt.Errorf("%w: bubbles of generation %d for an image of generation %d", ErrBadUpdate, u.Generation, gen)
 	}
-	var err error
 	words := uint64(0)
 	if t.kind == Flow {
 		words = t.flay.total
@@ -561,6 +557,25 @@ func (c *CUDA) scatter(t *cudaTable) error {
 	}
 	c.hbusy[k], c.hk = true, k^1
 	return c.ordered()
+}
+
+// tableLocked returns table id; the caller holds c.mu.
+func (c *CUDA) tableLocked(id TableID) (*cudaTable, error) {
+	if c.shut || c.closed.Load() {
+		return nil, ErrClosed
+	}
+	if t := c.tables[id]; t != nil {
+		return t, nil
+	}
+	return nil, fmt.Errorf("%w: %d", ErrNoTable, id)
+}
+
+// keyWidth is the words per key of the table's lookups.
+func (t *cudaTable) keyWidth() int {
+	if t.flay != nil {
+		return t.flay.p
+	}
+	return keyWidth(t.kind, 0)
 }
 
 // gen returns the table's generation and region bases.
