@@ -20,41 +20,60 @@ import (
 // host namespace at the other end of each veth, driven by real peers
 // (ovs-ofctl, ping). They need root.
 
+// moduleBinary is a program of this module that the tests run, built once
+// per test run into a temporary folder that TestMain removes.
+type moduleBinary struct {
+	name string // the binary's name, the last element of pkg
+	pkg  string // its import path
+
+	once sync.Once
+	path string
+	err  error
+}
+
 var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
+	gswitchdBin   = &moduleBinary{name: "gswitchd", pkg: "github.com/gswitch/gswitch/cmd/gswitchd"}
+	gswitchctlBin = &moduleBinary{name: "gswitchctl", pkg: "github.com/gswitch/gswitch/cmd/gswitchctl"}
 )
+
+// build builds b once and returns its path, failing t where it cannot.
+func (b *moduleBinary) build(t *testing.T) string {
+	t.Helper()
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", b.name+"-bin-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(dir, b.name)
+		out, err := exec.Command("go", "build", "-o", b.path, b.pkg).CombinedOutput()
+		if err != nil {
+			b.err = fmt.Errorf("go build %s: %v\n%s", b.name, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// remove removes the folder b was built into, if it was.
+func (b *moduleBinary) remove() {
+	if b.path != "" {
+		os.RemoveAll(filepath.Dir(b.path))
+	}
+}
 
 // gswitchdBinary builds cmd/gswitchd once per test run.
 func gswitchdBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "gswitchd-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "gswitchd")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/gswitch/gswitch/cmd/gswitchd").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build gswitchd: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
+	return gswitchdBin.build(t)
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
-	if ctlBinPath != "" {
-		os.RemoveAll(filepath.Dir(ctlBinPath))
-	}
+	gswitchdBin.remove()
+	gswitchctlBin.remove()
 	os.Exit(code)
 }
 

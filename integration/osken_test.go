@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,31 +16,10 @@ import (
 	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
 )
 
-var (
-	ctlBuildOnce sync.Once
-	ctlBinPath   string
-	ctlBuildErr  error
-)
-
 // gswitchctlBinary builds cmd/gswitchctl once per test run.
 func gswitchctlBinary(t *testing.T) string {
 	t.Helper()
-	ctlBuildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "gswitchctl-bin-")
-		if err != nil {
-			ctlBuildErr = err
-			return
-		}
-		ctlBinPath = filepath.Join(dir, "gswitchctl")
-		out, err := exec.Command("go", "build", "-o", ctlBinPath, "github.com/gswitch/gswitch/cmd/gswitchctl").CombinedOutput()
-		if err != nil {
-			ctlBuildErr = fmt.Errorf("go build gswitchctl: %v\n%s", err, out)
-		}
-	})
-	if ctlBuildErr != nil {
-		t.Fatal(ctlBuildErr)
-	}
-	return ctlBinPath
+	return gswitchctlBin.build(t)
 }
 
 // bgProc is a program running in the background in its own process

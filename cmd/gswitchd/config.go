@@ -145,33 +145,28 @@ func (f *flags) load() (*settings, error) {
 	return check(c)
 }
 
+// setIf puts v in *dst where the flag name was given on the command line.
+func setIf[T any](set map[string]bool, name string, dst *T, v T) {
+	if set[name] {
+		*dst = v
+	}
+}
+
 // override puts the flags given on the command line over c.
 func (f *flags) override(c *Config) error {
 	set := map[string]bool{}
 	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	str := func(name string, dst *string, v string) {
-		if set[name] {
-			*dst = v
-		}
-	}
-	str("datapath-id", &c.DatapathID, f.dpid)
-	str("fail-mode", &c.FailMode, f.failMode)
-	str("backend", &c.Backend, f.backend)
-	str("metrics", &c.Metrics, f.metrics)
-	str("ctl-socket", &c.CtlSocket, f.ctl)
-	str("log-level", &c.LogLevel, f.lv)
-	num := func(name string, dst *int, v int) {
-		if set[name] {
-			*dst = v
-		}
-	}
-	num("min-batch", &c.MinBatch, f.minBatch)
-	num("batch-size", &c.BatchSize, f.batchSize)
-	num("tables", &c.Tables, f.tables)
-	num("max-flows", &c.MaxFlows, f.maxFlows)
-	if set["max-delay"] {
-		c.MaxDelay = f.maxDelay
-	}
+	setIf(set, "datapath-id", &c.DatapathID, f.dpid)
+	setIf(set, "fail-mode", &c.FailMode, f.failMode)
+	setIf(set, "backend", &c.Backend, f.backend)
+	setIf(set, "metrics", &c.Metrics, f.metrics)
+	setIf(set, "ctl-socket", &c.CtlSocket, f.ctl)
+	setIf(set, "log-level", &c.LogLevel, f.lv)
+	setIf(set, "min-batch", &c.MinBatch, f.minBatch)
+	setIf(set, "batch-size", &c.BatchSize, f.batchSize)
+	setIf(set, "tables", &c.Tables, f.tables)
+	setIf(set, "max-flows", &c.MaxFlows, f.maxFlows)
+	setIf(set, "max-delay", &c.MaxDelay, f.maxDelay)
 	if set["gpus"] {
 		gpus, err := parseGPUs(f.gpus)
 		if err != nil {

@@ -282,23 +282,18 @@ func (t *GroupTable) ReleaseFlowRef(id uint32) {
 // Count adds a packet of n bytes to group id and to its bucket (bucket
 // -1: the group only, when no bucket was live).
 func (t *GroupTable) Count(id uint32, bucket int, n int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e, ok := t.groups[id]
-	if !ok {
-		return
-	}
-	e.packets++
-	e.bytes += uint64(n)
-	if bucket >= 0 && bucket < len(e.buckets) {
-		e.buckets[bucket].Packets++
-		e.buckets[bucket].Bytes += uint64(n)
-	}
+	t.count(id, []int{bucket}, uint64(n))
 }
 
 // CountPick adds a packet of n bytes to group id once and to each of the
 // buckets it went through (Pick's answer; none when no bucket was live).
 func (t *GroupTable) CountPick(id uint32, buckets []int, n int) {
+	t.count(id, buckets, uint64(max(n, 0)))
+}
+
+// count adds a packet of n bytes to group id once and to each of its
+// buckets in buckets (those out of range are passed over).
+func (t *GroupTable) count(id uint32, buckets []int, n uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.groups[id]
@@ -306,11 +301,11 @@ func (t *GroupTable) CountPick(id uint32, buckets []int, n int) {
 		return
 	}
 	e.packets++
-	e.bytes += uint64(max(n, 0))
+	e.bytes += n
 	for _, b := range buckets {
 		if b >= 0 && b < len(e.buckets) {
 			e.buckets[b].Packets++
-			e.buckets[b].Bytes += uint64(max(n, 0))
+			e.buckets[b].Bytes += n
 		}
 	}
 }

@@ -17,67 +17,54 @@ func unsupportedMultipart(t ofp.MultipartType) *Error {
 	return badRequest(ofp.ErrCodeBadRequestBadMultipart, "multipart type %d is not supported by this switch", t)
 }
 
-func handleGroupMod(s *session, msg []byte) ([][]byte, *Error) {
-	gs, ok := s.a.sw.(GroupSwitch)
+// handleOptionalMod answers a modify message that the switch serves
+// through its optional interface S: OFPBRC_BAD_TYPE where it has no S,
+// decode's error, or apply's error put through ErrorFor onto fallback. A
+// modify message that succeeds has no reply.
+func handleOptionalMod[S, M any](s *session, msg []byte, decode func([]byte) (M, *Error), apply func(S, M) error, fallback *Error) ([][]byte, *Error) {
+	sw, ok := s.a.sw.(S)
 	if !ok {
 		return nil, unsupportedType(msg)
 	}
-	gm, err := DecodeGroupMod(msg)
+	m, err := decode(msg)
 	if err != nil {
 		return nil, err
 	}
-	if e := gs.GroupMod(gm); e != nil {
-		return nil, ErrorFor(e, groupModFailed(ofp.ErrCodeGroupModPerm, "group_mod"))
+	if e := apply(sw, m); e != nil {
+		return nil, ErrorFor(e, fallback)
 	}
 	return nil, nil
+}
+
+func handleGroupMod(s *session, msg []byte) ([][]byte, *Error) {
+	return handleOptionalMod(s, msg, DecodeGroupMod, GroupSwitch.GroupMod,
+		groupModFailed(ofp.ErrCodeGroupModPerm, "group_mod"))
 }
 
 func handleMeterMod(s *session, msg []byte) ([][]byte, *Error) {
-	ms, ok := s.a.sw.(MeterSwitch)
-	if !ok {
-		return nil, unsupportedType(msg)
-	}
-	mm, err := DecodeMeterMod(msg)
-	if err != nil {
-		return nil, err
-	}
-	if e := ms.MeterMod(mm); e != nil {
-		return nil, ErrorFor(e, meterModFailed(ofp.ErrCodeMeterModFailedUnknown, "meter_mod"))
-	}
-	return nil, nil
+	return handleOptionalMod(s, msg, DecodeMeterMod, MeterSwitch.MeterMod,
+		meterModFailed(ofp.ErrCodeMeterModFailedUnknown, "meter_mod"))
 }
 
 func handlePortMod(s *session, msg []byte) ([][]byte, *Error) {
-	ps, ok := s.a.sw.(PortModSwitch)
-	if !ok {
-		return nil, unsupportedType(msg)
+	decode := func(msg []byte) (*PortMod, *Error) {
+		pm, err := DecodePortMod(msg)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := pm.CheckPort(s.a.sw.Ports()); err != nil {
+			return nil, err
+		}
+		return pm, nil
 	}
-	pm, err := DecodePortMod(msg)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := pm.CheckPort(s.a.sw.Ports()); err != nil {
-		return nil, err
-	}
-	if e := ps.PortMod(pm); e != nil {
-		return nil, ErrorFor(e, portModFailed(ofp.ErrCodePortModFailedPerm, "port_mod"))
-	}
-	return nil, nil
+	return handleOptionalMod(s, msg, decode, PortModSwitch.PortMod,
+		portModFailed(ofp.ErrCodePortModFailedPerm, "port_mod"))
 }
 
 func handleTableMod(s *session, msg []byte) ([][]byte, *Error) {
-	ts, ok := s.a.sw.(TableModSwitch)
-	if !ok {
-		return nil, unsupportedType(msg)
-	}
-	tm, err := DecodeTableMod(msg, s.feat.NTables)
-	if err != nil {
-		return nil, err
-	}
-	if e := ts.TableMod(tm); e != nil {
-		return nil, ErrorFor(e, errf(ofp.ErrTypeTableModFailed, ofp.ErrCodeTableModFailedPerm, "table_mod"))
-	}
-	return nil, nil
+	decode := func(msg []byte) (*TableMod, *Error) { return DecodeTableMod(msg, s.feat.NTables) }
+	return handleOptionalMod(s, msg, decode, TableModSwitch.TableMod,
+		errf(ofp.ErrTypeTableModFailed, ofp.ErrCodeTableModFailedPerm, "table_mod"))
 }
 
 func handleQueueGetConfig(s *session, msg []byte) ([][]byte, *Error) {
@@ -120,32 +107,48 @@ func (s *session) mpOptional(r *mpRequest) (out [][]byte, err *Error, ok bool) {
 	return out, err, true
 }
 
-func (s *session) mpGroupStats(r *mpRequest) ([][]byte, *Error) {
-	gs, ok := s.a.sw.(GroupSwitch)
+// mpOptionalStats answers a multipart request that the switch serves
+// through its optional interface S with one entry per item get returns:
+// OFPBRC_BAD_MULTIPART where it has no S, decode's error for the request
+// body, or get's error put through ErrorFor onto fallback.
+func mpOptionalStats[S, Q, T any](s *session, r *mpRequest, decode func([]byte) (Q, *Error), get func(S, Q) ([]T, error), fallback *Error, encode func(*T) []byte) ([][]byte, *Error) {
+	sw, ok := s.a.sw.(S)
 	if !ok {
 		return nil, unsupportedMultipart(r.typ)
 	}
-	id, err := decodeGroupStatsRequest(r.body)
+	q, err := decode(r.body)
 	if err != nil {
 		return nil, err
 	}
-	stats, e := gs.GroupStats(id)
+	items, e := get(sw, q)
 	if e != nil {
-		return nil, ErrorFor(e, groupModFailed(ofp.ErrCodeGroupModFailedUnknownGroup, "group stats"))
+		return nil, ErrorFor(e, fallback)
 	}
-	ents := make([][]byte, len(stats))
-	for i := range stats {
-		ents[i] = encodeGroupStats(&stats[i])
+	ents := make([][]byte, len(items))
+	for i := range items {
+		ents[i] = encode(&items[i])
 	}
 	return encodeMultipartReply(r.xid, r.typ, ents), nil
 }
 
-func (s *session) mpGroupDesc(r *mpRequest) ([][]byte, *Error) {
-	gs, ok := s.a.sw.(GroupSwitch)
+// mpOptionalFixed answers a multipart request with an empty body that the
+// switch serves through its optional interface S: OFPBRC_BAD_MULTIPART
+// where it has no S, else mpFixed with the entries S gives.
+func mpOptionalFixed[S any](s *session, r *mpRequest, entries func(S) [][]byte) ([][]byte, *Error) {
+	sw, ok := s.a.sw.(S)
 	if !ok {
 		return nil, unsupportedMultipart(r.typ)
 	}
-	return s.mpFixed(r, func() [][]byte {
+	return s.mpFixed(r, func() [][]byte { return entries(sw) })
+}
+
+func (s *session) mpGroupStats(r *mpRequest) ([][]byte, *Error) {
+	return mpOptionalStats(s, r, decodeGroupStatsRequest, GroupSwitch.GroupStats,
+		groupModFailed(ofp.ErrCodeGroupModFailedUnknownGroup, "group stats"), encodeGroupStats)
+}
+
+func (s *session) mpGroupDesc(r *mpRequest) ([][]byte, *Error) {
+	return mpOptionalFixed(s, r, func(gs GroupSwitch) [][]byte {
 		var out [][]byte
 		for _, g := range gs.GroupDesc() {
 			out = append(out, encodeGroupDesc(&g))
@@ -155,85 +158,42 @@ func (s *session) mpGroupDesc(r *mpRequest) ([][]byte, *Error) {
 }
 
 func (s *session) mpGroupFeatures(r *mpRequest) ([][]byte, *Error) {
-	gs, ok := s.a.sw.(GroupSwitch)
-	if !ok {
-		return nil, unsupportedMultipart(r.typ)
-	}
-	return s.mpFixed(r, func() [][]byte {
+	return mpOptionalFixed(s, r, func(gs GroupSwitch) [][]byte {
 		f := gs.GroupFeatures()
 		return [][]byte{encodeGroupFeatures(&f)}
 	})
 }
 
 func (s *session) mpMeterStats(r *mpRequest) ([][]byte, *Error) {
-	ms, ok := s.a.sw.(MeterSwitch)
-	if !ok {
-		return nil, unsupportedMultipart(r.typ)
-	}
-	id, err := decodeMeterRequest(r.body)
-	if err != nil {
-		return nil, err
-	}
-	stats, e := ms.MeterStats(id)
-	if e != nil {
-		return nil, ErrorFor(e, meterModFailed(ofp.ErrCodeMeterModFailedUnknownMeter, "meter stats"))
-	}
-	ents := make([][]byte, len(stats))
-	for i := range stats {
-		ents[i] = encodeMeterStats(&stats[i])
-	}
-	return encodeMultipartReply(r.xid, r.typ, ents), nil
+	return mpOptionalStats(s, r, decodeMeterRequest, MeterSwitch.MeterStats,
+		meterModFailed(ofp.ErrCodeMeterModFailedUnknownMeter, "meter stats"), encodeMeterStats)
 }
 
 func (s *session) mpMeterConfig(r *mpRequest) ([][]byte, *Error) {
-	ms, ok := s.a.sw.(MeterSwitch)
-	if !ok {
-		return nil, unsupportedMultipart(r.typ)
-	}
-	id, err := decodeMeterRequest(r.body)
-	if err != nil {
-		return nil, err
-	}
-	cfgs, e := ms.MeterConfig(id)
-	if e != nil {
-		return nil, ErrorFor(e, meterModFailed(ofp.ErrCodeMeterModFailedUnknownMeter, "meter config"))
-	}
-	ents := make([][]byte, len(cfgs))
-	for i := range cfgs {
-		ents[i] = encodeMeterConfig(&cfgs[i])
-	}
-	return encodeMultipartReply(r.xid, r.typ, ents), nil
+	return mpOptionalStats(s, r, decodeMeterRequest, MeterSwitch.MeterConfig,
+		meterModFailed(ofp.ErrCodeMeterModFailedUnknownMeter, "meter config"), encodeMeterConfig)
 }
 
 func (s *session) mpMeterFeatures(r *mpRequest) ([][]byte, *Error) {
-	ms, ok := s.a.sw.(MeterSwitch)
-	if !ok {
-		return nil, unsupportedMultipart(r.typ)
-	}
-	return s.mpFixed(r, func() [][]byte {
+	return mpOptionalFixed(s, r, func(ms MeterSwitch) [][]byte {
 		f := ms.MeterFeatures()
 		return [][]byte{encodeMeterFeatures(&f)}
 	})
 }
 
+// queueStatsRequest is ofp_queue_stats_request's port and queue.
+type queueStatsRequest struct{ port, queue uint32 }
+
 func (s *session) mpQueueStats(r *mpRequest) ([][]byte, *Error) {
-	qs, ok := s.a.sw.(QueueSwitch)
-	if !ok {
-		return nil, unsupportedMultipart(r.typ)
+	decode := func(body []byte) (queueStatsRequest, *Error) {
+		port, queue, err := decodeQueueStatsRequest(body)
+		return queueStatsRequest{port, queue}, err
 	}
-	port, queue, err := decodeQueueStatsRequest(r.body)
-	if err != nil {
-		return nil, err
+	get := func(qs QueueSwitch, q queueStatsRequest) ([]QueueStats, error) {
+		return qs.QueueStats(q.port, q.queue)
 	}
-	stats, e := qs.QueueStats(port, queue)
-	if e != nil {
-		return nil, ErrorFor(e, queueOpFailed(ofp.ErrCodeQueueOpFailedBadQueue, "queue stats"))
-	}
-	ents := make([][]byte, len(stats))
-	for i := range stats {
-		ents[i] = encodeQueueStats(&stats[i])
-	}
-	return encodeMultipartReply(r.xid, r.typ, ents), nil
+	return mpOptionalStats(s, r, decode, get,
+		queueOpFailed(ofp.ErrCodeQueueOpFailedBadQueue, "queue stats"), encodeQueueStats)
 }
 
 // checkRefs checks the groups, meter and queues an add or modify

@@ -99,26 +99,32 @@ func newTestNet(t *testing.T) *testNet {
 // newNamespace creates a network namespace without entering it.
 func newNamespace(t *testing.T) netns.NsHandle {
 	t.Helper()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	ns, err := netns.New() // enters it
-	if err != nil {
-		t.Fatalf("creating a network namespace: %v", err)
-	}
-	if err := netns.Set(orig); err != nil {
-		panic(fmt.Sprintf("cannot return to the original namespace: %v", err)) // the thread is unusable
-	}
+	var ns netns.NsHandle
+	onThreadBack(t, func() {
+		var err error
+		if ns, err = netns.New(); err != nil { // enters it
+			t.Fatalf("creating a network namespace: %v", err)
+		}
+	})
 	t.Cleanup(func() { ns.Close() }) // the last reference: the namespace and the peer go
 	return ns
 }
 
 // inNS runs fn on a thread inside ns.
 func inNS(t *testing.T, ns netns.NsHandle, fn func()) {
+	t.Helper()
+	onThreadBack(t, func() {
+		if err := netns.Set(ns); err != nil {
+			t.Fatal(err)
+		}
+		fn()
+	})
+}
+
+// onThreadBack runs fn locked to a thread whose network namespace fn may
+// change, and puts the thread back into the namespace it started in (even
+// where fn stops the test), before unlocking it.
+func onThreadBack(t *testing.T, fn func()) {
 	t.Helper()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -127,12 +133,9 @@ func inNS(t *testing.T, ns netns.NsHandle, fn func()) {
 		t.Fatal(err)
 	}
 	defer orig.Close()
-	if err := netns.Set(ns); err != nil {
-		t.Fatal(err)
-	}
 	defer func() {
 		if err := netns.Set(orig); err != nil {
-			panic(fmt.Sprintf("cannot return to the original namespace: %v", err))
+			panic(fmt.Sprintf("cannot return to the original namespace: %v", err)) // the thread is unusable
 		}
 	}()
 	fn()
