@@ -52,6 +52,7 @@ type CUDA struct {
 	fn4, fn6, scat cu.Function
 	fmod           cu.Module // flow.cu
 	ffn            cu.Function
+	fsplit, franks cu.Function // flow_lookup_split, flow_ranks
 	maxGrid        int
 	sms            int
 	smemBudget     int // bytes of shared memory flow_lookup may stage into
@@ -189,8 +190,13 @@ func (c *CUDA) start(ordinal int) error {
 	if c.fmod, err = cu.LoadData(fptx); err != nil {
 		return fmt.Errorf("gpu: cuda: loading %s (%s) on %s: %v", fwhich, src, name, err)
 	}
-	if c.ffn, err = c.fmod.Function("flow_lookup"); err != nil {
-		return fmt.Errorf("gpu: cuda: kernel flow_lookup: %v", err)
+	for _, f := range []struct {
+		fn   *cu.Function
+		name string
+	}{{&c.ffn, "flow_lookup"}, {&c.fsplit, "flow_lookup_split"}, {&c.franks, "flow_ranks"}} {
+		if *f.fn, err = c.fmod.Function(f.name); err != nil {
+			return fmt.Errorf("gpu: cuda: kernel %s: %v", f.name, err)
+		}
 	}
 	for _, f := range []struct {
 		fn   *cu.Function
@@ -595,7 +601,14 @@ func (c *CUDA) launchIn(st cu.Stream, fn cu.Function, n int, args ...any) error 
 // launchShared is launchIn with smem bytes of dynamic shared memory and at
 // most grid blocks (0: the occupancy of fn without shared memory).
 func (c *CUDA) launchShared(st cu.Stream, fn cu.Function, n, smem, grid int, args ...any) error {
-	params := make([]unsafe.Pointer, 0, len(args)+1)
+	return c.launchItems(st, fn, n, smem, grid, append(args, int64(n))...)
+}
+
+// launchItems launches fn over items threads' worth of work (the grid:
+// one thread per item, at most grid blocks, 0: fn's occupancy) with
+// exactly the arguments given.
+func (c *CUDA) launchItems(st cu.Stream, fn cu.Function, items, smem, grid int, args ...any) error {
+	params := make([]unsafe.Pointer, 0, len(args))
 	for _, a := range args {
 		switch v := a.(type) {
 		case cu.DevicePtr:
@@ -606,11 +619,9 @@ func (c *CUDA) launchShared(st cu.Stream, fn cu.Function, n, smem, grid int, arg
 			panic("gpu: launch argument of an unexpected type")
 		}
 	}
-	nn := int64(n)
-	params = append(params, unsafe.Pointer(&nn))
-	g := c.gridFor(fn, n)
+	g := c.gridFor(fn, items)
 	if grid > 0 {
-		g = max(1, min((n+blockSize-1)/blockSize, grid))
+		g = max(1, min((items+blockSize-1)/blockSize, grid))
 	}
 	if err := fn.Launch(g, 1, 1, blockSize, 1, 1, smem, st, params); err != nil {
 		return fmt.Errorf("gpu: cuda: launch: %v", err)

@@ -169,7 +169,7 @@ func testRandomFlowAll(t *testing.T, b Backend, big bool) {
 
 // acl1Path is the ClassBench acl1 set: $GSWITCH_ACL1 when set (the device
 // machine gets a copy carried in .cuda/data), else ../shared/data.
-func acl1Path(t *testing.T) string {
+func acl1Path(t testing.TB) string {
 	if p := os.Getenv("GSWITCH_ACL1"); p != "" {
 		return p
 	}

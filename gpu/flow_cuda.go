@@ -107,3 +107,57 @@ func (c *CUDA) KernelTimeFlow(id TableID, soa []uint32, n, iters int) (ms float6
 	})
 	return ms, err
 }
+
+// FlowSplitTime times the alternative flow kernel, flow_lookup_split (groups
+// threads per packet, each walking every groups-th class, merged with a
+// 64-bit atomicMax) followed by flow_ranks, over the n packets of soa: the
+// milliseconds per launch pair, and the answers of the last one (for the
+// comparison with flow_lookup). Tuple and Bloom tables only.
+func (c *CUDA) FlowSplitTime(id TableID, soa []uint32, n, groups, iters int) (ms float64, out []flow.RuleID, err error) {
+	if n == 0 || groups < 1 {
+		return 0, nil, fmt.Errorf("gpu: cuda: split kernel over %d packets, %d groups", n, groups)
+	}
+	err = c.do(func() error {
+		t, err := c.lookupTable(id, Flow, 0, 0)
+		if err != nil {
+			return err
+		}
+		if t.flay.algo == flow.Linear {
+			return fmt.Errorf("%w: the split kernel searches tuple and Bloom images", ErrKind)
+		}
+		if int64(len(soa)) < int64(n)*int64(t.flay.p) {
+			return fmt.Errorf("%w: %d words for %d packets of %d words", ErrShortKeys, len(soa), n, t.flay.p)
+		}
+		if err := c.flushTables(); err != nil {
+			return err
+		}
+		inB := 4 * int64(t.flay.p) * int64(n)
+		if err := c.grow(&c.in, inB+8*int64(n)); err != nil { // keys, then the ranks
+			return err
+		}
+		if err := c.grow(&c.out, int64(4*n)); err != nil {
+			return err
+		}
+		if inB > 0 {
+			if err := upload(c.in.p, soa[:int64(t.flay.p)*int64(n)]); err != nil {
+				return err
+			}
+		}
+		rank := c.in.p + cu.DevicePtr((inB+7)&^7)
+		ms, err = c.timeLaunches(iters, func(st cu.Stream) error {
+			if err := cu.MemsetD32Async(rank, 0, int64(2*n), st); err != nil {
+				return err
+			}
+			if err := c.launchItems(st, c.fsplit, n*groups, t.smem, t.grid, t.img.p, t.desc.p, int64(groups), c.in.p, rank, int64(n), int64(n)); err != nil {
+				return err
+			}
+			return c.launchShared(st, c.franks, n, 0, 0, rank, c.out.p)
+		})
+		if err != nil {
+			return err
+		}
+		out = make([]flow.RuleID, n)
+		return cu.MemcpyDtoH(unsafe.Pointer(&out[0]), c.out.p, int64(4*n))
+	})
+	return ms, out, err
+}

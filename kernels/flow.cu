@@ -135,12 +135,12 @@ __device__ uint64_t flow_linear(const uint32_t* __restrict__ img, const uint32_t
 }
 
 template <int P>
-__device__ uint64_t flow_tuple(const ftab& f, const uint32_t* pk)
+__device__ uint64_t flow_tuple(const ftab& f, const uint32_t* pk, uint32_t first = 0, uint32_t step = 1)
 {
 	const uint32_t ew = P + 2, dw = P + 7;
 	uint64_t best = 0;
 	uint32_t key[P > 0 ? P : 1];
-	for (uint32_t i = 0; i < f.n; i++) {
+	for (uint32_t i = first; i < f.n; i += step) {
 		uint32_t slot = f.order[i];
 		if (slot >= f.nslot)
 			continue;
@@ -298,4 +298,60 @@ extern "C" __global__ void flow_lookup(const uint32_t* __restrict__ img, const u
 	CASE(25) CASE(26) CASE(27)
 #undef CASE
 	}
+}
+
+// classify_split is classify with G threads per packet: thread (i, g) walks
+// order positions g, g+G, g+2G, ... (each such subsequence is still in
+// descending max priority, so the early exit holds) and merges its best
+// rank into rank[i] with a 64-bit atomicMax (rank = prio<<32 | ~id, one
+// ranking everywhere). The alternative to one thread walking every class,
+// measured against it (BenchmarkCUDAFlowKernel).
+template <int P>
+__device__ void classify_split(const ftab& f, const uint32_t* __restrict__ soa, unsigned long long* __restrict__ rank,
+			       int n, int stride, int groups)
+{
+	uint32_t pk[P > 0 ? P : 1];
+	const long long total = (long long)n * groups;
+	for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total; t += (long long)gridDim.x * blockDim.x) {
+		const int i = (int)(t % n), g = (int)(t / n);
+#pragma unroll
+		for (int j = 0; j < P; j++)
+			pk[j] = soa[(size_t)j * stride + i];
+		uint64_t best = flow_tuple<P>(f, pk, g, groups);
+		if (best != 0)
+			atomicMax(&rank[i], (unsigned long long)best);
+	}
+}
+
+// flow_lookup_split: tuple and Bloom images only; rank[0:n] must be zero
+// before the launch; flow_ranks turns the ranks into rule ids.
+extern "C" __global__ void flow_lookup_split(const uint32_t* __restrict__ img, const uint32_t* __restrict__ desc, int groups,
+					     const uint32_t* __restrict__ soa, unsigned long long* __restrict__ rank, int n, int stride)
+{
+	extern __shared__ uint32_t smem[];
+	__shared__ uint32_t d[FLOW_DESC];
+	for (int i = threadIdx.x; i < FLOW_DESC; i += blockDim.x)
+		d[i] = desc[i];
+	__syncthreads();
+	if (d[D_ALGO] == ALGO_LINEAR || groups < 1)
+		return;
+	ftab tf;
+	setup(tf, img, d, smem);
+	switch (min(d[D_P], (uint32_t)FLOW_KEYWORDS)) {
+#define CASE(P) \
+	case P:     \
+		classify_split<P>(tf, soa, rank, n, stride, groups); \
+		break;
+	CASE(0) CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8) CASE(9) CASE(10) CASE(11) CASE(12)
+	CASE(13) CASE(14) CASE(15) CASE(16) CASE(17) CASE(18) CASE(19) CASE(20) CASE(21) CASE(22) CASE(23) CASE(24)
+	CASE(25) CASE(26) CASE(27)
+#undef CASE
+	}
+}
+
+// flow_ranks: out[i] = the rule id of rank[i], 0xFFFFFFFF for rank 0.
+extern "C" __global__ void flow_ranks(const unsigned long long* __restrict__ rank, uint32_t* __restrict__ out, int n)
+{
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+		out[i] = rank[i] == 0 ? EMPTY_ID : ~(uint32_t)rank[i];
 }

@@ -1,0 +1,94 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/gswitch/gswitch/tables/flow"
+)
+
+// BenchmarkCUDAFlowKernel measures the two flow kernels side by side on the
+// same table and packets: flow_lookup (one thread per packet walking every
+// class, the kernel in use) and flow_lookup_split (G threads per packet, a
+// 64-bit atomicMax merging their ranks), reporting Mpackets/s of the kernels
+// alone. The split kernel's answers must equal the other's.
+func BenchmarkCUDAFlowKernel(b *testing.B) {
+	c, err := NewCUDA(0)
+	if err != nil {
+		b.Skipf("SKIPPED: no usable CUDA device: %v", err)
+	}
+	defer c.Close()
+	sets := []struct {
+		name  string
+		rules func() ([]flow.Rule, []flow.Key)
+	}{
+		{"acl1", func() ([]flow.Rule, []flow.Key) {
+			fh, err := os.Open(acl1Path(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer fh.Close()
+			cb, err := flow.ReadClassBench(fh, "acl1")
+			if err != nil {
+				b.Fatal(err)
+			}
+			rules, err := flow.ExpandClassBench(cb)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return rules, flow.ClassBenchTraffic(cb, 1<<20, 1)
+		}},
+		{"131072,512", func() ([]flow.Rule, []flow.Key) {
+			s, err := flow.ParseSynthetic("131072,512")
+			if err != nil {
+				b.Fatal(err)
+			}
+			rules := s.Generate(1)
+			return rules, flow.SynthTraffic(s, rules, 1<<18, 2)
+		}},
+	}
+	for si, set := range sets {
+		rules, keys := set.rules()
+		tab, err := flow.NewTable(flow.Config{Algo: flow.Bloom, MaxEntries: 300000})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range rules {
+			tab.Add(r, 0)
+		}
+		id := TableID(100 + si)
+		if err := c.Load(id, Flow, tab.Mirror().Sync().Full); err != nil {
+			b.Fatal(err)
+		}
+		n := len(keys)
+		soa := flow.PackSoA(keys, tab.UsedWords(), nil)
+		want := make([]flow.RuleID, n)
+		if err := c.LookupFlow(id, soa, n, want); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(set.name+"/one-thread-per-packet", func(b *testing.B) {
+			ms, err := c.KernelTimeFlow(id, soa, n, max(b.N, 3))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(n)/ms/1e3, "Mpps")
+		})
+		for _, g := range []int{2, 4, 8, 16} {
+			b.Run(fmt.Sprintf("%s/split-%d-atomicMax", set.name, g), func(b *testing.B) {
+				ms, got, err := c.FlowSplitTime(id, soa, n, g, max(b.N, 3))
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range want {
+					if got[i] != want[i] {
+						b.Fatalf("packet %d: split kernel says rule %d, flow_lookup %d", i, got[i], want[i])
+					}
+				}
+				b.ReportMetric(float64(n)/ms/1e3, "Mpps")
+			})
+		}
+	}
+}
