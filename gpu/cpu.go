@@ -43,6 +43,17 @@ func layoutOf(kind Kind, im *bubble.Image) (*cpuTable, error) {
 	return &cpuTable{kind: kind, img: im, layout: l, view: v}, nil
 }
 
+// flowWidth returns the projection width of flow table id.
+func (c *CPU) flowWidth(id TableID) (int, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	t, err := c.lookupTable(id, Flow, 0, 0)
+	if err != nil {
+		return 0, err
+	}
+	return t.flay.p, nil
+}
+
 // keyWidth is the words per key of the table's lookups.
 func (t *cpuTable) keyWidth() int {
 	if t.flay != nil {

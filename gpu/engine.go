@@ -256,7 +256,13 @@ func (e *Engine) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) 
 			return fmt.Errorf("gpu: engine: internal split of a flow batch")
 		})
 	}
-	p := len(soa) / max(n, 1)
+	p, err := e.cpu.flowWidth(id)
+	if err != nil {
+		return err
+	}
+	if int64(len(soa)) < int64(p)*int64(n) {
+		return fmt.Errorf("%w: %d words for %d packets of %d words", ErrShortKeys, len(soa), n, p)
+	}
 	return e.split(id, n, func(b Backend, lo, hi int) error {
 		m := hi - lo
 		part := make([]uint32, p*m)
