@@ -61,7 +61,7 @@ type Action struct {
 	EthType uint16     // push_vlan, push_mpls, push_pbb, pop_mpls
 	TTL     uint8      // set_mpls_ttl, set_nw_ttl
 	Field   flow.Field // set_field
-	Value   []byte     // set_field: big-endian, the field's width in bytes
+	Value   []byte     // set_field: big-endian, the field's width in bytes (tables/flow's: 3 for mpls_label and ipv6_flabel, 4 on the wire)
 }
 
 // fixedActionLen gives the wire length of every action but set_field.
@@ -169,14 +169,18 @@ func decodeSetField(b []byte) (Action, *Error) {
 	if x.hasMask {
 		return Action{}, badAction(ofp.ErrCodeBadActionSetArgument, "set_field %s: masks are not allowed in OpenFlow 1.3", f)
 	}
-	if len(x.payload) != (f.Bits()+7)/8 {
+	if len(x.payload) != oxmSize(f) {
 		return Action{}, badAction(ofp.ErrCodeBadActionSetLen, "set_field %s: %d bytes", f, len(x.payload))
 	}
+	v, ok := fromWire(f, x.payload)
+	if !ok {
+		return Action{}, badAction(ofp.ErrCodeBadActionSetArgument, "set_field %s: %#x has bits beyond the field's %d", f, x.payload, f.Bits())
+	}
 	var m flow.Match
-	if err := m.SetField(f, x.payload, nil); err != nil {
+	if err := m.SetField(f, v, nil); err != nil {
 		return Action{}, badAction(ofp.ErrCodeBadActionSetArgument, "set_field %s: %v", f, err)
 	}
-	return Action{Kind: ActSetField, Field: f, Value: append([]byte(nil), x.payload...)}, nil
+	return Action{Kind: ActSetField, Field: f, Value: append([]byte(nil), v...)}, nil
 }
 
 // EncodeActions encodes actions as OpenFlow 1.3 TLVs.
@@ -206,10 +210,11 @@ func appendAction(e *enc, a *Action) {
 	case ActSetQueue, ActGroup:
 		e.u32(a.ID)
 	case ActSetField:
+		v := toWire(a.Field, a.Value)
 		e.u16(oxmClassBasic)
 		e.u8(uint8(a.Field) << 1)
-		e.u8(uint8(len(a.Value)))
-		e.raw(a.Value)
+		e.u8(uint8(len(v)))
+		e.raw(v)
 		e.align8(start)
 	default:
 		e.pad(4)

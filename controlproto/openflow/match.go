@@ -52,6 +52,44 @@ func basicField(x *oxm) (flow.Field, bool) {
 	return f, f.Valid()
 }
 
+// oxmSize is a field's payload length on the wire (without a mask). It is
+// the field's width in bytes but for mpls_label and ipv6_flabel: 20-bit
+// fields that OpenFlow 1.3 carries in 4 bytes (§7.2.3.7, as Open vSwitch
+// and os-ken send them), one byte more than tables/flow keeps.
+func oxmSize(f flow.Field) int {
+	if f == flow.FieldMPLSLabel || f == flow.FieldIPv6FLabel {
+		return 4
+	}
+	return (f.Bits() + 7) / 8
+}
+
+// fromWire returns the bytes of a wire payload part (value or mask) of
+// field f in tables/flow's width: the extra leading bytes of a 4-byte
+// mpls_label or ipv6_flabel are cut off, and must be zero (ok false
+// otherwise).
+func fromWire(f flow.Field, b []byte) ([]byte, bool) {
+	n := (f.Bits() + 7) / 8
+	if len(b) <= n {
+		return b, true
+	}
+	for _, x := range b[:len(b)-n] {
+		if x != 0 {
+			return nil, false
+		}
+	}
+	return b[len(b)-n:], true
+}
+
+// toWire returns b, a value of field f in tables/flow's width, widened
+// with leading zeros to its wire size (oxmSize).
+func toWire(f flow.Field, b []byte) []byte {
+	n := oxmSize(f)
+	if len(b) >= n {
+		return b
+	}
+	return append(make([]byte, n-len(b), n), b...)
+}
+
 // Match is a decoded ofp_match: the match as tables/flow uses it, the
 // fields in the order the controller gave them, and the encoded form
 // (ofp_match with its padding) to echo in flow stats and FLOW_REMOVED.
@@ -124,7 +162,7 @@ func (m *Match) setField(x *oxm) (flow.Field, *Error) {
 		return 0, badMatch(ofp.ErrCodeBadMatchBadField, "unsupported OXM class %#04x field %d", x.class, x.field)
 	}
 	fi := f.Info()
-	size := (fi.Bits + 7) / 8
+	size := oxmSize(f)
 	want := size
 	if x.hasMask {
 		want *= 2
@@ -135,9 +173,15 @@ func (m *Match) setField(x *oxm) (flow.Field, *Error) {
 	if x.hasMask && !fi.Maskable {
 		return 0, badMatch(ofp.ErrCodeBadMatchBadMask, "field %s cannot be masked", f)
 	}
-	value, mask := x.payload[:size], []byte(nil)
+	value, ok := fromWire(f, x.payload[:size])
+	if !ok {
+		return 0, badMatch(ofp.ErrCodeBadMatchBadValue, "field %s: value %#x has bits beyond the field's %d", f, x.payload[:size], f.Bits())
+	}
+	var mask []byte
 	if x.hasMask {
-		mask = x.payload[size:]
+		if mask, ok = fromWire(f, x.payload[size:]); !ok {
+			return 0, badMatch(ofp.ErrCodeBadMatchBadMask, "field %s: mask %#x has bits beyond the field's %d", f, x.payload[size:], f.Bits())
+		}
 	}
 	if err := m.Match.SetField(f, value, mask); err != nil {
 		return 0, ErrorFor(err, badMatch(ofp.ErrCodeBadMatchBadValue, "field %s", f))
@@ -176,6 +220,7 @@ func appendOXM(e *enc, f flow.Field, m *flow.Match) {
 		}
 		full = full && x == want
 	}
+	v, mk = toWire(f, v), toWire(f, mk)
 	e.u16(oxmClassBasic)
 	if full || !f.Info().Maskable {
 		e.u8(uint8(f) << 1)

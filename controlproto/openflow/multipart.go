@@ -310,6 +310,6 @@ func oxmHeaders(e *enc, masks, settable bool) {
 		}
 		e.u16(oxmClassBasic)
 		e.u8(uint8(f)<<1 | hm)
-		e.u8(uint8((fi.Bits + 7) / 8 * (1 + int(hm))))
+		e.u8(uint8(oxmSize(f) * (1 + int(hm))))
 	}
 }
