@@ -68,13 +68,32 @@
 // LOCAL and output to the input port are counted as no-route. set_field
 // for eth_src/dst, vlan_vid/pcp, ipv4_src/dst, ipv6_src/dst, ip_dscp/ecn,
 // tcp and udp ports, with incremental checksum updates (RFC 1624) of the
-// IPv4 header and the TCP/UDP checksum; push_vlan (the new tag copies the
-// outer one's TCI, or 0) and pop_vlan; set_nw_ttl and dec_nw_ttl (a TTL
-// that would reach 0 drops the packet). Every edit checks the frame's
-// bounds first; an action the frame cannot take, and MPLS, PBB and
-// copy-TTL, are counted as unsupported and skipped. Outputs copy
-// the frame as it is at that moment; each port's frames leave in one
-// afpacket Send (sendmmsg) per batch.
+// IPv4 header and the TCP/UDP/ICMPv6 checksum; on ip_proto (the
+// transport checksum's pseudo-header fixed too), arp_op/sha/spa/tha/tpa,
+// icmpv4 and icmpv6 type and code, ipv6_flabel, ipv6_nd_target/sll/tll
+// (the ICMPv6 checksum fixed), mpls_label/tc/bos on the top label stack
+// entry, pbb_isid; metadata and tunnel_id are written into the key (no
+// tunnel ports). push_vlan (the new tag copies the outer one's TCI, or 0)
+// and pop_vlan; set_nw_ttl and dec_nw_ttl (a TTL that would reach 0 drops
+// the packet). MPLS (mpls.go): push_mpls inserts a label stack entry after
+// the VLAN tags, copying the top entry (bos 0) or, on a frame without a
+// stack, label 0, tc 0, bos 1 and the IP TTL (0 when not IP); pop_mpls
+// removes the top entry and writes its ethertype argument; set_mpls_ttl,
+// dec_mpls_ttl (drops at 0); copy_ttl_in/out between the top entry and the
+// next entry or the IP header under the stack (IPv4 or IPv6 by its version
+// nibble; the IPv4 checksum fixed). PBB (pbb.go): push_pbb puts a backbone
+// header with the frame's own addresses and an I-TAG (copied from a PBB
+// frame's, else 0) in front of the whole frame; pop_pbb leaves the
+// customer frame. After any of these the frame is parsed again
+// (packet.Parse) before the next table's lookup, so that, say, pop_mpls to
+// 0x0800 and goto_table match the IPv4 header. Every edit checks the
+// frame's bounds first; an action the frame cannot take (pop_mpls on a
+// frame without MPLS) is counted as unsupported and skipped. Set-field on
+// fields the datapath cannot write (eth_type, the SCTP ports) is
+// refused when the FLOW_MOD, GROUP_MOD or PACKET_OUT arrives, with
+// OFPBAC_BAD_SET_TYPE (support.go); every other action the codec decodes
+// is executed. Outputs copy the frame as it is at that moment; each
+// port's frames leave in one afpacket Send (sendmmsg) per batch.
 //
 // # Groups, meters, ports
 //
@@ -137,9 +156,9 @@
 // # What is not here yet
 //
 // Meter bands other than drop and DSCP remark, the virtual meters,
-// queues, MPLS and PBB actions, copy-TTL, set-field on ARP, ICMP,
-// SCTP, IPv6 flow label and ND fields, IPv6 L4 edits behind extension
-// headers, the LOCAL port, per-connection miss_send_len (the agent keeps
+// queues, set-field on eth_type and the SCTP ports (CRC32c),
+// copy-TTL between IP headers (IP in IP), IPv6 L4 edits behind extension
+// headers, tunnel_id in packet-ins, the LOCAL port, per-connection miss_send_len (the agent keeps
 // it; OpenFlow 1.3 sends table misses through the table-miss entry's
 // max_len anyway), packet-in for invalid TTL, and PORT_MOD taking the Linux link down. Flow stats
 // and counters are exact; table lookups count each packet once per table

@@ -22,6 +22,7 @@ type pkt struct {
 	drop     bool // dropped: no further action runs
 	dirty    bool // data changed since key was parsed
 	metadata uint64
+	tunnelID uint64 // set by set_field: this datapath has no tunnel ports
 	actset   []openflow.Action
 
 	// What a packet-in reports: the table and cookie of the entry whose
@@ -152,6 +153,9 @@ func (p *pkt) setMetadata() {
 	if p.metadata != 0 {
 		_ = p.key.SetUint(flow.FieldMetadata, p.metadata)
 	}
+	if p.tunnelID != 0 {
+		_ = p.key.SetUint(flow.FieldTunnelID, p.tunnelID)
+	}
 }
 
 // applyEntry counts a lookup's result and runs the matched entry's
@@ -223,36 +227,65 @@ func (w *worker) execList(p *pkt, as []openflow.Action) {
 }
 
 func (w *worker) exec(p *pkt, a *openflow.Action) {
-	ok := true
 	switch a.Kind {
 	case openflow.ActOutput:
 		w.output(p, a.Port, a.MaxLen)
-	case openflow.ActSetField:
-		ok = setField(p.data, a.Field, a.Value)
-		p.dirty = p.dirty || ok
-	case openflow.ActPushVLAN:
-		p.data, ok = pushVLAN(p.data, a.EthType)
-		p.dirty = p.dirty || ok
-	case openflow.ActPopVLAN:
-		p.data, ok = popVLAN(p.data)
-		p.dirty = p.dirty || ok
-	case openflow.ActSetNwTTL, openflow.ActDecNwTTL:
-		var alive bool
-		ok, alive = setTTL(p.data, a.Kind == openflow.ActDecNwTTL, a.TTL)
-		p.dirty = p.dirty || ok
-		if !alive {
-			w.dropRx(p)
-		}
+		return
 	case openflow.ActGroup:
 		w.group(p, a.ID)
+		return
 	case openflow.ActSetQueue:
-		// One queue per port: nothing to do.
-	default:
-		ok = false // MPLS, PBB, copy-TTL: not executed by this datapath
+		return // one queue per port: nothing to do
+	case openflow.ActSetField:
+		if setPipelineField(p, a) {
+			return
+		}
 	}
+	ok, alive := edit(p, a)
+	p.dirty = p.dirty || ok
 	if !ok {
 		w.s.unsupported.Add(1)
 	}
+	if !alive {
+		w.dropRx(p)
+	}
+}
+
+// edit runs an action that changes the frame. ok is false when the frame
+// cannot take it (it is left alone); alive is false when a TTL ran out.
+func edit(p *pkt, a *openflow.Action) (ok, alive bool) {
+	switch a.Kind {
+	case openflow.ActSetField:
+		return setField(p.data, a.Field, a.Value), true
+	case openflow.ActSetNwTTL, openflow.ActDecNwTTL:
+		return setTTL(p.data, a.Kind == openflow.ActDecNwTTL, a.TTL)
+	case openflow.ActSetMPLSTTL, openflow.ActDecMPLSTTL:
+		return setMPLSTTL(p.data, a.Kind == openflow.ActDecMPLSTTL, a.TTL)
+	case openflow.ActCopyTTLIn, openflow.ActCopyTTLOut:
+		return copyTTL(p.data, a.Kind == openflow.ActCopyTTLIn), true
+	}
+	p.data, ok = reshape(p.data, a)
+	return ok, true
+}
+
+// reshape runs an action that adds or removes a header, returning the new
+// frame (the old one when it cannot).
+func reshape(frame []byte, a *openflow.Action) ([]byte, bool) {
+	switch a.Kind {
+	case openflow.ActPushVLAN:
+		return pushVLAN(frame, a.EthType)
+	case openflow.ActPopVLAN:
+		return popVLAN(frame)
+	case openflow.ActPushMPLS:
+		return pushMPLS(frame, a.EthType)
+	case openflow.ActPopMPLS:
+		return popMPLS(frame, a.EthType)
+	case openflow.ActPushPBB:
+		return pushPBB(frame, a.EthType)
+	case openflow.ActPopPBB:
+		return popPBB(frame)
+	}
+	return frame, false
 }
 
 // writeActions merges actions into an action set: one action per kind,
@@ -385,6 +418,9 @@ func (w *worker) flush() {
 // PacketOut sends a controller's packet through its actions; output:TABLE
 // runs it through the flow tables from table 0.
 func (s *Switch) PacketOut(po *openflow.PacketOut) error {
+	if err := checkActions(po.Actions); err != nil {
+		return err
+	}
 	w := s.workers.Get().(*worker)
 	defer s.workers.Put(w)
 	w.begin()

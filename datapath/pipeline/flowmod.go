@@ -89,6 +89,9 @@ func (s *Switch) addLocked(fm *openflow.FlowMod) error {
 	if err := checkGoto(fm); err != nil {
 		return err
 	}
+	if err := checkInstructionActions(&fm.Instructions); err != nil {
+		return err
+	}
 	var flags flow.AddFlags
 	if fm.Flags&openflow.FlagCheckOverlap != 0 {
 		flags = flow.CheckOverlap
@@ -122,6 +125,9 @@ func (s *Switch) modifyLocked(fm *openflow.FlowMod) error {
 		return err
 	}
 	if err := checkGoto(fm); err != nil {
+		return err
+	}
+	if err := checkInstructionActions(&fm.Instructions); err != nil {
 		return err
 	}
 	// Check the new instructions' groups and meters once, so that a

@@ -66,7 +66,7 @@ func parseLayout(frame []byte) (layout, bool) {
 			return l, true
 		}
 		l.proto = b[6] // extension headers are not walked: no L4 edits behind them
-		if l.proto == protoTCP || l.proto == protoUDP {
+		if l.proto == protoTCP || l.proto == protoUDP || l.proto == protoICMPv6 {
 			l.l4 = l.l3 + 40
 		}
 	}
@@ -95,7 +95,7 @@ func replace16(frame []byte, off int, v uint16, sums ...int) {
 }
 
 // l4Sum returns the offset of the transport checksum that covers the IP
-// addresses (TCP always, UDP when not zero), or -1.
+// addresses (TCP and ICMPv6 always, UDP when not zero), or -1.
 func (l *layout) l4Sum(frame []byte) int {
 	switch {
 	case l.l4 == 0:
@@ -104,6 +104,8 @@ func (l *layout) l4Sum(frame []byte) int {
 		return l.l4 + 16
 	case l.proto == protoUDP && l.l4+8 <= len(frame) && be16(frame[l.l4+6:]) != 0:
 		return l.l4 + 6
+	case l.proto == protoICMPv6 && l.ethType == etherIPv6 && l.l4+4 <= len(frame):
+		return l.l4 + 2
 	}
 	return -1
 }
@@ -130,6 +132,22 @@ func setField(frame []byte, f flow.Field, v []byte) bool {
 		return setL4Port(frame, &l, f, v)
 	case flow.FieldIPv6Src, flow.FieldIPv6Dst:
 		return setIPv6Addr(frame, &l, f, v)
+	case flow.FieldMPLSLabel, flow.FieldMPLSTC, flow.FieldMPLSBOS:
+		return setMPLSField(frame, &l, f, v)
+	case flow.FieldARPOp, flow.FieldARPSHA, flow.FieldARPSPA, flow.FieldARPTHA, flow.FieldARPTPA:
+		return setARP(frame, &l, f, v)
+	case flow.FieldICMPv4Type, flow.FieldICMPv4Code, flow.FieldICMPv6Type, flow.FieldICMPv6Code:
+		return setICMP(frame, &l, f, v)
+	case flow.FieldIPv6FLabel:
+		return setFlowLabel(frame, &l, v)
+	case flow.FieldIPv6NDTarget:
+		return setNDTarget(frame, &l, v)
+	case flow.FieldIPv6NDSLL, flow.FieldIPv6NDTLL:
+		return setNDLL(frame, &l, f, v)
+	case flow.FieldPBBISID:
+		return setISID(frame, &l, v)
+	case flow.FieldIPProto:
+		return setIPProto(frame, &l, v)
 	}
 	return false
 }

@@ -20,6 +20,9 @@ const maxGroupDepth = 16
 // reason GROUP_DELETE for those with send_flow_rem). It holds the
 // switch's write lock, so no batch sees a flow entry whose group is gone.
 func (s *Switch) GroupMod(gm *openflow.GroupMod) error {
+	if err := checkBuckets(&gm.Group); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	deleted, err := s.groups.Mod(gm)

@@ -1,0 +1,196 @@
+package pipeline
+
+import (
+	"bytes"
+	"net"
+	"testing"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+
+	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/tables/flow"
+)
+
+// serialize builds a frame from gopacket layers with lengths and checksums
+// computed.
+func serialize(t *testing.T, ls ...gopacket.SerializableLayer) []byte {
+	t.Helper()
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte(nil), buf.Bytes()...)
+}
+
+func testEth(t layers.EthernetType) *layers.Ethernet {
+	return &layers.Ethernet{SrcMAC: net.HardwareAddr{0x12, 0x11, 0x11, 0x11, 0x11, 0x11},
+		DstMAC: net.HardwareAddr{0x22, 0x22, 0x22, 0x22, 0x22, 0x22}, EthernetType: t}
+}
+
+// mplsIPv4 builds eth/[mpls...]/ipv4(ttl)/udp/payload; with no labels the
+// frame is plain IPv4.
+func mplsIPv4(t *testing.T, ttl uint8, labels ...*layers.MPLS) []byte {
+	t.Helper()
+	ip := &layers.IPv4{Version: 4, TTL: ttl, TOS: 32, Protocol: layers.IPProtocolUDP,
+		SrcIP: net.IP{192, 168, 10, 10}, DstIP: net.IP{192, 168, 20, 20}}
+	udp := &layers.UDP{SrcPort: 11111, DstPort: 2222}
+	_ = udp.SetNetworkLayerForChecksum(ip)
+	ls := []gopacket.SerializableLayer{testEth(layers.EthernetTypeIPv4)}
+	if len(labels) > 0 {
+		ls[0] = testEth(layers.EthernetTypeMPLSUnicast)
+	}
+	for _, l := range labels {
+		ls = append(ls, l)
+	}
+	ls = append(ls, ip, udp, gopacket.Payload("0123456789abcdef0123456789abcdef"))
+	return serialize(t, ls...)
+}
+
+func lse(label uint32, tc uint8, bos bool, ttl uint8) *layers.MPLS {
+	return &layers.MPLS{Label: label, TrafficClass: tc, StackBottom: bos, TTL: ttl}
+}
+
+func mplsIPv6(t *testing.T, hop uint8, labels ...*layers.MPLS) []byte {
+	t.Helper()
+	ip := &layers.IPv6{Version: 6, HopLimit: hop, FlowLabel: 100, TrafficClass: 32, NextHeader: layers.IPProtocolUDP,
+		SrcIP: net.ParseIP("10::10"), DstIP: net.ParseIP("20::20")}
+	udp := &layers.UDP{SrcPort: 11111, DstPort: 2222}
+	_ = udp.SetNetworkLayerForChecksum(ip)
+	ls := []gopacket.SerializableLayer{testEth(layers.EthernetTypeIPv6)}
+	if len(labels) > 0 {
+		ls[0] = testEth(layers.EthernetTypeMPLSUnicast)
+	}
+	for _, l := range labels {
+		ls = append(ls, l)
+	}
+	ls = append(ls, ip, udp, gopacket.Payload("0123456789abcdef0123456789abcdef"))
+	return serialize(t, ls...)
+}
+
+func eq(t *testing.T, what string, got, want []byte) {
+	t.Helper()
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s:\n got %x\nwant %x", what, got, want)
+	}
+}
+
+func TestPushMPLS(t *testing.T) {
+	got, ok := pushMPLS(mplsIPv4(t, 64), flow.EthTypeMPLS)
+	if !ok {
+		t.Fatal("push_mpls on IPv4 refused")
+	}
+	eq(t, "push on ipv4", got, mplsIPv4(t, 64, lse(0, 0, true, 64)))
+	got, _ = pushMPLS(mplsIPv6(t, 33), flow.EthTypeMPLS)
+	eq(t, "push on ipv6", got, mplsIPv6(t, 33, lse(0, 0, true, 33)))
+	got, _ = pushMPLS(mplsIPv4(t, 64, lse(100, 3, true, 64)), flow.EthTypeMPLS)
+	eq(t, "push on mpls", got, mplsIPv4(t, 64, lse(100, 3, false, 64), lse(100, 3, true, 64)))
+	arp := serialize(t, testEth(layers.EthernetTypeARP), &layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4,
+		HwAddressSize: 6, ProtAddressSize: 4, Operation: 1, SourceHwAddress: make([]byte, 6), SourceProtAddress: make([]byte, 4),
+		DstHwAddress: make([]byte, 6), DstProtAddress: make([]byte, 4)})
+	got, _ = pushMPLS(arp, flow.EthTypeMPLSMcast)
+	if be16(got[12:]) != flow.EthTypeMPLSMcast || !bytes.Equal(got[14:18], []byte{0, 0, 1, 0}) || !bytes.Equal(got[18:], arp[14:]) {
+		t.Errorf("push on arp: %x", got)
+	}
+	if _, ok := pushMPLS(make([]byte, 10), flow.EthTypeMPLS); ok {
+		t.Error("push_mpls on a runt frame")
+	}
+}
+
+func TestPopMPLS(t *testing.T) {
+	got, ok := popMPLS(mplsIPv4(t, 64, lse(100, 3, true, 64)), etherIPv4)
+	if !ok {
+		t.Fatal("pop_mpls refused")
+	}
+	eq(t, "pop to ipv4", got, mplsIPv4(t, 64))
+	got, _ = popMPLS(mplsIPv6(t, 64, lse(100, 3, true, 64)), etherIPv6)
+	eq(t, "pop to ipv6", got, mplsIPv6(t, 64))
+	got, _ = popMPLS(mplsIPv4(t, 64, lse(7, 1, false, 9), lse(100, 3, true, 64)), flow.EthTypeMPLS)
+	eq(t, "pop one of two", got, mplsIPv4(t, 64, lse(100, 3, true, 64)))
+	if _, ok := popMPLS(mplsIPv4(t, 64), etherIPv4); ok {
+		t.Error("pop_mpls on a frame without MPLS")
+	}
+	if _, ok := popMPLS(mplsIPv4(t, 64, lse(1, 0, true, 1))[:16], etherIPv4); ok {
+		t.Error("pop_mpls on a truncated stack")
+	}
+}
+
+func TestMPLSTTL(t *testing.T) {
+	f := mplsIPv4(t, 64, lse(100, 3, true, 64))
+	if ok, alive := setMPLSTTL(f, false, 127); !ok || !alive {
+		t.Fatal("set_mpls_ttl refused")
+	}
+	eq(t, "set_mpls_ttl", f, mplsIPv4(t, 64, lse(100, 3, true, 127)))
+	if ok, alive := setMPLSTTL(f, true, 0); !ok || !alive {
+		t.Fatal("dec_mpls_ttl refused")
+	}
+	eq(t, "dec_mpls_ttl", f, mplsIPv4(t, 64, lse(100, 3, true, 126)))
+	f = mplsIPv4(t, 64, lse(100, 3, true, 1))
+	if ok, alive := setMPLSTTL(f, true, 0); !ok || alive {
+		t.Error("dec_mpls_ttl of 1 must drop")
+	}
+	if ok, _ := setMPLSTTL(mplsIPv4(t, 64), true, 0); ok {
+		t.Error("dec_mpls_ttl without MPLS")
+	}
+}
+
+func TestCopyTTL(t *testing.T) {
+	f := mplsIPv4(t, 32, lse(100, 3, true, 64))
+	if !copyTTL(f, false) {
+		t.Fatal("copy_ttl_out refused")
+	}
+	eq(t, "copy_ttl_out ipv4", f, mplsIPv4(t, 32, lse(100, 3, true, 32)))
+	f = mplsIPv4(t, 32, lse(100, 3, true, 64))
+	copyTTL(f, true)
+	eq(t, "copy_ttl_in ipv4 (checksum fixed)", f, mplsIPv4(t, 64, lse(100, 3, true, 64)))
+	f = mplsIPv6(t, 32, lse(100, 3, true, 64))
+	copyTTL(f, false)
+	eq(t, "copy_ttl_out ipv6", f, mplsIPv6(t, 32, lse(100, 3, true, 32)))
+	f = mplsIPv6(t, 32, lse(100, 3, true, 64))
+	copyTTL(f, true)
+	eq(t, "copy_ttl_in ipv6", f, mplsIPv6(t, 64, lse(100, 3, true, 64)))
+	f = mplsIPv4(t, 5, lse(1, 0, false, 9), lse(2, 0, true, 7))
+	copyTTL(f, true)
+	eq(t, "copy_ttl_in lse", f, mplsIPv4(t, 5, lse(1, 0, false, 9), lse(2, 0, true, 9)))
+	if copyTTL(mplsIPv4(t, 64), true) {
+		t.Error("copy_ttl_in without MPLS")
+	}
+}
+
+func TestSetFieldMPLS(t *testing.T) {
+	f := mplsIPv4(t, 64, lse(100, 3, true, 64))
+	for _, c := range []struct {
+		f flow.Field
+		v []byte
+	}{{flow.FieldMPLSLabel, []byte{0, 0, 203}}, {flow.FieldMPLSTC, []byte{5}}, {flow.FieldMPLSBOS, []byte{0}}} {
+		if !setField(f, c.f, c.v) {
+			t.Fatalf("set_field %s refused", c.f)
+		}
+	}
+	eq(t, "set_field mpls", f, mplsIPv4(t, 64, lse(203, 5, false, 64)))
+	if setField(mplsIPv4(t, 64), flow.FieldMPLSLabel, []byte{0, 0, 1}) {
+		t.Error("set_field mpls_label without MPLS")
+	}
+}
+
+// pop_mpls then goto_table: the next table sees the IPv4 key of the
+// popped frame.
+func TestPopMPLSReparsedForNextTable(t *testing.T) {
+	r := newRig(t, 3, FailSecure)
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: openflow.Instructions{
+		Has: openflow.HasApplyActions | openflow.HasGotoTable, GotoTable: 1,
+		Apply: []openflow.Action{{Kind: openflow.ActPopMPLS, EthType: etherIPv4}}}})
+	var m flow.Match
+	m.SetEthType(etherIPv4)
+	if err := m.SetIPv4Dst(0xc0a81414, 32); err != nil {
+		t.Fatal(err)
+	}
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, TableID: 1, Priority: 1, Match: openflow.Match{Match: m}, Instructions: openflow.Instructions{
+		Has: openflow.HasApplyActions, Apply: []openflow.Action{{Kind: openflow.ActDecNwTTL}, output(2)}}})
+	r.sw.Process(1, [][]byte{mplsIPv4(t, 64, lse(100, 3, true, 64))})
+	out := r.devs[1].take()
+	if len(out) != 1 {
+		t.Fatalf("port 2 got %d frames, want 1", len(out))
+	}
+	eq(t, "popped and decremented", out[0], mplsIPv4(t, 63))
+}
