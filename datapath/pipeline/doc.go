@@ -92,8 +92,10 @@
 // fields the datapath cannot write (eth_type, the SCTP ports) is
 // refused when the FLOW_MOD, GROUP_MOD or PACKET_OUT arrives, with
 // OFPBAC_BAD_SET_TYPE (support.go); every other action the codec decodes
-// is executed. Outputs copy the frame as it is at that moment; each
-// port's frames leave in one afpacket Send (sendmmsg) per batch.
+// is executed. Outputs copy the frame as it is at that moment, padded
+// with zeros to 60 bytes (a pop may leave it shorter; a NIC would pad it
+// on the wire, a veth does not); each port's frames leave in one afpacket
+// Send (sendmmsg) per batch.
 //
 // # Groups, meters, ports
 //

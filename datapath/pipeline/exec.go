@@ -358,7 +358,7 @@ func (w *worker) flood(p *pkt) {
 	}
 }
 
-// emit queues a copy of data for port no.
+// emit queues a copy of data for port no., padded to the Ethernet minimum.
 func (w *worker) emit(no uint32, data []byte) {
 	sp := w.s.ports[no]
 	if sp == nil {
@@ -369,7 +369,20 @@ func (w *worker) emit(no uint32, data []byte) {
 		sp.txDropped.Add(1)
 		return
 	}
-	w.tx[no] = append(w.tx[no], append([]byte(nil), data...))
+	w.tx[no] = append(w.tx[no], padded(data))
+}
+
+// minFrame is the shortest Ethernet frame without its FCS.
+const minFrame = 60
+
+// padded returns a copy of data padded with zeros to minFrame bytes, as
+// a NIC pads on the wire (a veth does not): a frame that a pop made
+// shorter than that leaves as Open vSwitch and os-ken's expected packets
+// have it.
+func padded(data []byte) []byte {
+	out := make([]byte, max(len(data), minFrame))
+	copy(out, data)
+	return out
 }
 
 // packetIn sends the packet to the controllers: reason ACTION, or

@@ -194,3 +194,24 @@ func TestPopMPLSReparsedForNextTable(t *testing.T) {
 	}
 	eq(t, "popped and decremented", out[0], mplsIPv4(t, 63))
 }
+
+// A short frame that pop_mpls leaves under 60 bytes leaves padded to 60,
+// as the tool's (and gopacket's) expected frames are.
+func TestPopMPLSShortFramePadded(t *testing.T) {
+	r := newRig(t, 2, FailSecure)
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: openflow.Instructions{
+		Has: openflow.HasApplyActions, Apply: []openflow.Action{{Kind: openflow.ActPopMPLS, EthType: etherIPv4}, output(2)}}})
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolICMPv4, SrcIP: net.IP{10, 0, 0, 1}, DstIP: net.IP{10, 0, 0, 2}}
+	icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(8, 0)}
+	in := serialize(t, testEth(layers.EthernetTypeMPLSUnicast), lse(100, 3, true, 64), ip, icmp, gopacket.Payload("01234567"))
+	want := serialize(t, testEth(layers.EthernetTypeIPv4), ip, icmp, gopacket.Payload("01234567"))
+	if len(in) != 60 || len(want) != 60 {
+		t.Fatalf("test frames of %d and %d bytes, want 60", len(in), len(want))
+	}
+	r.sw.Process(1, [][]byte{in})
+	out := r.devs[1].take()
+	if len(out) != 1 {
+		t.Fatalf("port 2 got %d frames", len(out))
+	}
+	eq(t, "popped short frame", out[0], want)
+}
