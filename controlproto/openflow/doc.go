@@ -14,7 +14,11 @@
 // once, here: a FLOW_MOD becomes a FlowMod whose Match.Match is a
 // tables/flow Match, built with SetField per OXM TLV and then CheckField
 // per field (prerequisites may come in any order, as in Open vSwitch) and
-// Validate; tables/flow's typed errors map onto OFPBMC_* codes (ErrorFor),
+// Validate (an OXM's payload is the field's width in bytes, but for
+// mpls_label and ipv6_flabel, 20-bit fields carried in 4 bytes whose spare
+// top bits must be zero: oxmSize, fromWire and toWire convert, in matches,
+// set_field and TABLE_FEATURES alike); tables/flow's typed errors map onto
+// OFPBMC_* codes (ErrorFor),
 // and so do flow.ErrOverlap and flow.ErrTableFull onto OFPFMFC_OVERLAP and
 // OFPFMFC_TABLE_FULL when a Switch returns them. Instructions and actions
 // become Instructions and []Action. The match and instructions are also

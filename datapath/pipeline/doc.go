@@ -95,7 +95,9 @@
 // is executed. Outputs copy the frame as it is at that moment, padded
 // with zeros to 60 bytes (a pop may leave it shorter; a NIC would pad it
 // on the wire, a veth does not); each port's frames leave in one afpacket
-// Send (sendmmsg) per batch.
+// Send (sendmmsg) per batch. A packet-in carries the frame as it is, but
+// one that actions made shorter than 60 bytes is padded the same way (to
+// no more than its received length).
 //
 // # Groups, meters, ports
 //

@@ -16,6 +16,7 @@ const done = -1
 // pkt is one packet on its way through the pipeline.
 type pkt struct {
 	data     []byte
+	rxLen    int // len(data) as received
 	inPort   uint32
 	key      flow.Key
 	next     int  // the table to look it up in next, or done
@@ -69,7 +70,7 @@ func (s *Switch) Process(inPort uint32, frames [][]byte) {
 		return
 	}
 	for _, f := range frames {
-		p := pkt{data: f, inPort: inPort}
+		p := pkt{data: f, rxLen: len(f), inPort: inPort}
 		if r := packet.Parse(&p.key, f, inPort); r != packet.OK {
 			s.malformed[r].Add(1)
 			if in != nil {
@@ -398,7 +399,7 @@ func (w *worker) packetIn(p *pkt, maxLen uint16) {
 		return
 	}
 	pi := &openflow.PacketIn{Reason: openflow.ReasonAction, TableID: p.tableID, Cookie: p.cookie, MaxLen: maxLen,
-		Data: append([]byte(nil), p.data...)}
+		Data: p.packetInData()}
 	if p.miss {
 		pi.Reason = openflow.ReasonNoMatch
 	}
@@ -407,6 +408,20 @@ func (w *worker) packetIn(p *pkt, maxLen uint16) {
 		_ = pi.Match.SetExact(flow.FieldMetadata, p.metadata)
 	}
 	c.PacketIn(pi)
+}
+
+// packetInData copies the frame for a packet-in: as it is, but a frame
+// that actions shortened below 60 bytes is padded with zeros back to its
+// received length or 60 bytes, whichever is less (as outputs pad it; a
+// short frame received as such is sent up as received).
+func (p *pkt) packetInData() []byte {
+	n := len(p.data)
+	if n < minFrame && p.rxLen > n {
+		n = min(p.rxLen, minFrame)
+	}
+	out := make([]byte, n)
+	copy(out, p.data)
+	return out
 }
 
 // flush sends the queued frames, one batch per port.
@@ -438,7 +453,7 @@ func (s *Switch) PacketOut(po *openflow.PacketOut) error {
 	defer s.workers.Put(w)
 	w.begin()
 	w.packetOut = true
-	w.pkts = append(w.pkts, pkt{data: append([]byte(nil), po.Data...), inPort: po.InPort})
+	w.pkts = append(w.pkts, pkt{data: append([]byte(nil), po.Data...), rxLen: len(po.Data), inPort: po.InPort})
 	p := &w.pkts[0]
 	parsed := packet.Parse(&p.key, p.data, po.InPort) == packet.OK
 	s.mu.RLock()

@@ -215,3 +215,28 @@ func TestPopMPLSShortFramePadded(t *testing.T) {
 	}
 	eq(t, "popped short frame", out[0], want)
 }
+
+// The packet-in of a frame pop_mpls shortened below 60 bytes is padded
+// back to 60; a short frame as received is sent up unpadded.
+func TestPacketInPadsOnlyShortenedFrames(t *testing.T) {
+	r := newRig(t, 2, FailSecure)
+	ctl := output(openflow.PortController)
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 2, Match: matchInPort(1), Instructions: openflow.Instructions{
+		Has: openflow.HasApplyActions, Apply: []openflow.Action{{Kind: openflow.ActPopMPLS, EthType: etherIPv4}, ctl}}})
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 2, Match: matchInPort(2), Instructions: openflow.Instructions{
+		Has: openflow.HasApplyActions, Apply: []openflow.Action{ctl}}})
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolICMPv4, SrcIP: net.IP{10, 0, 0, 1}, DstIP: net.IP{10, 0, 0, 2}}
+	icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(8, 0)}
+	in := serialize(t, testEth(layers.EthernetTypeMPLSUnicast), lse(100, 3, true, 64), ip, icmp, gopacket.Payload("01234567"))
+	want := serialize(t, testEth(layers.EthernetTypeIPv4), ip, icmp, gopacket.Payload("01234567"))
+	short := want[:50]
+	r.sw.Process(1, [][]byte{in})
+	r.sw.Process(2, [][]byte{append([]byte(nil), short...)})
+	r.ctrl.mu.Lock()
+	defer r.ctrl.mu.Unlock()
+	if len(r.ctrl.pins) != 2 {
+		t.Fatalf("%d packet-ins, want 2", len(r.ctrl.pins))
+	}
+	eq(t, "popped", r.ctrl.pins[0].Data, want)
+	eq(t, "short as received", r.ctrl.pins[1].Data, short)
+}
