@@ -29,20 +29,21 @@ var switchtestSubset = []struct {
 	{"match/00_IN_PORT.json", 9},
 	{"match/03_ETH_DST.json", 9},
 	{"match/05_ETH_TYPE.json", 9},
-	{"match/11_IPV4_SRC.json", 8},
-	{"match/14_TCP_DST_IPv4.json", 8},
+	{"match/11_IPV4_SRC.json", 12},
+	{"match/14_TCP_DST_IPv4.json", 12},
 	{"action/00_OUTPUT.json", 3},
 	{"action/17_PUSH_VLAN.json", 3},
-	{"action/24_DEC_NW_TTL_IPv4.json", 2},
+	{"action/24_DEC_NW_TTL_IPv4.json", 4},
 	{"action/25_SET_FIELD/03_ETH_DST.json", 3},
-	{"action/25_SET_FIELD/11_IPV4_SRC.json", 2},
+	{"action/25_SET_FIELD/11_IPV4_SRC.json", 4},
 }
 
 // switchtestFullFloor is a lower bound of the tests of the full match and
-// action run (GSWITCH_SWITCHTEST=full) gswitchd passes: the first full run
-// was stopped after every action test and 32 match tests, with 81 passed
-// (RESULTS.md); raise it to the figure of a complete run.
-const switchtestFullFloor = 81
+// action run (GSWITCH_SWITCHTEST=full) gswitchd passes: 733 of 759 were
+// measured (match 572, action 161, tester flow cache on; RESULTS.md); the
+// floor leaves a margin of 13 for the tester-side race (11 of those runs'
+// failures were rx_packets timeouts, not gswitchd's).
+const switchtestFullFloor = 720
 
 var resultRE = regexp.MustCompile(`(?m)^RESULT (folder=(\S+)|total) ok=(\d+) error=(\d+) total=(\d+)(?: complete=(\w+))?$`)
 
