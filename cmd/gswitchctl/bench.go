@@ -89,6 +89,9 @@ type commonFlags struct {
 	seed        uint64
 	gpus        string
 	minBatch    int
+	streams     int
+	depth       int
+	chunk       int
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet, defLookups int) {
@@ -103,6 +106,17 @@ func (c *commonFlags) register(fs *flag.FlagSet, defLookups int) {
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the traffic and update generators")
 	fs.StringVar(&c.gpus, "gpus", "0", "gpu backend: the CUDA devices (comma-separated ordinals); tables are replicated, batches spread over them")
 	fs.IntVar(&c.minBatch, "min-batch", 1, "gpu backend: smaller batches are answered by the CPU backend (the agent's default is 2048)")
+	fs.IntVar(&c.streams, "streams", 4, "gpu backend: CUDA streams the batches are spread over")
+	fs.IntVar(&c.depth, "depth", 0, "gpu backend: most pinned batches in flight (0: two per stream)")
+	fs.IntVar(&c.chunk, "chunk", 0, "gpu backend: most keys per pipeline chunk of the slice lookups (0: the backend's default, 1<<20)")
+}
+
+// pipeDepth is --depth, or two batches per stream.
+func (c *commonFlags) pipeDepth() int {
+	if c.depth > 0 {
+		return c.depth
+	}
+	return 2 * c.streams
 }
 
 // ordinals parses --gpus.
@@ -124,7 +138,15 @@ func (c *commonFlags) openGPU() (gpuEngine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newGPUEngine(ords, c.minBatch)
+	eng, err := newGPUEngine(ords, c.minBatch)
+	if err != nil {
+		return nil, err
+	}
+	if err := eng.SetStreams(c.streams, c.chunk); err != nil {
+		eng.Close()
+		return nil, err
+	}
+	return eng, nil
 }
 
 func (c *commonFlags) validate() error {

@@ -19,9 +19,6 @@ type classifyFlags struct {
 	algo       string
 	eng        gpuEngine // --backend gpu
 	gpuBatch   int       // packets per LookupFlow call (0: all the traffic in one)
-	streams    int
-	depth      int
-	chunk      int
 }
 
 // linearBudget bounds the rule comparisons of one timed round of linear
@@ -36,9 +33,6 @@ func benchClassify(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.classbench, "classbench", "", "ClassBench filter file (e.g. ../shared/data/classbench/acl1_20000.txt)")
 	fs.StringVar(&f.synthetic, "synthetic", "", "synthetic rule set N,C[,F,Cm,f]: N rules in C classes, F full classes, Cm overlapping classes, f fields (GSwitch §6)")
 	fs.StringVar(&f.algo, "algo", "all", "linear, tuple, bloom or all (one run each)")
-	fs.IntVar(&f.streams, "streams", 4, "gpu backend: CUDA streams the batches are spread over")
-	fs.IntVar(&f.depth, "depth", 0, "gpu backend: most pinned batches in flight (0: two per stream)")
-	fs.IntVar(&f.chunk, "chunk", 0, "gpu backend: most packets per pipeline chunk of LookupFlow calls (0: the backend's default, 1<<20)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [flags]\n\nBuilds a flow table with each classifier, times batched lookups of packet keys\ndrawn from the rules, and with --check compares against a scan of every rule.\n\n")
 		fs.PrintDefaults()
@@ -64,9 +58,6 @@ func benchClassify(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer eng.Close()
-		if err := eng.SetStreams(f.streams, f.chunk); err != nil {
-			return err
-		}
 		f.eng = eng
 	}
 	set, err := loadRuleSet(&f)
@@ -232,11 +223,7 @@ func gpuClassify(r *result, f *classifyFlags, tab *flow.Table, keys []flow.Key, 
 		parts = append(parts, part{flow.PackSoA(keys[lo:hi], words, nil), lo, hi})
 	}
 	r.MPPSCPU, r.BatchCPU = r.MPPS, r.Batch
-	depth := f.depth
-	if depth == 0 {
-		depth = 2 * f.streams
-	}
-	pp, err := newPipe(f.eng, id, gpu.Flow, len(words), batch, n, depth, func(b *gpu.Batch, i int) {
+	pp, err := newPipe(f.eng, id, gpu.Flow, len(words), batch, n, f.pipeDepth(), func(b *gpu.Batch, i int) {
 		ks := make([]flow.Key, batch)
 		for k := range ks {
 			ks[k] = keys[(i*batch+k)%n]

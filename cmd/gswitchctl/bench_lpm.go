@@ -24,10 +24,7 @@ type lpmFlags struct {
 	duration      time.Duration
 	traffic       string
 	levels        int
-	streams       int
-	chunk         int
 	kernelOnly    bool
-	depth         int
 	maxDelay      time.Duration
 	eng           gpuEngine   // --backend gpu
 	pipe          *pipe       // --backend gpu: pinned batches of the traffic being measured
@@ -46,10 +43,7 @@ func benchLPM(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&f.duration, "duration", 2*time.Second, "length of each lookups-under-updates measurement")
 	fs.StringVar(&f.traffic, "traffic", "both", "random (uniform addresses), table (addresses inside table prefixes) or both")
 	fs.IntVar(&f.levels, "levels", 0, "trie levels (0: chosen automatically); strides by GAMT Algorithm 3")
-	fs.IntVar(&f.streams, "streams", 4, "gpu backend: CUDA streams the lookups are pipelined over")
-	fs.IntVar(&f.chunk, "chunk", 0, "gpu backend: most addresses per pipeline chunk (0: the backend's default, 1<<20)")
 	fs.BoolVar(&f.kernelOnly, "kernel-only", false, "gpu backend: time only the lookup kernel (no end-to-end figure)")
-	fs.IntVar(&f.depth, "depth", 0, "gpu backend: most pinned batches in flight (0: two per stream)")
 	fs.DurationVar(&f.maxDelay, "max-delay", 0, "gpu backend: also feed the traffic key by key through the dynamic batcher (batches of --batch closed when full or when their oldest key waited this long) and report its rate and batch latency (0: no)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: gswitchctl bench lpm --fib FILE [flags]\n\nBuilds the GAMT trie from the table, times batched lookups, route updates and\nlookups under updates, and with --check compares against a reference that tries every prefix length.\n\n")
@@ -72,9 +66,6 @@ func benchLPM(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer eng.Close()
-		if err := eng.SetStreams(f.streams, f.chunk); err != nil {
-			return err
-		}
 		f.eng = eng
 	}
 	prefixes, err := lpm.OpenPrefixFile(f.fib)
@@ -699,11 +690,7 @@ func newLPMPipe(f *lpmFlags, tr *lpmTraffic, id gpu.TableID, batch int) (*pipe, 
 		kind, width = gpu.LPM6, 4
 	}
 	n := tr.len()
-	depth := f.depth
-	if depth == 0 {
-		depth = 2 * f.streams
-	}
-	return newPipe(f.eng, id, kind, width, batch, n, depth, func(b *gpu.Batch, i int) {
+	return newPipe(f.eng, id, kind, width, batch, n, f.pipeDepth(), func(b *gpu.Batch, i int) {
 		for k := 0; k < batch; k++ {
 			j := (i*batch + k) % n
 			if tr.v4 != nil {
@@ -771,11 +758,7 @@ func batcherRun(r *result, f *lpmFlags, tr *lpmTraffic, id gpu.TableID, batch in
 	if tr.v6 != nil {
 		kind, width = gpu.LPM6, 4
 	}
-	depth := f.depth
-	if depth == 0 {
-		depth = 2 * f.streams
-	}
-	q, err := gpu.NewBatcher(f.eng, id, gpu.BatcherConfig{Kind: kind, Width: width, MaxBatch: batch, MaxDelay: f.maxDelay, Depth: depth}, nil)
+	q, err := gpu.NewBatcher(f.eng, id, gpu.BatcherConfig{Kind: kind, Width: width, MaxBatch: batch, MaxDelay: f.maxDelay, Depth: f.pipeDepth()}, nil)
 	if err != nil {
 		return err
 	}
