@@ -185,6 +185,7 @@ type daemon struct {
 	log    syncBuffer
 	ctl    string
 	ofPort int
+	ofSSL  []string // ovs-ofctl's --private-key, --certificate and --ca-cert for a ptls: listener
 	tp     *topo
 }
 
@@ -246,11 +247,16 @@ func (d *daemon) waitCtl(t *testing.T, exited <-chan struct{}) {
 }
 
 // ofctl runs "ovs-ofctl -O OpenFlow13 CMD tcp:127.0.0.1:PORT ARGS..." in
-// the switch namespace.
+// the switch namespace (ssl:127.0.0.1:PORT with d.ofSSL's files).
 func (d *daemon) ofctl(t *testing.T, cmd string, args ...string) (string, error) {
 	t.Helper()
 	needTool(t, "ovs-ofctl", "openvswitch-common")
-	a := append([]string{"netns", "exec", d.tp.sw, "ovs-ofctl", "-O", "OpenFlow13", "-t", "5", cmd, fmt.Sprintf("tcp:127.0.0.1:%d", d.ofPort)}, args...)
+	target := fmt.Sprintf("tcp:127.0.0.1:%d", d.ofPort)
+	if d.ofSSL != nil {
+		target = fmt.Sprintf("ssl:127.0.0.1:%d", d.ofPort)
+	}
+	a := append([]string{"netns", "exec", d.tp.sw, "ovs-ofctl", "-O", "OpenFlow13", "-t", "5"}, d.ofSSL...)
+	a = append(append(a, cmd, target), args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "ip", a...).CombinedOutput()

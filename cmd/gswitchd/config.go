@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	_ "embed"
 	"errors"
 	"flag"
@@ -32,6 +34,7 @@ type Config struct {
 	Ports       []PortConfig  `yaml:"ports"`
 	Controllers []string      `yaml:"controllers"`
 	Listen      []string      `yaml:"listen"`
+	TLS         TLSConfig     `yaml:"tls"`
 	FailMode    string        `yaml:"fail_mode"`
 	Backend     string        `yaml:"backend"`
 	GPUs        []int         `yaml:"gpus"`
@@ -45,6 +48,18 @@ type Config struct {
 	LogLevel    string        `yaml:"log_level"`
 }
 
+// TLSConfig holds the files for OpenFlow over TLS ("tls:"/"ssl:"
+// controllers, "ptls:"/"pssl:" listeners), as Open vSwitch's
+// --private-key, --certificate and --ca-cert: gswitchd presents its
+// certificate on every TLS connection and accepts only peers whose
+// certificate the CA signed (controllers it connects to, and clients of a
+// TLS listener, which must present one).
+type TLSConfig struct {
+	PrivateKey  string `yaml:"private_key"`
+	Certificate string `yaml:"certificate"`
+	CACert      string `yaml:"ca_cert"`
+}
+
 // PortConfig attaches an interface as an OpenFlow port.
 type PortConfig struct {
 	Number    uint32 `yaml:"number"`
@@ -54,9 +69,11 @@ type PortConfig struct {
 // settings is a checked Config, in the types the daemon uses.
 type settings struct {
 	Config
-	dpid     uint64
-	failMode pipeline.FailMode
-	logLevel slog.Level
+	dpid      uint64
+	failMode  pipeline.FailMode
+	logLevel  slog.Level
+	tlsClient *tls.Config // for tls:/ssl: controllers; nil without such a target
+	tlsServer *tls.Config // for ptls:/pssl: listeners; nil without such a target
 }
 
 // errConfig marks a configuration mistake: exit status 2.
@@ -94,6 +111,7 @@ type flags struct {
 	fs                                              *flag.FlagSet
 	config                                          string
 	dpid, failMode, backend, gpus, metrics, ctl, lv string
+	tlsKey, tlsCert, tlsCA                          string
 	maxDelay                                        time.Duration
 	minBatch, batchSize, tables, maxFlows           int
 	ports, controllers, listen                      multiFlag
@@ -106,8 +124,11 @@ func newFlags() *flags {
 	fs.StringVar(&f.config, "config", "", "YAML configuration `FILE` (default: the embedded configuration)")
 	fs.StringVar(&f.dpid, "datapath-id", "", "datapath id `N`, decimal or 0x hex (1..2^64-1)")
 	fs.Var(&f.ports, "port", "attach an interface as OpenFlow port: `N=IFNAME` (repeatable; replaces the file's ports)")
-	fs.Var(&f.controllers, "controller", "connect to a controller: `tcp:HOST:PORT` (repeatable; replaces the file's controllers)")
-	fs.Var(&f.listen, "listen", "accept controller connections: `ptcp:PORT[:IP]` (repeatable; replaces the file's listeners)")
+	fs.Var(&f.controllers, "controller", "connect to a controller: `tcp:HOST:PORT` or tls:HOST:PORT (repeatable; replaces the file's controllers)")
+	fs.Var(&f.listen, "listen", "accept controller connections: `ptcp:PORT[:IP]` or ptls:PORT[:IP] (repeatable; replaces the file's listeners)")
+	fs.StringVar(&f.tlsKey, "tls-private-key", "", "TLS: gswitchd's private key, PEM `FILE` (for tls: and ptls: targets)")
+	fs.StringVar(&f.tlsCert, "tls-certificate", "", "TLS: gswitchd's certificate, PEM `FILE` (for tls: and ptls: targets)")
+	fs.StringVar(&f.tlsCA, "tls-ca-cert", "", "TLS: the CA certificate(s) that must have signed a peer's certificate, PEM `FILE`")
 	fs.StringVar(&f.failMode, "fail-mode", "", "without a controller: `secure` (flow tables only) or standalone (L2 learning)")
 	fs.StringVar(&f.backend, "backend", "", "lookup backend: `auto`, cpu or gpu")
 	fs.StringVar(&f.gpus, "gpus", "", "GPU ordinals to use, comma separated: `LIST` (e.g. 0,1)")
@@ -167,6 +188,9 @@ func (f *flags) override(c *Config) error {
 	setIf(set, "tables", &c.Tables, f.tables)
 	setIf(set, "max-flows", &c.MaxFlows, f.maxFlows)
 	setIf(set, "max-delay", &c.MaxDelay, f.maxDelay)
+	setIf(set, "tls-private-key", &c.TLS.PrivateKey, f.tlsKey)
+	setIf(set, "tls-certificate", &c.TLS.Certificate, f.tlsCert)
+	setIf(set, "tls-ca-cert", &c.TLS.CACert, f.tlsCA)
 	if set["gpus"] {
 		gpus, err := parseGPUs(f.gpus)
 		if err != nil {
@@ -244,6 +268,9 @@ func check(c Config) (*settings, error) {
 	if err := checkTargets(c.Controllers, c.Listen); err != nil {
 		return nil, err
 	}
+	if st.tlsClient, st.tlsServer, err = loadTLS(c); err != nil {
+		return nil, err
+	}
 	return st, checkNumbers(&c)
 }
 
@@ -271,21 +298,62 @@ func checkPorts(ports []PortConfig) error {
 
 func checkTargets(controllers, listen []string) error {
 	for _, t := range controllers {
-		if strings.HasPrefix(t, "tls:") {
-			return configErr("controller %q: TLS is not supported yet (use tcp:)", t)
-		}
 		tg, err := openflow.ParseTarget(t)
 		if err != nil || tg.Passive {
-			return configErr("controller %q: want tcp:HOST[:PORT]", t)
+			return configErr("controller %q: want tcp:HOST[:PORT] or tls:HOST[:PORT]", t)
 		}
 	}
 	for _, t := range listen {
 		tg, err := openflow.ParseTarget(t)
 		if err != nil || !tg.Passive {
-			return configErr("listen %q: want ptcp:PORT[:IP]", t)
+			return configErr("listen %q: want ptcp:PORT[:IP] or ptls:PORT[:IP]", t)
 		}
 	}
 	return nil
+}
+
+// loadTLS reads the TLS files when some target uses TLS: all three are
+// needed then (gswitchd authenticates itself and its peers, as Open
+// vSwitch does); without a TLS target they are not read.
+func loadTLS(c Config) (client, server *tls.Config, err error) {
+	var active, passive bool
+	for _, t := range append(append([]string(nil), c.Controllers...), c.Listen...) {
+		if tg, err := openflow.ParseTarget(t); err == nil && tg.TLS {
+			active, passive = active || !tg.Passive, passive || tg.Passive
+		}
+	}
+	if !active && !passive {
+		return nil, nil, nil
+	}
+	f := c.TLS
+	switch {
+	case f.PrivateKey == "":
+		return nil, nil, configErr("tls: a TLS target needs tls.private_key (--tls-private-key)")
+	case f.Certificate == "":
+		return nil, nil, configErr("tls: a TLS target needs tls.certificate (--tls-certificate)")
+	case f.CACert == "":
+		return nil, nil, configErr("tls: a TLS target needs tls.ca_cert (--tls-ca-cert) to check its peers")
+	}
+	cert, err := tls.LoadX509KeyPair(f.Certificate, f.PrivateKey)
+	if err != nil {
+		return nil, nil, configErr("tls: certificate %s with key %s: %v", f.Certificate, f.PrivateKey, err)
+	}
+	caPEM, err := os.ReadFile(f.CACert)
+	if err != nil {
+		return nil, nil, configErr("tls: ca_cert: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, nil, configErr("tls: ca_cert %s: no PEM certificate in it", f.CACert)
+	}
+	if active {
+		client = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	if passive {
+		server = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,
+			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
+	}
+	return client, server, nil
 }
 
 func checkNumbers(c *Config) error {

@@ -110,7 +110,7 @@ func start(st *settings, log *slog.Logger) (d *daemon, err error) {
 	}
 	d.agent = openflow.NewAgent(d.sw, openflow.Options{Logf: func(format string, args ...any) {
 		log.Info(fmt.Sprintf(format, args...), "component", "openflow")
-	}})
+	}, TLSClient: st.tlsClient, TLSServer: st.tlsServer})
 	d.sw.SetController(d.agent)
 	if d.ctlL, err = ctl.Listen(st.CtlSocket); err != nil {
 		return d, err
