@@ -100,6 +100,23 @@ func (a *Agent) Connections() int {
 	return len(a.sessions)
 }
 
+// Controllers returns the number of connections past the handshake to the
+// controllers the agent dialled (Connect, ConnectTarget, Run's active
+// targets). Sessions accepted by a listener — ovs-ofctl, a monitoring tool
+// — are not counted: like Open vSwitch's service connections, they do not
+// take a standalone switch out of its fail mode.
+func (a *Agent) Controllers() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for s := range a.sessions {
+		if s.active {
+			n++
+		}
+	}
+	return n
+}
+
 func (a *Agent) register(s *session) {
 	a.mu.Lock()
 	a.sessions[s] = struct{}{}
@@ -331,6 +348,7 @@ func (a *Agent) connect(ctx context.Context, tg Target) {
 		c, err := a.dial(ctx, tg)
 		if err == nil {
 			s := newSession(a, c)
+			s.active = true
 			err = s.run(ctx)
 			if s.established.Load() {
 				wait = a.opts.MinBackoff

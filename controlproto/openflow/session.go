@@ -37,6 +37,7 @@ type session struct {
 
 	lastRecv    atomic.Int64 // unix nanos of the last message received
 	established atomic.Bool  // past the handshake
+	active      bool         // the agent dialled it (a --controller), not a listener's client
 
 	// Guarded by a.mu.
 	role  Role

@@ -477,3 +477,40 @@ func TestActiveReconnect(t *testing.T) {
 	}
 	second.c.Close()
 }
+
+// TestControllersCountsDialledSessions: a session a listener accepted
+// (Serve: ovs-ofctl) counts in Connections but not in Controllers; one the
+// agent dialled counts in both.
+func TestControllersCountsDialledSessions(t *testing.T) {
+	a := newTestAgent(newTableSwitch(1, 4))
+	c := startSession(t, a)
+	c.send(msg(of.TypeEchoRequest, 7, ""))
+	c.expect(of.TypeEchoReply, 7)
+	if a.Connections() != 1 || a.Controllers() != 0 {
+		t.Fatalf("a passive session: Connections %d, Controllers %d; want 1 and 0", a.Connections(), a.Controllers())
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Connect(ctx, l.Addr().String()); close(done) }()
+	defer func() { cancel(); <-done }()
+	conn, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ac := &ctl{t: t, c: conn}
+	if h, _ := ParseHeader(ac.recv()); h.Type != of.TypeHello {
+		t.Fatalf("first message is %s, want a hello", h.Type)
+	}
+	ac.send(EncodeHello(1))
+	ac.send(msg(of.TypeEchoRequest, 8, ""))
+	ac.expect(of.TypeEchoReply, 8)
+	if a.Connections() != 2 || a.Controllers() != 1 {
+		t.Fatalf("a dialled and a passive session: Connections %d, Controllers %d; want 2 and 1", a.Connections(), a.Controllers())
+	}
+}

@@ -36,12 +36,15 @@ type Device interface {
 }
 
 // Controller receives the asynchronous messages and says whether any
-// controller is connected: *openflow.Agent has these methods.
+// controller is connected: *openflow.Agent has these methods. Controllers
+// counts the connections to the controllers the agent dialled (they decide
+// the fail mode); Connections every session, passive ones too.
 type Controller interface {
 	PacketIn(pi *openflow.PacketIn) int
 	FlowRemoved(fr *openflow.FlowRemoved) int
 	PortStatus(ps *openflow.PortStatus) int
 	Connections() int
+	Controllers() int
 }
 
 // FailMode says what the switch does while no controller is connected.
@@ -199,13 +202,15 @@ func (s *Switch) controller() Controller {
 	return nil
 }
 
-// standalone reports whether the switch acts as a learning switch now.
+// standalone reports whether the switch acts as a learning switch now:
+// in standalone fail mode while no controller it dialled is connected (an
+// ovs-ofctl session on a listener does not stop the learning).
 func (s *Switch) standalone() bool {
 	if s.cfg.FailMode != FailStandalone {
 		return false
 	}
 	c := s.controller()
-	return c == nil || c.Connections() == 0
+	return c == nil || c.Controllers() == 0
 }
 
 // AddPort attaches a device as OpenFlow port no (1..PortMax). Ports are

@@ -82,6 +82,7 @@ func (c *fakeCtrl) Connections() int {
 	defer c.mu.Unlock()
 	return c.conns
 }
+func (c *fakeCtrl) Controllers() int { return c.Connections() }
 
 type rig struct {
 	sw   *Switch
