@@ -166,9 +166,10 @@ func (a *Agent) roleOf(s *session) Role {
 // broadcast queues an async message for every connection whose role and
 // async configuration accept it; pick returns the mask for a config and
 // role index. It returns the number of connections it was queued on.
-func (a *Agent) broadcast(reason uint8, pick func(*AsyncConfig) [2]uint32, encode func(xid uint32) []byte) int {
+func (a *Agent) broadcast(reason uint8, pick func(*AsyncConfig) [2]uint32, encode func(cfg SwitchConfig) []byte) int {
 	a.mu.Lock()
 	var to []*session
+	var cfgs []SwitchConfig
 	for s := range a.sessions {
 		i := 0
 		if s.role == RoleSlave {
@@ -176,12 +177,13 @@ func (a *Agent) broadcast(reason uint8, pick func(*AsyncConfig) [2]uint32, encod
 		}
 		if reason < 32 && pick(&s.async)[i]&(1<<reason) != 0 {
 			to = append(to, s)
+			cfgs = append(cfgs, s.config)
 		}
 	}
 	a.mu.Unlock()
 	n := 0
-	for _, s := range to {
-		if s.sendAsync(encode(0)) {
+	for i, s := range to {
+		if s.sendAsync(encode(cfgs[i])) {
 			n++
 		}
 	}
@@ -190,23 +192,32 @@ func (a *Agent) broadcast(reason uint8, pick func(*AsyncConfig) [2]uint32, encod
 
 // PacketIn sends a packet to the controllers that want it (by role and
 // async configuration), and returns to how many. A connection whose output
-// queue is full drops it.
+// queue is full drops it. A packet-in of reason OFPR_INVALID_TTL carries
+// at most the connection's miss_send_len bytes (SET_CONFIG; 128 by
+// default), as no output action gave it a max_len.
 func (a *Agent) PacketIn(pi *PacketIn) int {
 	return a.broadcast(pi.Reason, func(c *AsyncConfig) [2]uint32 { return c.PacketIn },
-		func(xid uint32) []byte { return EncodePacketIn(xid, pi) })
+		func(cfg SwitchConfig) []byte {
+			if pi.Reason == ReasonInvalidTTL {
+				p := *pi
+				p.MaxLen = cfg.MissSendLen
+				return EncodePacketIn(0, &p)
+			}
+			return EncodePacketIn(0, pi)
+		})
 }
 
 // FlowRemoved notifies the controllers that want it of a removed flow.
 // The caller sends it only for entries with FlagSendFlowRem.
 func (a *Agent) FlowRemoved(fr *FlowRemoved) int {
 	return a.broadcast(fr.Reason, func(c *AsyncConfig) [2]uint32 { return c.FlowRemoved },
-		func(xid uint32) []byte { return EncodeFlowRemoved(xid, fr) })
+		func(SwitchConfig) []byte { return EncodeFlowRemoved(0, fr) })
 }
 
 // PortStatus notifies the controllers that want it of a port change.
 func (a *Agent) PortStatus(ps *PortStatus) int {
 	return a.broadcast(ps.Reason, func(c *AsyncConfig) [2]uint32 { return c.PortStatus },
-		func(xid uint32) []byte { return EncodePortStatus(xid, ps) })
+		func(SwitchConfig) []byte { return EncodePortStatus(0, ps) })
 }
 
 // Run serves every target until ctx is done: "ptcp:PORT[:IP]" and

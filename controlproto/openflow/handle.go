@@ -101,7 +101,14 @@ func handleGetConfig(s *session, msg []byte) ([][]byte, *Error) {
 	if err := exactLen(msg, HeaderLen); err != nil {
 		return nil, err
 	}
-	return one(encodeConfigReply(be32(msg[4:]), s.config))
+	s.a.mu.Lock()
+	c := s.config
+	c.Flags &^= ConfigInvalidTTLToController
+	if s.async.PacketIn[0]&(1<<ReasonInvalidTTL) != 0 {
+		c.Flags |= ConfigInvalidTTLToController
+	}
+	s.a.mu.Unlock()
+	return one(encodeConfigReply(be32(msg[4:]), c))
 }
 
 func handleSetConfig(s *session, msg []byte) ([][]byte, *Error) {
@@ -109,7 +116,14 @@ func handleSetConfig(s *session, msg []byte) ([][]byte, *Error) {
 	if err != nil {
 		return nil, err
 	}
+	s.a.mu.Lock()
 	s.config = c
+	if c.Flags&ConfigInvalidTTLToController != 0 {
+		s.async.PacketIn[0] |= 1 << ReasonInvalidTTL
+	} else {
+		s.async.PacketIn[0] &^= 1 << ReasonInvalidTTL
+	}
+	s.a.mu.Unlock()
 	return nil, nil
 }
 

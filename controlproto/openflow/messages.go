@@ -116,6 +116,14 @@ type SwitchConfig struct {
 // OFPC_FRAG_NORMAL (0).
 const configFragMask = 3
 
+// ConfigInvalidTTLToController is OFPC_INVALID_TTL_TO_CONTROLLER: the
+// connection receives packet-ins of reason OFPR_INVALID_TTL (a dec_nw_ttl
+// or dec_mpls_ttl that found a TTL of 0 or 1). As in Open vSwitch, the
+// flag is the connection's: setting it turns on that reason in the
+// connection's master/equal packet-in async mask, and GET_CONFIG reports
+// that bit.
+const ConfigInvalidTTLToController = 1 << 2
+
 func encodeConfigReply(xid uint32, c SwitchConfig) []byte {
 	e := newMsg(of.TypeGetConfigReply, xid)
 	e.u16(c.Flags)
@@ -129,8 +137,9 @@ func decodeSetConfig(msg []byte) (SwitchConfig, *Error) {
 		return SwitchConfig{}, badRequest(ofp.ErrCodeBadRequestLen, "set_config of %d bytes, want 12", len(msg))
 	}
 	c := SwitchConfig{Flags: be16(msg[8:]), MissSendLen: be16(msg[10:])}
-	if c.Flags != 0 {
-		return SwitchConfig{}, errf(ofp.ErrTypeSwitchConfigFailed, ofp.ErrCodeSwitchConfigFailedBadFlags, "flags %#x: only OFPC_FRAG_NORMAL is supported", c.Flags)
+	if c.Flags&^ConfigInvalidTTLToController != 0 {
+		return SwitchConfig{}, errf(ofp.ErrTypeSwitchConfigFailed, ofp.ErrCodeSwitchConfigFailedBadFlags,
+			"flags %#x: only OFPC_FRAG_NORMAL and OFPC_INVALID_TTL_TO_CONTROLLER are supported", c.Flags)
 	}
 	return c, nil
 }
@@ -264,6 +273,8 @@ type PacketIn struct {
 	Match flow.Match
 	// MaxLen truncates Data (MaxLenNoBuffer: the whole packet); the agent
 	// keeps no buffers, so a truncated packet is sent with OFP_NO_BUFFER.
+	// For reason OFPR_INVALID_TTL the agent truncates to each
+	// connection's miss_send_len instead (no action gives a max_len).
 	MaxLen uint16
 	Data   []byte
 }

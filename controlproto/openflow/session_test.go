@@ -514,3 +514,60 @@ func TestControllersCountsDialledSessions(t *testing.T) {
 		t.Fatalf("a dialled and a passive session: Connections %d, Controllers %d; want 2 and 1", a.Connections(), a.Controllers())
 	}
 }
+
+// TestInvalidTTLConfig checks OFPC_INVALID_TTL_TO_CONTROLLER: SET_CONFIG
+// with it makes the connection receive packet-ins of reason INVALID_TTL,
+// cut to its miss_send_len; without it the connection gets none; other
+// flags are refused with OFPSCFC_BAD_FLAGS and change nothing.
+func TestInvalidTTLConfig(t *testing.T) {
+	sw := newTableSwitch(1, 8)
+	a := newTestAgent(sw)
+	c1, c2 := startSession(t, a), startSession(t, a)
+	var m flow.Match
+	m.SetInPort(1)
+	data := make([]byte, 100)
+	for i := range data {
+		data[i] = byte(i)
+	}
+	pi := &PacketIn{Reason: ReasonInvalidTTL, TableID: 3, Match: m, MaxLen: MaxLenNoBuffer, Data: data}
+	if n := a.PacketIn(pi); n != 0 {
+		t.Fatalf("invalid-TTL packet-in sent to %d connections before SET_CONFIG, want 0", n)
+	}
+	// flags OFPC_INVALID_TTL_TO_CONTROLLER, miss_send_len 64.
+	c1.send(msg(of.TypeSetConfig, 1, "00 04 00 40"))
+	c1.send(msg(of.TypeGetConfigRequest, 2, ""))
+	if r := c1.expect(of.TypeGetConfigReply, 2); be16(r[8:]) != ConfigInvalidTTLToController || be16(r[10:]) != 64 {
+		t.Fatalf("get config %x", r)
+	}
+	if n := a.PacketIn(pi); n != 1 {
+		t.Fatalf("invalid-TTL packet-in sent to %d connections, want 1", n)
+	}
+	r := c1.expect(of.TypePacketIn, 0)
+	if be16(r[12:]) != 100 || r[14] != ReasonInvalidTTL || r[15] != 3 || !bytes.HasSuffix(r, data[:64]) || len(r) > 8+16+16+2+64 {
+		t.Fatalf("packet-in %x", r)
+	}
+	// An action packet-in is not cut to miss_send_len.
+	if n := a.PacketIn(&PacketIn{Reason: ReasonAction, Match: m, MaxLen: MaxLenNoBuffer, Data: data}); n != 2 {
+		t.Fatalf("action packet-in sent to %d connections, want 2", n)
+	}
+	for _, c := range []*ctl{c1, c2} {
+		if r := c.expect(of.TypePacketIn, 0); !bytes.HasSuffix(r, data) {
+			t.Fatalf("action packet-in %x", r)
+		}
+	}
+	bad := msg(of.TypeSetConfig, 3, "00 01 00 40") // OFPC_FRAG_DROP
+	c1.send(bad)
+	c1.expectError(bad, ofp.ErrTypeSwitchConfigFailed, ofp.ErrCodeSwitchConfigFailedBadFlags)
+	if n := a.PacketIn(pi); n != 1 {
+		t.Fatalf("after a refused SET_CONFIG the packet-in went to %d connections, want 1", n)
+	}
+	c1.expect(of.TypePacketIn, 0)
+	c1.send(msg(of.TypeSetConfig, 4, "00 00 00 80"))
+	c1.send(msg(of.TypeGetConfigRequest, 5, ""))
+	if r := c1.expect(of.TypeGetConfigReply, 5); be16(r[8:]) != 0 {
+		t.Fatalf("get config %x", r)
+	}
+	if n := a.PacketIn(pi); n != 0 {
+		t.Fatalf("invalid-TTL packet-in sent to %d connections after the flag was cleared, want 0", n)
+	}
+}

@@ -68,18 +68,22 @@
 // LOCAL and output to the input port are counted as no-route. set_field
 // for eth_src/dst, vlan_vid/pcp, ipv4_src/dst, ipv6_src/dst, ip_dscp/ecn,
 // tcp and udp ports, with incremental checksum updates (RFC 1624) of the
-// IPv4 header and the TCP/UDP/ICMPv6 checksum; on ip_proto (the
+// IPv4 header and the TCP/UDP/ICMPv6 checksum; on the SCTP ports (the
+// CRC32c recomputed over the SCTP packet, a wrong checksum carried through
+// as wrong by the same difference, as Open vSwitch does); on ip_proto (the
 // transport checksum's pseudo-header fixed too), arp_op/sha/spa/tha/tpa,
 // icmpv4 and icmpv6 type and code, ipv6_flabel, ipv6_nd_target/sll/tll
 // (the ICMPv6 checksum fixed), mpls_label/tc/bos on the top label stack
 // entry, pbb_isid; metadata and tunnel_id are written into the key (no
 // tunnel ports). push_vlan (the new tag copies the outer one's TCI, or 0)
 // and pop_vlan; set_nw_ttl and dec_nw_ttl (a TTL that would reach 0 drops
-// the packet). MPLS (mpls.go): push_mpls inserts a label stack entry after
+// the packet and sends it, unchanged, as a packet-in of reason
+// INVALID_TTL, which the agent delivers only to connections that set
+// OFPC_INVALID_TTL_TO_CONTROLLER; dec_mpls_ttl likewise). MPLS (mpls.go): push_mpls inserts a label stack entry after
 // the VLAN tags, copying the top entry (bos 0) or, on a frame without a
 // stack, label 0, tc 0, bos 1 and the IP TTL (0 when not IP); pop_mpls
 // removes the top entry and writes its ethertype argument; set_mpls_ttl,
-// dec_mpls_ttl (drops at 0); copy_ttl_in/out between the top entry and the
+// dec_mpls_ttl (drops at 0, with the INVALID_TTL packet-in); copy_ttl_in/out between the top entry and the
 // next entry or the IP header under the stack (IPv4 or IPv6 by its version
 // nibble; the IPv4 checksum fixed). PBB (pbb.go): push_pbb puts a backbone
 // header with the frame's own addresses and an I-TAG (copied from a PBB
@@ -89,7 +93,7 @@
 // 0x0800 and goto_table match the IPv4 header. Every edit checks the
 // frame's bounds first; an action the frame cannot take (pop_mpls on a
 // frame without MPLS) is counted as unsupported and skipped. Set-field on
-// fields the datapath cannot write (eth_type, the SCTP ports) is
+// the one field the datapath cannot write (eth_type) is
 // refused when the FLOW_MOD, GROUP_MOD or PACKET_OUT arrives, with
 // OFPBAC_BAD_SET_TYPE (support.go); every other action the codec decodes
 // is executed. Outputs copy the frame as it is at that moment, padded
@@ -160,11 +164,11 @@
 // # What is not here yet
 //
 // Meter bands other than drop and DSCP remark, the virtual meters,
-// queues, set-field on eth_type and the SCTP ports (CRC32c),
+// queues, set-field on eth_type,
 // copy-TTL between IP headers (IP in IP), IPv6 L4 edits behind extension
 // headers, tunnel_id in packet-ins, the LOCAL port, per-connection miss_send_len (the agent keeps
 // it; OpenFlow 1.3 sends table misses through the table-miss entry's
-// max_len anyway), packet-in for invalid TTL, and PORT_MOD taking the Linux link down. Flow stats
+// max_len anyway), and PORT_MOD taking the Linux link down. Flow stats
 // and counters are exact; table lookups count each packet once per table
 // it reaches.
 package pipeline

@@ -248,6 +248,7 @@ func (w *worker) exec(p *pkt, a *openflow.Action) {
 		w.s.unsupported.Add(1)
 	}
 	if !alive {
+		w.invalidTTL(p)
 		w.dropRx(p)
 	}
 }
@@ -403,6 +404,28 @@ func (w *worker) packetIn(p *pkt, maxLen uint16) {
 	if p.miss {
 		pi.Reason = openflow.ReasonNoMatch
 	}
+	pi.Match.SetInPort(p.inPort)
+	if p.metadata != 0 {
+		_ = pi.Match.SetExact(flow.FieldMetadata, p.metadata)
+	}
+	c.PacketIn(pi)
+}
+
+// invalidTTL sends a packet whose dec_nw_ttl or dec_mpls_ttl found a TTL
+// of 0 or 1 (the frame unchanged) to the controllers as a packet-in of
+// reason OFPR_INVALID_TTL; the agent delivers it only to connections that
+// set OFPC_INVALID_TTL_TO_CONTROLLER, cut to their miss_send_len. The
+// packet is dropped either way (the caller drops it).
+func (w *worker) invalidTTL(p *pkt) {
+	c := w.s.controller()
+	if c == nil {
+		return
+	}
+	if in := w.s.ports[p.inPort]; in != nil && !in.packetIns() {
+		return
+	}
+	pi := &openflow.PacketIn{Reason: openflow.ReasonInvalidTTL, TableID: p.tableID, Cookie: p.cookie,
+		MaxLen: openflow.MaxLenNoBuffer, Data: p.packetInData()}
 	pi.Match.SetInPort(p.inPort)
 	if p.metadata != 0 {
 		_ = pi.Match.SetExact(flow.FieldMetadata, p.metadata)

@@ -19,6 +19,7 @@ const (
 	etherQinQ   = 0x88a8
 	protoTCP    = 6
 	protoUDP    = 17
+	protoSCTP   = 132
 	vlanTagSize = 4
 )
 
@@ -66,7 +67,7 @@ func parseLayout(frame []byte) (layout, bool) {
 			return l, true
 		}
 		l.proto = b[6] // extension headers are not walked: no L4 edits behind them
-		if l.proto == protoTCP || l.proto == protoUDP || l.proto == protoICMPv6 {
+		if l.proto == protoTCP || l.proto == protoUDP || l.proto == protoICMPv6 || l.proto == protoSCTP {
 			l.l4 = l.l3 + 40
 		}
 	}
@@ -130,6 +131,8 @@ func setField(frame []byte, f flow.Field, v []byte) bool {
 		return setTOS(frame, &l, f, v)
 	case flow.FieldTCPSrc, flow.FieldTCPDst, flow.FieldUDPSrc, flow.FieldUDPDst:
 		return setL4Port(frame, &l, f, v)
+	case flow.FieldSCTPSrc, flow.FieldSCTPDst:
+		return setSCTPPort(frame, &l, f, v)
 	case flow.FieldIPv6Src, flow.FieldIPv6Dst:
 		return setIPv6Addr(frame, &l, f, v)
 	case flow.FieldMPLSLabel, flow.FieldMPLSTC, flow.FieldMPLSBOS:

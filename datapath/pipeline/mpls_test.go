@@ -240,3 +240,44 @@ func TestPacketInPadsOnlyShortenedFrames(t *testing.T) {
 	eq(t, "popped", r.ctrl.pins[0].Data, want)
 	eq(t, "short as received", r.ctrl.pins[1].Data, short)
 }
+
+// dec_nw_ttl and dec_mpls_ttl on a TTL of 1 drop the packet and send it,
+// unchanged, as a packet-in of reason INVALID_TTL (the agent delivers it
+// only where OFPC_INVALID_TTL_TO_CONTROLLER is set); the actions after the
+// decrement do not run. A TTL of 2 goes on.
+func TestDecTTLInvalidPacketIn(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		dec  openflow.ActionKind
+		in   []byte
+	}{
+		{"dec_nw_ttl", openflow.ActDecNwTTL, mplsIPv4(t, 1)},
+		{"dec_mpls_ttl", openflow.ActDecMPLSTTL, mplsIPv4(t, 64, lse(100, 3, true, 1))},
+	} {
+		r := newRig(t, 2, FailSecure)
+		r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, TableID: 0, Priority: 1, Cookie: 0x77, Match: matchInPort(1),
+			Instructions: openflow.Instructions{Has: openflow.HasApplyActions, Apply: []openflow.Action{{Kind: c.dec}, output(2)}}})
+		r.sw.Process(1, [][]byte{append([]byte(nil), c.in...)})
+		if out := r.devs[1].take(); len(out) != 0 {
+			t.Errorf("%s: port 2 got %d frames, want none", c.name, len(out))
+		}
+		r.ctrl.mu.Lock()
+		pins := r.ctrl.pins
+		r.ctrl.mu.Unlock()
+		if len(pins) != 1 {
+			t.Fatalf("%s: %d packet-ins, want 1", c.name, len(pins))
+		}
+		pi := pins[0]
+		if in, _ := pi.Match.GetUint(flow.FieldInPort); pi.Reason != openflow.ReasonInvalidTTL || pi.Cookie != 0x77 || in != 1 {
+			t.Errorf("%s: packet-in reason %d cookie %#x in_port %d, want INVALID_TTL, 0x77, 1", c.name, pi.Reason, pi.Cookie, in)
+		}
+		eq(t, c.name+" packet-in data", pi.Data, c.in)
+	}
+	r := newRig(t, 2, FailSecure)
+	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: matchInPort(1),
+		Instructions: openflow.Instructions{Has: openflow.HasApplyActions, Apply: []openflow.Action{{Kind: openflow.ActDecNwTTL}, output(2)}}})
+	r.sw.Process(1, [][]byte{mplsIPv4(t, 2)})
+	if out := r.devs[1].take(); len(out) != 1 || len(r.ctrl.pins) != 0 {
+		t.Fatalf("TTL 2: %d frames out, %d packet-ins; want 1 and 0", len(out), len(r.ctrl.pins))
+	}
+}

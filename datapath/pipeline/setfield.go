@@ -2,12 +2,13 @@ package pipeline
 
 import (
 	"encoding/binary"
+	"hash/crc32"
 
 	"github.com/gswitch/gswitch/tables/flow"
 )
 
-// This file holds set-field on ARP, ICMPv4, ICMPv6, the IPv6 flow label
-// and neighbour discovery. Offsets are checked before use; checksums are
+// This file holds set-field on ARP, ICMPv4, ICMPv6, the IPv6 flow label,
+// neighbour discovery and the SCTP ports. Offsets are checked before use; checksums are
 // updated incrementally (replace16).
 
 const (
@@ -151,5 +152,61 @@ func setIPProto(frame []byte, l *layout, v []byte) bool {
 	if sum >= 0 {
 		binary.BigEndian.PutUint16(frame[sum:], csumAdjust(be16(frame[sum:]), uint16(l.proto), uint16(v[0])))
 	}
+	return true
+}
+
+// sctpHdr is the SCTP common header: ports, verification tag, checksum.
+const sctpHdr = 12
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// sctpPacket returns the SCTP packet of frame (common header and chunks,
+// to the end of the IP payload; Ethernet padding excluded), or nil.
+func sctpPacket(frame []byte, l *layout) []byte {
+	if l.l4 == 0 || l.proto != protoSCTP {
+		return nil
+	}
+	var end int
+	switch l.ethType {
+	case etherIPv4:
+		end = l.l3 + int(be16(frame[l.l3+2:]))
+	case etherIPv6:
+		end = l.l3 + 40 + int(be16(frame[l.l3+4:]))
+	default:
+		return nil
+	}
+	if end > len(frame) || end < l.l4+sctpHdr {
+		return nil
+	}
+	return frame[l.l4:end]
+}
+
+// sctpCRC is the CRC32c of an SCTP packet computed with a zero checksum
+// field (RFC 9260 appendix A), as the header carries it (little-endian
+// bytes of the CRC).
+func sctpCRC(p []byte) uint32 {
+	var zero [4]byte
+	c := crc32.Update(0, castagnoli, p[:8])
+	c = crc32.Update(c, castagnoli, zero[:])
+	return crc32.Update(c, castagnoli, p[sctpHdr:])
+}
+
+// setSCTPPort writes sctp_src or sctp_dst and recomputes the CRC32c
+// checksum over the SCTP packet. A checksum that was wrong stays wrong by
+// the same difference (as Open vSwitch and Linux do): the switch carries
+// a corrupted packet's error through instead of making it look valid.
+func setSCTPPort(frame []byte, l *layout, f flow.Field, v []byte) bool {
+	p := sctpPacket(frame, l)
+	if p == nil || len(v) != 2 {
+		return false
+	}
+	old := binary.LittleEndian.Uint32(p[8:])
+	oldCorrect := sctpCRC(p)
+	off := 0
+	if f == flow.FieldSCTPDst {
+		off = 2
+	}
+	copy(p[off:off+2], v)
+	binary.LittleEndian.PutUint32(p[8:], old^oldCorrect^sctpCRC(p))
 	return true
 }

@@ -173,3 +173,50 @@ func TestSetFieldIPProto(t *testing.T) {
 		eq(t, "ip_proto 17 over tcp", f, want)
 	}
 }
+
+// sctpFrame builds eth/ip/sctp(ports)/DATA chunk with gopacket's CRC32c
+// checksum; v6 picks IPv6.
+func sctpFrame(t *testing.T, v6 bool, src, dst uint16) []byte {
+	sc := &layers.SCTP{SrcPort: layers.SCTPPort(src), DstPort: layers.SCTPPort(dst), VerificationTag: 0x01020304}
+	data := &layers.SCTPData{SCTPChunk: layers.SCTPChunk{Type: layers.SCTPChunkTypeData, Flags: 3},
+		TSN: 1, StreamId: 1, StreamSequence: 1}
+	payload := gopacket.Payload("0123456789abcdef0123")
+	if v6 {
+		ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolSCTP,
+			SrcIP: net.ParseIP("10::10"), DstIP: net.ParseIP("20::20")}
+		return serialize(t, testEth(layers.EthernetTypeIPv6), ip, sc, data, payload)
+	}
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolSCTP, SrcIP: net.IP{10, 0, 0, 1}, DstIP: net.IP{10, 0, 0, 2}}
+	return serialize(t, testEth(layers.EthernetTypeIPv4), ip, sc, data, payload)
+}
+
+func TestSetFieldSCTP(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		f := sctpFrame(t, v6, 11111, 2222)
+		if !setField(f, flow.FieldSCTPSrc, []byte{0x30, 0x39}) || !setField(f, flow.FieldSCTPDst, []byte{0x1a, 0x85}) {
+			t.Fatalf("v6 %v: set_field sctp refused", v6)
+		}
+		eq(t, "sctp ports and CRC32c", f, sctpFrame(t, v6, 12345, 6789))
+	}
+	// Ethernet padding after the IP payload is not summed.
+	f := append(sctpFrame(t, false, 1, 2), make([]byte, 6)...)
+	if !setField(f, flow.FieldSCTPDst, []byte{0, 3}) {
+		t.Fatal("set_field sctp_dst on a padded frame refused")
+	}
+	eq(t, "padded frame", f, append(sctpFrame(t, false, 1, 3), make([]byte, 6)...))
+	// A wrong checksum stays wrong by the same difference.
+	f, want := sctpFrame(t, false, 1, 2), sctpFrame(t, false, 1, 3)
+	const sum = ethHdr + 20 + 8 // the checksum's first byte
+	f[sum] ^= 0xff
+	want[sum] ^= 0xff
+	if !setField(f, flow.FieldSCTPDst, []byte{0, 3}) {
+		t.Fatal("set_field sctp_dst refused")
+	}
+	eq(t, "error carried", f, want)
+	if setField(sctpFrame(t, false, 1, 2)[:14+20+8], flow.FieldSCTPSrc, []byte{0, 1}) {
+		t.Error("set_field sctp_src on a truncated SCTP header")
+	}
+	if setField(icmpv4Frame(t, 8, 0), flow.FieldSCTPSrc, []byte{0, 1}) {
+		t.Error("set_field sctp_src on ICMP")
+	}
+}

@@ -15,6 +15,7 @@ var settable = map[flow.Field]bool{
 	flow.FieldEthDst: true, flow.FieldEthSrc: true, flow.FieldVlanVID: true, flow.FieldVlanPCP: true,
 	flow.FieldIPDSCP: true, flow.FieldIPECN: true, flow.FieldIPProto: true, flow.FieldIPv4Src: true, flow.FieldIPv4Dst: true,
 	flow.FieldTCPSrc: true, flow.FieldTCPDst: true, flow.FieldUDPSrc: true, flow.FieldUDPDst: true,
+	flow.FieldSCTPSrc: true, flow.FieldSCTPDst: true,
 	flow.FieldICMPv4Type: true, flow.FieldICMPv4Code: true, flow.FieldARPOp: true, flow.FieldARPSPA: true,
 	flow.FieldARPTPA: true, flow.FieldARPSHA: true, flow.FieldARPTHA: true, flow.FieldIPv6Src: true,
 	flow.FieldIPv6Dst: true, flow.FieldIPv6FLabel: true, flow.FieldICMPv6Type: true, flow.FieldICMPv6Code: true,
@@ -25,7 +26,7 @@ var settable = map[flow.Field]bool{
 
 // checkActions refuses, when a FLOW_MOD, GROUP_MOD or PACKET_OUT arrives,
 // the actions this datapath would not execute: set_field on a field it
-// cannot write (eth_type, the SCTP ports) gets
+// cannot write (eth_type) gets
 // OFPBAC_BAD_SET_TYPE; every other action kind the codec decodes is
 // executed.
 func checkActions(as []openflow.Action) error {

@@ -12,21 +12,21 @@ import (
 
 func TestUnsupportedSetFieldRejected(t *testing.T) {
 	r := newRig(t, 2, FailSecure)
-	bad := []openflow.Action{{Kind: openflow.ActSetField, Field: flow.FieldSCTPSrc, Value: []byte{0, 1}}, output(2)}
+	bad := []openflow.Action{{Kind: openflow.ActSetField, Field: flow.FieldEthType, Value: []byte{0x08, 0x06}}, output(2)}
 	fm := &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: matchInPort(1), BufferID: openflow.NoBuffer,
 		OutPort: openflow.PortAny, OutGroup: openflow.GroupAny,
 		Instructions: openflow.Instructions{Has: openflow.HasWriteActions, Write: bad}}
 	var oe *openflow.Error
 	if err := r.sw.FlowMod(fm); !errors.As(err, &oe) || oe.Type != ofp.ErrTypeBadAction || oe.Code != ofp.ErrCodeBadActionSetType {
-		t.Errorf("flow mod with set_field sctp_src: %v", err)
+		t.Errorf("flow mod with set_field eth_type: %v", err)
 	}
 	gm := &openflow.GroupMod{Command: openflow.GroupAdd, Group: openflow.Group{ID: 1, Type: openflow.GroupTypeAll,
 		Buckets: []openflow.Bucket{{Actions: bad}}}}
 	if err := r.sw.GroupMod(gm); !errors.As(err, &oe) || oe.Code != ofp.ErrCodeBadActionSetType {
-		t.Errorf("group mod with set_field sctp_src: %v", err)
+		t.Errorf("group mod with set_field eth_type: %v", err)
 	}
 	if err := r.sw.PacketOut(&openflow.PacketOut{InPort: openflow.PortController, Actions: bad, Data: mplsIPv4(t, 64)}); err == nil {
-		t.Error("packet out with set_field sctp_src accepted")
+		t.Error("packet out with set_field eth_type accepted")
 	}
 }
 
