@@ -103,6 +103,18 @@
 // one that actions made shorter than 60 bytes is padded the same way (to
 // no more than its received length).
 //
+// # Router ports
+//
+// Config.Router (datapath/l3's Router) makes some ports router ports:
+// they are L3 only. Every frame received on one goes to Router.Route
+// instead of the flow tables (and the standalone learning switch), which
+// answers ARP, neighbour solicitations and echo requests for the port's
+// addresses and routes IP packets; what it sends is queued like an
+// output (padded, one Send per port and batch). Frames the router
+// originates outside a batch (solicitation retries) leave through
+// Transmit. The other ports keep OpenFlow semantics, and flows may still
+// output to a router port.
+//
 // # Groups, meters, ports
 //
 // The switch implements the agent's optional interfaces (groups.go,

@@ -44,6 +44,8 @@ type worker struct {
 	res  []flow.RuleID
 	tx   map[uint32][][]byte
 	now  int64
+	// emitFn is emit as a func value, made once (the router's output).
+	emitFn func(port uint32, frame []byte)
 
 	depth     int  // group nesting of the actions running now
 	packetOut bool // running a PACKET_OUT: output:TABLE is allowed
@@ -51,7 +53,9 @@ type worker struct {
 }
 
 func newWorker(s *Switch) *worker {
-	return &worker{s: s, tx: map[uint32][][]byte{}}
+	w := &worker{s: s, tx: map[uint32][][]byte{}}
+	w.emitFn = w.emit
+	return w
 }
 
 // Process runs a batch of frames received on port inPort through the
@@ -66,6 +70,11 @@ func (s *Switch) Process(inPort uint32, frames [][]byte) {
 	in := s.ports[inPort]
 	if in != nil && !in.receives() {
 		in.rxDropped.Add(uint64(len(frames)))
+		w.flush()
+		return
+	}
+	if r := s.cfg.Router; r != nil && r.Owns(inPort) {
+		r.Route(inPort, frames, w.emitFn)
 		w.flush()
 		return
 	}
@@ -463,6 +472,28 @@ func (w *worker) flush() {
 		}
 		clear(frames)
 		w.tx[no] = frames[:0]
+	}
+}
+
+// Transmit sends frames the router originates outside a batch (its
+// solicitation retries) on port no, padded to the Ethernet minimum; a
+// missing or down port drops them (counted as the port's tx drops).
+func (s *Switch) Transmit(no uint32, frames [][]byte) {
+	sp := s.ports[no]
+	if sp == nil {
+		s.noRoute.Add(uint64(len(frames)))
+		return
+	}
+	if !sp.up() || !sp.forwards() {
+		sp.txDropped.Add(uint64(len(frames)))
+		return
+	}
+	out := make([][]byte, len(frames))
+	for i, f := range frames {
+		out[i] = padded(f)
+	}
+	if n, _ := sp.dev.Send(out); n < len(out) {
+		sp.txDropped.Add(uint64(len(out) - n))
 	}
 }
 

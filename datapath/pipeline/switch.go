@@ -35,6 +35,14 @@ type Device interface {
 	Stats() (afpacket.Stats, error)
 }
 
+// Router is the L3 stage (datapath/l3's Router has these methods): the
+// frames received on its ports go to Route instead of the flow tables,
+// which sends what it forwards or answers through out.
+type Router interface {
+	Owns(port uint32) bool
+	Route(inPort uint32, frames [][]byte, out func(port uint32, frame []byte))
+}
+
 // Controller receives the asynchronous messages and says whether any
 // controller is connected: *openflow.Agent has these methods. Controllers
 // counts the connections to the controllers the agent dialled (they decide
@@ -95,7 +103,10 @@ type Config struct {
 	BatchSize int
 	// LearnAge is how long a learned MAC address stays (default 300 s).
 	LearnAge time.Duration
-	Logger   *slog.Logger
+	// Router, if set, takes the frames received on its router ports (see
+	// the package documentation, "Router ports").
+	Router Router
+	Logger *slog.Logger
 }
 
 func (c *Config) normalize() error {
