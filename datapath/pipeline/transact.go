@@ -1,0 +1,34 @@
+package pipeline
+
+import (
+	"fmt"
+
+	"github.com/netrack/openflow/ofp"
+
+	"github.com/gswitch/gswitch/controlproto/openflow"
+)
+
+// Transact runs f with the switch's write lock held: f applies FlowMods
+// through apply (FlowMod without its own locking), and no batch is
+// classified between two of them, so the datapath sees the tables as they
+// were before f or as f leaves them. P4Runtime's DATAPLANE_ATOMIC batches
+// (and their rollback) are made of it. f must not call the switch's other
+// methods (the lock is not reentrant).
+func (s *Switch) Transact(f func(apply func(*openflow.FlowMod) error) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return f(s.flowModLocked)
+}
+
+// flowModLocked is FlowMod with s.mu held.
+func (s *Switch) flowModLocked(fm *openflow.FlowMod) error {
+	switch fm.Command {
+	case openflow.FlowAdd:
+		return s.addLocked(fm)
+	case openflow.FlowModify, openflow.FlowModifyStrict:
+		return s.modifyLocked(fm)
+	case openflow.FlowDelete, openflow.FlowDeleteStrict:
+		return s.deleteLocked(fm)
+	}
+	return &openflow.Error{Type: ofp.ErrTypeFlowModFailed, Code: ofp.ErrCodeFlowModFailedBadCommand, Detail: fmt.Sprintf("command %d", fm.Command)}
+}
