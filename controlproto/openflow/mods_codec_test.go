@@ -212,6 +212,7 @@ func TestModErrors(t *testing.T) {
 		{"port_mod short", pm, unhex(t, "04 10 00 10 00 00 00 01 00 00 00 01 00 00 00 00"), ofp.ErrTypeBadRequest, ofp.ErrCodeBadRequestLen},
 		{"port_mod port 0", pm, portMod(0, 0, 1, 0), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadPort},
 		{"port_mod reserved port", pm, portMod(PortController, 0, 1, 0), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadPort},
+		{"port_mod port ANY", pm, portMod(PortAny, 0, 1, 0), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadPort},
 		{"port_mod bad config", pm, portMod(1, 2, 2, 0), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadConfig},
 		{"port_mod bad advertise", pm, portMod(1, 0, 0, 1<<20), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadAdvertise},
 
@@ -256,5 +257,13 @@ func TestModAccepts(t *testing.T) {
 		if _, err := DecodeMeterMod(msg); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// PORT_MOD may name the LOCAL port (a standard port, §4.1).
+func TestPortModLocal(t *testing.T) {
+	pm, err := DecodePortMod(EncodePortMod(7, &PortMod{PortNo: PortLocal, Config: PortConfigNoFwd, Mask: PortConfigNoFwd}))
+	if err != nil || pm.PortNo != PortLocal {
+		t.Fatalf("port_mod of LOCAL: %+v, %v", pm, err)
 	}
 }

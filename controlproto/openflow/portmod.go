@@ -41,7 +41,7 @@ func DecodePortMod(msg []byte) (*PortMod, *Error) {
 	}
 	pm := &PortMod{PortNo: be32(msg[8:]), Config: be32(msg[24:]), Mask: be32(msg[28:]), Advertise: be32(msg[32:])}
 	copy(pm.HWAddr[:], msg[16:22])
-	if pm.PortNo == 0 || pm.PortNo > PortMax {
+	if (pm.PortNo == 0 || pm.PortNo > PortMax) && pm.PortNo != PortLocal {
 		return nil, portModFailed(ofp.ErrCodePortModFailedBadPort, "port %#x", pm.PortNo)
 	}
 	if (pm.Config|pm.Mask)&^portConfigAll != 0 {

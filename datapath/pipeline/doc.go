@@ -64,8 +64,11 @@
 // input), CONTROLLER (a PACKET_IN of reason ACTION — NO_MATCH when the
 // entry is a table-miss entry, priority 0 and match-all — carrying
 // max_len bytes with OFP_NO_BUFFER, the in_port and metadata in its
-// match), NORMAL (the learning switch below), TABLE (PACKET_OUT only);
-// LOCAL and output to the input port are counted as no-route. set_field
+// match), NORMAL (the learning switch below), TABLE (PACKET_OUT only),
+// LOCAL (the port added as openflow.PortLocal, the host's interface into
+// the switch; a standard port, so FLOOD and ALL reach it too, its frames
+// match in_port LOCAL and PORT_MOD applies; counted as no-route when
+// there is none); output to the input port is counted as no-route. set_field
 // for eth_src/dst, vlan_vid/pcp, ipv4_src/dst, ipv6_src/dst, ip_dscp/ecn,
 // tcp and udp ports, with incremental checksum updates (RFC 1624) of the
 // IPv4 header and the TCP/UDP/ICMPv6 checksum; on the SCTP ports (the
@@ -178,7 +181,7 @@
 // Meter bands other than drop and DSCP remark, the virtual meters,
 // queues, set-field on eth_type,
 // copy-TTL between IP headers (IP in IP), IPv6 L4 edits behind extension
-// headers, tunnel_id in packet-ins, the LOCAL port, per-connection miss_send_len (the agent keeps
+// headers, tunnel_id in packet-ins, per-connection miss_send_len (the agent keeps
 // it; OpenFlow 1.3 sends table misses through the table-miss entry's
 // max_len anyway), and PORT_MOD taking the Linux link down. Flow stats
 // and counters are exact; table lookups count each packet once per table

@@ -224,11 +224,15 @@ func (s *Switch) standalone() bool {
 	return c == nil || c.Controllers() == 0
 }
 
-// AddPort attaches a device as OpenFlow port no (1..PortMax). Ports are
-// added before traffic starts; the set is fixed afterwards.
+// AddPort attaches a device as OpenFlow port no: 1..PortMax, or
+// openflow.PortLocal for the LOCAL port (the host's own interface into
+// the switch, as Open vSwitch's bridge interface: a standard port that
+// output:LOCAL, FLOOD and ALL reach and whose frames come in with in_port
+// LOCAL). Ports are added before traffic starts; the set is fixed
+// afterwards.
 func (s *Switch) AddPort(no uint32, dev Device) error {
-	if no == 0 || no > openflow.PortMax {
-		return fmt.Errorf("pipeline: port number %d: want 1..%d", no, openflow.PortMax)
+	if (no == 0 || no > openflow.PortMax) && no != openflow.PortLocal {
+		return fmt.Errorf("pipeline: port number %d: want 1..%d or LOCAL (%d)", no, openflow.PortMax, openflow.PortLocal)
 	}
 	if _, dup := s.ports[no]; dup {
 		return fmt.Errorf("pipeline: port number %d given twice", no)
