@@ -26,7 +26,9 @@ const maxExpansion = 1024
 // Cookie marks the pipeline flow entries the P4Runtime server installs.
 const Cookie uint64 = 0x7034_7274_0000_0000 // "p4rt"
 
-// compileRules returns the flow entries of a (non-default) entry.
+// compileRules returns the flow entries of a (non-default) entry. An LPM
+// entry has priority prefix length + 1 (the default entry has 0): among the
+// prefixes that match, the longest wins.
 func compileRules(s *spec) ([]rule, *Error) {
 	var base flow.Match
 	prio := uint16(1)
@@ -36,19 +38,21 @@ func compileRules(s *spec) ([]rule, *Error) {
 			return nil, errf(codes.Internal, "l2_exact: %v", err)
 		}
 	case TableIPv4:
-		f := s.fields[1]
 		base.SetEthType(flow.EthTypeIPv4)
-		if err := base.SetField(flow.FieldIPv4Dst, f.value, f.mask); err != nil {
-			return nil, errf(codes.Internal, "ipv4_lpm: %v", err)
+		if f := s.fields[1]; f != nil { // omitted: the /0 route
+			if err := base.SetField(flow.FieldIPv4Dst, f.value, f.mask); err != nil {
+				return nil, errf(codes.Internal, "ipv4_lpm: %v", err)
+			}
+			prio = uint16(f.plen) + 1
 		}
-		prio = uint16(f.plen) + 1
 	case TableIPv6:
-		f := s.fields[1]
 		base.SetEthType(flow.EthTypeIPv6)
-		if err := base.SetField(flow.FieldIPv6Dst, f.value, f.mask); err != nil {
-			return nil, errf(codes.Internal, "ipv6_lpm: %v", err)
+		if f := s.fields[1]; f != nil { // omitted: the /0 route
+			if err := base.SetField(flow.FieldIPv6Dst, f.value, f.mask); err != nil {
+				return nil, errf(codes.Internal, "ipv6_lpm: %v", err)
+			}
+			prio = uint16(f.plen) + 1
 		}
-		prio = uint16(f.plen) + 1
 	case TableACL:
 		ms, err := aclMatches(s)
 		if err != nil {

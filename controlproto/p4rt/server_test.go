@@ -246,3 +246,18 @@ func TestDefaultEntry(t *testing.T) {
 		t.Fatal("after the reset the default entry still forwards")
 	}
 }
+
+// TestDefaultRoute checks an LPM entry without its field (the don't-care
+// match, a /0 route) matches every packet of its family, below longer
+// prefixes.
+func TestDefaultRoute(t *testing.T) {
+	r, _ := ready(t, 3)
+	if err := r.write(0, ins(&p4v1.TableEntry{TableId: TableIPv4, Action: act(ActionForward, []byte{3})}),
+		ins(ipv4Entry([]byte{10, 0, 0, 0}, 8, act(ActionForward, []byte{2})))); err != nil {
+		t.Fatal(err)
+	}
+	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "192.0.2.1", 1, 2), udpFrame(t, "10.0.0.1", "10.9.9.9", 1, 2)})
+	if a, b := len(r.devs[2].take()), len(r.devs[1].take()); a != 1 || b != 1 {
+		t.Fatalf("/0 route took %d, /8 route %d frames: want 1 and 1", a, b)
+	}
+}
