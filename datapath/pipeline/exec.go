@@ -143,6 +143,13 @@ func (w *worker) classify(tab *table) {
 	}
 	n := len(w.keys)
 	w.res = slices.Grow(w.res[:0], n)[:n]
+	if tab.lpm != nil && tab.lpm.serves() { // an LPM-shaped table (lpmshape.go)
+		err := tab.lpm.lookup(w.keys, w.res)
+		if err == nil {
+			return
+		}
+		w.s.log.Error("pipeline: LPM lookup failed; table answered by the classifier", "table", tab.id, "err", err)
+	}
 	w.soa = flow.PackSoA(w.keys, tab.proj, w.soa)
 	if err := w.s.cfg.Classifier.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res); err != nil {
 		w.s.log.Error("pipeline: classifier lookup failed; table answered on the CPU", "table", tab.id, "err", err)

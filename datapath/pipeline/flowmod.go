@@ -18,8 +18,9 @@ import (
 type table struct {
 	id      uint8
 	ft      *flow.Table
-	entries []*entry // by RuleID; nil where no rule lives
-	proj    []int    // the projection of the image the classifier holds
+	entries []*entry  // by RuleID; nil where no rule lives
+	proj    []int     // the projection of the image the classifier holds
+	lpm     *lpmShape // its LPM shape (lpmshape.go); nil until the first rule
 
 	lookups, matched atomic.Uint64
 }
@@ -116,6 +117,9 @@ func (s *Switch) addLocked(fm *openflow.FlowMod) error {
 		}
 	}
 	t.setEntry(id, e)
+	if l := s.shapeOf(t); l != nil && !replaced {
+		l.add(id, &r)
+	}
 	return s.syncLocked(t)
 }
 
@@ -176,6 +180,9 @@ func (s *Switch) deleteLocked(fm *openflow.FlowMod) error {
 // removedLocked drops the entry of a rule already deleted from its table,
 // telling the controller when the entry asked for it.
 func (s *Switch) removedLocked(t *table, id flow.RuleID, reason uint8) {
+	if t.lpm != nil {
+		t.lpm.remove(id)
+	}
 	e := t.entry(id)
 	if e == nil {
 		return
@@ -202,6 +209,9 @@ func (s *Switch) removedLocked(t *table, id flow.RuleID, reason uint8) {
 // since the last sync, or a whole image after a rebuild. Apply returns once
 // lookups issued after it see the change.
 func (s *Switch) syncLocked(t *table) error {
+	if t.lpm != nil {
+		t.lpm.sync() // the LPM images too, and the table's serving
+	}
 	u := t.ft.Mirror().Sync()
 	if u.Full == nil && len(u.Bubbles) == 0 {
 		return nil

@@ -8,7 +8,9 @@ import (
 // WriteMetrics writes the switch's counters in the Prometheus text format:
 // per port gswitch_port_{rx,tx}_{packets,bytes}_total and
 // gswitch_port_{rx,tx}_dropped_total; per table gswitch_table_flows,
-// gswitch_table_lookups_total and gswitch_table_matched_total;
+// gswitch_table_lookups_total, gswitch_table_matched_total,
+// gswitch_table_lpm (1 while LPM-shaped and served by LPM),
+// gswitch_table_lpm_transitions_total and gswitch_table_lpm_conflicts;
 // gswitch_malformed_frames_total{reason}, gswitch_table_miss_drops_total,
 // gswitch_no_route_total, gswitch_unsupported_actions_total,
 // gswitch_learned_macs and gswitch_standalone.
@@ -45,6 +47,22 @@ func WriteMetrics(w io.Writer, s *Switch) error {
 	head("gswitch_table_matched_total", "counter", "Packets that matched an entry of the table.")
 	for _, t := range tables {
 		p("gswitch_table_matched_total{table=\"%d\"} %d\n", t.ID, t.Matched)
+	}
+	head("gswitch_table_lpm", "gauge", "1 while the table is LPM-shaped and served by longest-prefix match, 0 while the classifier serves it.")
+	for _, t := range tables {
+		v := 0
+		if t.Search == "lpm" {
+			v = 1
+		}
+		p("gswitch_table_lpm{table=\"%d\"} %d\n", t.ID, v)
+	}
+	head("gswitch_table_lpm_transitions_total", "counter", "Changes of the table between LPM and classifier serving.")
+	for _, t := range tables {
+		p("gswitch_table_lpm_transitions_total{table=\"%d\"} %d\n", t.ID, t.LPM.Transitions)
+	}
+	head("gswitch_table_lpm_conflicts", "gauge", "Prefixes of the table whose priorities break longest-prefix order.")
+	for _, t := range tables {
+		p("gswitch_table_lpm_conflicts{table=\"%d\"} %d\n", t.ID, t.LPM.Conflicts)
 	}
 	c := s.Counters()
 	head("gswitch_malformed_frames_total", "counter", "Frames dropped because their headers could not be parsed, by reason.")

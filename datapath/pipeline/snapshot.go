@@ -23,7 +23,11 @@ type TableInfo struct {
 	Active  int
 	Lookups uint64
 	Matched uint64
-	Flow    flow.Stats
+	// Search says how lookups are answered now: "lpm" for an LPM-shaped
+	// table (lpmshape.go), else the classifier's algorithm (tuple, ...).
+	Search string
+	LPM    LPMInfo
+	Flow   flow.Stats
 }
 
 // FlowInfo is one flow entry in text (the match as tables/flow writes it,
@@ -73,7 +77,11 @@ func (s *Switch) TableInfos() []TableInfo {
 	defer s.mu.RUnlock()
 	out := make([]TableInfo, len(s.tables))
 	for i, t := range s.tables {
-		out[i] = TableInfo{ID: t.id, Active: t.ft.Len(), Lookups: t.lookups.Load(), Matched: t.matched.Load(), Flow: t.ft.Stats()}
+		out[i] = TableInfo{ID: t.id, Active: t.ft.Len(), Lookups: t.lookups.Load(), Matched: t.matched.Load(), Flow: t.ft.Stats(),
+			Search: t.ft.Config().Algo.String()}
+		if t.lpm != nil {
+			out[i].Search, out[i].LPM = t.lpm.search(t.ft.Config().Algo), t.lpm.info()
+		}
 	}
 	return out
 }

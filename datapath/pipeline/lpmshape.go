@@ -1,0 +1,822 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"math/bits"
+	"net/netip"
+	"slices"
+	"sync"
+
+	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/bubble"
+	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/lpm"
+)
+
+// LPM-shaped flow tables (see the package documentation, "LPM-shaped
+// tables"). Every flow table has an lpmShape beside its flow.Table: it reads
+// each rule added or removed, keeps the rules of the LPM form in one group
+// per (address family, in_port key) — a prefix trie of priorities that
+// says whether longest-prefix order gives the classifier's answer, and a
+// tables/lpm table whose leaf is the winning rule — and says whether the
+// table is served by those LPM tables or by the flow classifier. The
+// flow.Table stays authoritative and is always maintained.
+
+// lpmIDBase is the first gpu.TableID of the LPM images of flow tables:
+// flow table t's group slot s is at lpmIDBase | t<<16 | s. Flow tables
+// are ids 0..253 and the L3 router's route tables start at 1<<20
+// (datapath/l3.TableIDBase), below this range.
+const lpmIDBase gpu.TableID = 1 << 24
+
+// maxLPMGroups bounds the groups (family x in_port key) of one flow table:
+// a rule that would need another group makes the table "foreign".
+const maxLPMGroups = 1024
+
+// wildPort is the in_port key of rules without in_port.
+const wildPort = uint64(1) << 32
+
+// Priorities in the trie are int32 so that "none" sits outside 0..65535.
+const (
+	noPrioMin int32 = 1 << 17 // the minimum of no priorities
+	noPrioMax int32 = -1      // the maximum of no priorities
+)
+
+// lpmTableID is the gpu.TableID of flow table tid's group slot.
+func lpmTableID(tid uint8, slot int) gpu.TableID {
+	return lpmIDBase | gpu.TableID(tid)<<16 | gpu.TableID(slot)
+}
+
+// lpmForm is one rule as the shape tracker sees it.
+type lpmForm struct {
+	live    bool         // in the groups (an LPM-form rule)
+	foreign bool         // counted in lpmShape.foreign
+	anyFam  bool         // no eth_type: /0 of both families and the non-IP default
+	fam     lpm.Family   // the family of a rule with eth_type
+	port    uint64       // in_port, or wildPort
+	pfx     netip.Prefix // its ip_dst prefix (/0 without ip_dst); anyFam: unused
+	prio    uint16
+}
+
+// lpmFormOf reads a match as an LPM form: optional exact in_port, then
+// nothing else (any family) or eth_type 0x0800/0x86dd exactly with an
+// optional ipv4_dst/ipv6_dst prefix. ok is false for any other match.
+func lpmFormOf(m *flow.Match) (f lpmForm, ok bool) {
+	rest := *m
+	f.port = wildPort
+	if rest.Has(flow.FieldInPort) {
+		v, mk := rest.GetUint(flow.FieldInPort)
+		if mk != 0xffffffff {
+			return f, false
+		}
+		f.port = v
+		rest.Clear(flow.FieldInPort)
+	}
+	if !rest.Has(flow.FieldEthType) {
+		f.anyFam = true
+		return f, rest.IsAll()
+	}
+	et, mk := rest.GetUint(flow.FieldEthType)
+	if mk != 0xffff {
+		return f, false
+	}
+	rest.Clear(flow.FieldEthType)
+	switch et {
+	case flow.EthTypeIPv4:
+		f.fam = lpm.IPv4
+		v, mk := rest.GetUint(flow.FieldIPv4Dst)
+		rest.Clear(flow.FieldIPv4Dst)
+		l := bits.LeadingZeros32(^uint32(mk))
+		if uint32(mk) != ^uint32(0)<<(32-l) || uint32(v)&^uint32(mk) != 0 {
+			return f, false
+		}
+		var a [4]byte
+		binary.BigEndian.PutUint32(a[:], uint32(v))
+		f.pfx = netip.PrefixFrom(netip.AddrFrom4(a), l)
+	case flow.EthTypeIPv6:
+		f.fam = lpm.IPv6
+		v, mk := rest.Get(flow.FieldIPv6Dst)
+		rest.Clear(flow.FieldIPv6Dst)
+		mhi, mlo := binary.BigEndian.Uint64(mk[:8]), binary.BigEndian.Uint64(mk[8:])
+		l := bits.LeadingZeros64(^mhi)
+		if l == 64 {
+			l += bits.LeadingZeros64(^mlo)
+		}
+		if whi, wlo := prefixMask(l); mhi != whi || mlo != wlo {
+			return f, false
+		}
+		f.pfx = netip.PrefixFrom(netip.AddrFrom16([16]byte(v)), l)
+	default:
+		return f, false
+	}
+	return f, rest.IsAll()
+}
+
+// prefixMask returns the 128-bit mask of the first l bits.
+func prefixMask(l int) (hi, lo uint64) {
+	switch {
+	case l == 0:
+		return 0, 0
+	case l <= 64:
+		return ^uint64(0) << (64 - l), 0
+	}
+	return ^uint64(0), ^uint64(0) << (128 - l)
+}
+
+// prefixBits returns p's address left-aligned in 128 bits and its length.
+func prefixBits(p netip.Prefix) (hi, lo uint64, l int) {
+	a := p.Addr().As16()
+	if p.Addr().Is4() {
+		return uint64(binary.BigEndian.Uint32(a[12:])) << 32, 0, p.Bits()
+	}
+	return binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:]), p.Bits()
+}
+
+// bitAt returns bit d (0: the most significant) of a left-aligned address.
+func bitAt(hi, lo uint64, d int) int {
+	if d < 64 {
+		return int(hi >> (63 - d) & 1)
+	}
+	return int(lo >> (127 - d) & 1)
+}
+
+// famIndex is a family's index in lpmShape.fams.
+func famIndex(f lpm.Family) int {
+	if f == lpm.IPv6 {
+		return 1
+	}
+	return 0
+}
+
+var zeroPrefix = [2]netip.Prefix{netip.PrefixFrom(netip.IPv4Unspecified(), 0), netip.PrefixFrom(netip.IPv6Unspecified(), 0)}
+
+// lpmGroup is the rules of one family with one in_port key: per prefix
+// the rules there, best rank first; their priority trie; and the LPM table
+// whose leaf at a prefix is that prefix's best rule + 1.
+type lpmGroup struct {
+	fam    lpm.Family
+	port   uint64
+	slot   int
+	at     map[netip.Prefix][]flow.RuleID
+	trie   prioTrie
+	lt     *lpm.Table
+	dirty  bool // bubbles not yet applied to the classifier
+	broken bool // the classifier holds no current image of it
+	dead   bool // removed; its slot is free
+}
+
+func (g *lpmGroup) id(tid uint8) gpu.TableID { return lpmTableID(tid, g.slot) }
+
+func (g *lpmGroup) kind() gpu.Kind {
+	if g.fam == lpm.IPv6 {
+		return gpu.LPM6
+	}
+	return gpu.LPM4
+}
+
+// lpmFamily is one family's groups: the wildcard in_port group and one
+// per in_port value.
+type lpmFamily struct {
+	wild  *lpmGroup
+	ports map[uint32]*lpmGroup
+}
+
+// lpmShape tracks one flow table's shape and serves it by LPM while it is
+// LPM-shaped. Its changes run under Switch.mu held for writing, its
+// lookups under the read lock.
+type lpmShape struct {
+	tid uint8
+	cls lpmClassifier
+	log *slog.Logger
+
+	forms     []lpmForm // by RuleID
+	foreign   int       // rules not of the LPM form
+	famRules  int       // live rules with an eth_type (at least one makes a table LPM-shaped)
+	conflicts int       // trie nodes whose priorities break longest-prefix order
+	broken    int       // groups whose image the classifier does not hold
+	fams      [2]lpmFamily
+	anyIP     map[uint64][]flow.RuleID // any-family rules by in_port key, best first
+	bySlot    []*lpmGroup
+	freeSlots []int
+	groups    int
+	dirty     []*lpmGroup
+
+	off     bool // LPM serving disabled (benchmarks compare with the classifier)
+	serving bool
+	toLPM   uint64 // transitions to LPM serving
+	toFlow  uint64 // transitions back to the classifier
+}
+
+// setLPMServing turns LPM serving of LPM-shaped tables on (the default)
+// or off, so that a benchmark compares both on one table.
+func (s *Switch) setLPMServing(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.tables {
+		if l := s.shapeOf(t); l != nil {
+			l.off = !on
+			l.sync()
+		}
+	}
+}
+
+// lpmClassifier is what LPM serving needs of the switch's Classifier
+// (gpu.Engine has it): the LPM images are loaded, updated and looked up
+// beside the flow tables' images.
+type lpmClassifier interface {
+	Load(id gpu.TableID, kind gpu.Kind, im *bubble.Image) error
+	Apply(id gpu.TableID, u bubble.Update) error
+	LookupLPM4(id gpu.TableID, addrs []uint32, out []uint32) error
+	LookupLPM6(id gpu.TableID, addrs []lpm.Addr6, out []uint32) error
+}
+
+// shapeOf returns table t's shape tracker, made on first use; nil when the
+// Classifier cannot look up LPM images (the table is then always served
+// by the classifier).
+func (s *Switch) shapeOf(t *table) *lpmShape {
+	if t.lpm == nil {
+		if c, ok := s.cfg.Classifier.(lpmClassifier); ok {
+			t.lpm = newLPMShape(t.id, c, s.log)
+		}
+	}
+	return t.lpm
+}
+
+func newLPMShape(tid uint8, cls lpmClassifier, log *slog.Logger) *lpmShape {
+	l := &lpmShape{tid: tid, cls: cls, log: log, anyIP: map[uint64][]flow.RuleID{}}
+	for i := range l.fams {
+		l.fams[i].ports = map[uint32]*lpmGroup{}
+	}
+	return l
+}
+
+// serves reports whether lookups of the table go to its LPM tables.
+func (l *lpmShape) serves() bool { return l.serving }
+
+// shaped says whether the table is LPM-shaped now: only LPM-form rules, at
+// least one with an eth_type, no priority conflict, every image current.
+func (l *lpmShape) shaped() bool {
+	return !l.off && l.foreign == 0 && l.famRules > 0 && l.conflicts == 0 && l.broken == 0
+}
+
+// better reports whether rule a ranks above rule b (flow.Rank).
+func (l *lpmShape) better(a, b flow.RuleID) bool {
+	return flow.Rank(l.forms[a].prio, a) > flow.Rank(l.forms[b].prio, b)
+}
+
+// insertRanked adds id to a best-first list.
+func (l *lpmShape) insertRanked(list []flow.RuleID, id flow.RuleID) []flow.RuleID {
+	i := 0
+	for i < len(list) && l.better(list[i], id) {
+		i++
+	}
+	return slices.Insert(list, i, id)
+}
+
+// add reads a rule just added to the flow table under id.
+func (l *lpmShape) add(id flow.RuleID, r *flow.Rule) {
+	for int(id) >= len(l.forms) {
+		l.forms = append(l.forms, lpmForm{})
+	}
+	f, ok := lpmFormOf(&r.Match)
+	f.prio = r.Priority
+	// The leaf holds id+1 in 24 bits; a rule needing a group the table
+	// has no slot for cannot be served either.
+	if !ok || uint32(id) >= lpm.MaxNextHop || l.newGroups(&f) > maxLPMGroups-l.groups {
+		f.foreign = true
+		l.forms[id] = f
+		l.foreign++
+		return
+	}
+	f.live = true
+	l.forms[id] = f
+	if f.anyFam {
+		l.anyIP[f.port] = l.insertRanked(l.anyIP[f.port], id)
+		l.place(lpm.IPv4, f.port, zeroPrefix[0], id, 1)
+		l.place(lpm.IPv6, f.port, zeroPrefix[1], id, 1)
+		return
+	}
+	l.famRules++
+	l.place(f.fam, f.port, f.pfx, id, 1)
+}
+
+// remove forgets a rule just deleted from the flow table.
+func (l *lpmShape) remove(id flow.RuleID) {
+	if int(id) >= len(l.forms) {
+		return
+	}
+	f := &l.forms[id]
+	switch {
+	case f.foreign:
+		l.foreign--
+	case !f.live:
+	case f.anyFam:
+		l.anyIP[f.port] = slices.DeleteFunc(l.anyIP[f.port], func(x flow.RuleID) bool { return x == id })
+		if len(l.anyIP[f.port]) == 0 {
+			delete(l.anyIP, f.port)
+		}
+		l.place(lpm.IPv4, f.port, zeroPrefix[0], id, -1)
+		l.place(lpm.IPv6, f.port, zeroPrefix[1], id, -1)
+	default:
+		l.famRules--
+		l.place(f.fam, f.port, f.pfx, id, -1)
+	}
+	l.forms[id] = lpmForm{}
+}
+
+// newGroups counts the groups a rule of form f would have to create.
+func (l *lpmShape) newGroups(f *lpmForm) int {
+	n := 0
+	for i := range l.fams {
+		if !f.anyFam && famIndex(f.fam) != i {
+			continue
+		}
+		fa := &l.fams[i]
+		if f.port == wildPort && fa.wild == nil || f.port != wildPort && fa.ports[uint32(f.port)] == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// group returns the group of (fam, port), creating it when asked.
+func (l *lpmShape) group(fam lpm.Family, port uint64, create bool) *lpmGroup {
+	fa := &l.fams[famIndex(fam)]
+	var g *lpmGroup
+	if port == wildPort {
+		g = fa.wild
+	} else {
+		g = fa.ports[uint32(port)]
+	}
+	if g != nil || !create {
+		return g
+	}
+	g = &lpmGroup{fam: fam, port: port, at: map[netip.Prefix][]flow.RuleID{}, trie: newPrioTrie(&l.conflicts)}
+	if n := len(l.freeSlots); n > 0 {
+		g.slot, l.freeSlots = l.freeSlots[n-1], l.freeSlots[:n-1]
+		l.bySlot[g.slot] = g
+	} else {
+		g.slot = len(l.bySlot)
+		l.bySlot = append(l.bySlot, g)
+	}
+	l.groups++
+	if port == wildPort {
+		fa.wild = g
+	} else {
+		fa.ports[uint32(port)] = g
+	}
+	lt, err := lpm.New(fam, lpm.Options{})
+	if err == nil {
+		g.lt = lt
+		err = l.cls.Load(g.id(l.tid), g.kind(), lt.Mirror().Sync().Full)
+	}
+	if err != nil {
+		l.log.Error("pipeline: LPM image of a flow table not loaded; the classifier serves the table", "table", l.tid, "family", fam, "err", err)
+		g.broken = true
+		l.broken++
+	}
+	return g
+}
+
+// dropGroup removes an empty group: its slot is freed and an empty image
+// replaces its own in the classifier (releasing the memory).
+func (l *lpmShape) dropGroup(g *lpmGroup) {
+	fa := &l.fams[famIndex(g.fam)]
+	if g.port == wildPort {
+		fa.wild = nil
+	} else {
+		delete(fa.ports, uint32(g.port))
+	}
+	if g.broken {
+		l.broken--
+	}
+	g.dead = true
+	l.bySlot[g.slot] = nil
+	l.freeSlots = append(l.freeSlots, g.slot)
+	l.groups--
+	if lt, err := lpm.New(g.fam, lpm.Options{}); err == nil {
+		_ = l.cls.Load(g.id(l.tid), g.kind(), lt.Mirror().Sync().Full)
+	}
+}
+
+// place adds (delta 1) or removes (delta -1) rule id at prefix p of group
+// (fam, port): the prefix's list, the LPM leaf, the trie and the conflicts
+// it affects.
+func (l *lpmShape) place(fam lpm.Family, port uint64, p netip.Prefix, id flow.RuleID, delta int32) {
+	g := l.group(fam, port, delta > 0)
+	if g == nil {
+		return
+	}
+	list := g.at[p]
+	var head flow.RuleID = flow.NoMatch
+	if len(list) > 0 {
+		head = list[0]
+	}
+	if delta > 0 {
+		list = l.insertRanked(list, id)
+	} else {
+		list = slices.DeleteFunc(list, func(x flow.RuleID) bool { return x == id })
+	}
+	mn, mx := noPrioMin, noPrioMax
+	if len(list) == 0 {
+		delete(g.at, p)
+	} else {
+		g.at[p] = list
+		mx, mn = int32(l.forms[list[0]].prio), int32(l.forms[list[len(list)-1]].prio)
+	}
+	l.setLeaf(g, p, head, list)
+	hi, lo, plen := prefixBits(p)
+	g.trie.set(hi, lo, plen, mn, mx, delta)
+	fa := &l.fams[famIndex(fam)]
+	if port == wildPort {
+		g.trie.recheck(nil, hi, lo, plen)
+		for _, pg := range fa.ports {
+			pg.trie.recheck(&g.trie, hi, lo, plen)
+		}
+	} else {
+		var w *prioTrie
+		if fa.wild != nil {
+			w = &fa.wild.trie
+		}
+		g.trie.recheck(w, hi, lo, plen)
+	}
+	if g.trie.nodes[0].rules == 0 {
+		l.dropGroup(g)
+	}
+}
+
+// setLeaf writes the LPM leaf of prefix p after its list changed (old: the
+// previous best rule).
+func (l *lpmShape) setLeaf(g *lpmGroup, p netip.Prefix, old flow.RuleID, list []flow.RuleID) {
+	if g.broken {
+		return
+	}
+	var err error
+	switch {
+	case len(list) == 0:
+		err = g.lt.Delete(p)
+	case list[0] != old:
+		err = g.lt.Insert(p, uint32(list[0])+1)
+	default:
+		return
+	}
+	if err != nil {
+		l.log.Error("pipeline: LPM table of a flow table rejected a change; the classifier serves the table", "table", l.tid, "prefix", p, "err", err)
+		g.broken = true
+		l.broken++
+		return
+	}
+	if !g.dirty {
+		g.dirty = true
+		l.dirty = append(l.dirty, g)
+	}
+}
+
+// sync applies the LPM tables' changes to the classifier (Apply returns
+// once later lookups see them; an image it rejects is reloaded whole) and
+// switches the table between LPM and classifier serving when its shape
+// changed.
+func (l *lpmShape) sync() {
+	for _, g := range l.dirty {
+		g.dirty = false
+		if g.dead || g.broken {
+			continue
+		}
+		u := g.lt.Mirror().Sync()
+		if u.Full == nil && len(u.Bubbles) == 0 {
+			continue
+		}
+		if err := l.cls.Apply(g.id(l.tid), u); err != nil {
+			l.log.Error("pipeline: classifier rejected an LPM update; reloading the image", "table", l.tid, "family", g.fam, "err", err)
+			if lerr := l.cls.Load(g.id(l.tid), g.kind(), g.lt.Mirror().Image().Clone()); lerr != nil {
+				l.log.Error("pipeline: LPM image not reloaded; the classifier serves the table", "table", l.tid, "err", lerr)
+				g.broken = true
+				l.broken++
+			}
+		}
+	}
+	clear(l.dirty)
+	l.dirty = l.dirty[:0]
+	now := l.shaped()
+	if now == l.serving {
+		return
+	}
+	l.serving = now
+	if now {
+		l.toLPM++
+		l.log.Info("pipeline: flow table is LPM-shaped; served by longest-prefix match", "table", l.tid, "rules", l.famRules)
+	} else {
+		l.toFlow++
+		l.log.Info("pipeline: flow table no longer LPM-shaped; served by the classifier", "table", l.tid,
+			"foreign_rules", l.foreign, "priority_conflicts", l.conflicts, "broken_images", l.broken)
+	}
+}
+
+// search names how the table is searched now: "lpm" or the classifier's
+// algorithm.
+func (l *lpmShape) search(algo flow.Algo) string {
+	if l.serving {
+		return "lpm"
+	}
+	return algo.String()
+}
+
+// LPMInfo describes a flow table's LPM shape, for the control socket and
+// metrics.
+type LPMInfo struct {
+	Shaped      bool   `json:"shaped"`           // served by LPM now
+	Rules       int    `json:"rules"`            // rules of the LPM form with an eth_type
+	Foreign     int    `json:"foreign"`          // rules of another form
+	Conflicts   int    `json:"conflicts"`        // prefixes whose priorities break longest-prefix order
+	Groups      int    `json:"groups"`           // LPM tables (family x in_port key)
+	Prefixes    int    `json:"prefixes"`         // prefixes in them
+	Transitions uint64 `json:"transitions"`      // changes between LPM and classifier serving
+	Broken      int    `json:"broken,omitempty"` // LPM images the classifier does not hold
+}
+
+func (l *lpmShape) info() LPMInfo {
+	in := LPMInfo{Shaped: l.serving, Rules: l.famRules, Foreign: l.foreign, Conflicts: l.conflicts,
+		Groups: l.groups, Transitions: l.toLPM + l.toFlow, Broken: l.broken}
+	for _, g := range l.bySlot {
+		if g != nil {
+			in.Prefixes += len(g.at)
+		}
+	}
+	return in
+}
+
+// Key layout of the fields the LPM lookup reads, from tables/flow's table.
+var (
+	keyInPort  = flow.FieldInPort.Info().Parts[0]
+	keyEthType = flow.FieldEthType.Info().Parts[0]
+	keyIPv4Dst = flow.FieldIPv4Dst.Info().Parts[0]
+	keyIPv6Dst = flow.FieldIPv6Dst.Info().Parts
+)
+
+func init() {
+	// lookup reads these words whole; say so loudly if tables/flow moves them.
+	if keyInPort.Width != 32 || keyIPv4Dst.Width != 32 || len(keyIPv6Dst) != 4 || keyEthType.Width != 16 {
+		panic(fmt.Sprintf("pipeline: unexpected key layout of in_port/eth_type/ip_dst: %v %v %v %v", keyInPort, keyEthType, keyIPv4Dst, keyIPv6Dst))
+	}
+	for _, p := range keyIPv6Dst {
+		if p.Width != 32 {
+			panic("pipeline: unexpected key layout of ipv6_dst")
+		}
+	}
+}
+
+// lpmBatch is one group's share of a lookup batch.
+type lpmBatch struct {
+	idx []int32
+	a4  []uint32
+	a6  []lpm.Addr6
+	res []uint32
+}
+
+// lpmScratch is a lookup's buffers, one batch per group slot.
+type lpmScratch struct {
+	b    []lpmBatch
+	used []int
+}
+
+var lpmScratchPool = sync.Pool{New: func() any { return new(lpmScratch) }}
+
+func (sc *lpmScratch) batch(slot int) *lpmBatch {
+	for slot >= len(sc.b) {
+		sc.b = append(sc.b, lpmBatch{})
+	}
+	b := &sc.b[slot]
+	if len(b.idx) == 0 {
+		sc.used = append(sc.used, slot)
+	}
+	return b
+}
+
+// lookup finds each key's rule by LPM (the table must be LPM-shaped):
+// per family one batch for the wildcard group and one per in_port group
+// present, each looked up in its image through the classifier; a packet
+// takes the better-ranked of its groups' answers. A packet of
+// neither family takes the best any-family rule of its in_port. out[i] is
+// flow.NoMatch where no rule matches.
+func (l *lpmShape) lookup(keys []flow.Key, out []flow.RuleID) error {
+	sc := lpmScratchPool.Get().(*lpmScratch)
+	defer lpmScratchPool.Put(sc)
+	v4, v6 := &l.fams[0], &l.fams[1]
+	for i := range keys {
+		k := &keys[i]
+		out[i] = flow.NoMatch
+		port := k[keyInPort.Word]
+		switch k[keyEthType.Word] >> keyEthType.Shift & 0xffff {
+		case flow.EthTypeIPv4:
+			a := k[keyIPv4Dst.Word]
+			if v4.wild != nil {
+				sc.batch(v4.wild.slot).add4(i, a)
+			}
+			if len(v4.ports) > 0 {
+				if g := v4.ports[port]; g != nil {
+					sc.batch(g.slot).add4(i, a)
+				}
+			}
+		case flow.EthTypeIPv6:
+			p := keyIPv6Dst
+			a := lpm.Addr6{Hi: uint64(k[p[0].Word])<<32 | uint64(k[p[1].Word]), Lo: uint64(k[p[2].Word])<<32 | uint64(k[p[3].Word])}
+			if v6.wild != nil {
+				sc.batch(v6.wild.slot).add6(i, a)
+			}
+			if len(v6.ports) > 0 {
+				if g := v6.ports[port]; g != nil {
+					sc.batch(g.slot).add6(i, a)
+				}
+			}
+		default:
+			out[i] = l.nonIP(port)
+		}
+	}
+	var err error
+	for _, slot := range sc.used {
+		b := &sc.b[slot]
+		if err == nil {
+			err = l.lookupGroup(l.bySlot[slot], b, out)
+		}
+		b.idx, b.a4, b.a6 = b.idx[:0], b.a4[:0], b.a6[:0]
+	}
+	sc.used = sc.used[:0]
+	return err
+}
+
+func (b *lpmBatch) add4(i int, a uint32) {
+	b.idx = append(b.idx, int32(i))
+	b.a4 = append(b.a4, a)
+}
+
+func (b *lpmBatch) add6(i int, a lpm.Addr6) {
+	b.idx = append(b.idx, int32(i))
+	b.a6 = append(b.a6, a)
+}
+
+// lookupGroup looks one group's batch up and merges the answers into out.
+func (l *lpmShape) lookupGroup(g *lpmGroup, b *lpmBatch, out []flow.RuleID) error {
+	n := len(b.idx)
+	b.res = slices.Grow(b.res[:0], n)[:n]
+	var err error
+	if g.fam == lpm.IPv4 {
+		err = l.cls.LookupLPM4(g.id(l.tid), b.a4, b.res)
+	} else {
+		err = l.cls.LookupLPM6(g.id(l.tid), b.a6, b.res)
+	}
+	if err != nil {
+		return fmt.Errorf("pipeline: table %d: LPM lookup (%v, slot %d): %w", l.tid, g.fam, g.slot, err)
+	}
+	for j, leaf := range b.res {
+		if leaf == 0 {
+			continue
+		}
+		id, i := flow.RuleID(leaf-1), b.idx[j]
+		// Both groups' answers match the packet and lie on one chain of
+		// prefixes, where the shape makes the longer one rank higher: the
+		// better rank is the longer prefix (or the same prefix's best).
+		if cur := out[i]; cur == flow.NoMatch || l.better(id, cur) {
+			out[i] = id
+		}
+	}
+	return nil
+}
+
+// nonIP returns the rule of a packet of neither family: the best
+// any-family rule with its in_port or none.
+func (l *lpmShape) nonIP(port uint32) flow.RuleID {
+	best := flow.NoMatch
+	if w := l.anyIP[wildPort]; len(w) > 0 {
+		best = w[0]
+	}
+	if p := l.anyIP[uint64(port)]; len(p) > 0 && (best == flow.NoMatch || l.better(p[0], best)) {
+		best = p[0]
+	}
+	return best
+}
+
+// prioTrie is a binary trie of the prefixes of one group, holding per node
+// the least and greatest priority of the rules at its prefix and the least
+// priority strictly below it. Longest-prefix order gives the classifier's
+// answer when no node is "bad": a node is bad when its greatest priority is
+// not below the least priority under it (some more specific prefix does
+// not win over it). For an in_port group the node's figures are combined
+// with the wildcard group's node at the same prefix, since packets of
+// that port match both groups' rules (recheck). A change at a prefix
+// changes only the nodes on its path, so each costs O(prefix length).
+type prioTrie struct {
+	nodes []pnode // nodes[0] is the root; kid 0 means none
+	free  []int32
+	path  []int32
+	bad   int  // bad nodes in this trie
+	total *int // bad nodes in all the table's tries
+}
+
+type pnode struct {
+	kid      [2]int32
+	min, max int32 // priorities of the rules at the node (noPrioMin/Max: none)
+	sub      int32 // least priority strictly below the node
+	rules    int32 // rules at the node and below
+	bad      bool
+}
+
+var emptyNode = pnode{min: noPrioMin, max: noPrioMax, sub: noPrioMin}
+
+func newPrioTrie(total *int) prioTrie {
+	return prioTrie{nodes: []pnode{emptyNode}, total: total}
+}
+
+func (t *prioTrie) alloc() int32 {
+	if n := len(t.free); n > 0 {
+		x := t.free[n-1]
+		t.free = t.free[:n-1]
+		t.nodes[x] = emptyNode
+		return x
+	}
+	t.nodes = append(t.nodes, emptyNode)
+	return int32(len(t.nodes) - 1)
+}
+
+func (t *prioTrie) setBad(x int32, bad bool) {
+	if t.nodes[x].bad == bad {
+		return
+	}
+	t.nodes[x].bad = bad
+	d := 1
+	if !bad {
+		d = -1
+	}
+	t.bad += d
+	*t.total += d
+}
+
+// set records the new priority range [mn, mx] of the rules at prefix
+// (hi, lo)/plen, whose rule count changed by delta, and refreshes the
+// subtree minima on its path; nodes left without rules are removed.
+func (t *prioTrie) set(hi, lo uint64, plen int, mn, mx, delta int32) {
+	path := append(t.path[:0], 0)
+	x := int32(0)
+	for d := 0; d < plen; d++ {
+		b := bitAt(hi, lo, d)
+		c := t.nodes[x].kid[b]
+		if c == 0 {
+			c = t.alloc()
+			t.nodes[x].kid[b] = c
+		}
+		x = c
+		path = append(path, x)
+	}
+	t.nodes[x].min, t.nodes[x].max = mn, mx
+	for _, y := range path {
+		t.nodes[y].rules += delta
+	}
+	for d := plen; d >= 0; d-- {
+		nd := &t.nodes[path[d]]
+		sub := noPrioMin
+		for _, c := range nd.kid {
+			if c != 0 {
+				sub = min(sub, t.nodes[c].min, t.nodes[c].sub)
+			}
+		}
+		nd.sub = sub
+	}
+	for d := plen; d > 0 && t.nodes[path[d]].rules == 0; d-- {
+		y := path[d]
+		t.nodes[path[d-1]].kid[bitAt(hi, lo, d-1)] = 0
+		t.setBad(y, false)
+		t.free = append(t.free, y)
+	}
+	t.path = path
+}
+
+// recheck recomputes whether the nodes on the path to (hi, lo)/plen are
+// bad, combining each with the node at the same prefix of w (the wildcard
+// group's trie, for an in_port group; nil for the wildcard group itself).
+func (t *prioTrie) recheck(w *prioTrie, hi, lo uint64, plen int) {
+	x, y := int32(0), int32(-1)
+	if w != nil {
+		y = 0
+	}
+	for d := 0; ; d++ {
+		nd := &t.nodes[x]
+		mx, sub := nd.max, nd.sub
+		if y >= 0 {
+			wn := &w.nodes[y]
+			mx, sub = max(mx, wn.max), min(sub, wn.sub)
+		}
+		t.setBad(x, mx >= sub)
+		if d == plen {
+			return
+		}
+		b := bitAt(hi, lo, d)
+		if x = nd.kid[b]; x == 0 {
+			return
+		}
+		if y >= 0 {
+			if y = w.nodes[y].kid[b]; y == 0 {
+				y = -1
+			}
+		}
+	}
+}
