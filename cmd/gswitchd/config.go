@@ -123,7 +123,7 @@ func newFlags() *flags {
 	fs := f.fs
 	fs.StringVar(&f.config, "config", "", "YAML configuration `FILE` (default: the embedded configuration)")
 	fs.StringVar(&f.dpid, "datapath-id", "", "datapath id `N`, decimal or 0x hex (1..2^64-1)")
-	fs.Var(&f.ports, "port", "attach an interface as OpenFlow port: `N=IFNAME` (repeatable; replaces the file's ports)")
+	fs.Var(&f.ports, "port", "attach an interface as OpenFlow port: `N=IFNAME`, or LOCAL=IFNAME for the LOCAL port (repeatable; replaces the file's ports)")
 	fs.Var(&f.controllers, "controller", "connect to a controller: `tcp:HOST:PORT` or tls:HOST:PORT (repeatable; replaces the file's controllers)")
 	fs.Var(&f.listen, "listen", "accept controller connections: `ptcp:PORT[:IP]` or ptls:PORT[:IP] (repeatable; replaces the file's listeners)")
 	fs.StringVar(&f.tlsKey, "tls-private-key", "", "TLS: gswitchd's private key, PEM `FILE` (for tls: and ptls: targets)")
@@ -231,9 +231,12 @@ func parseGPUs(s string) ([]int, error) {
 
 func parsePortFlag(s string) (PortConfig, error) {
 	num, name, ok := strings.Cut(s, "=")
+	if strings.EqualFold(num, "local") && ok && name != "" {
+		return PortConfig{Number: openflow.PortLocal, Interface: name}, nil
+	}
 	n, err := strconv.ParseUint(num, 10, 32)
 	if !ok || err != nil || name == "" {
-		return PortConfig{}, configErr("--port %q: want N=IFNAME (e.g. 1=veth0)", s)
+		return PortConfig{}, configErr("--port %q: want N=IFNAME or LOCAL=IFNAME (e.g. 1=veth0)", s)
 	}
 	return PortConfig{Number: uint32(n), Interface: name}, nil
 }
@@ -279,8 +282,8 @@ func checkPorts(ports []PortConfig) error {
 	names := map[string]uint32{}
 	for _, p := range ports {
 		switch {
-		case p.Number == 0 || p.Number > openflow.PortMax:
-			return configErr("port %d (%s): port numbers are 1..%d", p.Number, p.Interface, openflow.PortMax)
+		case (p.Number == 0 || p.Number > openflow.PortMax) && p.Number != openflow.PortLocal:
+			return configErr("port %d (%s): port numbers are 1..%d, or %d (%#x) for the LOCAL port", p.Number, p.Interface, openflow.PortMax, openflow.PortLocal, openflow.PortLocal)
 		case p.Interface == "":
 			return configErr("port %d: no interface name", p.Number)
 		case nums[p.Number] != "":
