@@ -25,7 +25,7 @@ const showUsage = `Usage: gswitchctl show [--socket PATH] [--json] WHAT
 
 Queries a running gswitchd over its control socket. WHAT is one of:
   ports    ports: link, OpenFlow config, receive/transmit counters
-  tables   flow tables: entries, lookups, matches
+  tables   flow tables: entries, lookups, matches, search (lpm or the classifier)
   flows    every flow entry, as ovs-ofctl dump-flows writes them
   groups   groups with their buckets and counters
   meters   meters with their bands and counters
@@ -160,10 +160,20 @@ func portConfig(c uint32) string {
 }
 
 func printTables(w io.Writer, ts []pipeline.TableInfo) {
-	fmt.Fprintln(w, "TABLE\tACTIVE\tLOOKUPS\tMATCHED")
+	fmt.Fprintln(w, "TABLE\tACTIVE\tLOOKUPS\tMATCHED\tSEARCH")
 	for _, t := range ts {
-		fmt.Fprintf(w, "%d\t%d\t%d\t%d\n", t.ID, t.Active, t.Lookups, t.Matched)
+		fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%s\n", t.ID, t.Active, t.Lookups, t.Matched, tableSearch(&t))
 	}
+}
+
+// tableSearch says how a table is searched: "lpm" while it is LPM-shaped,
+// else the classifier's algorithm, with why a table holding prefix rules
+// is not LPM-shaped.
+func tableSearch(t *pipeline.TableInfo) string {
+	if t.Search == "lpm" || t.LPM.Rules == 0 {
+		return t.Search
+	}
+	return fmt.Sprintf("%s (not lpm: %d priority conflicts, %d other rules)", t.Search, t.LPM.Conflicts, t.LPM.Foreign)
 }
 
 // printFlows writes one line per entry, as ovs-ofctl dump-flows does.

@@ -66,6 +66,17 @@ func serveSwitch(t *testing.T) string {
 	if err := sw.FlowMod(fm); err != nil {
 		t.Fatal(err)
 	}
+	// Table 1 is a routing table: LPM-shaped.
+	var route flow.Match
+	route.SetEthType(flow.EthTypeIPv4)
+	if err := route.SetIPv4Dst(10<<24, 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.FlowMod(&openflow.FlowMod{Command: openflow.FlowAdd, TableID: 1, Priority: 8, Match: openflow.Match{Match: route},
+		BufferID: openflow.NoBuffer, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny,
+		Instructions: openflow.Instructions{Has: openflow.HasApplyActions, Apply: []openflow.Action{out(2)}}}); err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(t.TempDir(), "gswitchd.sock")
 	l, err := ctl.Listen(path)
 	if err != nil {
@@ -97,7 +108,7 @@ func TestShowTables(t *testing.T) {
 		want []string
 	}{
 		{[]string{"flows", "--socket", sock}, []string{"cookie=0x2a", "table=0", "n_packets=0", "priority=100", "meter:3", "group:7"}},
-		{[]string{"--socket", sock, "tables"}, []string{"TABLE", "ACTIVE", "LOOKUPS", "\n0 "}},
+		{[]string{"--socket", sock, "tables"}, []string{"TABLE", "ACTIVE", "LOOKUPS", "SEARCH", "\n0 ", "linear\n", "lpm\n"}},
 		{[]string{"groups", "--socket=" + sock}, []string{"group_id=7", "type=select", "ref_count=1", "weight=5", "actions=output:2"}},
 		{[]string{"meters", "--socket", sock}, []string{"meter=3", "kbps", "flow_count=1", "type=drop", "rate=1000"}},
 		{[]string{"ports", "--socket", sock}, []string{"PORT", "NAME", "RX_PKTS"}},
