@@ -1,0 +1,117 @@
+// Package p4rt is gswitch's P4Runtime v1 server (github.com/p4lang/p4runtime
+// v1.4.1 over gRPC). gswitch is a fixed-function target, as Stratum is on
+// fixed-function switch chips: its pipeline is described by a P4 program,
+// p4/gswitch.p4 (P4_16, v1model style, for reference: it is not compiled),
+// and its P4Info, p4/gswitch.p4info.txtpb (text protobuf, embedded, written
+// to match the source). A controller loads that P4Info with
+// SetForwardingPipelineConfig and then writes table entries.
+//
+// # The pipeline
+//
+// Four tables, applied in this order (P4Info ids; prefixes as in p4info.proto:
+// tables 0x02, actions 0x01, direct counters 0x13, controller headers 0x04):
+//
+//	l2_exact  0x02000001  hdr.ethernet.dst_addr exact        forward, drop, send_to_cpu
+//	ipv4_lpm  0x02000002  hdr.ipv4.dst_addr lpm              set_next_hop, forward, drop, send_to_cpu, decrement_ttl
+//	ipv6_lpm  0x02000003  hdr.ipv6.dst_addr lpm              (the same)
+//	acl       0x02000004  ingress_port, eth_src, eth_dst, eth_type, ipv4_src, ipv4_dst, ip_proto: ternary;
+//	                      l4_src_port, l4_dst_port: range      forward, drop, send_to_cpu, set_macs, decrement_ttl, NoAction
+//
+// NoAction is every table's default action (default-only in the first
+// three). Each table has a direct counter (packets and bytes). Packet-in
+// carries ingress_port (metadata 1, bit<32>), packet-out egress_port
+// (metadata 1, bit<32>); ports are gswitch's OpenFlow port numbers. A
+// later table overrides an earlier one's decision, as the P4 metadata does:
+// the ACL's forward, drop or send_to_cpu wins over the routing tables'.
+//
+// # How it maps onto the datapath
+//
+// The P4 tables are the switch's pipeline tables 0..3 (datapath/pipeline,
+// through the Switch interface: *pipeline.Switch), so P4 entries are
+// classified by the same gpu.Engine, GPU or CPU, as OpenFlow flows, and
+// packet-in/out use the pipeline's controller path. Each entry compiles to
+// flow entries (compile.go): l2_exact to eth_dst exact; the LPM tables to
+// eth_type plus an ip_dst prefix with priority prefix length + 1 (so the
+// longest prefix wins; the pipeline recognises such tables as LPM-shaped
+// and serves them with tables/lpm's tries); the ACL to ternary matches at
+// its priority, ranges expanded into prefixes (flow.RangePrefixes), and an
+// entry that leaves eth_type or ip_proto open but matches fields that
+// need them (OpenFlow prerequisites) into one flow entry per admitted
+// value (a port match means TCP or UDP). Actions become write-actions (the
+// action set: one output, the set-fields, dec_nw_ttl), drop clears the
+// action set, send_to_cpu outputs to CONTROLLER, and every table but the
+// ACL goes on to the next (goto_table); each table's default entry is a
+// priority-0 match-all entry. Two ACL entries of one priority may expand
+// to a common flow entry: it is shared (owners, oldest first, carry their
+// instructions in turn) so that deleting one leaves the other intact. The
+// flow entries carry Cookie; an entry's direct counter is the sum of its
+// flow entries' counters (Read with counter_data set, or a
+// DirectCounterEntry read).
+//
+// # Validation and errors
+//
+// Every update is validated completely before anything changes
+// (validate.go): table, field, action and parameter ids; match kinds;
+// bytestrings (§8.4: not empty, the value fits the bitwidth, leading zero
+// bytes allowed; OUT_OF_RANGE otherwise); LPM prefix lengths and the bits
+// beyond them zero; ternary masks non-zero with no value bit outside them;
+// ranges low <= high and not the full range; priorities required (1..65535)
+// for the ACL and forbidden elsewhere; the default entry only modified;
+// action scopes (PERMISSION_DENIED); duplicates ALREADY_EXISTS, missing
+// entries NOT_FOUND, a full table RESOURCE_EXHAUSTED. A DELETE looks at the
+// key only. Read returns entries in canonical form (shortest bytestrings).
+// Write reports per update as §12.3 requires: OK when all succeed, else
+// UNKNOWN with one p4.v1.Error per update, in order (OK for those that
+// succeeded). Request-wide errors come first and alone: NOT_FOUND for
+// another device id, PERMISSION_DENIED unless the election id is the
+// primary's, FAILED_PRECONDITION before a pipeline is committed.
+// FuzzValidateWrite feeds serialized WriteRequests to the validation.
+//
+// # Atomicity
+//
+// Writes are serialized (one at a time), which makes them strictly
+// serializable. CONTINUE_ON_ERROR applies update by update. ROLLBACK_ON_ERROR
+// and DATAPLANE_ATOMIC are all-or-nothing: the whole batch is validated
+// first (against the store as its earlier updates leave it), and an update
+// the switch refuses while applying (a pipeline table full) makes the
+// applied ones be undone in reverse order; the failing update carries its
+// error, the others ABORTED. DATAPLANE_ATOMIC also runs the whole batch
+// under pipeline.Switch.Transact, the switch's write lock, which the
+// datapath holds for reading while it classifies a batch of packets: every
+// packet sees the tables before or after the batch.
+//
+// # Pipeline config
+//
+// SetForwardingPipelineConfig accepts a P4Info only if it describes the
+// fixed pipeline (sameAsFixed: the same tables, match fields, actions,
+// params, direct counters and packet metadata with the same ids, names,
+// bitwidths, match types and action scopes; documentation, annotations and
+// sizes are not compared), else INVALID_ARGUMENT naming the first
+// difference. VERIFY checks; VERIFY_AND_SAVE keeps it for COMMIT;
+// VERIFY_AND_COMMIT and COMMIT clear the P4 tables (every flow entry in
+// pipeline tables 0..3) and install the default entries;
+// RECONCILE_AND_COMMIT keeps the entries (the pipeline cannot change). The
+// device config bytes and cookie are kept for GetForwardingPipelineConfig
+// (ALL, COOKIE_ONLY, P4INFO_AND_COOKIE, DEVICE_CONFIG_AND_COOKIE).
+// Config.Claim lets the daemon refuse the first commit (gswitchd: while an
+// OpenFlow controller is connected: one control plane at a time).
+//
+// # Streams, arbitration, packet I/O
+//
+// Arbitration follows §5 per (device, role) (arbitration.go): the stream
+// with the highest election id, at least the highest ever seen, is primary;
+// every change is announced to all the role's streams (OK to the primary,
+// ALREADY_EXISTS to backups, NOT_FOUND while there is none); an election
+// id in use, a wrong device id, a role change or a role.config end the
+// stream with the spec's code. Roles are names with full pipeline access.
+// Packet-ins (entries with send_to_cpu) go to every role's primary, queued
+// per stream (Config.QueueLen; beyond it they are dropped and counted);
+// packet-out is the primary's only, with exactly egress_port naming a port
+// of the switch; a bad one gets a StreamError with the PacketOut.
+//
+// # Not here
+//
+// Meters, action profiles, digests, idle timeouts, writing counter values,
+// role.config, IPv6 fields in the ACL, and set_macs/decrement_ttl surviving
+// a later drop that a later forward overrides (drop clears the action set).
+package p4rt
