@@ -192,9 +192,11 @@ func (a *Agent) broadcast(reason uint8, pick func(*AsyncConfig) [2]uint32, encod
 
 // PacketIn sends a packet to the controllers that want it (by role and
 // async configuration), and returns to how many. A connection whose output
-// queue is full drops it. A packet-in of reason OFPR_INVALID_TTL carries
-// at most the connection's miss_send_len bytes (SET_CONFIG; 128 by
-// default), as no output action gave it a max_len.
+// queue is full drops it. A packet-in of reason OFPR_INVALID_TTL (which a
+// connection receives only after SET_ASYNC asks for it: DefaultAsync
+// leaves it out, as Open vSwitch does) carries at most the connection's
+// miss_send_len bytes (SET_CONFIG; 128 by default), as no output action
+// gave it a max_len.
 func (a *Agent) PacketIn(pi *PacketIn) int {
 	return a.broadcast(pi.Reason, func(c *AsyncConfig) [2]uint32 { return c.PacketIn },
 		func(cfg SwitchConfig) []byte {

@@ -37,10 +37,10 @@
 // dropped. Keepalive: after Options.EchoInterval without any message the
 // agent sends ECHO_REQUEST, and drops the connection when nothing arrives
 // within EchoTimeout. Handled: ECHO, FEATURES, GET_CONFIG/SET_CONFIG
-// (miss_send_len; only OFPC_FRAG_NORMAL; OFPC_INVALID_TTL_TO_CONTROLLER,
-// which, as in Open vSwitch, turns on the connection's async packet-in bit
-// for reason INVALID_TTL, whose packet-ins are cut to miss_send_len),
-// FLOW_MOD, PACKET_OUT, BARRIER,
+// (miss_send_len, which also cuts packet-ins of reason INVALID_TTL; only
+// OFPC_FRAG_NORMAL: OpenFlow 1.3 has no OFPC_INVALID_TTL_TO_CONTROLLER,
+// SET_ASYNC's OFPR_INVALID_TTL bit asks for those packet-ins, off by
+// default as in Open vSwitch), FLOW_MOD, PACKET_OUT, BARRIER,
 // ROLE_REQUEST, GET_ASYNC/SET_ASYNC, and the multipart requests DESC, FLOW,
 // AGGREGATE, TABLE, PORT_STATS, PORT_DESC and TABLE_FEATURES (read only: the
 // reply describes what this package decodes); GROUP_MOD, METER_MOD,

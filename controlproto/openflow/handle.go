@@ -103,10 +103,6 @@ func handleGetConfig(s *session, msg []byte) ([][]byte, *Error) {
 	}
 	s.a.mu.Lock()
 	c := s.config
-	c.Flags &^= ConfigInvalidTTLToController
-	if s.async.PacketIn[0]&(1<<ReasonInvalidTTL) != 0 {
-		c.Flags |= ConfigInvalidTTLToController
-	}
 	s.a.mu.Unlock()
 	return one(encodeConfigReply(be32(msg[4:]), c))
 }
@@ -116,13 +112,8 @@ func handleSetConfig(s *session, msg []byte) ([][]byte, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	s.a.mu.Lock()
+	s.a.mu.Lock() // PacketIn reads miss_send_len
 	s.config = c
-	if c.Flags&ConfigInvalidTTLToController != 0 {
-		s.async.PacketIn[0] |= 1 << ReasonInvalidTTL
-	} else {
-		s.async.PacketIn[0] &^= 1 << ReasonInvalidTTL
-	}
 	s.a.mu.Unlock()
 	return nil, nil
 }

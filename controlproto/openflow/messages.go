@@ -116,14 +116,6 @@ type SwitchConfig struct {
 // OFPC_FRAG_NORMAL (0).
 const configFragMask = 3
 
-// ConfigInvalidTTLToController is OFPC_INVALID_TTL_TO_CONTROLLER: the
-// connection receives packet-ins of reason OFPR_INVALID_TTL (a dec_nw_ttl
-// or dec_mpls_ttl that found a TTL of 0 or 1). As in Open vSwitch, the
-// flag is the connection's: setting it turns on that reason in the
-// connection's master/equal packet-in async mask, and GET_CONFIG reports
-// that bit.
-const ConfigInvalidTTLToController = 1 << 2
-
 func encodeConfigReply(xid uint32, c SwitchConfig) []byte {
 	e := newMsg(of.TypeGetConfigReply, xid)
 	e.u16(c.Flags)
@@ -137,9 +129,12 @@ func decodeSetConfig(msg []byte) (SwitchConfig, *Error) {
 		return SwitchConfig{}, badRequest(ofp.ErrCodeBadRequestLen, "set_config of %d bytes, want 12", len(msg))
 	}
 	c := SwitchConfig{Flags: be16(msg[8:]), MissSendLen: be16(msg[10:])}
-	if c.Flags&^ConfigInvalidTTLToController != 0 {
-		return SwitchConfig{}, errf(ofp.ErrTypeSwitchConfigFailed, ofp.ErrCodeSwitchConfigFailedBadFlags,
-			"flags %#x: only OFPC_FRAG_NORMAL and OFPC_INVALID_TTL_TO_CONTROLLER are supported", c.Flags)
+	if c.Flags != 0 {
+		// OpenFlow 1.3 has only the OFPC_FRAG_* bits: 1.1 and 1.2's
+		// OFPC_INVALID_TTL_TO_CONTROLLER (1<<2) is gone, the async
+		// configuration's OFPR_INVALID_TTL bit replaces it (Open vSwitch
+		// refuses it in 1.3 too).
+		return SwitchConfig{}, errf(ofp.ErrTypeSwitchConfigFailed, ofp.ErrCodeSwitchConfigFailedBadFlags, "flags %#x: only OFPC_FRAG_NORMAL is supported", c.Flags)
 	}
 	return c, nil
 }
@@ -198,8 +193,9 @@ type AsyncConfig struct {
 
 // DefaultAsync is the async configuration a connection starts with
 // (OpenFlow 1.3 §6.1.1, as Open vSwitch sets it): master/equal receive
-// packet-ins for no-match and action, every port status and every flow
-// removal; slaves only port status.
+// packet-ins for no-match and action (not invalid TTL: a controller asks
+// for those with SET_ASYNC), every port status and every flow removal;
+// slaves only port status.
 var DefaultAsync = AsyncConfig{
 	PacketIn:    [2]uint32{1<<ReasonNoMatch | 1<<ReasonAction, 0},
 	PortStatus:  [2]uint32{0x7, 0x7},

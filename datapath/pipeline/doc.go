@@ -81,8 +81,8 @@
 // tunnel ports). push_vlan (the new tag copies the outer one's TCI, or 0)
 // and pop_vlan; set_nw_ttl and dec_nw_ttl (a TTL that would reach 0 drops
 // the packet and sends it, unchanged, as a packet-in of reason
-// INVALID_TTL, which the agent delivers only to connections that set
-// OFPC_INVALID_TTL_TO_CONTROLLER; dec_mpls_ttl likewise). MPLS (mpls.go): push_mpls inserts a label stack entry after
+// INVALID_TTL, which the agent delivers only to connections whose
+// SET_ASYNC asked for that reason; dec_mpls_ttl likewise). MPLS (mpls.go): push_mpls inserts a label stack entry after
 // the VLAN tags, copying the top entry (bos 0) or, on a frame without a
 // stack, label 0, tc 0, bos 1 and the IP TTL (0 when not IP); pop_mpls
 // removes the top entry and writes its ethertype argument; set_mpls_ttl,

@@ -429,8 +429,9 @@ func (w *worker) packetIn(p *pkt, maxLen uint16) {
 
 // invalidTTL sends a packet whose dec_nw_ttl or dec_mpls_ttl found a TTL
 // of 0 or 1 (the frame unchanged) to the controllers as a packet-in of
-// reason OFPR_INVALID_TTL; the agent delivers it only to connections that
-// set OFPC_INVALID_TTL_TO_CONTROLLER, cut to their miss_send_len. The
+// reason OFPR_INVALID_TTL; the agent delivers it only to connections
+// whose async configuration asks for that reason (SET_ASYNC; OpenFlow 1.3
+// has no OFPC_INVALID_TTL_TO_CONTROLLER), cut to their miss_send_len. The
 // packet is dropped either way (the caller drops it).
 func (w *worker) invalidTTL(p *pkt) {
 	c := w.s.controller()

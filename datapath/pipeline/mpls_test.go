@@ -243,7 +243,7 @@ func TestPacketInPadsOnlyShortenedFrames(t *testing.T) {
 
 // dec_nw_ttl and dec_mpls_ttl on a TTL of 1 drop the packet and send it,
 // unchanged, as a packet-in of reason INVALID_TTL (the agent delivers it
-// only where OFPC_INVALID_TTL_TO_CONTROLLER is set); the actions after the
+// only to connections whose SET_ASYNC asks for it); the actions after the
 // decrement do not run. A TTL of 2 goes on.
 func TestDecTTLInvalidPacketIn(t *testing.T) {
 	for _, c := range []struct {
