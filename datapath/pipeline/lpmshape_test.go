@@ -691,3 +691,97 @@ func TestLPMShapeMetrics(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLPMFormOf builds matches from in_port, eth_type, ip_dst and another
+// field with arbitrary values and masks, and checks the form reader: a
+// valid match is read as an LPM form exactly when it is one (in_port exact
+// or absent, eth_type IPv4/IPv6 or absent, a prefix mask on the family's
+// ip_dst, nothing else), and then the form's own match is the match.
+func FuzzLPMFormOf(f *testing.F) {
+	f.Add(uint8(1), uint32(3), uint8(1), uint8(0), []byte{10, 1, 0, 0, 255, 255, 0, 0}, false)
+	f.Add(uint8(0), uint32(0), uint8(2), uint8(0), make([]byte, 32), false)
+	f.Add(uint8(2), uint32(3), uint8(1), uint8(0), []byte{10, 1, 0, 0, 255, 0, 255, 0}, false)
+	f.Add(uint8(0), uint32(0), uint8(0), uint8(0), []byte{}, true)
+	f.Add(uint8(1), uint32(7), uint8(3), uint8(1), []byte{10, 0, 0, 1, 255, 255, 255, 255}, false)
+	f.Fuzz(func(t *testing.T, portMode uint8, port uint32, et uint8, etMask uint8, addr []byte, other bool) {
+		var m flow.Match
+		want := true
+		switch portMode % 3 {
+		case 1:
+			m.SetInPort(port)
+		case 2:
+			if err := m.SetFieldUint(flow.FieldInPort, uint64(port&0xff00), 0xff00); err != nil {
+				return
+			}
+			want = false
+		}
+		ethTypes := []uint64{0, flow.EthTypeIPv4, flow.EthTypeIPv6, flow.EthTypeARP}
+		typ := ethTypes[et%4]
+		if typ != 0 {
+			mask := uint64(0xffff)
+			if etMask%8 == 7 {
+				mask = 0xff00 // a partial eth_type
+				want = false
+			}
+			if err := m.SetFieldUint(flow.FieldEthType, typ&mask, mask); err != nil {
+				return
+			}
+		}
+		switch {
+		case typ == flow.EthTypeIPv4 && len(addr) >= 8:
+			v, mk := binary.BigEndian.Uint32(addr), binary.BigEndian.Uint32(addr[4:])
+			if mk != 0 {
+				if err := m.SetFieldUint(flow.FieldIPv4Dst, uint64(v&mk), uint64(mk)); err != nil {
+					return
+				}
+				l := bitsOnes32(mk)
+				want = want && mk == ^uint32(0)<<(32-l)
+			}
+		case typ == flow.EthTypeIPv6 && len(addr) >= 32:
+			v, mk := addr[:16], addr[16:32]
+			var vm [16]byte
+			for i := range vm {
+				vm[i] = v[i] & mk[i]
+			}
+			if err := m.SetField(flow.FieldIPv6Dst, vm[:], mk); err != nil {
+				return
+			}
+			hi, lo := binary.BigEndian.Uint64(mk[:8]), binary.BigEndian.Uint64(mk[8:])
+			l := 0
+			for l < 128 && bitAt(hi, lo, l) == 1 {
+				l++
+			}
+			ph, pl := prefixMask(l)
+			want = want && ph == hi && pl == lo
+		case typ == flow.EthTypeARP:
+			want = false
+		}
+		if other && typ != 0 && typ != flow.EthTypeARP {
+			m.SetIPProto(6)
+			want = false
+		}
+		if m.Validate() != nil {
+			return
+		}
+		form, ok := lpmFormOf(&m)
+		if ok != want {
+			t.Fatalf("%s: read as LPM form %v, want %v", m.String(), ok, want)
+		}
+		if !ok {
+			return
+		}
+		rf := refForm{anyFam: form.anyFam, port: form.port, pfx: form.pfx}
+		if back := routeMatch(t, rf); back != m {
+			t.Fatalf("%s: form %+v gives back %s", m.String(), form, back.String())
+		}
+	})
+}
+
+// bitsOnes32 counts the leading ones of x.
+func bitsOnes32(x uint32) int {
+	n := 0
+	for n < 32 && x&(1<<(31-n)) != 0 {
+		n++
+	}
+	return n
+}
