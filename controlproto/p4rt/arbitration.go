@@ -26,6 +26,8 @@ func (e electionID) proto() *p4v1.Uint128   { return &p4v1.Uint128{High: e.hi, L
 type client struct {
 	send       chan *p4v1.StreamMessageResponse
 	done       chan struct{}
+	overflow   chan struct{} // closed when a control message found the queue full
+	overOnce   sync.Once
 	arbitrated bool
 	role       string
 	id         electionID
@@ -141,23 +143,21 @@ func (a *arbiter) notify(role string, rs *roleState, c *client) {
 	c.push(&p4v1.StreamMessageResponse{Update: &p4v1.StreamMessageResponse_Arbitration{Arbitration: m}}, true)
 }
 
-// push queues a message for the client; a packet-in is dropped when the
-// queue is full (reported false), a control message waits.
+// push queues a message for the client without ever blocking (it is
+// called under the arbiter's lock and from the datapath): a packet-in or
+// stream error is dropped when the queue is full (reported false); a
+// control message that finds it full ends the stream (RESOURCE_EXHAUSTED),
+// since a client that does not read must not hold up the others.
 func (c *client) push(m *p4v1.StreamMessageResponse, mustDeliver bool) bool {
-	if mustDeliver {
-		select {
-		case c.send <- m:
-			return true
-		case <-c.done:
-			return false
-		}
-	}
 	select {
 	case c.send <- m:
 		return true
 	default:
-		return false
 	}
+	if mustDeliver {
+		c.overOnce.Do(func() { close(c.overflow) })
+	}
+	return false
 }
 
 // isPrimary reports whether the given election id is the role's primary's.

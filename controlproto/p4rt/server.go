@@ -35,6 +35,9 @@ type Config struct {
 	DeviceID uint64
 	// Switch is the switch the pipeline is realized on (required).
 	Switch Switch
+	// Tables is the switch's number of pipeline tables (0: enough); a
+	// switch with fewer than NumPipelineTables cannot realize the program.
+	Tables int
 	// Claim is asked before a pipeline is first committed; an error refuses
 	// the commit with FAILED_PRECONDITION (gswitchd: an OpenFlow controller
 	// is connected). Nil: always granted.
@@ -168,6 +171,9 @@ func (s *Server) SetForwardingPipelineConfig(_ context.Context, req *p4v1.SetFor
 		}
 		if err := sameAsFixed(c.GetP4Info()); err != nil {
 			return errf(codes.InvalidArgument, "the P4Info does not describe gswitch's fixed pipeline: %v", err)
+		}
+		if t := s.cfg.Tables; t != 0 && t < NumPipelineTables {
+			return errf(codes.InvalidArgument, "the switch has %d flow tables: gswitch's P4 pipeline needs %d (gswitchd --tables)", t, NumPipelineTables)
 		}
 		return nil
 	}

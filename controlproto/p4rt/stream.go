@@ -15,7 +15,7 @@ import (
 // errors end the stream with their code; a bad packet-out gets a
 // StreamError and the stream goes on.
 func (s *Server) StreamChannel(stream p4v1.P4Runtime_StreamChannelServer) error {
-	c := &client{send: make(chan *p4v1.StreamMessageResponse, s.cfg.QueueLen), done: make(chan struct{})}
+	c := &client{send: make(chan *p4v1.StreamMessageResponse, s.cfg.QueueLen), done: make(chan struct{}), overflow: make(chan struct{})}
 	sent := make(chan struct{})
 	go func() {
 		defer close(sent)
@@ -35,10 +35,31 @@ func (s *Server) StreamChannel(stream p4v1.P4Runtime_StreamChannelServer) error 
 		close(c.done)
 		<-sent
 	}()
+	reqs := make(chan *p4v1.StreamMessageRequest)
+	go func() {
+		defer close(reqs)
+		for {
+			req, err := stream.Recv()
+			if err != nil {
+				return // the client closed the stream, or the handler returned
+			}
+			select {
+			case reqs <- req:
+			case <-c.done:
+				return
+			}
+		}
+	}()
 	for {
-		req, err := stream.Recv()
-		if err != nil {
-			return nil // the client closed the stream
+		var req *p4v1.StreamMessageRequest
+		select {
+		case r, ok := <-reqs:
+			if !ok {
+				return nil
+			}
+			req = r
+		case <-c.overflow:
+			return rpcErr(errf(codes.ResourceExhausted, "the stream's send queue is full (%d messages): the client does not read", s.cfg.QueueLen))
 		}
 		switch u := req.GetUpdate().(type) {
 		case *p4v1.StreamMessageRequest_Arbitration:
