@@ -5,6 +5,7 @@
 //
 //	gswitchctl bench lpm --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--check] [--json]
 //	gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [--algo linear|tuple|bloom] [--backend cpu] [--check] [--json]
+//	gswitchctl bench p4rt [--entries N] [--batches 1,100,10000] [--samples N] [--tables acl,ipv4_lpm] [--backend cpu|gpu] [--json]
 //
 //	gswitchctl show ports|tables|flows|groups|meters|backend|stats [--socket PATH] [--json]
 //
@@ -25,6 +26,7 @@ Usage:
   gswitchctl bench lpm --fib FILE [flags]        IPv4/IPv6 longest-prefix match (GAMT trie)
   gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [flags]
                                                  OpenFlow wildcard classification
+  gswitchctl bench p4rt [flags]                  P4Runtime: entries written per second, write-to-visible latency
   gswitchctl show ports|tables|flows|groups|meters|backend|stats [--socket PATH] [--json]
                                                  query a running gswitchd (control socket)
   gswitchctl help                                this text
@@ -72,13 +74,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: bench needs a work: lpm or classify", errUsage)
+		return fmt.Errorf("%w: bench needs a work: lpm, classify or p4rt", errUsage)
 	}
 	switch args[0] {
 	case "lpm":
 		return benchLPM(args[1:], stdout, stderr)
 	case "classify":
 		return benchClassify(args[1:], stdout, stderr)
+	case "p4rt":
+		return benchP4RT(args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("%w: unknown bench %q (want lpm or classify)", errUsage, args[0])
+	return fmt.Errorf("%w: unknown bench %q (want lpm, classify or p4rt)", errUsage, args[0])
 }

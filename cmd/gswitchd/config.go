@@ -46,6 +46,7 @@ type Config struct {
 	Metrics     string        `yaml:"metrics"`
 	CtlSocket   string        `yaml:"ctl_socket"`
 	LogLevel    string        `yaml:"log_level"`
+	P4RT        P4RTConfig    `yaml:"p4rt"`
 }
 
 // TLSConfig holds the files for OpenFlow over TLS ("tls:"/"ssl:"
@@ -74,6 +75,7 @@ type settings struct {
 	logLevel  slog.Level
 	tlsClient *tls.Config // for tls:/ssl: controllers; nil without such a target
 	tlsServer *tls.Config // for ptls:/pssl: listeners; nil without such a target
+	p4rtTLS   *tls.Config // for the P4Runtime server; nil: plain gRPC (p4rt.go)
 }
 
 // errConfig marks a configuration mistake: exit status 2.
@@ -116,6 +118,7 @@ type flags struct {
 	minBatch, batchSize, tables, maxFlows           int
 	ports, controllers, listen                      multiFlag
 	printConfig                                     bool
+	p4                                              p4rtFlags
 }
 
 func newFlags() *flags {
@@ -141,6 +144,7 @@ func newFlags() *flags {
 	fs.StringVar(&f.ctl, "ctl-socket", "", "control socket for gswitchctl: `PATH` (mode 0600)")
 	fs.StringVar(&f.lv, "log-level", "", "log level: `debug`, info, warn or error")
 	fs.BoolVar(&f.printConfig, "print-config", false, "print the effective configuration as YAML and exit")
+	f.p4.register(fs)
 	return f
 }
 
@@ -191,6 +195,7 @@ func (f *flags) override(c *Config) error {
 	setIf(set, "tls-private-key", &c.TLS.PrivateKey, f.tlsKey)
 	setIf(set, "tls-certificate", &c.TLS.Certificate, f.tlsCert)
 	setIf(set, "tls-ca-cert", &c.TLS.CACert, f.tlsCA)
+	f.p4.override(set, &c.P4RT)
 	if set["gpus"] {
 		gpus, err := parseGPUs(f.gpus)
 		if err != nil {
@@ -272,6 +277,9 @@ func check(c Config) (*settings, error) {
 		return nil, err
 	}
 	if st.tlsClient, st.tlsServer, err = loadTLS(c); err != nil {
+		return nil, err
+	}
+	if st.p4rtTLS, err = checkP4RT(&c); err != nil {
 		return nil, err
 	}
 	return st, checkNumbers(&c)

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/controlproto/p4rt"
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/datapath/pipeline"
 	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
@@ -80,6 +81,8 @@ type daemon struct {
 	ctlL    net.Listener
 	metL    net.Listener
 	started time.Time
+	p4      *p4rt.Server // nil with p4rt listen off (p4rt.go)
+	p4L     net.Listener
 }
 
 // start opens everything that can fail at start, so that a mistake is
@@ -108,10 +111,13 @@ func start(st *settings, log *slog.Logger) (d *daemon, err error) {
 	if err := d.openPorts(); err != nil {
 		return d, err
 	}
-	d.agent = openflow.NewAgent(d.sw, openflow.Options{Logf: func(format string, args ...any) {
+	d.agent = openflow.NewAgent(ofGuard{d.sw, func() *p4rt.Server { return d.p4 }}, openflow.Options{Logf: func(format string, args ...any) {
 		log.Info(fmt.Sprintf(format, args...), "component", "openflow")
 	}, TLSClient: st.tlsClient, TLSServer: st.tlsServer})
-	d.sw.SetController(d.agent)
+	if err := d.startP4RT(); err != nil {
+		return d, err
+	}
+	d.sw.SetController(controllers{of: d.agent, p4: d.p4})
 	if d.ctlL, err = ctl.Listen(st.CtlSocket); err != nil {
 		return d, err
 	}
@@ -169,6 +175,9 @@ func (d *daemon) serve(ctx context.Context) error {
 	if len(targets) > 0 {
 		goRun("openflow", func() error { return d.agent.Run(ctx, targets...) })
 	}
+	if d.p4L != nil {
+		goRun("p4rt", func() error { return d.serveP4RT(ctx) })
+	}
 	goRun("ctl socket", func() error { return ctl.Serve(ctx, d.ctlL, d) })
 	if d.metL != nil {
 		goRun("metrics", func() error { return d.serveMetrics(ctx) })
@@ -197,6 +206,9 @@ func (d *daemon) close() {
 	}
 	if d.metL != nil {
 		d.metL.Close()
+	}
+	if d.p4L != nil {
+		d.p4L.Close()
 	}
 	if d.eng != nil {
 		d.eng.Close()
