@@ -11,6 +11,14 @@
 // gswitchctl show ports|tables|flows|groups|meters|backend|stats reads its
 // state over the control socket.
 //
+// Beside the OpenFlow agent runs the P4Runtime server (controlproto/p4rt,
+// p4rt.go): gswitch's fixed P4 program over gRPC on --p4rt-listen (default
+// 127.0.0.1:9559; off disables it; TLS and client certificates optional).
+// One control plane at a time: a P4Runtime pipeline commit is refused while
+// an OpenFlow controller is connected, and from the commit on the switch's
+// tables 0..3 are the P4 tables, the OpenFlow agent refuses changes (EPERM)
+// and packet-ins go to the P4Runtime primary.
+//
 // Usage:
 //
 //	gswitchd [--config FILE] [--port N=IFNAME]... [--controller tcp:HOST:PORT]...
@@ -18,6 +26,9 @@
 //	         [--backend auto|cpu|gpu] [--gpus LIST] [--max-delay D] [--min-batch N]
 //	         [--batch-size N] [--tables N] [--max-flows N] [--metrics ADDR]
 //	         [--ctl-socket PATH] [--log-level LEVEL] [--print-config]
+//	         [--p4rt-listen HOST:PORT|off] [--p4rt-device-id N] [--p4rt-tls-certificate FILE]
+//	         [--p4rt-tls-private-key FILE] [--p4rt-tls-ca-cert FILE] [--p4rt-require-client-cert]
+//	         [--p4rt-reflection]
 //
 // Configuration comes from three layers: the embedded default
 // (default.yaml), the YAML file of --config (unknown keys are errors; keys
@@ -34,7 +45,7 @@
 // socket (mode 0600) and the metrics listener; then it runs one datapath
 // goroutine per port, one link watcher per port (PORT_STATUS), the flow
 // expiry, the OpenFlow agent (passive listeners and active controllers,
-// reconnecting with back-off), the control socket server and the metrics
+// reconnecting with back-off), the P4Runtime server, the control socket server and the metrics
 // server. Logs are structured (log/slog, text) on stderr. SIGINT or
 // SIGTERM stop it gracefully: the agent's connections close, the ports
 // close (waking their readers), the control socket is removed, the
