@@ -15,6 +15,7 @@
 //	GET /v1/stats    Stats                 the switch's own counters and the daemon's identity
 //	GET /v1/groups   []pipeline.GroupInfo  every group: type, buckets (actions as text), counters
 //	GET /v1/meters   []pipeline.MeterInfo  every meter: flags, bands, counters
+//	GET /v1/neighbours, /v1/l3: the router's, see RouterSource
 //
 // An unknown path gets 404, another method 405, both with a JSON body
 // {"error": "..."}. The protocol is read-only: configuration goes through
@@ -80,8 +81,10 @@ func Handler(src Source) http.Handler {
 	route("/v1/stats", func() any { return src.Stats() })
 	route("/v1/groups", func() any { return src.Groups() })
 	route("/v1/meters", func() any { return src.Meters() })
+	route("/v1/neighbours", func() any { return neighbours(src) })
+	route("/v1/l3", func() any { return l3Counters(src) })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no query %q (want /v1/ports, tables, flows, backend, stats, groups or meters)", r.URL.Path)})
+		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no query %q (want /v1/ports, tables, flows, backend, stats, groups, meters, neighbours or l3)", r.URL.Path)})
 	})
 	return mux
 }
