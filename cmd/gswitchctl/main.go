@@ -27,8 +27,9 @@ Usage:
   gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [flags]
                                                  OpenFlow wildcard classification
   gswitchctl bench p4rt [flags]                  P4Runtime: entries written per second, write-to-visible latency
-  gswitchctl show ports|tables|flows|groups|meters|backend|stats [--socket PATH] [--json]
+  gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3 [--socket PATH] [--json]
                                                  query a running gswitchd (control socket)
+  gswitchctl neighbours [--socket PATH] [--json] the router's neighbour table (show neighbours)
   gswitchctl help                                this text
 
 Run "gswitchctl bench lpm -h" or "gswitchctl bench classify -h" for the flags.
@@ -67,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runBench(args[1:], stdout, stderr)
 	case "show":
 		return runShow(args[1:], stdout, stderr)
+	case "neighbours", "neigh":
+		return runShow(append([]string{"neighbours"}, args[1:]...), stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("%w: unknown command %q", errUsage, args[0])

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gswitch/gswitch/datapath/l3"
 	"github.com/gswitch/gswitch/datapath/pipeline"
 	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
 	"github.com/gswitch/gswitch/gpu"
@@ -31,11 +32,13 @@ Queries a running gswitchd over its control socket. WHAT is one of:
   meters   meters with their bands and counters
   backend  the lookup backend: devices, keys on CPU and device
   stats    the switch's own counters and identity
+  neighbours  the router's neighbour table (also: gswitchctl neighbours, neigh)
+  l3       the router's counters: forwarded, drops by reason, frames it sent
 
 Flags (before or after WHAT):
 `
 
-var showWhats = []string{"ports", "tables", "flows", "groups", "meters", "backend", "stats"}
+var showWhats = []string{"ports", "tables", "flows", "groups", "meters", "backend", "stats", "neighbours", "l3"}
 
 // showArgs splits show's command line: flags may come before or after WHAT.
 func showArgs(args []string, stderr io.Writer) (what, socket string, asJSON bool, err error) {
@@ -106,6 +109,10 @@ func query(ctx context.Context, c *ctl.Client, what string) (any, error) {
 		return c.Meters(ctx)
 	case "backend":
 		return c.Backend(ctx)
+	case "neighbours":
+		return c.Neighbours(ctx)
+	case "l3":
+		return c.L3(ctx)
 	}
 	return c.Stats(ctx)
 }
@@ -126,6 +133,10 @@ func printShow(w io.Writer, v any) {
 		printBackend(w, v)
 	case ctl.Stats:
 		printStats(w, v)
+	case []l3.NeighInfo:
+		printNeighbours(w, v)
+	case l3.Counters:
+		printL3(w, v)
 	}
 }
 
