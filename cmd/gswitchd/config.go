@@ -46,6 +46,7 @@ type Config struct {
 	Metrics     string        `yaml:"metrics"`
 	CtlSocket   string        `yaml:"ctl_socket"`
 	LogLevel    string        `yaml:"log_level"`
+	Router      RouterConfig  `yaml:"router"`
 	P4RT        P4RTConfig    `yaml:"p4rt"`
 }
 
@@ -75,6 +76,7 @@ type settings struct {
 	logLevel  slog.Level
 	tlsClient *tls.Config // for tls:/ssl: controllers; nil without such a target
 	tlsServer *tls.Config // for ptls:/pssl: listeners; nil without such a target
+	router    routerSettings
 	p4rtTLS   *tls.Config // for the P4Runtime server; nil: plain gRPC (p4rt.go)
 }
 
@@ -118,7 +120,9 @@ type flags struct {
 	minBatch, batchSize, tables, maxFlows           int
 	ports, controllers, listen                      multiFlag
 	printConfig                                     bool
+	routerPorts                                     multiFlag
 	p4                                              p4rtFlags
+	neighbours                                      string
 }
 
 func newFlags() *flags {
@@ -144,6 +148,8 @@ func newFlags() *flags {
 	fs.StringVar(&f.ctl, "ctl-socket", "", "control socket for gswitchctl: `PATH` (mode 0600)")
 	fs.StringVar(&f.lv, "log-level", "", "log level: `debug`, info, warn or error")
 	fs.BoolVar(&f.printConfig, "print-config", false, "print the effective configuration as YAML and exit")
+	fs.Var(&f.routerPorts, "router-port", "make a port a router port: `N=ADDR/LEN[,ADDR/LEN...][,table=T][,mac=MAC]` (repeatable; replaces the file's router ports)")
+	fs.StringVar(&f.neighbours, "neighbours", "", "how router ports resolve next hops: `own` (ARP/ND by gswitchd) or kernel (the kernel's neighbour table)")
 	f.p4.register(fs)
 	return f
 }
@@ -195,6 +201,17 @@ func (f *flags) override(c *Config) error {
 	setIf(set, "tls-private-key", &c.TLS.PrivateKey, f.tlsKey)
 	setIf(set, "tls-certificate", &c.TLS.Certificate, f.tlsCert)
 	setIf(set, "tls-ca-cert", &c.TLS.CACert, f.tlsCA)
+	setIf(set, "neighbours", &c.Router.Neighbours, f.neighbours)
+	if f.routerPorts.set {
+		c.Router.Ports = nil
+		for _, v := range f.routerPorts.vals {
+			rp, err := parseRouterPortFlag(v)
+			if err != nil {
+				return err
+			}
+			c.Router.Ports = append(c.Router.Ports, rp)
+		}
+	}
 	f.p4.override(set, &c.P4RT)
 	if set["gpus"] {
 		gpus, err := parseGPUs(f.gpus)
@@ -277,6 +294,9 @@ func check(c Config) (*settings, error) {
 		return nil, err
 	}
 	if st.tlsClient, st.tlsServer, err = loadTLS(c); err != nil {
+		return nil, err
+	}
+	if st.router, err = checkRouter(c.Router, c.Ports); err != nil {
 		return nil, err
 	}
 	if st.p4rtTLS, err = checkP4RT(&c); err != nil {

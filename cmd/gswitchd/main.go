@@ -20,9 +20,11 @@ import (
 	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/controlproto/p4rt"
 	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/gswitch/gswitch/datapath/l3"
 	"github.com/gswitch/gswitch/datapath/pipeline"
 	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
 	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/route"
 )
 
 func main() {
@@ -81,7 +83,9 @@ type daemon struct {
 	ctlL    net.Listener
 	metL    net.Listener
 	started time.Time
-	p4      *p4rt.Server // nil with p4rt listen off (p4rt.go)
+	router  *l3.Router              // nil without router ports (router.go)
+	routes  map[uint32]*route.Table // route tables by id
+	p4      *p4rt.Server            // nil with p4rt listen off (p4rt.go)
 	p4L     net.Listener
 }
 
@@ -101,14 +105,21 @@ func start(st *settings, log *slog.Logger) (d *daemon, err error) {
 	if d.eng, err = gpu.Open(st.Backend, ordinals, st.MinBatch, log); err != nil {
 		return d, fmt.Errorf("backend %s: %w", st.Backend, err)
 	}
+	if err := d.newRouter(); err != nil {
+		return d, err
+	}
 	d.sw, err = pipeline.New(pipeline.Config{
 		DatapathID: st.dpid, Tables: st.Tables, MaxFlows: st.MaxFlows, Classifier: d.eng,
 		FailMode: st.failMode, MaxDelay: st.MaxDelay, BatchSize: st.BatchSize, Logger: log,
+		Router: d.pipelineRouter(),
 	})
 	if err != nil {
 		return d, err
 	}
 	if err := d.openPorts(); err != nil {
+		return d, err
+	}
+	if err := d.startRoutes(); err != nil {
 		return d, err
 	}
 	d.agent = openflow.NewAgent(ofGuard{d.sw, func() *p4rt.Server { return d.p4 }}, openflow.Options{Logf: func(format string, args ...any) {
@@ -171,6 +182,7 @@ func (d *daemon) serve(ctx context.Context) error {
 		goRun("port watch", func() error { d.sw.WatchPort(ctx, no, p.Events()); return nil })
 	}
 	goRun("expiry", func() error { d.sw.RunExpiry(ctx, 250*time.Millisecond); return nil })
+	d.runRouter(ctx, goRun)
 	targets := append(append([]string(nil), d.st.Listen...), d.st.Controllers...)
 	if len(targets) > 0 {
 		goRun("openflow", func() error { return d.agent.Run(ctx, targets...) })
@@ -236,6 +248,9 @@ func (d *daemon) serveMetrics(ctx context.Context) error {
 			return
 		}
 		_ = pipeline.WriteMetrics(w, d.sw)
+		if d.router != nil {
+			_ = d.router.WriteMetrics(w)
+		}
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	stop := context.AfterFunc(ctx, func() { srv.Close() })
