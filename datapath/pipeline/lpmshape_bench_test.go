@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/binary"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"testing"
@@ -21,12 +22,13 @@ import (
 // same run, on batches of 256 packets of random and in-table destinations.
 // Before timing, every key's rule is compared between the two paths.
 func BenchmarkLPMShapedTable(b *testing.B) {
+	benchShaped(b, cpuEngine(b), 256)
+}
+
+// benchShaped installs the BGP table on a switch over eng and times the
+// table stage on batches of each size, by LPM and by tuple search.
+func benchShaped(b *testing.B, eng *gpu.Engine, batches ...int) {
 	v4, _ := fibPrefixes(b)
-	eng, err := gpu.Open("cpu", nil, 0, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { eng.Close() })
 	sw, err := New(Config{Tables: 1, MaxFlows: 1 << 21, Algo: flow.Tuple, Classifier: eng, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
@@ -76,10 +78,9 @@ func BenchmarkLPMShapedTable(b *testing.B) {
 		}
 	}
 
-	const batch = 256
 	w := newWorker(sw)
-	w.pkts = make([]pkt, batch)
-	stage := func(b *testing.B) {
+	stage := func(b *testing.B, batch int) {
+		w.pkts = make([]pkt, batch)
 		b.ReportAllocs()
 		off := 0
 		for b.Loop() {
@@ -96,11 +97,18 @@ func BenchmarkLPMShapedTable(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/pkt")
 		b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds()/1e6, "Mpps")
 	}
-	b.Run("lpm", stage)
-	sw.setLPMServing(false)
-	if tab.lpm.serves() {
-		b.Fatal("LPM serving not turned off")
+	for _, search := range []string{"lpm", "tuple"} {
+		sw.setLPMServing(search == "lpm")
+		if tab.lpm.serves() != (search == "lpm") {
+			b.Fatalf("LPM serving not switched for %s", search)
+		}
+		for _, n := range batches {
+			name := search
+			if len(batches) > 1 {
+				name = fmt.Sprintf("%s/batch=%d", search, n)
+			}
+			b.Run(name, func(b *testing.B) { stage(b, n) })
+		}
 	}
-	b.Run("tuple", stage)
 	sw.setLPMServing(true)
 }

@@ -45,11 +45,22 @@ func fibPrefixes(tb testing.TB) (v4, v6 []netip.Prefix) {
 // shapeSwitch is a switch on a CPU engine for the shape tests.
 func shapeSwitch(tb testing.TB, tables int) *Switch {
 	tb.Helper()
+	return shapeSwitchOn(tb, tables, cpuEngine(tb))
+}
+
+func cpuEngine(tb testing.TB) *gpu.Engine {
+	tb.Helper()
 	eng, err := gpu.Open("cpu", nil, 0, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { eng.Close() })
+	return eng
+}
+
+// shapeSwitchOn is a switch on eng for the shape tests.
+func shapeSwitchOn(tb testing.TB, tables int, eng *gpu.Engine) *Switch {
+	tb.Helper()
 	sw, err := New(Config{DatapathID: 1, Tables: tables, MaxFlows: 1 << 21, Classifier: eng, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		tb.Fatal(err)
@@ -325,9 +336,15 @@ func checkShape(tb testing.TB, sw *Switch, tid int, forms map[flow.Match]refForm
 // every step the shape against brute force and, while LPM serves the
 // table, every lookup against the flow table's.
 func TestLPMShapeRandomFlowMods(t *testing.T) {
-	for seed := uint64(1); seed <= 2; seed++ {
+	runShapeRandom(t, cpuEngine, 2)
+}
+
+// runShapeRandom is TestLPMShapeRandomFlowMods on the engines newEngine
+// makes, one per seed.
+func runShapeRandom(t *testing.T, newEngine func(testing.TB) *gpu.Engine, seeds uint64) {
+	for seed := uint64(1); seed <= seeds; seed++ {
 		g := newShapeGen(t, seed, 12, 6, 12)
-		sw := shapeSwitch(t, 2)
+		sw := shapeSwitchOn(t, 2, newEngine(t))
 		tid := uint8(seed % 2)
 		var breakers []openflow.FlowMod
 		served, broken := 0, 0

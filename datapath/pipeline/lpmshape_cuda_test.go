@@ -1,0 +1,48 @@
+//go:build cuda
+
+package pipeline
+
+import (
+	"testing"
+
+	"github.com/gswitch/gswitch/gpu"
+)
+
+// gpuEngine opens GPU 0 with min-batch 1: every lookup batch, LPM and
+// flow, runs on the device.
+func gpuEngine(tb testing.TB) *gpu.Engine {
+	tb.Helper()
+	eng, err := gpu.Open("gpu", nil, 1, nil)
+	if err != nil {
+		tb.Fatalf("no GPU: %v", err)
+	}
+	tb.Cleanup(func() { eng.Close() })
+	return eng
+}
+
+// TestCUDALPMShapeRandomFlowMods is the random FLOW_MOD property test with
+// the LPM images on a GPU, kept by their bubbles (and whole images after
+// rebuilds): every LPM lookup batch runs on the device and must give the
+// flow table's rule.
+func TestCUDALPMShapeRandomFlowMods(t *testing.T) {
+	var engs []*gpu.Engine
+	runShapeRandom(t, func(tb testing.TB) *gpu.Engine {
+		e := gpuEngine(tb)
+		engs = append(engs, e)
+		return e
+	}, 2)
+	for i, e := range engs {
+		st := e.Stats()
+		t.Logf("engine %d: %+v", i, st)
+		if st.KeysOnDevice == 0 || st.Fallbacks != 0 || len(st.Devices) == 0 || !st.Devices[0].Up || len(st.Devices[0].CPUOnly) != 0 {
+			t.Errorf("engine %d: lookups did not all run on the GPU: %+v", i, st)
+		}
+	}
+}
+
+// BenchmarkCUDALPMShapedTable is BenchmarkLPMShapedTable with every
+// lookup on the GPU (slice API, host copies included), at the pipeline's
+// default batch and at larger ones.
+func BenchmarkCUDALPMShapedTable(b *testing.B) {
+	benchShaped(b, gpuEngine(b), 256, 4096, 16384)
+}
