@@ -101,6 +101,15 @@
 // (Counters, WriteMetrics); per route and per next hop, the route.Entry
 // counters.
 //
+// # What is not here
+//
+// Fragmentation and path MTU: a packet longer than the output port's MTU
+// is sent as it is (the device drops it; no ICMP fragmentation needed /
+// packet too big). ICMP redirects, IPv4 options, the IPv6 hop-by-hop
+// header, router advertisements, multicast routing, VLAN sub-interfaces
+// and proxy ARP. ICMP errors go back out the port the packet came in on
+// to the frame's source MAC, without a route lookup for the sender.
+//
 // # Concurrency
 //
 // Route may run on several ports' goroutines at once: the router's port
