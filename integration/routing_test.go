@@ -286,10 +286,16 @@ func TestRoutedThroughput(t *testing.T) {
 	}
 	g := measure(tp, true)
 	_, cs := d.routerState(t)
+	c := ctl.NewClient(d.ctl)
+	st, err := c.Stats(context.Background())
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ktp := newKernelRouterTopo(t, 2)
 	k := measure(ktp, false)
-	t.Logf("RESULT routed forwarding, gswitchd (%s backend): TCP IPv4 %.2f Gbit/s, TCP IPv6 %.2f Gbit/s, UDP 64 B %.0f packets/s received",
-		"auto", g.tcp4, g.tcp6, g.udpPPS)
+	t.Logf("RESULT routed forwarding, gswitchd (backend %s): TCP IPv4 %.2f Gbit/s, TCP IPv6 %.2f Gbit/s, UDP 64 B %.0f packets/s received",
+		st.Backend, g.tcp4, g.tcp6, g.udpPPS)
 	t.Logf("RESULT routed forwarding, Linux kernel (ip_forward=1): TCP IPv4 %.2f Gbit/s, UDP 64 B %.0f packets/s received", k.tcp4, k.udpPPS)
 	t.Logf("router drops %v", nonZero(cs.Drops))
 	if g.tcp4 <= 0 || g.tcp6 <= 0 || g.udpPPS <= 0 {
