@@ -1,0 +1,63 @@
+// Package kernelfib mirrors one Linux kernel routing table into a
+// route.Table, so that `ip route`, BIRD or FRR drive gswitch's routes.
+//
+// # What
+//
+// A Mirror subscribes over netlink (github.com/vishvananda/netlink) to the
+// IPv4 and IPv6 route groups of a network namespace, keeps the messages of
+// its kernel table id (1..2^32-1; 254 is main), loads a full dump of that
+// table, and then applies every RTM_NEWROUTE and RTM_DELROUTE. Unicast
+// routes are mirrored, with their next hops: a gateway (or none: on-link),
+// the output interface mapped to the gswitch port attached to it
+// (Config.PortOf), and for multipath routes (RTA_MULTIPATH) one weighted
+// next hop per path (rtnh_hops+1), which the datapath spreads flows over
+// (route.Entry.Pick). Next hops are kept in a canonical order (port, then
+// gateway), so that the order the kernel lists them in does not matter.
+//
+// Skipped by design, and counted (Stats.Skipped): routes that are not
+// unicast (local, broadcast, blackhole, unreachable, prohibit, ...), TOS
+// routes, and routes with a next hop through an interface that is no
+// gswitch port (gswitch could not forward the share of flows the kernel
+// sends there). Rejected, counted and logged (Stats.Rejected): malformed
+// messages and next hops through another address family (RFC 5549 "via"),
+// and routes the route.Table refuses; a rejected route leaves the table
+// as it was.
+//
+// # Several routes per prefix
+//
+// The kernel keeps several routes for one prefix when their metrics differ
+// and forwards with the lowest; the mirror keeps them all and installs that
+// one, so deleting it brings the next one in, as in the kernel. IPv6 keeps a
+// multipath route's paths as siblings: an append (or an add of an existing
+// prefix and metric) adds next hops, and a delete naming some of them
+// removes only those; IPv4 multipath routes always come whole. An IPv4
+// "ip route append" of an existing prefix and metric adds a route the kernel
+// does not use while the first exists; it is skipped.
+//
+// # Overflow and resync
+//
+// Netlink multicast is lossy: when the subscription socket's receive buffer
+// is full, the kernel drops messages and the next read fails with ENOBUFS.
+// The subscription then ends; the mirror counts an overflow, subscribes again
+// (before dumping, so no change falls between the dump and the
+// subscription), loads a fresh dump, and hands it to route.Table.Replace,
+// which changes only the routes that differ (one update per family to the
+// table's mirrors, so a lookup batch sees the old table or the new one).
+// Messages that arrive during or after the dump are applied on top, which
+// converges because they are applied in order. Config.ReceiveBuffer sets
+// the buffer (tests make it tiny to force the overflow). Routes of other
+// sources in the same route.Table are left alone by a resync unless a
+// kernel route holds their prefix.
+//
+// # How it is checked
+//
+// The tests run in fresh network namespaces (root): veth interfaces mapped
+// to ports, and routes added, replaced, appended and deleted with netlink
+// and with iproute2 in a dedicated table; after each step the route.Table
+// must equal the table that `ip -j route show table N` prints (converted
+// independently). A burst of thousands of routes into a socket with a tiny
+// buffer must overflow, resync and end equal to the kernel's table. The
+// full BGP table of ../shared/data/fib goes through the kernel (a large
+// sample under -race) and lookups are checked against a brute-force
+// reference.
+package kernelfib
