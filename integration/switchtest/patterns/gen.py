@@ -24,6 +24,10 @@ table-0 flow, before the group or the meter under test. What passes the
 regulator is REG packets/s however slow the sender, as long as it sends
 more than that; the regulator is itself a meter test.
 
+Each file's single-packet tests go to NAME.json (quick: the CI subset
+runs them), its rate tests to NAME_rate.json (6 to 12 s each: the full
+run, GSWITCH_SWITCHTEST=full).
+
 Run: integration/switchtest/patterns/gen.py (rewrites the .json files).
 """
 import json
@@ -255,13 +259,25 @@ def meter_files():
     return files
 
 
+def is_rate(t):
+    return any(isinstance(c["ingress"], dict) for c in t["tests"])
+
+
 def main():
+    """Writes each file's single-packet tests to NAME.json (a second or
+    so each: the CI subset runs them) and its rate tests to NAME_rate.json
+    (6 to 12 s each: the full run)."""
     for folder, files in [("group", group_files()), ("meter", meter_files())]:
         os.makedirs(os.path.join(HERE, folder), exist_ok=True)
         for name, content in files.items():
-            with open(os.path.join(HERE, folder, name), "w") as f:
-                json.dump(content, f, indent=1)
-                f.write("\n")
+            desc, tests = content[0], content[1:]
+            base = name[:-len(".json")]
+            for suffix, part in [("", [t for t in tests if not is_rate(t)]), ("_rate", [t for t in tests if is_rate(t)])]:
+                if not part:
+                    continue
+                with open(os.path.join(HERE, folder, base + suffix + ".json"), "w") as f:
+                    json.dump([desc + (" (rate)" if suffix else "")] + part, f, indent=1)
+                    f.write("\n")
 
 
 if __name__ == "__main__":
