@@ -62,8 +62,8 @@ func TestLPMShapedTableWithOvsOfctl(t *testing.T) {
 	if ti.Search != "lpm" || !strings.HasSuffix(strings.TrimSpace(row), "lpm") {
 		t.Fatalf("routing table not served by LPM: show tables row %q, %+v", row, ti.LPM)
 	}
-	if ti.LPM.Rules != 4 || ti.LPM.Groups != 2 {
-		t.Errorf("LPM info %+v: want 4 prefix rules in 2 groups (IPv4; IPv6 for the table-miss)", ti.LPM)
+	if ti.LPM.Rules != 4 || ti.LPM.Groups != 2 || ti.LPM.Images != 1 {
+		t.Errorf("LPM info %+v: want 4 prefix rules in 2 groups (IPv4; IPv6 for the table-miss), one LPM image", ti.LPM)
 	}
 	if err := tp.ping(t, 1, "10.9.1.3", 3); err != nil {
 		t.Fatalf("10.9.1.3 by its /24: %v", err)

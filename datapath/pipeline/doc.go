@@ -143,15 +143,21 @@
 // LPM again when the shape is back (both logged; counted in
 // TableInfo.LPM.Transitions and gswitch_table_lpm_transitions_total).
 //
-// The LPM tables are kept whether or not the table is served by them, so
-// a return costs nothing: each is loaded into the Classifier as gpu.LPM4
-// or gpu.LPM6 under gpu.TableID 1<<24 | table<<16 | group slot (above the
-// flow tables' 0..253 and the router's 1<<20 + ...), and its bubbles are
-// applied in the same write-locked change as the flow table's, so a
-// BARRIER_REPLY follows LPM images that are current. In the table stage a
-// batch of an LPM-shaped table is split by family and group: every IPv4
-// (IPv6) packet is looked up in the wildcard group's image and, if its
-// in_port has a group, in that one too (Classifier.LookupLPM4/6, batched
+// A group's LPM table is built (lpm.Build from its prefixes) the first
+// time the table is LPM-shaped while the group holds a prefix longer than
+// /0, and kept from then on whether or not the table is served by it, so
+// a return costs nothing; a group of /0 rules alone (a table-miss entry,
+// an eth_type-only rule) needs no image: its best rule answers every
+// packet of the family. Each image is loaded into the Classifier as
+// gpu.LPM4 or gpu.LPM6 under gpu.TableID 1<<24 | table<<16 | group slot
+// (above the flow tables' 0..253 and the router's 1<<20 + ...; a removed
+// group's slot gets a tiny empty image, since a Classifier cannot drop a
+// table), and its bubbles are applied in the same write-locked change as
+// the flow table's, so a BARRIER_REPLY follows LPM images that are
+// current. In the table stage a batch of an LPM-shaped table is split by
+// family and group: every IPv4 (IPv6) packet is looked up in the wildcard
+// group (its image, or its /0 rule) and, if its in_port has a group, in
+// that one too (Classifier.LookupLPM4/6, batched
 // per group, to the GPU for large batches); a packet takes the better
 // ranked of the answers (on one chain of prefixes the longer one), a
 // packet of neither family the best any-family rule of its in_port. The

@@ -153,17 +153,22 @@ var zeroPrefix = [2]netip.Prefix{netip.PrefixFrom(netip.IPv4Unspecified(), 0), n
 
 // lpmGroup is the rules of one family with one in_port key: per prefix
 // the rules there, best rank first; their priority trie; and the LPM table
-// whose leaf at a prefix is that prefix's best rule + 1.
+// whose leaf at a prefix is that prefix's best rule + 1. The LPM table is
+// made when the flow table is LPM-shaped and the group holds a prefix
+// longer than /0; a group of /0 rules alone (the table-miss entry's, say)
+// has none and answers every packet with def.
 type lpmGroup struct {
-	fam    lpm.Family
-	port   uint64
-	slot   int
-	at     map[netip.Prefix][]flow.RuleID
-	trie   prioTrie
-	lt     *lpm.Table
-	dirty  bool // bubbles not yet applied to the classifier
-	broken bool // the classifier holds no current image of it
-	dead   bool // removed; its slot is free
+	fam      lpm.Family
+	port     uint64
+	slot     int
+	at       map[netip.Prefix][]flow.RuleID
+	def      flow.RuleID // the best rule at /0 (flow.NoMatch: none)
+	specific int         // prefixes longer than /0 in at
+	trie     prioTrie
+	lt       *lpm.Table // nil until needed (see above)
+	dirty    bool       // bubbles not yet applied to the classifier
+	broken   bool       // the classifier holds no current image of it
+	dead     bool       // removed; its slot is free
 }
 
 func (g *lpmGroup) id(tid uint8) gpu.TableID { return lpmTableID(tid, g.slot) }
@@ -195,6 +200,7 @@ type lpmShape struct {
 	famRules  int       // live rules with an eth_type (at least one makes a table LPM-shaped)
 	conflicts int       // trie nodes whose priorities break longest-prefix order
 	broken    int       // groups whose image the classifier does not hold
+	unbuilt   int       // groups with prefixes longer than /0 but no LPM table yet
 	fams      [2]lpmFamily
 	anyIP     map[uint64][]flow.RuleID // any-family rules by in_port key, best first
 	bySlot    []*lpmGroup
@@ -254,10 +260,10 @@ func newLPMShape(tid uint8, cls lpmClassifier, log *slog.Logger) *lpmShape {
 // serves reports whether lookups of the table go to its LPM tables.
 func (l *lpmShape) serves() bool { return l.serving }
 
-// shaped says whether the table is LPM-shaped now: only LPM-form rules, at
-// least one with an eth_type, no priority conflict, every image current.
+// shaped says whether the table is LPM-shaped: only LPM-form rules, at
+// least one with an eth_type, no priority conflict (its images aside).
 func (l *lpmShape) shaped() bool {
-	return !l.off && l.foreign == 0 && l.famRules > 0 && l.conflicts == 0 && l.broken == 0
+	return !l.off && l.foreign == 0 && l.famRules > 0 && l.conflicts == 0
 }
 
 // better reports whether rule a ranks above rule b (flow.Rank).
@@ -352,7 +358,7 @@ func (l *lpmShape) group(fam lpm.Family, port uint64, create bool) *lpmGroup {
 	if g != nil || !create {
 		return g
 	}
-	g = &lpmGroup{fam: fam, port: port, at: map[netip.Prefix][]flow.RuleID{}, trie: newPrioTrie(&l.conflicts)}
+	g = &lpmGroup{fam: fam, port: port, at: map[netip.Prefix][]flow.RuleID{}, def: flow.NoMatch, trie: newPrioTrie(&l.conflicts)}
 	if n := len(l.freeSlots); n > 0 {
 		g.slot, l.freeSlots = l.freeSlots[n-1], l.freeSlots[:n-1]
 		l.bySlot[g.slot] = g
@@ -366,17 +372,28 @@ func (l *lpmShape) group(fam lpm.Family, port uint64, create bool) *lpmGroup {
 	} else {
 		fa.ports[uint32(port)] = g
 	}
-	lt, err := lpm.New(fam, lpm.Options{})
+	return g
+}
+
+// build makes a group's LPM table from its prefixes and loads its image
+// into the classifier.
+func (l *lpmShape) build(g *lpmGroup) {
+	routes := make([]lpm.Route, 0, len(g.at))
+	for p, list := range g.at {
+		routes = append(routes, lpm.Route{Prefix: p, NextHop: uint32(list[0]) + 1})
+	}
+	lt, err := lpm.Build(g.fam, routes, lpm.Options{})
 	if err == nil {
-		g.lt = lt
 		err = l.cls.Load(g.id(l.tid), g.kind(), lt.Mirror().Sync().Full)
 	}
+	l.unbuilt--
 	if err != nil {
-		l.log.Error("pipeline: LPM image of a flow table not loaded; the classifier serves the table", "table", l.tid, "family", fam, "err", err)
+		l.log.Error("pipeline: LPM image of a flow table not loaded; the classifier serves the table", "table", l.tid, "family", g.fam, "err", err)
 		g.broken = true
 		l.broken++
+		return
 	}
-	return g
+	g.lt = lt
 }
 
 // dropGroup removes an empty group: its slot is freed and an empty image
@@ -395,7 +412,12 @@ func (l *lpmShape) dropGroup(g *lpmGroup) {
 	l.bySlot[g.slot] = nil
 	l.freeSlots = append(l.freeSlots, g.slot)
 	l.groups--
-	if lt, err := lpm.New(g.fam, lpm.Options{}); err == nil {
+	if g.lt == nil {
+		return
+	}
+	// The classifier cannot drop a table: a tiny empty image (no free
+	// nodes) takes the place of the old one until the slot is reused.
+	if lt, err := lpm.New(g.fam, lpm.Options{MinFree: -1, HeadRoom: -1}); err == nil {
 		_ = l.cls.Load(g.id(l.tid), g.kind(), lt.Mirror().Sync().Full)
 	}
 }
@@ -425,6 +447,7 @@ func (l *lpmShape) place(fam lpm.Family, port uint64, p netip.Prefix, id flow.Ru
 		g.at[p] = list
 		mx, mn = int32(l.forms[list[0]].prio), int32(l.forms[list[len(list)-1]].prio)
 	}
+	l.count(g, p, head, list)
 	l.setLeaf(g, p, head, list)
 	hi, lo, plen := prefixBits(p)
 	g.trie.set(hi, lo, plen, mn, mx, delta)
@@ -446,10 +469,33 @@ func (l *lpmShape) place(fam lpm.Family, port uint64, p netip.Prefix, id flow.Ru
 	}
 }
 
+// count keeps the group's default rule and its count of prefixes longer
+// than /0 after p's list changed (old: its previous best rule).
+func (l *lpmShape) count(g *lpmGroup, p netip.Prefix, old flow.RuleID, list []flow.RuleID) {
+	if p.Bits() == 0 {
+		g.def = flow.NoMatch
+		if len(list) > 0 {
+			g.def = list[0]
+		}
+		return
+	}
+	d := 0
+	switch {
+	case old == flow.NoMatch && len(list) > 0:
+		d = 1
+	case old != flow.NoMatch && len(list) == 0:
+		d = -1
+	}
+	g.specific += d
+	if g.lt == nil && !g.broken && (d == 1 && g.specific == 1 || d == -1 && g.specific == 0) {
+		l.unbuilt += d
+	}
+}
+
 // setLeaf writes the LPM leaf of prefix p after its list changed (old: the
 // previous best rule).
 func (l *lpmShape) setLeaf(g *lpmGroup, p netip.Prefix, old flow.RuleID, list []flow.RuleID) {
-	if g.broken {
+	if g.broken || g.lt == nil {
 		return
 	}
 	var err error
@@ -498,7 +544,15 @@ func (l *lpmShape) sync() {
 	}
 	clear(l.dirty)
 	l.dirty = l.dirty[:0]
-	now := l.shaped()
+	shaped := l.shaped()
+	if shaped && l.unbuilt > 0 {
+		for _, g := range l.bySlot {
+			if g != nil && g.lt == nil && !g.broken && g.specific > 0 {
+				l.build(g)
+			}
+		}
+	}
+	now := shaped && l.broken == 0 && l.unbuilt == 0
 	if now == l.serving {
 		return
 	}
@@ -525,14 +579,15 @@ func (l *lpmShape) search(algo flow.Algo) string {
 // LPMInfo describes a flow table's LPM shape, for the control socket and
 // metrics.
 type LPMInfo struct {
-	Shaped      bool   `json:"shaped"`           // served by LPM now
-	Rules       int    `json:"rules"`            // rules of the LPM form with an eth_type
-	Foreign     int    `json:"foreign"`          // rules of another form
-	Conflicts   int    `json:"conflicts"`        // prefixes whose priorities break longest-prefix order
-	Groups      int    `json:"groups"`           // LPM tables (family x in_port key)
-	Prefixes    int    `json:"prefixes"`         // prefixes in them
-	Transitions uint64 `json:"transitions"`      // changes between LPM and classifier serving
-	Broken      int    `json:"broken,omitempty"` // LPM images the classifier does not hold
+	Shaped      bool   // served by LPM now
+	Rules       int    // rules of the LPM form with an eth_type
+	Foreign     int    // rules of another form
+	Conflicts   int    // trie nodes whose priorities break longest-prefix order
+	Groups      int    // rule groups (family x in_port key)
+	Images      int    // groups with an LPM table (the others hold /0 rules only)
+	Prefixes    int    // prefixes in the groups
+	Transitions uint64 // changes between LPM and classifier serving
+	Broken      int    // groups whose image the classifier does not hold
 }
 
 func (l *lpmShape) info() LPMInfo {
@@ -541,6 +596,9 @@ func (l *lpmShape) info() LPMInfo {
 	for _, g := range l.bySlot {
 		if g != nil {
 			in.Prefixes += len(g.at)
+			if g.lt != nil {
+				in.Images++
+			}
 		}
 	}
 	return in
@@ -610,23 +668,23 @@ func (l *lpmShape) lookup(keys []flow.Key, out []flow.RuleID) error {
 		switch k[keyEthType.Word] >> keyEthType.Shift & 0xffff {
 		case flow.EthTypeIPv4:
 			a := k[keyIPv4Dst.Word]
-			if v4.wild != nil {
-				sc.batch(v4.wild.slot).add4(i, a)
+			if g := v4.wild; g != nil {
+				l.route4(sc, g, i, a, out)
 			}
 			if len(v4.ports) > 0 {
 				if g := v4.ports[port]; g != nil {
-					sc.batch(g.slot).add4(i, a)
+					l.route4(sc, g, i, a, out)
 				}
 			}
 		case flow.EthTypeIPv6:
 			p := keyIPv6Dst
 			a := lpm.Addr6{Hi: uint64(k[p[0].Word])<<32 | uint64(k[p[1].Word]), Lo: uint64(k[p[2].Word])<<32 | uint64(k[p[3].Word])}
-			if v6.wild != nil {
-				sc.batch(v6.wild.slot).add6(i, a)
+			if g := v6.wild; g != nil {
+				l.route6(sc, g, i, a, out)
 			}
 			if len(v6.ports) > 0 {
 				if g := v6.ports[port]; g != nil {
-					sc.batch(g.slot).add6(i, a)
+					l.route6(sc, g, i, a, out)
 				}
 			}
 		default:
@@ -643,6 +701,34 @@ func (l *lpmShape) lookup(keys []flow.Key, out []flow.RuleID) error {
 	}
 	sc.used = sc.used[:0]
 	return err
+}
+
+// route4 sends packet i to g's batch, or gives it g's default rule when g
+// has no LPM table (its rules are all /0).
+func (l *lpmShape) route4(sc *lpmScratch, g *lpmGroup, i int, a uint32, out []flow.RuleID) {
+	if g.lt == nil {
+		l.merge(out, i, g.def)
+		return
+	}
+	sc.batch(g.slot).add4(i, a)
+}
+
+func (l *lpmShape) route6(sc *lpmScratch, g *lpmGroup, i int, a lpm.Addr6, out []flow.RuleID) {
+	if g.lt == nil {
+		l.merge(out, i, g.def)
+		return
+	}
+	sc.batch(g.slot).add6(i, a)
+}
+
+// merge makes id packet i's rule if it ranks better. Both groups' answers
+// match the packet and lie on one chain of prefixes, where the shape makes
+// the longer one rank higher: the better rank is the longer prefix (or
+// the same prefix's best).
+func (l *lpmShape) merge(out []flow.RuleID, i int, id flow.RuleID) {
+	if id != flow.NoMatch && (out[i] == flow.NoMatch || l.better(id, out[i])) {
+		out[i] = id
+	}
 }
 
 func (b *lpmBatch) add4(i int, a uint32) {
@@ -669,15 +755,8 @@ func (l *lpmShape) lookupGroup(g *lpmGroup, b *lpmBatch, out []flow.RuleID) erro
 		return fmt.Errorf("pipeline: table %d: LPM lookup (%v, slot %d): %w", l.tid, g.fam, g.slot, err)
 	}
 	for j, leaf := range b.res {
-		if leaf == 0 {
-			continue
-		}
-		id, i := flow.RuleID(leaf-1), b.idx[j]
-		// Both groups' answers match the packet and lie on one chain of
-		// prefixes, where the shape makes the longer one rank higher: the
-		// better rank is the longer prefix (or the same prefix's best).
-		if cur := out[i]; cur == flow.NoMatch || l.better(id, cur) {
-			out[i] = id
+		if leaf != 0 {
+			l.merge(out, int(b.idx[j]), flow.RuleID(leaf-1))
 		}
 	}
 	return nil

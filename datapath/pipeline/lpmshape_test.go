@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/binary"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -801,4 +802,33 @@ func bitsOnes32(x uint32) int {
 		n++
 	}
 	return n
+}
+
+// TestLPMShapeImagesOnlyWhenNeeded: a table that is not LPM-shaped gets no
+// LPM image, nor does a group of /0 rules alone; an image made stays (and
+// is kept current) while the shape is broken.
+func TestLPMShapeImagesOnlyWhenNeeded(t *testing.T) {
+	r := newRig(t, 3, FailSecure)
+	for p := uint32(1); p <= 3; p++ {
+		routerFlow(t, r, fmt.Sprintf("in_port=%d", p), 10, p%3+1, openflow.FlowAdd)
+	}
+	routerFlow(t, r, "eth_type=0x0800,ip_proto=6", 5, 1, openflow.FlowAdd)
+	routerFlow(t, r, "eth_type=0x0800,ipv4_dst=10.0.0.0/8", 20, 1, openflow.FlowAdd)
+	if in := r.sw.TableInfos()[0].LPM; in.Shaped || in.Images != 0 || in.Groups != 7 {
+		t.Fatalf("in_port table with a foreign rule: %+v, want 7 groups and no image", in)
+	}
+	routerFlow(t, r, "eth_type=0x0800,ip_proto=6", 5, 0, openflow.FlowDeleteStrict)
+	if in := r.sw.TableInfos()[0].LPM; !in.Shaped || in.Images != 1 {
+		t.Fatalf("without it: %+v, want LPM with one image (the IPv4 /8's group)", in)
+	}
+	routerFlow(t, r, "eth_type=0x0800,ip_proto=6", 5, 1, openflow.FlowAdd)
+	routerFlow(t, r, "eth_type=0x0800,ipv4_dst=10.1.0.0/16", 30, 2, openflow.FlowAdd)
+	routerFlow(t, r, "eth_type=0x0800,ip_proto=6", 5, 0, openflow.FlowDeleteStrict)
+	if in := r.sw.TableInfos()[0].LPM; !in.Shaped || in.Images != 1 || in.Prefixes != 8 {
+		t.Fatalf("after a route added while not shaped: %+v, want LPM, one image, 8 prefixes (6 /0 of the in_port rules)", in)
+	}
+	r.sw.Process(1, [][]byte{udpFrame(t, "10.9.9.9", "10.1.2.3")})
+	if n := len(r.devs[1].take()); n != 1 {
+		t.Fatalf("10.1.2.3: port 2 got %d frames, want 1 (the /16 added while the classifier served)", n)
+	}
 }
