@@ -14,6 +14,9 @@ func FuzzProcess(f *testing.F) {
 	f.Add(make([]byte, 14))
 	f.Add([]byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x81, 0x00, 0x20, 0x05, 0x08, 0x00, 0x45, 0, 0, 20})
 	f.Add([]byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x86, 0xdd, 0x60, 0, 0, 0, 0, 8, 17, 64})
+	// eth/ipv4/sctp with a total length beyond the frame.
+	f.Add([]byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00, 0x45, 0, 0x01, 0, 0, 0, 0, 0, 64, 132, 0, 0,
+		10, 0, 0, 1, 10, 0, 0, 2, 0x2b, 0x67, 0x08, 0xae, 0, 0, 0, 1, 0xde, 0xad, 0xbe, 0xef})
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		r := fuzzRig(t)
 		r.sw.Process(1, [][]byte{append([]byte(nil), frame...)})
@@ -34,6 +37,8 @@ var editActions = []openflow.Action{
 	{Kind: openflow.ActSetField, Field: flow.FieldIPECN, Value: []byte{1}},
 	{Kind: openflow.ActSetField, Field: flow.FieldTCPDst, Value: []byte{0, 80}},
 	{Kind: openflow.ActSetField, Field: flow.FieldUDPSrc, Value: []byte{0, 53}},
+	{Kind: openflow.ActSetField, Field: flow.FieldSCTPSrc, Value: []byte{0x30, 0x39}},
+	{Kind: openflow.ActSetField, Field: flow.FieldSCTPDst, Value: []byte{0x1a, 0x85}},
 	{Kind: openflow.ActDecNwTTL},
 	{Kind: openflow.ActSetNwTTL, TTL: 9},
 	{Kind: openflow.ActPopVLAN},
@@ -56,7 +61,7 @@ func TestProcessShortFrames(t *testing.T) {
 	r := fuzzRig(t)
 	full := udpFrame(t, "10.0.0.1", "10.0.0.2")
 	tagged, _ := pushVLAN(append([]byte(nil), full...), 0x8100)
-	for _, f := range [][]byte{full, tagged} {
+	for _, f := range [][]byte{full, tagged, sctpFrame(t, false, 1, 2), sctpFrame(t, true, 1, 2)} {
 		for n := 0; n <= len(f); n++ {
 			r.sw.Process(1, [][]byte{append([]byte(nil), f[:n]...)})
 		}
