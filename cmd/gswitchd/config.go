@@ -30,24 +30,26 @@ var defaultConfig []byte
 
 // Config is gswitchd's configuration (the YAML file's schema).
 type Config struct {
-	DatapathID  string        `yaml:"datapath_id"`
-	Ports       []PortConfig  `yaml:"ports"`
-	Controllers []string      `yaml:"controllers"`
-	Listen      []string      `yaml:"listen"`
-	TLS         TLSConfig     `yaml:"tls"`
-	FailMode    string        `yaml:"fail_mode"`
-	Backend     string        `yaml:"backend"`
-	GPUs        []int         `yaml:"gpus"`
-	MaxDelay    time.Duration `yaml:"max_delay"`
-	MinBatch    int           `yaml:"min_batch"`
-	BatchSize   int           `yaml:"batch_size"`
-	Tables      int           `yaml:"tables"`
-	MaxFlows    int           `yaml:"max_flows"`
-	Metrics     string        `yaml:"metrics"`
-	CtlSocket   string        `yaml:"ctl_socket"`
-	LogLevel    string        `yaml:"log_level"`
-	Router      RouterConfig  `yaml:"router"`
-	P4RT        P4RTConfig    `yaml:"p4rt"`
+	DatapathID  string              `yaml:"datapath_id"`
+	Ports       []PortConfig        `yaml:"ports"`
+	Controllers []string            `yaml:"controllers"`
+	Listen      []string            `yaml:"listen"`
+	TLS         TLSConfig           `yaml:"tls"`
+	FailMode    string              `yaml:"fail_mode"`
+	Backend     string              `yaml:"backend"`
+	GPUs        []int               `yaml:"gpus"`
+	MaxDelay    time.Duration       `yaml:"max_delay"`
+	MinBatch    int                 `yaml:"min_batch"`
+	BatchSize   int                 `yaml:"batch_size"`
+	Tables      int                 `yaml:"tables"`
+	MaxFlows    int                 `yaml:"max_flows"`
+	Metrics     string              `yaml:"metrics"`
+	CtlSocket   string              `yaml:"ctl_socket"`
+	LogLevel    string              `yaml:"log_level"`
+	Router      RouterConfig        `yaml:"router"`
+	P4RT        P4RTConfig          `yaml:"p4rt"`
+	Routes      []StaticRouteConfig `yaml:"routes"`
+	KernelFIB   KernelFIBConfig     `yaml:"kernel_fib"`
 }
 
 // TLSConfig holds the files for OpenFlow over TLS ("tls:"/"ssl:"
@@ -122,6 +124,7 @@ type flags struct {
 	printConfig                                     bool
 	routerPorts                                     multiFlag
 	p4                                              p4rtFlags
+	rt                                              routesFlags
 	neighbours                                      string
 }
 
@@ -151,6 +154,7 @@ func newFlags() *flags {
 	fs.Var(&f.routerPorts, "router-port", "make a port a router port: `N=ADDR/LEN[,ADDR/LEN...][,table=T][,mac=MAC]` (repeatable; replaces the file's router ports)")
 	fs.StringVar(&f.neighbours, "neighbours", "", "how router ports resolve next hops: `own` (ARP/ND by gswitchd) or kernel (the kernel's neighbour table)")
 	f.p4.register(fs)
+	f.rt.register(fs)
 	return f
 }
 
@@ -213,6 +217,7 @@ func (f *flags) override(c *Config) error {
 		}
 	}
 	f.p4.override(set, &c.P4RT)
+	f.rt.override(set, &c.KernelFIB)
 	if set["gpus"] {
 		gpus, err := parseGPUs(f.gpus)
 		if err != nil {
@@ -300,6 +305,12 @@ func check(c Config) (*settings, error) {
 		return nil, err
 	}
 	if st.p4rtTLS, err = checkP4RT(&c); err != nil {
+		return nil, err
+	}
+	if _, err := staticRoutes(&c); err != nil {
+		return nil, err
+	}
+	if err := checkKernelFIB(&c); err != nil {
 		return nil, err
 	}
 	return st, checkNumbers(&c)

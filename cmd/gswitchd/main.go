@@ -74,19 +74,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // daemon is a started gswitchd: its engine, switch, ports and agent.
 type daemon struct {
-	st      *settings
-	log     *slog.Logger
-	eng     *gpu.Engine
-	sw      *pipeline.Switch
-	agent   *openflow.Agent
-	ports   map[uint32]*afpacket.Port
-	ctlL    net.Listener
-	metL    net.Listener
-	started time.Time
-	router  *l3.Router              // nil without router ports (router.go)
-	routes  map[uint32]*route.Table // route tables by id
-	p4      *p4rt.Server            // nil with p4rt listen off (p4rt.go)
-	p4L     net.Listener
+	st           *settings
+	log          *slog.Logger
+	eng          *gpu.Engine
+	sw           *pipeline.Switch
+	agent        *openflow.Agent
+	ports        map[uint32]*afpacket.Port
+	ctlL         net.Listener
+	metL         net.Listener
+	started      time.Time
+	router       *l3.Router              // nil without router ports (router.go)
+	routes       map[uint32]*route.Table // route tables by id
+	routeSources                         // static routes and the kernel FIB mirror (routes.go)
+	p4           *p4rt.Server            // nil with p4rt listen off (p4rt.go)
+	p4L          net.Listener
 }
 
 // start opens everything that can fail at start, so that a mistake is
@@ -120,6 +121,12 @@ func start(st *settings, log *slog.Logger) (d *daemon, err error) {
 		return d, err
 	}
 	if err := d.startRoutes(); err != nil {
+		return d, err
+	}
+	if err := d.startStaticRoutes(); err != nil {
+		return d, err
+	}
+	if err := d.startKernelFIB(); err != nil {
 		return d, err
 	}
 	d.agent = openflow.NewAgent(ofGuard{d.sw, func() *p4rt.Server { return d.p4 }}, openflow.Options{Logf: func(format string, args ...any) {
@@ -183,6 +190,7 @@ func (d *daemon) serve(ctx context.Context) error {
 	}
 	goRun("expiry", func() error { d.sw.RunExpiry(ctx, 250*time.Millisecond); return nil })
 	d.runRouter(ctx, goRun)
+	d.runKernelFIB(ctx, goRun)
 	targets := append(append([]string(nil), d.st.Listen...), d.st.Controllers...)
 	if len(targets) > 0 {
 		goRun("openflow", func() error { return d.agent.Run(ctx, targets...) })
