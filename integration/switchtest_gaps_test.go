@@ -122,4 +122,3 @@ func pingTTL(tp *topo, from int, dst string, ttl int) error {
 	}
 	return nil
 }
-
