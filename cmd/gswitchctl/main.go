@@ -8,6 +8,7 @@
 //	gswitchctl bench p4rt [--entries N] [--batches 1,100,10000] [--samples N] [--tables acl,ipv4_lpm] [--backend cpu|gpu] [--json]
 //
 //	gswitchctl show ports|tables|flows|groups|meters|backend|stats [--socket PATH] [--json]
+//	gswitchctl routes [--socket PATH] [--json] [--table N]
 //
 // Run a command with -h for all of its flags.
 package main
@@ -30,6 +31,8 @@ Usage:
   gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3 [--socket PATH] [--json]
                                                  query a running gswitchd (control socket)
   gswitchctl neighbours [--socket PATH] [--json] the router's neighbour table (show neighbours)
+  gswitchctl routes [--socket PATH] [--json] [--table N]
+                                                 route tables: routes, next hops, counters
   gswitchctl help                                this text
 
 Run "gswitchctl bench lpm -h" or "gswitchctl bench classify -h" for the flags.
@@ -70,6 +73,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runShow(args[1:], stdout, stderr)
 	case "neighbours", "neigh":
 		return runShow(append([]string{"neighbours"}, args[1:]...), stdout, stderr)
+	case "routes":
+		return runRoutes(args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("%w: unknown command %q", errUsage, args[0])

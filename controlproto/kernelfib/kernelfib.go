@@ -245,6 +245,7 @@ func (m *Mirror) resync() error {
 		return err
 	}
 	m.byPrefix = make(map[netip.Prefix][]kroute, len(krs))
+	m.nroutes.Store(0)
 	n := 0
 	for i := range krs {
 		kr, ok := m.convert(&krs[i])
@@ -274,7 +275,6 @@ func (m *Mirror) resync() error {
 		m.adds.Add(after.Adds - before.Adds + after.Changes - before.Changes)
 		m.deletes.Add(after.Deletes - before.Deletes)
 	}
-	m.nroutes.Store(int64(m.countRoutes()))
 	m.resyncs.Add(1)
 	m.log.Info("kernel FIB mirror: loaded a dump", "table", m.cfg.Table, "kernel_routes", n, "installed", m.tb.Len())
 	m.mu.Lock()
@@ -302,14 +302,6 @@ func (m *Mirror) resyncEach(want []route.Route) {
 	for _, r := range want {
 		m.install(r)
 	}
-}
-
-func (m *Mirror) countRoutes() int {
-	n := 0
-	for _, l := range m.byPrefix {
-		n += len(l)
-	}
-	return n
 }
 
 // convert reduces a netlink route of the mirrored table, counting those it
@@ -364,7 +356,6 @@ func (m *Mirror) update(u netlink.RouteUpdate) {
 	default:
 		return
 	}
-	m.nroutes.Store(int64(m.countRoutes()))
 	m.reconcile(p)
 }
 
@@ -381,6 +372,7 @@ func (m *Mirror) setRoute(kr kroute) {
 		return
 	}
 	l = append(l, kr)
+	m.nroutes.Add(1)
 	slices.SortFunc(l, func(a, b kroute) int { return int(int64(a.key.metric) - int64(b.key.metric)) })
 	m.byPrefix[kr.key.prefix] = l
 }
@@ -405,6 +397,7 @@ func (m *Mirror) delRoute(kr kroute, v6 bool) {
 		return
 	}
 	l = slices.Delete(l, i, i+1)
+	m.nroutes.Add(-1)
 	if len(l) == 0 {
 		delete(m.byPrefix, kr.key.prefix)
 		return

@@ -61,6 +61,8 @@ func TestMirrorFollowsKernel(t *testing.T) {
 		{"v6 default", []string{"-6", "route", "add", "default", "via", "2001:db8:ff:1::1:1", "table", tbl}},
 		{"v6 on-link", []string{"-6", "route", "add", "2001:db8:3::/64", "dev", "d2", "table", tbl}},
 		{"v6 del", []string{"-6", "route", "del", "2001:db8:1::/48", "table", tbl}},
+		{"onlink", []string{"route", "add", "198.51.100.0/24", "via", "10.255.2.2", "dev", "d1", "onlink", "table", tbl}},
+		{"onlink deleted", []string{"route", "del", "198.51.100.0/24", "table", tbl}},
 		{"other table ignored", []string{"route", "add", "10.10.0.0/16", "via", "10.255.1.2", "table", "101"}},
 	}
 	for _, s := range steps {

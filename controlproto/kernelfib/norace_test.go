@@ -1,0 +1,5 @@
+//go:build !race
+
+package kernelfib
+
+const raceEnabled = false
