@@ -6,6 +6,7 @@
 //	gswitchctl bench lpm --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--check] [--json]
 //	gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [--algo linear|tuple|bloom] [--backend cpu] [--check] [--json]
 //	gswitchctl bench p4rt [--entries N] [--batches 1,100,10000] [--samples N] [--tables acl,ipv4_lpm] [--backend cpu|gpu] [--json]
+//	gswitchctl bench routes --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--via netlink|direct] [--check] [--json]
 //
 //	gswitchctl show ports|tables|flows|groups|meters|backend|stats [--socket PATH] [--json]
 //	gswitchctl routes [--socket PATH] [--json] [--table N]
@@ -28,6 +29,8 @@ Usage:
   gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [flags]
                                                  OpenFlow wildcard classification
   gswitchctl bench p4rt [flags]                  P4Runtime: entries written per second, write-to-visible latency
+  gswitchctl bench routes --fib FILE [flags]     routes through netlink or directly into the engine: routes/s,
+                                                 update-to-visible latency, lookups under route updates
   gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3 [--socket PATH] [--json]
                                                  query a running gswitchd (control socket)
   gswitchctl neighbours [--socket PATH] [--json] the router's neighbour table (show neighbours)
@@ -82,7 +85,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: bench needs a work: lpm, classify or p4rt", errUsage)
+		return fmt.Errorf("%w: bench needs a work: lpm, classify, p4rt or routes", errUsage)
 	}
 	switch args[0] {
 	case "lpm":
@@ -91,6 +94,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return benchClassify(args[1:], stdout, stderr)
 	case "p4rt":
 		return benchP4RT(args[1:], stdout, stderr)
+	case "routes":
+		return benchRoutes(args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("%w: unknown bench %q (want lpm, classify or p4rt)", errUsage, args[0])
+	return fmt.Errorf("%w: unknown bench %q (want lpm, classify, p4rt or routes)", errUsage, args[0])
 }

@@ -1,0 +1,776 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/gswitch/gswitch/controlproto/kernelfib"
+	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/bubble"
+	"github.com/gswitch/gswitch/tables/lpm"
+	"github.com/gswitch/gswitch/tables/route"
+)
+
+// benchTable is the kernel and route table id the benchmark uses.
+const benchTable = 100
+
+// benchPorts is the number of veth "ports" of the benchmark's namespace.
+const benchPorts = 4
+
+type routesBenchFlags struct {
+	commonFlags
+	fib           string
+	family        int
+	updatesPerSec int
+	duration      time.Duration
+	via           string
+	samples       int
+	rcvbuf        int
+}
+
+// routesResult is one bench routes run (one family), one JSON object.
+type routesResult struct {
+	Work             string  `json:"work"` // routes
+	Backend          string  `json:"backend"`
+	Via              string  `json:"via"` // netlink | direct
+	Family           int     `json:"family"`
+	Routes           int     `json:"routes"`         // routes loaded
+	RoutesPerSec     float64 `json:"routes_per_sec"` // loaded routes / time from the first change to all visible on the Engine
+	KernelPerSec     float64 `json:"kernel_routes_per_sec,omitempty"`
+	LoadSec          float64 `json:"load_sec"`
+	VisibleSamples   int     `json:"visible_samples"`
+	VisibleP50us     float64 `json:"visible_p50_us"` // one change (add or delete) to the Engine's lookup returning it
+	VisibleP99us     float64 `json:"visible_p99_us"`
+	VisibleMaxUs     float64 `json:"visible_max_us"`
+	MLPSIdle         float64 `json:"mlps_idle"`
+	MLPSUnderUpdates float64 `json:"mlps_under_updates,omitempty"`
+	LossPct          float64 `json:"loss_pct"`
+	UpdatesAsked     int     `json:"updates_per_sec_asked"`
+	UpdatesPerSec    float64 `json:"updates_per_sec"` // achieved while the lookups ran
+	Overflows        uint64  `json:"overflows,omitempty"`
+	Resyncs          uint64  `json:"resyncs,omitempty"`
+	Batch            int     `json:"batch"`
+	Rounds           int     `json:"rounds"`
+	Checked          int     `json:"checked"`
+	Mismatches       int     `json:"mismatches"`
+	Machine          string  `json:"machine"`
+	GPU              string  `json:"gpu"`
+	GoVersion        string  `json:"go"`
+	Time             string  `json:"time"`
+	Data             string  `json:"data"`
+	Notes            string  `json:"notes,omitempty"`
+}
+
+func benchRoutes(args []string, stdout, stderr io.Writer) error {
+	var f routesBenchFlags
+	fs := flag.NewFlagSet("gswitchctl bench routes", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f.register(fs, 1<<18)
+	fs.StringVar(&f.fib, "fib", "", "routing table: one CIDR per line, .gz allowed (required)")
+	fs.IntVar(&f.family, "family", 0, "4 or 6: only that family (0: both, one run each)")
+	fs.IntVar(&f.updatesPerSec, "updates-per-sec", 0, "also measure lookups while this many route changes/s go through the route source (0: no)")
+	fs.DurationVar(&f.duration, "duration", time.Second, "length of each timed lookup run")
+	fs.StringVar(&f.via, "via", "netlink", "route source: netlink (a private namespace's kernel table, mirrored by kernelfib) or direct (route.Table.Add/Delete)")
+	fs.IntVar(&f.samples, "samples", 400, "changes timed for the update-to-visible latency (half adds, half deletes)")
+	fs.IntVar(&f.rcvbuf, "receive-buffer", 64<<20, "--via netlink: the mirror's netlink receive buffer in bytes (an overflow resyncs)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: gswitchctl bench routes --fib FILE [flags]\n\nLoads the table through a route source (by default a private network namespace's kernel\ntable, mirrored over netlink) into a route.Table whose LPM images a gpu.Engine serves, and\nmeasures routes/s into the Engine-visible table, update-to-visible latency, and Engine lookups\nwith and without route changes flowing; --check compares lookups with a brute-force reference.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := f.validate(); err != nil {
+		return err
+	}
+	eng, err := f.openEngine()
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	prefixes, err := lpm.OpenPrefixFile(f.fib)
+	if err != nil {
+		return err
+	}
+	v4, v6 := lpm.SplitFamilies(prefixes)
+	var rs []routesResult
+	for _, c := range []struct {
+		fam lpm.Family
+		ps  []netip.Prefix
+	}{{lpm.IPv4, v4}, {lpm.IPv6, v6}} {
+		if f.family != 0 && int(c.fam) != f.family {
+			continue
+		}
+		if len(c.ps) == 0 {
+			if f.family != 0 {
+				return fmt.Errorf("%s: no IPv%d prefixes", f.fib, c.fam)
+			}
+			continue
+		}
+		r, err := benchRoutesFamily(&f, eng, c.fam, c.ps, stderr)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, r)
+		printRoutesResult(stdout, f.json, r)
+	}
+	if len(rs) == 0 {
+		return fmt.Errorf("%s: no prefixes", f.fib)
+	}
+	for _, r := range rs {
+		if r.Mismatches > 0 {
+			return fmt.Errorf("%w: %d lookups disagree with the brute-force reference", errMismatch, r.Mismatches)
+		}
+	}
+	return nil
+}
+
+func (f *routesBenchFlags) validate() error {
+	if err := f.commonFlags.validate(); err != nil {
+		return err
+	}
+	switch {
+	case f.fib == "":
+		return fmt.Errorf("%w: bench routes needs --fib FILE", errUsage)
+	case f.family != 0 && f.family != 4 && f.family != 6:
+		return fmt.Errorf("%w: --family must be 4 or 6", errUsage)
+	case f.updatesPerSec < 0:
+		return fmt.Errorf("%w: --updates-per-sec must not be negative", errUsage)
+	case f.duration <= 0:
+		return fmt.Errorf("%w: --duration must be positive", errUsage)
+	case f.via != "netlink" && f.via != "direct":
+		return fmt.Errorf("%w: --via must be netlink or direct", errUsage)
+	case f.samples < 0 || f.rcvbuf < 0:
+		return fmt.Errorf("%w: --samples and --receive-buffer must not be negative", errUsage)
+	case f.via == "netlink" && os.Geteuid() != 0:
+		return fmt.Errorf("%w: --via netlink makes a network namespace and needs root (or use --via direct)", errUsage)
+	}
+	return nil
+}
+
+// openEngine opens the gpu.Engine of --backend (cpu: the CPU backend alone).
+func (f *routesBenchFlags) openEngine() (*gpu.Engine, error) {
+	ords, err := f.ordinals()
+	if err != nil {
+		return nil, err
+	}
+	eng, err := gpu.Open(f.backend, ords, f.minBatch, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return nil, err
+	}
+	if f.backend == "gpu" {
+		if err := eng.SetStreams(f.streams, f.chunk); err != nil {
+			eng.Close()
+			return nil, err
+		}
+	}
+	return eng, nil
+}
+
+// benchRoute makes prefix p's route of variant v: one or two next hops on
+// ports 1..benchPorts, gateways in the ports' subnets (as the benchmark
+// namespace addresses them), the kernel's default metric.
+func benchRoute(p netip.Prefix, v uint32) route.Route {
+	r := route.Route{Table: benchTable, Prefix: p, Source: route.SourceKernel}
+	if !p.Addr().Is4() {
+		r.Metric = 1024
+	}
+	for k := range 1 + v%2 {
+		port := 1 + (v+k)%benchPorts
+		r.NextHops = append(r.NextHops, route.NextHop{Gateway: benchGateway(port, 2+int(v%200), p.Addr().Is4()), Port: port, Weight: 1 + k})
+	}
+	return r
+}
+
+func benchGateway(port uint32, host int, v4 bool) netip.Addr {
+	if v4 {
+		return netip.AddrFrom4([4]byte{10, 255, byte(port), byte(host)})
+	}
+	return netip.MustParseAddr(fmt.Sprintf("2001:db8:ff:%d::%x", port, host))
+}
+
+// routeSource is how the benchmark changes routes: straight into the
+// route.Table, or into a kernel table that kernelfib mirrors.
+type routeSource interface {
+	add(r *route.Route) error
+	del(p netip.Prefix) error
+	close()
+}
+
+type directSource struct{ tb *route.Table }
+
+func (s directSource) add(r *route.Route) error { return s.tb.Add(*r) }
+func (s directSource) del(p netip.Prefix) error { return s.tb.Delete(p) }
+func (s directSource) close()                   {}
+
+// netlinkSource is a private network namespace with veth ports whose
+// table benchTable a kernelfib.Mirror copies into the route.Table.
+type netlinkSource struct {
+	ns      netns.NsHandle
+	h       *netlink.Handle
+	ifindex map[uint32]int
+	mirror  *kernelfib.Mirror
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+func newNetlinkSource(tb *route.Table, rcvbuf int) (*netlinkSource, error) {
+	s := &netlinkSource{ifindex: map[uint32]int{}}
+	var err error
+	func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		orig, e := netns.Get()
+		if e != nil {
+			err = e
+			return
+		}
+		defer orig.Close()
+		s.ns, err = netns.New() // enters it
+		if e := netns.Set(orig); e != nil {
+			panic(fmt.Sprintf("cannot return to the original network namespace: %v", e))
+		}
+	}()
+	if err != nil {
+		return nil, fmt.Errorf("bench routes: a private network namespace: %w", err)
+	}
+	if s.h, err = netlink.NewHandleAt(s.ns); err != nil {
+		s.ns.Close()
+		return nil, err
+	}
+	ports := map[int]uint32{}
+	for port := uint32(1); port <= benchPorts; port++ {
+		name := fmt.Sprintf("d%d", port)
+		if err := s.h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name}, PeerName: "p" + name}); err != nil {
+			s.close()
+			return nil, fmt.Errorf("bench routes: veth %s: %w", name, err)
+		}
+		for _, n := range []string{name, "p" + name} {
+			l, err := s.h.LinkByName(n)
+			if err == nil {
+				err = s.h.LinkSetUp(l)
+			}
+			if err != nil {
+				s.close()
+				return nil, fmt.Errorf("bench routes: %s: %w", n, err)
+			}
+		}
+		l, _ := s.h.LinkByName(name)
+		for _, a := range []string{fmt.Sprintf("10.255.%d.1/24", port), fmt.Sprintf("2001:db8:ff:%d::1/64", port)} {
+			addr, _ := netlink.ParseAddr(a)
+			addr.Flags = unix.IFA_F_NODAD
+			if err := s.h.AddrAdd(l, addr); err != nil {
+				s.close()
+				return nil, fmt.Errorf("bench routes: address %s: %w", a, err)
+			}
+		}
+		s.ifindex[port] = l.Attrs().Index
+		ports[l.Attrs().Index] = port
+	}
+	m, err := kernelfib.New(kernelfib.Config{Table: benchTable, Namespace: &s.ns, ReceiveBuffer: rcvbuf, ForceReceiveBuffer: rcvbuf > 0,
+		PortOf: func(i int) (uint32, bool) { p, ok := ports[i]; return p, ok }}, tb)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.mirror = m
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan error, 1)
+	go func() { s.done <- m.Run(ctx) }()
+	select {
+	case <-m.Synced():
+	case err := <-s.done:
+		s.done <- err
+		s.close()
+		return nil, fmt.Errorf("bench routes: kernel FIB mirror: %w", err)
+	}
+	return s, nil
+}
+
+func (s *netlinkSource) ifindexOf(port uint32) (int, bool) {
+	i, ok := s.ifindex[port]
+	return i, ok
+}
+
+func (s *netlinkSource) add(r *route.Route) error {
+	nr, err := kernelfib.ToNetlink(r, s.ifindexOf)
+	if err != nil {
+		return err
+	}
+	return s.h.RouteReplace(nr)
+}
+
+func (s *netlinkSource) del(p netip.Prefix) error {
+	r := route.Route{Table: benchTable, Prefix: p}
+	nr, _ := kernelfib.ToNetlink(&r, s.ifindexOf)
+	if !p.Addr().Is4() {
+		nr.Priority = 1024
+	}
+	return s.h.RouteDel(nr)
+}
+
+func (s *netlinkSource) close() {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+	}
+	if s.h != nil {
+		s.h.Close()
+	}
+	s.ns.Close()
+}
+
+// benchRoutesFamily runs the benchmark on one family's prefixes.
+func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps []netip.Prefix, stderr io.Writer) (routesResult, error) {
+	r := routesResult{Work: "routes", Backend: f.backend, Via: f.via, Family: int(fam), Batch: f.batch, Rounds: f.rounds,
+		UpdatesAsked: f.updatesPerSec, Machine: machine(), GPU: "none", GoVersion: runtime.Version(), Time: time.Now().UTC().Format(time.RFC3339)}
+	if f.backend == "gpu" {
+		r.GPU = eng.Device()
+	}
+	ps = dedupePrefixes(ps)
+	rng := rand.New(rand.NewPCG(f.seed, 3))
+	rng.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
+	nProbe := min(f.samples/2+1, len(ps)/10)
+	probes, load := ps[:nProbe], ps[nProbe:]
+	r.Routes = len(load)
+	r.Data = fmt.Sprintf("%s (IPv%d, %d distinct prefixes: %d loaded, %d held back as latency probes; routes: 1-2 next hops on %d ports derived from the prefix); lookups: uniformly random addresses (seed %d); updates: %s",
+		f.fib, fam, len(ps), len(load), len(probes), benchPorts, f.seed, lpm.UpdateTraceDescription)
+
+	tb, err := route.New(benchTable, route.Options{})
+	if err != nil {
+		return r, err
+	}
+	kind, id := gpu.LPM4, gpu.TableID(200)
+	if fam == lpm.IPv6 {
+		kind, id = gpu.LPM6, 201
+	}
+	var applyErr atomic.Pointer[error]
+	v4, v6 := tb.Attach(func(uf lpm.Family, u bubble.Update) {
+		if uf != fam {
+			return
+		}
+		if err := eng.Apply(id, u); err != nil {
+			applyErr.CompareAndSwap(nil, &err)
+		}
+	})
+	img := v4
+	if fam == lpm.IPv6 {
+		img = v6
+	}
+	if err := eng.Load(id, kind, img); err != nil {
+		return r, err
+	}
+	var src routeSource = directSource{tb}
+	var nl *netlinkSource
+	if f.via == "netlink" {
+		if nl, err = newNetlinkSource(tb, f.rcvbuf); err != nil {
+			return r, err
+		}
+		src = nl
+	}
+	defer src.close()
+	look := newEngineLookup(eng, id, fam)
+
+	// Load.
+	want := make(map[netip.Prefix]route.Route, len(ps))
+	routes := make([]route.Route, len(load))
+	for i, p := range load {
+		routes[i] = benchRoute(p, lpm.SyntheticNextHop(p))
+		want[p] = routes[i]
+	}
+	t0 := time.Now()
+	if nl != nil {
+		if err := kernelfib.Install(nl.h, routes, nl.ifindexOf); err != nil {
+			return r, err
+		}
+		r.KernelPerSec = float64(len(routes)) / time.Since(t0).Seconds()
+		for tb.Len() < len(routes) {
+			time.Sleep(time.Millisecond)
+		}
+	} else {
+		for i := range routes {
+			if err := src.add(&routes[i]); err != nil {
+				return r, err
+			}
+		}
+	}
+	// Visible on the Engine: the last route loaded answers there.
+	last := routes[len(routes)-1].Prefix
+	if !waitVisible(look, tb, last.Addr(), last, true, 30*time.Second) {
+		return r, fmt.Errorf("bench routes: %v not visible on the engine 30 s after the load", last)
+	}
+	r.LoadSec = time.Since(t0).Seconds()
+	r.RoutesPerSec = float64(len(routes)) / r.LoadSec
+	fmt.Fprintf(stderr, "bench routes: IPv%d: %d routes loaded via %s in %.1f s\n", fam, len(routes), f.via, r.LoadSec)
+
+	// Update-to-visible latency: add a held-back prefix, then delete it.
+	ref := newRouteRef(want)
+	var lats []float64
+	for i, p := range probes {
+		if len(lats) >= f.samples {
+			break
+		}
+		a, ok := ref.addrFor(p, rng)
+		if !ok {
+			continue
+		}
+		rt := benchRoute(p, uint32(i))
+		for _, add := range []bool{true, false} {
+			t0 := time.Now()
+			if add {
+				err = src.add(&rt)
+			} else {
+				err = src.del(p)
+			}
+			if err != nil {
+				return r, err
+			}
+			if !waitVisible(look, tb, a, p, add, 5*time.Second) {
+				return r, fmt.Errorf("bench routes: the %s of %v not visible on the engine after 5 s", map[bool]string{true: "add", false: "delete"}[add], p)
+			}
+			lats = append(lats, float64(time.Since(t0).Nanoseconds())/1e3)
+		}
+	}
+	r.VisibleSamples = len(lats)
+	r.VisibleP50us, r.VisibleP99us, r.VisibleMaxUs = percentile(lats, 50), percentile(lats, 99), percentile(lats, 100)
+
+	// Lookups, idle and under updates (paired rounds).
+	traffic := lpm.RandomAddrs(fam, f.lookups, f.seed+1)
+	look.setTraffic(traffic)
+	trace := lpm.UpdateTrace(load, int(float64(f.updatesPerSec)*(f.duration.Seconds()+0.5)*float64(f.rounds))+1, f.seed+2)
+	next := 0
+	var idles, unders []float64
+	var updates int
+	var updTime time.Duration
+	// Both runs of a round have the updater goroutine spinning, the idle
+	// one at rate 0, so that only the updates differ.
+	timed := func(rate int) (float64, paceResult) {
+		stop := make(chan struct{})
+		res := make(chan paceResult, 1)
+		go func() { res <- paceRoutes(src, trace[next:], rate, stop) }()
+		mlps := look.rate(f.duration, f.batch)
+		close(stop)
+		return mlps, <-res
+	}
+	for range f.rounds {
+		idle, _ := timed(0)
+		idles = append(idles, idle)
+		if f.updatesPerSec == 0 {
+			continue
+		}
+		under, pr := timed(f.updatesPerSec)
+		unders = append(unders, under)
+		if pr.err != nil {
+			return r, pr.err
+		}
+		for _, u := range trace[next : next+pr.n] {
+			ref.apply(u)
+		}
+		next += pr.n
+		updates, updTime = updates+pr.n, updTime+pr.d
+	}
+	r.MLPSIdle = median(idles) / 1e6
+	if f.updatesPerSec > 0 {
+		losses := make([]float64, len(idles))
+		for i := range idles {
+			losses[i] = 100 * (idles[i] - unders[i]) / idles[i]
+		}
+		r.MLPSUnderUpdates, r.LossPct = median(unders)/1e6, median(losses)
+		r.UpdatesPerSec = float64(updates) / updTime.Seconds()
+	}
+
+	// Wait for the source to catch up (a sentinel change applied last),
+	// then check.
+	sentinel := probes[len(probes)-1]
+	if a, ok := ref.addrFor(sentinel, rng); ok {
+		srt := benchRoute(sentinel, 7)
+		if err := src.add(&srt); err != nil {
+			return r, err
+		}
+		if !waitVisible(look, tb, a, sentinel, true, 60*time.Second) {
+			return r, fmt.Errorf("bench routes: the route source did not catch up within 60 s")
+		}
+		if err := src.del(sentinel); err != nil {
+			return r, err
+		}
+		if !waitVisible(look, tb, a, sentinel, false, 60*time.Second) {
+			return r, fmt.Errorf("bench routes: the route source did not catch up within 60 s")
+		}
+	}
+	if p := applyErr.Load(); p != nil {
+		return r, fmt.Errorf("bench routes: the engine refused an update: %w", *p)
+	}
+	if nl != nil {
+		st := nl.mirror.Stats()
+		r.Overflows, r.Resyncs = st.Overflows, st.Resyncs
+	}
+	if f.check {
+		n := f.checkSample
+		if n == 0 {
+			n = 100000
+		}
+		addrs := append(lpm.RandomAddrs(fam, n/2, f.seed+3), lpm.TableAddrs(load, n-n/2, f.seed+4)...)
+		r.Checked, r.Mismatches = look.check(tb, ref, addrs, stderr)
+	}
+	r.Notes = fmt.Sprintf("routes_per_sec: from the first change to the last route answering on the Engine (%s); visible: %d changes (half adds, half deletes of held-back prefixes), from the change to the first Engine lookup (slice API, one address) returning it; mlps: Engine.LookupLPM in batches of %d, one goroutine, median of %d rounds of %v, idle (the updater goroutine spinning at rate 0) and under updates run back to back, loss = median of the paired losses",
+		map[string]string{"netlink": "RTM_NEWROUTE to the namespace's kernel table, one per route, mirrored by kernelfib", "direct": "route.Table.Add, one per route"}[f.via], len(lats), f.batch, f.rounds, f.duration)
+	return r, nil
+}
+
+func dedupePrefixes(ps []netip.Prefix) []netip.Prefix {
+	seen := make(map[netip.Prefix]bool, len(ps))
+	out := make([]netip.Prefix, 0, len(ps))
+	for _, p := range ps {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// waitVisible polls the Engine until its answer for a is (present) or is no
+// longer (absent) the route of p, or the timeout passes.
+func waitVisible(look *engineLookup, tb *route.Table, a netip.Addr, p netip.Prefix, present bool, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for i := 0; ; i++ {
+		e := tb.Entry(look.one(a))
+		if (e != nil && e.Prefix == p) == present {
+			return true
+		}
+		if i%1024 == 1023 && time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+type paceResult struct {
+	n   int
+	d   time.Duration
+	err error
+}
+
+// paceRoutes applies trace entries through src at rate per second until
+// stop is closed.
+func paceRoutes(src routeSource, trace []lpm.Update, rate int, stop <-chan struct{}) paceResult {
+	start := time.Now()
+	n := 0
+	for {
+		select {
+		case <-stop:
+			return paceResult{n, time.Since(start), nil}
+		default:
+		}
+		due := min(int(time.Since(start).Seconds()*float64(rate)), len(trace))
+		if due == n && n == len(trace) && rate > 0 {
+			return paceResult{n, time.Since(start), fmt.Errorf("bench routes: update trace exhausted after %d updates", n)}
+		}
+		for ; n < due; n++ {
+			u := trace[n]
+			var err error
+			if u.Withdraw {
+				err = src.del(u.Prefix)
+			} else {
+				rt := benchRoute(u.Prefix, u.NextHop)
+				err = src.add(&rt)
+			}
+			if err != nil {
+				return paceResult{n, time.Since(start), fmt.Errorf("bench routes: update %d (%+v): %w", n, u, err)}
+			}
+		}
+		spinUntil(time.Now().Add(50 * time.Microsecond))
+	}
+}
+
+// routeRef is the brute-force reference: the routes by prefix, looked up by
+// trying every length from the longest.
+type routeRef struct{ m map[netip.Prefix]route.Route }
+
+func newRouteRef(m map[netip.Prefix]route.Route) *routeRef { return &routeRef{m: m} }
+
+func (rr *routeRef) lookup(a netip.Addr) (route.Route, bool) {
+	for l := a.BitLen(); l >= 0; l-- {
+		p, _ := a.Prefix(l)
+		if r, ok := rr.m[p]; ok {
+			return r, true
+		}
+	}
+	return route.Route{}, false
+}
+
+func (rr *routeRef) apply(u lpm.Update) {
+	if u.Withdraw {
+		delete(rr.m, u.Prefix)
+		return
+	}
+	rr.m[u.Prefix] = benchRoute(u.Prefix, u.NextHop)
+}
+
+// addrFor returns an address inside p that no longer prefix in the
+// reference covers, so that p's route answers for it once added.
+func (rr *routeRef) addrFor(p netip.Prefix, rng *rand.Rand) (netip.Addr, bool) {
+	for range 20 {
+		a := randomIn(p, rng)
+		found := false
+		for l := a.BitLen(); l > p.Bits(); l-- {
+			q, _ := a.Prefix(l)
+			if _, ok := rr.m[q]; ok {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+func randomIn(p netip.Prefix, rng *rand.Rand) netip.Addr {
+	b := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		if rng.IntN(2) == 1 {
+			b[i/8] |= 0x80 >> (i % 8)
+		}
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+// sameNextHops compares two routes' next hops in any order.
+func sameNextHops(a, b route.Route) bool {
+	key := func(r route.Route) []string {
+		var s []string
+		for _, h := range r.NextHops {
+			s = append(s, h.String())
+		}
+		slices.Sort(s)
+		return s
+	}
+	return a.Prefix == b.Prefix && slices.Equal(key(a), key(b))
+}
+
+// engineLookup looks addresses up on the Engine's table of one family.
+type engineLookup struct {
+	eng *gpu.Engine
+	id  gpu.TableID
+	fam lpm.Family
+	v4  []uint32
+	v6  []lpm.Addr6
+	out []uint32
+}
+
+func newEngineLookup(eng *gpu.Engine, id gpu.TableID, fam lpm.Family) *engineLookup {
+	return &engineLookup{eng: eng, id: id, fam: fam, out: make([]uint32, 1)}
+}
+
+func (l *engineLookup) setTraffic(addrs []netip.Addr) {
+	l.v4, l.v6 = nil, nil
+	for _, a := range addrs {
+		if l.fam == lpm.IPv4 {
+			b := a.As4()
+			l.v4 = append(l.v4, uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3]))
+		} else {
+			l.v6 = append(l.v6, addr6(a))
+		}
+	}
+	l.out = make([]uint32, len(addrs))
+}
+
+// one looks a up alone (the latency probe); 0 on an engine error.
+func (l *engineLookup) one(a netip.Addr) uint32 {
+	var out [1]uint32
+	var err error
+	if l.fam == lpm.IPv4 {
+		b := a.As4()
+		err = l.eng.LookupLPM4(l.id, []uint32{uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])}, out[:])
+	} else {
+		err = l.eng.LookupLPM6(l.id, []lpm.Addr6{addr6(a)}, out[:])
+	}
+	if err != nil {
+		return 0
+	}
+	return out[0]
+}
+
+// rate looks the traffic up in batches for d and returns lookups/s.
+func (l *engineLookup) rate(d time.Duration, batch int) float64 {
+	n := len(l.out)
+	start := time.Now()
+	total := 0
+	for k, i := 0, 0; ; k++ {
+		j := min(i+batch, n)
+		if l.v4 != nil {
+			_ = l.eng.LookupLPM4(l.id, l.v4[i:j], l.out[i:j])
+		} else {
+			_ = l.eng.LookupLPM6(l.id, l.v6[i:j], l.out[i:j])
+		}
+		total += j - i
+		if i = j; i == n {
+			i = 0
+		}
+		if k%64 == 63 && time.Since(start) >= d {
+			break
+		}
+	}
+	return float64(total) / time.Since(start).Seconds()
+}
+
+// check compares the Engine's answers (slot -> entry -> route) with the
+// reference.
+func (l *engineLookup) check(tb *route.Table, ref *routeRef, addrs []netip.Addr, stderr io.Writer) (checked, mismatches int) {
+	for _, a := range addrs {
+		want, wok := ref.lookup(a)
+		e := tb.Entry(l.one(a))
+		ok := e != nil && e.Covers(a)
+		if ok != wok || ok && !sameNextHops(e.Route, want) {
+			if mismatches < 5 {
+				fmt.Fprintf(stderr, "bench routes: %v: engine %v, reference %v (%v)\n", a, e, want, wok)
+			}
+			mismatches++
+		}
+		checked++
+	}
+	return checked, mismatches
+}
+
+func printRoutesResult(w io.Writer, asJSON bool, r routesResult) {
+	if asJSON {
+		_ = json.NewEncoder(w).Encode(r)
+		return
+	}
+	fmt.Fprintf(w, "# %s, %s, %s, gpu: %s\n", r.Machine, r.GoVersion, r.Time, r.GPU)
+	fmt.Fprintf(w, "routes %s via %s IPv%d: %d routes in %.2f s = %.0f routes/s into the engine-visible table", r.Backend, r.Via, r.Family, r.Routes, r.LoadSec, r.RoutesPerSec)
+	if r.KernelPerSec > 0 {
+		fmt.Fprintf(w, " (into the kernel: %.0f routes/s)", r.KernelPerSec)
+	}
+	fmt.Fprintf(w, "\n  update to visible: p50 %.0f µs, p99 %.0f µs, max %.0f µs (%d changes)\n", r.VisibleP50us, r.VisibleP99us, r.VisibleMaxUs, r.VisibleSamples)
+	fmt.Fprintf(w, "  lookups: %.2f Mlookups/s idle", r.MLPSIdle)
+	if r.UpdatesAsked > 0 {
+		fmt.Fprintf(w, ", %.2f under %.0f updates/s (asked %d): loss %.2f%%", r.MLPSUnderUpdates, r.UpdatesPerSec, r.UpdatesAsked, r.LossPct)
+	}
+	fmt.Fprintln(w)
+	if r.Overflows > 0 || r.Resyncs > 1 {
+		fmt.Fprintf(w, "  netlink overflows %d, resyncs %d\n", r.Overflows, r.Resyncs)
+	}
+	if r.Checked > 0 {
+		fmt.Fprintf(w, "  checked %d engine lookups against the brute-force reference: %d mismatches\n", r.Checked, r.Mismatches)
+	}
+	fmt.Fprintf(w, "  %s\n# data: %s\n", r.Notes, strings.TrimSpace(r.Data))
+}
