@@ -7,9 +7,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -404,4 +407,200 @@ func checkECMP(t *testing.T, per map[int]map[int]int, flows, count int) {
 		t.Errorf("%d of %d datagrams delivered", total, flows*count)
 	}
 	t.Logf("ECMP: %d flows via host 2, %d via host 3, %d of %d datagrams delivered", len(per[2]), len(per[3]), total, flows*count)
+}
+
+// probe sends numbered UDP datagrams from host 1 to dst:9999 every
+// interval and receives them on a socket of host rx; it records when each
+// sequence number was sent and when each arrived.
+type probe struct {
+	sent, got map[int]time.Time
+	mu        sync.Mutex
+	stop      chan struct{}
+	done      sync.WaitGroup
+}
+
+func startProbe(t *testing.T, tp *topo, rx int, dst string, interval time.Duration) *probe {
+	t.Helper()
+	in := udpIn(t, tp.hosts[rx-1], "0.0.0.0:9999")
+	out := udpIn(t, tp.hosts[0], "10.0.1.2:0")
+	to := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(dst + ":9999"))
+	p := &probe{sent: map[int]time.Time{}, got: map[int]time.Time{}, stop: make(chan struct{})}
+	p.done.Add(2)
+	go func() {
+		defer p.done.Done()
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for seq := 0; ; seq++ {
+			p.mu.Lock()
+			p.sent[seq] = time.Now()
+			p.mu.Unlock()
+			out.WriteToUDP([]byte(fmt.Sprint(seq)), to)
+			select {
+			case <-p.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	go func() {
+		defer p.done.Done()
+		buf := make([]byte, 64)
+		for {
+			in.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+			n, err := in.Read(buf)
+			select {
+			case <-p.stop:
+				return
+			default:
+			}
+			if err != nil {
+				continue
+			}
+			var seq int
+			if _, err := fmt.Sscan(string(buf[:n]), &seq); err == nil {
+				p.mu.Lock()
+				p.got[seq] = time.Now()
+				p.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *probe) close() {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+		p.done.Wait()
+	}
+}
+
+// firstSentAfter returns how long after t0 the first datagram sent after
+// t0 that arrived was sent (the route took effect for packets sent from
+// then on); ok false if none arrived.
+func (p *probe) firstSentAfter(t0 time.Time) (time.Duration, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	best := time.Duration(-1)
+	for seq := range p.got {
+		if s := p.sent[seq]; s.After(t0) && (best < 0 || s.Sub(t0) < best) {
+			best = s.Sub(t0)
+		}
+	}
+	return best, best >= 0
+}
+
+// lastSentAfter returns how long after t0 the last datagram that arrived
+// was sent (a removed route stopped taking packets from then on).
+func (p *probe) lastSentAfter(t0 time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last := time.Duration(0)
+	for seq := range p.got {
+		if d := p.sent[seq].Sub(t0); d > last {
+			last = d
+		}
+	}
+	return last
+}
+
+// TestRoutedKernelRouteChange: a route added with ip route to the kernel
+// table gswitchd mirrors takes effect in the datapath, and its removal
+// too; the test measures how long each takes with a UDP probe every
+// millisecond (the time from before "ip route" runs to the first / after
+// the last datagram through the route, so it includes starting ip).
+func TestRoutedKernelRouteChange(t *testing.T) {
+	tp := newRoutedTopo(t, 2)
+	sh(t, "ip", "-n", tp.hosts[1], "addr", "add", "198.51.100.1/32", "dev", "lo")
+	var ports []string
+	for i := 1; i <= 2; i++ {
+		ports = append(ports, "--router-port", fmt.Sprintf("%d=10.0.%d.1/24,2001:db8:%d::1/64,table=100", i, i, i))
+	}
+	d := startGswitchd(t, tp, append(ports, "--kernel-fib-table", "100")...)
+	if out, err := tp.pingOut(t, 1, "-c", "2", "-i", "0.2", "-W", "2", "10.0.2.2"); err != nil { // resolve h2
+		t.Fatalf("%v\n%s", err, out)
+	}
+	p := startProbe(t, tp, 2, "198.51.100.1", time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	if _, ok := p.firstSentAfter(time.Time{}); ok {
+		t.Fatal("datagrams arrived before the route was added")
+	}
+	t0 := time.Now()
+	sh(t, "ip", "-n", tp.sw, "route", "add", "198.51.100.0/24", "via", "10.0.2.2", "dev", "swp2", "onlink", "table", "100")
+	ipDone := time.Since(t0)
+	if !waitFor(5*time.Second, func() bool { _, ok := p.firstSentAfter(t0); return ok }) {
+		t.Fatalf("the added kernel route did not take effect within 5 s\n%s", d.log.String())
+	}
+	added, _ := p.firstSentAfter(t0)
+	time.Sleep(200 * time.Millisecond)
+	t1 := time.Now()
+	sh(t, "ip", "-n", tp.sw, "route", "del", "198.51.100.0/24", "table", "100")
+	time.Sleep(300 * time.Millisecond)
+	removed := p.lastSentAfter(t1)
+	p.close()
+	if removed > time.Second {
+		t.Fatalf("datagrams sent %v after the route's removal still arrived", removed)
+	}
+	t.Logf("RESULT kernel route to datapath: added, first packet through it sent %v after ip route started (ip itself took %v); deleted, the last one through it sent %v after", added, ipDone, removed)
+}
+
+// TestRoutedECMP: a route over two gateways (hosts 2 and 3, each
+// answering for 198.51.100.1) spreads UDP flows over both and keeps each
+// flow on one, counted per next hop; once from a static route in
+// gswitchd's YAML (weights 1 and 1), once from a kernel multipath route
+// (ip route ... nexthop ... nexthop ...) in the mirrored table.
+func TestRoutedECMP(t *testing.T) {
+	const flows, count = 64, 5
+	for _, source := range []string{"static", "kernel"} {
+		t.Run(source, func(t *testing.T) {
+			tp := ecmpTopo(t)
+			var args []string
+			for i := 1; i <= 3; i++ {
+				args = append(args, "--router-port", fmt.Sprintf("%d=10.0.%d.1/24,2001:db8:%d::1/64,table=100", i, i, i))
+			}
+			if source == "static" {
+				cfg := filepath.Join(t.TempDir(), "gswitchd.yaml")
+				yaml := "routes:\n  - {table: 100, prefix: 198.51.100.0/24, next_hops: [{gateway: 10.0.2.2, port: 2}, {gateway: 10.0.3.2, port: 3}]}\n"
+				if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "--config", cfg)
+			} else {
+				args = append(args, "--kernel-fib-table", "100")
+			}
+			d := startGswitchd(t, tp, args...)
+			if source == "kernel" {
+				sh(t, "ip", "-n", tp.sw, "route", "add", "198.51.100.0/24", "table", "100",
+					"nexthop", "via", "10.0.2.2", "dev", "swp2", "onlink", "nexthop", "via", "10.0.3.2", "dev", "swp3", "onlink")
+				if !waitFor(5*time.Second, func() bool { _, ok := findRoute(d.ctlRoutes(t, 100), "198.51.100.0/24"); return ok }) {
+					t.Fatalf("the multipath route did not appear\n%s", d.log.String())
+				}
+			}
+			for _, gw := range []string{"10.0.2.2", "10.0.3.2"} { // resolve both gateways first
+				if out, err := tp.pingOut(t, 1, "-c", "1", "-W", "2", gw); err != nil {
+					t.Fatalf("%v\n%s", err, out)
+				}
+			}
+			per := udpFlows(t, tp, "198.51.100.1", flows, count)
+			checkECMP(t, per, flows, count)
+			r, ok := findRoute(d.ctlRoutes(t, 100), "198.51.100.0/24")
+			if !ok || len(r.NextHops) != 2 {
+				t.Fatalf("route: %+v", r)
+			}
+			got := map[string]int{}
+			for h, fs := range per {
+				for _, n := range fs {
+					got[fmt.Sprintf("10.0.%d.2", h)] += n
+				}
+			}
+			for _, nh := range r.NextHops {
+				if int(nh.Packets) < got[nh.Gateway] || nh.Packets == 0 {
+					t.Errorf("next hop %s counted %d packets, %d arrived through it", nh.Gateway, nh.Packets, got[nh.Gateway])
+				}
+			}
+			t.Logf("next-hop counters: %s %d, %s %d packets", r.NextHops[0].Gateway, r.NextHops[0].Packets, r.NextHops[1].Gateway, r.NextHops[1].Packets)
+		})
+	}
 }
