@@ -19,6 +19,15 @@
 // tables 0..3 are the P4 tables, the OpenFlow agent refuses changes (EPERM)
 // and packet-ins go to the P4Runtime primary.
 //
+// Router ports (--router-port, YAML router:) are L3 only: their frames go
+// to the router of package datapath/l3 instead of the flow tables (ARP and
+// neighbour discovery for their addresses, echo replies, IPv4/IPv6
+// forwarding through the route tables, which gswitchd makes for the ports'
+// table ids with their connected routes and attaches to the router, whose
+// LPM images the Engine serves); --neighbours own|kernel says who resolves
+// next hops. router.go wires it; gswitchctl neighbours and show l3 read
+// its state.
+//
 // Usage:
 //
 //	gswitchd [--config FILE] [--port N=IFNAME]... [--controller tcp:HOST:PORT]...
@@ -28,7 +37,8 @@
 //	         [--ctl-socket PATH] [--log-level LEVEL] [--print-config]
 //	         [--p4rt-listen HOST:PORT|off] [--p4rt-device-id N] [--p4rt-tls-certificate FILE]
 //	         [--p4rt-tls-private-key FILE] [--p4rt-tls-ca-cert FILE] [--p4rt-require-client-cert]
-//	         [--p4rt-reflection]
+//	         [--p4rt-reflection] [--router-port N=ADDR/LEN[,...][,table=T][,mac=MAC]]...
+//	         [--neighbours own|kernel]
 //
 // Configuration comes from three layers: the embedded default
 // (default.yaml), the YAML file of --config (unknown keys are errors; keys
