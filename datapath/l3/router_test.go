@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -472,5 +474,66 @@ func TestMetrics(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("metrics lack %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestConcurrentRouting runs batches on two ports at once while routes
+// change and the neighbour timers run (for the race detector), and checks
+// that every packet was either forwarded or counted as a drop.
+func TestConcurrentRouting(t *testing.T) {
+	g := newRig(t)
+	g.now = time.Now()
+	g.r.cfg.Now = time.Now
+	g.send(2, arpFrame(t, layers.ARPReply, mac2, host2, "10.0.2.2", mac2, "10.0.2.1"))
+	g.send(1, arpFrame(t, layers.ARPReply, mac1, host1, "10.0.1.2", mac1, "10.0.1.1"))
+	before := g.r.Counters()
+	const rounds, batch = 200, 32
+	var wg sync.WaitGroup
+	var sent atomic.Uint64
+	for port := uint32(1); port <= 2; port++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			src, dst := "10.0.1.2", "10.0.2.2"
+			if port == 2 {
+				src, dst = "10.0.2.2", "10.0.1.2"
+			}
+			tmpl := udp4(t, src, dst, 64, 7)
+			if port == 2 {
+				copy(tmpl[0:6], mac2[:])
+			}
+			for range rounds {
+				frames := make([][]byte, batch)
+				for i := range frames {
+					frames[i] = append([]byte(nil), tmpl...)
+				}
+				g.r.Route(port, frames, func(uint32, []byte) { sent.Add(1) })
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		p := netip.MustParsePrefix("198.51.100.0/24")
+		for i := range rounds {
+			if i%2 == 0 {
+				_ = g.tab.Add(route.Route{Table: 254, Prefix: p, Source: route.SourceStatic, NextHops: []route.NextHop{{Port: 2, Weight: 1}}})
+			} else {
+				_ = g.tab.Delete(p)
+			}
+			g.r.Tick()
+		}
+	}()
+	wg.Wait()
+	c := g.r.Counters()
+	var drops uint64
+	for k, v := range c.Drops {
+		drops += v - before.Drops[k]
+	}
+	if got := c.Forwarded - before.Forwarded + drops; got != 2*rounds*batch {
+		t.Fatalf("forwarded %d + dropped %d of %d packets", c.Forwarded-before.Forwarded, drops, 2*rounds*batch)
+	}
+	if sent.Load() != c.Forwarded-before.Forwarded {
+		t.Fatalf("sent %d frames, counted %d forwarded", sent.Load(), c.Forwarded-before.Forwarded)
 	}
 }
