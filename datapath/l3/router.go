@@ -228,7 +228,7 @@ func (r *Router) Tables() []uint32 {
 }
 
 // ConnectedRoutes returns the routes of the ports' own subnets (on-link,
-// weight 1, source static, metric 0), for table id.
+// weight 1, source connected, metric 0), for table id.
 func (r *Router) ConnectedRoutes(id uint32) []route.Route {
 	var out []route.Route
 	for _, p := range r.Ports() {
@@ -236,7 +236,7 @@ func (r *Router) ConnectedRoutes(id uint32) []route.Route {
 			continue
 		}
 		for _, a := range p.Addrs {
-			out = append(out, route.Route{Table: id, Prefix: a.Masked(), Source: route.SourceStatic,
+			out = append(out, route.Route{Table: id, Prefix: a.Masked(), Source: route.SourceConnected,
 				NextHops: []route.NextHop{{Port: p.No, Weight: 1}}})
 		}
 	}

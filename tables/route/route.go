@@ -43,10 +43,13 @@ const (
 	SourceKernel   = "kernel"
 	SourceOpenFlow = "openflow"
 	SourceP4RT     = "p4rt"
+	// SourceConnected marks a router port's own subnet (on-link), which
+	// gswitchd installs from the port's addresses (datapath/l3).
+	SourceConnected = "connected"
 )
 
 // Sources lists the valid values of Route.Source.
-var Sources = []string{SourceStatic, SourceKernel, SourceOpenFlow, SourceP4RT}
+var Sources = []string{SourceStatic, SourceKernel, SourceOpenFlow, SourceP4RT, SourceConnected}
 
 // Limits on a route's next hops.
 const (
