@@ -112,6 +112,22 @@ func runSwitchtest(t *testing.T, limit time.Duration, paths ...string) (map[stri
 	return res, all
 }
 
+// failures returns the tool's ERROR lines of a run's output, each with
+// the line after it (the reason).
+func failures(all string) string {
+	lines := strings.Split(all, "\n")
+	var out []string
+	for i, l := range lines {
+		if strings.HasSuffix(strings.TrimRight(l, "\r"), " ERROR") {
+			out = append(out, l)
+			if i+1 < len(lines) {
+				out = append(out, lines[i+1])
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 func tail(s string, n int) string {
 	if len(s) > n {
 		return "..." + s[len(s)-n:]
@@ -145,6 +161,7 @@ func TestSwitchTestTool(t *testing.T) {
 		for f, r := range res {
 			t.Logf("folder %q: %d of %d passed", f, r.ok, r.total)
 		}
+		t.Logf("failed tests and the tool's reasons:\n%s", failures(all))
 		if r := res[""]; r.ok < switchtestFullFloor {
 			t.Fatalf("%d of %d tests passed, fewer than the %d measured (RESULTS.md):\n%s", r.ok, r.total, switchtestFullFloor, all)
 		}
