@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -42,6 +43,7 @@ type routesBenchFlags struct {
 	via           string
 	samples       int
 	rcvbuf        int
+	cpuprofile    string
 }
 
 // routesResult is one bench routes run (one family), one JSON object.
@@ -89,6 +91,7 @@ func benchRoutes(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.via, "via", "netlink", "route source: netlink (a private namespace's kernel table, mirrored by kernelfib) or direct (route.Table.Add/Delete)")
 	fs.IntVar(&f.samples, "samples", 400, "changes timed for the update-to-visible latency (half adds, half deletes)")
 	fs.IntVar(&f.rcvbuf, "receive-buffer", 64<<20, "--via netlink: the mirror's netlink receive buffer in bytes (an overflow resyncs)")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: gswitchctl bench routes --fib FILE [flags]\n\nLoads the table through a route source (by default a private network namespace's kernel\ntable, mirrored over netlink) into a route.Table whose LPM images a gpu.Engine serves, and\nmeasures routes/s into the Engine-visible table, update-to-visible latency, and Engine lookups\nwith and without route changes flowing; --check compares lookups with a brute-force reference.\n\n")
 		fs.PrintDefaults()
@@ -98,6 +101,17 @@ func benchRoutes(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := f.validate(); err != nil {
 		return err
+	}
+	if f.cpuprofile != "" {
+		pf, err := os.Create(f.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	eng, err := f.openEngine()
 	if err != nil {
@@ -458,9 +472,12 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 	var idles, unders []float64
 	var updates int
 	var updTime time.Duration
-	// Both runs of a round have the updater goroutine spinning, the idle
-	// one at rate 0, so that only the updates differ.
+	// The idle run has no updater; the updater sleeps between its steps,
+	// so what the updates cost the lookups is their own work.
 	timed := func(rate int) (float64, paceResult) {
+		if rate == 0 {
+			return look.rate(f.duration, f.batch), paceResult{}
+		}
 		stop := make(chan struct{})
 		res := make(chan paceResult, 1)
 		go func() { res <- paceRoutes(src, trace[next:], rate, stop) }()
@@ -528,7 +545,7 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 		addrs := append(lpm.RandomAddrs(fam, n/2, f.seed+3), lpm.TableAddrs(load, n-n/2, f.seed+4)...)
 		r.Checked, r.Mismatches = look.check(tb, ref, addrs, stderr)
 	}
-	r.Notes = fmt.Sprintf("routes_per_sec: from the first change to the last route answering on the Engine (%s); visible: %d changes (half adds, half deletes of held-back prefixes), from the change to the first Engine lookup (slice API, one address) returning it; mlps: Engine.LookupLPM in batches of %d, one goroutine, median of %d rounds of %v, idle (the updater goroutine spinning at rate 0) and under updates run back to back, loss = median of the paired losses",
+	r.Notes = fmt.Sprintf("routes_per_sec: from the first change to the last route answering on the Engine (%s); visible: %d changes (half adds, half deletes of held-back prefixes), from the change to the first Engine lookup (slice API, one address) returning it; mlps: Engine.LookupLPM in batches of %d, one goroutine, median of %d rounds of %v, idle (no updater) and under updates (an updater goroutine applying the due changes every 200 µs) run back to back, loss = median of the paired losses",
 		map[string]string{"netlink": "RTM_NEWROUTE to the namespace's kernel table, one per route, mirrored by kernelfib", "direct": "route.Table.Add, one per route"}[f.via], len(lats), f.batch, f.rounds, f.duration)
 	return r, nil
 }
@@ -578,7 +595,7 @@ func paceRoutes(src routeSource, trace []lpm.Update, rate int, stop <-chan struc
 		default:
 		}
 		due := min(int(time.Since(start).Seconds()*float64(rate)), len(trace))
-		if due == n && n == len(trace) && rate > 0 {
+		if due == n && n == len(trace) {
 			return paceResult{n, time.Since(start), fmt.Errorf("bench routes: update trace exhausted after %d updates", n)}
 		}
 		for ; n < due; n++ {
@@ -594,7 +611,7 @@ func paceRoutes(src routeSource, trace []lpm.Update, rate int, stop <-chan struc
 				return paceResult{n, time.Since(start), fmt.Errorf("bench routes: update %d (%+v): %w", n, u, err)}
 			}
 		}
-		spinUntil(time.Now().Add(50 * time.Microsecond))
+		time.Sleep(200 * time.Microsecond)
 	}
 }
 
