@@ -105,7 +105,10 @@
 // id in use, a wrong device id, a role change or a role.config end the
 // stream with the spec's code. Roles are names with full pipeline access.
 // Packet-ins (entries with send_to_cpu) go to every role's primary, queued
-// per stream (Config.QueueLen; beyond it they are dropped and counted);
+// per stream (Config.QueueLen; beyond it they are dropped and counted,
+// and an arbitration notice that finds the queue full ends that stream
+// with RESOURCE_EXHAUSTED: a client that stops reading holds up neither
+// the datapath nor the other clients);
 // packet-out is the primary's only, with exactly egress_port naming a port
 // of the switch; a bad one gets a StreamError with the PacketOut.
 //

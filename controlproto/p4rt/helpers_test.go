@@ -135,10 +135,13 @@ type streamClient struct {
 	end    chan error
 }
 
-func (r *rig) open(t testing.TB) *streamClient {
+func (r *rig) open(t testing.TB) *streamClient { return openOn(t, r.cl) }
+
+// openOn opens a stream on the given client.
+func openOn(t testing.TB, cl p4v1.P4RuntimeClient) *streamClient {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := r.cl.StreamChannel(ctx)
+	s, err := cl.StreamChannel(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package p4rt
 
 import (
 	"slices"
+	"time"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
@@ -21,6 +22,11 @@ func (s *Server) StreamChannel(stream p4v1.P4Runtime_StreamChannelServer) error 
 		defer close(sent)
 		for {
 			select {
+			case <-c.done:
+				return
+			default:
+			}
+			select {
 			case m := <-c.send:
 				if err := stream.Send(m); err != nil {
 					return
@@ -33,7 +39,14 @@ func (s *Server) StreamChannel(stream p4v1.P4Runtime_StreamChannelServer) error 
 	defer func() {
 		s.arb.leave(c)
 		close(c.done)
-		<-sent
+		// The sender finishes its message in flight, unless the client
+		// stopped reading: then its Send is blocked by flow control and
+		// fails once this handler has returned and the stream is reset.
+		select {
+		case <-sent:
+		case <-c.overflow:
+		case <-time.After(time.Second):
+		}
 	}()
 	reqs := make(chan *p4v1.StreamMessageRequest)
 	go func() {
