@@ -57,3 +57,27 @@ func TestCheckRouter(t *testing.T) {
 		}
 	}
 }
+
+func TestRouterYAML(t *testing.T) {
+	var c Config
+	if err := decodeYAML(&c, defaultConfig, "default"); err != nil {
+		t.Fatal(err)
+	}
+	if c.Router.Neighbours != "own" || len(c.Router.Ports) != 0 {
+		t.Fatalf("default router section: %+v", c.Router)
+	}
+	y := "router:\n  neighbours: kernel\n  ports:\n    - port: 3\n      addresses: [10.0.3.1/24, 2001:db8:3::1/64]\n      table: 100\n      mac: 02:00:00:00:03:01\n"
+	if err := decodeYAML(&c, []byte(y), "test.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := checkRouter(c.Router, []PortConfig{{Number: 3, Interface: "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.mode != l3.NeighKernel || len(rs.ports) != 1 || rs.ports[0].Table != 100 || len(rs.ports[0].Addrs) != 2 {
+		t.Fatalf("%+v", rs)
+	}
+	if err := decodeYAML(&c, []byte("router:\n  vrf: 3\n"), "bad.yaml"); !errors.Is(err, errConfig) {
+		t.Fatalf("an unknown router key: %v, want a configuration error", err)
+	}
+}
