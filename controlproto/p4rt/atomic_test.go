@@ -95,6 +95,9 @@ func TestStreamOverflow(t *testing.T) {
 			last, still = n, 0
 		}
 	}
+	if r.srv.Stats().PacketInDrops == 0 {
+		t.Fatal("the stuck stream's packet-ins were not counted as dropped")
+	}
 	c := r.open(t)
 	c.arbitrate(0, 2) // a new primary: b must be told, and cannot be
 	c.arbCode()
