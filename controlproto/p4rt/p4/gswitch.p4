@@ -57,6 +57,7 @@ struct metadata_t {
     port_t  egress_port;
     bit<1>  to_cpu;
     bit<1>  drop;
+    bit<1>  ttl_expired; // a later forward does not bring the packet back
     bit<8>  ip_proto;
     bit<16> l4_src_port;
     bit<16> l4_dst_port;
@@ -121,8 +122,14 @@ control GswitchIngress(inout headers_t hdr, inout metadata_t meta,
     // decrement_ttl: IPv4 TTL or IPv6 hop limit minus one; a packet whose
     // TTL would reach 0 is dropped.
     action decrement_ttl() {
-        if (hdr.ipv4.isValid()) { hdr.ipv4.ttl = hdr.ipv4.ttl - 1; }
-        if (hdr.ipv6.isValid()) { hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1; }
+        if (hdr.ipv4.isValid()) {
+            if (hdr.ipv4.ttl <= 1) { meta.drop = 1; meta.to_cpu = 0; meta.ttl_expired = 1; }
+            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+        }
+        if (hdr.ipv6.isValid()) {
+            if (hdr.ipv6.hop_limit <= 1) { meta.drop = 1; meta.to_cpu = 0; meta.ttl_expired = 1; }
+            hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
+        }
     }
     // set_next_hop: route to a neighbour: MACs, TTL, egress port.
     action set_next_hop(port_t port, mac_t src_mac, mac_t dst_mac) {
@@ -184,7 +191,9 @@ control GswitchIngress(inout headers_t hdr, inout metadata_t meta,
         if (hdr.ipv4.isValid()) { ipv4_lpm.apply(); }
         else if (hdr.ipv6.isValid()) { ipv6_lpm.apply(); }
         acl.apply();
-        if (meta.to_cpu == 1) {
+        if (meta.ttl_expired == 1) {
+            mark_to_drop(std);
+        } else if (meta.to_cpu == 1) {
             std.egress_spec = CPU_PORT[8:0];
             hdr.packet_in.setValid();
             hdr.packet_in.ingress_port = meta.ingress_port;
