@@ -5,7 +5,6 @@ import (
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
-	grpcstatus "google.golang.org/grpc/status"
 )
 
 // readChunk is how many entities one ReadResponse carries at most.
@@ -145,5 +144,3 @@ func (s *Server) selectEntries(te *p4v1.TableEntry) ([]*stored, *Error) {
 	})
 	return out, nil
 }
-
-var _ = grpcstatus.Error
