@@ -37,15 +37,15 @@ var switchtestSubset = []struct {
 	{"action/25_SET_FIELD/03_ETH_DST.json", 3},
 	{"action/25_SET_FIELD/11_IPV4_SRC.json", 4},
 	// Our own group and meter patterns (switchtest/patterns, written by
-	// its gen.py): the single-packet files, and one file of rate tests
-	// (drop meters in kb/s and packets/s, 6 s each); the other rate
-	// files run in the full run.
+	// its gen.py): the single-packet files. The rate files (NAME_rate.json)
+	// run in the full run only: they need the tool's Python sender to keep
+	// 150 packets/s or more, and beside go test -race of three packages on
+	// the 2-core machine it sent about 55 (RESULTS.md).
 	{ownPatterns + "group/00_ALL.json", 3},
 	{ownPatterns + "group/01_SELECT.json", 1},
 	{ownPatterns + "group/02_INDIRECT.json", 3},
 	{ownPatterns + "group/03_FF.json", 2},
 	{ownPatterns + "meter/01_DROP.json", 1},
-	{ownPatterns + "meter/01_DROP_rate.json", 4},
 	{ownPatterns + "meter/02_DSCP_REMARK.json", 1},
 }
 
