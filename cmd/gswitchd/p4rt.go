@@ -129,39 +129,40 @@ type ofGuard struct {
 
 func (g ofGuard) owned() bool { s := g.p4(); return s != nil && s.Owns() }
 
-var errP4Owned = "the switch is programmed over P4Runtime"
+// p4Owned is the detail of the errors the guard returns.
+const p4Owned = "the switch is programmed over P4Runtime"
 
 func (g ofGuard) FlowMod(fm *openflow.FlowMod) error {
 	if g.owned() {
-		return &openflow.Error{Type: ofp.ErrTypeFlowModFailed, Code: ofp.ErrCodeFlowModFailedPerm, Detail: errP4Owned}
+		return &openflow.Error{Type: ofp.ErrTypeFlowModFailed, Code: ofp.ErrCodeFlowModFailedPerm, Detail: p4Owned}
 	}
 	return g.Switch.FlowMod(fm)
 }
 
 func (g ofGuard) GroupMod(gm *openflow.GroupMod) error {
 	if g.owned() {
-		return &openflow.Error{Type: ofp.ErrTypeGroupModFailed, Code: ofp.ErrCodeGroupModPerm, Detail: errP4Owned}
+		return &openflow.Error{Type: ofp.ErrTypeGroupModFailed, Code: ofp.ErrCodeGroupModPerm, Detail: p4Owned}
 	}
 	return g.Switch.GroupMod(gm)
 }
 
 func (g ofGuard) MeterMod(mm *openflow.MeterMod) error {
 	if g.owned() {
-		return &openflow.Error{Type: ofp.ErrTypeMeterModFailed, Code: ofp.ErrCodeMeterModFailedUnknown, Detail: errP4Owned}
+		return &openflow.Error{Type: ofp.ErrTypeMeterModFailed, Code: ofp.ErrCodeMeterModFailedUnknown, Detail: p4Owned}
 	}
 	return g.Switch.MeterMod(mm)
 }
 
 func (g ofGuard) PortMod(pm *openflow.PortMod) error {
 	if g.owned() {
-		return &openflow.Error{Type: ofp.ErrTypePortModFailed, Code: ofp.ErrCodePortModFailedPerm, Detail: errP4Owned}
+		return &openflow.Error{Type: ofp.ErrTypePortModFailed, Code: ofp.ErrCodePortModFailedPerm, Detail: p4Owned}
 	}
 	return g.Switch.PortMod(pm)
 }
 
 func (g ofGuard) PacketOut(po *openflow.PacketOut) error {
 	if g.owned() {
-		return &openflow.Error{Type: ofp.ErrTypeBadRequest, Code: ofp.ErrCodeBadRequestPerm, Detail: errP4Owned}
+		return &openflow.Error{Type: ofp.ErrTypeBadRequest, Code: ofp.ErrCodeBadRequestPerm, Detail: p4Owned}
 	}
 	return g.Switch.PacketOut(po)
 }
