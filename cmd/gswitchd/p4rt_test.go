@@ -1,9 +1,20 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
+	"math/big"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/controlproto/p4rt"
@@ -61,5 +72,52 @@ func TestOneControlPlane(t *testing.T) {
 	}
 	if srv.Owns() {
 		t.Fatal("the server owns the switch before any commit")
+	}
+}
+
+// TestP4RTTLSConfig loads a certificate, key and CA from PEM files: TLS,
+// client certificates checked when given, required with
+// --p4rt-require-client-cert.
+func TestP4RTTLSConfig(t *testing.T) {
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gswitchd"}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--p4rt-tls-certificate", cert, "--p4rt-tls-private-key", keyFile}
+	st, err := loadArgs(t, base...)
+	if err != nil || st.p4rtTLS == nil || st.p4rtTLS.ClientAuth != tls.NoClientCert {
+		t.Fatalf("TLS without a CA: %+v, %v", st.p4rtTLS, err)
+	}
+	st, err = loadArgs(t, append(base, "--p4rt-tls-ca-cert", cert)...)
+	if err != nil || st.p4rtTLS.ClientAuth != tls.VerifyClientCertIfGiven || st.p4rtTLS.ClientCAs == nil {
+		t.Fatalf("TLS with a CA: %+v, %v", st.p4rtTLS, err)
+	}
+	st, err = loadArgs(t, append(base, "--p4rt-tls-ca-cert", cert, "--p4rt-require-client-cert")...)
+	if err != nil || st.p4rtTLS.ClientAuth != tls.RequireAndVerifyClientCert {
+		t.Fatalf("mutual TLS: %+v, %v", st.p4rtTLS, err)
+	}
+	if _, err := loadArgs(t, append(base, "--p4rt-require-client-cert")...); !errors.Is(err, errConfig) {
+		t.Fatalf("require_client_cert without a CA: %v, want a configuration error", err)
+	}
+	if _, err := loadArgs(t, append(base, "--p4rt-tls-ca-cert", keyFile)...); !errors.Is(err, errConfig) {
+		t.Fatalf("a CA file without a certificate: %v, want a configuration error", err)
 	}
 }
