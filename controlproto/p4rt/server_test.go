@@ -3,7 +3,11 @@ package p4rt
 import (
 	"bytes"
 	"context"
+	"net"
 	"testing"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
 
 	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -259,5 +263,72 @@ func TestDefaultRoute(t *testing.T) {
 	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "192.0.2.1", 1, 2), udpFrame(t, "10.0.0.1", "10.9.9.9", 1, 2)})
 	if a, b := len(r.devs[2].take()), len(r.devs[1].take()); a != 1 || b != 1 {
 		t.Fatalf("/0 route took %d, /8 route %d frames: want 1 and 1", a, b)
+	}
+}
+
+// TestIPv6Route routes an IPv6 packet by ipv6_lpm: MACs rewritten, hop
+// limit decremented.
+func TestIPv6Route(t *testing.T) {
+	r, _ := ready(t, 3)
+	prefix := net.ParseIP("2001:db8:1::").To16()
+	router, nh := []byte{2, 0, 0, 0, 0, 0xaa}, []byte{2, 0, 0, 0, 0, 0xbb}
+	if err := r.write(0, ins(&p4v1.TableEntry{TableId: TableIPv6, Match: []*p4v1.FieldMatch{lpm(1, prefix, 48)},
+		Action: act(ActionSetNextHop, []byte{3}, router, nh)})); err != nil {
+		t.Fatal(err)
+	}
+	eth := &layers.Ethernet{SrcMAC: macA, DstMAC: router, EthernetType: layers.EthernetTypeIPv6}
+	ip := &layers.IPv6{Version: 6, HopLimit: 9, NextHeader: layers.IPProtocolUDP, SrcIP: net.ParseIP("2001:db8:2::1"), DstIP: net.ParseIP("2001:db8:1::7")}
+	udp := &layers.UDP{SrcPort: 1, DstPort: 2}
+	if err := udp.SetNetworkLayerForChecksum(ip); err != nil {
+		t.Fatal(err)
+	}
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, eth, ip, udp, gopacket.Payload("v6")); err != nil {
+		t.Fatal(err)
+	}
+	r.sw.Process(1, [][]byte{buf.Bytes()})
+	out := r.devs[2].take()
+	if len(out) != 1 {
+		t.Fatalf("port 3 got %d frames, want the routed one", len(out))
+	}
+	if !bytes.Equal(out[0][0:6], nh) || !bytes.Equal(out[0][6:12], router) || out[0][14+7] != 8 {
+		t.Errorf("routed IPv6 frame dst %x src %x hop limit %d: want %x %x 8", out[0][0:6], out[0][6:12], out[0][21], nh, router)
+	}
+}
+
+// TestACLPortRangeWithoutProto: a destination port range with ip_proto
+// left open matches TCP and UDP (one flow entry each) and not ICMP.
+func TestACLPortRangeWithoutProto(t *testing.T) {
+	r, _ := ready(t, 3)
+	if err := r.write(0, ins(&p4v1.TableEntry{TableId: TableACL, Priority: 3, Action: act(ActionForward, []byte{2}),
+		Match: []*p4v1.FieldMatch{rng(aclL4Dst, []byte{0, 80}, []byte{0, 80})}})); err != nil {
+		t.Fatal(err)
+	}
+	frame := func(l4 gopacket.SerializableLayer, proto layers.IPProtocol) []byte {
+		eth := &layers.Ethernet{SrcMAC: macA, DstMAC: macB, EthernetType: layers.EthernetTypeIPv4}
+		ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: proto, SrcIP: net.IP{10, 0, 0, 1}, DstIP: net.IP{10, 0, 0, 2}}
+		if n, ok := l4.(interface {
+			SetNetworkLayerForChecksum(gopacket.NetworkLayer) error
+		}); ok {
+			if err := n.SetNetworkLayerForChecksum(ip); err != nil {
+				t.Fatal(err)
+			}
+		}
+		buf := gopacket.NewSerializeBuffer()
+		if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, eth, ip, l4, gopacket.Payload("x")); err != nil {
+			t.Fatal(err)
+		}
+		return append([]byte(nil), buf.Bytes()...)
+	}
+	tcp := frame(&layers.TCP{SrcPort: 5, DstPort: 80, Window: 1}, layers.IPProtocolTCP)
+	udp := frame(&layers.UDP{SrcPort: 5, DstPort: 80}, layers.IPProtocolUDP)
+	udp81 := frame(&layers.UDP{SrcPort: 5, DstPort: 81}, layers.IPProtocolUDP)
+	icmp := frame(&layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(0, 80)}, layers.IPProtocolICMPv4) // type 0 code 80: the port word is 0x0050
+	r.sw.Process(1, [][]byte{tcp, udp, udp81, icmp})
+	if n := len(r.devs[1].take()); n != 2 {
+		t.Fatalf("%d frames forwarded, want 2 (TCP and UDP to port 80; not UDP to 81, not ICMP)", n)
+	}
+	if n := len(r.sw.Flows()); n < 2+NumPipelineTables {
+		t.Errorf("%d flow entries, want the 4 default entries and 2 for the ACL entry", n)
 	}
 }
