@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/l3"
 	"github.com/gswitch/gswitch/datapath/pipeline"
 	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
@@ -148,9 +149,18 @@ func printPorts(w io.Writer, ps []pipeline.PortInfo) {
 			link = "up"
 		}
 		s := p.Stats
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", p.Desc.No, p.Desc.Name, link, portConfig(p.Desc.Config),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", portNumber(p.Desc.No), p.Desc.Name, link, portConfig(p.Desc.Config),
 			net.HardwareAddr(p.Desc.HWAddr[:]), s.RxPackets, s.RxBytes, s.RxDropped, s.TxPackets, s.TxBytes, s.TxDropped)
 	}
+}
+
+// portNumber writes a port number, LOCAL for the LOCAL port (as
+// ovs-ofctl does).
+func portNumber(no uint32) string {
+	if no == openflow.PortLocal {
+		return "LOCAL"
+	}
+	return fmt.Sprint(no)
 }
 
 // portConfig names OpenFlow port config bits as ovs-ofctl does.
