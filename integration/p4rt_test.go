@@ -3,9 +3,17 @@ package integration
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	crand "crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -20,6 +28,7 @@ import (
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"github.com/vishvananda/netns"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -43,7 +52,17 @@ func startP4RT(t *testing.T, tp *topo, extra ...string) (*daemon, string) {
 // stays there, whichever goroutine uses it.
 func p4conn(t *testing.T, ns, addr string) p4v1.P4RuntimeClient {
 	t.Helper()
-	dial := func(ctx context.Context, a string) (net.Conn, error) {
+	cl, err := p4connCreds(t, ns, addr, insecure.NewCredentials())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// nsDialer dials inside namespace ns: the socket is created there and
+// stays there, whichever goroutine uses it.
+func nsDialer(ns string) func(ctx context.Context, a string) (net.Conn, error) {
+	return func(ctx context.Context, a string) (net.Conn, error) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		orig, err := netns.Get()
@@ -66,7 +85,14 @@ func p4conn(t *testing.T, ns, addr string) p4v1.P4RuntimeClient {
 		}
 		return c, derr
 	}
-	conn, err := grpc.Dial(addr, grpc.WithContextDialer(dial), grpc.WithTransportCredentials(insecure.NewCredentials()))
+}
+
+// p4connCreds is p4conn with transport credentials; it returns the last
+// Capabilities error when the server cannot be reached with them.
+func p4connCreds(t *testing.T, ns, addr string, creds credentials.TransportCredentials) (p4v1.P4RuntimeClient, error) {
+	t.Helper()
+	dial := nsDialer(ns)
+	conn, err := grpc.Dial(addr, grpc.WithContextDialer(dial), grpc.WithTransportCredentials(creds))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,10 +104,10 @@ func p4conn(t *testing.T, ns, addr string) p4v1.P4RuntimeClient {
 		_, err := cl.Capabilities(ctx, &p4v1.CapabilitiesRequest{})
 		cancel()
 		if err == nil {
-			return cl
+			return cl, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("P4Runtime server at %s (netns %s) unreachable: %v", addr, ns, err)
+			return nil, fmt.Errorf("P4Runtime server at %s (netns %s) unreachable: %w", addr, ns, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -503,5 +529,88 @@ func readJSONObject(t *testing.T, r *bufio.Reader) string {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no answer on the StreamChannel within 10 s")
 		return ""
+	}
+}
+
+// TestP4RuntimeMutualTLS: gswitchd serves P4Runtime over TLS and requires
+// client certificates; a client with one from the CA is served, one
+// without is not.
+func TestP4RuntimeMutualTLS(t *testing.T) {
+	tp := newTopo(t, 1)
+	dir := t.TempDir()
+	ca, caKey := p4cert(t, "test ca", nil, nil)
+	writePEM(t, filepath.Join(dir, "ca.pem"), "CERTIFICATE", ca.Raw)
+	srv, srvKey := p4cert(t, "127.0.0.1", ca, caKey)
+	writePEM(t, filepath.Join(dir, "srv.pem"), "CERTIFICATE", srv.Raw)
+	kder, err := x509.MarshalECPrivateKey(srvKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, filepath.Join(dir, "srv.key"), "EC PRIVATE KEY", kder)
+	cli, cliKey := p4cert(t, "controller", ca, caKey)
+	_, addr := startP4RT(t, tp, "--p4rt-tls-certificate", filepath.Join(dir, "srv.pem"), "--p4rt-tls-private-key", filepath.Join(dir, "srv.key"),
+		"--p4rt-tls-ca-cert", filepath.Join(dir, "ca.pem"), "--p4rt-require-client-cert")
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	good := credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12,
+		Certificates: []tls.Certificate{{Certificate: [][]byte{cli.Raw}, PrivateKey: cliKey}}})
+	cl, err := p4connCreds(t, tp.sw, addr, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p4primary(t, cl)
+	noCert := credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	conn, err := grpc.DialContext(ctx, addr, grpc.WithTransportCredentials(noCert), grpc.WithContextDialer(nsDialer(tp.sw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := p4v1.NewP4RuntimeClient(conn).Capabilities(ctx, &p4v1.CapabilitiesRequest{}); err == nil {
+		t.Fatal("a client without a certificate was served")
+	}
+	plain, err := grpc.DialContext(ctx, addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(nsDialer(tp.sw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, err := p4v1.NewP4RuntimeClient(plain).Capabilities(ctx, &p4v1.CapabilitiesRequest{}); err == nil {
+		t.Fatal("a plaintext client was served by the TLS server")
+	}
+}
+
+// p4cert makes a certificate (a CA when parent is nil) with an ECDSA key.
+func p4cert(t *testing.T, cn string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	if parent == nil {
+		tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.KeyUsage = true, true, x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature
+		parent, parentKey = tmpl, key
+	}
+	if ip := net.ParseIP(cn); ip != nil {
+		tmpl.IPAddresses = []net.IP{ip}
+	}
+	der, err := x509.CreateCertificate(crand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, key
+}
+
+func writePEM(t *testing.T, path, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
