@@ -3,6 +3,7 @@ package p4rt
 import (
 	"testing"
 
+	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
@@ -60,6 +61,105 @@ func FuzzValidateWrite(f *testing.F) {
 				if _, err := compileAction(p.s.action, p.s.t.pipe, p.s.t.last); err != nil {
 					t.Fatalf("accepted action does not compile: %v", err)
 				}
+			}
+		}
+	})
+}
+
+// FuzzP4Info feeds serialized P4Infos to sameAsFixed: it must never panic,
+// and only a P4Info equal to the fixed one in every compared field passes.
+func FuzzP4Info(f *testing.F) {
+	good, err := proto.Marshal(P4Info())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	bad := P4Info()
+	bad.Tables[3].MatchFields[8].Bitwidth = 8
+	b, _ := proto.Marshal(bad)
+	f.Add(b)
+	f.Add([]byte{0x12, 0x02, 0x0a, 0x00})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var info p4cfg.P4Info
+		if proto.Unmarshal(data, &info) != nil {
+			return
+		}
+		if sameAsFixed(&info) == nil {
+			// It passed: the compared parts are the fixed pipeline's.
+			if len(info.GetTables()) != len(fixed.info.GetTables()) || len(info.GetActions()) != len(fixed.info.GetActions()) {
+				t.Fatalf("a P4Info with %d tables and %d actions passed", len(info.GetTables()), len(info.GetActions()))
+			}
+		}
+	})
+}
+
+// FuzzStreamRequest feeds serialized StreamMessageRequests (packet-outs)
+// to the packet-out metadata check: no panic, and an accepted egress port
+// is the value of the one metadata field.
+func FuzzStreamRequest(f *testing.F) {
+	for _, md := range [][]*p4v1.PacketMetadata{
+		{{MetadataId: 1, Value: []byte{2}}},
+		{{MetadataId: 1, Value: []byte{0, 0, 0, 0, 3}}},
+		{{MetadataId: 2, Value: []byte{2}}},
+		{{MetadataId: 1, Value: []byte{1}}, {MetadataId: 1, Value: []byte{1}}},
+	} {
+		b, _ := proto.Marshal(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Packet{Packet: &p4v1.PacketOut{Payload: []byte("frame"), Metadata: md}}})
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var req p4v1.StreamMessageRequest
+		if proto.Unmarshal(data, &req) != nil || req.GetPacket() == nil {
+			return
+		}
+		md := req.GetPacket().GetMetadata()
+		port, err := egressPort(md)
+		if err != nil {
+			return
+		}
+		if len(md) != 1 || uint64(port) != toUint(md[0].GetValue()) {
+			t.Fatalf("metadata %v accepted as port %d", md, port)
+		}
+	})
+}
+
+// FuzzRead feeds serialized ReadRequests to Read's selection over a store
+// holding a few entries: it must never panic, and every entity it returns
+// is one of the store's.
+func FuzzRead(f *testing.F) {
+	seeds := []*p4v1.ReadRequest{
+		{Entities: []*p4v1.Entity{tableEntity(0)}},
+		{Entities: []*p4v1.Entity{tableEntity(TableACL)}},
+		{Entities: []*p4v1.Entity{{Entity: &p4v1.Entity_TableEntry{TableEntry: l2Entry(macB, 0)}}}},
+		{Entities: []*p4v1.Entity{{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: TableIPv4, IsDefaultAction: true}}}}},
+		{Entities: []*p4v1.Entity{{Entity: &p4v1.Entity_DirectCounterEntry{DirectCounterEntry: &p4v1.DirectCounterEntry{}}}}},
+	}
+	for _, s := range seeds {
+		b, _ := proto.Marshal(s)
+		f.Add(b)
+	}
+	r := newRig(f, 1, 0)
+	r.primary(f, 1)
+	r.setPipeline(f, 1)
+	if err := r.write(0, ins(l2Entry(macB, 1)), ins(ipv4Entry([]byte{10, 0, 0, 0}, 8, act(ActionDrop)))); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var req p4v1.ReadRequest
+		if proto.Unmarshal(data, &req) != nil {
+			return
+		}
+		req.DeviceId = 1
+		out, err := r.srv.read(&req)
+		if err != nil {
+			return
+		}
+		for _, e := range out {
+			te := e.GetTableEntry()
+			if te == nil {
+				te = e.GetDirectCounterEntry().GetTableEntry()
+			}
+			if fixed.tables[te.GetTableId()] == nil {
+				t.Fatalf("read returned an entry of table %#x", te.GetTableId())
 			}
 		}
 	})
