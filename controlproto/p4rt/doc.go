@@ -65,7 +65,9 @@
 // succeeded). Request-wide errors come first and alone: NOT_FOUND for
 // another device id, PERMISSION_DENIED unless the election id is the
 // primary's, FAILED_PRECONDITION before a pipeline is committed.
-// FuzzValidateWrite feeds serialized WriteRequests to the validation.
+// Fuzz tests feed serialized requests to every check of untrusted input:
+// FuzzValidateWrite (WriteRequests), FuzzP4Info (the pipeline config's
+// P4Info), FuzzStreamRequest (packet-out metadata), FuzzRead (ReadRequests).
 //
 // # Atomicity
 //
