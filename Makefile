@@ -10,7 +10,7 @@ DATA     ?= ../shared/data
 FUZZTIME ?= 20s
 BENCHFLAGS ?= --check --json
 
-.PHONY: all build test vet fuzz bench bench-lpm bench-classify bench-bart clean
+.PHONY: all build test vet fuzz bench bench-lpm bench-classify bench-bart bench-routes clean
 
 all: build
 
@@ -53,6 +53,12 @@ bench-classify: build
 # GAMT against github.com/gaissmai/bart on the same table and traffic.
 bench-bart:
 	$(GO) test -run '^$$' -bench 'Lookup|Build|Update' -benchmem -count 3 ./tables/lpm/
+
+# Routes through a private namespace's kernel table (netlink, kernelfib) and
+# directly into the route table, into the engine; needs root.
+bench-routes: build
+	bin/gswitchctl bench routes --fib $(DATA)/fib/bgp-full-table.txt.gz --via netlink --updates-per-sec 100000 --rounds 7 $(BENCHFLAGS)
+	bin/gswitchctl bench routes --fib $(DATA)/fib/bgp-full-table.txt.gz --via direct --updates-per-sec 100000 --rounds 7 $(BENCHFLAGS)
 
 clean:
 	rm -rf bin
