@@ -28,6 +28,12 @@
 // next hops. router.go wires it; gswitchctl neighbours and show l3 read
 // its state.
 //
+// Routes come from the router ports' subnets (connected), the routes: list
+// of the YAML file (static, checked at start) and, with --kernel-fib-table
+// N (YAML kernel_fib:), from kernel routing table N, mirrored over netlink
+// by controlproto/kernelfib (resynced from a dump after an overflow).
+// routes.go wires them; gswitchctl routes reads the tables and counters.
+//
 // Usage:
 //
 //	gswitchd [--config FILE] [--port N=IFNAME]... [--controller tcp:HOST:PORT]...
@@ -39,6 +45,7 @@
 //	         [--p4rt-tls-private-key FILE] [--p4rt-tls-ca-cert FILE] [--p4rt-require-client-cert]
 //	         [--p4rt-reflection] [--router-port N=ADDR/LEN[,...][,table=T][,mac=MAC]]...
 //	         [--neighbours own|kernel]
+//	         [--kernel-fib-table N] [--kernel-fib-netns NAME] [--kernel-fib-receive-buffer BYTES]
 //
 // Configuration comes from three layers: the embedded default
 // (default.yaml), the YAML file of --config (unknown keys are errors; keys
