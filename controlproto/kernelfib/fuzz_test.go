@@ -1,0 +1,119 @@
+package kernelfib
+
+import (
+	"net"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/gswitch/gswitch/tables/route"
+)
+
+// FuzzUpdates decodes the input into a sequence of route messages as the
+// kernel could send them, well-formed or not (families, types, TOS,
+// destinations and gateways of any length, multipath lists, flags), and
+// applies them to a mirror's state and route table. Nothing may panic, and
+// after every message the route table must hold, for every prefix, exactly
+// the route the mirror's state says (the lowest-metric kernel route when all
+// its next hops are on ports), and nothing else from the kernel.
+func FuzzUpdates(f *testing.F) {
+	f.Add([]byte{0, 2, 1, 0, 4, 10, 0, 0, 0, 8, 4, 192, 0, 2, 1, 1, 0, 1, 3, 2, 1, 0, 4, 10, 0, 0, 0, 8, 0, 0})
+	f.Add([]byte{0, 10, 1, 0, 16, 0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 48, 0, 2, 2, 2, 16, 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1})
+	f.Add([]byte{1, 2, 7, 3, 4, 10, 1, 2, 3, 33, 4, 0, 0, 0, 0, 9, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tb, err := route.New(testTable, route.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := New(Config{Table: testTable, PortOf: func(i int) (uint32, bool) { return uint32(i), i >= 1 && i <= 3 }}, tb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &reader{b: data}
+		for n := 0; n < 32 && !r.done(); n++ {
+			u := r.update()
+			m.update(u)
+			for p, l := range m.byPrefix {
+				want, ok := m.desired(p)
+				got, have := tb.Get(p)
+				switch {
+				case ok && (!have || !got.Route.Equal(want)):
+					// A route the table refuses (an invalid gateway) is
+					// rejected and counted, leaving the table as it was.
+					if route.Validate(&want, testTable, nil) == nil {
+						t.Fatalf("message %d: %v: table holds %v, state says %v (%d kernel routes)", n, p, got, want, len(l))
+					}
+				case !ok && have && got.Source == route.SourceKernel:
+					t.Fatalf("message %d: %v: table holds %v, the state none", n, p, got)
+				}
+			}
+			for _, rt := range tb.Routes() {
+				if len(m.byPrefix[rt.Prefix]) == 0 {
+					t.Fatalf("message %d: table holds %v with no kernel route", n, rt)
+				}
+			}
+		}
+	})
+}
+
+// reader takes fields from the fuzz input, zero when it runs out.
+type reader struct {
+	b []byte
+	i int
+}
+
+func (r *reader) done() bool { return r.i >= len(r.b) }
+
+func (r *reader) byte() byte {
+	if r.i >= len(r.b) {
+		return 0
+	}
+	r.i++
+	return r.b[r.i-1]
+}
+
+func (r *reader) bytes() []byte {
+	n := int(r.byte())
+	if n > 17 {
+		n %= 18
+	}
+	out := make([]byte, n)
+	for i := range out {
+		out[i] = r.byte()
+	}
+	return out
+}
+
+func (r *reader) update() netlink.RouteUpdate {
+	var u netlink.RouteUpdate
+	op := r.byte()
+	u.Type = unix.RTM_NEWROUTE
+	if op&1 != 0 {
+		u.Type = unix.RTM_DELROUTE
+	}
+	u.NlFlags = uint16(op>>1) & (unix.NLM_F_REPLACE | unix.NLM_F_APPEND | unix.NLM_F_CREATE | unix.NLM_F_EXCL)
+	u.Family = int(r.byte())
+	if u.Family%3 == 0 {
+		u.Family = unix.AF_INET
+	} else if u.Family%3 == 1 {
+		u.Family = unix.AF_INET6
+	}
+	u.Table = testTable
+	u.Route.Type = unix.RTN_UNICAST
+	if b := r.byte(); b%8 == 7 {
+		u.Route.Type, u.Tos = int(b%12), int(b>>7)
+	}
+	if ip := r.bytes(); len(ip) > 0 {
+		u.Dst = &net.IPNet{IP: ip, Mask: net.CIDRMask(int(r.byte()), len(ip)*8)}
+	}
+	u.Priority = int(r.byte() % 3)
+	u.LinkIndex = int(r.byte() % 5)
+	if gw := r.bytes(); len(gw) > 0 {
+		u.Gw = gw
+	}
+	for k := int(r.byte() % 4); k > 1; k-- {
+		u.MultiPath = append(u.MultiPath, &netlink.NexthopInfo{LinkIndex: int(r.byte() % 5), Hops: int(r.byte()), Gw: r.bytes()})
+	}
+	return u
+}
