@@ -9,7 +9,7 @@
 //	gswitchctl bench routes --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--via netlink|direct] [--check] [--json]
 //
 //	gswitchctl show ports|tables|flows|groups|meters|backend|stats [--socket PATH] [--json]
-//	gswitchctl routes [--socket PATH] [--json] [--table N]
+//	gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
 //
 // Run a command with -h for all of its flags.
 package main
@@ -34,7 +34,7 @@ Usage:
   gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3 [--socket PATH] [--json]
                                                  query a running gswitchd (control socket)
   gswitchctl neighbours [--socket PATH] [--json] the router's neighbour table (show neighbours)
-  gswitchctl routes [--socket PATH] [--json] [--table N]
+  gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
                                                  route tables: routes, next hops, counters
   gswitchctl help                                this text
 

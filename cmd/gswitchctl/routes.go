@@ -15,7 +15,7 @@ import (
 	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
 )
 
-const routesUsage = `Usage: gswitchctl routes [--socket PATH] [--json] [--table N]
+const routesUsage = `Usage: gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
 
 Lists the route tables of a running gswitchd: per table its change counters
 and those of its sources (the kernel FIB mirror), and every route with its
@@ -31,6 +31,7 @@ func runRoutes(args []string, stdout, stderr io.Writer) error {
 	socket := fs.String("socket", defaultSocket, "gswitchd's control socket")
 	asJSON := fs.Bool("json", false, "print the daemon's JSON answer instead of tables")
 	table := fs.Uint("table", 0, "only route table `N` (0: all)")
+	limit := fs.Int("limit", 0, "list at most `N` routes (0: all; the tables' counters are complete either way)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, routesUsage)
 		fs.PrintDefaults()
@@ -38,18 +39,17 @@ func runRoutes(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return fmt.Errorf("%w: routes takes no arguments (got %q)", errUsage, fs.Args())
-	}
 	if *table > 1<<32-1 {
 		return fmt.Errorf("%w: --table %d: want a table id 1..2^32-1", errUsage, *table)
+	}
+	if *limit < 0 {
+		return fmt.Errorf("%w: --limit %d: want a number of routes (0: all)", errUsage, *limit)
 	}
 	c := ctl.NewClient(*socket)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rs, err := c.Routes(ctx, uint32(*table))
+	rs, err := c.Routes(ctx, uint32(*table), *limit)
 	if err != nil {
 		return err
 	}
@@ -60,6 +60,9 @@ func runRoutes(args []string, stdout, stderr io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	printRoutes(tw, rs)
+	if rs.Truncated {
+		fmt.Fprintf(tw, "(the first %d routes; --limit 0 for all)\n", len(rs.Routes))
+	}
 	return tw.Flush()
 }
 

@@ -11,9 +11,10 @@ import (
 
 // RouteSource is what a daemon with route tables adds to Source:
 //
-//	GET /v1/routes[?table=N]  Routes  the route tables (all, or table N): per table its
-//	                                  change counters and those of its sources, per route
-//	                                  its next hops with per-route and per-next-hop counters
+//	GET /v1/routes[?table=N][&limit=M]  Routes  the route tables (all, or table N): per
+//	        table its change counters and those of its sources, per route its next hops
+//	        with per-route and per-next-hop counters; at most M routes (0: all), Truncated
+//	        saying whether some were left out
 //
 // A Source without it answers no tables; a table id it does not hold gets
 // 404.
@@ -26,8 +27,9 @@ type RouteSource interface {
 
 // Routes is the answer to /v1/routes.
 type Routes struct {
-	Tables []RouteTableInfo
-	Routes []RouteInfo
+	Tables    []RouteTableInfo
+	Routes    []RouteInfo
+	Truncated bool `json:",omitempty"` // the limit left routes out
 }
 
 // RouteTableInfo describes one route table.
@@ -60,8 +62,9 @@ type NextHopInfo struct {
 	Bytes   uint64
 }
 
-// RoutesOf builds the answer for route tables (table 0: all of them).
-func RoutesOf(tables map[uint32]*route.Table, sources map[uint32]map[string]map[string]uint64, table uint32) (Routes, bool) {
+// RoutesOf builds the answer for route tables (table 0: all of them), with
+// at most limit routes (0: all).
+func RoutesOf(tables map[uint32]*route.Table, sources map[uint32]map[string]map[string]uint64, table uint32, limit int) (Routes, bool) {
 	out := Routes{Tables: []RouteTableInfo{}, Routes: []RouteInfo{}}
 	ids := make([]uint32, 0, len(tables))
 	for id := range tables {
@@ -77,6 +80,10 @@ func RoutesOf(tables map[uint32]*route.Table, sources map[uint32]map[string]map[
 		t := tables[id]
 		out.Tables = append(out.Tables, RouteTableInfo{ID: id, Stats: t.Stats(), Sources: sources[id]})
 		for _, e := range t.List() {
+			if limit > 0 && len(out.Routes) >= limit {
+				out.Truncated = true
+				break
+			}
 			pk, by, nhs := e.Counters()
 			ri := RouteInfo{Table: id, Prefix: e.Prefix.String(), Source: e.Source, Metric: e.Metric, Packets: pk, Bytes: by}
 			for _, h := range nhs {
@@ -115,12 +122,20 @@ func routesHandler(src Source) http.HandlerFunc {
 				return
 			}
 		}
+		var limit uint64
+		if s := r.URL.Query().Get("limit"); s != "" {
+			var err error
+			if limit, err = strconv.ParseUint(s, 10, 31); err != nil {
+				writeJSON(w, http.StatusBadRequest, errorBody{fmt.Sprintf("limit %q: want a number of routes (0: all)", s)})
+				return
+			}
+		}
 		var tables map[uint32]*route.Table
 		var sources map[uint32]map[string]map[string]uint64
 		if rs, ok := src.(RouteSource); ok {
 			tables, sources = rs.RouteTables()
 		}
-		out, ok := RoutesOf(tables, sources, uint32(table))
+		out, ok := RoutesOf(tables, sources, uint32(table), int(limit))
 		if !ok {
 			writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no route table %d", table)})
 			return
@@ -129,12 +144,14 @@ func routesHandler(src Source) http.HandlerFunc {
 	}
 }
 
-// Routes returns /v1/routes: every route table, or only table (0: all).
-func (c *Client) Routes(ctx context.Context, table uint32) (Routes, error) {
+// Routes returns /v1/routes: every route table, or only table (0: all),
+// with at most limit routes (0: all; a full BGP table's listing is
+// hundreds of megabytes, beyond what the client reads).
+func (c *Client) Routes(ctx context.Context, table uint32, limit int) (Routes, error) {
 	var v Routes
-	path := "/v1/routes"
+	path := fmt.Sprintf("/v1/routes?limit=%d", max(limit, 0))
 	if table != 0 {
-		path += "?table=" + strconv.FormatUint(uint64(table), 10)
+		path += "&table=" + strconv.FormatUint(uint64(table), 10)
 	}
 	return v, c.get(ctx, path, &v)
 }

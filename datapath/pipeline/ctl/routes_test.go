@@ -59,7 +59,7 @@ func TestRoutes(t *testing.T) {
 	c := NewClient(path)
 	defer c.Close()
 
-	all, err := c.Routes(ctx, 0)
+	all, err := c.Routes(ctx, 0, 0)
 	must(err)
 	if len(all.Tables) != 2 || all.Tables[0].ID != 100 || all.Tables[1].ID != 254 || len(all.Routes) != 2 {
 		t.Fatalf("all tables: %+v", all)
@@ -72,20 +72,30 @@ func TestRoutes(t *testing.T) {
 		r.NextHops[0].Gateway != "192.0.2.1" || r.NextHops[0].Packets != 0 || r.NextHops[1].Gateway != "" || r.NextHops[1].Packets != 2 || r.NextHops[1].Weight != 3 {
 		t.Errorf("route: %+v", r)
 	}
-	one, err := c.Routes(ctx, 254)
+	one, err := c.Routes(ctx, 254, 0)
 	must(err)
 	if len(one.Tables) != 1 || len(one.Routes) != 1 || one.Routes[0].Prefix != "2001:db8::/32" || one.Routes[0].Source != "static" {
 		t.Errorf("table 254: %+v", one)
 	}
-	if _, err := c.Routes(ctx, 7); err == nil || !strings.Contains(err.Error(), "404") {
+	if _, err := c.Routes(ctx, 7, 0); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("unknown table: %v", err)
 	}
 	var v Routes
 	if err := c.get(ctx, "/v1/routes?table=x", &v); err == nil || !strings.Contains(err.Error(), "400") {
 		t.Errorf("bad table id: %v", err)
 	}
+	if err := c.get(ctx, "/v1/routes?limit=-1", &v); err == nil || !strings.Contains(err.Error(), "400") {
+		t.Errorf("bad limit: %v", err)
+	}
+	lim, err := c.Routes(ctx, 0, 1)
+	if err != nil || len(lim.Routes) != 1 || !lim.Truncated || len(lim.Tables) != 2 {
+		t.Errorf("limit 1: %+v, %v", lim, err)
+	}
+	if all.Truncated {
+		t.Error("an answer without a limit says it is truncated")
+	}
 	// A daemon without route tables answers none.
-	if out, ok := RoutesOf(nil, nil, 0); !ok || len(out.Tables) != 0 {
+	if out, ok := RoutesOf(nil, nil, 0, 0); !ok || len(out.Tables) != 0 {
 		t.Errorf("no tables: %+v %v", out, ok)
 	}
 }
