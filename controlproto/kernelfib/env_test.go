@@ -39,6 +39,9 @@ func newFibEnv(t *testing.T, nports int) *fibEnv {
 	if os.Geteuid() != 0 {
 		t.Fatal("kernelfib tests need root (network namespaces, netlink route changes): run them as root")
 	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Fatal("kernelfib tests need ip (Debian package iproute2) to drive and read the kernel's routes")
+	}
 	e := &fibEnv{name: fmt.Sprintf("gsw-kfib-%d-%d", os.Getpid(), nsSeq.Add(1)), ports: map[int]uint32{}, links: map[string]netlink.Link{}}
 	func() {
 		runtime.LockOSThread()
