@@ -44,7 +44,9 @@
 // which changes only the routes that differ (one update per family to the
 // table's mirrors, so a lookup batch sees the old table or the new one).
 // Messages that arrive during or after the dump are applied on top, which
-// converges because they are applied in order. Config.ReceiveBuffer sets
+// converges because they are applied in order; during the dump a collector
+// keeps reading the subscription into memory, so that the seconds a full
+// table's dump takes do not overflow the socket again on a busy FIB. Config.ReceiveBuffer sets
 // the buffer (tests make it tiny to force the overflow). Routes of other
 // sources in the same route.Table are left alone by a resync unless a
 // kernel route holds their prefix.

@@ -181,8 +181,35 @@ func (m *Mirror) session(ctx context.Context) (loaded bool, err error) {
 		for range ch { // let the receiver finish
 		}
 	}()
-	if err := m.resync(); err != nil {
+	// While the dump loads (seconds for a full table), a collector keeps
+	// reading the subscription, so that a busy FIB does not overflow the
+	// socket during every resync; what it read is applied after the dump.
+	stopCollect := make(chan struct{})
+	collected := make(chan []netlink.RouteUpdate, 1)
+	go func() {
+		var buf []netlink.RouteUpdate
+		for {
+			select {
+			case u, ok := <-ch:
+				if !ok {
+					collected <- buf
+					return
+				}
+				buf = append(buf, u)
+			case <-stopCollect:
+				collected <- buf
+				return
+			}
+		}
+	}()
+	err = m.resync()
+	close(stopCollect)
+	buf := <-collected
+	if err != nil {
 		return false, err
+	}
+	for _, u := range buf {
+		m.update(u)
 	}
 	for {
 		select {
