@@ -32,7 +32,15 @@
 // prefix and metric) adds next hops, and a delete naming some of them
 // removes only those; IPv4 multipath routes always come whole. An IPv4
 // "ip route append" of an existing prefix and metric adds a route the kernel
-// does not use while the first exists; it is skipped.
+// does not use while the first exists; it is skipped (should the first be
+// deleted, the kernel moves to the appended one, which the mirror learns at
+// its next resync: a known gap).
+//
+// Routes that use nexthop objects (ip nexthop, FRR's default on recent
+// kernels) are mirrored through the gateways and interfaces the kernel
+// expands into their messages while net.ipv4.nexthop_compat_mode is 1 (the
+// default); with it 0 their messages carry only the nexthop id, which the
+// mirror does not resolve.
 //
 // # Overflow and resync
 //
