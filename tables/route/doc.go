@@ -5,8 +5,9 @@
 // # What
 //
 // A Route is a prefix with one or more weighted next hops (gateway, or none
-// for on-link; output port), from a source: static configuration, the
-// kernel FIB (controlproto/kernelfib), OpenFlow or P4Runtime. A Table keeps
+// for on-link; output port), from a source: a router port's own subnet
+// (connected), static configuration, the kernel FIB
+// (controlproto/kernelfib), OpenFlow or P4Runtime. A Table keeps
 // one route per prefix and answers longest-prefix-match lookups. It is the
 // authoritative CPU copy: the sources write it, the datapath reads it.
 //
