@@ -159,17 +159,24 @@ func checkPingCounters(ctx context.Context, t *testing.T, tp *topo, c *ctl.Clien
 	if err != nil || !strings.Contains(string(out), fmt.Sprintf("%d received", count)) {
 		t.Fatalf("ping -c %d h1 -> h3: %v\n%s", count, err, out)
 	}
-	after, err := c.Ports(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fafter, _ := c.Flows(ctx)
 	delta := func(ps []pipeline.PortInfo, i int, tx bool) uint64 {
 		if tx {
 			return ps[i].Stats.TxPackets
 		}
 		return ps[i].Stats.RxPackets
 	}
+	// A port counts a frame once its send returned, which may be just
+	// after the host received it: give the counters a moment to settle.
+	var after []pipeline.PortInfo
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if after, err = c.Ports(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if delta(after, 0, true)-delta(before, 0, true) >= count && delta(after, 2, true)-delta(before, 2, true) >= count || time.Now().After(deadline) {
+			break
+		}
+	}
+	fafter, _ := c.Flows(ctx)
 	// Echo requests enter port 1 and leave port 3; replies the other way.
 	// A few ARP frames may come along.
 	for _, ch := range []struct {
