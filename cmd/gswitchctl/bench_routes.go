@@ -357,7 +357,7 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 	if f.backend == "gpu" {
 		r.GPU = eng.Device()
 	}
-	ps = dedupePrefixes(ps)
+	ps = lpm.Dedupe(ps)
 	rng := rand.New(rand.NewPCG(f.seed, 3))
 	rng.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
 	nProbe := min(f.samples/2+1, len(ps)/10)
@@ -548,18 +548,6 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 	r.Notes = fmt.Sprintf("routes_per_sec: from the first change to the last route answering on the Engine (%s); visible: %d changes (half adds, half deletes of held-back prefixes), from the change to the first Engine lookup (slice API, one address) returning it; mlps: Engine.LookupLPM in batches of %d, one goroutine, median of %d rounds of %v, idle (no updater) and under updates (an updater goroutine applying the due changes every 200 µs) run back to back, loss = median of the paired losses",
 		map[string]string{"netlink": "RTM_NEWROUTE to the namespace's kernel table, one per route, mirrored by kernelfib", "direct": "route.Table.Add, one per route"}[f.via], len(lats), f.batch, f.rounds, f.duration)
 	return r, nil
-}
-
-func dedupePrefixes(ps []netip.Prefix) []netip.Prefix {
-	seen := make(map[netip.Prefix]bool, len(ps))
-	out := make([]netip.Prefix, 0, len(ps))
-	for _, p := range ps {
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // waitVisible polls the Engine until its answer for a is (present) or is no

@@ -54,15 +54,7 @@ func (t *table) setEntry(id flow.RuleID, e *entry) {
 func (s *Switch) FlowMod(fm *openflow.FlowMod) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch fm.Command {
-	case openflow.FlowAdd:
-		return s.addLocked(fm)
-	case openflow.FlowModify, openflow.FlowModifyStrict:
-		return s.modifyLocked(fm)
-	case openflow.FlowDelete, openflow.FlowDeleteStrict:
-		return s.deleteLocked(fm)
-	}
-	return &openflow.Error{Type: ofp.ErrTypeFlowModFailed, Code: ofp.ErrCodeFlowModFailedBadCommand, Detail: fmt.Sprintf("command %d", fm.Command)}
+	return s.flowModLocked(fm)
 }
 
 // checkGoto enforces OpenFlow 1.3 §5.1: goto_table only goes forward.

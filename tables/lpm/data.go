@@ -179,7 +179,7 @@ const UpdateTraceDescription = "update trace derived from the table: the prefix 
 // prefixes with SyntheticNextHop, every withdrawal names a present prefix. It
 // returns nil if prefixes is empty.
 func UpdateTrace(prefixes []netip.Prefix, n int, seed uint64) []Update {
-	uniq := dedupe(prefixes)
+	uniq := Dedupe(prefixes)
 	if len(uniq) == 0 || n <= 0 {
 		return nil
 	}
@@ -209,7 +209,8 @@ func UpdateTrace(prefixes []netip.Prefix, n int, seed uint64) []Update {
 	return out
 }
 
-func dedupe(ps []netip.Prefix) []netip.Prefix {
+// Dedupe returns ps without repeats, in first-seen order.
+func Dedupe(ps []netip.Prefix) []netip.Prefix {
 	seen := make(map[netip.Prefix]bool, len(ps))
 	out := make([]netip.Prefix, 0, len(ps))
 	for _, p := range ps {

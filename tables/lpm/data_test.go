@@ -133,7 +133,7 @@ func TestUpdateTrace(t *testing.T) {
 	for i := 0; i < 3000; i++ {
 		ps = append(ps, g.prefix())
 	}
-	uniq := dedupe(ps)
+	uniq := Dedupe(ps)
 	trace := UpdateTrace(ps, 20000, 5)
 	if again := UpdateTrace(ps, 20000, 5); again[19999] != trace[19999] {
 		t.Fatalf("not deterministic")
