@@ -30,11 +30,13 @@
 // one, so deleting it brings the next one in, as in the kernel. IPv6 keeps a
 // multipath route's paths as siblings: an append (or an add of an existing
 // prefix and metric) adds next hops, and a delete naming some of them
-// removes only those; IPv4 multipath routes always come whole. An IPv4
-// "ip route append" of an existing prefix and metric adds a route the kernel
-// does not use while the first exists; it is skipped (should the first be
-// deleted, the kernel moves to the appended one, which the mirror learns at
-// its next resync: a known gap).
+// removes only those; IPv4 multipath routes always come whole. IPv4 also
+// keeps aliases: routes of one prefix and metric in a list whose first is
+// in use. The mirror keeps them in the kernel's order — "ip route append"
+// (NLM_F_APPEND) adds behind them, "ip route prepend" (an add without
+// replace or append) in front, replace changes the first, a delete removes
+// the alias whose next hops it names — so deleting the alias in use brings
+// in the next one, as in the kernel.
 //
 // Routes that use nexthop objects (ip nexthop, FRR's default on recent
 // kernels) are mirrored through the gateways and interfaces the kernel

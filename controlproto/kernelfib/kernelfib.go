@@ -277,7 +277,14 @@ func (m *Mirror) resync() error {
 	for i := range krs {
 		kr, ok := m.convert(&krs[i])
 		if ok {
-			m.setRoute(kr)
+			// A dump lists IPv4 aliases (routes of one prefix and metric)
+			// in the kernel's order, the one in use first; IPv6 gives a
+			// multipath route as one message, siblings merged.
+			if krs[i].Family == unix.AF_INET {
+				m.appendRoute(kr)
+			} else {
+				m.mergeRoute(kr)
+			}
 			n++
 		}
 	}
@@ -370,11 +377,14 @@ func (m *Mirror) update(u netlink.RouteUpdate) {
 			// routes: an append, or an add of an existing prefix and
 			// metric, adds siblings.
 			m.mergeRoute(kr)
-		case u.Family == unix.AF_INET && u.NlFlags&unix.NLM_F_APPEND != 0 && m.find(kr.key) >= 0:
-			// IPv4 keeps an appended duplicate behind the first one, which
-			// stays in use.
-			m.skipped.Add(1)
-			return
+		case u.Family == unix.AF_INET && u.NlFlags&unix.NLM_F_APPEND != 0:
+			// ip route append: IPv4 keeps the new alias behind the routes
+			// of the same prefix and metric; the first stays in use.
+			m.appendRoute(kr)
+		case u.Family == unix.AF_INET && u.NlFlags&unix.NLM_F_REPLACE == 0:
+			// ip route prepend (an add without replace or append): the
+			// new alias goes first and is the one in use.
+			m.prependRoute(kr)
 		default:
 			m.setRoute(kr)
 		}
@@ -390,18 +400,37 @@ func (m *Mirror) find(k kkey) int {
 	return slices.IndexFunc(m.byPrefix[k.prefix], func(x kroute) bool { return x.key.metric == k.metric })
 }
 
-// setRoute stores kr in place of the kernel route with its prefix and
-// metric.
+// setRoute stores kr in place of the first kernel route with its prefix
+// and metric (a replace), or adds it.
 func (m *Mirror) setRoute(kr kroute) {
-	l := m.byPrefix[kr.key.prefix]
 	if i := m.find(kr.key); i >= 0 {
-		l[i] = kr
+		m.byPrefix[kr.key.prefix][i] = kr
 		return
 	}
-	l = append(l, kr)
+	m.insertAt(kr, m.firstAbove(kr.key, false))
+}
+
+// appendRoute adds kr behind the routes of its prefix and metric.
+func (m *Mirror) appendRoute(kr kroute) { m.insertAt(kr, m.firstAbove(kr.key, true)) }
+
+// prependRoute adds kr before the routes of its prefix and metric.
+func (m *Mirror) prependRoute(kr kroute) { m.insertAt(kr, m.firstAbove(kr.key, false)) }
+
+// firstAbove is where a route of k's metric goes in its prefix's list
+// (sorted by metric, aliases in the kernel's order): before the first route
+// of a higher metric (same: true) or of the same or a higher one.
+func (m *Mirror) firstAbove(k kkey, same bool) int {
+	l := m.byPrefix[k.prefix]
+	i := 0
+	for i < len(l) && (l[i].key.metric < k.metric || same && l[i].key.metric == k.metric) {
+		i++
+	}
+	return i
+}
+
+func (m *Mirror) insertAt(kr kroute, i int) {
+	m.byPrefix[kr.key.prefix] = slices.Insert(m.byPrefix[kr.key.prefix], i, kr)
 	m.nroutes.Add(1)
-	slices.SortFunc(l, func(a, b kroute) int { return int(int64(a.key.metric) - int64(b.key.metric)) })
-	m.byPrefix[kr.key.prefix] = l
 }
 
 func (m *Mirror) mergeRoute(kr kroute) {
@@ -413,13 +442,21 @@ func (m *Mirror) mergeRoute(kr kroute) {
 }
 
 // delRoute removes the kernel route; for IPv6, a message naming only some of
-// a multipath route's next hops removes those siblings.
+// a multipath route's next hops removes those siblings; for IPv4, the alias
+// whose next hops the message names.
 func (m *Mirror) delRoute(kr kroute, v6 bool) {
 	i := m.find(kr.key)
 	if i < 0 {
 		return
 	}
 	l := m.byPrefix[kr.key.prefix]
+	if !v6 {
+		// The kernel deleted one alias of the prefix and metric, the
+		// message names its next hops: that one (else the first).
+		if j := slices.IndexFunc(l, func(x kroute) bool { return x.key == kr.key && slices.Equal(x.hops, kr.hops) }); j >= 0 {
+			i = j
+		}
+	}
 	if v6 && len(kr.hops) < len(l[i].hops) && l[i].remove(kr) {
 		return
 	}
