@@ -181,12 +181,13 @@ func (s *syncBuffer) String() string {
 
 // daemon is a gswitchd running in the switch namespace.
 type daemon struct {
-	cmd    *exec.Cmd
-	log    syncBuffer
-	ctl    string
-	ofPort int
-	ofSSL  []string // ovs-ofctl's --private-key, --certificate and --ca-cert for a ptls: listener
-	tp     *topo
+	cmd     *exec.Cmd
+	log     syncBuffer
+	ctl     string
+	ofPort  int
+	ofSSL   []string // ovs-ofctl's --private-key, --certificate and --ca-cert for a ptls: listener
+	metrics string   // the Prometheus page's URL, where --metrics was given
+	tp      *topo
 }
 
 // startGswitchd runs gswitchd in tp's switch namespace with one port per

@@ -86,7 +86,8 @@ func startOsken(t *testing.T, tp *topo) (*daemon, *bgProc, *ctl.Client) {
 		}
 	})
 	// gswitchd reconnects with back-off until os-ken listens.
-	d := startGswitchd(t, tp, "--controller", fmt.Sprintf("tcp:127.0.0.1:%d", port))
+	d := startGswitchd(t, tp, "--controller", fmt.Sprintf("tcp:127.0.0.1:%d", port), "--metrics", fmt.Sprintf("127.0.0.1:%d", port+1))
+	d.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port+1)
 	c := ctl.NewClient(d.ctl)
 	t.Cleanup(c.Close)
 	connected := waitFor(30*time.Second, func() bool {
@@ -133,6 +134,30 @@ func TestOskenLearningSwitch(t *testing.T) {
 
 	checkPingCounters(ctx, t, tp, c)
 	runIperf(t, tp)
+	checkMetrics(t, d, []string{
+		"gswitch_openflow_controllers 1\n",
+		"# TYPE gswitch_backend_device_up gauge\n",
+		"gswitch_table_flows{table=\"0\"} 7\n",
+		"gswitch_batch_frames_bucket{le=\"+Inf\"} ",
+		"gswitch_batches_closed_total{why=\"delay\"} ",
+		"gswitch_port_tx_packets_total{port=\"3\",name=\"swp3\"} ",
+	})
+}
+
+// checkMetrics reads gswitchd's Prometheus page from its namespace (with
+// python3, which os-ken brings) and checks it holds every want.
+func checkMetrics(t *testing.T, d *daemon, want []string) {
+	t.Helper()
+	out := sh(t, "ip", "netns", "exec", d.tp.sw, "/usr/bin/python3", "-c",
+		"import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())", d.metrics)
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("metrics lack %q:\n%s", w, out)
+		}
+	}
+	if n := strings.Count(out, "gswitch_batch_frames_count "); n != 1 {
+		t.Errorf("metrics: %d gswitch_batch_frames_count lines", n)
+	}
 }
 
 func countLearned(flows []pipeline.FlowInfo) int {

@@ -64,6 +64,7 @@ func newWorker(s *Switch) *worker {
 // learning) and the actions, then sends what the actions output. Frames
 // are edited in place: the caller gives them up.
 func (s *Switch) Process(inPort uint32, frames [][]byte) {
+	s.batches.observe(len(frames))
 	w := s.workers.Get().(*worker)
 	defer s.workers.Put(w)
 	w.begin()

@@ -75,7 +75,26 @@ func WriteMetrics(w io.Writer, s *Switch) error {
 	p("gswitch_no_route_total %d\n", c.NoRoute)
 	head("gswitch_unsupported_actions_total", "counter", "Actions the datapath did not execute (groups, MPLS, PBB, fields it cannot set).")
 	p("gswitch_unsupported_actions_total %d\n", c.Unsupported)
+	head("gswitch_group_drops_total", "counter", "Packets of a group with no live bucket.")
+	p("gswitch_group_drops_total %d\n", c.GroupDrops)
+	head("gswitch_meter_drops_total", "counter", "Packets a meter's drop band dropped.")
+	p("gswitch_meter_drops_total %d\n", c.MeterDrops)
+	head("gswitch_offload_drops_total", "counter", "Received frames whose checksum or segmentation offload could not be finished.")
 	p("gswitch_offload_drops_total %d\n", c.OffloadDrops)
+	bs := s.BatchStats()
+	head("gswitch_batch_frames", "histogram", "Frames per batch run through the pipeline.")
+	var cum uint64
+	for i, n := range bs.Counts {
+		cum += n
+		le := "+Inf"
+		if i < len(bs.Bounds) {
+			le = fmt.Sprint(bs.Bounds[i])
+		}
+		p("gswitch_batch_frames_bucket{le=%q} %d\n", le, cum)
+	}
+	p("gswitch_batch_frames_sum %d\ngswitch_batch_frames_count %d\n", bs.Frames, bs.Batches)
+	head("gswitch_batches_closed_total", "counter", "Batches a port loop closed, by why: full (batch size reached) or delay (the oldest frame waited the maximum delay).")
+	p("gswitch_batches_closed_total{why=\"full\"} %d\ngswitch_batches_closed_total{why=\"delay\"} %d\n", bs.Full, bs.Delay)
 	head("gswitch_learned_macs", "gauge", "MAC addresses in the learning table.")
 	p("gswitch_learned_macs %d\n", c.Learned)
 	standalone := 0

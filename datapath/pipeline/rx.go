@@ -104,6 +104,7 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src *afpacket.Port) err
 					s.offloadDrops.Add(1)
 				}
 				if b.full() {
+					s.batches.full.Add(1)
 					s.Process(no, b.frames)
 					b.reset()
 				}
@@ -111,6 +112,7 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src *afpacket.Port) err
 			blk.Release()
 		}
 		if len(b.frames) > 0 && (blk == nil || time.Since(b.oldest) >= s.cfg.MaxDelay) {
+			s.batches.delay.Add(1)
 			s.Process(no, b.frames)
 			b.reset()
 		}

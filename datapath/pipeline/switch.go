@@ -170,6 +170,7 @@ type Switch struct {
 	meterDrops  atomic.Uint64 // packets a meter's drop band dropped
 
 	offloadDrops atomic.Uint64 // received frames whose checksum/GSO offload could not be finished
+	batches      batchStats    // batches Process ran
 }
 
 type controllerBox struct{ c Controller }

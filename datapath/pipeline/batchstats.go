@@ -1,0 +1,50 @@
+package pipeline
+
+import "sync/atomic"
+
+// batchBounds are the upper bounds of the batch-size histogram's buckets
+// (frames per batch); a last bucket holds the larger batches.
+var batchBounds = [...]int{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536}
+
+// batchStats counts the batches Process ran: how many, how many frames,
+// a histogram of their sizes, and why the port loop closed them.
+type batchStats struct {
+	count   atomic.Uint64
+	frames  atomic.Uint64
+	buckets [len(batchBounds) + 1]atomic.Uint64
+	full    atomic.Uint64 // closed by RunPort at Config.BatchSize frames
+	delay   atomic.Uint64 // closed by RunPort when the oldest frame had waited Config.MaxDelay (or the ring was idle)
+}
+
+func (b *batchStats) observe(n int) {
+	b.count.Add(1)
+	b.frames.Add(uint64(n))
+	i := 0
+	for i < len(batchBounds) && n > batchBounds[i] {
+		i++
+	}
+	b.buckets[i].Add(1)
+}
+
+// BatchStats is a snapshot of the batches the switch processed.
+type BatchStats struct {
+	Batches uint64 // batches run through the pipeline
+	Frames  uint64 // frames in them
+	// Bounds and Counts: Counts[i] batches had at most Bounds[i] frames
+	// (and more than Bounds[i-1]); the last count is for larger batches.
+	Bounds []int
+	Counts []uint64
+	Full   uint64 // batches a port loop closed because they were full
+	Delay  uint64 // batches a port loop closed at the maximum delay
+}
+
+// BatchStats returns the batch counters.
+func (s *Switch) BatchStats() BatchStats {
+	b := &s.batches
+	st := BatchStats{Batches: b.count.Load(), Frames: b.frames.Load(), Bounds: batchBounds[:],
+		Full: b.full.Load(), Delay: b.delay.Load(), Counts: make([]uint64, len(b.buckets))}
+	for i := range b.buckets {
+		st.Counts[i] = b.buckets[i].Load()
+	}
+	return st
+}
