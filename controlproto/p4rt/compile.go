@@ -69,12 +69,14 @@ func compileRules(s *spec) ([]rule, *Error) {
 
 // aclMatches expands an ACL entry into flow matches. The pipeline's flow
 // tables follow OpenFlow's prerequisites: IPv4 addresses need
-// eth_type=0x0800, ip_proto needs an exact IPv4 or IPv6 eth_type, L4 ports
-// an exact TCP or UDP ip_proto. So an entry that leaves eth_type (or
-// ip_proto) open but matches fields that need it becomes one flow entry per
-// value its ternary admits; port ranges become prefixes (the fewest
-// value/mask pairs). An entry that no packet can match (eth_type 0x86dd
-// with an IPv4 address) compiles to no flow entry at all.
+// eth_type=0x0800, IPv6 addresses (ipv6_src, ipv6_dst) eth_type=0x86dd,
+// ip_proto needs an exact IPv4 or IPv6 eth_type, L4 ports an exact TCP or
+// UDP ip_proto. So an entry that leaves eth_type (or ip_proto) open but
+// matches fields that need it becomes one flow entry per value its ternary
+// admits; port ranges become prefixes (the fewest value/mask pairs). An
+// entry that no packet can match (eth_type 0x86dd with an IPv4 address, or
+// 0x0800 with an IPv6 one) compiles to no flow entry at all; one with
+// addresses of both families is refused by validation (checkACLFamily).
 func aclMatches(s *spec) ([]flow.Match, *Error) {
 	f := s.fields
 	var base flow.Match
@@ -99,11 +101,16 @@ func aclMatches(s *spec) ([]flow.Match, *Error) {
 	}
 	hasPorts := f[aclL4Src] != nil || f[aclL4Dst] != nil
 	needIPv4 := f[aclIPv4Src] != nil || f[aclIPv4Dst] != nil
-	needIP := needIPv4 || f[aclIPProto] != nil || hasPorts
+	needIPv6 := f[aclIPv6Src] != nil || f[aclIPv6Dst] != nil
+	needIP := needIPv4 || needIPv6 || f[aclIPProto] != nil || hasPorts
 	var ethTypes []uint64
 	switch {
+	case needIPv4 && needIPv6: // refused by checkACLFamily
+		return nil, errf(codes.InvalidArgument, "acl entry matches IPv4 and IPv6 addresses")
 	case needIPv4:
 		ethTypes = []uint64{flow.EthTypeIPv4}
+	case needIPv6:
+		ethTypes = []uint64{flow.EthTypeIPv6}
 	case needIP:
 		ethTypes = []uint64{flow.EthTypeIPv4, flow.EthTypeIPv6}
 	}
@@ -140,6 +147,13 @@ func aclMatches(s *spec) ([]flow.Match, *Error) {
 				return nil, err
 			}
 			if err := setOn(&m, flow.FieldIPv4Dst, f[aclIPv4Dst]); err != nil {
+				return nil, err
+			}
+		} else {
+			if err := setOn(&m, flow.FieldIPv6Src, f[aclIPv6Src]); err != nil {
+				return nil, err
+			}
+			if err := setOn(&m, flow.FieldIPv6Dst, f[aclIPv6Dst]); err != nil {
 				return nil, err
 			}
 		}

@@ -15,7 +15,14 @@
 //	ipv4_lpm  0x02000002  hdr.ipv4.dst_addr lpm              set_next_hop, forward, drop, send_to_cpu, decrement_ttl
 //	ipv6_lpm  0x02000003  hdr.ipv6.dst_addr lpm              (the same)
 //	acl       0x02000004  ingress_port, eth_src, eth_dst, eth_type, ipv4_src, ipv4_dst, ip_proto: ternary;
-//	                      l4_src_port, l4_dst_port: range      forward, drop, send_to_cpu, set_macs, decrement_ttl, NoAction
+//	                      l4_src_port, l4_dst_port: range;
+//	                      ipv6_src, ipv6_dst: ternary          forward, drop, send_to_cpu, set_macs, decrement_ttl, NoAction
+//
+// The ACL's match field ids are 1..11 in that order; ipv6_src (10) and
+// ipv6_dst (11), bit<128>, were appended so that the earlier ids stay as
+// they were. An ACL entry matches IPv4 addresses or IPv6 addresses, not
+// both (INVALID_ARGUMENT: a packet carries one or the other). A port range
+// matches TCP and UDP packets only, IPv4 or IPv6.
 //
 // NoAction is every table's default action (default-only in the first
 // three). Each table has a direct counter (packets and bytes). Packet-in
@@ -36,8 +43,10 @@
 // and serves them with tables/lpm's tries); the ACL to ternary matches at
 // its priority, ranges expanded into prefixes (flow.RangePrefixes), and an
 // entry that leaves eth_type or ip_proto open but matches fields that
-// need them (OpenFlow prerequisites) into one flow entry per admitted
-// value (a port match means TCP or UDP). Actions become write-actions (the
+// need them (OpenFlow prerequisites: ipv4_src/ipv4_dst need eth_type
+// 0x0800, ipv6_src/ipv6_dst 0x86dd, ip_proto either, L4 ports TCP or UDP)
+// into one flow entry per admitted value (a port match means TCP or UDP;
+// one without addresses or eth_type covers IPv4 and IPv6). Actions become write-actions (the
 // action set: one output, the set-fields, dec_nw_ttl), drop clears the
 // action set, send_to_cpu outputs to CONTROLLER, and every table but the
 // ACL goes on to the next (goto_table); each table's default entry is a
@@ -55,7 +64,8 @@
 // bytestrings (§8.4: not empty, the value fits the bitwidth, leading zero
 // bytes allowed; OUT_OF_RANGE otherwise); LPM prefix lengths and the bits
 // beyond them zero; ternary masks non-zero with no value bit outside them;
-// ranges low <= high and not the full range; priorities required (1..65535)
+// ranges low <= high and not the full range; an ACL entry with IPv4 and
+// IPv6 addresses (INVALID_ARGUMENT); priorities required (1..65535)
 // for the ACL and forbidden elsewhere; the default entry only modified;
 // action scopes (PERMISSION_DENIED); duplicates ALREADY_EXISTS, missing
 // entries NOT_FOUND, a full table RESOURCE_EXHAUSTED. A DELETE looks at the
@@ -117,6 +127,6 @@
 // # Not here
 //
 // Meters, action profiles, digests, idle timeouts, writing counter values,
-// role.config, IPv6 fields in the ACL, and set_macs/decrement_ttl surviving
-// a later drop that a later forward overrides (drop clears the action set).
+// role.config, and set_macs/decrement_ttl surviving a later drop that a
+// later forward overrides (drop clears the action set).
 package p4rt

@@ -24,6 +24,14 @@ func FuzzValidateWrite(f *testing.F) {
 		{Updates: []*p4v1.Update{upd(p4v1.Update_MODIFY, &p4v1.TableEntry{TableId: TableACL, IsDefaultAction: true, Action: act(ActionForward, []byte{2})})}},
 		{Updates: []*p4v1.Update{upd(p4v1.Update_DELETE, l2Entry([]byte{0, 0, 1}, 0))}},
 		{Updates: []*p4v1.Update{ins(&p4v1.TableEntry{TableId: TableACL, Priority: 1, Action: act(ActionSetMACs, macA, macB), Match: []*p4v1.FieldMatch{ternary(aclIPProto, []byte{6}, []byte{0xfe})}})}},
+		// IPv6 addresses in the ACL: a /48 source, an interface-id
+		// destination, a port range; then one that also names an IPv4
+		// address (refused: one family per entry).
+		{Updates: []*p4v1.Update{ins(&p4v1.TableEntry{TableId: TableACL, Priority: 4, Action: act(ActionDrop), Match: []*p4v1.FieldMatch{
+			ternary(aclIPv6Src, ip6("2001:db8:1::"), ip6("ffff:ffff:ffff::")), ternary(aclIPv6Dst, []byte{7}, ip6("::ffff:ffff:ffff:ffff")),
+			rng(aclL4Dst, []byte{0, 80}, []byte{0, 90})}})}},
+		{Updates: []*p4v1.Update{ins(&p4v1.TableEntry{TableId: TableACL, Priority: 4, Action: act(ActionDrop), Match: []*p4v1.FieldMatch{
+			ternary(aclIPv4Src, []byte{10, 0, 0, 0}, []byte{255, 0, 0, 0}), ternary(aclIPv6Dst, ip6("2001:db8::"), ip6("ffff:ffff::"))}})}},
 	}
 	for _, s := range seeds {
 		b, err := proto.Marshal(s)
@@ -132,6 +140,7 @@ func FuzzRead(f *testing.F) {
 		{Entities: []*p4v1.Entity{{Entity: &p4v1.Entity_TableEntry{TableEntry: l2Entry(macB, 0)}}}},
 		{Entities: []*p4v1.Entity{{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: TableIPv4, IsDefaultAction: true}}}}},
 		{Entities: []*p4v1.Entity{{Entity: &p4v1.Entity_DirectCounterEntry{DirectCounterEntry: &p4v1.DirectCounterEntry{}}}}},
+		{Entities: []*p4v1.Entity{aclEntity(&p4v1.TableEntry{TableId: TableACL, Priority: 3, Match: []*p4v1.FieldMatch{ternary(aclIPv6Dst, ip6("2001:db8::"), ip6("ffff:ffff::"))}})}},
 	}
 	for _, s := range seeds {
 		b, _ := proto.Marshal(s)
@@ -140,7 +149,8 @@ func FuzzRead(f *testing.F) {
 	r := newRig(f, 1, 0)
 	r.primary(f, 1)
 	r.setPipeline(f, 1)
-	if err := r.write(0, ins(l2Entry(macB, 1)), ins(ipv4Entry([]byte{10, 0, 0, 0}, 8, act(ActionDrop)))); err != nil {
+	if err := r.write(0, ins(l2Entry(macB, 1)), ins(ipv4Entry([]byte{10, 0, 0, 0}, 8, act(ActionDrop))),
+		ins(&p4v1.TableEntry{TableId: TableACL, Priority: 3, Action: act(ActionDrop), Match: []*p4v1.FieldMatch{ternary(aclIPv6Dst, ip6("2001:db8::"), ip6("ffff:ffff::"))}})); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -44,7 +44,8 @@ const (
 	PacketOutHeader uint32 = 0x04000002
 )
 
-// The ACL's match field ids.
+// The ACL's match field ids (the IPv6 addresses were added last: the
+// earlier ids never change).
 const (
 	aclInPort uint32 = iota + 1
 	aclEthSrc
@@ -55,6 +56,8 @@ const (
 	aclIPProto
 	aclL4Src
 	aclL4Dst
+	aclIPv6Src
+	aclIPv6Dst
 )
 
 // P4Info returns a fresh copy of the fixed pipeline's P4Info.

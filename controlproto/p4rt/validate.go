@@ -211,6 +211,32 @@ func (s *spec) checkMatch(te *p4v1.TableEntry) *Error {
 			return errf(codes.InvalidArgument, "table %s: exact field %s is missing", name, pf.GetName())
 		}
 	}
+	if t.p.GetPreamble().GetId() == TableACL {
+		return s.checkACLFamily()
+	}
+	return nil
+}
+
+// checkACLFamily refuses an ACL entry that matches IPv4 and IPv6 addresses
+// at once: a packet carries one or the other, so no packet could match it,
+// and such an entry is always a controller's mistake (two entries, one per
+// family, is what it means).
+func (s *spec) checkACLFamily() *Error {
+	var v4, v6 []string
+	for _, id := range []uint32{aclIPv4Src, aclIPv4Dst} {
+		if s.fields[id] != nil {
+			v4 = append(v4, s.t.fields[id].GetName())
+		}
+	}
+	for _, id := range []uint32{aclIPv6Src, aclIPv6Dst} {
+		if s.fields[id] != nil {
+			v6 = append(v6, s.t.fields[id].GetName())
+		}
+	}
+	if len(v4) > 0 && len(v6) > 0 {
+		return errf(codes.InvalidArgument, "table %s: the entry matches IPv4 addresses (%s) and IPv6 addresses (%s): a packet has one or the other; write one entry per address family",
+			s.t.p.GetPreamble().GetName(), strings.Join(v4, ", "), strings.Join(v6, ", "))
+	}
 	return nil
 }
 

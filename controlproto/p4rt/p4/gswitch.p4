@@ -159,8 +159,11 @@ control GswitchIngress(inout headers_t hdr, inout metadata_t meta,
         counters = ipv6_counter;
         size = 65536;
     }
-    // acl: ternary and range matches over L2 fields and the IPv4 5-tuple.
-    // A port range matches TCP and UDP packets only.
+    // acl: ternary and range matches over L2 fields and the IPv4 or IPv6
+    // 5-tuple. A port range matches TCP and UDP packets only. An entry
+    // matches IPv4 addresses or IPv6 addresses, not both (a packet has one
+    // or the other): the server refuses one that names both. The IPv6
+    // fields come last so that the older fields keep their P4Info ids.
     table acl {
         key = {
             meta.ingress_port:      ternary @name("ingress_port");
@@ -172,6 +175,8 @@ control GswitchIngress(inout headers_t hdr, inout metadata_t meta,
             meta.ip_proto:          ternary @name("ip_proto");
             meta.l4_src_port:       range   @name("l4_src_port");
             meta.l4_dst_port:       range   @name("l4_dst_port");
+            hdr.ipv6.src_addr:      ternary @name("ipv6_src");
+            hdr.ipv6.dst_addr:      ternary @name("ipv6_dst");
         }
         actions = { forward; drop; send_to_cpu; set_macs; decrement_ttl; NoAction; }
         default_action = NoAction();
