@@ -4,18 +4,22 @@
 #   make bench   the table benchmarks on ../shared/data, CPU backend, with --check
 #   make fuzz    each fuzz target for FUZZTIME (default 20s)
 #   make build   bin/gswitchctl
+#   make demo    gswitchd on two namespaces: a ping through it, gswitchctl's view, clean-up (root)
 
 GO       ?= go
 DATA     ?= ../shared/data
 FUZZTIME ?= 20s
 BENCHFLAGS ?= --check --json
 
-.PHONY: all build test vet fuzz bench bench-lpm bench-classify bench-bart bench-routes clean
+.PHONY: all build test vet fuzz demo bench bench-lpm bench-classify bench-bart bench-routes clean
 
 all: build
 
 build:
 	$(GO) build -o bin/gswitchctl ./cmd/gswitchctl
+
+demo:
+	scripts/demo.sh
 
 vet:
 	$(GO) vet ./...
