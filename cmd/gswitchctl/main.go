@@ -7,6 +7,7 @@
 //	gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [--algo linear|tuple|bloom] [--backend cpu] [--check] [--json]
 //	gswitchctl bench p4rt [--entries N] [--batches 1,100,10000] [--samples N] [--tables acl,ipv4_lpm] [--backend cpu|gpu] [--json]
 //	gswitchctl bench routes --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--via netlink|direct] [--check] [--json]
+//	gswitchctl bench forward [--targets gswitchd,ovs,bridge] [--rules 1000,10000] [--rates 250k,...,max] [--flowmods N] [--gswitchd BIN] [--backend cpu|gpu|auto] [--json]
 //
 //	gswitchctl show ports|tables|flows|groups|meters|backend|stats [--socket PATH] [--json]
 //	gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
@@ -31,6 +32,10 @@ Usage:
   gswitchctl bench p4rt [flags]                  P4Runtime: entries written per second, write-to-visible latency
   gswitchctl bench routes --fib FILE [flags]     routes through netlink or directly into the engine: routes/s,
                                                  update-to-visible latency, lookups under route updates
+  gswitchctl bench forward [--targets gswitchd,ovs,bridge] [--rules 1000,10000] [--rates ...] [flags]
+                                                 frames/s forwarded between namespaces through gswitchd, Open
+                                                 vSwitch (userspace) and the Linux bridge, loss per offered load;
+                                                 FLOW_MODs/s and barrier latency (root)
   gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3 [--socket PATH] [--json]
                                                  query a running gswitchd (control socket)
   gswitchctl neighbours [--socket PATH] [--json] the router's neighbour table (show neighbours)
@@ -85,7 +90,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: bench needs a work: lpm, classify, p4rt or routes", errUsage)
+		return fmt.Errorf("%w: bench needs a work: lpm, classify, p4rt, routes or forward", errUsage)
 	}
 	switch args[0] {
 	case "lpm":
@@ -96,6 +101,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return benchP4RT(args[1:], stdout, stderr)
 	case "routes":
 		return benchRoutes(args[1:], stdout, stderr)
+	case "forward":
+		return benchForward(args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("%w: unknown bench %q (want lpm, classify, p4rt or routes)", errUsage, args[0])
+	return fmt.Errorf("%w: unknown bench %q (want lpm, classify, p4rt, routes or forward)", errUsage, args[0])
 }

@@ -1,0 +1,327 @@
+package main
+
+// bench forward: packets per second forwarded between two namespaces through
+// gswitchd, Open vSwitch's userspace datapath and the Linux bridge, with N
+// installed rules and stepped offered load; and the FLOW_MOD installation
+// rate and barrier latency, gswitchd against Open vSwitch. The topology and
+// the switches are in bench_forward_topo.go, the traffic generator and sink
+// in bench_forward_traffic.go, the OpenFlow client and the rule sets in
+// bench_forward_of.go.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// lossThresholdPct is the loss under which a step counts as lossless.
+const lossThresholdPct = 0.1
+
+// fwdFlags are bench forward's flags.
+type fwdFlags struct {
+	targets      []string // gswitchd, ovs, bridge
+	rules        []int
+	rates        []int64 // frames/s; 0 is "max" (as fast as the sender can)
+	duration     time.Duration
+	settle       time.Duration
+	flowmods     int
+	flowmodBatch int
+	gswitchd     string
+	backend      string
+	maxDelay     string
+	srcPorts     int
+	batch        int
+	json         bool
+}
+
+var fwdTargets = []string{"gswitchd", "ovs", "bridge"}
+
+func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
+	fs := flag.NewFlagSet("bench forward", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := &fwdFlags{}
+	targets := fs.String("targets", "gswitchd,ovs,bridge", "switches to measure, in this order: `LIST` of gswitchd, ovs (Open vSwitch, userspace datapath), bridge (Linux bridge)")
+	rules := fs.String("rules", "1000,10000", "installed OpenFlow rule counts, one series each: `LIST` (N-1 exact ipv4_dst rules that do not match the traffic plus one in_port=1,actions=output:2; k/M suffixes)")
+	rates := fs.String("rates", "250k,500k,1M,1.5M,2M,max", "offered loads in frames/s, one step each: `LIST` (k/M suffixes; max: as fast as the sender can)")
+	fs.DurationVar(&f.duration, "duration", 3*time.Second, "traffic time of each step")
+	fs.DurationVar(&f.settle, "settle", 300*time.Millisecond, "wait after a step's last frame before the sink's count is read")
+	fs.IntVar(&f.flowmods, "flowmods", 100000, "FLOW_MODs for the installation-rate measurement (gswitchd and ovs; 0: skip it)")
+	fs.IntVar(&f.flowmodBatch, "flowmod-batch", 1000, "FLOW_MODs between barriers")
+	fs.StringVar(&f.gswitchd, "gswitchd", "", "gswitchd `BINARY` (default: gswitchd beside gswitchctl, else built from this tree with go build)")
+	fs.StringVar(&f.backend, "backend", "cpu", "gswitchd's lookup backend: cpu, gpu or auto")
+	fs.StringVar(&f.maxDelay, "max-delay", "50us", "gswitchd's --max-delay")
+	fs.IntVar(&f.srcPorts, "src-ports", 16, "UDP source ports the traffic cycles through")
+	fs.IntVar(&f.batch, "batch", 64, "frames per sendmmsg of the generator")
+	fs.BoolVar(&f.json, "json", false, "print one JSON object per step and per flow-mod run instead of tables")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%w: bench forward: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	var err error
+	if f.targets, err = parseTargets(*targets); err != nil {
+		return nil, fmt.Errorf("%w: --targets: %v", errUsage, err)
+	}
+	if f.rules, err = parseCounts(*rules); err != nil {
+		return nil, fmt.Errorf("%w: --rules: %v", errUsage, err)
+	}
+	if f.rates, err = parseRates(*rates); err != nil {
+		return nil, fmt.Errorf("%w: --rates: %v", errUsage, err)
+	}
+	switch {
+	case f.duration < 100*time.Millisecond:
+		return nil, fmt.Errorf("%w: --duration %v is under 100ms", errUsage, f.duration)
+	case f.flowmods < 0:
+		return nil, fmt.Errorf("%w: --flowmods %d is negative", errUsage, f.flowmods)
+	case f.flowmodBatch < 1:
+		return nil, fmt.Errorf("%w: --flowmod-batch %d: at least 1", errUsage, f.flowmodBatch)
+	case f.srcPorts < 1 || f.srcPorts > 60000:
+		return nil, fmt.Errorf("%w: --src-ports %d: 1 to 60000", errUsage, f.srcPorts)
+	case f.batch < 1 || f.batch > 4096:
+		return nil, fmt.Errorf("%w: --batch %d: 1 to 4096", errUsage, f.batch)
+	case f.backend != "cpu" && f.backend != "gpu" && f.backend != "auto":
+		return nil, fmt.Errorf("%w: --backend %q: cpu, gpu or auto", errUsage, f.backend)
+	}
+	return f, nil
+}
+
+// parseTargets reads a comma-separated list of known targets, no repeats.
+func parseTargets(s string) ([]string, error) {
+	var out []string
+	for _, t := range strings.Split(s, ",") {
+		t = strings.TrimSpace(t)
+		if !slices.Contains(fwdTargets, t) {
+			return nil, fmt.Errorf("unknown target %q (want gswitchd, ovs or bridge)", t)
+		}
+		if slices.Contains(out, t) {
+			return nil, fmt.Errorf("target %q twice", t)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// parseSI reads a positive number with an optional k or M suffix
+// ("1.5M" = 1500000); the result must be a whole number.
+func parseSI(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(s, "k") || strings.HasSuffix(s, "K"):
+		mult, s = 1e3, s[:len(s)-1]
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1e6, s[:len(s)-1]
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v <= 0 || v*mult > 1e12 {
+		return 0, fmt.Errorf("%q is not a positive number (k and M suffixes allowed)", s)
+	}
+	n := v * mult
+	if n != float64(int64(n)) {
+		return 0, fmt.Errorf("%q is not a whole number", s)
+	}
+	return int64(n), nil
+}
+
+// parseCounts reads the --rules list: positive counts, no repeats.
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		n, err := parseSI(p)
+		if err != nil {
+			return nil, err
+		}
+		if n > 10_000_000 {
+			return nil, fmt.Errorf("%d rules: at most 10M", n)
+		}
+		if slices.Contains(out, int(n)) {
+			return nil, fmt.Errorf("%d twice", n)
+		}
+		out = append(out, int(n))
+	}
+	return out, nil
+}
+
+// parseRates reads the --rates list: rates in frames/s, "max" as 0 (last).
+func parseRates(s string) ([]int64, error) {
+	var out []int64
+	for _, p := range strings.Split(s, ",") {
+		var n int64
+		if strings.TrimSpace(p) != "max" {
+			var err error
+			if n, err = parseSI(p); err != nil {
+				return nil, err
+			}
+		}
+		if slices.Contains(out, n) {
+			return nil, fmt.Errorf("%q twice", strings.TrimSpace(p))
+		}
+		out = append(out, n)
+	}
+	// Ascending, max last: the lossless rate is read off in that order.
+	slices.SortFunc(out, func(a, b int64) int {
+		switch {
+		case a == b:
+			return 0
+		case a == 0:
+			return 1
+		case b == 0:
+			return -1
+		case a < b:
+			return -1
+		}
+		return 1
+	})
+	return out, nil
+}
+
+// fwdStep is one offered-load step, one JSON line with --json.
+type fwdStep struct {
+	Bench          string  `json:"bench"`   // forward
+	Target         string  `json:"target"`  // gswitchd | ovs | bridge
+	Backend        string  `json:"backend"` // gswitchd's backend; empty otherwise
+	Rules          int     `json:"rules"`   // installed rules (0 for the bridge)
+	AskedPPS       int64   `json:"asked_pps"`
+	OfferedPPS     float64 `json:"offered_pps"`   // frames the sender's kernel accepted per second
+	ForwardedPPS   float64 `json:"forwarded_pps"` // frames the sink received per second of the step
+	Sent           uint64  `json:"sent"`
+	Received       uint64  `json:"received"`
+	LossPct        float64 `json:"loss_pct"`
+	MaxLosslessPPS float64 `json:"max_lossless_pps"` // the series': highest offered_pps with loss < 0.1%
+	FrameBytes     int     `json:"frame_bytes"`      // on the wire, FCS included
+	DurationS      float64 `json:"duration_s"`
+	SinkRingDrops  uint64  `json:"sink_ring_drops"` // frames the sink's own ring dropped (a sink limit, not the switch's)
+	Machine        string  `json:"machine"`
+	Time           string  `json:"time"`
+}
+
+// fwdFlowMods is one flow-installation run.
+type fwdFlowMods struct {
+	Bench          string  `json:"bench"` // flowmods
+	Target         string  `json:"target"`
+	Backend        string  `json:"backend"`
+	FlowMods       int     `json:"flowmods"`
+	Batch          int     `json:"batch"`
+	FlowModsPerSec float64 `json:"flowmods_per_sec"` // first FLOW_MOD sent to last barrier reply
+	BarrierP50us   float64 `json:"barrier_p50_us"`   // barrier request sent to reply received, after each batch
+	BarrierP99us   float64 `json:"barrier_p99_us"`
+	BarrierMaxus   float64 `json:"barrier_max_us"`
+	Machine        string  `json:"machine"`
+	Time           string  `json:"time"`
+}
+
+// lossPct is the loss of a step in percent (0 when nothing was sent; a
+// receive count above the sent count, from stray frames, is no loss).
+func lossPct(sent, received uint64) float64 {
+	if sent == 0 || received >= sent {
+		return 0
+	}
+	return 100 * float64(sent-received) / float64(sent)
+}
+
+// maxLossless is the highest offered rate among steps under the loss
+// threshold (0 if none).
+func maxLossless(steps []fwdStep) float64 {
+	best := 0.0
+	for _, s := range steps {
+		if s.Sent > 0 && s.LossPct < lossThresholdPct && s.OfferedPPS > best {
+			best = s.OfferedPPS
+		}
+	}
+	return best
+}
+
+// percentile is the p-th percentile (0..100) of sorted durations, in µs.
+func durPercentile(sorted []time.Duration, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1)*p/100 + 0.5)
+	return float64(sorted[i]) / 1e3
+}
+
+func benchForward(args []string, stdout, stderr io.Writer) error {
+	f, err := parseFwdFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("bench forward needs root (network namespaces, veth pairs, AF_PACKET)")
+	}
+	if slices.Contains(f.targets, "ovs") {
+		if err := checkOVSTools(); err != nil {
+			return err
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	env, err := newFwdEnv(ctx, f, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+	// The generator, sink and switch share the machine: say how much.
+	fmt.Fprintf(stderr, "bench forward: %s; targets %s\n", machine(), strings.Join(f.targets, ","))
+	var all []fwdStep
+	var fms []fwdFlowMods
+	for _, target := range f.targets {
+		steps, fm, err := env.runTarget(target)
+		all = append(all, steps...)
+		fms = append(fms, fm...)
+		if err != nil {
+			printForward(stdout, f.json, all, fms)
+			return fmt.Errorf("%s: %w", target, err)
+		}
+	}
+	printForward(stdout, f.json, all, fms)
+	return nil
+}
+
+// printForward prints the steps and flow-mod runs as tables or JSON lines.
+func printForward(w io.Writer, asJSON bool, steps []fwdStep, fms []fwdFlowMods) {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		for _, s := range steps {
+			enc.Encode(s)
+		}
+		for _, m := range fms {
+			enc.Encode(m)
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target\trules\tasked pps\toffered pps\tforwarded pps\tloss %\tmax lossless pps\t")
+	for _, s := range steps {
+		asked := "max"
+		if s.AskedPPS > 0 {
+			asked = strconv.FormatInt(s.AskedPPS, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%.0f\t%.3f\t%.0f\t\n", s.Target, s.Rules, asked, s.OfferedPPS, s.ForwardedPPS, s.LossPct, s.MaxLosslessPPS)
+	}
+	tw.Flush()
+	if len(fms) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target\tflowmods\tbatch\tflowmods/s\tbarrier p50 µs\tbarrier p99 µs\tbarrier max µs\t")
+	for _, m := range fms {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t\n", m.Target, m.FlowMods, m.Batch, m.FlowModsPerSec, m.BarrierP50us, m.BarrierP99us, m.BarrierMaxus)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gswitch/gswitch/controlproto/openflow"
+)
+
+func TestParseFwdFlags(t *testing.T) {
+	f, err := parseFwdFlags([]string{"--targets", "bridge,gswitchd", "--rules", "1k,10000", "--rates", "max,1.5M,250k"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(f.targets, []string{"bridge", "gswitchd"}) || !slices.Equal(f.rules, []int{1000, 10000}) {
+		t.Errorf("targets %v rules %v", f.targets, f.rules)
+	}
+	if !slices.Equal(f.rates, []int64{250000, 1500000, 0}) { // ascending, max last
+		t.Errorf("rates %v", f.rates)
+	}
+	def, err := parseFwdFlags(nil, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(def.targets) != 3 || !slices.Equal(def.rules, []int{1000, 10000}) || def.flowmods != 100000 || def.rates[len(def.rates)-1] != 0 {
+		t.Errorf("defaults: %+v", def)
+	}
+	for _, bad := range [][]string{
+		{"--targets", "gswitchd,linux"}, {"--targets", "ovs,ovs"}, {"--rules", "0"}, {"--rules", "1.5"},
+		{"--rates", "fast"}, {"--rates", "1M,1000k"}, {"--rates", "-5"}, {"--duration", "1ms"},
+		{"--flowmod-batch", "0"}, {"--backend", "tpu"}, {"extra"},
+	} {
+		if _, err := parseFwdFlags(bad, &bytes.Buffer{}); !errors.Is(err, errUsage) {
+			t.Errorf("%v: err %v, want a usage error", bad, err)
+		}
+	}
+}
+
+func TestRuleSet(t *testing.T) {
+	const n = 300
+	file := ruleFile(n)
+	lines := strings.Split(strings.TrimSuffix(file, "\n"), "\n")
+	if len(lines) != n {
+		t.Fatalf("%d lines, want %d", len(lines), n)
+	}
+	if lines[n-1] != "priority=100,in_port=1,actions=output:2" || lines[0] != "priority=200,ip,nw_dst=10.128.0.1,actions=drop" {
+		t.Errorf("first %q last %q", lines[0], lines[n-1])
+	}
+	if len(slices.Compact(slices.Sorted(slices.Values(lines)))) != n {
+		t.Error("repeated rules")
+	}
+	msgs := ruleFlowMods(n, 7)
+	if len(msgs) != n {
+		t.Fatalf("%d FLOW_MODs", len(msgs))
+	}
+	// Every message decodes, the misses never match the traffic's
+	// destination, and the last is the one rule that does.
+	traffic := net.IPv4(10, 0, 0, 2).To4()
+	for i, m := range msgs {
+		fm, oerr := openflow.DecodeFlowMod(m)
+		if oerr != nil {
+			t.Fatalf("FLOW_MOD %d: %v", i, oerr)
+		}
+		if i < n-1 {
+			want := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(lines[i], "priority=200,ip,nw_dst="), ",actions=drop")).To4()
+			if fm.Priority != missPriority || !bytes.Equal(ipBytes(missDst(i)), want) || bytes.Equal(want, traffic) {
+				t.Fatalf("FLOW_MOD %d: priority %d dst %s, file says %s", i, fm.Priority, ipString(missDst(i)), want)
+			}
+			continue
+		}
+		if fm.Priority != matchPriority || len(fm.Instructions.Apply) != 1 || fm.Instructions.Apply[0].Port != 2 {
+			t.Errorf("the matching rule: %+v", fm)
+		}
+	}
+}
+
+func ipBytes(a uint32) []byte { return []byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)} }
+
+func TestForwardMath(t *testing.T) {
+	if lossPct(1000, 999) != 0.1 || lossPct(0, 0) != 0 || lossPct(10, 12) != 0 || lossPct(4, 0) != 100 {
+		t.Error("lossPct")
+	}
+	steps := []fwdStep{
+		{Sent: 100, OfferedPPS: 250e3, LossPct: 0},
+		{Sent: 100, OfferedPPS: 500e3, LossPct: 0.05},
+		{Sent: 100, OfferedPPS: 1e6, LossPct: 0.1}, // at the threshold: lossy
+		{Sent: 100, OfferedPPS: 1.2e6, LossPct: 3},
+	}
+	if got := maxLossless(steps); got != 500e3 {
+		t.Errorf("maxLossless %v", got)
+	}
+	if maxLossless(steps[2:]) != 0 {
+		t.Error("maxLossless of lossy steps")
+	}
+	lat := []time.Duration{1 * time.Microsecond, 2 * time.Microsecond, 3 * time.Microsecond, 100 * time.Microsecond}
+	if durPercentile(lat, 50) != 3 || durPercentile(lat, 100) != 100 || durPercentile(nil, 50) != 0 {
+		t.Errorf("percentiles %v %v", durPercentile(lat, 50), durPercentile(lat, 100))
+	}
+	if framesDue(1_000_000, 1500*time.Microsecond) != 1500 {
+		t.Error("framesDue")
+	}
+}
+
+func TestTestFrame(t *testing.T) {
+	dst, _ := net.ParseMAC("02:00:00:00:00:02")
+	src, _ := net.ParseMAC("02:00:00:00:00:01")
+	f := testFrame(dst, src, 10003)
+	stamp(f, 7, 42)
+	if len(f) != frameLen || !isTestFrame(f, 7) || isTestFrame(f, 8) || isTestFrame(f[:40], 7) {
+		t.Fatal("isTestFrame")
+	}
+	if ipChecksum(f[14:34]) != 0 {
+		t.Error("IPv4 header checksum does not verify")
+	}
+	if f[34] != 10003>>8 || f[35] != 10003&255 {
+		t.Error("source port")
+	}
+}

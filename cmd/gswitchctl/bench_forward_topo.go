@@ -1,0 +1,635 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// The topology: three named network namespaces made with the netlink
+// library (no ip command): fbgen-PID (the generator, eth0), fbsw-PID (the
+// switch under test, ports p1 and p2) and fbsink-PID (the sink, eth0),
+// with veth pairs p1–gen:eth0 and p2–sink:eth0. Each target in turn takes
+// p1 and p2 as its OpenFlow ports 1 and 2 (gswitchd, Open vSwitch) or its
+// bridge ports (Linux bridge). Everything is removed on return, on error
+// and on SIGINT/SIGTERM.
+
+// fwdEnv is the topology, the generator and sink ports, and the run's state.
+type fwdEnv struct {
+	ctx  context.Context
+	f    *fwdFlags
+	log  io.Writer
+	dir  string // temporary: logs, databases, sockets, the rule file
+	pid  int
+	step uint32
+
+	sw, gen, snk    netns.NsHandle
+	nsNames         []string
+	hsw             *netlink.Handle
+	genPort, sinkPt *afpacket.Port
+	sink            *sink
+	genMAC, sinkMAC net.HardwareAddr
+
+	gswitchdBin string
+	cleanups    []func() // run in reverse by close
+}
+
+// inNS runs fn on an OS thread inside namespace h. The thread is never
+// unlocked, so it ends with the goroutine: no other goroutine ever runs in
+// the namespace by accident. Sockets opened and processes started in fn
+// stay in the namespace.
+func inNS(h netns.NsHandle, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := netns.Set(h); err != nil {
+			errc <- fmt.Errorf("setns: %w", err)
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
+
+// newNamedNS creates the named namespace /run/netns/NAME.
+func newNamedNS(name string) (netns.NsHandle, error) {
+	type res struct {
+		h   netns.NsHandle
+		err error
+	}
+	c := make(chan res, 1)
+	go func() {
+		runtime.LockOSThread() // the thread ends in the new namespace: never unlocked
+		h, err := netns.NewNamed(name)
+		c <- res{h, err}
+	}()
+	r := <-c
+	if r.err != nil {
+		return 0, fmt.Errorf("creating network namespace %s: %w", name, r.err)
+	}
+	return r.h, nil
+}
+
+func newFwdEnv(ctx context.Context, f *fwdFlags, log io.Writer) (_ *fwdEnv, err error) {
+	e := &fwdEnv{ctx: ctx, f: f, log: log, pid: os.Getpid()}
+	if e.dir, err = os.MkdirTemp("", "gswitch-bench-forward-"); err != nil {
+		return nil, err
+	}
+	e.cleanups = append(e.cleanups, func() { os.RemoveAll(e.dir) })
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	if slices.Contains(f.targets, "gswitchd") {
+		if e.gswitchdBin, err = e.buildGswitchd(); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range []struct {
+		h    *netns.NsHandle
+		name string
+	}{{&e.sw, "fbsw"}, {&e.gen, "fbgen"}, {&e.snk, "fbsink"}} {
+		name := fmt.Sprintf("%s-%d", p.name, e.pid)
+		h, err := newNamedNS(name)
+		if err != nil {
+			return nil, err
+		}
+		*p.h = h
+		e.nsNames = append(e.nsNames, name)
+		disableIPv6(h)
+	}
+	if e.hsw, err = netlink.NewHandleAt(e.sw); err != nil {
+		return nil, fmt.Errorf("netlink in %s: %w", e.nsNames[0], err)
+	}
+	if err := e.linkUp(e.hsw, "lo"); err != nil {
+		return nil, err
+	}
+	if e.genMAC, err = e.veth("p1", e.gen, "02:00:00:00:00:01"); err != nil {
+		return nil, err
+	}
+	if e.sinkMAC, err = e.veth("p2", e.snk, "02:00:00:00:00:02"); err != nil {
+		return nil, err
+	}
+	err = inNS(e.gen, func() (err error) {
+		e.genPort, err = afpacket.Open("eth0", afpacket.Config{BlockSize: 64 << 10, NumBlocks: 4})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("generator port: %w", err)
+	}
+	err = inNS(e.snk, func() (err error) {
+		e.sinkPt, err = afpacket.Open("eth0", afpacket.Config{BlockSize: 1 << 20, NumBlocks: 64})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sink port: %w", err)
+	}
+	e.sink = startSink(e.sinkPt)
+	return e, nil
+}
+
+// disableIPv6 keeps the kernel's own IPv6 traffic (router solicitations,
+// MLD) off the links (best effort: /proc/sys/net is the opener's namespace's).
+func disableIPv6(h netns.NsHandle) {
+	inNS(h, func() error {
+		for _, k := range []string{"all", "default"} {
+			os.WriteFile("/proc/sys/net/ipv6/conf/"+k+"/disable_ipv6", []byte("1"), 0)
+		}
+		return nil
+	})
+}
+
+func (e *fwdEnv) linkUp(h *netlink.Handle, name string) error {
+	l, err := h.LinkByName(name)
+	if err == nil {
+		err = h.LinkSetUp(l)
+	}
+	if err != nil {
+		return fmt.Errorf("setting %s up: %w", name, err)
+	}
+	return nil
+}
+
+// veth creates swName in the switch namespace with its peer eth0 in 'peer'
+// (MAC 'mac'), sets both up, waits until the pair is operational and
+// returns the peer's MAC.
+func (e *fwdEnv) veth(swName string, peer netns.NsHandle, mac string) (net.HardwareAddr, error) {
+	hw, _ := net.ParseMAC(mac)
+	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: swName}, PeerName: "eth0",
+		PeerHardwareAddr: hw, PeerNamespace: netlink.NsFd(int(peer))}
+	if err := e.hsw.LinkAdd(v); err != nil {
+		return nil, fmt.Errorf("creating veth %s: %w", swName, err)
+	}
+	hp, err := netlink.NewHandleAt(peer)
+	if err != nil {
+		return nil, err
+	}
+	defer hp.Close()
+	if err := e.linkUp(e.hsw, swName); err != nil {
+		return nil, err
+	}
+	if err := e.linkUp(hp, "eth0"); err != nil {
+		return nil, err
+	}
+	if err := e.linkUp(hp, "lo"); err != nil {
+		return nil, err
+	}
+	for range 100 {
+		l, err := hp.LinkByName("eth0")
+		if err == nil && l.Attrs().OperState == netlink.OperUp {
+			return l.Attrs().HardwareAddr, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil, fmt.Errorf("veth %s: its peer did not come up within 2s", swName)
+}
+
+// close removes everything: the ports, the daemons, the namespaces, the
+// temporary folder.
+func (e *fwdEnv) close() {
+	if e.genPort != nil {
+		e.genPort.Close()
+	}
+	if e.sinkPt != nil {
+		e.sinkPt.Close()
+		<-e.sink.done
+	}
+	if e.hsw != nil {
+		e.hsw.Close()
+	}
+	for i := len(e.cleanups) - 1; i >= 1; i-- { // [0] removes the folder: last
+		e.cleanups[i]()
+	}
+	for _, h := range []netns.NsHandle{e.sw, e.gen, e.snk} {
+		if h != 0 {
+			h.Close()
+		}
+	}
+	for _, n := range e.nsNames {
+		if err := netns.DeleteNamed(n); err != nil {
+			fmt.Fprintf(e.log, "bench forward: removing namespace %s: %v\n", n, err)
+		}
+	}
+	if len(e.cleanups) > 0 {
+		e.cleanups[0]()
+	}
+}
+
+// buildGswitchd returns --gswitchd, or builds cmd/gswitchd of this tree.
+func (e *fwdEnv) buildGswitchd() (string, error) {
+	if e.f.gswitchd != "" {
+		if _, err := os.Stat(e.f.gswitchd); err != nil {
+			return "", fmt.Errorf("--gswitchd: %w", err)
+		}
+		return e.f.gswitchd, nil
+	}
+	bin := filepath.Join(e.dir, "gswitchd")
+	fmt.Fprintln(e.log, "bench forward: building gswitchd (go build ./cmd/gswitchd; --gswitchd BIN to skip)")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/gswitch/gswitch/cmd/gswitchd").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building gswitchd (run inside the gswitch module or pass --gswitchd BIN): %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// daemonProc is a process the bench started.
+type daemonProc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+	log  string
+}
+
+// start starts a daemon in namespace h (0: this one), its output to a
+// log file in the temporary folder; it is stopped by close at the latest.
+func (e *fwdEnv) start(h netns.NsHandle, name string, args ...string) (*daemonProc, error) {
+	d := &daemonProc{name: name, done: make(chan struct{}), log: filepath.Join(e.dir, name+".log")}
+	lf, err := os.OpenFile(d.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer lf.Close()
+	d.cmd = exec.Command(args[0], args[1:]...)
+	d.cmd.Stdout, d.cmd.Stderr = lf, lf
+	d.cmd.Env = append(os.Environ(), e.ovsEnv()...)
+	startFn := func() error { return d.cmd.Start() }
+	if h != 0 {
+		err = inNS(h, startFn)
+	} else {
+		err = startFn()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() { d.err = d.cmd.Wait(); close(d.done) }()
+	e.cleanups = append(e.cleanups, func() { d.stop() })
+	return d, nil
+}
+
+// stop sends SIGTERM and waits up to 5 s before SIGKILL (idempotent).
+func (d *daemonProc) stop() {
+	select {
+	case <-d.done:
+		return
+	default:
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(5 * time.Second):
+		d.cmd.Process.Kill()
+		<-d.done
+	}
+}
+
+// exited returns an error with the log's tail if the daemon has exited.
+func (d *daemonProc) exited() error {
+	select {
+	case <-d.done:
+		b, _ := os.ReadFile(d.log)
+		if len(b) > 2000 {
+			b = b[len(b)-2000:]
+		}
+		return fmt.Errorf("%s exited (%v):\n%s", d.name, d.err, b)
+	default:
+		return nil
+	}
+}
+
+// dialOF connects to an OpenFlow listener on 127.0.0.1:port in the switch
+// namespace, retrying for up to 15 s while the daemon starts.
+func (e *fwdEnv) dialOF(port int, d *daemonProc) (*ofClient, error) {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var conn net.Conn
+		err := inNS(e.sw, func() (err error) {
+			conn, err = net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+			return err
+		})
+		if err == nil {
+			c, err := newOFClient(conn)
+			if err == nil {
+				return c, nil
+			}
+			conn.Close()
+		}
+		if d != nil {
+			if xerr := d.exited(); xerr != nil {
+				return nil, xerr
+			}
+		}
+		if time.Now().After(deadline) || e.ctx.Err() != nil {
+			return nil, fmt.Errorf("no OpenFlow listener on 127.0.0.1:%d in the switch namespace: %v", port, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// runTarget measures one target: a forwarding series per rule count
+// (the bridge: one, without rules), then the FLOW_MOD run (gswitchd, ovs).
+func (e *fwdEnv) runTarget(target string) ([]fwdStep, []fwdFlowMods, error) {
+	switch target {
+	case "gswitchd":
+		return e.runGswitchd()
+	case "ovs":
+		return e.runOVS()
+	case "bridge":
+		s, err := e.runBridge()
+		return s, nil, err
+	}
+	return nil, nil, fmt.Errorf("unknown target %q", target)
+}
+
+// startGswitchd runs gswitchd in the switch namespace with p1 and p2 as
+// ports 1 and 2 and an OpenFlow listener, and connects to it.
+func (e *fwdEnv) startGswitchd(maxFlows int) (*daemonProc, *ofClient, error) {
+	port := 16000 + rand.IntN(20000)
+	d, err := e.start(e.sw, "gswitchd", e.gswitchdBin, "--port", "1=p1", "--port", "2=p2",
+		"--listen", fmt.Sprintf("ptcp:%d:127.0.0.1", port), "--fail-mode", "secure", "--datapath-id", "1",
+		"--backend", e.f.backend, "--max-delay", e.f.maxDelay, "--max-flows", fmt.Sprint(maxFlows+16),
+		"--ctl-socket", filepath.Join(e.dir, "gswitchd.sock"), "--log-level", "warn")
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := e.dialOF(port, d)
+	if err != nil {
+		d.stop()
+		return nil, nil, fmt.Errorf("gswitchd: %w", err)
+	}
+	return d, c, nil
+}
+
+func (e *fwdEnv) runGswitchd() ([]fwdStep, []fwdFlowMods, error) {
+	var steps []fwdStep
+	for _, n := range e.f.rules {
+		d, c, err := e.startGswitchd(n)
+		if err != nil {
+			return steps, nil, err
+		}
+		if _, _, err := c.installFlowMods(ruleFlowMods(n, 100), 1000); err != nil {
+			d.stop()
+			return steps, nil, fmt.Errorf("installing %d rules: %w", n, err)
+		}
+		s, err := e.series("gswitchd", e.f.backend, n)
+		steps = append(steps, s...)
+		if err == nil {
+			err = d.exited()
+		}
+		c.conn.Close()
+		d.stop()
+		if err != nil {
+			return steps, nil, err
+		}
+	}
+	if e.f.flowmods == 0 {
+		return steps, nil, nil
+	}
+	d, c, err := e.startGswitchd(e.f.flowmods)
+	if err != nil {
+		return steps, nil, err
+	}
+	defer d.stop()
+	defer c.conn.Close()
+	fm, err := e.flowModRun(c, "gswitchd", e.f.backend)
+	if err != nil {
+		return steps, nil, err
+	}
+	return steps, []fwdFlowMods{fm}, nil
+}
+
+// flowModRun sends --flowmods FLOW_MODs in batches with barriers.
+func (e *fwdEnv) flowModRun(c *ofClient, target, backend string) (fwdFlowMods, error) {
+	msgs := make([][]byte, e.f.flowmods)
+	for i := range msgs {
+		msgs[i] = missFlowMod(uint32(1000+i), i)
+	}
+	rate, lat, err := c.installFlowMods(msgs, e.f.flowmodBatch)
+	if err != nil {
+		return fwdFlowMods{}, fmt.Errorf("%s: %d FLOW_MODs: %w", target, e.f.flowmods, err)
+	}
+	fmt.Fprintf(e.log, "bench forward: %s: %d FLOW_MODs at %.0f/s\n", target, e.f.flowmods, rate)
+	return fwdFlowMods{
+		Bench: "flowmods", Target: target, Backend: backend, FlowMods: e.f.flowmods, Batch: e.f.flowmodBatch,
+		FlowModsPerSec: rate, BarrierP50us: durPercentile(lat, 50), BarrierP99us: durPercentile(lat, 99),
+		BarrierMaxus: durPercentile(lat, 100), Machine: machine(), Time: time.Now().UTC().Format(time.RFC3339),
+	}, nil
+}
+
+// series runs the warm-up and one step per rate.
+func (e *fwdEnv) series(target, backend string, rules int) ([]fwdStep, error) {
+	// Warm-up (not counted): lets the bridge and OVS learn and cache the
+	// flows, and gswitchd's port sockets settle.
+	e.step++
+	e.sink.begin(e.step)
+	if _, _, err := generate(e.genPort, e.sinkMAC, e.genMAC, e.f.srcPorts, e.f.batch, e.step, 10000, 500*time.Millisecond); err != nil {
+		return nil, err
+	}
+	time.Sleep(e.f.settle)
+	if e.sink.count.Load() == 0 {
+		return nil, fmt.Errorf("%s with %d rules forwarded none of the warm-up frames: is the switch forwarding p1 to p2?", target, rules)
+	}
+	var steps []fwdStep
+	for _, rate := range e.f.rates {
+		if err := e.ctx.Err(); err != nil {
+			return steps, err
+		}
+		e.step++
+		before, _ := e.sinkPt.Stats()
+		e.sink.begin(e.step)
+		sent, dur, err := generate(e.genPort, e.sinkMAC, e.genMAC, e.f.srcPorts, e.f.batch, e.step, rate, e.f.duration)
+		if err != nil {
+			return steps, err
+		}
+		time.Sleep(e.f.settle)
+		got := e.sink.count.Load()
+		after, _ := e.sinkPt.Stats()
+		s := fwdStep{
+			Bench: "forward", Target: target, Backend: backend, Rules: rules, AskedPPS: rate,
+			OfferedPPS: float64(sent) / dur.Seconds(), ForwardedPPS: float64(got) / dur.Seconds(),
+			Sent: sent, Received: got, LossPct: lossPct(sent, got), FrameBytes: wireLen,
+			DurationS: dur.Seconds(), SinkRingDrops: after.RingDrops - before.RingDrops,
+			Machine: machine(), Time: time.Now().UTC().Format(time.RFC3339),
+		}
+		fmt.Fprintf(e.log, "bench forward: %s rules=%d asked=%d offered=%.0f forwarded=%.0f loss=%.3f%%\n",
+			target, rules, rate, s.OfferedPPS, s.ForwardedPPS, s.LossPct)
+		steps = append(steps, s)
+	}
+	ml := maxLossless(steps)
+	for i := range steps {
+		steps[i].MaxLosslessPPS = ml
+	}
+	return steps, nil
+}
+
+// runBridge measures a Linux bridge over p1 and p2 (no rules).
+func (e *fwdEnv) runBridge() ([]fwdStep, error) {
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "fbbr0"}}
+	if err := e.hsw.LinkAdd(br); err != nil {
+		return nil, fmt.Errorf("creating bridge: %w", err)
+	}
+	defer e.hsw.LinkDel(br)
+	for _, p := range []string{"p1", "p2"} {
+		l, err := e.hsw.LinkByName(p)
+		if err == nil {
+			err = e.hsw.LinkSetMaster(l, br)
+		}
+		if err == nil {
+			err = e.hsw.LinkSetUp(l) // a target before may have left it down
+		}
+		if err != nil {
+			return nil, fmt.Errorf("adding %s to the bridge: %w", p, err)
+		}
+	}
+	if err := e.hsw.LinkSetUp(br); err != nil {
+		return nil, err
+	}
+	return e.series("bridge", "", 0)
+}
+
+// Open vSwitch: a private ovsdb-server and ovs-vswitchd (in the switch
+// namespace), a netdev (userspace) bridge over p1 and p2, a ptcp listener.
+
+var ovsTools = []struct{ name, pkg string }{
+	{"ovsdb-tool", "openvswitch-switch"}, {"ovsdb-server", "openvswitch-switch"},
+	{"ovs-vswitchd", "openvswitch-switch"}, {"ovs-vsctl", "openvswitch-switch"},
+	{"ovs-ofctl", "openvswitch-common"},
+}
+
+const ovsSchema = "/usr/share/openvswitch/vswitch.ovsschema"
+
+// checkOVSTools names the Debian package of a missing Open vSwitch tool.
+func checkOVSTools() error {
+	for _, t := range ovsTools {
+		if _, err := exec.LookPath(t.name); err != nil {
+			return fmt.Errorf("%s is not installed: apt-get install %s (or leave ovs out of --targets)", t.name, t.pkg)
+		}
+	}
+	if _, err := os.Stat(ovsSchema); err != nil {
+		return fmt.Errorf("%s is missing: apt-get install openvswitch-switch (or leave ovs out of --targets)", ovsSchema)
+	}
+	return nil
+}
+
+func (e *fwdEnv) ovsDir(s string) string { return filepath.Join(e.dir, "ovs", s) }
+
+// ovsEnv points the Open vSwitch tools at the private folders.
+func (e *fwdEnv) ovsEnv() []string {
+	return []string{"OVS_RUNDIR=" + e.ovsDir("run"), "OVS_LOGDIR=" + e.ovsDir("log"),
+		"OVS_DBDIR=" + e.ovsDir("db"), "OVS_SYSCONFDIR=" + e.ovsDir("etc")}
+}
+
+// ovsCmd runs an Open vSwitch tool to completion.
+func (e *fwdEnv) ovsCmd(args ...string) error {
+	ctx, cancel := context.WithTimeout(e.ctx, 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), e.ovsEnv()...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+func (e *fwdEnv) runOVS() ([]fwdStep, []fwdFlowMods, error) {
+	for _, d := range []string{"run", "log", "db", "etc/openvswitch"} {
+		if err := os.MkdirAll(e.ovsDir(d), 0o755); err != nil {
+			return nil, nil, err
+		}
+	}
+	db := e.ovsDir("db/conf.db")
+	sock := e.ovsDir("run/db.sock")
+	if err := e.ovsCmd("ovsdb-tool", "create", db, ovsSchema); err != nil {
+		return nil, nil, err
+	}
+	dbd, err := e.start(0, "ovsdb-server", "ovsdb-server", db, "--remote=punix:"+sock,
+		"--pidfile="+e.ovsDir("run/ovsdb-server.pid"), "--unixctl="+e.ovsDir("run/ovsdb-server.ctl"))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer dbd.stop()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if i == 100 {
+			return nil, nil, fmt.Errorf("ovsdb-server did not create %s within 10s: %v", sock, dbd.exited())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	vsctl := func(args ...string) error {
+		return e.ovsCmd(append([]string{"ovs-vsctl", "--db=unix:" + sock, "--timeout=30"}, args...)...)
+	}
+	if err := vsctl("--no-wait", "init"); err != nil {
+		return nil, nil, err
+	}
+	vsd, err := e.start(e.sw, "ovs-vswitchd", "ovs-vswitchd", "unix:"+sock,
+		"--pidfile="+e.ovsDir("run/ovs-vswitchd.pid"), "--unixctl="+e.ovsDir("run/ovs-vswitchd.ctl"))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer vsd.stop()
+	port := 16000 + rand.IntN(20000)
+	err = vsctl("add-br", "fbovs", "--", "set", "bridge", "fbovs", "datapath_type=netdev", "protocols=OpenFlow13",
+		"fail_mode=secure", "other-config:datapath-id=0000000000000001", "other-config:disable-in-band=true",
+		"--", "add-port", "fbovs", "p1", "--", "set", "interface", "p1", "ofport_request=1",
+		"--", "add-port", "fbovs", "p2", "--", "set", "interface", "p2", "ofport_request=2",
+		"--", "set-controller", "fbovs", fmt.Sprintf("ptcp:%d:127.0.0.1", port))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (%v)", err, vsd.exited())
+	}
+	mgmt := "unix:" + e.ovsDir("run/fbovs.mgmt")
+	ofctl := func(args ...string) error {
+		return e.ovsCmd(append([]string{"ovs-ofctl", "-O", "OpenFlow13"}, args...)...)
+	}
+	var steps []fwdStep
+	for _, n := range e.f.rules {
+		file := filepath.Join(e.dir, fmt.Sprintf("rules-%d.txt", n))
+		if err := os.WriteFile(file, []byte(ruleFile(n)), 0o644); err != nil {
+			return steps, nil, err
+		}
+		if err := ofctl("del-flows", mgmt); err != nil {
+			return steps, nil, err
+		}
+		if err := ofctl("add-flows", mgmt, file); err != nil {
+			return steps, nil, err
+		}
+		s, err := e.series("ovs", "", n)
+		steps = append(steps, s...)
+		if err != nil {
+			return steps, nil, err
+		}
+	}
+	if e.f.flowmods == 0 {
+		return steps, nil, nil
+	}
+	if err := ofctl("del-flows", mgmt); err != nil {
+		return steps, nil, err
+	}
+	c, err := e.dialOF(port, vsd)
+	if err != nil {
+		return steps, nil, fmt.Errorf("ovs: %w", err)
+	}
+	defer c.conn.Close()
+	fm, err := e.flowModRun(c, "ovs", "")
+	if err != nil {
+		return steps, nil, err
+	}
+	return steps, []fwdFlowMods{fm}, errors.Join(vsd.exited())
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/gswitch/gswitch/datapath/afpacket"
+)
+
+// The test frame: 60 bytes (64 on the wire with the FCS), Ethernet, IPv4
+// 10.0.0.1 → 10.0.0.2, UDP from one of --src-ports source ports to port 9,
+// and a payload of a magic, the step number and a sequence number, so the
+// sink counts only this run's frames of the current step.
+const (
+	frameLen    = 60
+	wireLen     = frameLen + 4
+	payloadOff  = 14 + 20 + 8
+	benchMagic  = 0x47535742 // "GSWB"
+	udpSrcPort0 = 10000
+	spinRate    = 20000 // frames/s from which the generator paces by yielding, not sleeping
+)
+
+// testFrame builds the template of the test frame with source port index i.
+func testFrame(dst, src net.HardwareAddr, port uint16) []byte {
+	f := make([]byte, frameLen)
+	copy(f[0:6], dst)
+	copy(f[6:12], src)
+	binary.BigEndian.PutUint16(f[12:], 0x0800)
+	ip := f[14:34]
+	ip[0] = 0x45
+	binary.BigEndian.PutUint16(ip[2:], frameLen-14)
+	ip[8], ip[9] = 64, 17
+	copy(ip[12:16], []byte{10, 0, 0, 1})
+	copy(ip[16:20], []byte{10, 0, 0, 2})
+	binary.BigEndian.PutUint16(ip[10:], ipChecksum(ip))
+	udp := f[34:42]
+	binary.BigEndian.PutUint16(udp[0:], port)
+	binary.BigEndian.PutUint16(udp[2:], 9)
+	binary.BigEndian.PutUint16(udp[4:], frameLen-34) // checksum 0: none (IPv4)
+	binary.BigEndian.PutUint32(f[payloadOff:], benchMagic)
+	return f
+}
+
+func ipChecksum(h []byte) uint16 {
+	var s uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		s += uint32(binary.BigEndian.Uint16(h[i:]))
+	}
+	for s > 0xffff {
+		s = s>>16 + s&0xffff
+	}
+	return ^uint16(s)
+}
+
+// stamp writes the step and sequence number into a frame.
+func stamp(f []byte, step uint32, seq uint64) {
+	binary.BigEndian.PutUint32(f[payloadOff+4:], step)
+	binary.BigEndian.PutUint64(f[payloadOff+8:], seq)
+}
+
+// framesDue is the number of frames a sender at 'rate' frames/s should
+// have sent 'elapsed' after its start.
+func framesDue(rate int64, elapsed time.Duration) int64 {
+	return int64(float64(rate) * elapsed.Seconds())
+}
+
+// generate sends test frames for 'dur' at 'rate' frames/s (0: as fast as
+// Send returns), in batches of at most 'batch', cycling the source ports.
+// It returns the frames the kernel accepted and the time it sent for.
+func generate(p *afpacket.Port, dst, src net.HardwareAddr, srcPorts, batch int, step uint32, rate int64, dur time.Duration) (uint64, time.Duration, error) {
+	frames := make([][]byte, batch)
+	tmpl := make([][]byte, srcPorts)
+	for i := range tmpl {
+		tmpl[i] = testFrame(dst, src, uint16(udpSrcPort0+i))
+	}
+	for i := range frames {
+		frames[i] = make([]byte, frameLen)
+	}
+	var seq uint64
+	var sent int64
+	start := time.Now()
+	end := start.Add(dur)
+	for {
+		now := time.Now()
+		if !now.Before(end) {
+			break
+		}
+		n := int64(batch)
+		if rate > 0 {
+			due := framesDue(rate, now.Sub(start)) - sent
+			if due <= 0 {
+				// The next frame is due in 1/rate. Above spinRate the
+				// sender yields instead of sleeping: timers can be coarse
+				// (a sleep of 20µs took 4 ms on the 2-core VM), and the
+				// catch-up burst after a long sleep would overflow the
+				// kernel's backlog (1000 frames) and count as the
+				// switch's loss. Below it, sleeps keep the sender's CPU free.
+				if rate >= spinRate {
+					runtime.Gosched()
+				} else {
+					time.Sleep(time.Duration(float64(time.Second) / float64(rate)))
+				}
+				continue
+			}
+			n = min(n, due)
+		}
+		for i := range n {
+			copy(frames[i], tmpl[seq%uint64(srcPorts)])
+			stamp(frames[i], step, seq)
+			seq++
+		}
+		k, err := p.Send(frames[:n])
+		sent += int64(k)
+		if err != nil && errors.Is(err, afpacket.ErrClosed) {
+			return uint64(sent), time.Since(start), err
+		}
+	}
+	return uint64(sent), time.Since(start), nil
+}
+
+// sink counts the test frames of the current step arriving on a port.
+type sink struct {
+	p     *afpacket.Port
+	step  atomic.Uint32
+	count atomic.Uint64
+	done  chan struct{}
+}
+
+func startSink(p *afpacket.Port) *sink {
+	s := &sink{p: p, done: make(chan struct{})}
+	go s.loop()
+	return s
+}
+
+// loop reads blocks until the port is closed.
+func (s *sink) loop() {
+	defer close(s.done)
+	var f afpacket.Frame
+	for {
+		b, err := s.p.ReadBlock(100 * time.Millisecond)
+		if err != nil {
+			if errors.Is(err, afpacket.ErrClosed) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // not expected (ErrBusy): do not spin
+			continue
+		}
+		if b == nil {
+			continue // the timeout: nothing arrived
+		}
+		step := s.step.Load()
+		var n uint64
+		for b.Next(&f) {
+			if isTestFrame(f.Data, step) {
+				n++
+			}
+		}
+		b.Release()
+		s.count.Add(n)
+	}
+}
+
+// isTestFrame reports whether d is a test frame of 'step'.
+func isTestFrame(d []byte, step uint32) bool {
+	return len(d) >= frameLen && binary.BigEndian.Uint16(d[12:]) == 0x0800 &&
+		binary.BigEndian.Uint32(d[payloadOff:]) == benchMagic &&
+		binary.BigEndian.Uint32(d[payloadOff+4:]) == step
+}
+
+// begin starts counting the frames of 'step' from zero.
+func (s *sink) begin(step uint32) {
+	s.step.Store(step)
+	s.count.Store(0)
+}
