@@ -206,8 +206,15 @@ type fwdStep struct {
 	FrameBytes     int     `json:"frame_bytes"`      // on the wire, FCS included
 	DurationS      float64 `json:"duration_s"`
 	SinkRingDrops  uint64  `json:"sink_ring_drops"` // frames the sink's own ring dropped (a sink limit, not the switch's)
-	Machine        string  `json:"machine"`
-	Time           string  `json:"time"`
+	BacklogDrops   uint64  `json:"backlog_drops"`   // frames the kernel dropped from its per-CPU input backlogs (/proc/net/softnet_stat, whole machine)
+	// gswitchd's own port counters over the step (control socket): frames
+	// its port 1 received, and dropped or lost to a full receive ring
+	// (rx_dropped + rx_over_err), frames its port 2 sent.
+	SwitchRx        uint64 `json:"switch_rx,omitempty"`
+	SwitchRxDropped uint64 `json:"switch_rx_dropped,omitempty"`
+	SwitchTx        uint64 `json:"switch_tx,omitempty"`
+	Machine         string `json:"machine"`
+	Time            string `json:"time"`
 }
 
 // fwdFlowMods is one flow-installation run.

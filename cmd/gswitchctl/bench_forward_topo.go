@@ -12,11 +12,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
@@ -46,6 +48,7 @@ type fwdEnv struct {
 	genMAC, sinkMAC net.HardwareAddr
 
 	gswitchdBin string
+	ctlSocket   string   // the running gswitchd's control socket; empty when none runs
 	cleanups    []func() // run in reverse by close
 }
 
@@ -373,6 +376,7 @@ func (e *fwdEnv) startGswitchd(maxFlows int) (*daemonProc, *ofClient, error) {
 		d.stop()
 		return nil, nil, fmt.Errorf("gswitchd: %w", err)
 	}
+	e.ctlSocket = filepath.Join(e.dir, "gswitchd.sock")
 	return d, c, nil
 }
 
@@ -394,6 +398,7 @@ func (e *fwdEnv) runGswitchd() ([]fwdStep, []fwdFlowMods, error) {
 		}
 		c.conn.Close()
 		d.stop()
+		e.ctlSocket = ""
 		if err != nil {
 			return steps, nil, err
 		}
@@ -405,7 +410,7 @@ func (e *fwdEnv) runGswitchd() ([]fwdStep, []fwdFlowMods, error) {
 	if err != nil {
 		return steps, nil, err
 	}
-	defer d.stop()
+	defer func() { d.stop(); e.ctlSocket = "" }()
 	defer c.conn.Close()
 	fm, err := e.flowModRun(c, "gswitchd", e.f.backend)
 	if err != nil {
@@ -452,6 +457,8 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]fwdStep, error) {
 		}
 		e.step++
 		before, _ := e.sinkPt.Stats()
+		backlog0 := backlogDrops()
+		sw0 := e.switchCounters()
 		e.sink.begin(e.step)
 		sent, dur, err := generate(e.genPort, e.sinkMAC, e.genMAC, e.f.srcPorts, e.f.batch, e.step, rate, e.f.duration)
 		if err != nil {
@@ -465,10 +472,14 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]fwdStep, error) {
 			OfferedPPS: float64(sent) / dur.Seconds(), ForwardedPPS: float64(got) / dur.Seconds(),
 			Sent: sent, Received: got, LossPct: lossPct(sent, got), FrameBytes: wireLen,
 			DurationS: dur.Seconds(), SinkRingDrops: after.RingDrops - before.RingDrops,
-			Machine: machine(), Time: time.Now().UTC().Format(time.RFC3339),
+			BacklogDrops: backlogDrops() - backlog0,
+			Machine:      machine(), Time: time.Now().UTC().Format(time.RFC3339),
 		}
-		fmt.Fprintf(e.log, "bench forward: %s rules=%d asked=%d offered=%.0f forwarded=%.0f loss=%.3f%%\n",
-			target, rules, rate, s.OfferedPPS, s.ForwardedPPS, s.LossPct)
+		if sw1 := e.switchCounters(); sw0 != nil && sw1 != nil {
+			s.SwitchRx, s.SwitchRxDropped, s.SwitchTx = sw1[0]-sw0[0], sw1[1]-sw0[1], sw1[2]-sw0[2]
+		}
+		fmt.Fprintf(e.log, "bench forward: %s rules=%d asked=%d offered=%.0f forwarded=%.0f loss=%.3f%% (backlog drops %d, sink ring drops %d, switch rx %d rx-dropped %d tx %d)\n",
+			target, rules, rate, s.OfferedPPS, s.ForwardedPPS, s.LossPct, s.BacklogDrops, s.SinkRingDrops, s.SwitchRx, s.SwitchRxDropped, s.SwitchTx)
 		steps = append(steps, s)
 	}
 	ml := maxLossless(steps)
@@ -632,4 +643,47 @@ func (e *fwdEnv) runOVS() ([]fwdStep, []fwdFlowMods, error) {
 		return steps, nil, err
 	}
 	return steps, []fwdFlowMods{fm}, errors.Join(vsd.exited())
+}
+
+// backlogDrops sums the "dropped" column of /proc/net/softnet_stat: frames
+// the kernel dropped because a CPU's input backlog (netdev_max_backlog)
+// was full, as veth delivers to the peer through it.
+func backlogDrops() uint64 {
+	b, _ := os.ReadFile("/proc/net/softnet_stat")
+	var sum uint64
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 1 {
+			v, _ := strconv.ParseUint(f[1], 16, 64)
+			sum += v
+		}
+	}
+	return sum
+}
+
+// switchCounters reads gswitchd's port counters through its control
+// socket: port 1's received and dropped frames (dropped by the agent, or
+// by the kernel because its receive ring was full), port 2's sent frames; nil
+// when no gswitchd runs or it does not answer.
+func (e *fwdEnv) switchCounters() []uint64 {
+	if e.ctlSocket == "" {
+		return nil
+	}
+	c := ctl.NewClient(e.ctlSocket)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(e.ctx, 2*time.Second)
+	defer cancel()
+	ports, err := c.Ports(ctx)
+	if err != nil {
+		return nil
+	}
+	out := make([]uint64, 3)
+	for _, p := range ports {
+		switch p.Stats.PortNo {
+		case 1:
+			out[0], out[1] = p.Stats.RxPackets, p.Stats.RxDropped+p.Stats.RxOverErr // RxOverErr: its ring was full
+		case 2:
+			out[2] = p.Stats.TxPackets
+		}
+	}
+	return out
 }

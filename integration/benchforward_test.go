@@ -1,0 +1,68 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBenchForwardGswitchd runs "gswitchctl bench forward" for a few
+// seconds at low rates against gswitchd only (the path CI can take without
+// Open vSwitch's daemons being measured): it builds its own namespaces
+// with netlink, installs 100 rules, sends, counts, and installs 2000
+// FLOW_MODs with barriers. At 5 and 10 kframes/s the switch must forward
+// (nearly) everything; the JSON lines must carry the documented fields.
+func TestBenchForwardGswitchd(t *testing.T) {
+	needRoot(t)
+	ctl := gswitchctlBinary(t)
+	gsw := gswitchdBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ctl, "bench", "forward", "--targets", "gswitchd", "--gswitchd", gsw,
+		"--rules", "100", "--rates", "5k,10k", "--duration", "1s", "--flowmods", "2000", "--flowmod-batch", "500", "--json")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench forward: %v\n%s\n%s", err, out, stderr.String())
+	}
+	var steps, fms int
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("not JSON: %q: %v", sc.Text(), err)
+		}
+		switch m["bench"] {
+		case "forward":
+			steps++
+			for _, k := range []string{"target", "rules", "offered_pps", "forwarded_pps", "loss_pct", "max_lossless_pps"} {
+				if _, ok := m[k]; !ok {
+					t.Errorf("step without %s: %s", k, sc.Text())
+				}
+			}
+			if m["target"] != "gswitchd" || m["rules"] != 100.0 {
+				t.Errorf("step %s", sc.Text())
+			}
+			// Generous: a busy CI machine may drop a few frames, but at
+			// these rates a switch that forwards must pass almost all.
+			if m["loss_pct"].(float64) > 5 || m["forwarded_pps"].(float64) < 2000 {
+				t.Errorf("gswitchd lost frames at a low rate: %s\n%s", sc.Text(), stderr.String())
+			}
+		case "flowmods":
+			fms++
+			if m["flowmods"] != 2000.0 || m["flowmods_per_sec"].(float64) <= 0 || m["barrier_p99_us"].(float64) < m["barrier_p50_us"].(float64) {
+				t.Errorf("flowmods %s", sc.Text())
+			}
+		default:
+			t.Errorf("unknown line %s", sc.Text())
+		}
+	}
+	if steps != 2 || fms != 1 {
+		t.Errorf("%d steps and %d flow-mod runs, want 2 and 1:\n%s", steps, fms, out)
+	}
+}
