@@ -376,17 +376,13 @@ func loadTLS(c Config) (client, server *tls.Config, err error) {
 	case f.CACert == "":
 		return nil, nil, configErr("tls: a TLS target needs tls.ca_cert (--tls-ca-cert) to check its peers")
 	}
-	cert, err := tls.LoadX509KeyPair(f.Certificate, f.PrivateKey)
+	cert, err := loadKeyPair("tls", f.Certificate, f.PrivateKey)
 	if err != nil {
-		return nil, nil, configErr("tls: certificate %s with key %s: %v", f.Certificate, f.PrivateKey, err)
+		return nil, nil, err
 	}
-	caPEM, err := os.ReadFile(f.CACert)
+	pool, err := loadCAPool("tls", f.CACert)
 	if err != nil {
-		return nil, nil, configErr("tls: ca_cert: %v", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, nil, configErr("tls: ca_cert %s: no PEM certificate in it", f.CACert)
+		return nil, nil, err
 	}
 	if active {
 		client = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}
@@ -421,4 +417,28 @@ func checkNumbers(c *Config) error {
 		}
 	}
 	return nil
+}
+
+// loadKeyPair reads a PEM certificate and its private key for the settings
+// named by what ("tls", "p4rt").
+func loadKeyPair(what, certFile, keyFile string) (tls.Certificate, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return cert, configErr("%s: certificate %s with key %s: %v", what, certFile, keyFile, err)
+	}
+	return cert, nil
+}
+
+// loadCAPool reads the PEM CA certificate(s) that must sign peers'
+// certificates.
+func loadCAPool(what, file string) (*x509.CertPool, error) {
+	caPEM, err := os.ReadFile(file)
+	if err != nil {
+		return nil, configErr("%s: ca_cert: %v", what, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, configErr("%s: ca_cert %s: no PEM certificate in it", what, file)
+	}
+	return pool, nil
 }

@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
-	"os"
 	"syscall"
 
 	"github.com/netrack/openflow/ofp"
@@ -84,19 +82,15 @@ func checkP4RT(c *Config) (*tls.Config, error) {
 	if p.Certificate == "" || p.PrivateKey == "" {
 		return nil, configErr("p4rt: TLS needs both certificate (--p4rt-tls-certificate) and private_key (--p4rt-tls-private-key)")
 	}
-	cert, err := tls.LoadX509KeyPair(p.Certificate, p.PrivateKey)
+	cert, err := loadKeyPair("p4rt", p.Certificate, p.PrivateKey)
 	if err != nil {
-		return nil, configErr("p4rt: certificate %s with key %s: %v", p.Certificate, p.PrivateKey, err)
+		return nil, err
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if p.CACert != "" {
-		pem, err := os.ReadFile(p.CACert)
+		pool, err := loadCAPool("p4rt", p.CACert)
 		if err != nil {
-			return nil, configErr("p4rt: ca_cert: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, configErr("p4rt: ca_cert %s: no PEM certificate in it", p.CACert)
+			return nil, err
 		}
 		cfg.ClientCAs = pool
 		cfg.ClientAuth = tls.VerifyClientCertIfGiven
