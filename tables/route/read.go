@@ -15,9 +15,12 @@ func (t *Table) Lookup(dst netip.Addr) (*Entry, bool) {
 	if !dst.IsValid() {
 		return nil, false
 	}
+	// The slot is read under the lock too: once it is released, a writer
+	// may free the slot and (after ReuseAfter changes) give it to another
+	// route.
 	t.mu.RLock()
+	defer t.mu.RUnlock()
 	slot, ok := t.lpm[famIndex(dst)].Lookup(dst)
-	t.mu.RUnlock()
 	if !ok {
 		return nil, false
 	}
