@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gswitch/gswitch/internal/prom"
 	"github.com/gswitch/gswitch/tables/bubble"
 	"github.com/gswitch/gswitch/tables/flow"
 	"github.com/gswitch/gswitch/tables/lpm"
@@ -412,12 +413,8 @@ func (e *Engine) Stats() EngineStats {
 // and gswitch_backend_device_memory_bytes{device="N"}.
 func (e *Engine) WriteMetrics(w io.Writer) error {
 	s := e.Stats()
-	var err error
-	p := func(format string, a ...any) {
-		if err == nil {
-			_, err = fmt.Fprintf(w, format, a...)
-		}
-	}
+	pw := prom.New(w)
+	p := pw.Printf
 	p("# HELP gswitch_backend_device_up Whether the device serves lookups (0: failed, its lookups run on the CPU).\n# TYPE gswitch_backend_device_up gauge\n")
 	for i, d := range s.Devices {
 		up := 0
@@ -436,7 +433,7 @@ func (e *Engine) WriteMetrics(w io.Writer) error {
 	for i, d := range s.Devices {
 		p("gswitch_backend_keys_total{backend=\"device\",device=\"%d\"} %d\n", i, d.Keys)
 	}
-	return err
+	return pw.Err()
 }
 
 var _ Backend = (*Engine)(nil)

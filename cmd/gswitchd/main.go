@@ -24,6 +24,7 @@ import (
 	"github.com/gswitch/gswitch/datapath/pipeline"
 	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
 	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/internal/prom"
 	"github.com/gswitch/gswitch/tables/route"
 )
 
@@ -256,8 +257,11 @@ func (d *daemon) serveMetrics(ctx context.Context) error {
 			return
 		}
 		_ = pipeline.WriteMetrics(w, d.sw)
-		fmt.Fprintf(w, "# HELP gswitch_openflow_connections OpenFlow sessions past the handshake (controllers and listener clients such as ovs-ofctl).\n# TYPE gswitch_openflow_connections gauge\ngswitch_openflow_connections %d\n", d.agent.Connections())
-		fmt.Fprintf(w, "# HELP gswitch_openflow_controllers OpenFlow sessions to the configured controllers (--controller); 0 puts a standalone switch in learning mode.\n# TYPE gswitch_openflow_controllers gauge\ngswitch_openflow_controllers %d\n", d.agent.Controllers())
+		pw := prom.New(w)
+		pw.Head("gswitch_openflow_connections", "gauge", "OpenFlow sessions past the handshake (controllers and listener clients such as ovs-ofctl).")
+		pw.Printf("gswitch_openflow_connections %d\n", d.agent.Connections())
+		pw.Head("gswitch_openflow_controllers", "gauge", "OpenFlow sessions to the configured controllers (--controller); 0 puts a standalone switch in learning mode.")
+		pw.Printf("gswitch_openflow_controllers %d\n", d.agent.Controllers())
 		if d.router != nil {
 			_ = d.router.WriteMetrics(w)
 		}

@@ -1,8 +1,9 @@
 package l3
 
 import (
-	"fmt"
 	"io"
+
+	"github.com/gswitch/gswitch/internal/prom"
 )
 
 // Counters are the router's counts (gswitchctl stats, metrics).
@@ -48,13 +49,9 @@ const MaxRouteMetrics = 10000
 // gswitch_route_bytes_total{table,prefix} and
 // gswitch_route_nexthop_packets_total{table,prefix,nexthop}.
 func (r *Router) WriteMetrics(w io.Writer) error {
-	var err error
-	p := func(format string, a ...any) {
-		if err == nil {
-			_, err = fmt.Fprintf(w, format, a...)
-		}
-	}
-	head := func(name, typ, help string) { p("# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ) }
+	pw := prom.New(w)
+	p := pw.Printf
+	head := pw.Head
 	c := r.Counters()
 	head("gswitch_l3_forwarded_packets_total", "counter", "Packets routed out of a router port.")
 	p("gswitch_l3_forwarded_packets_total %d\n", c.Forwarded)
@@ -97,5 +94,5 @@ func (r *Router) WriteMetrics(w io.Writer) error {
 			}
 		}
 	}
-	return err
+	return pw.Err()
 }

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"fmt"
 	"io"
+
+	"github.com/gswitch/gswitch/internal/prom"
 )
 
 // WriteMetrics writes the switch's counters in the Prometheus text format:
@@ -15,13 +17,9 @@ import (
 // gswitch_no_route_total, gswitch_unsupported_actions_total,
 // gswitch_learned_macs and gswitch_standalone.
 func WriteMetrics(w io.Writer, s *Switch) error {
-	var err error
-	p := func(format string, a ...any) {
-		if err == nil {
-			_, err = fmt.Fprintf(w, format, a...)
-		}
-	}
-	head := func(name, typ, help string) { p("# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ) }
+	pw := prom.New(w)
+	p := pw.Printf
+	head := pw.Head
 	ports := s.PortInfos()
 	portMetric := func(name, help string, v func(*PortInfo) uint64) {
 		head(name, "counter", help)
@@ -103,5 +101,5 @@ func WriteMetrics(w io.Writer, s *Switch) error {
 	}
 	head("gswitch_standalone", "gauge", "1 while the switch acts as a learning switch (standalone fail mode, no controller).")
 	p("gswitch_standalone %d\n", standalone)
-	return err
+	return pw.Err()
 }
