@@ -46,6 +46,7 @@ type fwdEnv struct {
 	genPort, sinkPt *afpacket.Port
 	sink            *sink
 	genMAC, sinkMAC net.HardwareAddr
+	dstMAC          net.HardwareAddr // the test frames' destination: see benchDstMAC
 
 	gswitchdBin string
 	ctlSocket   string   // the running gswitchd's control socket; empty when none runs
@@ -129,6 +130,7 @@ func newFwdEnv(ctx context.Context, f *fwdFlags, log io.Writer) (_ *fwdEnv, err 
 	if e.sinkMAC, err = e.veth("p2", e.snk, "02:00:00:00:00:02"); err != nil {
 		return nil, err
 	}
+	e.dstMAC, _ = net.ParseMAC(benchDstMAC)
 	err = inNS(e.gen, func() (err error) {
 		e.genPort, err = afpacket.Open("eth0", afpacket.Config{BlockSize: 64 << 10, NumBlocks: 4})
 		return err
@@ -445,7 +447,7 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]fwdStep, error) {
 	// receive ring, at rates the later steps passed without loss).
 	e.step++
 	e.sink.begin(e.step)
-	if _, _, err := generate(e.genPort, e.sinkMAC, e.genMAC, e.f.srcPorts, e.f.batch, e.step, 20000, 1500*time.Millisecond); err != nil {
+	if _, _, err := generate(e.genPort, e.dstMAC, e.genMAC, e.f.srcPorts, e.f.batch, e.step, 20000, 1500*time.Millisecond); err != nil {
 		return nil, err
 	}
 	time.Sleep(e.f.settle)
@@ -462,7 +464,7 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]fwdStep, error) {
 		backlog0 := backlogDrops()
 		sw0 := e.switchCounters()
 		e.sink.begin(e.step)
-		sent, dur, err := generate(e.genPort, e.sinkMAC, e.genMAC, e.f.srcPorts, e.f.batch, e.step, rate, e.f.duration)
+		sent, dur, err := generate(e.genPort, e.dstMAC, e.genMAC, e.f.srcPorts, e.f.batch, e.step, rate, e.f.duration)
 		if err != nil {
 			return steps, err
 		}

@@ -11,6 +11,16 @@ import (
 	"github.com/gswitch/gswitch/datapath/afpacket"
 )
 
+// benchDstMAC is the test frames' destination MAC: a unicast address no
+// interface has. The sink's socket reads them all the same, but its
+// namespace's IP stack drops them at once (PACKET_OTHERHOST) instead of
+// routing each to an error (the sink has no addresses): that work runs in
+// the forwarder's transmit call (veth delivers in the sender's context)
+// and would be counted against the switch under test. The rules forward
+// by in_port and the Linux bridge floods the unknown address to its one
+// other port, so every target forwards them.
+const benchDstMAC = "02:00:00:00:00:fe"
+
 // The test frame: 60 bytes (64 on the wire with the FCS), Ethernet, IPv4
 // 10.0.0.1 → 10.0.0.2, UDP from one of --src-ports source ports to port 9,
 // and a payload of a magic, the step number and a sequence number, so the

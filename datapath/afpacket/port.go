@@ -114,11 +114,10 @@ type Port struct {
 
 	closing atomic.Bool // set first thing in Close: lets Send name its error
 
-	txMu   sync.Mutex // serializes Send and guards the fields below
-	msgs   []mmsghdr
-	iovs   []unix.Iovec
-	tx     txState
-	sendFn func(fd uintptr) bool
+	txMu sync.Mutex // serializes Send and guards the fields below
+	txFd int        // the transmit socket; -1 once closed
+	msgs []mmsghdr
+	iovs []unix.Iovec
 
 	waiting []byte                // the block ReadBlock waits for (reader's)
 	readyFn func(fd uintptr) bool // reports whether it is ready
@@ -164,10 +163,16 @@ func (p *Port) openSocket() error {
 		unix.Close(fd)
 		return err
 	}
+	if p.txFd, err = openTxSocket(p.index); err != nil {
+		unix.Close(fd)
+		unix.Munmap(ring)
+		return err
+	}
 	p.ring = ring
 	p.file = os.NewFile(uintptr(fd), "afpacket")
 	if p.raw, err = p.file.SyscallConn(); err != nil {
 		p.file.Close()
+		unix.Close(p.txFd)
 		unix.Munmap(ring)
 		return err
 	}
@@ -276,11 +281,16 @@ func (p *Port) Close() error {
 	}
 	p.closed = true
 	p.closing.Store(true)
-	err := p.file.Close() // wakes a ReadBlock or Send waiting in the poller
+	err := p.file.Close() // wakes a ReadBlock waiting in the poller
 	if !p.held && !p.reading {
 		p.unmapLocked()
 	}
 	p.rxMu.Unlock()
+	// A Send blocked for room returns within sendTimeout and sees closing.
+	p.txMu.Lock()
+	unix.Close(p.txFd)
+	p.txFd = -1
+	p.txMu.Unlock()
 	p.w.stop()
 	return err
 }

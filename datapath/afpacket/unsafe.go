@@ -58,10 +58,10 @@ type mmsghdr struct {
 	len uint32
 }
 
-// sendmmsg sends msgs on fd without blocking; it returns how many were
-// sent, or the error of the first.
+// sendmmsg sends msgs on fd (blocking as the socket is set to); it returns
+// how many were sent, or the error of the first.
 func sendmmsg(fd uintptr, msgs []mmsghdr) (int, unix.Errno) {
-	n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&msgs[0])), uintptr(len(msgs)), unix.MSG_DONTWAIT, 0, 0)
+	n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&msgs[0])), uintptr(len(msgs)), 0, 0, 0)
 	return int(n), e
 }
 
