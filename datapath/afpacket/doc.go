@@ -1,8 +1,8 @@
 // Package afpacket attaches gswitch's datapath to Linux interfaces: a Port
 // is one interface (a veth end, a bridge port, a physical NIC) resolved and
-// watched through netlink, read through an AF_PACKET socket with a
-// TPACKET_V3 receive ring and written through the same socket with
-// sendmmsg. It is the first and last step of the flow of a packet
+// watched through netlink, read through one or more AF_PACKET sockets
+// with a TPACKET_V3 receive ring each (receive queues) and written through
+// a socket of its own with sendmmsg. It is the first and last step of the flow of a packet
 // (DESIGN.md): frames come out of the ring in batches, their keys are
 // extracted in place (Frame.Parse, package datapath/packet), and the
 // frames the actions produce leave in batches.
@@ -46,6 +46,44 @@
 // PACKET_MR_PROMISC membership puts the interface in promiscuous mode for
 // as long as the socket lives; the kernel drops it on Close.
 //
+// # Receive queues
+//
+// One ring read by one goroutine keeps a port's receive work on one core
+// at most. Config.Queues = N > 1 opens N receive sockets on the interface,
+// each with its own ring (NumBlocks blocks each) and its own reader
+// (Port.Queue(i): ReadBlock, Receive; Port.ReadBlock and Receive read queue
+// 0), joined in one PACKET_FANOUT group: the kernel hands each received
+// frame to exactly one member. The mode is PACKET_FANOUT_HASH, the
+// frame's flow hash (addresses and ports, symmetric) modulo N, so all
+// frames of a flow go to one queue and keep their order, which a switch
+// must; with PACKET_FANOUT_FLAG_DEFRAG IP fragments are reassembled
+// before they are hashed (a later fragment carries no ports and would
+// land elsewhere). The first socket creates the group with
+// PACKET_FANOUT_FLAG_UNIQUEID, so the kernel picks an id no other group in
+// the network namespace has (Port.FanoutGroup): two ports, or two
+// processes, on one interface never share a group, and each reads every
+// frame. With one queue (the default) there is no group at all.
+//
+// The group's hook replaces the sockets' own, so a socket's
+// PACKET_IGNORE_OUTGOING no longer applies: the group asks for
+// PACKET_FANOUT_FLAG_IGNORE_OUTGOING (a recent flag), and on older kernels,
+// which refuse or ignore it, a socket filter (classic BPF on the skb's
+// packet type) drops outgoing frames before they reach a ring. While the
+// group forms, each new socket drops every frame (another filter) from
+// its bind until all have joined, so no frame is read twice by a socket
+// not yet in the group and by the group. Stats sums the queues' receive
+// and ring counters (each socket's PACKET_STATISTICS); QueueStats gives
+// one queue's. There is one transmit socket and one link watcher per port
+// whatever the number of queues.
+//
+// Queues spread the reader's work (gswitchd runs one datapath loop per
+// queue), not necessarily the kernel's: on a veth, and on any device
+// without receive-side scaling, the kernel delivers a frame to the packet
+// sockets in the context of whoever made it arrive — on veth, the sender's
+// transmit call, on the sender's core — and the fanout only picks which
+// ring it lands in. On a multi-queue NIC the rings are filled on the cores
+// the NIC's interrupts run on.
+//
 // # Sending
 //
 // Send hands a batch to sendmmsg: one system call per batch (per socket
@@ -80,16 +118,17 @@
 //
 // # Invariants and thread-safety
 //
-//   - One reader: ReadBlock, Block.Next, Block.Release and Receive belong to
-//     one goroutine at a time (ReadBlock says ErrBusy otherwise), and a
-//     block must be released before the next is read.
+//   - One reader per queue: a queue's ReadBlock, Block.Next, Block.Release
+//     and Receive belong to one goroutine at a time (ReadBlock says ErrBusy
+//     otherwise), and a block must be released before the next is read.
+//     Different queues are read by different goroutines concurrently.
 //   - Send may run concurrently with the reader; concurrent Sends are
 //     serialized. Link, Events and Stats may be called from anywhere.
 //   - Close may be called from any goroutine, any number of times: it wakes
-//     a waiting ReadBlock or Send (ErrClosed), stops the watcher (closing
-//     the Events channel) and closes the socket. The ring is unmapped at
-//     once, or — while the reader holds a block — when that block is
-//     released, so a frame is never unmapped under its reader.
+//     every waiting ReadBlock and Send (ErrClosed), stops the watcher
+//     (closing the Events channel) and closes the sockets. Each ring is
+//     unmapped at once, or — while its reader holds a block — when that
+//     block is released, so a frame is never unmapped under its reader.
 //   - Errors name the step that failed; a missing interface wraps
 //     ErrNoInterface, a missing privilege os.ErrPermission with a hint at
 //     CAP_NET_RAW.

@@ -6,7 +6,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -16,7 +15,7 @@ import (
 var ErrClosed = errors.New("afpacket: port closed")
 
 // ErrBusy is returned by ReadBlock when a block is still held or another
-// goroutine is reading: a port has one reader at a time.
+// goroutine is reading: a receive queue has one reader at a time.
 var ErrBusy = errors.New("afpacket: a block is held or being read: release it first")
 
 // Config sizes a port's receive ring. The zero value gives the defaults.
@@ -37,7 +36,16 @@ type Config struct {
 	Promiscuous bool
 	// EventBuffer is the capacity of the link event channel. Default 16.
 	EventBuffer int
+	// Queues is the number of receive queues: 1 (the default) is one
+	// socket and one ring; N > 1 is N sockets, each with a ring of its
+	// own (NumBlocks blocks each), joined in one PACKET_FANOUT group that
+	// spreads the frames by flow hash (see "Receive queues" in the package
+	// documentation). At most MaxQueues.
+	Queues int
 }
+
+// MaxQueues bounds Config.Queues.
+const MaxQueues = 64
 
 func (c *Config) defaults() {
 	if c.BlockSize == 0 {
@@ -52,6 +60,9 @@ func (c *Config) defaults() {
 	if c.EventBuffer == 0 {
 		c.EventBuffer = 16
 	}
+	if c.Queues == 0 {
+		c.Queues = 1
+	}
 }
 
 func (c *Config) validate() error {
@@ -65,6 +76,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("afpacket: block timeout %v is under 1ms", c.BlockTimeout)
 	case c.EventBuffer < 0:
 		return fmt.Errorf("afpacket: event buffer %d", c.EventBuffer)
+	case c.Queues < 1 || c.Queues > MaxQueues:
+		return fmt.Errorf("afpacket: %d receive queues: want 1..%d", c.Queues, MaxQueues)
 	}
 	return nil
 }
@@ -94,46 +107,36 @@ type Stats struct {
 	EventDrops uint64
 }
 
-// Port is one Linux interface attached through an AF_PACKET socket with a
-// TPACKET_V3 receive ring. See the package documentation.
+// Port is one Linux interface attached through AF_PACKET sockets: one or
+// more receive queues, each a socket with a TPACKET_V3 ring, and one
+// transmit socket. See the package documentation.
 type Port struct {
-	cfg   Config
-	index int
-	file  *os.File // the socket, in the Go poller
-	raw   syscall.RawConn
-	ring  []byte // NumBlocks blocks of BlockSize bytes, mmap'd
+	cfg    Config
+	index  int
+	queues []*Queue // Config.Queues of them; queue 0 is ReadBlock's
+	fanout int      // the PACKET_FANOUT group id; -1 with one queue
 
 	w *watcher // follows the interface's state
 
-	rxMu    sync.Mutex // guards the fields below and the ring's lifetime
-	next    int        // the block to read next
-	held    bool       // a block is out with the reader
-	reading bool       // a ReadBlock is waiting
-	closed  bool
-	block   Block
-
-	closing atomic.Bool // set first thing in Close: lets Send name its error
+	closeOnce sync.Once
+	closeErr  error
+	closing   atomic.Bool // set first thing in Close: lets Send and the readers name their error
 
 	txMu sync.Mutex // serializes Send and guards the fields below
 	txFd int        // the transmit socket; -1 once closed
 	msgs []mmsghdr
 	iovs []unix.Iovec
 
-	waiting []byte                // the block ReadBlock waits for (reader's)
-	readyFn func(fd uintptr) bool // reports whether it is ready
-
-	rxPackets, rxBytes, rxTruncated, rxErrors atomic.Uint64
-	txPackets, txBytes, txErrors              atomic.Uint64
-	statsMu                                   sync.Mutex
-	ringDrops, ringFreezes                    uint64 // guarded by statsMu
+	txPackets, txBytes, txErrors atomic.Uint64
 }
 
 // Open attaches a port to the interface 'name': it resolves it through
-// netlink, starts watching its state, and opens an AF_PACKET socket bound
-// to it with a TPACKET_V3 receive ring, PACKET_IGNORE_OUTGOING and, if
-// asked, promiscuous mode. It needs CAP_NET_RAW (and CAP_NET_ADMIN for
-// netlink); an error wraps ErrNoInterface or os.ErrPermission where that
-// is the cause.
+// netlink, starts watching its state, and opens Config.Queues AF_PACKET
+// sockets bound to it, each with a TPACKET_V3 receive ring (joined in a
+// PACKET_FANOUT group when there are several), PACKET_IGNORE_OUTGOING
+// and, if asked, promiscuous mode, and a transmit socket. It needs
+// CAP_NET_RAW (and CAP_NET_ADMIN for netlink); an error wraps
+// ErrNoInterface or os.ErrPermission where that is the cause.
 func Open(name string, cfg Config) (*Port, error) {
 	cfg.defaults()
 	if err := cfg.validate(); err != nil {
@@ -143,84 +146,53 @@ func Open(name string, cfg Config) (*Port, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Port{cfg: cfg, index: info.Index, w: w}
-	if err := p.openSocket(); err != nil {
+	p := &Port{cfg: cfg, index: info.Index, w: w, fanout: -1, txFd: -1}
+	if err := p.openSockets(); err != nil {
+		for _, q := range p.queues {
+			q.close()
+		}
+		if p.txFd >= 0 {
+			unix.Close(p.txFd)
+		}
 		w.stop()
 		return nil, fmt.Errorf("afpacket: %s: %w", name, err)
 	}
 	return p, nil
 }
 
-// openSocket creates, configures, maps and binds the packet socket.
-func (p *Port) openSocket() error {
-	// Protocol 0: nothing is queued before bind, when the ring exists.
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return sysErr("socket(AF_PACKET)", err)
-	}
-	ring, err := setupSocket(fd, p.index, &p.cfg)
-	if err != nil {
-		unix.Close(fd)
-		return err
-	}
-	if p.txFd, err = openTxSocket(p.index); err != nil {
-		unix.Close(fd)
-		unix.Munmap(ring)
-		return err
-	}
-	p.ring = ring
-	p.file = os.NewFile(uintptr(fd), "afpacket")
-	if p.raw, err = p.file.SyscallConn(); err != nil {
-		p.file.Close()
-		unix.Close(p.txFd)
-		unix.Munmap(ring)
-		return err
-	}
-	return nil
-}
-
-// setupSocket turns 'fd' into a bound TPACKET_V3 socket and maps its ring.
-func setupSocket(fd, index int, cfg *Config) ([]byte, error) {
-	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
-		return nil, sysErr("PACKET_VERSION TPACKET_V3", err)
-	}
-	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
-		return nil, sysErr("PACKET_IGNORE_OUTGOING (Linux 4.20 or later)", err)
-	}
-	// A virtio_net_hdr before each received frame says what checksum and
-	// segmentation offload is left to do (offload.go); it must be set
-	// before the ring exists, and every sent frame then starts with one.
-	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
-		return nil, sysErr("PACKET_VNET_HDR", err)
-	}
-	const frameSize = 2048 // only sizes the ring's bookkeeping: V3 packs frames
-	req := unix.TpacketReq3{
-		Block_size:     uint32(cfg.BlockSize),
-		Block_nr:       uint32(cfg.NumBlocks),
-		Frame_size:     frameSize,
-		Frame_nr:       uint32(cfg.BlockSize / frameSize * cfg.NumBlocks),
-		Retire_blk_tov: uint32(cfg.BlockTimeout / time.Millisecond),
-	}
-	if err := unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
-		return nil, sysErr("PACKET_RX_RING", err)
-	}
-	ring, err := unix.Mmap(fd, 0, cfg.BlockSize*cfg.NumBlocks, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
-	if err != nil {
-		return nil, sysErr("mmap of the ring", err)
-	}
-	sa := &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: index}
-	if err := unix.Bind(fd, sa); err != nil {
-		unix.Munmap(ring)
-		return nil, sysErr("bind", err)
-	}
-	if cfg.Promiscuous {
-		mreq := unix.PacketMreq{Ifindex: int32(index), Type: unix.PACKET_MR_PROMISC}
-		if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
-			unix.Munmap(ring)
-			return nil, sysErr("PACKET_ADD_MEMBERSHIP promiscuous", err)
+// openSockets opens the receive queues and the transmit socket. With
+// several queues, every receive socket drops all frames (a filter) from
+// before its bind until every one has joined the fanout group, so that no
+// frame is read twice (by a socket not yet in the group, and by the
+// group) while the group forms: the port receives from the moment Open
+// returns, as with one queue.
+func (p *Port) openSockets() error {
+	fan := p.cfg.Queues > 1
+	for i := range p.cfg.Queues {
+		q, err := openQueue(p, i, fan)
+		if err != nil {
+			if fan {
+				return fmt.Errorf("receive queue %d: %w", i, err)
+			}
+			return err
+		}
+		p.queues = append(p.queues, q)
+		if fan {
+			if err := p.joinFanout(q); err != nil {
+				return fmt.Errorf("receive queue %d: %w", i, err)
+			}
 		}
 	}
-	return ring, nil
+	if fan {
+		for i, q := range p.queues {
+			if err := q.control(func(fd int) error { return attachFilter(fd, ignoreOutgoingFilter) }); err != nil {
+				return fmt.Errorf("receive queue %d: %w", i, err)
+			}
+		}
+	}
+	var err error
+	p.txFd, err = openTxSocket(p.index)
+	return err
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
@@ -242,63 +214,76 @@ func (p *Port) Link() LinkInfo { return *p.w.info.Load() }
 // is dropped and counted (Stats.EventDrops); Link is always current.
 func (p *Port) Events() <-chan LinkInfo { return p.w.events }
 
-// Stats reads the port's counters, folding in the kernel's ring counters
-// (PACKET_STATISTICS, which the kernel resets on each read).
+// Stats reads the port's counters: the receive counters and the kernel's
+// ring counters of every queue summed (PACKET_STATISTICS, which the
+// kernel resets on each read and the queues accumulate), the transmit
+// counters and the link watcher's. After Close the counters are still
+// returned, with ErrClosed.
 func (p *Port) Stats() (Stats, error) {
-	p.statsMu.Lock()
-	defer p.statsMu.Unlock()
-	var kerr error
-	cerr := p.raw.Control(func(fd uintptr) {
-		st, err := unix.GetsockoptTpacketStatsV3(int(fd), unix.SOL_PACKET, unix.PACKET_STATISTICS)
-		if err != nil {
-			kerr = sysErr("PACKET_STATISTICS", err)
-			return
+	var st Stats
+	var first error
+	for _, q := range p.queues {
+		qs, err := q.Stats()
+		if err != nil && first == nil {
+			first = err
 		}
-		p.ringDrops += uint64(st.Drops)
-		p.ringFreezes += uint64(st.Freeze_q_cnt)
-	})
-	if cerr != nil {
-		kerr = ErrClosed
+		st.RxPackets += qs.RxPackets
+		st.RxBytes += qs.RxBytes
+		st.RxTruncated += qs.RxTruncated
+		st.RxErrors += qs.RxErrors
+		st.RingDrops += qs.RingDrops
+		st.RingFreezes += qs.RingFreezes
 	}
-	return Stats{
-		RxPackets: p.rxPackets.Load(), RxBytes: p.rxBytes.Load(),
-		RxTruncated: p.rxTruncated.Load(), RxErrors: p.rxErrors.Load(),
-		RingDrops: p.ringDrops, RingFreezes: p.ringFreezes,
-		TxPackets: p.txPackets.Load(), TxBytes: p.txBytes.Load(), TxErrors: p.txErrors.Load(),
-		EventDrops: p.w.drops.Load(),
-	}, kerr
+	st.TxPackets, st.TxBytes, st.TxErrors = p.txPackets.Load(), p.txBytes.Load(), p.txErrors.Load()
+	st.EventDrops = p.w.drops.Load()
+	return st, first
 }
 
-// Close stops the link watcher, wakes a waiting ReadBlock and Send (they
-// return ErrClosed), closes the socket and unmaps the ring — at once, or,
-// while the reader holds a block, when it releases it, so frames of a held
-// block stay readable until then. Close is idempotent.
+// QueueStats returns receive queue i's counters (the receive and ring
+// counters of Stats; the others are zero).
+func (p *Port) QueueStats(i int) (Stats, error) { return p.queues[i].Stats() }
+
+// Queues returns the number of receive queues (Config.Queues).
+func (p *Port) Queues() int { return len(p.queues) }
+
+// Queue returns receive queue i, 0 <= i < Queues(). Each queue has its own
+// reader; ReadBlock and Receive on the port read queue 0.
+func (p *Port) Queue(i int) *Queue { return p.queues[i] }
+
+// FanoutGroup returns the port's PACKET_FANOUT group id (assigned by the
+// kernel, unique among the network namespace's groups), or -1 for a port
+// with one queue, which has no group.
+func (p *Port) FanoutGroup() int { return p.fanout }
+
+// ReadBlock reads queue 0 (see Queue.ReadBlock).
+func (p *Port) ReadBlock(timeout time.Duration) (*Block, error) {
+	return p.queues[0].ReadBlock(timeout)
+}
+
+// Receive reads queue 0 (see Queue.Receive).
+func (p *Port) Receive(timeout time.Duration, fn func(*Frame)) (int, error) {
+	return p.queues[0].Receive(timeout, fn)
+}
+
+// Close stops the link watcher, wakes the waiting ReadBlocks and a
+// waiting Send (they return ErrClosed), closes the sockets and unmaps the
+// rings — each at once, or, while its reader holds a block, when it
+// releases it, so frames of a held block stay readable until then. Close
+// is idempotent.
 func (p *Port) Close() error {
-	p.rxMu.Lock()
-	if p.closed {
-		p.rxMu.Unlock()
-		return nil
-	}
-	p.closed = true
-	p.closing.Store(true)
-	err := p.file.Close() // wakes a ReadBlock waiting in the poller
-	if !p.held && !p.reading {
-		p.unmapLocked()
-	}
-	p.rxMu.Unlock()
-	// A Send blocked for room returns within sendTimeout and sees closing.
-	p.txMu.Lock()
-	unix.Close(p.txFd)
-	p.txFd = -1
-	p.txMu.Unlock()
-	p.w.stop()
-	return err
-}
-
-// unmapLocked unmaps the ring; the caller holds rxMu and the port is closed.
-func (p *Port) unmapLocked() {
-	if p.ring != nil {
-		unix.Munmap(p.ring)
-		p.ring = nil
-	}
+	p.closeOnce.Do(func() {
+		p.closing.Store(true)
+		var errs []error
+		for _, q := range p.queues {
+			errs = append(errs, q.close())
+		}
+		p.closeErr = errors.Join(errs...)
+		// A Send blocked for room returns within sendTimeout and sees closing.
+		p.txMu.Lock()
+		unix.Close(p.txFd)
+		p.txFd = -1
+		p.txMu.Unlock()
+		p.w.stop()
+	})
+	return p.closeErr
 }

@@ -51,6 +51,8 @@ func TestConfigValidate(t *testing.T) {
 		{NumBlocks: -1},
 		{BlockTimeout: time.Microsecond},
 		{EventBuffer: -1},
+		{Queues: -1},
+		{Queues: MaxQueues + 1},
 	} {
 		if _, err := Open("lo", c); err == nil || errors.Is(err, ErrNoInterface) {
 			t.Errorf("Open with %+v: %v, want a configuration error", c, err)

@@ -46,12 +46,12 @@ func (f *Frame) Parse(k *flow.Key, inPort uint32) packet.Reason {
 // Block is one block of the receive ring that the kernel handed over: a
 // batch of frames, read in place with Next and given back with Release.
 type Block struct {
-	p    *Port
+	q    *Queue
 	data []byte // the block
 	n, i int    // frames in the block, frames returned
 	off  int    // offset of the next frame header in data
 
-	packets, bytes, truncated, errors uint64 // flushed into the port's counters on Release
+	packets, bytes, truncated, errors uint64 // flushed into the queue's counters on Release
 }
 
 // Len returns the number of frames in the block.
@@ -116,67 +116,69 @@ func vlanOf(h *unix.Tpacket3Hdr) (bool, uint16, uint16) {
 // Release gives the block back to the kernel; its frames' Data must not be
 // used afterwards. Releasing twice is harmless.
 func (b *Block) Release() {
-	p := b.p
-	p.rxMu.Lock()
-	defer p.rxMu.Unlock()
-	if !p.held {
+	q := b.q
+	q.rxMu.Lock()
+	defer q.rxMu.Unlock()
+	if !q.held {
 		return
 	}
-	p.held = false
-	p.rxPackets.Add(b.packets)
-	p.rxBytes.Add(b.bytes)
-	p.rxTruncated.Add(b.truncated)
-	p.rxErrors.Add(b.errors)
-	if p.closed {
-		p.unmapLocked()
+	q.held = false
+	q.rxPackets.Add(b.packets)
+	q.rxBytes.Add(b.bytes)
+	q.rxTruncated.Add(b.truncated)
+	q.rxErrors.Add(b.errors)
+	if q.closed {
+		q.unmapLocked()
 		return
 	}
 	releaseBlock(b.data)
-	p.next = (p.next + 1) % p.cfg.NumBlocks
+	q.next = (q.next + 1) % q.p.cfg.NumBlocks
 }
 
-// ReadBlock returns the next block of frames, waiting for one up to
-// 'timeout' (0: do not wait; negative: until a block or Close). It returns
-// nil and no error when the time passes without a block. The block must be
-// released before the next ReadBlock; a port has one reader at a time.
-func (p *Port) ReadBlock(timeout time.Duration) (*Block, error) {
-	p.rxMu.Lock()
-	if p.closed {
-		p.rxMu.Unlock()
+// ReadBlock returns the queue's next block of frames, waiting for one up
+// to 'timeout' (0: do not wait; negative: until a block or Close). It
+// returns nil and no error when the time passes without a block. The block
+// must be released before the next ReadBlock; a queue has one reader at a
+// time (ErrBusy otherwise), and the queues of a port are read
+// independently.
+func (q *Queue) ReadBlock(timeout time.Duration) (*Block, error) {
+	q.rxMu.Lock()
+	if q.closed {
+		q.rxMu.Unlock()
 		return nil, ErrClosed
 	}
-	if p.held || p.reading {
-		p.rxMu.Unlock()
+	if q.held || q.reading {
+		q.rxMu.Unlock()
 		return nil, ErrBusy
 	}
-	p.reading = true
-	bs := p.cfg.BlockSize
-	data := p.ring[p.next*bs : (p.next+1)*bs]
-	p.rxMu.Unlock()
+	q.reading = true
+	bs := q.p.cfg.BlockSize
+	data := q.ring[q.next*bs : (q.next+1)*bs]
+	q.rxMu.Unlock()
 
-	ready, err := p.wait(data, timeout)
+	ready, err := q.wait(data, timeout)
 
-	p.rxMu.Lock()
-	defer p.rxMu.Unlock()
-	p.reading = false
-	if p.closed {
-		if !p.held {
-			p.unmapLocked()
+	q.rxMu.Lock()
+	defer q.rxMu.Unlock()
+	q.reading = false
+	if q.closed {
+		if !q.held {
+			q.unmapLocked()
 		}
 		return nil, ErrClosed
 	}
 	if err != nil || !ready {
 		return nil, err
 	}
-	p.held = true
-	p.block = Block{p: p, data: data}
-	p.block.n, p.block.off = blockFrames(data)
-	return &p.block, nil
+	q.held = true
+	q.block = Block{q: q, data: data}
+	q.block.n, q.block.off = blockFrames(data)
+	return &q.block, nil
 }
 
 // wait waits until the block 'data' belongs to user space, for at most
 // 'timeout'.
-func (p *Port) wait(data []byte, timeout time.Duration) (bool, error) {
+func (q *Queue) wait(data []byte, timeout time.Duration) (bool, error) {
 	if blockReady(data) || timeout == 0 {
 		return blockReady(data), nil
 	}
@@ -184,32 +186,35 @@ func (p *Port) wait(data []byte, timeout time.Duration) (bool, error) {
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
-	if err := p.file.SetReadDeadline(deadline); err != nil {
+	if err := q.file.SetReadDeadline(deadline); err != nil {
+		if q.p.closing.Load() {
+			return false, ErrClosed
+		}
 		return false, err
 	}
 	// The kernel signals readiness when it retires a block; the callback
 	// re-checks the block's status after every wake-up.
-	p.waiting = data
-	if p.readyFn == nil {
-		p.readyFn = func(uintptr) bool { return blockReady(p.waiting) } // made once: no allocation per wait
+	q.waiting = data
+	if q.readyFn == nil {
+		q.readyFn = func(uintptr) bool { return blockReady(q.waiting) } // made once: no allocation per wait
 	}
-	err := p.raw.Read(p.readyFn)
+	err := q.raw.Read(q.readyFn)
 	switch {
 	case err == nil:
 		return true, nil
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return false, nil
-	case p.closing.Load():
+	case q.p.closing.Load():
 		return false, ErrClosed
 	}
 	return false, err
 }
 
-// Receive reads one block (waiting as ReadBlock does), calls 'fn' on each
-// of its frames, releases it and returns the number of frames. 'fn' must
-// not keep the frame's Data.
-func (p *Port) Receive(timeout time.Duration, fn func(*Frame)) (int, error) {
-	b, err := p.ReadBlock(timeout)
+// Receive reads one block of the queue (waiting as ReadBlock does), calls
+// 'fn' on each of its frames, releases it and returns the number of
+// frames. 'fn' must not keep the frame's Data.
+func (q *Queue) Receive(timeout time.Duration, fn func(*Frame)) (int, error) {
+	b, err := q.ReadBlock(timeout)
 	if b == nil {
 		return 0, err
 	}
