@@ -142,15 +142,15 @@ func printShow(w io.Writer, v any) {
 }
 
 func printPorts(w io.Writer, ps []pipeline.PortInfo) {
-	fmt.Fprintln(w, "PORT\tNAME\tLINK\tCONFIG\tMAC\tRX_PKTS\tRX_BYTES\tRX_DROP\tTX_PKTS\tTX_BYTES\tTX_DROP")
+	fmt.Fprintln(w, "PORT\tNAME\tLINK\tCONFIG\tMAC\tRX_PKTS\tRX_BYTES\tRX_DROP\tTX_PKTS\tTX_BYTES\tTX_DROP\tRX_QUEUES")
 	for _, p := range ps {
 		link := "down"
 		if p.Up {
 			link = "up"
 		}
 		s := p.Stats
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", portNumber(p.Desc.No), p.Desc.Name, link, portConfig(p.Desc.Config),
-			net.HardwareAddr(p.Desc.HWAddr[:]), s.RxPackets, s.RxBytes, s.RxDropped, s.TxPackets, s.TxBytes, s.TxDropped)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", portNumber(p.Desc.No), p.Desc.Name, link, portConfig(p.Desc.Config),
+			net.HardwareAddr(p.Desc.HWAddr[:]), s.RxPackets, s.RxBytes, s.RxDropped, s.TxPackets, s.TxBytes, s.TxDropped, max(p.RxQueues, 1))
 	}
 }
 

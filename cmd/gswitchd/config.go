@@ -39,6 +39,7 @@ type Config struct {
 	Backend     string              `yaml:"backend"`
 	GPUs        []int               `yaml:"gpus"`
 	MaxDelay    time.Duration       `yaml:"max_delay"`
+	RxQueues    int                 `yaml:"rx_queues"`
 	MinBatch    int                 `yaml:"min_batch"`
 	BatchSize   int                 `yaml:"batch_size"`
 	Tables      int                 `yaml:"tables"`
@@ -64,10 +65,23 @@ type TLSConfig struct {
 	CACert      string `yaml:"ca_cert"`
 }
 
-// PortConfig attaches an interface as an OpenFlow port.
+// PortConfig attaches an interface as an OpenFlow port. RxQueues, when
+// set, overrides the top-level rx_queues for this port.
 type PortConfig struct {
 	Number    uint32 `yaml:"number"`
 	Interface string `yaml:"interface"`
+	RxQueues  int    `yaml:"rx_queues,omitempty"`
+}
+
+// maxRxQueues bounds rx_queues (afpacket.MaxQueues).
+const maxRxQueues = afpacket.MaxQueues
+
+// rxQueues returns the number of receive queues of port pc.
+func (c *Config) rxQueues(pc PortConfig) int {
+	if pc.RxQueues != 0 {
+		return pc.RxQueues
+	}
+	return c.RxQueues
 }
 
 // settings is a checked Config, in the types the daemon uses.
@@ -119,7 +133,7 @@ type flags struct {
 	dpid, failMode, backend, gpus, metrics, ctl, lv string
 	tlsKey, tlsCert, tlsCA                          string
 	maxDelay                                        time.Duration
-	minBatch, batchSize, tables, maxFlows           int
+	minBatch, batchSize, tables, maxFlows, rxQueues int
 	ports, controllers, listen                      multiFlag
 	printConfig                                     bool
 	routerPorts                                     multiFlag
@@ -145,6 +159,7 @@ func newFlags() *flags {
 	fs.DurationVar(&f.maxDelay, "max-delay", 0, "longest a received frame waits for its batch to fill: `DURATION` (e.g. 100us)")
 	fs.IntVar(&f.minBatch, "min-batch", 0, "smallest batch sent to a GPU; smaller ones are classified on the CPU: `N`")
 	fs.IntVar(&f.batchSize, "batch-size", 0, "frames per batch at most: `N`")
+	fs.IntVar(&f.rxQueues, "rx-queues", 0, "receive queues per port: `N` (1..64) AF_PACKET rings in a PACKET_FANOUT group, each read by its own goroutine; 1: one ring, no fanout")
 	fs.IntVar(&f.tables, "tables", 0, "number of OpenFlow flow tables: `N` (1..254)")
 	fs.IntVar(&f.maxFlows, "max-flows", 0, "flow entries per table at most: `N`")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics on http://`ADDR`/metrics (e.g. :9100; empty: off)")
@@ -202,6 +217,7 @@ func (f *flags) override(c *Config) error {
 	setIf(set, "tables", &c.Tables, f.tables)
 	setIf(set, "max-flows", &c.MaxFlows, f.maxFlows)
 	setIf(set, "max-delay", &c.MaxDelay, f.maxDelay)
+	setIf(set, "rx-queues", &c.RxQueues, f.rxQueues)
 	setIf(set, "tls-private-key", &c.TLS.PrivateKey, f.tlsKey)
 	setIf(set, "tls-certificate", &c.TLS.Certificate, f.tlsCert)
 	setIf(set, "tls-ca-cert", &c.TLS.CACert, f.tlsCA)
@@ -329,6 +345,8 @@ func checkPorts(ports []PortConfig) error {
 			return configErr("port number %d given twice (%s and %s)", p.Number, nums[p.Number], p.Interface)
 		case names[p.Interface] != 0:
 			return configErr("interface %s given twice (ports %d and %d)", p.Interface, names[p.Interface], p.Number)
+		case p.RxQueues < 0 || p.RxQueues > maxRxQueues:
+			return configErr("port %d (%s): rx_queues %d: want 1..%d (0 or absent: the top-level rx_queues)", p.Number, p.Interface, p.RxQueues, maxRxQueues)
 		}
 		if _, err := afpacket.LookupLink(p.Interface); err != nil {
 			return configErr("port %d: unknown interface %q", p.Number, p.Interface)
@@ -406,6 +424,8 @@ func checkNumbers(c *Config) error {
 		return configErr("min batch %d: want at least 1", c.MinBatch)
 	case c.BatchSize < 1 || c.BatchSize > 1<<16:
 		return configErr("batch size %d: want 1..65536", c.BatchSize)
+	case c.RxQueues < 1 || c.RxQueues > maxRxQueues:
+		return configErr("rx queues %d: want 1..%d", c.RxQueues, maxRxQueues)
 	case c.MaxFlows < 1 || c.MaxFlows > 1<<24:
 		return configErr("max flows %d: want 1..16777216", c.MaxFlows)
 	case c.CtlSocket == "":

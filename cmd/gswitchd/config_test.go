@@ -82,6 +82,9 @@ func TestConfigMistakes(t *testing.T) {
 		{[]string{"--tables", "0"}, "tables 0"},
 		{[]string{"--max-delay", "-1s"}, "max delay"},
 		{[]string{"--min-batch", "0"}, "min batch"},
+		{[]string{"--rx-queues", "0"}, "rx queues 0: want 1..64"},
+		{[]string{"--rx-queues", "65"}, "rx queues 65: want 1..64"},
+		{[]string{"--config", write("rxq.yaml", "ports:\n  - {number: 1, interface: lo, rx_queues: 100}\n")}, "port 1 (lo): rx_queues 100"},
 		{[]string{"--gpus", "a"}, "--gpus"},
 		{[]string{"--log-level", "loud"}, "log level"},
 		{[]string{"--config", filepath.Join(dir, "missing.yaml")}, "--config"},
@@ -93,6 +96,37 @@ func TestConfigMistakes(t *testing.T) {
 		_, err := loadArgs(t, c.args...)
 		if err == nil || !errors.Is(err, errConfig) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: error %v, want a one-line configuration error containing %q", c.args, err, c.want)
+		}
+	}
+}
+
+// TestRxQueues: the top-level rx_queues (default 1), --rx-queues over it,
+// and a port's own rx_queues over both.
+func TestRxQueues(t *testing.T) {
+	st, err := loadArgs(t, "--port", "1=lo")
+	if err != nil || st.RxQueues != 1 || st.rxQueues(st.Ports[0]) != 1 {
+		t.Fatalf("default rx_queues: %+v, %v", st, err)
+	}
+	st, err = loadArgs(t, "--rx-queues", "4", "--port", "1=lo")
+	if err != nil || st.RxQueues != 4 || st.rxQueues(st.Ports[0]) != 4 {
+		t.Fatalf("--rx-queues 4: %+v, %v", st, err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "q.yaml")
+	if err := os.WriteFile(file, []byte("rx_queues: 2\nports:\n  - {number: 1, interface: lo, rx_queues: 8}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args       []string
+		all, port1 int
+	}{
+		{[]string{"--config", file}, 2, 8},
+		{[]string{"--config", file, "--rx-queues", "3"}, 3, 8},
+		{[]string{"--config", file, "--port", "1=lo"}, 2, 2}, // --port replaces the file's ports
+	} {
+		st, err := loadArgs(t, c.args...)
+		if err != nil || st.RxQueues != c.all || st.rxQueues(st.Ports[0]) != c.port1 {
+			t.Errorf("%v: %+v, %v: want rx_queues %d, port 1 %d", c.args, st, err, c.all, c.port1)
 		}
 	}
 }

@@ -39,7 +39,7 @@
 //	gswitchd [--config FILE] [--port N=IFNAME]... [--controller tcp:HOST:PORT]...
 //	         [--listen ptcp:PORT]... [--datapath-id N] [--fail-mode secure|standalone]
 //	         [--backend auto|cpu|gpu] [--gpus LIST] [--max-delay D] [--min-batch N]
-//	         [--batch-size N] [--tables N] [--max-flows N] [--metrics ADDR]
+//	         [--batch-size N] [--rx-queues N] [--tables N] [--max-flows N] [--metrics ADDR]
 //	         [--ctl-socket PATH] [--log-level LEVEL] [--print-config]
 //	         [--p4rt-listen HOST:PORT|off] [--p4rt-device-id N] [--p4rt-tls-certificate FILE]
 //	         [--p4rt-tls-private-key FILE] [--p4rt-tls-ca-cert FILE] [--p4rt-require-client-cert]
@@ -60,7 +60,9 @@
 // At start gswitchd opens the backend (gpu.Open), the switch, one
 // afpacket port per configured interface (promiscuous), the control
 // socket (mode 0600) and the metrics listener; then it runs one datapath
-// goroutine per port, one link watcher per port (PORT_STATUS), the flow
+// goroutine per receive queue of each port (--rx-queues, YAML rx_queues,
+// a port's own rx_queues; default one queue), one link watcher per port
+// (PORT_STATUS), the flow
 // expiry, the OpenFlow agent (passive listeners and active controllers,
 // reconnecting with back-off), the P4Runtime server, the control socket server and the metrics
 // server. Logs are structured (log/slog, text) on stderr. SIGINT or

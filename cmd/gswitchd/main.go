@@ -156,7 +156,8 @@ func blockTimeout(maxDelay time.Duration) time.Duration {
 
 func (d *daemon) openPorts() error {
 	for _, pc := range d.st.Ports {
-		p, err := afpacket.Open(pc.Interface, afpacket.Config{Promiscuous: true, BlockTimeout: blockTimeout(d.st.MaxDelay)})
+		p, err := afpacket.Open(pc.Interface, afpacket.Config{Promiscuous: true, BlockTimeout: blockTimeout(d.st.MaxDelay),
+			Queues: d.st.rxQueues(pc)})
 		if err != nil {
 			return fmt.Errorf("port %d (%s): %w", pc.Number, pc.Interface, err)
 		}
@@ -164,7 +165,7 @@ func (d *daemon) openPorts() error {
 		if err := d.sw.AddPort(pc.Number, p); err != nil {
 			return err
 		}
-		d.log.Info("port attached", "port", pc.Number, "link", p.Link().String())
+		d.log.Info("port attached", "port", pc.Number, "link", p.Link().String(), "rx_queues", p.Queues())
 	}
 	return nil
 }
@@ -186,7 +187,9 @@ func (d *daemon) serve(ctx context.Context) error {
 		}()
 	}
 	for no, p := range d.ports {
-		goRun(fmt.Sprintf("port %d", no), func() error { return d.sw.RunPort(ctx, no, p) })
+		for i := range p.Queues() { // one datapath loop per receive queue
+			goRun(fmt.Sprintf("port %d queue %d", no, i), func() error { return d.sw.RunPort(ctx, no, p.Queue(i)) })
+		}
 		goRun("port watch", func() error { d.sw.WatchPort(ctx, no, p.Events()); return nil })
 	}
 	goRun("expiry", func() error { d.sw.RunExpiry(ctx, 250*time.Millisecond); return nil })

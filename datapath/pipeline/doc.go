@@ -32,7 +32,10 @@
 //
 // # The flow of a packet
 //
-// RunPort is one goroutine per port: it reads TPACKET_V3 blocks, copies
+// RunPort is one goroutine per receive queue of a port (one queue unless
+// the port was opened with afpacket's Config.Queues; the queues of a port
+// split its frames by flow hash, so a flow stays on one goroutine and in
+// order): it reads TPACKET_V3 blocks, copies
 // each frame into the batch's arena (putting back the VLAN tag the kernel
 // took off on receive, so that actions and outputs see the frame as it was
 // on the wire, and finishing the checksum of a frame whose sender left it
@@ -240,6 +243,11 @@
 // starts (AddPort); their link state comes from afpacket (WatchPort turns
 // link events into PORT_STATUS). Workers (keys, SoA buffer, results,
 // per-port send queues) come from a sync.Pool: one per concurrent batch.
+// Process may run on several batches of one input port at once (one per
+// receive queue): what it keeps per port (rx_dropped, tx_dropped) is
+// atomic, the learning table has its own mutex, meters and groups lock
+// their own state, the router's Route is safe for concurrent calls, and a
+// device's Send serializes concurrent senders.
 //
 // # What is not here yet
 //

@@ -77,12 +77,21 @@ func (b *batcher) reset() {
 	b.arena = b.arena[:0]
 }
 
-// RunPort is port no's datapath loop: it reads TPACKET_V3 blocks from src,
-// gathers their frames into batches and runs each batch through the switch
-// (Process) when it is full (Config.BatchSize) or its oldest frame has
-// waited Config.MaxDelay. It returns nil when ctx is done or src is
-// closed, else the read error.
-func (s *Switch) RunPort(ctx context.Context, no uint32, src *afpacket.Port) error {
+// BlockReader is where RunPort reads a port's frames: one receive queue.
+// *afpacket.Queue has the method, and *afpacket.Port (its queue 0).
+type BlockReader interface {
+	ReadBlock(timeout time.Duration) (*afpacket.Block, error)
+}
+
+// RunPort is a datapath loop of port no: it reads TPACKET_V3 blocks from
+// src, gathers their frames into batches and runs each batch through the
+// switch (Process) when it is full (Config.BatchSize) or its oldest frame
+// has waited Config.MaxDelay. It returns nil when ctx is done or src is
+// closed, else the read error. A port with several receive queues has one
+// RunPort per queue, all with the same no: Process is safe for concurrent
+// batches of one port, and the fanout keeps each flow on one queue, so a
+// flow's frames are still processed in order.
+func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error {
 	b := newBatcher(s.cfg.BatchSize)
 	var f afpacket.Frame
 	for ctx.Err() == nil {

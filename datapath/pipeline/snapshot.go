@@ -15,6 +15,20 @@ type PortInfo struct {
 	Desc  openflow.Port
 	Up    bool
 	Stats openflow.PortStats
+	// RxQueues is the number of receive queues the device reads the port
+	// with (afpacket's Config.Queues; 1 for a device without queues).
+	RxQueues int
+}
+
+// queued is a Device with several receive queues (*afpacket.Port).
+type queued interface{ Queues() int }
+
+// rxQueues returns the number of receive queues of a port's device.
+func (p *swPort) rxQueues() int {
+	if q, ok := p.dev.(queued); ok {
+		return q.Queues()
+	}
+	return 1
 }
 
 // TableInfo is a table's counters and its classifier's figures.
@@ -66,7 +80,7 @@ type Counters struct {
 func (s *Switch) PortInfos() []PortInfo {
 	out := make([]PortInfo, len(s.portList))
 	for i, p := range s.portList {
-		out[i] = PortInfo{Desc: p.desc(), Up: p.up(), Stats: p.stats()}
+		out[i] = PortInfo{Desc: p.desc(), Up: p.up(), Stats: p.stats(), RxQueues: p.rxQueues()}
 	}
 	return out
 }
