@@ -1,10 +1,12 @@
 package pipeline
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/datapath/afpacket"
 )
 
 // TestProcessConcurrentOnePort runs batches of one input port on several
@@ -111,15 +113,20 @@ type queuedDev struct {
 
 func (d *queuedDev) Queues() int { return d.queues }
 
-// TestPortInfoRxQueues: PortInfos reports a device's receive queues, and 1
-// for a device without queues.
+func (d *queuedDev) QueueStats(i int) (afpacket.Stats, error) {
+	return afpacket.Stats{RxPackets: uint64(10 * i)}, nil
+}
+
+// TestPortInfoRxQueues: PortInfos reports a device's receive queues and
+// their frames, and 1 queue for a device without queues.
 func TestPortInfoRxQueues(t *testing.T) {
 	r := newRig(t, 1, FailSecure)
 	if err := r.sw.AddPort(2, &queuedDev{fakeDev: fakeDev{name: "q"}, queues: 4}); err != nil {
 		t.Fatal(err)
 	}
 	ps := r.sw.PortInfos()
-	if len(ps) != 2 || ps[0].RxQueues != 1 || ps[1].RxQueues != 4 {
+	if len(ps) != 2 || ps[0].RxQueues != 1 || ps[0].RxQueuePackets != nil || ps[1].RxQueues != 4 ||
+		fmt.Sprint(ps[1].RxQueuePackets) != "[0 10 20 30]" {
 		t.Fatalf("PortInfos: %+v", ps)
 	}
 }

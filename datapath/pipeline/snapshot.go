@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/datapath/packet"
 	"github.com/gswitch/gswitch/tables/flow"
 )
@@ -16,19 +17,33 @@ type PortInfo struct {
 	Up    bool
 	Stats openflow.PortStats
 	// RxQueues is the number of receive queues the device reads the port
-	// with (afpacket's Config.Queues; 1 for a device without queues).
-	RxQueues int
+	// with (afpacket's Config.Queues; 1 for a device without queues), and
+	// RxQueuePackets the frames each has received (their sum is
+	// Stats.RxPackets; nil for a device without queues).
+	RxQueues       int
+	RxQueuePackets []uint64 `json:",omitempty"`
 }
 
-// queued is a Device with several receive queues (*afpacket.Port).
-type queued interface{ Queues() int }
+// queued is a Device with receive queues (*afpacket.Port).
+type queued interface {
+	Queues() int
+	QueueStats(i int) (afpacket.Stats, error)
+}
 
-// rxQueues returns the number of receive queues of a port's device.
-func (p *swPort) rxQueues() int {
-	if q, ok := p.dev.(queued); ok {
-		return q.Queues()
+// rxQueues returns the number of receive queues of a port's device and
+// the frames each received.
+func (p *swPort) rxQueues() (int, []uint64) {
+	q, ok := p.dev.(queued)
+	if !ok {
+		return 1, nil
 	}
-	return 1
+	n := q.Queues()
+	rx := make([]uint64, n)
+	for i := range rx {
+		st, _ := q.QueueStats(i) // a closed device still reports its counters
+		rx[i] = st.RxPackets
+	}
+	return n, rx
 }
 
 // TableInfo is a table's counters and its classifier's figures.
@@ -80,7 +95,8 @@ type Counters struct {
 func (s *Switch) PortInfos() []PortInfo {
 	out := make([]PortInfo, len(s.portList))
 	for i, p := range s.portList {
-		out[i] = PortInfo{Desc: p.desc(), Up: p.up(), Stats: p.stats(), RxQueues: p.rxQueues()}
+		out[i] = PortInfo{Desc: p.desc(), Up: p.up(), Stats: p.stats()}
+		out[i].RxQueues, out[i].RxQueuePackets = p.rxQueues()
 	}
 	return out
 }
