@@ -40,6 +40,7 @@ type fwdFlags struct {
 	gswitchd     string
 	backend      string
 	maxDelay     string
+	rxQueues     int
 	srcPorts     int
 	batch        int
 	json         bool
@@ -61,6 +62,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs.StringVar(&f.gswitchd, "gswitchd", "", "gswitchd `BINARY` (default: gswitchd beside gswitchctl, else built from this tree with go build)")
 	fs.StringVar(&f.backend, "backend", "cpu", "gswitchd's lookup backend: cpu, gpu or auto")
 	fs.StringVar(&f.maxDelay, "max-delay", "50us", "gswitchd's --max-delay")
+	fs.IntVar(&f.rxQueues, "rx-queues", 1, "gswitchd's --rx-queues: receive queues per port, 1..64 (the traffic's --src-ports flows spread over them)")
 	fs.IntVar(&f.srcPorts, "src-ports", 16, "UDP source ports the traffic cycles through")
 	fs.IntVar(&f.batch, "batch", 64, "frames per sendmmsg of the generator")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per step and per flow-mod run instead of tables")
@@ -94,6 +96,8 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 		return nil, fmt.Errorf("%w: --src-ports %d: 1 to 60000", errUsage, f.srcPorts)
 	case f.batch < 1 || f.batch > 4096:
 		return nil, fmt.Errorf("%w: --batch %d: 1 to 4096", errUsage, f.batch)
+	case f.rxQueues < 1 || f.rxQueues > 64:
+		return nil, fmt.Errorf("%w: --rx-queues %d: 1 to 64", errUsage, f.rxQueues)
 	case f.backend != "cpu" && f.backend != "gpu" && f.backend != "auto":
 		return nil, fmt.Errorf("%w: --backend %q: cpu, gpu or auto", errUsage, f.backend)
 	}

@@ -27,13 +27,13 @@ func TestParseFwdFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(def.targets) != 3 || !slices.Equal(def.rules, []int{1000, 10000}) || def.flowmods != 100000 || def.rates[len(def.rates)-1] != 0 {
+	if len(def.targets) != 3 || !slices.Equal(def.rules, []int{1000, 10000}) || def.flowmods != 100000 || def.rates[len(def.rates)-1] != 0 || def.rxQueues != 1 {
 		t.Errorf("defaults: %+v", def)
 	}
 	for _, bad := range [][]string{
 		{"--targets", "gswitchd,linux"}, {"--targets", "ovs,ovs"}, {"--rules", "0"}, {"--rules", "1.5"},
 		{"--rates", "fast"}, {"--rates", "1M,1000k"}, {"--rates", "-5"}, {"--duration", "1ms"},
-		{"--flowmod-batch", "0"}, {"--backend", "tpu"}, {"extra"},
+		{"--flowmod-batch", "0"}, {"--backend", "tpu"}, {"--rx-queues", "0"}, {"--rx-queues", "65"}, {"extra"},
 	} {
 		if _, err := parseFwdFlags(bad, &bytes.Buffer{}); !errors.Is(err, errUsage) {
 			t.Errorf("%v: err %v, want a usage error", bad, err)

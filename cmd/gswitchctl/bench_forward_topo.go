@@ -368,7 +368,7 @@ func (e *fwdEnv) startGswitchd(maxFlows int) (*daemonProc, *ofClient, error) {
 	port := 16000 + rand.IntN(20000)
 	d, err := e.start(e.sw, "gswitchd", e.gswitchdBin, "--port", "1=p1", "--port", "2=p2",
 		"--listen", fmt.Sprintf("ptcp:%d:127.0.0.1", port), "--fail-mode", "secure", "--datapath-id", "1",
-		"--backend", e.f.backend, "--max-delay", e.f.maxDelay, "--max-flows", fmt.Sprint(maxFlows+16),
+		"--backend", e.f.backend, "--max-delay", e.f.maxDelay, "--rx-queues", fmt.Sprint(e.f.rxQueues), "--max-flows", fmt.Sprint(maxFlows+16),
 		"--ctl-socket", filepath.Join(e.dir, "gswitchd.sock"), "--log-level", "warn")
 	if err != nil {
 		return nil, nil, err
