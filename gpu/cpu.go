@@ -2,7 +2,9 @@ package gpu
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gswitch/gswitch/tables/bubble"
 	"github.com/gswitch/gswitch/tables/flow"
@@ -12,12 +14,80 @@ import (
 // CPU is the Backend that answers lookups on the CPU from its own mirror of
 // each table's image. It is always available, and it is the reference the
 // device backends are tested against.
+//
+// Lookups never wait for updates: each table is held twice (a left-right
+// pair, see lrTable), an update is applied to the copy no lookup reads,
+// the lookups are switched over to it, and once the last lookup of the
+// other copy has left, the update is applied there too. A read-write lock
+// around the table instead had lookups queue behind every waiting update:
+// at 100,000 route changes/s it cost 60-77% of the lookups on both the
+// 2-core VM and a 16-core host, where without it the loss was within the
+// noise.
 type CPU struct {
-	mu     sync.RWMutex
+	mu     sync.RWMutex // guards tables (the map) and closed; lookups and Apply take it for reading
 	closed bool
-	tables map[TableID]*cpuTable
+	tables map[TableID]*lrTable
 }
 
+// lrTable is one table held twice (Load and every Apply write both
+// copies). Readers enter the copy 'read' names; a writer (one at a time)
+// updates the other copy, points 'read' at it, waits until no reader is
+// left in the old one, and updates that too. A reader that loaded 'read'
+// just before the switch announces itself on the old copy, sees 'read'
+// changed and backs off without reading, so a writer never writes a copy
+// that is being read.
+type lrTable struct {
+	kind    Kind
+	wmu     sync.Mutex // serializes writers
+	read    atomic.Int32
+	readers [2]readerCount
+	inst    [2]*cpuTable
+}
+
+// readerCount is padded to its own cache line: readers of the two copies
+// do not share one.
+type readerCount struct {
+	n atomic.Int64
+	_ [56]byte
+}
+
+// enter returns the copy to read and its index, for leave.
+func (t *lrTable) enter() (*cpuTable, int32) {
+	for {
+		i := t.read.Load()
+		t.readers[i].n.Add(1)
+		if t.read.Load() == i {
+			return t.inst[i], i
+		}
+		t.readers[i].n.Add(-1)
+	}
+}
+
+func (t *lrTable) leave(i int32) { t.readers[i].n.Add(-1) }
+
+// write runs f on both copies, the unread one first. f(i) updates
+// t.inst[i]; if it fails on the first copy it must have changed nothing,
+// and the error is returned with both copies as they were. It does not
+// fail on the second, which is in the state the first was in.
+func (t *lrTable) write(f func(i int32) error) error {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	cur := t.read.Load()
+	other := 1 - cur
+	if err := f(other); err != nil {
+		return err
+	}
+	t.read.Store(other)
+	for spins := 0; t.readers[cur].n.Load() != 0; spins++ {
+		if spins < 64 {
+			continue
+		}
+		runtime.Gosched()
+	}
+	return f(cur)
+}
+
+// cpuTable is one copy of a table: its image and the views that read it.
 type cpuTable struct {
 	kind   Kind
 	img    *bubble.Image
@@ -47,10 +117,12 @@ func layoutOf(kind Kind, im *bubble.Image) (*cpuTable, error) {
 func (c *CPU) flowWidth(id TableID) (int, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	t, err := c.lookupTable(id, Flow, 0, 0)
+	lt, err := c.lookupTable(id, Flow, 0, 0)
 	if err != nil {
 		return 0, err
 	}
+	t, i := lt.enter()
+	defer lt.leave(i)
 	return t.flay.p, nil
 }
 
@@ -63,7 +135,7 @@ func (t *cpuTable) keyWidth() int {
 }
 
 // NewCPU returns an empty CPU backend.
-func NewCPU() *CPU { return &CPU{tables: make(map[TableID]*cpuTable)} }
+func NewCPU() *CPU { return &CPU{tables: make(map[TableID]*lrTable)} }
 
 // Name returns "cpu".
 func (c *CPU) Name() string { return "cpu" }
@@ -76,16 +148,20 @@ func (c *CPU) Load(id TableID, kind Kind, im *bubble.Image) error {
 	if im == nil {
 		return fmt.Errorf("%w: nil image", ErrBadUpdate)
 	}
-	nt, err := layoutOf(kind, im.Clone())
-	if err != nil {
-		return err
+	lt := &lrTable{kind: kind}
+	for i := range lt.inst {
+		nt, err := layoutOf(kind, im.Clone())
+		if err != nil {
+			return err
+		}
+		lt.inst[i] = nt
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return ErrClosed
 	}
-	c.tables[id] = nt
+	c.tables[id] = lt
 	return nil
 }
 
@@ -93,38 +169,45 @@ func (c *CPU) Load(id TableID, kind Kind, im *bubble.Image) error {
 // bubble.Mirror.Sync hands out a fresh copy): the caller must not write to
 // it afterwards.
 func (c *CPU) Apply(id TableID, u bubble.Update) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t, err := c.table(id)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	lt, err := c.table(id)
 	if err != nil {
 		return err
 	}
 	if u.Full != nil {
-		nt, err := layoutOf(t.kind, u.Full)
-		if err != nil {
-			return err
-		}
-		*t = *nt
-		return nil
+		full := [2]*bubble.Image{u.Full, u.Full.Clone()}
+		return lt.write(func(i int32) error {
+			nt, err := layoutOf(lt.kind, full[i])
+			if err != nil {
+				return err
+			}
+			lt.inst[i] = nt
+			return nil
+		})
 	}
 	if len(u.Bubbles) == 0 {
 		return nil
 	}
-	if u.Generation != t.img.Generation {
-		return fmt.Errorf("%w: bubbles of generation %d for an image of generation %d", ErrBadUpdate, u.Generation, t.img.Generation)
-	}
-	if t.kind == Flow {
-		err = t.flay.checkBubbles(u.Bubbles)
-	} else {
-		err = t.layout.checkBubbles(u.Bubbles)
-	}
-	if err != nil {
-		return err
-	}
-	return u.ApplyTo(&t.img)
+	return lt.write(func(i int32) error {
+		t := lt.inst[i]
+		if u.Generation != t.img.Generation {
+			return fmt.Errorf("%w: bubbles of generation %d for an image of generation %d", ErrBadUpdate, u.Generation, t.img.Generation)
+		}
+		var err error
+		if t.kind == Flow {
+			err = t.flay.checkBubbles(u.Bubbles)
+		} else {
+			err = t.layout.checkBubbles(u.Bubbles)
+		}
+		if err != nil {
+			return err
+		}
+		return u.ApplyTo(&t.img)
+	})
 }
 
-func (c *CPU) table(id TableID) (*cpuTable, error) {
+func (c *CPU) table(id TableID) (*lrTable, error) {
 	if c.closed {
 		return nil, ErrClosed
 	}
@@ -135,7 +218,7 @@ func (c *CPU) table(id TableID) (*cpuTable, error) {
 	return t, nil
 }
 
-func (c *CPU) lookupTable(id TableID, kind Kind, n, nout int) (*cpuTable, error) {
+func (c *CPU) lookupTable(id TableID, kind Kind, n, nout int) (*lrTable, error) {
 	t, err := c.table(id)
 	if err != nil {
 		return nil, err
@@ -153,10 +236,12 @@ func (c *CPU) lookupTable(id TableID, kind Kind, n, nout int) (*cpuTable, error)
 func (c *CPU) LookupLPM4(id TableID, addrs []uint32, out []uint32) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	t, err := c.lookupTable(id, LPM4, len(addrs), len(out))
+	lt, err := c.lookupTable(id, LPM4, len(addrs), len(out))
 	if err != nil {
 		return err
 	}
+	t, i := lt.enter()
+	defer lt.leave(i)
 	t.view.LookupBatch4(addrs, out[:len(addrs)])
 	return nil
 }
@@ -165,10 +250,12 @@ func (c *CPU) LookupLPM4(id TableID, addrs []uint32, out []uint32) error {
 func (c *CPU) LookupLPM6(id TableID, addrs []lpm.Addr6, out []uint32) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	t, err := c.lookupTable(id, LPM6, len(addrs), len(out))
+	lt, err := c.lookupTable(id, LPM6, len(addrs), len(out))
 	if err != nil {
 		return err
 	}
+	t, i := lt.enter()
+	defer lt.leave(i)
 	t.view.LookupBatch6(addrs, out[:len(addrs)])
 	return nil
 }
@@ -178,10 +265,12 @@ func (c *CPU) LookupLPM6(id TableID, addrs []lpm.Addr6, out []uint32) error {
 func (c *CPU) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	t, err := c.lookupTable(id, Flow, 0, 0)
+	lt, err := c.lookupTable(id, Flow, 0, 0)
 	if err != nil {
 		return err
 	}
+	t, i := lt.enter()
+	defer lt.leave(i)
 	if err := checkFlowBatch(t.flay, soa, n, out); err != nil {
 		return err
 	}
@@ -211,10 +300,12 @@ func (c *CPU) Submit(id TableID, b *Batch) error {
 func (c *CPU) lookupOnCPU(id TableID, b *Batch) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	t, err := c.table(id)
+	lt, err := c.table(id)
 	if err != nil {
 		return err
 	}
+	t, i := lt.enter()
+	defer lt.leave(i)
 	sub := b.sub
 	b.sub = false // checkSubmit's view: a fallback runs on a waited batch
 	err = checkSubmit(b, t.kind, t.keyWidth())
@@ -225,7 +316,7 @@ func (c *CPU) lookupOnCPU(id TableID, b *Batch) error {
 	return c.lookupBatch(t, b)
 }
 
-// lookupBatch looks up b's keys in t; the caller holds c.mu.
+// lookupBatch looks up b's keys in t, a copy the caller has entered.
 func (c *CPU) lookupBatch(t *cpuTable, b *Batch) error {
 	switch t.kind {
 	case LPM4:
@@ -238,13 +329,18 @@ func (c *CPU) lookupBatch(t *cpuTable, b *Batch) error {
 	return nil
 }
 
-// MemoryUsed returns the bytes of the images held.
+// MemoryUsed returns the bytes of the images held (both copies of each
+// table).
 func (c *CPU) MemoryUsed() int64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var n int64
-	for _, t := range c.tables {
-		n += int64(t.img.Bytes())
+	for _, lt := range c.tables {
+		lt.wmu.Lock() // the images' sizes change only under it
+		for _, t := range lt.inst {
+			n += int64(t.img.Bytes())
+		}
+		lt.wmu.Unlock()
 	}
 	return n
 }

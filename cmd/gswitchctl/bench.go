@@ -101,7 +101,7 @@ func (c *commonFlags) register(fs *flag.FlagSet, defLookups int) {
 	fs.BoolVar(&c.json, "json", false, "print one JSON object per run instead of a table")
 	fs.IntVar(&c.lookups, "lookups", defLookups, "traffic size: lookups per timed round")
 	fs.IntVar(&c.rounds, "rounds", 5, "timed rounds; rates are the median")
-	fs.IntVar(&c.batch, "batch", 256, "lookups per batch call")
+	fs.IntVar(&c.batch, "batch", 256, "lookups per batch call (bench lpm and bench routes with --backend gpu: 1M and 64K unless given)")
 	fs.IntVar(&c.threads, "threads", 1, "lookup goroutines (idle lookups)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the traffic and update generators")
 	fs.StringVar(&c.gpus, "gpus", "0", "gpu backend: the CUDA devices (comma-separated ordinals); tables are replicated, batches spread over them")
