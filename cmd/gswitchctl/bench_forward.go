@@ -41,6 +41,9 @@ type fwdFlags struct {
 	backend      string
 	maxDelay     string
 	rxQueues     int
+	pairs        int
+	batchSize    int // gswitchd's --batch-size; 0: its default
+	minBatch     int // gswitchd's --min-batch; 0: its default
 	srcPorts     int
 	batch        int
 	json         bool
@@ -62,6 +65,9 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs.StringVar(&f.gswitchd, "gswitchd", "", "gswitchd `BINARY` (default: gswitchd beside gswitchctl, else built from this tree with go build)")
 	fs.StringVar(&f.backend, "backend", "cpu", "gswitchd's lookup backend: cpu, gpu or auto")
 	fs.StringVar(&f.maxDelay, "max-delay", "50us", "gswitchd's --max-delay")
+	fs.IntVar(&f.batchSize, "batch-size", 0, "gswitchd's --batch-size, frames per batch at most (0: gswitchd's default)")
+	fs.IntVar(&f.minBatch, "min-batch", 0, "gswitchd's --min-batch, the smallest batch its GPU backend classifies on the GPU (0: gswitchd's default; smaller batches go to the CPU)")
+	fs.IntVar(&f.pairs, "pairs", 1, "generator/sink pairs, each on its own two switch ports (2k+1 to 2k+2) with its own sender thread, sharing the asked rate; more than 1 only with --targets gswitchd")
 	fs.IntVar(&f.rxQueues, "rx-queues", 1, "gswitchd's --rx-queues: receive queues per port, 1..64 (the traffic's --src-ports flows spread over them)")
 	fs.IntVar(&f.srcPorts, "src-ports", 16, "UDP source ports the traffic cycles through")
 	fs.IntVar(&f.batch, "batch", 64, "frames per sendmmsg of the generator")
@@ -96,6 +102,14 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 		return nil, fmt.Errorf("%w: --src-ports %d: 1 to 60000", errUsage, f.srcPorts)
 	case f.batch < 1 || f.batch > 4096:
 		return nil, fmt.Errorf("%w: --batch %d: 1 to 4096", errUsage, f.batch)
+	case f.batchSize < 0 || f.minBatch < 0:
+		return nil, fmt.Errorf("%w: --batch-size %d, --min-batch %d: not negative", errUsage, f.batchSize, f.minBatch)
+	case f.pairs < 1 || f.pairs > 32:
+		return nil, fmt.Errorf("%w: --pairs %d: 1 to 32", errUsage, f.pairs)
+	case f.pairs > 1 && !slices.Equal(f.targets, []string{"gswitchd"}):
+		return nil, fmt.Errorf("%w: --pairs %d: only with --targets gswitchd (the bridge would flood every frame to all the pairs' ports)", errUsage, f.pairs)
+	case slices.Min(f.rules) < f.pairs:
+		return nil, fmt.Errorf("%w: --rules %d: at least one rule per pair (%d)", errUsage, slices.Min(f.rules), f.pairs)
 	case f.rxQueues < 1 || f.rxQueues > 64:
 		return nil, fmt.Errorf("%w: --rx-queues %d: 1 to 64", errUsage, f.rxQueues)
 	case f.backend != "cpu" && f.backend != "gpu" && f.backend != "auto":
@@ -196,10 +210,12 @@ func parseRates(s string) ([]int64, error) {
 
 // fwdStep is one offered-load step, one JSON line with --json.
 type fwdStep struct {
-	Bench          string  `json:"bench"`   // forward
-	Target         string  `json:"target"`  // gswitchd | ovs | bridge
-	Backend        string  `json:"backend"` // gswitchd's backend; empty otherwise
-	Rules          int     `json:"rules"`   // installed rules (0 for the bridge)
+	Bench          string  `json:"bench"`     // forward
+	Target         string  `json:"target"`    // gswitchd | ovs | bridge
+	Backend        string  `json:"backend"`   // gswitchd's backend; empty otherwise
+	Rules          int     `json:"rules"`     // installed rules (0 for the bridge)
+	Pairs          int     `json:"pairs"`     // generator/sink pairs (port pairs of the switch)
+	RxQueues       int     `json:"rx_queues"` // gswitchd's receive queues per port
 	AskedPPS       int64   `json:"asked_pps"`
 	OfferedPPS     float64 `json:"offered_pps"`   // frames the sender's kernel accepted per second
 	ForwardedPPS   float64 `json:"forwarded_pps"` // frames the sink received per second of the step
@@ -212,8 +228,9 @@ type fwdStep struct {
 	SinkRingDrops  uint64  `json:"sink_ring_drops"` // frames the sink's own ring dropped (a sink limit, not the switch's)
 	BacklogDrops   uint64  `json:"backlog_drops"`   // frames the kernel dropped from its per-CPU input backlogs (/proc/net/softnet_stat, whole machine)
 	// gswitchd's own port counters over the step (control socket): frames
-	// its port 1 received, and dropped or lost to a full receive ring
-	// (rx_dropped + rx_over_err), frames its port 2 sent.
+	// its generator ports (1, 3, ...) received, and dropped or lost to a
+	// full receive ring (rx_dropped + rx_over_err), frames its sink ports
+	// (2, 4, ...) sent.
 	SwitchRx        uint64 `json:"switch_rx,omitempty"`
 	SwitchRxDropped uint64 `json:"switch_rx_dropped,omitempty"`
 	SwitchTx        uint64 `json:"switch_tx,omitempty"`

@@ -43,23 +43,26 @@ func ruleFile(n int) string {
 }
 
 // ruleFlowMods is the same set as FLOW_MOD messages (xids from 'xid').
-func ruleFlowMods(n int, xid uint32) [][]byte {
+func ruleFlowMods(n, pairs int, xid uint32) [][]byte {
 	out := make([][]byte, 0, n)
-	for i := range n - 1 {
+	for i := range n - pairs {
 		out = append(out, missFlowMod(xid+uint32(i), i))
 	}
-	var m flow.Match
-	m.SetInPort(1)
-	fm := &openflow.FlowMod{
-		Command: openflow.FlowAdd, Priority: matchPriority,
-		BufferID: openflow.NoBuffer, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny,
-		Match: openflow.Match{Match: m},
-		Instructions: openflow.Instructions{
-			Has:   openflow.HasApplyActions,
-			Apply: []openflow.Action{{Kind: openflow.ActOutput, Port: 2}},
-		},
+	for k := range pairs {
+		var m flow.Match
+		m.SetInPort(uint32(2*k + 1))
+		fm := &openflow.FlowMod{
+			Command: openflow.FlowAdd, Priority: matchPriority,
+			BufferID: openflow.NoBuffer, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny,
+			Match: openflow.Match{Match: m},
+			Instructions: openflow.Instructions{
+				Has:   openflow.HasApplyActions,
+				Apply: []openflow.Action{{Kind: openflow.ActOutput, Port: uint32(2*k + 2)}},
+			},
+		}
+		out = append(out, openflow.EncodeFlowMod(xid+uint32(len(out)), fm))
 	}
-	return append(out, openflow.EncodeFlowMod(xid+uint32(n-1), fm))
+	return out
 }
 
 // missFlowMod is the i-th non-matching rule: ip,nw_dst=missDst(i),

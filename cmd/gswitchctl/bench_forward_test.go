@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"github.com/gswitch/gswitch/tables/flow"
 	"net"
 	"slices"
 	"strings"
@@ -30,10 +31,15 @@ func TestParseFwdFlags(t *testing.T) {
 	if len(def.targets) != 3 || !slices.Equal(def.rules, []int{1000, 10000}) || def.flowmods != 100000 || def.rates[len(def.rates)-1] != 0 || def.rxQueues != 1 {
 		t.Errorf("defaults: %+v", def)
 	}
+	if f, err := parseFwdFlags([]string{"--targets", "gswitchd", "--pairs", "4", "--rules", "4,100"}, &bytes.Buffer{}); err != nil || f.pairs != 4 {
+		t.Errorf("--pairs 4 with gswitchd: %v", err)
+	}
 	for _, bad := range [][]string{
 		{"--targets", "gswitchd,linux"}, {"--targets", "ovs,ovs"}, {"--rules", "0"}, {"--rules", "1.5"},
 		{"--rates", "fast"}, {"--rates", "1M,1000k"}, {"--rates", "-5"}, {"--duration", "1ms"},
 		{"--flowmod-batch", "0"}, {"--backend", "tpu"}, {"--rx-queues", "0"}, {"--rx-queues", "65"}, {"extra"},
+		{"--pairs", "0"}, {"--pairs", "33"}, {"--pairs", "2"}, {"--targets", "gswitchd", "--pairs", "4", "--rules", "3"},
+		{"--batch-size", "-1"}, {"--min-batch", "-2"},
 	} {
 		if _, err := parseFwdFlags(bad, &bytes.Buffer{}); !errors.Is(err, errUsage) {
 			t.Errorf("%v: err %v, want a usage error", bad, err)
@@ -54,7 +60,7 @@ func TestRuleSet(t *testing.T) {
 	if len(slices.Compact(slices.Sorted(slices.Values(lines)))) != n {
 		t.Error("repeated rules")
 	}
-	msgs := ruleFlowMods(n, 7)
+	msgs := ruleFlowMods(n, 1, 7)
 	if len(msgs) != n {
 		t.Fatalf("%d FLOW_MODs", len(msgs))
 	}
@@ -75,6 +81,18 @@ func TestRuleSet(t *testing.T) {
 		}
 		if fm.Priority != matchPriority || len(fm.Instructions.Apply) != 1 || fm.Instructions.Apply[0].Port != 2 {
 			t.Errorf("the matching rule: %+v", fm)
+		}
+	}
+	// With pairs, the last rules forward each pair's ports: 1 to 2, 3 to 4, 5 to 6.
+	msgs = ruleFlowMods(10, 3, 1)
+	if len(msgs) != 10 {
+		t.Fatalf("%d FLOW_MODs for 10 rules and 3 pairs", len(msgs))
+	}
+	for k, m := range msgs[7:] {
+		fm, oerr := openflow.DecodeFlowMod(m)
+		in, mask := fm.Match.Match.GetUint(flow.FieldInPort)
+		if oerr != nil || mask == 0 || in != uint64(2*k+1) || len(fm.Instructions.Apply) != 1 || fm.Instructions.Apply[0].Port != uint32(2*k+2) {
+			t.Errorf("pair %d's rule: %+v %v", k, fm, oerr)
 		}
 	}
 }

@@ -23,13 +23,13 @@ import (
 	"github.com/vishvananda/netns"
 )
 
-// The topology: three named network namespaces made with the netlink
-// library (no ip command): fbgen-PID (the generator, eth0), fbsw-PID (the
-// switch under test, ports p1 and p2) and fbsink-PID (the sink, eth0),
-// with veth pairs p1–gen:eth0 and p2–sink:eth0. Each target in turn takes
-// p1 and p2 as its OpenFlow ports 1 and 2 (gswitchd, Open vSwitch) or its
-// bridge ports (Linux bridge). Everything is removed on return, on error
-// and on SIGINT/SIGTERM.
+// The topology: named network namespaces made with the netlink library (no
+// ip command): fbsw-PID (the switch under test, ports p1, p2, ...) and, for
+// each pair k of --pairs, fbgenK-PID (a generator, eth0) and fbsinkK-PID (a
+// sink, eth0), with veth pairs p<2k+1>–genK:eth0 and p<2k+2>–sinkK:eth0.
+// Each target in turn takes p1, p2, ... as its OpenFlow ports 1, 2, ...
+// (gswitchd, Open vSwitch) or its bridge ports (Linux bridge; one pair
+// only). Everything is removed on return, on error and on SIGINT/SIGTERM.
 
 // fwdEnv is the topology, the generator and sink ports, and the run's state.
 type fwdEnv struct {
@@ -40,13 +40,11 @@ type fwdEnv struct {
 	pid  int
 	step uint32
 
-	sw, gen, snk    netns.NsHandle
-	nsNames         []string
-	hsw             *netlink.Handle
-	genPort, sinkPt *afpacket.Port
-	sink            *sink
-	genMAC, sinkMAC net.HardwareAddr
-	dstMAC          net.HardwareAddr // the test frames' destination: see benchDstMAC
+	sw      netns.NsHandle
+	nsNames []string
+	hsw     *netlink.Handle
+	pairs   []*fwdPair
+	dstMAC  net.HardwareAddr // the test frames' destination: see benchDstMAC
 
 	gswitchdBin string
 	ctlSocket   string   // the running gswitchd's control socket; empty when none runs
@@ -89,6 +87,15 @@ func newNamedNS(name string) (netns.NsHandle, error) {
 	return r.h, nil
 }
 
+// fwdPair is one generator and one sink, each in a namespace of its own,
+// on switch ports 2k+1 (p<2k+1>) and 2k+2 for the pair's index k.
+type fwdPair struct {
+	gen, snk        netns.NsHandle
+	genPort, sinkPt *afpacket.Port
+	sink            *sink
+	genMAC, sinkMAC net.HardwareAddr
+}
+
 func newFwdEnv(ctx context.Context, f *fwdFlags, log io.Writer) (_ *fwdEnv, err error) {
 	e := &fwdEnv{ctx: ctx, f: f, log: log, pid: os.Getpid()}
 	if e.dir, err = os.MkdirTemp("", "gswitch-bench-forward-"); err != nil {
@@ -105,18 +112,18 @@ func newFwdEnv(ctx context.Context, f *fwdFlags, log io.Writer) (_ *fwdEnv, err 
 			return nil, err
 		}
 	}
-	for _, p := range []struct {
-		h    *netns.NsHandle
-		name string
-	}{{&e.sw, "fbsw"}, {&e.gen, "fbgen"}, {&e.snk, "fbsink"}} {
-		name := fmt.Sprintf("%s-%d", p.name, e.pid)
-		h, err := newNamedNS(name)
-		if err != nil {
-			return nil, err
+	ns := func(h *netns.NsHandle, name string) error {
+		name = fmt.Sprintf("%s-%d", name, e.pid)
+		var err error
+		if *h, err = newNamedNS(name); err != nil {
+			return err
 		}
-		*p.h = h
 		e.nsNames = append(e.nsNames, name)
-		disableIPv6(h)
+		disableIPv6(*h)
+		return nil
+	}
+	if err := ns(&e.sw, "fbsw"); err != nil {
+		return nil, err
 	}
 	if e.hsw, err = netlink.NewHandleAt(e.sw); err != nil {
 		return nil, fmt.Errorf("netlink in %s: %w", e.nsNames[0], err)
@@ -124,28 +131,38 @@ func newFwdEnv(ctx context.Context, f *fwdFlags, log io.Writer) (_ *fwdEnv, err 
 	if err := e.linkUp(e.hsw, "lo"); err != nil {
 		return nil, err
 	}
-	if e.genMAC, err = e.veth("p1", e.gen, "02:00:00:00:00:01"); err != nil {
-		return nil, err
-	}
-	if e.sinkMAC, err = e.veth("p2", e.snk, "02:00:00:00:00:02"); err != nil {
-		return nil, err
-	}
 	e.dstMAC, _ = net.ParseMAC(benchDstMAC)
-	err = inNS(e.gen, func() (err error) {
-		e.genPort, err = afpacket.Open("eth0", afpacket.Config{BlockSize: 64 << 10, NumBlocks: 4})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("generator port: %w", err)
+	for k := range f.pairs {
+		pr := &fwdPair{}
+		e.pairs = append(e.pairs, pr)
+		if err := ns(&pr.gen, fmt.Sprintf("fbgen%d", k)); err != nil {
+			return nil, err
+		}
+		if err := ns(&pr.snk, fmt.Sprintf("fbsink%d", k)); err != nil {
+			return nil, err
+		}
+		if pr.genMAC, err = e.veth(fmt.Sprintf("p%d", 2*k+1), pr.gen, fmt.Sprintf("02:00:00:00:%02x:01", k)); err != nil {
+			return nil, err
+		}
+		if pr.sinkMAC, err = e.veth(fmt.Sprintf("p%d", 2*k+2), pr.snk, fmt.Sprintf("02:00:00:00:%02x:02", k)); err != nil {
+			return nil, err
+		}
+		err = inNS(pr.gen, func() (err error) {
+			pr.genPort, err = afpacket.Open("eth0", afpacket.Config{BlockSize: 64 << 10, NumBlocks: 4})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("generator port %d: %w", k, err)
+		}
+		err = inNS(pr.snk, func() (err error) {
+			pr.sinkPt, err = afpacket.Open("eth0", afpacket.Config{BlockSize: 1 << 20, NumBlocks: 64})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sink port %d: %w", k, err)
+		}
+		pr.sink = startSink(pr.sinkPt)
 	}
-	err = inNS(e.snk, func() (err error) {
-		e.sinkPt, err = afpacket.Open("eth0", afpacket.Config{BlockSize: 1 << 20, NumBlocks: 64})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("sink port: %w", err)
-	}
-	e.sink = startSink(e.sinkPt)
 	return e, nil
 }
 
@@ -208,12 +225,14 @@ func (e *fwdEnv) veth(swName string, peer netns.NsHandle, mac string) (net.Hardw
 // close removes everything: the ports, the daemons, the namespaces, the
 // temporary folder.
 func (e *fwdEnv) close() {
-	if e.genPort != nil {
-		e.genPort.Close()
-	}
-	if e.sinkPt != nil {
-		e.sinkPt.Close()
-		<-e.sink.done
+	for _, pr := range e.pairs {
+		if pr.genPort != nil {
+			pr.genPort.Close()
+		}
+		if pr.sinkPt != nil {
+			pr.sinkPt.Close()
+			<-pr.sink.done
+		}
 	}
 	if e.hsw != nil {
 		e.hsw.Close()
@@ -221,7 +240,11 @@ func (e *fwdEnv) close() {
 	for i := len(e.cleanups) - 1; i >= 1; i-- { // [0] removes the folder: last
 		e.cleanups[i]()
 	}
-	for _, h := range []netns.NsHandle{e.sw, e.gen, e.snk} {
+	hs := []netns.NsHandle{e.sw}
+	for _, pr := range e.pairs {
+		hs = append(hs, pr.gen, pr.snk)
+	}
+	for _, h := range hs {
 		if h != 0 {
 			h.Close()
 		}
@@ -362,14 +385,24 @@ func (e *fwdEnv) runTarget(target string) ([]fwdStep, []fwdFlowMods, error) {
 	return nil, nil, fmt.Errorf("unknown target %q", target)
 }
 
-// startGswitchd runs gswitchd in the switch namespace with p1 and p2 as
-// ports 1 and 2 and an OpenFlow listener, and connects to it.
+// startGswitchd runs gswitchd in the switch namespace with p1, p2, ... as
+// ports 1, 2, ... and an OpenFlow listener, and connects to it.
 func (e *fwdEnv) startGswitchd(maxFlows int) (*daemonProc, *ofClient, error) {
 	port := 16000 + rand.IntN(20000)
-	d, err := e.start(e.sw, "gswitchd", e.gswitchdBin, "--port", "1=p1", "--port", "2=p2",
+	args := []string{e.gswitchdBin}
+	for i := 1; i <= 2*len(e.pairs); i++ {
+		args = append(args, "--port", fmt.Sprintf("%d=p%d", i, i))
+	}
+	if e.f.batchSize > 0 {
+		args = append(args, "--batch-size", fmt.Sprint(e.f.batchSize))
+	}
+	if e.f.minBatch > 0 {
+		args = append(args, "--min-batch", fmt.Sprint(e.f.minBatch))
+	}
+	d, err := e.start(e.sw, "gswitchd", append(args,
 		"--listen", fmt.Sprintf("ptcp:%d:127.0.0.1", port), "--fail-mode", "secure", "--datapath-id", "1",
 		"--backend", e.f.backend, "--max-delay", e.f.maxDelay, "--rx-queues", fmt.Sprint(e.f.rxQueues), "--max-flows", fmt.Sprint(maxFlows+16),
-		"--ctl-socket", filepath.Join(e.dir, "gswitchd.sock"), "--log-level", "warn")
+		"--ctl-socket", filepath.Join(e.dir, "gswitchd.sock"), "--log-level", "warn")...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -389,7 +422,7 @@ func (e *fwdEnv) runGswitchd() ([]fwdStep, []fwdFlowMods, error) {
 		if err != nil {
 			return steps, nil, err
 		}
-		if _, _, err := c.installFlowMods(ruleFlowMods(n, 100), 1000); err != nil {
+		if _, _, err := c.installFlowMods(ruleFlowMods(n, len(e.pairs), 100), 1000); err != nil {
 			d.stop()
 			return steps, nil, fmt.Errorf("installing %d rules: %w", n, err)
 		}
@@ -446,13 +479,14 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]fwdStep, error) {
 	// (with a 0.5 s warm-up the first step lost 2-3% in gswitchd's
 	// receive ring, at rates the later steps passed without loss).
 	e.step++
-	e.sink.begin(e.step)
-	if _, _, err := generate(e.genPort, e.dstMAC, e.genMAC, e.f.srcPorts, e.f.batch, e.step, 20000, 1500*time.Millisecond); err != nil {
+	if _, _, err := e.generateAll(20000, 1500*time.Millisecond); err != nil {
 		return nil, err
 	}
 	time.Sleep(e.f.settle)
-	if e.sink.count.Load() == 0 {
-		return nil, fmt.Errorf("%s with %d rules forwarded none of the warm-up frames: is the switch forwarding p1 to p2?", target, rules)
+	for k, pr := range e.pairs {
+		if pr.sink.count.Load() == 0 {
+			return nil, fmt.Errorf("%s with %d rules forwarded none of the warm-up frames of pair %d: is the switch forwarding p%d to p%d?", target, rules, k, 2*k+1, 2*k+2)
+		}
 	}
 	var steps []fwdStep
 	for _, rate := range e.f.rates {
@@ -460,22 +494,24 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]fwdStep, error) {
 			return steps, err
 		}
 		e.step++
-		before, _ := e.sinkPt.Stats()
+		before := e.sinkRingDrops()
 		backlog0 := backlogDrops()
 		sw0 := e.switchCounters()
-		e.sink.begin(e.step)
-		sent, dur, err := generate(e.genPort, e.dstMAC, e.genMAC, e.f.srcPorts, e.f.batch, e.step, rate, e.f.duration)
+		sent, dur, err := e.generateAll(rate, e.f.duration)
 		if err != nil {
 			return steps, err
 		}
 		time.Sleep(e.f.settle)
-		got := e.sink.count.Load()
-		after, _ := e.sinkPt.Stats()
+		var got uint64
+		for _, pr := range e.pairs {
+			got += pr.sink.count.Load()
+		}
 		s := fwdStep{
 			Bench: "forward", Target: target, Backend: backend, Rules: rules, AskedPPS: rate,
+			Pairs: len(e.pairs), RxQueues: e.f.rxQueues,
 			OfferedPPS: float64(sent) / dur.Seconds(), ForwardedPPS: float64(got) / dur.Seconds(),
 			Sent: sent, Received: got, LossPct: lossPct(sent, got), FrameBytes: wireLen,
-			DurationS: dur.Seconds(), SinkRingDrops: after.RingDrops - before.RingDrops,
+			DurationS: dur.Seconds(), SinkRingDrops: e.sinkRingDrops() - before,
 			BacklogDrops: backlogDrops() - backlog0,
 			Machine:      machine(), Time: time.Now().UTC().Format(time.RFC3339),
 		}
@@ -491,6 +527,54 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]fwdStep, error) {
 		steps[i].MaxLosslessPPS = ml
 	}
 	return steps, nil
+}
+
+// generateAll starts counting a new step (e.step) on every sink and runs
+// every pair's generator at once, each at rate/pairs frames/s (0: as fast
+// as each can), for dur. It returns the frames sent in all and the longest
+// generator's time.
+func (e *fwdEnv) generateAll(rate int64, dur time.Duration) (uint64, time.Duration, error) {
+	for _, pr := range e.pairs {
+		pr.sink.begin(e.step)
+	}
+	type res struct {
+		sent uint64
+		d    time.Duration
+		err  error
+	}
+	out := make(chan res, len(e.pairs))
+	per := rate / int64(len(e.pairs))
+	if rate > 0 {
+		per = max(per, 1)
+	}
+	for _, pr := range e.pairs {
+		go func() {
+			sent, d, err := generate(pr.genPort, e.dstMAC, pr.genMAC, e.f.srcPorts, e.f.batch, e.step, per, dur)
+			out <- res{sent, d, err}
+		}()
+	}
+	var sent uint64
+	var longest time.Duration
+	var first error
+	for range e.pairs {
+		r := <-out
+		sent += r.sent
+		longest = max(longest, r.d)
+		if first == nil {
+			first = r.err
+		}
+	}
+	return sent, longest, first
+}
+
+// sinkRingDrops sums the sinks' ring drops.
+func (e *fwdEnv) sinkRingDrops() uint64 {
+	var n uint64
+	for _, pr := range e.pairs {
+		st, _ := pr.sinkPt.Stats()
+		n += st.RingDrops
+	}
+	return n
 }
 
 // runBridge measures a Linux bridge over p1 and p2 (no rules).
@@ -665,8 +749,9 @@ func backlogDrops() uint64 {
 }
 
 // switchCounters reads gswitchd's port counters through its control
-// socket: port 1's received and dropped frames (dropped by the agent, or
-// by the kernel because its receive ring was full), port 2's sent frames; nil
+// socket: the generators' ports' (1, 3, ...) received and dropped frames
+// (dropped by the agent, or by the kernel because a receive ring was full),
+// the sinks' ports' (2, 4, ...) sent frames, each summed; nil
 // when no gswitchd runs or it does not answer.
 func (e *fwdEnv) switchCounters() []uint64 {
 	if e.ctlSocket == "" {
@@ -682,11 +767,12 @@ func (e *fwdEnv) switchCounters() []uint64 {
 	}
 	out := make([]uint64, 3)
 	for _, p := range ports {
-		switch p.Stats.PortNo {
-		case 1:
-			out[0], out[1] = p.Stats.RxPackets, p.Stats.RxDropped+p.Stats.RxOverErr // RxOverErr: its ring was full
-		case 2:
-			out[2] = p.Stats.TxPackets
+		switch n := p.Stats.PortNo; {
+		case n%2 == 1: // a generator's port
+			out[0] += p.Stats.RxPackets
+			out[1] += p.Stats.RxDropped + p.Stats.RxOverErr // RxOverErr: its ring was full
+		case n%2 == 0 && n <= uint32(2*len(e.pairs)):
+			out[2] += p.Stats.TxPackets
 		}
 	}
 	return out
