@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"github.com/gswitch/gswitch/tables/flow"
 	"net"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/tables/flow"
 )
 
 func TestParseFwdFlags(t *testing.T) {
