@@ -234,8 +234,17 @@ type fwdStep struct {
 	SwitchRx        uint64 `json:"switch_rx,omitempty"`
 	SwitchRxDropped uint64 `json:"switch_rx_dropped,omitempty"`
 	SwitchTx        uint64 `json:"switch_tx,omitempty"`
-	Machine         string `json:"machine"`
-	Time            string `json:"time"`
+	// gswitchd's backend: keys (frames, per table looked up) classified
+	// on the CPU and on GPUs over the step.
+	SwitchKeysOnCPU uint64 `json:"switch_keys_cpu,omitempty"`
+	SwitchKeysOnGPU uint64 `json:"switch_keys_gpu,omitempty"`
+	// CPU over the step and its settle time: cores the whole machine kept
+	// busy (/proc/stat: senders, sinks, the kernel's veth work, the switch)
+	// and cores gswitchd's process used (its user and system time).
+	BusyCores   float64 `json:"busy_cores"`
+	SwitchCores float64 `json:"switch_cores,omitempty"`
+	Machine     string  `json:"machine"`
+	Time        string  `json:"time"`
 }
 
 // fwdFlowMods is one flow-installation run.

@@ -48,6 +48,7 @@ type fwdEnv struct {
 
 	gswitchdBin string
 	ctlSocket   string   // the running gswitchd's control socket; empty when none runs
+	swPid       int      // the running gswitchd's process id
 	cleanups    []func() // run in reverse by close
 }
 
@@ -412,6 +413,7 @@ func (e *fwdEnv) startGswitchd(maxFlows int) (*daemonProc, *ofClient, error) {
 		return nil, nil, fmt.Errorf("gswitchd: %w", err)
 	}
 	e.ctlSocket = filepath.Join(e.dir, "gswitchd.sock")
+	e.swPid = d.cmd.Process.Pid
 	return d, c, nil
 }
 
@@ -433,7 +435,7 @@ func (e *fwdEnv) runGswitchd() ([]fwdStep, []fwdFlowMods, error) {
 		}
 		c.conn.Close()
 		d.stop()
-		e.ctlSocket = ""
+		e.ctlSocket, e.swPid = "", 0
 		if err != nil {
 			return steps, nil, err
 		}
@@ -445,7 +447,7 @@ func (e *fwdEnv) runGswitchd() ([]fwdStep, []fwdFlowMods, error) {
 	if err != nil {
 		return steps, nil, err
 	}
-	defer func() { d.stop(); e.ctlSocket = "" }()
+	defer func() { d.stop(); e.ctlSocket, e.swPid = "", 0 }()
 	defer c.conn.Close()
 	fm, err := e.flowModRun(c, "gswitchd", e.f.backend)
 	if err != nil {
@@ -497,6 +499,7 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]fwdStep, error) {
 		before := e.sinkRingDrops()
 		backlog0 := backlogDrops()
 		sw0 := e.switchCounters()
+		cpu0 := readCPU(e.swPid)
 		sent, dur, err := e.generateAll(rate, e.f.duration)
 		if err != nil {
 			return steps, err
@@ -517,9 +520,12 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]fwdStep, error) {
 		}
 		if sw1 := e.switchCounters(); sw0 != nil && sw1 != nil {
 			s.SwitchRx, s.SwitchRxDropped, s.SwitchTx = sw1[0]-sw0[0], sw1[1]-sw0[1], sw1[2]-sw0[2]
+			s.SwitchKeysOnCPU, s.SwitchKeysOnGPU = sw1[3]-sw0[3], sw1[4]-sw0[4]
 		}
-		fmt.Fprintf(e.log, "bench forward: %s rules=%d asked=%d offered=%.0f forwarded=%.0f loss=%.3f%% (backlog drops %d, sink ring drops %d, switch rx %d rx-dropped %d tx %d)\n",
-			target, rules, rate, s.OfferedPPS, s.ForwardedPPS, s.LossPct, s.BacklogDrops, s.SinkRingDrops, s.SwitchRx, s.SwitchRxDropped, s.SwitchTx)
+		s.BusyCores, s.SwitchCores = readCPU(e.swPid).since(cpu0)
+		fmt.Fprintf(e.log, "bench forward: %s rules=%d asked=%d offered=%.0f forwarded=%.0f loss=%.3f%% (backlog drops %d, sink ring drops %d, switch rx %d rx-dropped %d tx %d, keys cpu %d gpu %d; busy cores %.1f, switch %.1f)\n",
+			target, rules, rate, s.OfferedPPS, s.ForwardedPPS, s.LossPct, s.BacklogDrops, s.SinkRingDrops, s.SwitchRx, s.SwitchRxDropped, s.SwitchTx,
+			s.SwitchKeysOnCPU, s.SwitchKeysOnGPU, s.BusyCores, s.SwitchCores)
 		steps = append(steps, s)
 	}
 	ml := maxLossless(steps)
@@ -751,7 +757,8 @@ func backlogDrops() uint64 {
 // switchCounters reads gswitchd's port counters through its control
 // socket: the generators' ports' (1, 3, ...) received and dropped frames
 // (dropped by the agent, or by the kernel because a receive ring was full),
-// the sinks' ports' (2, 4, ...) sent frames, each summed; nil
+// the sinks' ports' (2, 4, ...) sent frames, each summed; its backend's
+// keys looked up on the CPU and on GPUs; nil
 // when no gswitchd runs or it does not answer.
 func (e *fwdEnv) switchCounters() []uint64 {
 	if e.ctlSocket == "" {
@@ -765,7 +772,10 @@ func (e *fwdEnv) switchCounters() []uint64 {
 	if err != nil {
 		return nil
 	}
-	out := make([]uint64, 3)
+	out := make([]uint64, 5)
+	if st, err := c.Backend(ctx); err == nil {
+		out[3], out[4] = st.KeysOnCPU, st.KeysOnDevice
+	}
 	for _, p := range ports {
 		switch n := p.Stats.PortNo; {
 		case n%2 == 1: // a generator's port
@@ -776,4 +786,62 @@ func (e *fwdEnv) switchCounters() []uint64 {
 		}
 	}
 	return out
+}
+
+// cpuSample is the machine's busy and total CPU time (/proc/stat, in
+// clock ticks) and a process's user+system time, at one moment.
+type cpuSample struct {
+	at          time.Time
+	busy, total uint64
+	proc        uint64 // the process's ticks; 0 when there is none
+}
+
+// userHZ is the unit of /proc's CPU times (USER_HZ, 100 on every Linux
+// architecture the agent runs on).
+const userHZ = 100
+
+// readCPU samples the machine's CPU time and pid's (pid 0: none).
+func readCPU(pid int) cpuSample {
+	s := cpuSample{at: time.Now()}
+	if b, err := os.ReadFile("/proc/stat"); err == nil {
+		line, _, _ := strings.Cut(string(b), "\n")
+		f := strings.Fields(line)
+		// user nice system idle iowait irq softirq steal; guest time is
+		// in user already. Steal (the hypervisor running someone else)
+		// counts in the total, not as busy.
+		for i := 1; i < len(f) && i <= 8; i++ {
+			v, _ := strconv.ParseUint(f[i], 10, 64)
+			s.total += v
+			if i != 4 && i != 5 && i != 8 {
+				s.busy += v
+			}
+		}
+	}
+	if pid > 0 {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			// After the command name's closing parenthesis: state is field
+			// 3, utime and stime are fields 14 and 15.
+			if i := strings.LastIndexByte(string(b), ')'); i > 0 {
+				f := strings.Fields(string(b)[i+1:])
+				if len(f) > 12 {
+					u, _ := strconv.ParseUint(f[11], 10, 64)
+					st, _ := strconv.ParseUint(f[12], 10, 64)
+					s.proc = u + st
+				}
+			}
+		}
+	}
+	return s
+}
+
+// since returns the cores the machine kept busy between s0 and s (busy
+// ticks over total ticks, times the cores) and the cores the process used.
+func (s cpuSample) since(s0 cpuSample) (busy, proc float64) {
+	if s.total > s0.total {
+		busy = float64(s.busy-s0.busy) / float64(s.total-s0.total) * float64(runtime.NumCPU())
+	}
+	if d := s.at.Sub(s0.at).Seconds(); d > 0 && s.proc >= s0.proc && s0.proc > 0 {
+		proc = float64(s.proc-s0.proc) / userHZ / d
+	}
+	return busy, proc
 }
