@@ -43,7 +43,11 @@ type worker struct {
 	soa  []uint32
 	res  []flow.RuleID
 	tx   map[uint32][][]byte
-	now  int64
+	// txArena holds the copies emit makes of output frames, from begin
+	// until flush has sent them: one allocation per chunk, not per frame.
+	txArena []byte
+	now     int64
+	run     entryRun // the matches being counted (see countEntry)
 	// emitFn is emit as a func value, made once (the router's output).
 	emitFn func(port uint32, frame []byte)
 
@@ -80,15 +84,16 @@ func (s *Switch) Process(inPort uint32, frames [][]byte) {
 		return
 	}
 	for _, f := range frames {
-		p := pkt{data: f, rxLen: len(f), inPort: inPort}
+		// Parsed in place: a pkt is a few hundred bytes.
+		w.pkts = append(w.pkts, pkt{data: f, rxLen: len(f), inPort: inPort})
+		p := &w.pkts[len(w.pkts)-1]
 		if r := packet.Parse(&p.key, f, inPort); r != packet.OK {
+			w.pkts = w.pkts[:len(w.pkts)-1]
 			s.malformed[r].Add(1)
 			if in != nil {
 				in.rxDropped.Add(1)
 			}
-			continue
 		}
-		w.pkts = append(w.pkts, p)
 	}
 	if s.standalone() {
 		for i := range w.pkts {
@@ -104,6 +109,10 @@ func (s *Switch) Process(inPort uint32, frames [][]byte) {
 
 func (w *worker) begin() {
 	w.pkts = w.pkts[:0]
+	if cap(w.txArena) > maxTxArena {
+		w.txArena = nil // a burst of big frames: do not keep it
+	}
+	w.txArena = w.txArena[:0]
 	w.now = time.Now().UnixNano()
 	w.packetOut, w.resubmit = false, false
 }
@@ -125,10 +134,44 @@ func (w *worker) pipeline(from int) {
 		}
 		tab := w.s.tables[t]
 		w.classify(tab)
+		tab.lookups.Add(uint64(len(w.idx)))
 		for k, i := range w.idx {
 			w.applyEntry(&w.pkts[i], tab, w.res[k])
 		}
+		w.flushRun()
 	}
+}
+
+// entryRun counts the packets in a row of one table stage that matched
+// one entry: its counters (and the table's matched count) then take one
+// atomic add per run instead of several per packet, which in a batch of
+// one flow is once per batch. flushRun adds the run before the stage
+// ends, under the same lock the stage holds.
+type entryRun struct {
+	e              *entry
+	tab            *table
+	packets, bytes uint64
+}
+
+func (w *worker) countEntry(tab *table, e *entry, bytes int) {
+	if w.run.e != e {
+		w.flushRun()
+		w.run = entryRun{e: e, tab: tab}
+	}
+	w.run.packets++
+	w.run.bytes += uint64(bytes)
+}
+
+func (w *worker) flushRun() {
+	r := &w.run
+	if r.e == nil {
+		return
+	}
+	r.tab.matched.Add(r.packets)
+	r.e.packets.Add(r.packets)
+	r.e.bytes.Add(r.bytes)
+	r.e.used.Store(w.now)
+	*r = entryRun{}
 }
 
 // classify looks the packets of w.idx up in tab through the classifier;
@@ -180,7 +223,6 @@ func (p *pkt) setMetadata() {
 // instructions (OpenFlow 1.3 §5.9 order). A miss without a table-miss
 // entry drops the packet.
 func (w *worker) applyEntry(p *pkt, tab *table, id flow.RuleID) {
-	tab.lookups.Add(1)
 	var e *entry
 	if id != flow.NoMatch {
 		e = tab.entry(id)
@@ -190,10 +232,7 @@ func (w *worker) applyEntry(p *pkt, tab *table, id flow.RuleID) {
 		w.dropRx(p)
 		return
 	}
-	tab.matched.Add(1)
-	e.packets.Add(1)
-	e.bytes.Add(uint64(len(p.data)))
-	e.used.Store(w.now)
+	w.countEntry(tab, e, len(p.data))
 	p.tableID, p.cookie = tab.id, e.fm.Cookie
 	p.miss = e.fm.Priority == 0 && e.fm.Match.Match.IsAll()
 	in := &e.fm.Instructions
@@ -388,7 +427,28 @@ func (w *worker) emit(no uint32, data []byte) {
 		sp.txDropped.Add(1)
 		return
 	}
-	w.tx[no] = append(w.tx[no], padded(data))
+	w.tx[no] = append(w.tx[no], w.txCopy(data))
+}
+
+// maxTxArena bounds the output arena a worker keeps between batches.
+const maxTxArena = 4 << 20
+
+// txCopy returns a copy of data padded like padded's, in the worker's
+// output arena. The copy is needed (a later action may edit the packet
+// the frame was output from); the arena saves an allocation per frame.
+// When the arena is full a new chunk starts, and the frames in the old
+// one keep it alive until they are sent.
+func (w *worker) txCopy(data []byte) []byte {
+	n := max(len(data), minFrame)
+	start := len(w.txArena)
+	if cap(w.txArena)-start < n {
+		w.txArena = make([]byte, 0, max(2*cap(w.txArena), 64<<10, n))
+		start = 0
+	}
+	w.txArena = w.txArena[:start+n]
+	out := w.txArena[start : start+n : start+n]
+	clear(out[copy(out, data):])
+	return out
 }
 
 // minFrame is the shortest Ethernet frame without its FCS.

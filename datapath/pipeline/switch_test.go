@@ -92,7 +92,7 @@ type rig struct {
 
 // newRig builds a switch on a CPU engine with n fake ports (numbered 1..n)
 // and a fake controller with one connection.
-func newRig(t *testing.T, n int, mode FailMode) *rig {
+func newRig(t testing.TB, n int, mode FailMode) *rig {
 	t.Helper()
 	eng, err := gpu.Open("cpu", nil, 0, nil)
 	if err != nil {
@@ -115,7 +115,7 @@ func newRig(t *testing.T, n int, mode FailMode) *rig {
 	return r
 }
 
-func (r *rig) flowMod(t *testing.T, fm *openflow.FlowMod) {
+func (r *rig) flowMod(t testing.TB, fm *openflow.FlowMod) {
 	t.Helper()
 	if fm.BufferID == 0 {
 		fm.BufferID = openflow.NoBuffer
