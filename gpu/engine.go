@@ -190,6 +190,30 @@ func (e *Engine) pick(id TableID) []int {
 	return ok
 }
 
+// cpuServes reports whether a lookup of n keys in table id is the CPU
+// backend's: below MinBatch, or no device in service can serve id. It
+// allocates nothing, so that the CPU path allocates nothing either (split
+// takes a closure, which escapes: every lookup call through it allocated,
+// and a lookup goroutine that allocates is drafted into the collector's
+// marking whenever a GC runs).
+func (e *Engine) cpuServes(id TableID, n int) bool {
+	if n < e.minBatch {
+		return true
+	}
+	for _, d := range e.devs {
+		if d.failed.Load() {
+			continue
+		}
+		d.mu.Lock()
+		no := d.noTable[id]
+		d.mu.Unlock()
+		if !no {
+			return false
+		}
+	}
+	return true
+}
+
 // split runs a slice lookup of n keys: on the CPU below MinBatch or with no
 // device, else cut into one part per device, the parts run concurrently; a
 // part whose device fails is redone on the CPU. run(b, lo, hi) looks up keys
@@ -232,6 +256,10 @@ func (e *Engine) LookupLPM4(id TableID, addrs []uint32, out []uint32) error {
 	if len(out) < len(addrs) {
 		return ErrShortOut
 	}
+	if e.cpuServes(id, len(addrs)) {
+		e.onCPU.Add(uint64(len(addrs)))
+		return e.cpu.LookupLPM4(id, addrs, out)
+	}
 	return e.split(id, len(addrs), func(b Backend, lo, hi int) error { return b.LookupLPM4(id, addrs[lo:hi], out[lo:hi]) })
 }
 
@@ -239,6 +267,10 @@ func (e *Engine) LookupLPM4(id TableID, addrs []uint32, out []uint32) error {
 func (e *Engine) LookupLPM6(id TableID, addrs []lpm.Addr6, out []uint32) error {
 	if len(out) < len(addrs) {
 		return ErrShortOut
+	}
+	if e.cpuServes(id, len(addrs)) {
+		e.onCPU.Add(uint64(len(addrs)))
+		return e.cpu.LookupLPM6(id, addrs, out)
 	}
 	return e.split(id, len(addrs), func(b Backend, lo, hi int) error { return b.LookupLPM6(id, addrs[lo:hi], out[lo:hi]) })
 }
@@ -249,7 +281,11 @@ func (e *Engine) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) 
 	if n < 0 || len(out) < n {
 		return ErrShortOut
 	}
-	if len(e.pick(id)) <= 1 || n < e.minBatch {
+	if e.cpuServes(id, n) {
+		e.onCPU.Add(uint64(n))
+		return e.cpu.LookupFlow(id, soa, n, out)
+	}
+	if len(e.pick(id)) <= 1 {
 		return e.split(id, n, func(b Backend, lo, hi int) error {
 			if lo == 0 && hi == n {
 				return b.LookupFlow(id, soa, n, out)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -159,4 +160,35 @@ func TestEngineOpen(t *testing.T) {
 		t.Fatalf("Open cpu: %v, %+v", err, e)
 	}
 	e.Close()
+}
+
+// TestEngineCPUPathAllocates nothing: the datapath and the route lookups
+// call it per batch, and an allocating lookup goroutine is drafted into
+// every garbage collection's marking.
+func TestEngineCPUPathAllocates(t *testing.T) {
+	eng, err := Open("cpu", nil, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	tab, err := lpm.New(lpm.IPv4, lpm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.Insert(netip.MustParsePrefix("10.0.0.0/8"), 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Load(1, LPM4, tab.Mirror().Sync().Full); err != nil {
+		t.Fatal(err)
+	}
+	addrs, out := make([]uint32, 256), make([]uint32, 256)
+	for i := range addrs {
+		addrs[i] = 10<<24 | uint32(i)
+	}
+	if a := testing.AllocsPerRun(100, func() { _ = eng.LookupLPM4(1, addrs, out) }); a != 0 {
+		t.Errorf("LookupLPM4 on the CPU allocates %v times per call", a)
+	}
+	if out[0] != 3 {
+		t.Errorf("lookup: %d, want 3", out[0])
+	}
 }
