@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -62,23 +63,27 @@ type routesResult struct {
 	VisibleMaxUs     float64 `json:"visible_max_us"`
 	MLPSIdle         float64 `json:"mlps_idle"`
 	MLPSUnderUpdates float64 `json:"mlps_under_updates,omitempty"`
-	LossPct          float64 `json:"loss_pct"`
-	UpdatesAsked     int     `json:"updates_per_sec_asked"`
-	UpdatesPerSec    float64 `json:"updates_per_sec"` // achieved while the lookups ran
-	Overflows        uint64  `json:"overflows,omitempty"`
-	Rebuilds         int     `json:"rebuilds"`  // off-line rebuilds of the family's trie during the lookups under updates
-	GCCycles         uint32  `json:"gc_cycles"` // Go garbage collections during the lookups under updates
-	Resyncs          uint64  `json:"resyncs,omitempty"`
-	Batch            int     `json:"batch"`
-	Rounds           int     `json:"rounds"`
-	Checked          int     `json:"checked"`
-	Mismatches       int     `json:"mismatches"`
-	Machine          string  `json:"machine"`
-	GPU              string  `json:"gpu"`
-	GoVersion        string  `json:"go"`
-	Time             string  `json:"time"`
-	Data             string  `json:"data"`
-	Notes            string  `json:"notes,omitempty"`
+	// Every round's figure, idle and under updates in pairs, for the spread
+	// behind the medians.
+	MLPSIdleRounds  []float64 `json:"mlps_idle_rounds,omitempty"`
+	MLPSUnderRounds []float64 `json:"mlps_under_updates_rounds,omitempty"`
+	LossPct         float64   `json:"loss_pct"`
+	UpdatesAsked    int       `json:"updates_per_sec_asked"`
+	UpdatesPerSec   float64   `json:"updates_per_sec"` // achieved while the lookups ran
+	Overflows       uint64    `json:"overflows,omitempty"`
+	Rebuilds        int       `json:"rebuilds"`  // off-line rebuilds of the family's trie during the lookups under updates
+	GCCycles        uint32    `json:"gc_cycles"` // Go garbage collections during the lookups under updates
+	Resyncs         uint64    `json:"resyncs,omitempty"`
+	Batch           int       `json:"batch"`
+	Rounds          int       `json:"rounds"`
+	Checked         int       `json:"checked"`
+	Mismatches      int       `json:"mismatches"`
+	Machine         string    `json:"machine"`
+	GPU             string    `json:"gpu"`
+	GoVersion       string    `json:"go"`
+	Time            string    `json:"time"`
+	Data            string    `json:"data"`
+	Notes           string    `json:"notes,omitempty"`
 }
 
 func benchRoutes(args []string, stdout, stderr io.Writer) error {
@@ -86,6 +91,7 @@ func benchRoutes(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("gswitchctl bench routes", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f.register(fs, 1<<18)
+	fs.Lookup("backend").Usage = "lookup backend: cpu, gpu, or cpu,gpu for both in this run (gpu needs the cuda build)"
 	fs.StringVar(&f.fib, "fib", "", "routing table: one CIDR per line, .gz allowed (required)")
 	fs.IntVar(&f.family, "family", 0, "4 or 6: only that family (0: both, one run each)")
 	fs.IntVar(&f.updatesPerSec, "updates-per-sec", 0, "also measure lookups while this many route changes/s go through the route source (0: no)")
@@ -101,18 +107,18 @@ func benchRoutes(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := f.validate(); err != nil {
-		return err
-	}
-	if f.backend == "gpu" {
-		// A GPU round trip costs tens of µs: 256 keys a call measures the
-		// latency, not the lookups. bench lpm does the same.
-		batchSet := false
-		fs.Visit(func(fl *flag.Flag) { batchSet = batchSet || fl.Name == "batch" })
-		if !batchSet {
-			f.batch = 1 << 16
+	// --backend may name both: cpu,gpu runs every measurement on each, one
+	// engine after the other, in this one run.
+	backends := strings.Split(f.backend, ",")
+	for _, b := range backends {
+		f.backend = strings.TrimSpace(b)
+		if err := f.validate(); err != nil {
+			return err
 		}
 	}
+	batchSet := false
+	fs.Visit(func(fl *flag.Flag) { batchSet = batchSet || fl.Name == "batch" })
+	cpuBatch := f.batch
 	if f.cpuprofile != "" {
 		pf, err := os.Create(f.cpuprofile)
 		if err != nil {
@@ -124,36 +130,48 @@ func benchRoutes(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	eng, err := f.openEngine()
-	if err != nil {
-		return err
-	}
-	defer eng.Close()
 	prefixes, err := lpm.OpenPrefixFile(f.fib)
 	if err != nil {
 		return err
 	}
 	v4, v6 := lpm.SplitFamilies(prefixes)
 	var rs []routesResult
-	for _, c := range []struct {
-		fam lpm.Family
-		ps  []netip.Prefix
-	}{{lpm.IPv4, v4}, {lpm.IPv6, v6}} {
-		if f.family != 0 && int(c.fam) != f.family {
-			continue
+	for _, b := range backends {
+		f.backend = strings.TrimSpace(b)
+		f.batch = cpuBatch
+		if f.backend == "gpu" && !batchSet {
+			// A GPU round trip costs tens of µs: 256 keys a call
+			// measures the latency, not the lookups. bench lpm does the
+			// same.
+			f.batch = 1 << 16
 		}
-		if len(c.ps) == 0 {
-			if f.family != 0 {
-				return fmt.Errorf("%s: no IPv%d prefixes", f.fib, c.fam)
-			}
-			continue
-		}
-		r, err := benchRoutesFamily(&f, eng, c.fam, c.ps, stderr)
+		eng, err := f.openEngine()
 		if err != nil {
 			return err
 		}
-		rs = append(rs, r)
-		printRoutesResult(stdout, f.json, r)
+		for _, c := range []struct {
+			fam lpm.Family
+			ps  []netip.Prefix
+		}{{lpm.IPv4, v4}, {lpm.IPv6, v6}} {
+			if f.family != 0 && int(c.fam) != f.family {
+				continue
+			}
+			if len(c.ps) == 0 {
+				if f.family != 0 {
+					eng.Close()
+					return fmt.Errorf("%s: no IPv%d prefixes", f.fib, c.fam)
+				}
+				continue
+			}
+			r, err := benchRoutesFamily(&f, eng, c.fam, c.ps, stderr)
+			if err != nil {
+				eng.Close()
+				return err
+			}
+			rs = append(rs, r)
+			printRoutesResult(stdout, f.json, r)
+		}
+		eng.Close()
 	}
 	if len(rs) == 0 {
 		return fmt.Errorf("%s: no prefixes", f.fib)
@@ -540,6 +558,12 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 	r.Rebuilds = tb.LPM(fam).Stats().Rebuilds - rebuilds0
 	runtime.ReadMemStats(&ms)
 	r.GCCycles = ms.NumGC - gc0
+	for i := range idles {
+		r.MLPSIdleRounds = append(r.MLPSIdleRounds, math.Round(idles[i]/1e4)/100)
+	}
+	for i := range unders {
+		r.MLPSUnderRounds = append(r.MLPSUnderRounds, math.Round(unders[i]/1e4)/100)
+	}
 	r.MLPSIdle = median(idles) / 1e6
 	if f.updatesPerSec > 0 {
 		losses := make([]float64, len(idles))
