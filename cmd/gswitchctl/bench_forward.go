@@ -242,6 +242,7 @@ type fwdStep struct {
 	// busy (/proc/stat: senders, sinks, the kernel's veth work, the switch)
 	// and cores gswitchd's process used (its user and system time).
 	BusyCores   float64 `json:"busy_cores"`
+	StealCores  float64 `json:"steal_cores"` // a virtual machine's CPU its hypervisor ran something else on
 	SwitchCores float64 `json:"switch_cores,omitempty"`
 	Machine     string  `json:"machine"`
 	Time        string  `json:"time"`

@@ -522,10 +522,10 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]fwdStep, error) {
 			s.SwitchRx, s.SwitchRxDropped, s.SwitchTx = sw1[0]-sw0[0], sw1[1]-sw0[1], sw1[2]-sw0[2]
 			s.SwitchKeysOnCPU, s.SwitchKeysOnGPU = sw1[3]-sw0[3], sw1[4]-sw0[4]
 		}
-		s.BusyCores, s.SwitchCores = readCPU(e.swPid).since(cpu0)
-		fmt.Fprintf(e.log, "bench forward: %s rules=%d asked=%d offered=%.0f forwarded=%.0f loss=%.3f%% (backlog drops %d, sink ring drops %d, switch rx %d rx-dropped %d tx %d, keys cpu %d gpu %d; busy cores %.1f, switch %.1f)\n",
+		s.BusyCores, s.StealCores, s.SwitchCores = readCPU(e.swPid).since(cpu0)
+		fmt.Fprintf(e.log, "bench forward: %s rules=%d asked=%d offered=%.0f forwarded=%.0f loss=%.3f%% (backlog drops %d, sink ring drops %d, switch rx %d rx-dropped %d tx %d, keys cpu %d gpu %d; busy cores %.1f, stolen %.1f, switch %.1f)\n",
 			target, rules, rate, s.OfferedPPS, s.ForwardedPPS, s.LossPct, s.BacklogDrops, s.SinkRingDrops, s.SwitchRx, s.SwitchRxDropped, s.SwitchTx,
-			s.SwitchKeysOnCPU, s.SwitchKeysOnGPU, s.BusyCores, s.SwitchCores)
+			s.SwitchKeysOnCPU, s.SwitchKeysOnGPU, s.BusyCores, s.StealCores, s.SwitchCores)
 		steps = append(steps, s)
 	}
 	ml := maxLossless(steps)
@@ -791,9 +791,9 @@ func (e *fwdEnv) switchCounters() []uint64 {
 // cpuSample is the machine's busy and total CPU time (/proc/stat, in
 // clock ticks) and a process's user+system time, at one moment.
 type cpuSample struct {
-	at          time.Time
-	busy, total uint64
-	proc        uint64 // the process's ticks; 0 when there is none
+	at                 time.Time
+	busy, steal, total uint64
+	proc               uint64 // the process's ticks; 0 when there is none
 }
 
 // userHZ is the unit of /proc's CPU times (USER_HZ, 100 on every Linux
@@ -812,7 +812,11 @@ func readCPU(pid int) cpuSample {
 		for i := 1; i < len(f) && i <= 8; i++ {
 			v, _ := strconv.ParseUint(f[i], 10, 64)
 			s.total += v
-			if i != 4 && i != 5 && i != 8 {
+			switch i {
+			case 4, 5: // idle, iowait
+			case 8:
+				s.steal += v
+			default:
 				s.busy += v
 			}
 		}
@@ -835,13 +839,15 @@ func readCPU(pid int) cpuSample {
 }
 
 // since returns the cores the machine kept busy between s0 and s (busy
-// ticks over total ticks, times the cores) and the cores the process used.
-func (s cpuSample) since(s0 cpuSample) (busy, proc float64) {
+// ticks over total ticks, times the cores), the cores the hypervisor gave
+// to someone else (steal), and the cores the process used.
+func (s cpuSample) since(s0 cpuSample) (busy, steal, proc float64) {
 	if s.total > s0.total {
 		busy = float64(s.busy-s0.busy) / float64(s.total-s0.total) * float64(runtime.NumCPU())
+		steal = float64(s.steal-s0.steal) / float64(s.total-s0.total) * float64(runtime.NumCPU())
 	}
 	if d := s.at.Sub(s0.at).Seconds(); d > 0 && s.proc >= s0.proc && s0.proc > 0 {
 		proc = float64(s.proc-s0.proc) / userHZ / d
 	}
-	return busy, proc
+	return busy, steal, proc
 }
