@@ -449,6 +449,10 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 	}
 	defer src.close()
 	look := newEngineLookup(eng, id, fam)
+	defer look.close()
+	if f.backend == "gpu" {
+		look.pipeDepth = f.pipeDepth()
+	}
 
 	// Load.
 	want := make(map[netip.Prefix]route.Route, len(ps))
@@ -607,8 +611,10 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 		addrs := append(lpm.RandomAddrs(fam, n/2, f.seed+3), lpm.TableAddrs(load, n-n/2, f.seed+4)...)
 		r.Checked, r.Mismatches = look.check(tb, ref, addrs, stderr)
 	}
-	r.Notes = fmt.Sprintf("routes_per_sec: from the first change to the last route answering on the Engine (%s); visible: %d changes (half adds, half deletes of held-back prefixes), from the change to the first Engine lookup (slice API, one address) returning it; mlps: Engine.LookupLPM in batches of %d, one goroutine, median of %d rounds of %v, idle (no updater) and under updates (an updater goroutine applying the due changes every 200 µs) run back to back, loss = median of the paired losses",
-		map[string]string{"netlink": "RTM_NEWROUTE to the namespace's kernel table, one per route, mirrored by kernelfib", "direct": "route.Table.Add, one per route"}[f.via], len(lats), f.batch, f.rounds, f.duration)
+	r.Notes = fmt.Sprintf("routes_per_sec: from the first change to the last route answering on the Engine (%s); visible: %d changes (half adds, half deletes of held-back prefixes), from the change to the first Engine lookup (slice API, one address) returning it; mlps: %s of %d keys, one goroutine, median of %d rounds of %v, idle (no updater) and under updates (an updater goroutine applying the due changes every 200 µs as one batch) run back to back, loss = median of the paired losses",
+		map[string]string{"netlink": "RTM_NEWROUTE to the namespace's kernel table, one per route, mirrored by kernelfib", "direct": "route.Table.Add, one per route"}[f.via], len(lats),
+		map[bool]string{false: "Engine.LookupLPM (slice API) in batches", true: fmt.Sprintf("pinned Engine batches (Submit/Wait, %d in flight)", look.pipeDepth)}[look.pipeDepth > 0],
+		f.batch, f.rounds, f.duration)
 	return r, nil
 }
 
@@ -741,6 +747,14 @@ type engineLookup struct {
 	v4  []uint32
 	v6  []lpm.Addr6
 	out []uint32
+	// pipeDepth > 0 (the GPU backend): rate submits the traffic from
+	// pinned batches, at most pipeDepth in flight, as the datapath feeds
+	// the GPU (bench lpm's pipe), instead of copying every batch of keys in
+	// and every batch of results out through the slice API. Those copies
+	// were half the lookup goroutine's time, and the updater's own memory
+	// traffic slowed them.
+	pipeDepth int
+	pipe      *pipe
 }
 
 func newEngineLookup(eng *gpu.Engine, id gpu.TableID, fam lpm.Family) *engineLookup {
@@ -758,6 +772,18 @@ func (l *engineLookup) setTraffic(addrs []netip.Addr) {
 		}
 	}
 	l.out = make([]uint32, len(addrs))
+	if l.pipe != nil {
+		l.pipe.free()
+		l.pipe = nil
+	}
+}
+
+// close frees the pipe's pinned batches.
+func (l *engineLookup) close() {
+	if l.pipe != nil {
+		l.pipe.free()
+		l.pipe = nil
+	}
 }
 
 // one looks a up alone (the latency probe); 0 on an engine error.
@@ -778,6 +804,9 @@ func (l *engineLookup) one(a netip.Addr) uint32 {
 
 // rate looks the traffic up in batches for d and returns lookups/s.
 func (l *engineLookup) rate(d time.Duration, batch int) float64 {
+	if l.pipeDepth > 0 {
+		return l.pipeRate(d, batch)
+	}
 	n := len(l.out)
 	start := time.Now()
 	total := 0
@@ -797,6 +826,37 @@ func (l *engineLookup) rate(d time.Duration, batch int) float64 {
 		}
 	}
 	return float64(total) / time.Since(start).Seconds()
+}
+
+// pipeRate is rate through pinned batches (see pipeDepth); 0 on an error.
+func (l *engineLookup) pipeRate(d time.Duration, batch int) float64 {
+	n := len(l.out)
+	if l.pipe == nil {
+		kind, width := gpu.LPM4, 1
+		if l.v4 == nil {
+			kind, width = gpu.LPM6, 4
+		}
+		p, err := newPipe(l.eng, l.id, kind, width, batch, n, l.pipeDepth, func(b *gpu.Batch, i int) {
+			for k := 0; k < batch; k++ {
+				j := (i*batch + k) % n
+				if l.v4 != nil {
+					b.Keys[k] = l.v4[j]
+				} else {
+					b.Addrs6()[k] = l.v6[j]
+				}
+			}
+			b.N = batch
+		})
+		if err != nil {
+			return 0
+		}
+		l.pipe = p
+	}
+	done, took, _, err := l.pipe.run(0, time.Now().Add(d), nil)
+	if err != nil || took <= 0 {
+		return 0
+	}
+	return float64(done) / took.Seconds()
 }
 
 // check compares the Engine's answers (slot -> entry -> route) with the
