@@ -23,6 +23,12 @@
 // and routes the route.Table refuses; a rejected route leaves the table
 // as it was.
 //
+// Messages that have queued up behind the one being applied (a routing
+// daemon's burst, up to 1,024 of them) reach the route table as one change
+// (route.Table.Update): one bubble write and one engine update for the
+// burst instead of one per message. Should the table refuse the batch (one
+// route it rejects), each change is applied alone, so the others land.
+//
 // # Several routes per prefix
 //
 // The kernel keeps several routes for one prefix when their metrics differ

@@ -208,9 +208,15 @@ func (m *Mirror) session(ctx context.Context) (loaded bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	var dirty []netip.Prefix
+	seen := map[netip.Prefix]bool{}
 	for _, u := range buf {
-		m.update(u)
+		if p, ok := m.note(u); ok && !seen[p] {
+			seen[p] = true
+			dirty = append(dirty, p)
+		}
 	}
+	m.reconcileAll(dirty)
 	for {
 		select {
 		case <-ctx.Done():
@@ -227,7 +233,7 @@ func (m *Mirror) session(ctx context.Context) (loaded bool, err error) {
 				}
 				return true, fmt.Errorf("kernelfib: table %d: %w", m.cfg.Table, err)
 			}
-			m.update(u)
+			m.updateBatch(u, ch)
 		}
 	}
 }
@@ -357,8 +363,53 @@ func (m *Mirror) convert(r *netlink.Route) (kroute, bool) {
 
 // update applies one route message.
 func (m *Mirror) update(u netlink.RouteUpdate) {
+	if p, ok := m.note(u); ok {
+		m.reconcile(p)
+	}
+}
+
+// maxBatch bounds the route messages updateBatch drains into one change.
+const maxBatch = 1024
+
+// updateBatch applies u and the messages already waiting behind it on ch
+// (up to maxBatch) as one change of the route table (route.Table.Update):
+// one bubble write and one engine update for a burst, where a message each
+// cost a publication each (a routing daemon's burst, or 100,000 changes/s
+// from bench routes). It reports false when ch was found closed (the
+// caller then sees it closed on its next receive).
+func (m *Mirror) updateBatch(u netlink.RouteUpdate, ch <-chan netlink.RouteUpdate) bool {
+	var dirty []netip.Prefix
+	seen := map[netip.Prefix]bool{}
+	add := func(u netlink.RouteUpdate) {
+		if p, ok := m.note(u); ok && !seen[p] {
+			seen[p] = true
+			dirty = append(dirty, p)
+		}
+	}
+	add(u)
+	open := true
+drain:
+	for len(seen) < maxBatch {
+		select {
+		case v, ok := <-ch:
+			if !ok {
+				open = false
+				break drain
+			}
+			add(v)
+		default:
+			break drain
+		}
+	}
+	m.reconcileAll(dirty)
+	return open
+}
+
+// note applies one route message to the mirror's copy of the kernel table
+// and returns the prefix whose route may have changed.
+func (m *Mirror) note(u netlink.RouteUpdate) (netip.Prefix, bool) {
 	if uint32(u.Table) != m.cfg.Table {
-		return
+		return netip.Prefix{}, false
 	}
 	m.events.Add(1)
 	if m.testHook != nil {
@@ -366,7 +417,7 @@ func (m *Mirror) update(u netlink.RouteUpdate) {
 	}
 	kr, ok := m.convert(&u.Route)
 	if !ok {
-		return
+		return netip.Prefix{}, false
 	}
 	p := kr.key.prefix
 	switch u.Type {
@@ -391,9 +442,9 @@ func (m *Mirror) update(u netlink.RouteUpdate) {
 	case unix.RTM_DELROUTE:
 		m.delRoute(kr, u.Family == unix.AF_INET6)
 	default:
-		return
+		return netip.Prefix{}, false
 	}
-	m.reconcile(p)
+	return p, true
 }
 
 func (m *Mirror) find(k kkey) int {
@@ -485,16 +536,44 @@ func (m *Mirror) desired(p netip.Prefix) (route.Route, bool) {
 }
 
 // reconcile makes the table's route for p what the kernel state says.
-func (m *Mirror) reconcile(p netip.Prefix) {
-	want, ok := m.desired(p)
-	cur, have := m.tb.Get(p)
-	switch {
-	case ok:
-		if !have || !cur.Route.Equal(want) {
-			m.install(want)
+func (m *Mirror) reconcile(p netip.Prefix) { m.reconcileAll([]netip.Prefix{p}) }
+
+// reconcileAll makes the table's routes for ps what the kernel state says,
+// as one route.Table.Update; should that fail (one route the table
+// refuses), each change is applied alone, so that the others still land.
+func (m *Mirror) reconcileAll(ps []netip.Prefix) {
+	var cs []route.Change
+	for _, p := range ps {
+		want, ok := m.desired(p)
+		cur, have := m.tb.Get(p)
+		switch {
+		case ok:
+			if !have || !cur.Route.Equal(want) {
+				cs = append(cs, route.Change{Route: want})
+			}
+		case have && cur.Source == route.SourceKernel:
+			cs = append(cs, route.Change{Route: route.Route{Prefix: p}, Delete: true})
 		}
-	case have && cur.Source == route.SourceKernel:
-		if err := m.tb.Delete(p); err == nil {
+	}
+	if len(cs) == 0 {
+		return
+	}
+	if len(cs) > 1 {
+		if err := m.tb.Update(cs); err == nil {
+			for _, c := range cs {
+				if c.Delete {
+					m.deletes.Add(1)
+				} else {
+					m.adds.Add(1)
+				}
+			}
+			return
+		}
+	}
+	for _, c := range cs {
+		if !c.Delete {
+			m.install(c.Route)
+		} else if err := m.tb.Delete(c.Route.Prefix); err == nil {
 			m.deletes.Add(1)
 		}
 	}

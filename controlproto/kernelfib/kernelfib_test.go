@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -169,5 +170,36 @@ func TestConfigErrors(t *testing.T) {
 		} else {
 			t.Log(err)
 		}
+	}
+}
+
+// TestBurstBatched: route messages that queue up behind one being applied
+// reach the route table as a few batches (route.Table.Update), not as a
+// publication each, and the table ends equal to the kernel's.
+func TestBurstBatched(t *testing.T) {
+	e := newFibEnv(t, 2)
+	gate := make(chan struct{})
+	var once sync.Once
+	m, tb := e.startMirror(t, 8<<20, true, func() {
+		once.Do(func() { <-gate }) // hold the first message until the burst is queued
+	})
+	pub0 := tb.Stats().Publications
+	d0 := e.links["d0"].Attrs().Index
+	const n = 3000
+	for i := range n {
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{21, byte(i >> 8), byte(i), 0}), 24)
+		if err := e.h.RouteAdd(&netlink.Route{Table: testTable, Dst: ipnet(p), LinkIndex: d0, Gw: net.ParseIP("10.255.1.2")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(gate)
+	e.waitEqual(t, tb, "after the burst")
+	pubs := tb.Stats().Publications - pub0
+	t.Logf("%d route messages, %d publications; stats %+v", n, pubs, m.Stats())
+	if tb.Len() < n {
+		t.Fatalf("%d routes, want at least %d", tb.Len(), n)
+	}
+	if pubs > n/10 {
+		t.Errorf("%d publications for a queued burst of %d messages: not batched", pubs, n)
 	}
 }
