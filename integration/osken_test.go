@@ -250,12 +250,15 @@ func runIperf(t *testing.T, tp *topo) {
 	startBg(t, "ip", "netns", "exec", tp.hosts[1], "iperf3", "-s", "-1", "-p", "5201")
 	var out []byte
 	var err error
-	ok := waitFor(5*time.Second, func() bool {
+	// Until the server listens the client is refused, and iperf3 -J may
+	// say so in its JSON with exit status 0 (a CI run read that as a
+	// measurement of no traffic): retry while the output says refused.
+	ok := waitFor(10*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		out, err = exec.CommandContext(ctx, "ip", "netns", "exec", tp.hosts[0], "iperf3", "-c", "10.0.0.2", "-p", "5201",
 			"-t", "2", "-J", "--connect-timeout", "2000").Output()
-		return err == nil || !strings.Contains(string(out), "Connection refused")
+		return !strings.Contains(string(out), "Connection refused")
 	})
 	if !ok || err != nil {
 		t.Fatalf("iperf3 client: %v\n%s", err, out)
