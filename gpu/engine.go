@@ -173,13 +173,7 @@ const anyTable = TableID(1<<32 - 1)
 func (e *Engine) pick(id TableID) []int {
 	var ok []int
 	for i, d := range e.devs {
-		if d.failed.Load() {
-			continue
-		}
-		d.mu.Lock()
-		no := d.noTable[id]
-		d.mu.Unlock()
-		if !no {
+		if d.serves(id) {
 			ok = append(ok, i)
 		}
 	}
@@ -201,17 +195,21 @@ func (e *Engine) cpuServes(id TableID, n int) bool {
 		return true
 	}
 	for _, d := range e.devs {
-		if d.failed.Load() {
-			continue
-		}
-		d.mu.Lock()
-		no := d.noTable[id]
-		d.mu.Unlock()
-		if !no {
+		if d.serves(id) {
 			return false
 		}
 	}
 	return true
+}
+
+// serves reports whether the device is in service and can hold table id.
+func (d *engineDev) serves(id TableID) bool {
+	if d.failed.Load() {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return !d.noTable[id]
 }
 
 // split runs a slice lookup of n keys: on the CPU below MinBatch or with no

@@ -88,6 +88,23 @@ func (tp *topo) pingOut(t *testing.T, i int, args ...string) (string, error) {
 // stays in that namespace, and the test uses it from any goroutine.
 func udpIn(t *testing.T, ns, addr string) *net.UDPConn {
 	t.Helper()
+	var c *net.UDPConn
+	var lerr error
+	inNamedNS(t, ns, func() {
+		c, lerr = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
+	})
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// inNamedNS runs fn on this goroutine's OS thread inside the named network
+// namespace, then returns the thread to its own; sockets fn opens stay in
+// ns.
+func inNamedNS(t *testing.T, ns string, fn func()) {
+	t.Helper()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	orig, err := netns.Get()
@@ -103,15 +120,10 @@ func udpIn(t *testing.T, ns, addr string) *net.UDPConn {
 	if err := netns.Set(h); err != nil {
 		t.Fatal(err)
 	}
-	c, lerr := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
+	fn()
 	if err := netns.Set(orig); err != nil {
 		panic(fmt.Sprintf("cannot return to the original namespace: %v", err))
 	}
-	if lerr != nil {
-		t.Fatal(lerr)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
 }
 
 // routerState queries the daemon's neighbour table and router counters.

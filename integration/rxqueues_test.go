@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/gswitch/gswitch/datapath/pipeline"
@@ -183,49 +181,35 @@ func rxqParse(f []byte) (uint16, uint32, bool) {
 // and a 100 ms receive timeout.
 func rxqSocket(t *testing.T, ns string) int {
 	t.Helper()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	h, err := netns.GetFromName(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	if err := netns.Set(h); err != nil {
-		t.Fatal(err)
-	}
-	fd, serr := func() (int, error) {
-		ifi, err := net.InterfaceByName("eth0")
-		if err != nil {
-			return -1, err
-		}
-		const ethPAll = 0x0300 // htons(ETH_P_ALL)
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, ethPAll)
-		if err != nil {
-			return -1, err
-		}
-		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: ethPAll, Ifindex: ifi.Index}); err != nil {
-			unix.Close(fd)
-			return -1, err
-		}
-		tv := unix.NsecToTimeval((100 * time.Millisecond).Nanoseconds())
-		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-			unix.Close(fd)
-			return -1, err
-		}
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20); err != nil {
-			unix.Close(fd)
-			return -1, err
-		}
-		return fd, nil
-	}()
-	if err := netns.Set(orig); err != nil {
-		panic(fmt.Sprintf("cannot return to the original namespace: %v", err))
-	}
+	var fd int
+	var serr error
+	inNamedNS(t, ns, func() {
+		fd, serr = func() (int, error) {
+			ifi, err := net.InterfaceByName("eth0")
+			if err != nil {
+				return -1, err
+			}
+			const ethPAll = 0x0300 // htons(ETH_P_ALL)
+			fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, ethPAll)
+			if err != nil {
+				return -1, err
+			}
+			if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: ethPAll, Ifindex: ifi.Index}); err != nil {
+				unix.Close(fd)
+				return -1, err
+			}
+			tv := unix.NsecToTimeval((100 * time.Millisecond).Nanoseconds())
+			if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+				unix.Close(fd)
+				return -1, err
+			}
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20); err != nil {
+				unix.Close(fd)
+				return -1, err
+			}
+			return fd, nil
+		}()
+	})
 	if serr != nil {
 		t.Fatalf("packet socket in %s: %v", ns, serr)
 	}
