@@ -685,18 +685,23 @@ func gpuLookups(r *result, f *lpmFlags, fam lpm.Family, tab *lpm.Table, ref *lpm
 // newLPMPipe fills pinned batches of batch keys with the traffic, in order,
 // wrapping around.
 func newLPMPipe(f *lpmFlags, tr *lpmTraffic, id gpu.TableID, batch int) (*pipe, error) {
-	kind, width := gpu.LPM4, 1
-	if tr.v6 != nil {
-		kind, width = gpu.LPM6, 4
+	return newAddrPipe(f.eng, id, tr.v4, tr.v6, batch, f.pipeDepth())
+}
+
+// newAddrPipe is a pipe of pinned batches of batch addresses, IPv4 (v4)
+// or IPv6 (v6, when v4 is nil), filled in order, wrapping around.
+func newAddrPipe(eng gpu.Backend, id gpu.TableID, v4 []uint32, v6 []lpm.Addr6, batch, depth int) (*pipe, error) {
+	kind, width, n := gpu.LPM4, 1, len(v4)
+	if v4 == nil {
+		kind, width, n = gpu.LPM6, 4, len(v6)
 	}
-	n := tr.len()
-	return newPipe(f.eng, id, kind, width, batch, n, f.pipeDepth(), func(b *gpu.Batch, i int) {
+	return newPipe(eng, id, kind, width, batch, n, depth, func(b *gpu.Batch, i int) {
 		for k := 0; k < batch; k++ {
 			j := (i*batch + k) % n
-			if tr.v4 != nil {
-				b.Keys[k] = tr.v4[j]
+			if v4 != nil {
+				b.Keys[k] = v4[j]
 			} else {
-				b.Addrs6()[k] = tr.v6[j]
+				b.Addrs6()[k] = v6[j]
 			}
 		}
 		b.N = batch

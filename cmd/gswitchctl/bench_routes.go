@@ -830,23 +830,8 @@ func (l *engineLookup) rate(d time.Duration, batch int) float64 {
 
 // pipeRate is rate through pinned batches (see pipeDepth); 0 on an error.
 func (l *engineLookup) pipeRate(d time.Duration, batch int) float64 {
-	n := len(l.out)
 	if l.pipe == nil {
-		kind, width := gpu.LPM4, 1
-		if l.v4 == nil {
-			kind, width = gpu.LPM6, 4
-		}
-		p, err := newPipe(l.eng, l.id, kind, width, batch, n, l.pipeDepth, func(b *gpu.Batch, i int) {
-			for k := 0; k < batch; k++ {
-				j := (i*batch + k) % n
-				if l.v4 != nil {
-					b.Keys[k] = l.v4[j]
-				} else {
-					b.Addrs6()[k] = l.v6[j]
-				}
-			}
-			b.N = batch
-		})
+		p, err := newAddrPipe(l.eng, l.id, l.v4, l.v6, batch, l.pipeDepth)
 		if err != nil {
 			return 0
 		}
