@@ -45,6 +45,7 @@ type routesBenchFlags struct {
 	samples       int
 	rcvbuf        int
 	cpuprofile    string
+	mutexprofile  string
 }
 
 // routesResult is one bench routes run (one family), one JSON object.
@@ -100,6 +101,7 @@ func benchRoutes(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.samples, "samples", 400, "changes timed for the update-to-visible latency (half adds, half deletes)")
 	fs.IntVar(&f.rcvbuf, "receive-buffer", 64<<20, "--via netlink: the mirror's netlink receive buffer in bytes (an overflow resyncs)")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
+	fs.StringVar(&f.mutexprofile, "mutexprofile", "", "write a profile of the whole run's lock contention to `FILE`")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: gswitchctl bench routes --fib FILE [flags]\n\nLoads the table through a route source (by default a private network namespace's kernel\ntable, mirrored over netlink) into a route.Table whose LPM images a gpu.Engine serves, and\nmeasures routes/s into the Engine-visible table, update-to-visible latency, and Engine lookups\nwith and without route changes flowing; --check compares lookups with a brute-force reference.\n\n")
 		fs.PrintDefaults()
@@ -129,6 +131,15 @@ func benchRoutes(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if f.mutexprofile != "" {
+		runtime.SetMutexProfileFraction(5)
+		defer func() {
+			if pf, err := os.Create(f.mutexprofile); err == nil {
+				pprof.Lookup("mutex").WriteTo(pf, 0)
+				pf.Close()
+			}
+		}()
 	}
 	prefixes, err := lpm.OpenPrefixFile(f.fib)
 	if err != nil {
