@@ -182,39 +182,39 @@ func rxqParse(f []byte) (uint16, uint32, bool) {
 func rxqSocket(t *testing.T, ns string) int {
 	t.Helper()
 	var fd int
-	var serr error
-	inNamedNS(t, ns, func() {
-		fd, serr = func() (int, error) {
-			ifi, err := net.InterfaceByName("eth0")
-			if err != nil {
-				return -1, err
-			}
-			const ethPAll = 0x0300 // htons(ETH_P_ALL)
-			fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, ethPAll)
-			if err != nil {
-				return -1, err
-			}
-			if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: ethPAll, Ifindex: ifi.Index}); err != nil {
-				unix.Close(fd)
-				return -1, err
-			}
-			tv := unix.NsecToTimeval((100 * time.Millisecond).Nanoseconds())
-			if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-				unix.Close(fd)
-				return -1, err
-			}
-			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20); err != nil {
-				unix.Close(fd)
-				return -1, err
-			}
-			return fd, nil
-		}()
-	})
-	if serr != nil {
-		t.Fatalf("packet socket in %s: %v", ns, serr)
+	var err error
+	inNamedNS(t, ns, func() { fd, err = openRawEth0() })
+	if err != nil {
+		t.Fatalf("packet socket in %s: %v", ns, err)
 	}
 	t.Cleanup(func() { unix.Close(fd) })
 	return fd
+}
+
+// openRawEth0 opens an AF_PACKET socket for every protocol on eth0 of the
+// calling thread's namespace, with a 100 ms receive timeout and an 8 MiB
+// receive buffer.
+func openRawEth0() (int, error) {
+	ifi, err := net.InterfaceByName("eth0")
+	if err != nil {
+		return -1, err
+	}
+	const ethPAll = 0x0300 // htons(ETH_P_ALL)
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, ethPAll)
+	if err != nil {
+		return -1, err
+	}
+	tv := unix.NsecToTimeval((100 * time.Millisecond).Nanoseconds())
+	if err = unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: ethPAll, Ifindex: ifi.Index}); err == nil {
+		if err = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err == nil {
+			err = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20)
+		}
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }
 
 // rxqPorts reads the ports through the control socket.

@@ -375,9 +375,9 @@ const maxBatch = 1024
 // (up to maxBatch) as one change of the route table (route.Table.Update):
 // one bubble write and one engine update for a burst, where a message each
 // cost a publication each (a routing daemon's burst, or 100,000 changes/s
-// from bench routes). It reports false when ch was found closed (the
-// caller then sees it closed on its next receive).
-func (m *Mirror) updateBatch(u netlink.RouteUpdate, ch <-chan netlink.RouteUpdate) bool {
+// from bench routes). A closed ch ends the draining; the caller sees it
+// closed on its next receive.
+func (m *Mirror) updateBatch(u netlink.RouteUpdate, ch <-chan netlink.RouteUpdate) {
 	var dirty []netip.Prefix
 	seen := map[netip.Prefix]bool{}
 	add := func(u netlink.RouteUpdate) {
@@ -387,13 +387,11 @@ func (m *Mirror) updateBatch(u netlink.RouteUpdate, ch <-chan netlink.RouteUpdat
 		}
 	}
 	add(u)
-	open := true
 drain:
 	for len(seen) < maxBatch {
 		select {
 		case v, ok := <-ch:
 			if !ok {
-				open = false
 				break drain
 			}
 			add(v)
@@ -402,7 +400,6 @@ drain:
 		}
 	}
 	m.reconcileAll(dirty)
-	return open
 }
 
 // note applies one route message to the mirror's copy of the kernel table
