@@ -154,14 +154,14 @@ func testRandomFlow(t *testing.T, b Backend, algo flow.Algo, spec string, npkt, 
 func testRandomFlowAll(t *testing.T, b Backend, big bool) {
 	if big {
 		testRandomFlow(t, b, flow.Linear, "2000,16", 1<<12, 12)
-		for _, a := range []flow.Algo{flow.Tuple, flow.Bloom} {
+		for _, a := range []flow.Algo{flow.Tuple, flow.Bloom, flow.Merge} {
 			testRandomFlow(t, b, a, "20000,64,2,4", 1<<15, 20)
 			testRandomFlow(t, b, a, "4000,200", 1<<14, 10)
 		}
 		return
 	}
 	testRandomFlow(t, b, flow.Linear, "600,8", 1<<10, 6)
-	for _, a := range []flow.Algo{flow.Tuple, flow.Bloom} {
+	for _, a := range []flow.Algo{flow.Tuple, flow.Bloom, flow.Merge} {
 		testRandomFlow(t, b, a, "4000,32,2,4", 1<<12, 8)
 		testRandomFlow(t, b, a, "1000,100", 1<<11, 5)
 	}
@@ -192,7 +192,7 @@ func testACL1Flow(t *testing.T, b Backend, big bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, algo := range []flow.Algo{flow.Linear, flow.Tuple, flow.Bloom} {
+	for _, algo := range []flow.Algo{flow.Linear, flow.Tuple, flow.Bloom, flow.Merge} {
 		npkt := 1 << 12
 		if big {
 			npkt = 1 << 16
@@ -244,7 +244,7 @@ func testFlowRejects(t *testing.T, b Backend) {
 	sp, _ := flow.ParseSynthetic("500,16")
 	rules := sp.Generate(1)
 	keys := flow.SynthTraffic(sp, rules, 2048, 2)
-	for _, algo := range []flow.Algo{flow.Linear, flow.Tuple, flow.Bloom} {
+	for _, algo := range []flow.Algo{flow.Linear, flow.Tuple, flow.Bloom, flow.Merge} {
 		tab, err := flow.NewTable(flow.Config{Algo: algo, Seed: 3})
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,6 @@
 // Flow classification (package flow's device image), for gswitch's gpu
-// package: linear search, tuple-space search over cuckoo tables and Bloom
-// search, bit for bit what flow.View.Lookup computes (tables/flow/view.go).
+// package: linear search, tuple-space search over cuckoo tables, Bloom
+// search and merged tuple search (TupleMerge: entries carry their own mask), bit for bit what flow.View.Lookup computes (tables/flow/view.go).
 //
 // ABI (like gamt.cu): every region of a table's image (header, seeds,
 // classes, order, entries, bloom) is laid end to end in ONE device buffer of
@@ -75,6 +75,7 @@
 
 #define ALGO_LINEAR 0
 #define ALGO_BLOOM 2
+#define ALGO_MERGE 3
 
 // ftab is where a lookup finds each part of a tuple/Bloom image: in shared
 // memory where staged, else in the image. Seeds: function fn's coefficient
@@ -83,7 +84,7 @@ struct ftab {
 	const uint32_t *seeds, *desc, *order, *ent, *bloom;
 	uint32_t sstride, nslot, k, n;
 	uint64_t entLen, bloomLen;
-	bool isBloom;
+	bool isBloom, isMerge;
 };
 
 __device__ __forceinline__ uint64_t coef(const uint32_t* a, int i)
@@ -137,7 +138,7 @@ __device__ uint64_t flow_linear(const uint32_t* __restrict__ img, const uint32_t
 template <int P>
 __device__ uint64_t flow_tuple(const ftab& f, const uint32_t* pk, uint32_t first = 0, uint32_t step = 1)
 {
-	const uint32_t ew = P + 2, dw = P + 7;
+	const uint32_t ew = f.isMerge ? 2 * P + 2 : P + 2, dw = P + 7;
 	uint64_t best = 0;
 	uint32_t key[P > 0 ? P : 1];
 	for (uint32_t i = first; i < f.n; i += step) {
@@ -184,6 +185,25 @@ __device__ uint64_t flow_tuple(const ftab& f, const uint32_t* pk, uint32_t first
 #pragma unroll
 		for (int w = 0; w < 3; w++)
 			ids[w] = __ldg(&tbl[pos[w] + P]);
+		if (f.isMerge) {
+			// Merged class (TupleMerge): any of the three entries may
+			// match, each under its own mask [value P, id, prio, mask P].
+#pragma unroll
+			for (int w = 0; w < 3; w++) {
+				if (ids[w] == EMPTY_ID)
+					continue;
+				bool eq = true;
+#pragma unroll
+				for (int j = 0; j < P; j++)
+					eq &= (pk[j] & __ldg(&tbl[pos[w] + P + 2 + j])) == __ldg(&tbl[pos[w] + j]);
+				if (!eq)
+					continue;
+				uint64_t r = (uint64_t)__ldg(&tbl[pos[w] + P + 1]) << 32 | (uint64_t)(~ids[w]);
+				if (r > best)
+					best = r;
+			}
+			continue;
+		}
 		int hit = -1;
 #pragma unroll
 		for (int w = 0; w < 3; w++) {
@@ -224,6 +244,7 @@ __device__ void setup(ftab& f, const uint32_t* __restrict__ img, const uint32_t*
 	f.entLen = d[6 + R_ENTRIES];
 	f.bloomLen = d[6 + R_BLOOM];
 	f.isBloom = d[D_ALGO] == ALGO_BLOOM;
+	f.isMerge = d[D_ALGO] == ALGO_MERGE;
 	f.ent = img + d[R_ENTRIES];
 	f.n = min(__ldg(&img[d[R_HEADER] + HDR_COUNT]), d[6 + R_ORDER]);
 	uint32_t* s = smem;

@@ -32,7 +32,7 @@ func benchClassify(args []string, stdout, stderr io.Writer) error {
 	f.register(fs, 1<<20)
 	fs.StringVar(&f.classbench, "classbench", "", "ClassBench filter file (e.g. ../shared/data/classbench/acl1_20000.txt)")
 	fs.StringVar(&f.synthetic, "synthetic", "", "synthetic rule set N,C[,F,Cm,f]: N rules in C classes, F full classes, Cm overlapping classes, f fields (GSwitch §6)")
-	fs.StringVar(&f.algo, "algo", "all", "linear, tuple, bloom or all (one run each)")
+	fs.StringVar(&f.algo, "algo", "all", "linear, tuple, bloom, merge or all (one run each)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [flags]\n\nBuilds a flow table with each classifier, times batched lookups of packet keys\ndrawn from the rules, and with --check compares against a scan of every rule.\n\n")
 		fs.PrintDefaults()
@@ -90,7 +90,7 @@ func (f *classifyFlags) validate() error {
 
 func parseAlgos(s string) ([]flow.Algo, error) {
 	if s == "all" {
-		return []flow.Algo{flow.Linear, flow.Tuple, flow.Bloom}, nil
+		return []flow.Algo{flow.Linear, flow.Tuple, flow.Bloom, flow.Merge}, nil
 	}
 	var out []flow.Algo
 	for _, name := range strings.Split(s, ",") {

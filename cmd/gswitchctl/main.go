@@ -4,7 +4,7 @@
 // answer against a brute-force reference.
 //
 //	gswitchctl bench lpm --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--check] [--json]
-//	gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [--algo linear|tuple|bloom] [--backend cpu] [--check] [--json]
+//	gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [--algo linear|tuple|bloom|merge] [--backend cpu] [--check] [--json]
 //	gswitchctl bench p4rt [--entries N] [--batches 1,100,10000] [--samples N] [--tables acl,ipv4_lpm] [--backend cpu|gpu] [--json]
 //	gswitchctl bench routes --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--via netlink|direct] [--check] [--json]
 //	gswitchctl bench forward [--targets gswitchd,ovs,bridge] [--rules 1000,10000] [--rates 250k,...,max] [--flowmods N] [--gswitchd BIN] [--backend cpu|gpu|auto] [--json]

@@ -23,7 +23,7 @@ type batchState struct {
 
 // lookupChunk looks up n <= chunk projected keys into out.
 func (v *View) lookupChunk(pk *[chunk][KeyWords]uint32, n int, out []RuleID) {
-	if v.algo == Linear {
+	if v.algo == Linear || v.algo == Merge {
 		for i := 0; i < n; i++ {
 			out[i], _ = v.Lookup(pk[i][:v.p])
 		}

@@ -71,13 +71,19 @@ const (
 	descFixed   = 7
 )
 
-// Entry words after the P key words (tuple, bloom); linear slots are
-// [priority, id, value P words, mask P words].
+// Entry words after the P key words (tuple, bloom, merge); linear slots are
+// [priority, id, value P words, mask P words]. A merge entry holds its
+// rule's value in the P key words and its rule's mask in the P words after
+// EntMask.
 const (
 	EntID    = 0
 	EntPrio  = 1
 	entFixed = 2
+	EntMask  = 2 // merge: first mask word, after the P value words
 )
+
+// maxEntryWords bounds EntryWordsFor.
+const maxEntryWords = 2*KeyWords + entFixed
 
 // EmptyID marks an empty cuckoo entry or linear slot.
 const EmptyID = uint32(NoMatch)
@@ -91,8 +97,19 @@ const (
 	bitsPerEntry  = 16
 )
 
-// EntryWords returns the words of one cuckoo entry for P projected words.
+// EntryWords returns the words of one cuckoo entry for P projected words
+// (tuple, bloom).
 func EntryWords(p int) int { return p + entFixed }
+
+// EntryWordsFor returns the words of one cuckoo entry of algorithm a for P
+// projected words: P+2 (tuple, bloom) or 2P+2 (merge: value, id, priority,
+// mask).
+func EntryWordsFor(a Algo, p int) int {
+	if a == Merge {
+		return 2*p + entFixed
+	}
+	return EntryWords(p)
+}
 
 // ClassWords returns the words of one class descriptor for P projected words.
 func ClassWords(p int) int { return p + descFixed }

@@ -50,11 +50,16 @@ const (
 	Tuple
 	// Bloom is tuple-space search with a Bloom filter in front of each class.
 	Bloom
+	// Merge is tuple-space search over merged classes (TupleMerge): a class's
+	// hash covers a coarser mask than its rules', each entry carries its
+	// rule's own mask, so a few classes hold what tuple search spreads over
+	// hundreds.
+	Merge
 )
 
-var algoNames = []string{"linear", "tuple", "bloom"}
+var algoNames = []string{"linear", "tuple", "bloom", "merge"}
 
-// String returns "linear", "tuple" or "bloom".
+// String returns "linear", "tuple", "bloom" or "merge".
 func (a Algo) String() string {
 	if int(a) < len(algoNames) {
 		return algoNames[a]
@@ -69,7 +74,7 @@ func ParseAlgo(s string) (Algo, error) {
 			return Algo(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown classifier %q (want linear, tuple or bloom)", s)
+	return 0, fmt.Errorf("unknown classifier %q (want linear, tuple, bloom or merge)", s)
 }
 
 // Config configures a Table.
@@ -104,7 +109,7 @@ const (
 )
 
 func (c *Config) normalize() error {
-	if c.Algo > Bloom {
+	if c.Algo > Merge {
 		return fmt.Errorf("%w: unknown algorithm %d", ErrBadConfig, c.Algo)
 	}
 	if c.MaxEntries == 0 {

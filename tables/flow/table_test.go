@@ -11,7 +11,7 @@ import (
 	"github.com/gswitch/gswitch/tables/bubble"
 )
 
-var algos = []Algo{Linear, Tuple, Bloom}
+var algos = []Algo{Linear, Tuple, Bloom, Merge}
 
 // smallConfig returns a configuration with tiny sizes, so that re-hashes,
 // grows, splits and rebuilds all happen on small rule sets.

@@ -17,6 +17,7 @@ type tuple struct {
 	m       *bubble.Mirror
 	cfg     *Config
 	bloom   bool
+	merge   bool // Algo Merge: classes hash on a coarser mask (merge.go)
 	proj    []int
 	p, e, d int // projected words, words per entry, words per descriptor
 	unit    int // words per entry unit: one bucket of each subtable
@@ -37,7 +38,10 @@ type tuple struct {
 
 	walk    []walkStep
 	scratch []uint32
-	entBuf  [KeyWords + entFixed]uint32
+	entBuf  [maxEntryWords]uint32
+	hkBuf   [KeyWords]uint32
+	cands   []*class
+	levels  []Key
 }
 
 // class is one cuckoo table of a mask.
@@ -54,13 +58,15 @@ type class struct {
 	prios   map[uint16]int32
 	maxPrio uint16
 	opos    int
-	closed  bool // an insertion failed at the largest size: take no more
+	closed  bool             // an insertion failed at the largest size: take no more
+	pmask   [KeyWords]uint32 // merge: the class mask, projected
+	dups    map[uint64]uint8 // merge: members per class key (dupKey)
 }
 
 // walkStep is one write of a cuckoo walk, kept aside until the walk succeeds.
 type walkStep struct {
 	pos int
-	ent [KeyWords + entFixed]uint32
+	ent [maxEntryWords]uint32
 }
 
 // tref is a cuckoo table's words: the live image (written through the
@@ -80,7 +86,7 @@ func (r *tref) set(i int, v uint32) {
 }
 
 func newTuple(m *bubble.Mirror, cfg *Config) *tuple {
-	tc := &tuple{m: m, cfg: cfg, bloom: cfg.Algo == Bloom, k: cfg.families}
+	tc := &tuple{m: m, cfg: cfg, bloom: cfg.Algo == Bloom, merge: cfg.Algo == Merge, k: cfg.families}
 	srng := rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15))
 	tc.seeds = make([]uint64, tc.k*HashFuncs*HashCoefs)
 	for i := range tc.seeds {
@@ -128,13 +134,39 @@ func (tc *tuple) hash(fam, fn int, key []uint32) uint64 {
 // top returns the top n bits of h (0 for n == 0).
 func top(h uint64, n int) int { return int(h >> (64 - uint(n))) }
 
-// entryOf returns d's entry: projected key, id, priority.
+// entryOf returns d's entry: projected key, id, priority (and, merge, the
+// projected mask).
 func (tc *tuple) entryOf(d *dmatch) []uint32 {
 	e := tc.entBuf[:tc.e]
 	projectKey(&d.m.Value, tc.proj, e)
 	e[tc.p+EntID] = uint32(d.hid)
 	e[tc.p+EntPrio] = uint32(d.hprio)
+	if tc.merge {
+		projectKey(&d.m.Mask, tc.proj, e[tc.p+EntMask:])
+	}
 	return e
+}
+
+// cmask returns the projected class mask a merged class hashes under (nil
+// for tuple and Bloom, whose entries hold masked keys already).
+func (tc *tuple) cmask(c *class) []uint32 {
+	if !tc.merge {
+		return nil
+	}
+	return c.pmask[:tc.p]
+}
+
+// hkey returns the words an entry is hashed on: its key words, under the
+// class mask cm when there is one.
+func (tc *tuple) hkey(cm, ent []uint32) []uint32 {
+	if cm == nil {
+		return ent[:tc.p]
+	}
+	k := tc.hkBuf[:tc.p]
+	for i, m := range cm {
+		k[i] = ent[i] & m
+	}
+	return k
 }
 
 // tableWord returns the word offset of c's table.
@@ -148,7 +180,7 @@ func (tc *tuple) liveRef(c *class) *tref {
 }
 
 // read returns the entry at pos as the walk left it.
-func (tc *tuple) read(r *tref, walk []walkStep, pos int) (ent [KeyWords + entFixed]uint32) {
+func (tc *tuple) read(r *tref, walk []walkStep, pos int) (ent [maxEntryWords]uint32) {
 	for i := len(walk) - 1; i >= 0; i-- {
 		if walk[i].pos == pos {
 			return walk[i].ent
@@ -161,16 +193,16 @@ func (tc *tuple) read(r *tref, walk []walkStep, pos int) (ent [KeyWords + entFix
 // cuckooPut inserts ent into table r (2^logB buckets per subtable, hash
 // family fam): into an empty candidate bucket, else by a random walk of at
 // most maxKicks evictions. The walk's writes are applied only if it succeeds.
-func (tc *tuple) cuckooPut(r *tref, fam, logB int, ent []uint32) bool {
+func (tc *tuple) cuckooPut(r *tref, cm []uint32, fam, logB int, ent []uint32) bool {
 	walk := tc.walk[:0]
 	defer func() { tc.walk = walk[:0] }()
-	var cur [KeyWords + entFixed]uint32
+	var cur [maxEntryWords]uint32
 	copy(cur[:], ent)
 	last := -1
 	for kick := 0; kick <= tc.cfg.maxKicks; kick++ {
 		var pos [CuckooWays]int
 		for j := range pos {
-			pos[j] = j<<logB + top(tc.hash(fam, j, cur[:tc.p]), logB)
+			pos[j] = j<<logB + top(tc.hash(fam, j, tc.hkey(cm, cur[:])), logB)
 			if occ := tc.read(r, walk, pos[j]); occ[tc.p+EntID] == EmptyID {
 				walk = append(walk, walkStep{pos: pos[j], ent: cur})
 				tc.commit(r, walk)
@@ -211,12 +243,13 @@ func (tc *tuple) buildScratch(c *class, fam, logB int, extra *dmatch) ([]uint32,
 		buf[i] = EmptyID
 	}
 	r := &tref{w: buf}
+	cm := tc.cmask(c)
 	for _, d := range c.members {
-		if !tc.cuckooPut(r, fam, logB, tc.entryOf(d)) {
+		if !tc.cuckooPut(r, cm, fam, logB, tc.entryOf(d)) {
 			return nil, false
 		}
 	}
-	if extra != nil && !tc.cuckooPut(r, fam, logB, tc.entryOf(extra)) {
+	if extra != nil && !tc.cuckooPut(r, cm, fam, logB, tc.entryOf(extra)) {
 		return nil, false
 	}
 	return buf, true
@@ -248,6 +281,9 @@ func (tc *tuple) writeDesc(c *class) {
 }
 
 func (tc *tuple) insert(d *dmatch) error {
+	if tc.merge {
+		return tc.insertMerge(d)
+	}
 	sibs := tc.byMask[d.m.Mask]
 	for _, c := range sibs {
 		ok, err := tc.place(c, d)
@@ -255,7 +291,7 @@ func (tc *tuple) insert(d *dmatch) error {
 			return err
 		}
 	}
-	if err := tc.newClass(d); err != nil {
+	if err := tc.newClass(d, d.m.Mask); err != nil {
 		return err
 	}
 	if len(sibs) > 0 {
@@ -312,7 +348,7 @@ func (tc *tuple) place(c *class, d *dmatch) (bool, error) {
 func (tc *tuple) placeTable(c *class, d *dmatch) (placed, rehashed bool, err error) {
 	n := len(c.members) + 1
 	if n <= tc.loadLimit(c.logB) || c.logB >= tc.maxLogB {
-		if tc.cuckooPut(tc.liveRef(c), c.family, c.logB, tc.entryOf(d)) {
+		if tc.cuckooPut(tc.liveRef(c), tc.cmask(c), c.family, c.logB, tc.entryOf(d)) {
 			return true, false, nil
 		}
 		for i := 1; i < tc.k; i++ {
@@ -358,10 +394,13 @@ func (tc *tuple) addMember(c *class, d *dmatch) {
 	if tc.hint != nil {
 		tc.hint[c.mask]--
 	}
+	if tc.merge {
+		c.dups[dupKey(c, d)]++
+	}
 }
 
-// newClass opens a class for d's mask.
-func (tc *tuple) newClass(d *dmatch) error {
+// newClass opens a class of mask (d's own, or for merge a relaxed one) for d.
+func (tc *tuple) newClass(d *dmatch, mask Key) error {
 	n := 1
 	if tc.hint != nil {
 		n = min(max(tc.hint[d.m.Mask], 1), tc.cfg.ClassCapacity)
@@ -381,7 +420,11 @@ func (tc *tuple) newClass(d *dmatch) error {
 		tc.freeSlots.push(slot)
 		return errNoRoom
 	}
-	c := &class{slot: slot, mask: d.m.Mask, logB: logB, tbl: off, prios: map[uint16]int32{}, opos: -1}
+	c := &class{slot: slot, mask: mask, logB: logB, tbl: off, prios: map[uint16]int32{}, opos: -1}
+	if tc.merge {
+		projectKey(&mask, tc.proj, c.pmask[:tc.p])
+		c.dups = map[uint64]uint8{}
+	}
 	if tc.bloom {
 		c.logBits = bloomLogBits(n)
 		if c.bloomU, ok = tc.blm.alloc(c.logBits - bloomUnitLog); !ok {
@@ -426,13 +469,16 @@ func (tc *tuple) reorder(c *class) {
 
 // findEntry returns the position of d's entry in c's table, or -1.
 func (tc *tuple) findEntry(c *class, d *dmatch) int {
-	key := tc.entryOf(d)[:tc.p]
+	ent := tc.entryOf(d)
+	key := ent[:tc.p]
+	hk := tc.hkey(tc.cmask(c), ent)
 	w := tc.m.Words(RegionEntries)
 	base := tc.tableWord(c)
 	for j := 0; j < CuckooWays; j++ {
-		pos := j<<c.logB + top(tc.hash(c.family, j, key), c.logB)
+		pos := j<<c.logB + top(tc.hash(c.family, j, hk), c.logB)
 		e := w[base+pos*tc.e:]
-		if e[tc.p+EntID] != EmptyID && slices.Equal(e[:tc.p], key) {
+		if e[tc.p+EntID] != EmptyID && slices.Equal(e[:tc.p], key) &&
+			(!tc.merge || slices.Equal(e[tc.p+EntMask:tc.p+EntMask+tc.p], ent[tc.p+EntMask:tc.p+EntMask+tc.p])) {
 			return pos
 		}
 	}
@@ -464,6 +510,13 @@ func (tc *tuple) remove(d *dmatch) {
 	c := d.cls
 	if pos := tc.findEntry(c, d); pos >= 0 {
 		tc.m.Set(RegionEntries, tc.entryWord(c, pos, tc.p+EntID), EmptyID)
+	}
+	if tc.merge {
+		if k := dupKey(c, d); c.dups[k] <= 1 {
+			delete(c.dups, k)
+		} else {
+			c.dups[k]--
+		}
 	}
 	last := c.members[len(c.members)-1]
 	c.members[d.cpos], last.cpos = last, d.cpos
@@ -617,7 +670,7 @@ func (tc *tuple) refillBloom(c *class) {
 // room if the estimate falls short.
 func (tc *tuple) rebuild(proj []int, ds []*dmatch) error {
 	tc.proj, tc.p = proj, len(proj)
-	tc.e, tc.d = EntryWords(tc.p), ClassWords(tc.p)
+	tc.e, tc.d = EntryWordsFor(tc.cfg.Algo, tc.p), ClassWords(tc.p)
 	tc.unit = CuckooWays * tc.e
 	counts := map[Key]int{}
 	for _, d := range ds {
@@ -673,8 +726,10 @@ func (tc *tuple) build(sizes [numRegions]int, ds []*dmatch, counts map[Key]int) 
 	tc.freeSlots, tc.slotTop, tc.order = tc.freeSlots[:0], 0, tc.order[:0]
 	tc.ent = newBlockAlloc(sizes[RegionEntries] / tc.unit)
 	tc.blm = newBlockAlloc(sizes[RegionBloom] / bloomUnitWord)
-	tc.hint = maps(counts)
-	defer func() { tc.hint = nil }()
+	if !tc.merge { // merged classes do not follow masks: they grow as they fill
+		tc.hint = maps(counts)
+		defer func() { tc.hint = nil }()
+	}
 	writeHeader(tc.m, tc.cfg.Algo, tc.proj, tc.k, tc.e, tc.d)
 	for i, s := range tc.seeds {
 		tc.m.Set(RegionSeeds, uint32(2*i), uint32(s))

@@ -45,7 +45,7 @@ func NewView(im *bubble.Image) (*View, error) {
 		return nil, fmt.Errorf("flow: not a flow table image (magic %#x, version %d)", h[HdrMagic], h[HdrVersion])
 	}
 	v := &View{hdr: h, algo: Algo(h[HdrAlgo])}
-	if v.algo > Bloom {
+	if v.algo > Merge {
 		return nil, fmt.Errorf("flow: unknown algorithm %d", h[HdrAlgo])
 	}
 	if h[HdrP] > KeyWords {
@@ -93,7 +93,7 @@ func (v *View) checkLinear() error {
 
 func (v *View) checkTuple(im *bubble.Image) error {
 	h := v.hdr
-	v.ew, v.dw = EntryWords(v.p), ClassWords(v.p)
+	v.ew, v.dw = EntryWordsFor(v.algo, v.p), ClassWords(v.p)
 	if int(h[HdrEntry]) != v.ew || int(h[HdrClass]) != v.dw {
 		return fmt.Errorf("flow: entries of %d words and descriptors of %d, want %d and %d", h[HdrEntry], h[HdrClass], v.ew, v.dw)
 	}
@@ -300,6 +300,8 @@ func (v *View) linearAll(pk []uint32, dst []RuleID) []RuleID {
 // class's family (over all P words: words outside the mask are 0 and add
 // nothing), tested against the Bloom filter (bloom), and the three candidate
 // entries compared on all P words (an entry's words outside its mask are 0).
+// A merged class's entries are each compared under their own mask, and
+// every one that matches counts.
 func (v *View) tuple(pk []uint32, all *[]RuleID) uint64 {
 	n := min(int(v.hdr[HdrCount]), len(v.order))
 	p, ew, dw := v.p, v.ew, v.dw
@@ -352,6 +354,21 @@ func (v *View) tuple(pk []uint32, all *[]RuleID) uint64 {
 		p1 := (sz + int(h1>>sh)) * ew
 		p2 := (2*sz + int(h2>>sh)) * ew
 		id0, id1, id2 := tbl[p0+p+EntID], tbl[p1+p+EntID], tbl[p2+p+EntID]
+		if v.algo == Merge {
+			// Any of the three may match, each under its own mask.
+			for _, e := range [3][]uint32{tbl[p0 : p0+ew], tbl[p1 : p1+ew], tbl[p2 : p2+ew]} {
+				id := e[p+EntID]
+				if id == EmptyID || !mergeMatches(e, p, pk) {
+					continue
+				}
+				if all != nil {
+					*all = append(*all, RuleID(id))
+				} else if r := uint64(e[p+EntPrio])<<32 | uint64(^id); r > best {
+					best = r
+				}
+			}
+			continue
+		}
 		hit := -1
 		switch {
 		case id0 != EmptyID && keyEq(tbl[p0:p0+p], key):
@@ -378,6 +395,18 @@ func (v *View) tuple(pk []uint32, all *[]RuleID) uint64 {
 // coefs is one hash function's coefficients, padded to a power of two so
 // that indexing needs no bounds check.
 type coefs [32]uint64
+
+// mergeMatches reports whether the projected key pk matches a merge entry
+// [value p words, id, priority, mask p words].
+func mergeMatches(e []uint32, p int, pk []uint32) bool {
+	val, msk := e[:p], e[p+EntMask:p+EntMask+p]
+	for j, x := range pk[:p] {
+		if x&msk[j] != val[j] {
+			return false
+		}
+	}
+	return true
+}
 
 func keyEq(e, key []uint32) bool {
 	e = e[:len(key)]
