@@ -243,7 +243,7 @@ __device__ void setup(ftab& f, const uint32_t* __restrict__ img, const uint32_t*
 	f.nslot = d[D_NSLOT];
 	f.entLen = d[6 + R_ENTRIES];
 	f.bloomLen = d[6 + R_BLOOM];
-	f.isBloom = d[D_ALGO] == ALGO_BLOOM;
+	f.isBloom = d[D_ALGO] == ALGO_BLOOM || d[D_ALGO] == ALGO_MERGE;
 	f.isMerge = d[D_ALGO] == ALGO_MERGE;
 	f.ent = img + d[R_ENTRIES];
 	f.n = min(__ldg(&img[d[R_HEADER] + HDR_COUNT]), d[6 + R_ORDER]);

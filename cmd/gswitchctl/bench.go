@@ -272,7 +272,7 @@ func printResults(w io.Writer, asJSON bool, rs []result) error {
 		if r.Layout != "" {
 			fmt.Fprintf(w, "  layout: %s\n", r.Layout)
 		}
-		if r.GPU != "" {
+		if r.Backend == "gpu" {
 			k, st, cpu := r.MLPSKernel, r.MLPSStaged, r.MLPSCPU
 			if r.Work == "classify" {
 				k, st, cpu = r.MPPSKernel, r.MPPSStaged, r.MPPSCPU

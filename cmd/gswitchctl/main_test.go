@@ -65,8 +65,8 @@ func TestBenchClassifyCheck(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
-		if len(rs) != 3 {
-			t.Fatalf("%v: got %d results, want one per algorithm", args, len(rs))
+		if len(rs) != 4 {
+			t.Fatalf("%v: got %d results, want one per algorithm (linear, tuple, bloom, merge)", args, len(rs))
 		}
 		for _, r := range rs {
 			if r.Checked == 0 || r.Mismatches != 0 || r.MPPS <= 0 || r.Entries == 0 {

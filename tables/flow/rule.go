@@ -57,6 +57,10 @@ const (
 	Merge
 )
 
+// filtered reports whether the algorithm's classes have Bloom filters:
+// Bloom, and Merge (a filter over each merged class's class keys).
+func (a Algo) filtered() bool { return a == Bloom || a == Merge }
+
 var algoNames = []string{"linear", "tuple", "bloom", "merge"}
 
 // String returns "linear", "tuple", "bloom" or "merge".

@@ -86,7 +86,7 @@ func (r *tref) set(i int, v uint32) {
 }
 
 func newTuple(m *bubble.Mirror, cfg *Config) *tuple {
-	tc := &tuple{m: m, cfg: cfg, bloom: cfg.Algo == Bloom, merge: cfg.Algo == Merge, k: cfg.families}
+	tc := &tuple{m: m, cfg: cfg, bloom: cfg.Algo == Bloom || cfg.Algo == Merge, merge: cfg.Algo == Merge, k: cfg.families}
 	srng := rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15))
 	tc.seeds = make([]uint64, tc.k*HashFuncs*HashCoefs)
 	for i := range tc.seeds {
@@ -594,7 +594,7 @@ func (c *class) prioDel(p uint16) bool {
 
 // bloomBits returns the two Bloom filter bits of d in c.
 func (tc *tuple) bloomBits(c *class, d *dmatch) (int, int) {
-	key := tc.entryOf(d)[:tc.p]
+	key := tc.hkey(tc.cmask(c), tc.entryOf(d))
 	return top(tc.hash(c.family, bloomFunc0, key), c.logBits), top(tc.hash(c.family, bloomFunc0+1, key), c.logBits)
 }
 

@@ -139,7 +139,7 @@ func (v *View) checkClass(i int) error {
 	if _, ok := v.table(d); !ok {
 		return fmt.Errorf("flow: class slot %d: family %d, table at %d of 2^%d buckets: outside the image", slot, d[DescFamily], d[DescTable], d[DescLogB])
 	}
-	if v.algo == Bloom {
+	if v.algo.filtered() {
 		if _, ok := v.filter(d); !ok {
 			return fmt.Errorf("flow: class slot %d: Bloom filter at %d of 2^%d bits: outside the image", slot, d[DescBloom], d[DescLogBits])
 		}
@@ -328,7 +328,7 @@ func (v *View) tuple(pk []uint32, all *[]RuleID) uint64 {
 			continue
 		}
 		fn := v.coef[fam*HashFuncs : fam*HashFuncs+HashFuncs]
-		if v.algo == Bloom {
+		if v.algo.filtered() {
 			f, ok := v.filter(d)
 			if !ok {
 				continue
