@@ -140,6 +140,16 @@
 // cleared in the image when its count drops to 0. A lookup probes a class's
 // cuckoo table only when both bits are set.
 //
+// Merged tuple search (Algo Merge; merge.go, after TupleMerge). The same
+// classes, descriptors, cuckoo tables and Bloom filters, but a class's mask
+// is a relaxed mask within each of its rules' masks, and an entry is
+// EntryWordsFor(Merge, P) = 2P+2 words: the rule's value, id, priority and
+// the rule's own mask. Entries are placed by hashing their value under the
+// class mask (the class key); the Bloom filter holds class keys. A lookup
+// masks the packet with the class mask, hashes it, and compares each of the
+// three candidate entries under the entry's own mask: any may match, and the
+// best rank wins. At most three rules of a class share a class key.
+//
 // # Updates and bubbles
 //
 // Every change to the image goes through bubble.Mirror.Set, so each word an
