@@ -143,8 +143,8 @@ func (tc *tuple) insertMerge(d *dmatch) error {
 		cands = append(cands, c)
 	}
 	slices.SortFunc(cands, func(a, b *class) int {
-		if x, y := maskBits(&a.mask), maskBits(&b.mask); x != y {
-			return y - x
+		if a.nbits != b.nbits {
+			return b.nbits - a.nbits
 		}
 		return len(b.members) - len(a.members)
 	})

@@ -60,6 +60,7 @@ type class struct {
 	opos    int
 	closed  bool             // an insertion failed at the largest size: take no more
 	pmask   [KeyWords]uint32 // merge: the class mask, projected
+	nbits   int              // merge: bits of the class mask
 	dups    map[uint64]uint8 // merge: members per class key (dupKey)
 }
 
@@ -423,6 +424,7 @@ func (tc *tuple) newClass(d *dmatch, mask Key) error {
 	c := &class{slot: slot, mask: mask, logB: logB, tbl: off, prios: map[uint16]int32{}, opos: -1}
 	if tc.merge {
 		projectKey(&mask, tc.proj, c.pmask[:tc.p])
+		c.nbits = maskBits(&mask)
 		c.dups = map[uint64]uint8{}
 	}
 	if tc.bloom {
