@@ -50,9 +50,10 @@ type CUDA struct {
 	ctx            cu.CUContext
 	mod            cu.Module
 	fn4, fn6, scat cu.Function
-	fmod           cu.Module // flow.cu
-	ffn            cu.Function
-	fsplit, franks cu.Function // flow_lookup_split, flow_ranks
+	fmod           cu.Module     // flow.cu
+	ffn            cu.Function   // flow_lookup (widths 17 to 27)
+	fnarrow        [2]flowKernel // flow_lookup_w8, flow_lookup_w16
+	fsplit, franks cu.Function   // flow_lookup_split, flow_ranks
 	maxGrid        int
 	sms            int
 	smemBudget     int // bytes of shared memory flow_lookup may stage into
@@ -92,9 +93,10 @@ type cudaTable struct {
 	img    devBuf      // all regions end to end
 	desc   devBuf      // level descriptors, 3 words per level
 	nl     int64
-	smem   int     // Flow: the dynamic shared memory of a launch (staged parts)
-	grid   int     // Flow: the most blocks resident at once with smem, 0: c.occ
-	pend   pending // bubbles applied but not yet scattered on the device (guarded by CUDA.mu)
+	ffn    cu.Function // Flow: the lookup kernel for the image's width
+	smem   int         // Flow: the dynamic shared memory of a launch (staged parts)
+	grid   int         // Flow: the most blocks resident at once with smem, 0: c.occ
+	pend   pending     // bubbles applied but not yet scattered on the device (guarded by CUDA.mu)
 }
 
 type devBuf struct {
@@ -193,7 +195,8 @@ func (c *CUDA) start(ordinal int) error {
 	for _, f := range []struct {
 		fn   *cu.Function
 		name string
-	}{{&c.ffn, "flow_lookup"}, {&c.fsplit, "flow_lookup_split"}, {&c.franks, "flow_ranks"}} {
+	}{{&c.ffn, "flow_lookup"}, {&c.fsplit, "flow_lookup_split"}, {&c.franks, "flow_ranks"},
+		{&c.fnarrow[0].fn, "flow_lookup_w8"}, {&c.fnarrow[1].fn, "flow_lookup_w16"}} {
 		if *f.fn, err = c.fmod.Function(f.name); err != nil {
 			return fmt.Errorf("gpu: cuda: kernel %s: %v", f.name, err)
 		}
@@ -211,6 +214,7 @@ func (c *CUDA) start(ordinal int) error {
 			c.occ[fn] = per * max(sms, 1)
 		}
 	}
+	c.fnarrow[0].maxP, c.fnarrow[1].maxP = 8, 16
 	if err := c.setSmemBudget(ordinal); err != nil {
 		return err
 	}
@@ -248,9 +252,30 @@ func (c *CUDA) setSmemBudget(ordinal int) error {
 	}
 	c.smemBudget = max(0, min(c.smemBudget, smemMax(ordinal)-512))
 	if c.smemBudget > 48<<10-512 {
-		return smemOptIn(c.ffn, c.smemBudget)
+		for _, fn := range []cu.Function{c.ffn, c.fnarrow[0].fn, c.fnarrow[1].fn} {
+			if err := smemOptIn(fn, c.smemBudget); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// flowKernel is a flow_lookup kernel for widths up to maxP.
+type flowKernel struct {
+	fn   cu.Function
+	maxP int
+}
+
+// flowFn returns the lookup kernel for images p words wide: the narrowest
+// that takes p (the fewer registers, the more warps an SM keeps resident).
+func (c *CUDA) flowFn(p int) cu.Function {
+	for _, k := range c.fnarrow {
+		if p <= k.maxP {
+			return k.fn
+		}
+	}
+	return c.ffn
 }
 
 // do runs f on the owning goroutine and returns its error.
@@ -326,8 +351,8 @@ func (c *CUDA) newDeviceImage(kind Kind, l *lpmLayout, im *bubble.Image) (*cudaT
 // parts flow_lookup stages into shared memory chosen within c.smemBudget.
 func (c *CUDA) newFlowImage(l *flowLayout, im *bubble.Image) (*cudaTable, error) {
 	stage, bytes := l.stagePlan(c.smemBudget)
-	t := &cudaTable{kind: Flow, flay: l, smem: bytes}
-	if per, err := c.ffn.MaxActiveBlocksPerMultiProcessor(blockSize, int64(bytes)); err == nil && per > 0 {
+	t := &cudaTable{kind: Flow, flay: l, ffn: c.flowFn(l.p), smem: bytes}
+	if per, err := t.ffn.MaxActiveBlocksPerMultiProcessor(blockSize, int64(bytes)); err == nil && per > 0 {
 		t.grid = per * c.sms
 	}
 	return c.uploadImage(t, &l.regions, l.desc(stage), im)

@@ -101,7 +101,7 @@ func (c *CUDA) KernelTimeFlow(id TableID, soa []uint32, n, iters int) (ms float6
 		}
 		ms, err = c.timeLaunches(iters, func(st cu.Stream) error {
 			// (img, desc, nl = 0, keys, out, n, stride = n): launchIn appends the last.
-			return c.launchShared(st, c.ffn, n, t.smem, t.grid, t.img.p, t.desc.p, int64(0), c.in.p, c.out.p, int64(n))
+			return c.launchShared(st, t.ffn, n, t.smem, t.grid, t.img.p, t.desc.p, int64(0), c.in.p, c.out.p, int64(n))
 		})
 		return err
 	})

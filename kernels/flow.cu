@@ -27,8 +27,13 @@
 // order, the Bloom filters — are staged into shared memory at the start of
 // each block when they fit the budget the host chose (descriptor word
 // D_STAGE, the dynamic shared memory size of the launch): loads the whole
-// warp makes to one address, and Bloom probes, then never leave the SM. out[i] is the best rule's
-// id, 0xFFFFFFFF when none (rank 0). Rank = prio<<32 | ~id.
+// warp makes to one address, and Bloom probes, then never leave the SM.
+// Three kernels split the widths (flow_lookup_w8, flow_lookup_w16,
+// flow_lookup) so that a narrow image does not pay for the registers of
+// the widest: on an H100 one kernel for every width took 130 registers, one
+// block of 256 threads per SM (8 warps, mostly waiting); acl1's 5-word keys
+// now run at 4 blocks per SM. out[i] is the best rule's id, 0xFFFFFFFF when
+// none (rank 0). Rank = prio<<32 | ~id.
 //
 // Build (see the Makefile's kernels target):
 //   nvcc -ptx -arch=sm_90      -o flow_sm90.ptx      flow.cu
@@ -135,96 +140,130 @@ __device__ uint64_t flow_linear(const uint32_t* __restrict__ img, const uint32_t
 	return best;
 }
 
+// flow_filter reports whether the class of descriptor cd (a valid slot) is
+// worth a probe for packet key pk: its hash family exists and, in a Bloom or
+// merged image, its filter is in range and has both of the key's bits set.
 template <int P>
-__device__ uint64_t flow_tuple(const ftab& f, const uint32_t* pk, uint32_t first = 0, uint32_t step = 1)
+__device__ __forceinline__ bool flow_filter(const ftab& f, const uint32_t* cd, const uint32_t* pk)
 {
-	const uint32_t ew = f.isMerge ? 2 * P + 2 : P + 2, dw = P + 7;
-	uint64_t best = 0;
+	const uint32_t* c = cd + P;
+	uint32_t fam = c[C_FAMILY];
+	if (fam >= f.k)
+		return false;
+	if (!f.isBloom)
+		return true;
+	uint32_t lb = c[C_LOGBITS];
+	if (lb < 5 || lb > 31)
+		return false;
+	uint64_t off = c[C_BLOOM], size = (uint64_t)1 << (lb - 5);
+	if (off + size > f.bloomLen)
+		return false;
 	uint32_t key[P > 0 ? P : 1];
-	for (uint32_t i = first; i < f.n; i += step) {
-		uint32_t slot = f.order[i];
-		if (slot >= f.nslot)
-			continue;
-		const uint32_t* cd = f.desc + (uint64_t)slot * dw;
-		const uint32_t* c = cd + P;
-		if ((best >> 32) > (uint64_t)c[C_MAXPRIO])
-			break;
 #pragma unroll
-		for (int j = 0; j < P; j++)
-			key[j] = pk[j] & cd[j];
-		uint32_t fam = c[C_FAMILY];
-		if (fam >= f.k)
-			continue;
-		const uint32_t* fs = f.seeds + (uint64_t)fam * FLOW_HASHFUNCS * f.sstride;
-		if (f.isBloom) {
-			uint32_t lb = c[C_LOGBITS];
-			if (lb < 5 || lb > 31)
-				continue;
-			uint64_t off = c[C_BLOOM], size = (uint64_t)1 << (lb - 5);
-			if (off + size > f.bloomLen)
-				continue;
-			const uint32_t* fl = f.bloom + off;
-			uint64_t b1 = flow_hash<P>(fs + FLOW_WAYS * f.sstride, key) >> (64 - lb);
-			uint64_t b2 = flow_hash<P>(fs + (FLOW_WAYS + 1) * f.sstride, key) >> (64 - lb);
-			if ((fl[b1 >> 5] & (1u << (b1 & 31))) == 0 || (fl[b2 >> 5] & (1u << (b2 & 31))) == 0)
-				continue;
-		}
-		uint32_t logB = c[C_LOGB];
-		if (logB > 30)
-			continue;
-		uint64_t toff = c[C_TABLE], tsize = (uint64_t)(FLOW_WAYS * ew) << logB;
-		if (toff + tsize > f.entLen)
-			continue;
-		const uint32_t* tbl = f.ent + toff;
-		uint64_t sz = (uint64_t)1 << logB;
-		uint64_t h0 = top(flow_hash<P>(fs, key), logB);
-		uint64_t h1 = top(flow_hash<P>(fs + f.sstride, key), logB);
-		uint64_t h2 = top(flow_hash<P>(fs + 2 * f.sstride, key), logB);
-		uint64_t pos[3] = {h0 * ew, (sz + h1) * ew, (2 * sz + h2) * ew};
-		uint32_t ids[3];
+	for (int j = 0; j < P; j++)
+		key[j] = pk[j] & cd[j];
+	const uint32_t* fs = f.seeds + (uint64_t)fam * FLOW_HASHFUNCS * f.sstride;
+	const uint32_t* fl = f.bloom + off;
+	uint64_t b1 = flow_hash<P>(fs + FLOW_WAYS * f.sstride, key) >> (64 - lb);
+	uint64_t b2 = flow_hash<P>(fs + (FLOW_WAYS + 1) * f.sstride, key) >> (64 - lb);
+	return (fl[b1 >> 5] & (1u << (b1 & 31))) != 0 && (fl[b2 >> 5] & (1u << (b2 & 31))) != 0;
+}
+
+// flow_probe looks the packet up in the cuckoo table of the class of
+// descriptor cd (flow_filter passed) and returns best raised to the rank of
+// the rule it finds there.
+template <int P>
+__device__ __forceinline__ uint64_t flow_probe(const ftab& f, const uint32_t* cd, const uint32_t* pk, uint64_t best)
+{
+	const uint32_t ew = f.isMerge ? 2 * P + 2 : P + 2;
+	const uint32_t* c = cd + P;
+	uint32_t logB = c[C_LOGB];
+	if (logB > 30)
+		return best;
+	uint64_t toff = c[C_TABLE], tsize = (uint64_t)(FLOW_WAYS * ew) << logB;
+	if (toff + tsize > f.entLen)
+		return best;
+	uint32_t key[P > 0 ? P : 1];
 #pragma unroll
-		for (int w = 0; w < 3; w++)
-			ids[w] = __ldg(&tbl[pos[w] + P]);
-		if (f.isMerge) {
-			// Merged class (TupleMerge): any of the three entries may
-			// match, each under its own mask [value P, id, prio, mask P].
+	for (int j = 0; j < P; j++)
+		key[j] = pk[j] & cd[j];
+	const uint32_t* fs = f.seeds + (uint64_t)c[C_FAMILY] * FLOW_HASHFUNCS * f.sstride;
+	const uint32_t* tbl = f.ent + toff;
+	uint64_t sz = (uint64_t)1 << logB;
+	uint64_t h0 = top(flow_hash<P>(fs, key), logB);
+	uint64_t h1 = top(flow_hash<P>(fs + f.sstride, key), logB);
+	uint64_t h2 = top(flow_hash<P>(fs + 2 * f.sstride, key), logB);
+	uint64_t pos[3] = {h0 * ew, (sz + h1) * ew, (2 * sz + h2) * ew};
+	uint32_t ids[3];
 #pragma unroll
-			for (int w = 0; w < 3; w++) {
-				if (ids[w] == EMPTY_ID)
-					continue;
-				bool eq = true;
-#pragma unroll
-				for (int j = 0; j < P; j++)
-					eq &= (pk[j] & __ldg(&tbl[pos[w] + P + 2 + j])) == __ldg(&tbl[pos[w] + j]);
-				if (!eq)
-					continue;
-				uint64_t r = (uint64_t)__ldg(&tbl[pos[w] + P + 1]) << 32 | (uint64_t)(~ids[w]);
-				if (r > best)
-					best = r;
-			}
-			continue;
-		}
-		int hit = -1;
+	for (int w = 0; w < 3; w++)
+		ids[w] = __ldg(&tbl[pos[w] + P]);
+	if (f.isMerge) {
+		// Merged class (TupleMerge): any of the three entries may
+		// match, each under its own mask [value P, id, prio, mask P].
 #pragma unroll
 		for (int w = 0; w < 3; w++) {
-			if (hit >= 0 || ids[w] == EMPTY_ID)
+			if (ids[w] == EMPTY_ID)
 				continue;
 			bool eq = true;
 #pragma unroll
 			for (int j = 0; j < P; j++)
-				eq &= __ldg(&tbl[pos[w] + j]) == key[j];
-			if (eq)
-				hit = w;
+				eq &= (pk[j] & __ldg(&tbl[pos[w] + P + 2 + j])) == __ldg(&tbl[pos[w] + j]);
+			if (!eq)
+				continue;
+			uint64_t r = (uint64_t)__ldg(&tbl[pos[w] + P + 1]) << 32 | (uint64_t)(~ids[w]);
+			if (r > best)
+				best = r;
 		}
-		if (hit < 0)
+		return best;
+	}
+	// The first of the three that holds the key (no dynamically indexed
+	// array: it would live in local memory).
+	uint32_t hid = EMPTY_ID;
+	uint64_t hpos = 0;
+#pragma unroll
+	for (int w = 0; w < 3; w++) {
+		if (hid != EMPTY_ID || ids[w] == EMPTY_ID)
 			continue;
-		uint32_t id = ids[hit];
-		uint64_t r = (uint64_t)__ldg(&tbl[pos[hit] + P + 1]) << 32 | (uint64_t)(~id);
-		if (r > best)
-			best = r;
+		bool eq = true;
+#pragma unroll
+		for (int j = 0; j < P; j++)
+			eq &= __ldg(&tbl[pos[w] + j]) == key[j];
+		if (eq)
+			hid = ids[w], hpos = pos[w];
+	}
+	if (hid == EMPTY_ID)
+		return best;
+	uint64_t r = (uint64_t)__ldg(&tbl[hpos + P + 1]) << 32 | (uint64_t)(~hid);
+	return r > best ? r : best;
+}
+
+// flow_tuple walks order positions first, first+step, ... (classes in
+// descending max priority) and returns the best rank, exactly as
+// flow.View does. (Testing a group of classes' Bloom filters together, so
+// that their latencies overlap, measured slower on an H100: 862 and 840
+// Mpps on acl1 for groups of 4 and 2 against 915 one class at a time; the
+// registers it takes cost more resident warps than it saves waiting.)
+template <int P>
+__device__ uint64_t flow_tuple(const ftab& f, const uint32_t* pk, uint32_t first, uint32_t step)
+{
+	const uint32_t dw = P + 7;
+	uint64_t best = 0;
+	for (uint32_t i = first; i < f.n; i += step) {
+		uint32_t slot = f.order[i];
+		if (slot >= f.nslot)
+			continue;
+		const uint32_t* cd = f.desc + slot * dw;
+		if ((best >> 32) > (uint64_t)cd[P + C_MAXPRIO])
+			break;
+		if (flow_filter<P>(f, cd, pk))
+			best = flow_probe<P>(f, cd, pk, best);
 	}
 	return best;
 }
+
+// smem is the dynamic shared memory of a launch (the staged parts).
+extern __shared__ uint32_t smem[];
 
 // stage copies n words of src to dst with the whole block.
 __device__ __forceinline__ void stage(uint32_t* dst, const uint32_t* __restrict__ src, uint32_t n)
@@ -290,18 +329,31 @@ __device__ void classify(const uint32_t* __restrict__ img, const uint32_t* d, co
 #pragma unroll
 		for (int j = 0; j < P; j++)
 			pk[j] = soa[(size_t)j * stride + i];
-		uint64_t best = linear ? flow_linear<P>(img, d, pk) : flow_tuple<P>(f, pk);
+		uint64_t best = linear ? flow_linear<P>(img, d, pk) : flow_tuple<P>(f, pk, 0, 1);
 		out[i] = best == 0 ? EMPTY_ID : ~(uint32_t)best;
 	}
 }
 
-// flow_lookup: out[i] = best rule for packet i. One thread per packet,
-// grid-stride, the descriptor and the staged parts in shared memory. nl is
-// unused (the lookup kernels share one parameter list).
-extern "C" __global__ void flow_lookup(const uint32_t* __restrict__ img, const uint32_t* __restrict__ desc, int nl,
+// dispatch runs classify<P> for the image's width p, one of LO..HI.
+template <int LO, int HI>
+__device__ __forceinline__ void dispatch(uint32_t p, const uint32_t* __restrict__ img, const uint32_t* d, const ftab& f,
+					 const uint32_t* __restrict__ soa, uint32_t* __restrict__ out, int n, int stride)
+{
+	if (p == LO) {
+		classify<LO>(img, d, f, soa, out, n, stride);
+		return;
+	}
+	if constexpr (LO < HI)
+		dispatch<LO + 1, HI>(p, img, d, f, soa, out, n, stride);
+}
+
+// lookup is the body of the flow_lookup kernels for widths LO..HI (an
+// image of another width gets no answers written: the host picks the
+// kernel by width).
+template <int LO, int HI>
+__device__ __forceinline__ void lookup(const uint32_t* __restrict__ img, const uint32_t* __restrict__ desc,
 				       const uint32_t* __restrict__ soa, uint32_t* __restrict__ out, int n, int stride)
 {
-	extern __shared__ uint32_t smem[];
 	__shared__ uint32_t d[FLOW_DESC];
 	for (int i = threadIdx.x; i < FLOW_DESC; i += blockDim.x)
 		d[i] = desc[i];
@@ -309,16 +361,48 @@ extern "C" __global__ void flow_lookup(const uint32_t* __restrict__ img, const u
 	ftab tf;
 	if (d[D_ALGO] != ALGO_LINEAR) // uniform: every thread reaches setup's barrier
 		setup(tf, img, d, smem);
-	switch (min(d[D_P], (uint32_t)FLOW_KEYWORDS)) {
-#define CASE(P) \
-	case P:     \
-		classify<P>(img, d, tf, soa, out, n, stride); \
-		break;
-	CASE(0) CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8) CASE(9) CASE(10) CASE(11) CASE(12)
-	CASE(13) CASE(14) CASE(15) CASE(16) CASE(17) CASE(18) CASE(19) CASE(20) CASE(21) CASE(22) CASE(23) CASE(24)
-	CASE(25) CASE(26) CASE(27)
-#undef CASE
-	}
+	dispatch<LO, HI>(min(d[D_P], (uint32_t)FLOW_KEYWORDS), img, d, tf, soa, out, n, stride);
+}
+
+// flow_lookup: out[i] = best rule for packet i. One thread per packet,
+// grid-stride, the descriptor and the staged parts in shared memory. nl is
+// unused (the lookup kernels share one parameter list). A kernel holds the
+// registers its widest width needs, and registers bound how many warps an
+// SM keeps resident (the lookups wait on shared memory and L2 and need
+// many), so narrow images have kernels of their own: flow_lookup_w8 for
+// widths up to 8 (ClassBench 5-tuples are 5 words) at four blocks of 256
+// per SM (64 registers), flow_lookup_w16 up to 16 at three, flow_lookup
+// widths 17 to 27 at two. An image of another width gets no answers from a
+// kernel (the host picks the kernel by width: gpu.CUDA.flowFn).
+#ifndef FLOW_W8_BLOCKS
+#define FLOW_W8_BLOCKS 4
+#endif
+#ifndef FLOW_W16_BLOCKS
+#define FLOW_W16_BLOCKS 3
+#endif
+#ifndef FLOW_ALL_BLOCKS
+#define FLOW_ALL_BLOCKS 2
+#endif
+
+extern "C" __global__ void __launch_bounds__(256, FLOW_W8_BLOCKS)
+flow_lookup_w8(const uint32_t* __restrict__ img, const uint32_t* __restrict__ desc, int nl,
+	       const uint32_t* __restrict__ soa, uint32_t* __restrict__ out, int n, int stride)
+{
+	lookup<0, 8>(img, desc, soa, out, n, stride);
+}
+
+extern "C" __global__ void __launch_bounds__(256, FLOW_W16_BLOCKS)
+flow_lookup_w16(const uint32_t* __restrict__ img, const uint32_t* __restrict__ desc, int nl,
+		const uint32_t* __restrict__ soa, uint32_t* __restrict__ out, int n, int stride)
+{
+	lookup<9, 16>(img, desc, soa, out, n, stride);
+}
+
+extern "C" __global__ void __launch_bounds__(256, FLOW_ALL_BLOCKS)
+flow_lookup(const uint32_t* __restrict__ img, const uint32_t* __restrict__ desc, int nl,
+	    const uint32_t* __restrict__ soa, uint32_t* __restrict__ out, int n, int stride)
+{
+	lookup<17, FLOW_KEYWORDS>(img, desc, soa, out, n, stride);
 }
 
 // classify_split is classify with G threads per packet: thread (i, g) walks
@@ -349,7 +433,6 @@ __device__ void classify_split(const ftab& f, const uint32_t* __restrict__ soa, 
 extern "C" __global__ void flow_lookup_split(const uint32_t* __restrict__ img, const uint32_t* __restrict__ desc, int groups,
 					     const uint32_t* __restrict__ soa, unsigned long long* __restrict__ rank, int n, int stride)
 {
-	extern __shared__ uint32_t smem[];
 	__shared__ uint32_t d[FLOW_DESC];
 	for (int i = threadIdx.x; i < FLOW_DESC; i += blockDim.x)
 		d[i] = desc[i];
