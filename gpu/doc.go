@@ -99,7 +99,12 @@
 // packet's key lives in registers, and stages the hash coefficients in use,
 // the class descriptors, the order and the Bloom filters into shared memory
 // when they fit a budget (FlowSmemEnv; by default what a block gets without
-// opting in); on the H100 staging changed nothing measurable on acl1.
+// opting in); on the H100 staging changed nothing measurable on acl1. The
+// widths are split over three kernels (flow_lookup_w8, flow_lookup_w16 and
+// flow_lookup for 17 to 27 words; CUDA.flowFn picks one per table), since a
+// kernel holds the registers of its widest width and registers bound the
+// warps an SM keeps resident: on acl1's 5-word keys one kernel for every
+// width ran one block per SM (130 registers), flow_lookup_w8 runs four.
 //
 // # The Engine
 //
