@@ -50,10 +50,10 @@ type CUDA struct {
 	ctx            cu.CUContext
 	mod            cu.Module
 	fn4, fn6, scat cu.Function
-	fmod           cu.Module     // flow.cu
-	ffn            cu.Function   // flow_lookup (widths 17 to 27)
-	fnarrow        [2]flowKernel // flow_lookup_w8, flow_lookup_w16
-	fsplit, franks cu.Function   // flow_lookup_split, flow_ranks
+	fmod           cu.Module   // flow.cu
+	ffn            cu.Function // flow_lookup (widths 17 to 27)
+	ffn8, ffn16    cu.Function // flow_lookup_w8, flow_lookup_w16 (widths up to 8, 9 to 16)
+	fsplit, franks cu.Function // flow_lookup_split, flow_ranks
 	maxGrid        int
 	sms            int
 	smemBudget     int // bytes of shared memory flow_lookup may stage into
@@ -196,7 +196,7 @@ func (c *CUDA) start(ordinal int) error {
 		fn   *cu.Function
 		name string
 	}{{&c.ffn, "flow_lookup"}, {&c.fsplit, "flow_lookup_split"}, {&c.franks, "flow_ranks"},
-		{&c.fnarrow[0].fn, "flow_lookup_w8"}, {&c.fnarrow[1].fn, "flow_lookup_w16"}} {
+		{&c.ffn8, "flow_lookup_w8"}, {&c.ffn16, "flow_lookup_w16"}} {
 		if *f.fn, err = c.fmod.Function(f.name); err != nil {
 			return fmt.Errorf("gpu: cuda: kernel %s: %v", f.name, err)
 		}
@@ -214,7 +214,6 @@ func (c *CUDA) start(ordinal int) error {
 			c.occ[fn] = per * max(sms, 1)
 		}
 	}
-	c.fnarrow[0].maxP, c.fnarrow[1].maxP = 8, 16
 	if err := c.setSmemBudget(ordinal); err != nil {
 		return err
 	}
@@ -252,7 +251,7 @@ func (c *CUDA) setSmemBudget(ordinal int) error {
 	}
 	c.smemBudget = max(0, min(c.smemBudget, smemMax(ordinal)-512))
 	if c.smemBudget > 48<<10-512 {
-		for _, fn := range []cu.Function{c.ffn, c.fnarrow[0].fn, c.fnarrow[1].fn} {
+		for _, fn := range []cu.Function{c.ffn, c.ffn8, c.ffn16} {
 			if err := smemOptIn(fn, c.smemBudget); err != nil {
 				return err
 			}
@@ -261,19 +260,15 @@ func (c *CUDA) setSmemBudget(ordinal int) error {
 	return nil
 }
 
-// flowKernel is a flow_lookup kernel for widths up to maxP.
-type flowKernel struct {
-	fn   cu.Function
-	maxP int
-}
-
 // flowFn returns the lookup kernel for images p words wide: the narrowest
-// that takes p (the fewer registers, the more warps an SM keeps resident).
+// that takes p (the fewer registers, the more warps an SM keeps resident;
+// the widths are those of the kernels in flow.cu).
 func (c *CUDA) flowFn(p int) cu.Function {
-	for _, k := range c.fnarrow {
-		if p <= k.maxP {
-			return k.fn
-		}
+	switch {
+	case p <= 8:
+		return c.ffn8
+	case p <= 16:
+		return c.ffn16
 	}
 	return c.ffn
 }
