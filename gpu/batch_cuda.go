@@ -221,7 +221,7 @@ func (c *CUDA) queue(st cu.Stream, t *cudaTable, b *Batch, cb *cudaBatch) error 
 	case LPM6:
 		fn = c.fn6
 	case Flow:
-		fn, nl = t.ffn, 0
+		fn, nl = t.ffn, FlowRefill
 	}
 	seg, nseg, stride := 4*int64(b.Width)*int64(b.N), 1, int64(0)
 	if t.kind == Flow && b.N < b.Cap {

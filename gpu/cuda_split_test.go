@@ -10,11 +10,12 @@ import (
 	"github.com/gswitch/gswitch/tables/flow"
 )
 
-// BenchmarkCUDAFlowKernel measures the two flow kernels side by side on the
-// same table and packets: flow_lookup (one thread per packet walking every
-// class, the kernel in use) and flow_lookup_split (G threads per packet, a
-// 64-bit atomicMax merging their ranks), reporting Mpackets/s of the kernels
-// alone. The split kernel's answers must equal the other's.
+// BenchmarkCUDAFlowKernel measures the flow kernels side by side on the
+// same tables (Bloom and merged) and packets: flow_lookup with refilled
+// lanes (the mode in use), flow_lookup with one thread per packet walking
+// its classes to the end, and flow_lookup_split (G threads per packet, a
+// 64-bit atomicMax merging their ranks; Bloom only), reporting Mpackets/s
+// of the kernels alone. Every kernel's answers must equal the pipeline's.
 func BenchmarkCUDAFlowKernel(b *testing.B) {
 	c, err := NewCUDA(0)
 	if err != nil {
@@ -52,43 +53,58 @@ func BenchmarkCUDAFlowKernel(b *testing.B) {
 	}
 	for si, set := range sets {
 		rules, keys := set.rules()
-		tab, err := flow.NewTable(flow.Config{Algo: flow.Bloom, MaxEntries: 300000})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, r := range rules {
-			tab.Add(r, 0)
-		}
-		id := TableID(100 + si)
-		if err := c.Load(id, Flow, tab.Mirror().Sync().Full); err != nil {
-			b.Fatal(err)
-		}
-		n := len(keys)
-		soa := flow.PackSoA(keys, tab.UsedWords(), nil)
-		want := make([]flow.RuleID, n)
-		if err := c.LookupFlow(id, soa, n, want); err != nil {
-			b.Fatal(err)
-		}
-		b.Run(set.name+"/one-thread-per-packet", func(b *testing.B) {
-			ms, err := c.KernelTimeFlow(id, soa, n, max(b.N, 3))
+		for ai, algo := range []flow.Algo{flow.Bloom, flow.Merge} {
+			tab, err := flow.NewTable(flow.Config{Algo: algo, MaxEntries: 300000})
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ReportMetric(float64(n)/ms/1e3, "Mpps")
-		})
-		for _, g := range []int{2, 4, 8, 16} {
-			b.Run(fmt.Sprintf("%s/split-%d-atomicMax", set.name, g), func(b *testing.B) {
-				ms, got, err := c.FlowSplitTime(id, soa, n, g, max(b.N, 3))
-				if err != nil {
-					b.Fatal(err)
-				}
+			for _, r := range rules {
+				tab.Add(r, 0)
+			}
+			id := TableID(100 + 2*si + ai)
+			if err := c.Load(id, Flow, tab.Mirror().Sync().Full); err != nil {
+				b.Fatal(err)
+			}
+			n := len(keys)
+			soa := flow.PackSoA(keys, tab.UsedWords(), nil)
+			want := make([]flow.RuleID, n)
+			if err := c.LookupFlow(id, soa, n, want); err != nil {
+				b.Fatal(err)
+			}
+			same := func(b *testing.B, kernel string, got []flow.RuleID) {
 				for i := range want {
 					if got[i] != want[i] {
-						b.Fatalf("packet %d: split kernel says rule %d, flow_lookup %d", i, got[i], want[i])
+						b.Fatalf("packet %d: %s says rule %d, the pipeline %d", i, kernel, got[i], want[i])
 					}
 				}
-				b.ReportMetric(float64(n)/ms/1e3, "Mpps")
-			})
+			}
+			name := fmt.Sprintf("%s/%v", set.name, algo)
+			for _, m := range []struct {
+				name string
+				mode int
+			}{{"refill", FlowRefill}, {"one-thread-per-packet", FlowThreadPerPacket}} {
+				b.Run(name+"/"+m.name, func(b *testing.B) {
+					ms, got, err := c.KernelTimeFlowMode(id, soa, n, m.mode, max(b.N, 3))
+					if err != nil {
+						b.Fatal(err)
+					}
+					same(b, m.name, got)
+					b.ReportMetric(float64(n)/ms/1e3, "Mpps")
+				})
+			}
+			if algo != flow.Bloom {
+				continue
+			}
+			for _, g := range []int{2, 4, 8, 16} {
+				b.Run(fmt.Sprintf("%s/split-%d-atomicMax", name, g), func(b *testing.B) {
+					ms, got, err := c.FlowSplitTime(id, soa, n, g, max(b.N, 3))
+					if err != nil {
+						b.Fatal(err)
+					}
+					same(b, "split", got)
+					b.ReportMetric(float64(n)/ms/1e3, "Mpps")
+				})
+			}
 		}
 	}
 }

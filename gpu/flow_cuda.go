@@ -69,12 +69,33 @@ func (c *CUDA) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) er
 }
 
 // KernelTimeFlow uploads the n packets of soa once, then times iters launches
-// of flow_lookup over all of them with events (no copies): milliseconds per
-// launch.
+// of the flow lookup kernel over all of them with events (no copies):
+// milliseconds per launch.
 func (c *CUDA) KernelTimeFlow(id TableID, soa []uint32, n, iters int) (ms float64, err error) {
+	ms, _, err = c.KernelTimeFlowMode(id, soa, n, FlowRefill, iters)
+	return ms, err
+}
+
+// Flow lookup kernel modes (the kernels' mode argument; kernels/flow.cu).
+const (
+	// FlowRefill: a lane per packet, a finished lane takes the next
+	// packet of its warp's chunk at once (classify_refill; the mode in use).
+	FlowRefill = 0
+	// FlowThreadPerPacket: one thread walks one packet's classes to the
+	// end, over a grid-stride loop (the comparison).
+	FlowThreadPerPacket = 1
+)
+
+// KernelTimeFlowMode is KernelTimeFlow for the kernel mode given (FlowRefill
+// or FlowThreadPerPacket), and also returns the answers of the last launch.
+// n == 0 takes no time and answers nothing.
+func (c *CUDA) KernelTimeFlowMode(id TableID, soa []uint32, n, mode, iters int) (ms float64, out []flow.RuleID, err error) {
 	iters = max(iters, 1)
 	if n == 0 {
-		return 0, nil
+		return 0, nil, nil
+	}
+	if mode != FlowRefill && mode != FlowThreadPerPacket {
+		return 0, nil, fmt.Errorf("gpu: cuda: flow kernel mode %d", mode)
 	}
 	err = c.do(func() error {
 		t, err := c.lookupTable(id, Flow, 0, 0)
@@ -100,12 +121,16 @@ func (c *CUDA) KernelTimeFlow(id TableID, soa []uint32, n, iters int) (ms float6
 			}
 		}
 		ms, err = c.timeLaunches(iters, func(st cu.Stream) error {
-			// (img, desc, nl = 0, keys, out, n, stride = n): launchIn appends the last.
-			return c.launchShared(st, t.ffn, n, t.smem, t.grid, t.img.p, t.desc.p, int64(0), c.in.p, c.out.p, int64(n))
+			// (img, desc, mode, keys, out, n, stride = n): launchShared appends the last.
+			return c.launchShared(st, t.ffn, n, t.smem, t.grid, t.img.p, t.desc.p, int64(mode), c.in.p, c.out.p, int64(n))
 		})
-		return err
+		if err != nil {
+			return err
+		}
+		out = make([]flow.RuleID, n)
+		return cu.MemcpyDtoH(unsafe.Pointer(&out[0]), c.out.p, int64(4*n))
 	})
-	return ms, err
+	return ms, out, err
 }
 
 // FlowSplitTime times the alternative flow kernel, flow_lookup_split (groups
