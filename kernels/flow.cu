@@ -77,6 +77,9 @@
 #define C_MAXPRIO 3
 #define C_BLOOM 5
 #define C_LOGBITS 6
+#define C_SEL 7 // prefilter selector
+#define C_PRE 8 // prefilter bitmap, 8 words
+#define C_FIXED 16
 
 #define ALGO_LINEAR 0
 #define ALGO_BLOOM 2
@@ -232,11 +235,29 @@ __device__ __forceinline__ uint64_t flow_probe(const ftab& f, const uint32_t* cd
 	return r > best ? r : best;
 }
 
-// flow_class tests the packet (key pk) against the class of descriptor cd
-// (a valid slot): the Bloom filter, then the probe; the key under the
-// class mask is computed once for both.
+// flow_pre is the prefilter (flow.PreBucket): 8 bits of the packet key pk
+// picked by the selector of the class of descriptor cd, tested in the
+// bitmap of the values its entries have.
 template <int P>
-__device__ __forceinline__ uint64_t flow_class(const ftab& f, const uint32_t* cd, const uint32_t* pk, uint64_t best)
+__device__ __forceinline__ bool flow_pre(const uint32_t* cd, const uint32_t* pk)
+{
+	const uint32_t sel = cd[P + C_SEL];
+	const uint32_t w0 = sel & 31, w1 = sel >> 14 & 31;
+	uint32_t x0 = 0, x1 = 0;
+#pragma unroll
+	for (int j = 0; j < P; j++) {
+		x0 = j == w0 ? pk[j] : x0;
+		x1 = j == w1 ? pk[j] : x1;
+	}
+	const uint32_t b = (x0 >> (sel >> 5 & 31) & (sel >> 10 & 15)) | (x1 >> (sel >> 19 & 31) & (sel >> 24 & 15)) << 4;
+	return (cd[P + C_PRE + (b >> 5)] >> (b & 31) & 1) != 0;
+}
+
+// flow_rest tests the packet (key pk) against the class of descriptor cd
+// (a valid slot whose prefilter passed): the Bloom filter, then the probe;
+// the key under the class mask is computed once for both.
+template <int P>
+__device__ __forceinline__ uint64_t flow_rest(const ftab& f, const uint32_t* cd, const uint32_t* pk, uint64_t best)
 {
 	uint32_t key[P > 0 ? P : 1];
 #pragma unroll
@@ -256,7 +277,7 @@ __device__ __forceinline__ uint64_t flow_class(const ftab& f, const uint32_t* cd
 template <int P>
 __device__ uint64_t flow_tuple(const ftab& f, const uint32_t* pk, uint32_t first, uint32_t step)
 {
-	const uint32_t dw = P + 7;
+	const uint32_t dw = P + C_FIXED;
 	uint64_t best = 0;
 	for (uint32_t i = first; i < f.n; i += step) {
 		uint32_t slot = f.order[i];
@@ -265,7 +286,8 @@ __device__ uint64_t flow_tuple(const ftab& f, const uint32_t* pk, uint32_t first
 		const uint32_t* cd = f.desc + slot * dw;
 		if ((best >> 32) > (uint64_t)cd[P + C_MAXPRIO])
 			break;
-		best = flow_class<P>(f, cd, pk, best);
+		if (flow_pre<P>(cd, pk))
+			best = flow_rest<P>(f, cd, pk, best);
 	}
 	return best;
 }
@@ -326,17 +348,25 @@ __device__ void setup(ftab& f, const uint32_t* __restrict__ img, const uint32_t*
 	__syncthreads();
 }
 
-// classify_refill is the tuple/Bloom/merged lookup with a lane per packet
-// and refill: a warp takes the packets of its chunk 32 at a time, each
-// lane walks its own packet's classes one step per iteration, and a lane
-// whose packet is done writes its answer and takes the chunk's next packet
-// at once (a ballot numbers the lanes that finished). One thread per
-// packet for the whole walk (mode 1 of the kernels) leaves a lane idle
-// from its packet's early exit until the warp's slowest packet is done:
-// on acl1 a warp's 32 packets walk 99 of the 100 merged classes while a
-// packet alone walks 26 (one in ten matches nothing and walks them all).
-// The answers are the same: each packet walks its classes in order with
-// the same early exit.
+// classify_refill is the tuple/Bloom/merged lookup with a lane per packet,
+// refilled lanes and deferred class tests. A warp takes the packets of its
+// chunk 32 at a time. Each step, every lane that is not holding a class
+// walks its own packet one class further with the cheap prefilter alone; a
+// class that passes it is held, and the lanes run the rest of the test
+// (Bloom filter, probe) together once at least FLOW_DEFER of the lanes still
+// walking hold one (or all of them do). A lane whose packet is done writes
+// its answer and takes the chunk's next packet at once (a ballot numbers
+// the lanes that finished). A quarter of prefilter steps pass on acl1, so
+// without the deferral nearly every step would run the Bloom and probe
+// code for a few lanes; with one thread per packet for the whole walk
+// (mode 1) a lane idles from its packet's early exit until the warp's
+// slowest packet is done (on acl1 a warp's 32 packets walk 99 of the 100
+// merged classes, a packet alone 26). The answers are the same: each
+// packet walks its classes in order with the same early exit.
+#ifndef FLOW_DEFER
+#define FLOW_DEFER 16
+#endif
+
 template <int P>
 __device__ void classify_refill(const ftab& f, const uint32_t* __restrict__ soa, uint32_t* __restrict__ out, int n, int stride)
 {
@@ -351,31 +381,44 @@ __device__ void classify_refill(const ftab& f, const uint32_t* __restrict__ soa,
 	const long long end = min((long long)n, next + chunk);
 	if (next >= end)
 		return; // uniform in the warp
-	const uint32_t dw = P + 7;
+	const uint32_t dw = P + C_FIXED;
 	uint32_t pk[P > 0 ? P : 1];
 	uint64_t best = 0;
 	uint32_t pos = 0;
 	long long idx = next + lane;
 	next += 32;
-	bool live = idx < end;
+	bool live = idx < end, held = false;
+	const uint32_t* cd = f.desc;
 	if (live) {
 #pragma unroll
 		for (int j = 0; j < P; j++)
 			pk[j] = soa[(size_t)j * stride + idx];
 	}
-	while (__any_sync(full, live)) {
+	for (;;) {
+		const unsigned lv = __ballot_sync(full, live);
+		if (lv == 0)
+			break;
+		const unsigned hv = __ballot_sync(full, held);
+		const int nh = __popc(hv);
+		if (nh > 0 && nh >= min(FLOW_DEFER, __popc(lv))) {
+			if (held) {
+				best = flow_rest<P>(f, cd, pk, best);
+				held = false;
+			}
+			continue;
+		}
 		bool done = false;
-		if (live) {
+		if (live && !held) {
 			if (pos >= f.n) {
 				done = true;
 			} else {
-				uint32_t slot = f.order[pos++];
+				const uint32_t slot = f.order[pos++];
 				if (slot < f.nslot) {
-					const uint32_t* cd = f.desc + slot * dw;
+					cd = f.desc + slot * dw;
 					if ((best >> 32) > (uint64_t)cd[P + C_MAXPRIO])
 						done = true;
 					else
-						best = flow_class<P>(f, cd, pk, best);
+						held = flow_pre<P>(cd, pk);
 				}
 			}
 			if (done)

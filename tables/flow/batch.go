@@ -65,7 +65,13 @@ func (v *View) tupleChunk(pk *[chunk][KeyWords]uint32, n int, s *batchState) {
 			}
 		}
 		nl = k
-		na := copy(s.act[:], s.live[:nl])
+		na := 0
+		for _, i := range s.live[:nl] {
+			if preHas(d, PreBucket(d[DescSel], pk[i][:p])) {
+				s.act[na] = i
+				na++
+			}
+		}
 		fam := int(d[DescFamily])
 		if fam >= v.k {
 			continue

@@ -113,9 +113,15 @@
 // descriptors small the seeds region holds K hash families (HashFuncs = 5
 // functions each: 3 for the subtables, 2 for the Bloom filter; HashCoefs =
 // 28 coefficients per function, each as two words, low then high) and a
-// class names its family. A class descriptor is ClassWords(P) = P+7 words,
+// class names its family. A class descriptor is ClassWords(P) = P+16 words,
 // [mask P words, family, table offset (words), log2 buckets, max priority,
-// entry count, Bloom offset (words), log2 Bloom bits]; RegionOrder lists the
+// entry count, Bloom offset (words), log2 Bloom bits, prefilter selector,
+// prefilter bitmap 8 words]. The prefilter (PreSelector, PreBucket) takes
+// 8 bits of the key within the class mask (the lowest four mask bits of
+// the two words the mask covers most) and the bitmap has a bit set for each
+// such value among the class's entries (counted on the CPU, so deletions
+// clear them): a lookup skips a class whose bit is clear before it hashes
+// anything, with the same answers. RegionOrder lists the
 // classes in descending max priority, and a lookup stops as soon as the
 // best rank found beats every remaining class's max priority. The order and
 // the descriptors change only through the mirror, like everything else.

@@ -58,10 +58,12 @@ type class struct {
 	prios   map[uint16]int32
 	maxPrio uint16
 	opos    int
-	closed  bool             // an insertion failed at the largest size: take no more
-	pmask   [KeyWords]uint32 // merge: the class mask, projected
-	nbits   int              // merge: bits of the class mask
-	dups    map[uint64]uint8 // merge: members per class key (dupKey)
+	closed  bool               // an insertion failed at the largest size: take no more
+	pmask   [KeyWords]uint32   // merge: the class mask, projected
+	nbits   int                // merge: bits of the class mask
+	dups    map[uint64]uint8   // merge: members per class key (dupKey)
+	sel     uint32             // prefilter selector (PreSelector)
+	pcnt    [PreBuckets]uint16 // members per prefilter bucket
 }
 
 // walkStep is one write of a cuckoo walk, kept aside until the walk succeeds.
@@ -275,6 +277,10 @@ func (tc *tuple) writeDesc(c *class) {
 	tc.m.Set(RegionClasses, p+DescLogB, uint32(c.logB))
 	tc.m.Set(RegionClasses, p+DescMaxPrio, uint32(c.maxPrio))
 	tc.m.Set(RegionClasses, p+DescCount, uint32(len(c.members)))
+	tc.m.Set(RegionClasses, p+DescSel, c.sel)
+	for w := 0; w < PreWords; w++ {
+		tc.m.Set(RegionClasses, p+uint32(DescPre+w), c.preWord(w))
+	}
 	if tc.bloom {
 		tc.m.Set(RegionClasses, p+DescBloom, uint32(c.bloomU*bloomUnitWord))
 		tc.m.Set(RegionClasses, p+DescLogBits, uint32(c.logBits))
@@ -398,6 +404,46 @@ func (tc *tuple) addMember(c *class, d *dmatch) {
 	if tc.merge {
 		c.dups[dupKey(c, d)]++
 	}
+	tc.preAdd(c, d)
+}
+
+// preBucket returns d's prefilter bucket in c.
+func (tc *tuple) preBucket(c *class, d *dmatch) int {
+	return PreBucket(c.sel, tc.entryOf(d)[:tc.p])
+}
+
+// preWord returns word w of c's prefilter bitmap, from its counts.
+func (c *class) preWord(w int) uint32 {
+	var x uint32
+	for i, n := range c.pcnt[w*32 : w*32+32] {
+		if n != 0 {
+			x |= 1 << i
+		}
+	}
+	return x
+}
+
+// preAdd counts d in c's prefilter, setting its bucket's bit in the image.
+func (tc *tuple) preAdd(c *class, d *dmatch) {
+	b := tc.preBucket(c, d)
+	if c.pcnt[b] == 0xffff {
+		return // saturated: stays set
+	}
+	if c.pcnt[b]++; c.pcnt[b] == 1 {
+		tc.m.Set(RegionClasses, uint32(c.slot*tc.d+tc.p+DescPre+b>>5), c.preWord(b>>5))
+	}
+}
+
+// preDel uncounts d from c's prefilter, clearing its bucket's bit in the
+// image when no member is left in it.
+func (tc *tuple) preDel(c *class, d *dmatch) {
+	b := tc.preBucket(c, d)
+	if c.pcnt[b] == 0 || c.pcnt[b] == 0xffff {
+		return
+	}
+	if c.pcnt[b]--; c.pcnt[b] == 0 {
+		tc.m.Set(RegionClasses, uint32(c.slot*tc.d+tc.p+DescPre+b>>5), c.preWord(b>>5))
+	}
 }
 
 // newClass opens a class of mask (d's own, or for merge a relaxed one) for d.
@@ -422,6 +468,9 @@ func (tc *tuple) newClass(d *dmatch, mask Key) error {
 		return errNoRoom
 	}
 	c := &class{slot: slot, mask: mask, logB: logB, tbl: off, prios: map[uint16]int32{}, opos: -1}
+	var pm [KeyWords]uint32
+	projectKey(&mask, tc.proj, pm[:tc.p])
+	c.sel = PreSelector(pm[:tc.p])
 	if tc.merge {
 		projectKey(&mask, tc.proj, c.pmask[:tc.p])
 		c.nbits = maskBits(&mask)
@@ -530,6 +579,7 @@ func (tc *tuple) remove(d *dmatch) {
 		return
 	}
 	tc.bloomDel(c, d)
+	tc.preDel(c, d)
 	if c.prioDel(d.hprio) {
 		tc.reorder(c)
 	}

@@ -317,6 +317,9 @@ func (v *View) tuple(pk []uint32, all *[]RuleID) uint64 {
 		if all == nil && best>>32 > uint64(d[DescMaxPrio]) {
 			break
 		}
+		if !preHas(d, PreBucket(d[DescSel], pk[:p])) {
+			continue
+		}
 		mask := desc[:p]
 		key := mk[:len(mask)]
 		pk := pk[:len(mask)]
