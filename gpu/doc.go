@@ -105,6 +105,12 @@
 // kernel holds the registers of its widest width and registers bound the
 // warps an SM keeps resident: on acl1's 5-word keys one kernel for every
 // width ran one block per SM (130 registers), flow_lookup_w8 runs four.
+// Tuple, Bloom and merged images are walked with a lane per packet that
+// takes its warp's next packet as soon as its own is done, each class first
+// through its prefilter (flow.PreBucket) and the Bloom test and probe run
+// once half the warp holds a class that passed it (FlowRefill, the
+// kernels' mode 0); FlowThreadPerPacket (mode 1) is one thread walking one
+// packet to the end, kept for KernelTimeFlowMode's comparison.
 //
 // # The Engine
 //

@@ -7,9 +7,12 @@
 // address) and bubble_scatter (applies one update's write bubbles). Its header
 // comment gives the ABI.
 //
-// flow.cu: flow_lookup (flow table classification: linear, tuple-space and
-// Bloom search over package flow's device image, one thread per packet).
-// Its header comment gives the ABI.
+// flow.cu: flow_lookup, flow_lookup_w8, flow_lookup_w16 (flow table
+// classification: linear, tuple-space, Bloom and merged tuple search over
+// package flow's device image; a lane per packet, refilled when its packet
+// is done, and class tests deferred until half the warp holds one), and
+// flow_lookup_split with flow_ranks (the comparison: several threads per
+// packet). Its header comment gives the ABI.
 package kernels
 
 import _ "embed"
