@@ -59,7 +59,7 @@ type class struct {
 	maxPrio uint16
 	opos    int
 	closed  bool               // an insertion failed at the largest size: take no more
-	pmask   [KeyWords]uint32   // merge: the class mask, projected
+	pmask   [KeyWords]uint32   // the class mask, projected (merge hashes under it; the prefilter selector comes from it)
 	nbits   int                // merge: bits of the class mask
 	dups    map[uint64]uint8   // merge: members per class key (dupKey)
 	sel     uint32             // prefilter selector (PreSelector)
@@ -468,11 +468,9 @@ func (tc *tuple) newClass(d *dmatch, mask Key) error {
 		return errNoRoom
 	}
 	c := &class{slot: slot, mask: mask, logB: logB, tbl: off, prios: map[uint16]int32{}, opos: -1}
-	var pm [KeyWords]uint32
-	projectKey(&mask, tc.proj, pm[:tc.p])
-	c.sel = PreSelector(pm[:tc.p])
+	projectKey(&mask, tc.proj, c.pmask[:tc.p])
+	c.sel = PreSelector(c.pmask[:tc.p])
 	if tc.merge {
-		projectKey(&mask, tc.proj, c.pmask[:tc.p])
 		c.nbits = maskBits(&mask)
 		c.dups = map[uint64]uint8{}
 	}
