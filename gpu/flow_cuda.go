@@ -98,27 +98,9 @@ func (c *CUDA) KernelTimeFlowMode(id TableID, soa []uint32, n, mode, iters int) 
 		return 0, nil, fmt.Errorf("gpu: cuda: flow kernel mode %d", mode)
 	}
 	err = c.do(func() error {
-		t, err := c.lookupTable(id, Flow, 0, 0)
+		t, _, err := c.flowKeysIn(id, soa, n, 0)
 		if err != nil {
 			return err
-		}
-		if int64(len(soa)) < int64(n)*int64(t.flay.p) {
-			return fmt.Errorf("%w: %d words for %d packets of %d words", ErrShortKeys, len(soa), n, t.flay.p)
-		}
-		if err := c.flushTables(); err != nil {
-			return err
-		}
-		inB := 4 * int64(t.flay.p) * int64(n)
-		if err := c.grow(&c.in, inB); err != nil {
-			return err
-		}
-		if err := c.grow(&c.out, int64(4*n)); err != nil {
-			return err
-		}
-		if inB > 0 {
-			if err := upload(c.in.p, soa[:int64(t.flay.p)*int64(n)]); err != nil {
-				return err
-			}
 		}
 		ms, err = c.timeLaunches(iters, func(st cu.Stream) error {
 			// (img, desc, mode, keys, out, n, stride = n): launchShared appends the last.
@@ -127,8 +109,8 @@ func (c *CUDA) KernelTimeFlowMode(id TableID, soa []uint32, n, mode, iters int) 
 		if err != nil {
 			return err
 		}
-		out = make([]flow.RuleID, n)
-		return cu.MemcpyDtoH(unsafe.Pointer(&out[0]), c.out.p, int64(4*n))
+		out, err = c.flowAnswers(n)
+		return err
 	})
 	return ms, out, err
 }
@@ -143,30 +125,12 @@ func (c *CUDA) FlowSplitTime(id TableID, soa []uint32, n, groups, iters int) (ms
 		return 0, nil, fmt.Errorf("gpu: cuda: split kernel over %d packets, %d groups", n, groups)
 	}
 	err = c.do(func() error {
-		t, err := c.lookupTable(id, Flow, 0, 0)
+		t, inB, err := c.flowKeysIn(id, soa, n, 8*int64(n)) // keys, then the ranks
 		if err != nil {
 			return err
 		}
 		if t.flay.algo == flow.Linear {
 			return fmt.Errorf("%w: the split kernel searches tuple and Bloom images", ErrKind)
-		}
-		if int64(len(soa)) < int64(n)*int64(t.flay.p) {
-			return fmt.Errorf("%w: %d words for %d packets of %d words", ErrShortKeys, len(soa), n, t.flay.p)
-		}
-		if err := c.flushTables(); err != nil {
-			return err
-		}
-		inB := 4 * int64(t.flay.p) * int64(n)
-		if err := c.grow(&c.in, inB+8*int64(n)); err != nil { // keys, then the ranks
-			return err
-		}
-		if err := c.grow(&c.out, int64(4*n)); err != nil {
-			return err
-		}
-		if inB > 0 {
-			if err := upload(c.in.p, soa[:int64(t.flay.p)*int64(n)]); err != nil {
-				return err
-			}
 		}
 		rank := c.in.p + cu.DevicePtr((inB+7)&^7)
 		ms, err = c.timeLaunches(iters, func(st cu.Stream) error {
@@ -181,8 +145,43 @@ func (c *CUDA) FlowSplitTime(id TableID, soa []uint32, n, groups, iters int) (ms
 		if err != nil {
 			return err
 		}
-		out = make([]flow.RuleID, n)
-		return cu.MemcpyDtoH(unsafe.Pointer(&out[0]), c.out.p, int64(4*n))
+		out, err = c.flowAnswers(n)
+		return err
 	})
 	return ms, out, err
+}
+
+// flowKeysIn prepares the kernel timings of flow table id (inside c.do):
+// the table's pending bubbles applied, the n packets of soa uploaded to
+// c.in with extra bytes after them (inB: the keys' bytes), and c.out room
+// for n answers.
+func (c *CUDA) flowKeysIn(id TableID, soa []uint32, n int, extra int64) (t *cudaTable, inB int64, err error) {
+	if t, err = c.lookupTable(id, Flow, 0, 0); err != nil {
+		return nil, 0, err
+	}
+	if int64(len(soa)) < int64(n)*int64(t.flay.p) {
+		return nil, 0, fmt.Errorf("%w: %d words for %d packets of %d words", ErrShortKeys, len(soa), n, t.flay.p)
+	}
+	if err := c.flushTables(); err != nil {
+		return nil, 0, err
+	}
+	inB = 4 * int64(t.flay.p) * int64(n)
+	if err := c.grow(&c.in, inB+extra); err != nil {
+		return nil, 0, err
+	}
+	if err := c.grow(&c.out, int64(4*n)); err != nil {
+		return nil, 0, err
+	}
+	if inB > 0 {
+		if err := upload(c.in.p, soa[:int64(t.flay.p)*int64(n)]); err != nil {
+			return nil, 0, err
+		}
+	}
+	return t, inB, nil
+}
+
+// flowAnswers copies the n answers in c.out back (inside c.do).
+func (c *CUDA) flowAnswers(n int) ([]flow.RuleID, error) {
+	out := make([]flow.RuleID, n)
+	return out, cu.MemcpyDtoH(unsafe.Pointer(&out[0]), c.out.p, int64(4*n))
 }
