@@ -332,3 +332,77 @@ func batchLPM(t *testing.T, b Backend, id TableID, fam lpm.Family, p probe, what
 	}
 	return append([]uint32(nil), bt.Out[:n]...)
 }
+
+// testMixedUpdateSizes applies, between two lookups, Updates of a few
+// bubbles and Updates of at least bigUpdate (which the CUDA backend orders
+// into a chunk of their own, without its lock) in every order, the later
+// ones rewriting words of the earlier: the backend must end in the table's
+// state, each word with its last value.
+func testMixedUpdateSizes(t *testing.T, b Backend, fam lpm.Family) {
+	rng := rand.New(rand.NewPCG(uint64(fam), 77))
+	routes := randomRoutes(rng, fam, 8000)
+	tab, err := lpm.Build(fam, routes, lpm.Options{HeadRoom: 2, MinFree: 4096, GarbageThreshold: 0.95})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := TableID(300 + int(fam))
+	u := tab.Mirror().Sync()
+	if err := b.Load(id, kindOf(fam), u.Full); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	p := newProbe(fam, prefixesOf(routes), 1<<15, 5)
+	ups := randomUpdates(rng, fam, routes, 40000)
+	var last netip.Prefix // the prefix the latest update touched
+	step := func(n int) {
+		for i := 0; i < n; i++ {
+			var up lpm.Update
+			if _, ok := tab.Get(last); n == 1 && ok {
+				// A small one rewrites words of the latest big one: a new
+				// next hop for a prefix it announced (present prefixes
+				// stay as randomUpdates expects them).
+				up = lpm.Update{Prefix: last, NextHop: 1 + rng.Uint32N(1<<20)}
+			} else {
+				up, ups = ups[0], ups[1:]
+			}
+			if up.Withdraw {
+				err = tab.Delete(up.Prefix)
+			} else {
+				err = tab.Insert(up.Prefix, up.NextHop)
+			}
+			if err != nil {
+				t.Fatalf("table update %+v: %v", up, err)
+			}
+			if !up.Withdraw {
+				last = up.Prefix
+			}
+		}
+	}
+	var small, big int
+	for r, plan := range []string{"sbs", "ssb", "bb", "bss", "sbsbs", "b"} {
+		for _, c := range plan {
+			n := 1
+			if c == 'b' {
+				n = 2000
+			}
+			step(n)
+			u := tab.Mirror().Sync()
+			switch {
+			case u.Full != nil:
+				t.Fatalf("plan %d: a whole image: the case needs bubbles", r)
+			case c == 'b' && len(u.Bubbles) < bigUpdate:
+				t.Fatalf("plan %d: a big update of %d bubbles, want at least %d", r, len(u.Bubbles), bigUpdate)
+			case c == 's' && len(u.Bubbles) >= bigUpdate:
+				t.Fatalf("plan %d: a small update of %d bubbles", r, len(u.Bubbles))
+			case c == 'b':
+				big++
+			default:
+				small++
+			}
+			if err := b.Apply(id, u); err != nil {
+				t.Fatalf("plan %d: apply: %v", r, err)
+			}
+		}
+		compare(t, b, id, tab, p, "after plan "+plan)
+	}
+	t.Logf("%s %v: %d small and %d big updates (at least %d bubbles) between lookups", b.Name(), fam, small, big, bigUpdate)
+}

@@ -17,6 +17,13 @@ func TestCPURandom(t *testing.T) {
 	testRandomLPM(t, b, lpm.IPv6, 10000, 10000, 50)
 }
 
+func TestCPUMixedUpdateSizes(t *testing.T) {
+	b := NewCPU()
+	defer b.Close()
+	testMixedUpdateSizes(t, b, lpm.IPv4)
+	testMixedUpdateSizes(t, b, lpm.IPv6)
+}
+
 func TestCPURejects(t *testing.T) {
 	b := NewCPU()
 	defer b.Close()

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -97,6 +96,14 @@ type cudaTable struct {
 	smem   int         // Flow: the dynamic shared memory of a launch (staged parts)
 	grid   int         // Flow: the most blocks resident at once with smem, 0: c.occ
 	pend   pending     // bubbles applied but not yet scattered on the device (guarded by CUDA.mu)
+	// queued are chunks waiting for the next scatter ahead of pend, in
+	// Apply order: big updates, ordered without the lock, and what pend
+	// held when one was queued (guarded by CUDA.mu).
+	queued []chunk
+	// big orders a big update into a chunk outside CUDA.mu (its dirty
+	// bits, all clear between two uses, are reused; guarded by bigMu).
+	bigMu sync.Mutex
+	big   pending
 }
 
 type devBuf struct {
@@ -397,7 +404,7 @@ func (c *CUDA) checkedImage(kind Kind, im *bubble.Image) (func() (*cudaTable, er
 // it (whatever replaces it is a whole image). The caller holds c.mu.
 func (c *CUDA) dropTable(t *cudaTable) {
 	cu.Synchronize() // no kernel may still read it
-	t.pend = pending{}
+	t.pend, t.queued = pending{}, nil
 	c.free(&t.img)
 	c.free(&t.desc)
 }
@@ -437,6 +444,11 @@ func (c *CUDA) Load(id TableID, kind Kind, im *bubble.Image) error {
 // still read it) and written by bubble_scatter, which reads them there in
 // place, on the update stream, which every lookup stream then waits on. So
 // every lookup issued after Apply returns sees the whole update.
+//
+// The checks, and for an update of at least bigUpdate bubbles its ordering
+// into a chunk, run without the backend's lock: a lookup submitted
+// meanwhile neither waits for them nor does them (one IPv6 route change can
+// rewrite 800K leaves).
 func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 	if u.Full != nil {
 		return c.do(func() error {
@@ -459,39 +471,64 @@ func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 			return nil
 		})
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t, err := c.tableLocked(id)
-	if err != nil {
-		return err
-	}
-	if len(u.Bubbles) == 0 {
+	for {
+		c.mu.Lock()
+		t, err := c.tableLocked(id)
+		c.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if len(u.Bubbles) == 0 {
+			return nil
+		}
+		// A table's generation, layout and region bases never change: a
+		// new image is a new cudaTable.
+		gen, base := t.gen()
+		if u.Generation != gen {
+			return fmt.Errorf("%w: bubbles of generation %d for an image of generation %d", ErrBadUpdate, u.Generation, gen)
+		}
+		words := uint64(0)
+		if t.kind == Flow {
+			words = t.flay.total
+			err = t.flay.checkBubbles(u.Bubbles)
+		} else {
+			words = t.layout.total
+			err = t.layout.checkBubbles(u.Bubbles)
+		}
+		if err != nil {
+			return err
+		}
+		var big chunk
+		if len(u.Bubbles) >= bigUpdate {
+			t.bigMu.Lock()
+			t.big.add(u.Bubbles, base, words)
+			big = t.big.take(base, t.kind == Flow)
+			t.bigMu.Unlock()
+		}
+		c.mu.Lock()
+		if c.tables[id] != t {
+			// Replaced meanwhile (by a Load or a whole image): check again.
+			c.mu.Unlock()
+			continue
+		}
+		if big.off == nil {
+			t.pend.add(u.Bubbles, base, words)
+		} else {
+			if len(t.pend.off) > 0 {
+				t.queued = append(t.queued, t.pend.take(base, t.kind == Flow))
+			}
+			t.queued = append(t.queued, big)
+		}
+		c.mu.Unlock()
 		return nil
 	}
-	gen, base := t.gen()
-	if u.Generation != gen {
-		return fmt.Errorf("%w: bubbles of generation %d for an image of generation %d", ErrBadUpdate, u.Generation, gen)
-	}
-	words := uint64(0)
-	if t.kind == Flow {
-		words = t.flay.total
-		err = t.flay.checkBubbles(u.Bubbles)
-	} else {
-		words = t.layout.total
-		err = t.layout.checkBubbles(u.Bubbles)
-	}
-	if err != nil {
-		return err
-	}
-	t.pend.add(u.Bubbles, base, words)
-	return nil
 }
 
 // flushLocked scatters every table's pending bubbles on the device (see
 // Apply): run, with c.mu held, before any device work that reads a table.
 func (c *CUDA) flushLocked() error {
 	for _, t := range c.tables {
-		if len(t.pend.off) == 0 {
+		if len(t.pend.off) == 0 && len(t.queued) == 0 {
 			continue
 		}
 		if err := c.scatter(t); err != nil {
@@ -508,17 +545,23 @@ func (c *CUDA) flushTables() error {
 	return c.flushLocked()
 }
 
-// scatter queues t's pending bubbles on the update stream: pinned staging,
-// bubble_scatter reading the pairs in place (mapped pinned memory), and the
-// event every lookup stream waits on. Nothing here waits for the device but
-// for the scatters that read the same pinned buffer two flushes ago (long
-// done in practice).
+// scatter queues t's queued chunks and pending bubbles on the update
+// stream: pinned staging, bubble_scatter reading the pairs in place (mapped
+// pinned memory), a launch per run of a chunk (see chunk for the order),
+// and the event every lookup stream waits on. Nothing here waits for the
+// device but for the scatters that read the same pinned buffer two flushes
+// ago (long done in practice).
 func (c *CUDA) scatter(t *cudaTable) error {
-	p := &t.pend
-	if p.dup {
-		p.compact()
+	_, base := t.gen()
+	chunks := t.queued
+	if len(t.pend.off) > 0 {
+		chunks = append(chunks, t.pend.take(base, t.kind == Flow))
 	}
-	n := len(p.off)
+	t.queued = nil
+	n := 0
+	for _, ch := range chunks {
+		n += len(ch.off)
+	}
 	k := c.hk
 	if c.hbusy[k] {
 		if err := c.hstageEv[k].Synchronize(); err != nil {
@@ -526,35 +569,17 @@ func (c *CUDA) scatter(t *cudaTable) error {
 		}
 		c.hbusy[k] = false
 	}
-	if err := growHost(&c.hstage[k], int64(8*n)); err != nil {
+	if err := growHost(&c.hstage[k], int64(8*max(n, minStage))); err != nil {
 		return err
 	}
-	// Order the writes so that even a lookup running during the scatter
-	// never follows a new pointer into words not yet written: first every
-	// word that is no pointer (LPM leaves: each is old or new on its own,
-	// and a node is reachable only through a pointer), then the pointers,
-	// deepest region first (an LPM pointer always aims at a deeper level;
-	// a flow image's order and count refer to its classes, entries and
-	// filters, which lie in deeper regions). Regions lie in ascending order
-	// in the buffer, so that is descending offset order; each region's run
-	// is one launch, and most updates have one run of leaves only.
-	idx, ptrs := make([]int, 0, n), []int(nil)
-	for i := 0; i < n; i++ {
-		if t.kind == Flow || p.val[i]&0xff != 0 {
-			ptrs = append(ptrs, i)
-		} else {
-			idx = append(idx, i)
-		}
-	}
-	leaves := len(idx)
-	sort.Slice(ptrs, func(a, b int) bool { return p.off[ptrs[a]] > p.off[ptrs[b]] })
-	idx = append(idx, ptrs...)
+	// The offsets first, the values n words later.
 	h := unsafe.Slice((*uint32)(c.hstage[k].p), 2*n)
-	for i, j := range idx {
-		h[i], h[n+i] = p.off[j], p.val[j]
+	pos := 0
+	for _, ch := range chunks {
+		copy(h[pos:], ch.off)
+		copy(h[n+pos:], ch.val)
+		pos += len(ch.off)
 	}
-	p.reset()
-	_, base := t.gen()
 	// The scatter reads the pairs straight from the pinned buffer (mapped
 	// into the device's address space): no copy that a DMA engine would
 	// queue behind a lookup batch's big copy-in, which held every stream's
@@ -564,18 +589,17 @@ func (c *CUDA) scatter(t *cudaTable) error {
 	if err != nil {
 		return err
 	}
-	for lo := 0; lo < n; {
-		hi := leaves
-		if lo >= leaves {
-			r := sort.Search(len(base), func(r int) bool { return base[r] > h[lo] }) - 1
-			for hi = lo; hi < n && h[hi] >= base[r]; hi++ {
+	pos = 0
+	for _, ch := range chunks {
+		lo := 0
+		for _, hi := range ch.ends {
+			offs, vals := dh+cu.DevicePtr(4*(pos+lo)), dh+cu.DevicePtr(4*(n+pos+lo))
+			if err := c.launchIn(st, c.scat, hi-lo, t.img.p, offs, vals); err != nil {
+				return err
 			}
+			lo = hi
 		}
-		offs, vals := dh+cu.DevicePtr(4*lo), dh+cu.DevicePtr(4*(n+lo))
-		if err := c.launchIn(st, c.scat, hi-lo, t.img.p, offs, vals); err != nil {
-			return err
-		}
-		lo = hi
+		pos += len(ch.off)
 	}
 	// The buffer is refilled only after the scatters have read it.
 	if err := c.hstageEv[k].Record(st); err != nil {
@@ -584,6 +608,10 @@ func (c *CUDA) scatter(t *cudaTable) error {
 	c.hbusy[k], c.hk = true, k^1
 	return c.ordered()
 }
+
+// minStage is the bubbles a staging buffer holds at least: growing one
+// frees pinned memory, which waits for the whole device.
+const minStage = 1 << 17
 
 // tableLocked returns table id; the caller holds c.mu.
 func (c *CUDA) tableLocked(id TableID) (*cudaTable, error) {

@@ -35,6 +35,12 @@ func TestCUDARandom(t *testing.T) {
 	testRandomLPM(t, b, lpm.IPv6, 10000, 10000, 50)
 }
 
+func TestCUDAMixedUpdateSizes(t *testing.T) {
+	b := newTestCUDA(t)
+	testMixedUpdateSizes(t, b, lpm.IPv4)
+	testMixedUpdateSizes(t, b, lpm.IPv6)
+}
+
 func TestCUDARejects(t *testing.T) {
 	testRejects(t, newTestCUDA(t))
 }

@@ -54,23 +54,25 @@ type result struct {
 	BytesPerEntry       float64 `json:"bytes_per_entry"`
 	ImageBytes          int     `json:"image_bytes"`
 
-	UpdatesPerSec    float64 `json:"updates_per_sec"`              // achieved rate under lookups (0: none asked)
-	UpdateMaxPerSec  float64 `json:"update_max_per_sec,omitempty"` // updates/s applied back to back
-	MLPSUnderUpdates float64 `json:"mlps_under_updates,omitempty"` // lookups while updates were applied
-	MLPSIdle         float64 `json:"mlps_idle,omitempty"`          // the same loop without updates
-	LossPct          float64 `json:"loss_pct,omitempty"`           // 100*(idle-under)/idle
-	VisibleP50us     float64 `json:"visible_p50_us,omitempty"`     // update applied to table -> visible to lookups
-	VisibleP99us     float64 `json:"visible_p99_us,omitempty"`     //
-	Bubbles          uint64  `json:"bubbles,omitempty"`            // words shipped as bubbles during the updates
-	Rebuilds         uint64  `json:"rebuilds,omitempty"`           // full image reloads during the updates
-	Layout           string  `json:"layout,omitempty"`             // strides, projection, ...
-	Checked          int     `json:"checked"`                      // lookups compared with the brute-force reference
-	Mismatches       int     `json:"mismatches"`                   //
-	Machine          string  `json:"machine"`                      // CPU model and cores
-	GPU              string  `json:"gpu"`                          // none on the CPU backend
-	GoVersion        string  `json:"go"`                           //
-	Time             string  `json:"time"`                         // when it ran (UTC)
-	Notes            string  `json:"notes,omitempty"`              //
+	UpdatesPerSec    float64   `json:"updates_per_sec"`              // achieved rate under lookups (0: none asked)
+	UpdateMaxPerSec  float64   `json:"update_max_per_sec,omitempty"` // updates/s applied back to back
+	MLPSUnderUpdates float64   `json:"mlps_under_updates,omitempty"` // lookups while updates were applied
+	MLPSIdle         float64   `json:"mlps_idle,omitempty"`          // the same loop without updates
+	LossPct          float64   `json:"loss_pct,omitempty"`           // 100*(idle-under)/idle
+	LossPctRounds    []float64 `json:"loss_pct_rounds,omitempty"`    // every paired round's loss (the spread behind the median)
+	ApplyOn          string    `json:"apply_on,omitempty"`           // gpu backend: the goroutine that called Backend.Apply (updater or lookup)
+	VisibleP50us     float64   `json:"visible_p50_us,omitempty"`     // update applied to table -> visible to lookups
+	VisibleP99us     float64   `json:"visible_p99_us,omitempty"`     //
+	Bubbles          uint64    `json:"bubbles,omitempty"`            // words shipped as bubbles during the updates
+	Rebuilds         uint64    `json:"rebuilds,omitempty"`           // full image reloads during the updates
+	Layout           string    `json:"layout,omitempty"`             // strides, projection, ...
+	Checked          int       `json:"checked"`                      // lookups compared with the brute-force reference
+	Mismatches       int       `json:"mismatches"`                   //
+	Machine          string    `json:"machine"`                      // CPU model and cores
+	GPU              string    `json:"gpu"`                          // none on the CPU backend
+	GoVersion        string    `json:"go"`                           //
+	Time             string    `json:"time"`                         // when it ran (UTC)
+	Notes            string    `json:"notes,omitempty"`              //
 }
 
 // stderrForChecks receives the first mismatches a --check finds.

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
 	"runtime"
 	"sort"
@@ -26,6 +27,7 @@ type lpmFlags struct {
 	levels        int
 	kernelOnly    bool
 	maxDelay      time.Duration
+	applyOn       string
 	eng           gpuEngine   // --backend gpu
 	pipe          *pipe       // --backend gpu: pinned batches of the traffic being measured
 	gpuTable      gpu.TableID // the table the GPU lookups go to (the family being measured)
@@ -44,6 +46,7 @@ func benchLPM(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.traffic, "traffic", "both", "random (uniform addresses), table (addresses inside table prefixes) or both")
 	fs.IntVar(&f.levels, "levels", 0, "trie levels (0: chosen automatically); strides by GAMT Algorithm 3")
 	fs.BoolVar(&f.kernelOnly, "kernel-only", false, "gpu backend: time only the lookup kernel (no end-to-end figure)")
+	fs.StringVar(&f.applyOn, "apply-on", "updater", "gpu backend, under updates: the goroutine that hands each Sync's update to the backend (Backend.Apply): updater (the one applying the route updates, as the agent's control plane does; an update counts as visible at the first Submit after its Apply returned) or lookup (the one submitting the batches, before its next Submit: Apply's host work is charged to the lookups)")
 	fs.DurationVar(&f.maxDelay, "max-delay", 0, "gpu backend: also feed the traffic key by key through the dynamic batcher (batches of --batch closed when full or when their oldest key waited this long) and report its rate and batch latency (0: no)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: gswitchctl bench lpm --fib FILE [flags]\n\nBuilds the GAMT trie from the table, times batched lookups, route updates and\nlookups under updates, and with --check compares against a reference that tries every prefix length.\n\n")
@@ -117,6 +120,8 @@ func (f *lpmFlags) validate() error {
 		return fmt.Errorf("%w: update counts must not be negative", errUsage)
 	case f.duration <= 0:
 		return fmt.Errorf("%w: --duration must be positive", errUsage)
+	case f.applyOn != "updater" && f.applyOn != "lookup":
+		return fmt.Errorf("%w: --apply-on %q: want updater or lookup", errUsage, f.applyOn)
 	case f.traffic != "random" && f.traffic != "table" && f.traffic != "both":
 		return fmt.Errorf("%w: --traffic must be random, table or both", errUsage)
 	case f.levels < 0:
@@ -317,10 +322,14 @@ func applyUpdates(t routeTable, trace []lpm.Update, syncEvery int) error {
 }
 
 // syncMsg carries one Sync's update to the lookup side, with the times at
-// which the updates it covers were applied to the table.
+// which the updates it covers were applied to the table; delivered says
+// the updater already handed u to the backend (--apply-on updater: u keeps
+// only its bubble count and whether it was a whole image).
 type syncMsg struct {
-	u       bubble.Update
-	applied []time.Time
+	u         bubble.Update
+	applied   []time.Time
+	delivered bool
+	bubbles   int
 }
 
 // underUpdates measures lookups on a mirror that a second goroutine keeps up
@@ -379,6 +388,12 @@ func underUpdates(r *result, f *lpmFlags, tab *lpm.Table, ref *lpm.Reference, tr
 	}
 	r.MLPSIdle, r.MLPSUnderUpdates = median(idles)/1e6, median(unders)/1e6
 	r.LossPct = median(losses)
+	for _, l := range losses {
+		r.LossPctRounds = append(r.LossPctRounds, math.Round(l*100)/100)
+	}
+	if f.eng != nil {
+		r.ApplyOn = f.applyOn
+	}
 	r.UpdatesPerSec = float64(updates) / updTime.Seconds()
 	r.VisibleP50us, r.VisibleP99us = percentile(lats, 50), percentile(lats, 99)
 	return next, nil
@@ -398,16 +413,20 @@ func updateRound(r *result, f *lpmFlags, rate int, tab *lpm.Table, trace []lpm.U
 	upd := make(chan updOut, 1)
 	go func() {
 		t0 := time.Now()
-		n, err := paceUpdates(tab, trace, rate, msgs, done)
+		var deliver func(bubble.Update) error
+		if f.eng != nil && f.applyOn == "updater" {
+			deliver = func(u bubble.Update) error { return f.eng.Apply(f.gpuTable, u) }
+		}
+		n, err := paceUpdates(tab, trace, rate, msgs, done, deliver)
 		upd <- updOut{n, time.Since(t0), err}
 	}()
 	under, lat, bubbles, reloads, err := mirrorLookups(f, mirror, tr, msgs)
 	close(done)
 	for m := range msgs { // what was synced after the lookups stopped
-		if err == nil {
+		if err == nil && !m.delivered {
 			err = applySync(f, mirror, m.u)
 		}
-		bubbles += uint64(len(m.u.Bubbles))
+		bubbles += uint64(m.bubbles)
 	}
 	u := <-upd
 	if err == nil {
@@ -419,8 +438,9 @@ func updateRound(r *result, f *lpmFlags, rate int, tab *lpm.Table, trace []lpm.U
 }
 
 // paceUpdates applies trace entries at rate per second until done is closed,
-// syncing the mirror after each step and sending what it gathered.
-func paceUpdates(tab *lpm.Table, trace []lpm.Update, rate int, msgs chan<- syncMsg, done <-chan struct{}) (int, error) {
+// syncing the mirror after each step and sending what it gathered; with
+// deliver, it hands each Sync's update to the backend itself first.
+func paceUpdates(tab *lpm.Table, trace []lpm.Update, rate int, msgs chan<- syncMsg, done <-chan struct{}, deliver func(bubble.Update) error) (int, error) {
 	defer close(msgs)
 	start := time.Now()
 	n := 0
@@ -442,7 +462,15 @@ func paceUpdates(tab *lpm.Table, trace []lpm.Update, rate int, msgs chan<- syncM
 			applied = append(applied, time.Now())
 		}
 		if len(applied) > 0 {
-			msgs <- syncMsg{u: tab.Mirror().Sync(), applied: applied}
+			m := syncMsg{u: tab.Mirror().Sync(), applied: applied}
+			m.bubbles = len(m.u.Bubbles)
+			if deliver != nil {
+				if err := deliver(m.u); err != nil {
+					return n, err
+				}
+				m.u, m.delivered = bubble.Update{Full: m.u.Full}, true
+			}
+			msgs <- m
 		}
 		spinUntil(time.Now().Add(50 * time.Microsecond))
 	}
@@ -475,7 +503,7 @@ func mirrorLookups(f *lpmFlags, mirror **bubble.Image, tr *lpmTraffic, msgs <-ch
 				if m.u.Full != nil {
 					reloads++
 				}
-				bubbles += uint64(len(m.u.Bubbles))
+				bubbles += uint64(m.bubbles)
 				if err := applySync(f, mirror, m.u); err != nil {
 					return 0, nil, 0, 0, err
 				}
@@ -512,7 +540,8 @@ func mirrorLookups(f *lpmFlags, mirror **bubble.Image, tr *lpmTraffic, msgs <-ch
 
 // gpuUnderUpdates is mirrorLookups on the GPU backend: the pinned pipeline
 // runs for the configured duration and, before each Submit, every pending
-// Update goes to the device through Backend.Apply.
+// Update goes to the device through Backend.Apply (--apply-on lookup) or,
+// already applied by the updater, counts as visible (--apply-on updater).
 func gpuUnderUpdates(f *lpmFlags, mirror **bubble.Image, msgs <-chan syncMsg) (rate float64, lat []float64, bubbles, reloads uint64, err error) {
 	between := func() error {
 		for msgs != nil {
@@ -525,9 +554,11 @@ func gpuUnderUpdates(f *lpmFlags, mirror **bubble.Image, msgs <-chan syncMsg) (r
 				if m.u.Full != nil {
 					reloads++
 				}
-				bubbles += uint64(len(m.u.Bubbles))
-				if err := applySync(f, mirror, m.u); err != nil {
-					return err
+				bubbles += uint64(m.bubbles)
+				if !m.delivered {
+					if err := applySync(f, mirror, m.u); err != nil {
+						return err
+					}
 				}
 				now := time.Now()
 				for _, t := range m.applied {
