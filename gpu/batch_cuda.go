@@ -101,7 +101,8 @@ type cudaBatch struct {
 	hin, hout hostBuf
 	din, dout devBuf
 	done      cu.Event
-	empty     bool // submitted with N == 0: nothing queued
+	seq       uint64 // the scatters queued before it (CUDA.sseq), all done once it is
+	empty     bool   // submitted with N == 0: nothing queued
 	submitErr error
 }
 
@@ -169,6 +170,8 @@ func (cb *cudaBatch) wait(*Batch) error {
 	if !cuOK(r) {
 		return fmt.Errorf("gpu: cuda: lookup: %v", cuErr(r))
 	}
+	for d := cb.c.doneSeq.Load(); d < cb.seq && !cb.c.doneSeq.CompareAndSwap(d, cb.seq); d = cb.c.doneSeq.Load() {
+	}
 	return nil
 }
 
@@ -208,6 +211,7 @@ func (c *CUDA) Submit(id TableID, b *Batch) error {
 		cb.submitErr = err
 		return nil
 	}
+	cb.seq = c.sseq
 	c.rr++
 	st := c.streams[c.rr%len(c.streams)]
 	cb.submitErr = c.queue(st, t, b, cb)

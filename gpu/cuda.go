@@ -63,14 +63,22 @@ type CUDA struct {
 	hstage         [2]hostBuf  // pinned (offset, value) staging, double-buffered, read by the scatter in place
 	hstageEv       [2]cu.Event // recorded after the scatters that read hstage[i]
 	hbusy          [2]bool     // hstageEv[i] recorded and maybe not yet fired
+	hseq           [2]uint64   // the scatter (numbered by sseq) that last read hstage[i]
 	hk             int         // the staging buffer the next scatter fills
+	sseq           uint64      // scatters queued so far (guarded by mu)
+	// doneSeq is the latest scatter known to be done: a batch submitted
+	// after scatter s waited for it, so its Wait's return proves s done
+	// (and saves a driver call per scatter on the staging buffer's event).
+	doneSeq atomic.Uint64
+	// dirty lists the tables Apply gave bubbles since the last flush
+	// (guarded by mu; may hold tables dropped since, with nothing pending).
+	dirty []*cudaTable
 
-	// Guarded by mu: the streams (rebuilt only by SetStreams), the round
-	// robin over them, and the event every stream waits on after a scatter.
+	// Guarded by mu: the streams (rebuilt only by SetStreams) and the round
+	// robin over them.
 	streams []cu.Stream
 	ustream cu.Stream // the update stream: bubble copies and scatters only
 	rr      int
-	applied cu.Event
 
 	// lmu serialises the slice lookups (LookupLPM4, LookupLPM6,
 	// LookupFlow), which run through pools of pipeline batches.
@@ -511,6 +519,9 @@ func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 			c.mu.Unlock()
 			continue
 		}
+		if len(t.pend.off) == 0 && len(t.queued) == 0 {
+			c.dirty = append(c.dirty, t)
+		}
 		if big.off == nil {
 			t.pend.add(u.Bubbles, base, words)
 		} else {
@@ -527,14 +538,17 @@ func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 // flushLocked scatters every table's pending bubbles on the device (see
 // Apply): run, with c.mu held, before any device work that reads a table.
 func (c *CUDA) flushLocked() error {
-	for _, t := range c.tables {
+	for i, t := range c.dirty {
 		if len(t.pend.off) == 0 && len(t.queued) == 0 {
 			continue
 		}
 		if err := c.scatter(t); err != nil {
+			c.dirty = append(c.dirty[:0], c.dirty[i:]...)
 			return err
 		}
 	}
+	clear(c.dirty)
+	c.dirty = c.dirty[:0]
 	return nil
 }
 
@@ -563,7 +577,7 @@ func (c *CUDA) scatter(t *cudaTable) error {
 		n += len(ch.off)
 	}
 	k := c.hk
-	if c.hbusy[k] {
+	if c.hbusy[k] && c.doneSeq.Load() < c.hseq[k] {
 		if err := c.hstageEv[k].Synchronize(); err != nil {
 			return fmt.Errorf("gpu: cuda: staging bubbles: %v", err)
 		}
@@ -601,12 +615,14 @@ func (c *CUDA) scatter(t *cudaTable) error {
 		}
 		pos += len(ch.off)
 	}
-	// The buffer is refilled only after the scatters have read it.
+	// The buffer is refilled only after the scatters have read it, and
+	// every lookup submitted from now on waits for them.
 	if err := c.hstageEv[k].Record(st); err != nil {
 		return fmt.Errorf("gpu: cuda: record: %v", err)
 	}
-	c.hbusy[k], c.hk = true, k^1
-	return c.ordered()
+	c.sseq++
+	c.hbusy[k], c.hseq[k], c.hk = true, c.sseq, k^1
+	return c.ordered(c.hstageEv[k])
 }
 
 // minStage is the bubbles a staging buffer holds at least: growing one
@@ -742,8 +758,7 @@ func (c *CUDA) makeStreams(n int) error {
 	if c.ustream, err = cu.MakeStream(cu.DefaultStream); err != nil {
 		return fmt.Errorf("gpu: cuda: stream: %v", err)
 	}
-	c.applied, err = cu.MakeEvent(cu.DisableTiming)
-	return err
+	return nil
 }
 
 // freeStreams runs on the owning goroutine with c.mu and c.lmu held.
@@ -762,21 +777,17 @@ func (c *CUDA) freeStreams() {
 		c.streams[i].Destroy()
 	}
 	c.ustream.Destroy()
-	cu.DestroyEvent(&c.applied)
 	c.streams = nil
 }
 
-// ordered makes every lookup stream wait for the work just queued in the
-// update stream (an Apply's scatter): the interface's ordering promise.
-// The update stream holds no lookups, so a scatter starts at once instead
-// of queueing behind a lookup batch, and only batches submitted after it
-// wait for it.
-func (c *CUDA) ordered() error {
-	if err := c.applied.Record(c.ustream); err != nil {
-		return fmt.Errorf("gpu: cuda: record: %v", err)
-	}
+// ordered makes every lookup stream wait for ev, just recorded in the
+// update stream after an Apply's scatter: the interface's ordering
+// promise. The update stream holds no lookups, so a scatter starts at once
+// instead of queueing behind a lookup batch, and only batches submitted
+// after it wait for it.
+func (c *CUDA) ordered(ev cu.Event) error {
 	for _, s := range c.streams {
-		if err := s.Wait(c.applied, 0); err != nil {
+		if err := s.Wait(ev, 0); err != nil {
 			return fmt.Errorf("gpu: cuda: stream wait: %v", err)
 		}
 	}
