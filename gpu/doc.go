@@ -57,16 +57,19 @@
 // 128-bit addresses, read as the Hi, Lo pairs of []lpm.Addr6) and
 // bubble_scatter (img[off[i]] = val[i], offsets global). Apply with bubbles
 // makes no device call and does not hop to the owning goroutine: it checks
-// the Update on the caller's goroutine and queues its (offset, value) pairs
-// on the host, per table, under a mutex (a bitmap per image word finds words
-// written twice; the last write wins). The next operation that reads a table
+// the Update on the caller's goroutine without the backend's lock and queues
+// its (offset, value) pairs on the host, per table, under the lock (a bitmap
+// per image word finds words written twice; the last write wins). An update
+// of bigUpdate (4,096) bubbles or more is ordered into a chunk before the lock
+// is taken: one IPv6 route change can rewrite 800K pushed leaves, and a
+// lookup must not wait for that work. The next operation that reads a table
 // (a lookup, a kernel timing) first scatters what is queued: the pairs go
 // into one of two pinned staging buffers (the host fills one while the
 // scatter of the other may still read it; an event per buffer says when it
-// is free), the scatter, reading them in place, is queued on the update
-// stream, an event is recorded after it and every lookup stream waits on it: the
-// ordering the interface promises (the scatter runs before every lookup
-// issued after Apply). A whole image goes into a new buffer that replaces the
+// is free, or a later batch's Wait), the scatter, reading them in place, is
+// queued on the update stream, the buffer's event is recorded after it and
+// every lookup stream waits on it: the ordering the interface promises (the
+// scatter runs before every lookup issued after Apply). A whole image goes into a new buffer that replaces the
 // old one once the device is idle, dropping the old table's queued bubbles:
 // the only Apply that synchronizes.
 //
@@ -91,9 +94,9 @@
 // following a new pointer into unwritten words: every non-pointer word (LPM
 // leaves) in one launch, then the pointers, deepest region first (an LPM
 // pointer always aims at a deeper level; a flow image's order and count
-// refer to deeper regions); an event recorded after it is waited on by every
-// lookup stream, so every batch submitted after Apply returns sees the
-// whole update.
+// refer to deeper regions), chunk by chunk in Apply order (see chunk); an
+// event recorded after it is waited on by every lookup stream, so every
+// batch submitted after Apply returns sees the whole update.
 //
 // flow_lookup (kernels/flow.cu) is specialised per projection width P, so a
 // packet's key lives in registers, and stages the hash coefficients in use,
