@@ -71,7 +71,7 @@ type CUDA struct {
 	// (and saves a driver call per scatter on the staging buffer's event).
 	doneSeq atomic.Uint64
 	// dirty lists the tables Apply gave bubbles since the last flush
-	// (guarded by mu; may hold tables dropped since, with nothing pending).
+	// (guarded by pmu; may hold tables dropped since, with nothing pending).
 	dirty []*cudaTable
 
 	// Guarded by mu: the streams (rebuilt only by SetStreams) and the round
@@ -86,10 +86,12 @@ type CUDA struct {
 	pools map[poolKey][]*Batch
 
 	// mu guards the tables map's writes (by the goroutine) and its reads by
-	// Apply and Submit, which run on the caller's goroutine, every table's
-	// pending bubbles, the bubble staging and the streams; shut is set by
-	// Close.
+	// Submit, which runs on the caller's goroutine, the bubble staging and
+	// the streams; shut is set by Close. pmu guards every table's pending
+	// writes and dirty, and is held with mu by the tables map's writers, so
+	// that Apply reads the map under pmu alone (order: mu, then pmu).
 	mu   sync.Mutex
+	pmu  sync.Mutex
 	shut bool
 }
 
@@ -103,10 +105,10 @@ type cudaTable struct {
 	ffn    cu.Function // Flow: the lookup kernel for the image's width
 	smem   int         // Flow: the dynamic shared memory of a launch (staged parts)
 	grid   int         // Flow: the most blocks resident at once with smem, 0: c.occ
-	pend   pending     // bubbles applied but not yet scattered on the device (guarded by CUDA.mu)
+	pend   pending     // bubbles applied but not yet scattered on the device (guarded by CUDA.pmu)
 	// queued are chunks waiting for the next scatter ahead of pend, in
 	// Apply order: big updates, ordered without the lock, and what pend
-	// held when one was queued (guarded by CUDA.mu).
+	// held when one was queued (guarded by CUDA.pmu).
 	queued []chunk
 	// big orders a big update into a chunk outside CUDA.mu (its dirty
 	// bits, all clear between two uses, are reused; guarded by bigMu).
@@ -409,7 +411,8 @@ func (c *CUDA) checkedImage(kind Kind, im *bubble.Image) (func() (*cudaTable, er
 }
 
 // dropTable frees t's device buffers; its pending bubbles are dropped with
-// it (whatever replaces it is a whole image). The caller holds c.mu.
+// it (whatever replaces it is a whole image). The caller holds c.mu and
+// c.pmu.
 func (c *CUDA) dropTable(t *cudaTable) {
 	cu.Synchronize() // no kernel may still read it
 	t.pend, t.queued = pending{}, nil
@@ -433,6 +436,8 @@ func (c *CUDA) Load(id TableID, kind Kind, im *bubble.Image) error {
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		c.pmu.Lock()
+		defer c.pmu.Unlock()
 		if old := c.tables[id]; old != nil {
 			c.dropTable(old)
 		}
@@ -474,15 +479,17 @@ func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 			}
 			c.mu.Lock()
 			defer c.mu.Unlock()
+			c.pmu.Lock()
+			defer c.pmu.Unlock()
 			c.dropTable(t)
 			c.tables[id] = nt
 			return nil
 		})
 	}
 	for {
-		c.mu.Lock()
+		c.pmu.Lock()
 		t, err := c.tableLocked(id)
-		c.mu.Unlock()
+		c.pmu.Unlock()
 		if err != nil {
 			return err
 		}
@@ -513,10 +520,10 @@ func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 			big = t.big.take(base, t.kind == Flow)
 			t.bigMu.Unlock()
 		}
-		c.mu.Lock()
+		c.pmu.Lock()
 		if c.tables[id] != t {
 			// Replaced meanwhile (by a Load or a whole image): check again.
-			c.mu.Unlock()
+			c.pmu.Unlock()
 			continue
 		}
 		if len(t.pend.off) == 0 && len(t.queued) == 0 {
@@ -530,25 +537,48 @@ func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 			}
 			t.queued = append(t.queued, big)
 		}
-		c.mu.Unlock()
+		c.pmu.Unlock()
 		return nil
 	}
 }
 
 // flushLocked scatters every table's pending bubbles on the device (see
 // Apply): run, with c.mu held, before any device work that reads a table.
+// It holds c.pmu, which Apply takes, only to take the pending writes: an
+// Apply never waits for a lookup's launches, nor a lookup for an Apply's
+// checks.
 func (c *CUDA) flushLocked() error {
-	for i, t := range c.dirty {
+	c.pmu.Lock()
+	if len(c.dirty) == 0 {
+		c.pmu.Unlock()
+		return nil
+	}
+	type work struct {
+		t      *cudaTable
+		chunks []chunk
+	}
+	var todo []work
+	for _, t := range c.dirty {
 		if len(t.pend.off) == 0 && len(t.queued) == 0 {
 			continue
 		}
-		if err := c.scatter(t); err != nil {
-			c.dirty = append(c.dirty[:0], c.dirty[i:]...)
-			return err
+		chunks := t.queued
+		if len(t.pend.off) > 0 {
+			_, base := t.gen()
+			chunks = append(chunks, t.pend.take(base, t.kind == Flow))
 		}
+		t.queued = nil
+		todo = append(todo, work{t, chunks})
 	}
 	clear(c.dirty)
 	c.dirty = c.dirty[:0]
+	c.pmu.Unlock()
+	// No table can be dropped meanwhile: that takes c.mu.
+	for _, w := range todo {
+		if err := c.scatter(w.t, w.chunks); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -559,19 +589,12 @@ func (c *CUDA) flushTables() error {
 	return c.flushLocked()
 }
 
-// scatter queues t's queued chunks and pending bubbles on the update
-// stream: pinned staging, bubble_scatter reading the pairs in place (mapped
+// scatter queues chunks of t's writes on the update stream: pinned staging, bubble_scatter reading the pairs in place (mapped
 // pinned memory), a launch per run of a chunk (see chunk for the order),
 // and the event every lookup stream waits on. Nothing here waits for the
 // device but for the scatters that read the same pinned buffer two flushes
 // ago (long done in practice).
-func (c *CUDA) scatter(t *cudaTable) error {
-	_, base := t.gen()
-	chunks := t.queued
-	if len(t.pend.off) > 0 {
-		chunks = append(chunks, t.pend.take(base, t.kind == Flow))
-	}
-	t.queued = nil
+func (c *CUDA) scatter(t *cudaTable, chunks []chunk) error {
 	n := 0
 	for _, ch := range chunks {
 		n += len(ch.off)
@@ -629,7 +652,7 @@ func (c *CUDA) scatter(t *cudaTable) error {
 // frees pinned memory, which waits for the whole device.
 const minStage = 1 << 17
 
-// tableLocked returns table id; the caller holds c.mu.
+// tableLocked returns table id; the caller holds c.mu or c.pmu.
 func (c *CUDA) tableLocked(id TableID) (*cudaTable, error) {
 	if c.shut || c.closed.Load() {
 		return nil, ErrClosed
@@ -1001,16 +1024,20 @@ func (c *CUDA) timeLaunches(iters int, launch func(st cu.Stream) error) (float64
 func (c *CUDA) Close() error {
 	var err error
 	c.once.Do(func() {
+		// lmu before the hop, as SetStreams takes it: taken on the owning
+		// goroutine it could wait for a SetStreams waiting for that goroutine.
+		c.lmu.Lock()
+		defer c.lmu.Unlock()
 		err = c.do(func() error {
 			c.mu.Lock()
+			c.pmu.Lock()
 			for id, t := range c.tables {
 				c.dropTable(t)
 				delete(c.tables, id)
 			}
 			c.shut = true
-			c.lmu.Lock()
+			c.pmu.Unlock()
 			c.freeStreams()
-			c.lmu.Unlock()
 			c.mu.Unlock()
 			for i := range c.hstage {
 				c.hstage[i].free()
