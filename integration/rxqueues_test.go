@@ -104,7 +104,15 @@ func TestRxQueuesManyFlows(t *testing.T) {
 		t.Fatalf("h2: %d of %d frames missing, %d duplicated, out of order: %v", missing, n, dup, outOfOrder)
 	}
 
+	// h2 has every frame, but a worker adds its batch's counts after the
+	// batch's send: wait (briefly) for the counters to catch up.
 	after := rxqPorts(t, d)
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); after = rxqPorts(t, d) {
+		if after[0].Stats.RxPackets-before[0].Stats.RxPackets >= n && after[1].Stats.TxPackets-before[1].Stats.TxPackets >= n {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	p1, p2 := after[0], after[1]
 	var sum uint64
 	busy := 0
