@@ -110,7 +110,7 @@ type cudaTable struct {
 	// Apply order: big updates, ordered without the lock, and what pend
 	// held when one was queued (guarded by CUDA.pmu).
 	queued []chunk
-	// big orders a big update into a chunk outside CUDA.mu (its dirty
+	// big orders a big update into a chunk outside CUDA.pmu (its dirty
 	// bits, all clear between two uses, are reused; guarded by bigMu).
 	bigMu sync.Mutex
 	big   pending
@@ -458,10 +458,11 @@ func (c *CUDA) Load(id TableID, kind Kind, im *bubble.Image) error {
 // place, on the update stream, which every lookup stream then waits on. So
 // every lookup issued after Apply returns sees the whole update.
 //
-// The checks, and for an update of at least bigUpdate bubbles its ordering
-// into a chunk, run without the backend's lock: a lookup submitted
-// meanwhile neither waits for them nor does them (one IPv6 route change can
-// rewrite 800K leaves).
+// Apply takes only pmu, never the lock a Submit holds while it queues a
+// batch. The checks, and for an update of at least bigUpdate bubbles its
+// ordering into a chunk, run without any lock: a lookup submitted meanwhile
+// neither waits for them nor does them (one IPv6 route change can rewrite
+// 800K leaves).
 func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 	if u.Full != nil {
 		return c.do(func() error {
@@ -589,9 +590,10 @@ func (c *CUDA) flushTables() error {
 	return c.flushLocked()
 }
 
-// scatter queues chunks of t's writes on the update stream: pinned staging, bubble_scatter reading the pairs in place (mapped
-// pinned memory), a launch per run of a chunk (see chunk for the order),
-// and the event every lookup stream waits on. Nothing here waits for the
+// scatter queues chunks of t's writes on the update stream: pinned
+// staging, bubble_scatter reading the pairs in place (mapped pinned
+// memory), a launch per run of a chunk (see chunk for the order), and the
+// event every lookup stream waits on. Nothing here waits for the
 // device but for the scatters that read the same pinned buffer two flushes
 // ago (long done in practice).
 func (c *CUDA) scatter(t *cudaTable, chunks []chunk) error {
