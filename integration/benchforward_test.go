@@ -15,11 +15,32 @@ import (
 // Open vSwitch's daemons being measured): it builds its own namespaces
 // with netlink, installs 100 rules, sends, counts, and installs 2000
 // FLOW_MODs with barriers. At 5 and 10 kframes/s the switch must forward
-// (nearly) everything; the JSON lines must carry the documented fields.
+// (nearly) everything, in one of two runs; the JSON lines must carry the
+// documented fields.
 func TestBenchForwardGswitchd(t *testing.T) {
 	needRoot(t)
 	ctl := gswitchctlBinary(t)
 	gsw := gswitchdBinary(t)
+	// A shared CI machine can stall the switch for 100 ms and more (the
+	// run that prompted this had 0.7 of its 2 cores stolen by the host),
+	// and its receive ring overflows: a step may lose frames once. A
+	// switch that does not forward loses them in the second run too.
+	for try := 1; ; try++ {
+		lossy := benchForwardOnce(t, ctl, gsw)
+		if lossy == "" {
+			return
+		}
+		if try == 2 {
+			t.Fatalf("gswitchd lost frames at a low rate in two runs; the second: %s", lossy)
+		}
+		t.Logf("run %d lost frames at a low rate, running again: %s", try, lossy)
+	}
+}
+
+// benchForwardOnce runs the benchmark once, checks its JSON lines, and
+// returns the report of a step that lost frames ("" if none did).
+func benchForwardOnce(t *testing.T, ctl, gsw string) (lossy string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, ctl, "bench", "forward", "--targets", "gswitchd", "--gswitchd", gsw,
@@ -50,8 +71,8 @@ func TestBenchForwardGswitchd(t *testing.T) {
 			}
 			// Generous: a busy CI machine may drop a few frames, but at
 			// these rates a switch that forwards must pass almost all.
-			if m["loss_pct"].(float64) > 5 || m["forwarded_pps"].(float64) < 2000 {
-				t.Errorf("gswitchd lost frames at a low rate: %s\n%s", sc.Text(), stderr.String())
+			if loss, _ := m["loss_pct"].(float64); loss > 5 || m["forwarded_pps"].(float64) < 2000 {
+				lossy = sc.Text() + "\n" + stderr.String()
 			}
 		case "flowmods":
 			fms++
@@ -65,4 +86,5 @@ func TestBenchForwardGswitchd(t *testing.T) {
 	if steps != 2 || fms != 1 {
 		t.Errorf("%d steps and %d flow-mod runs, want 2 and 1:\n%s", steps, fms, out)
 	}
+	return lossy
 }
