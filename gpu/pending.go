@@ -109,9 +109,13 @@ func (p *pending) take(base []uint32, allPtr bool) chunk {
 	// Regions lie in ascending order, so deepest first is descending
 	// offset order; each region's run is one launch.
 	sort.Slice(ptrs, func(a, b int) bool { return p.off[ptrs[a]] > p.off[ptrs[b]] })
-	for k, i := range ptrs {
-		if k > 0 && regionOf(base, p.off[i]) != regionOf(base, c.off[len(c.off)-1]) {
-			c.ends = append(c.ends, len(c.off))
+	prev := -1
+	for _, i := range ptrs {
+		if r := regionOf(base, p.off[i]); r != prev {
+			if prev >= 0 {
+				c.ends = append(c.ends, len(c.off))
+			}
+			prev = r
 		}
 		c.off, c.val = append(c.off, p.off[i]), append(c.val, p.val[i])
 	}
@@ -128,7 +132,7 @@ func regionOf(base []uint32, o uint32) int {
 }
 
 // bigUpdate is the size from which the CUDA backend's Apply orders an
-// update's bubbles into a chunk of its own, without its lock, instead of
+// update's bubbles into a chunk of its own, without any lock, instead of
 // adding them to the table's pending writes (which the next lookup's
 // scatter orders).
 const bigUpdate = 4096

@@ -323,13 +323,11 @@ func applyUpdates(t routeTable, trace []lpm.Update, syncEvery int) error {
 
 // syncMsg carries one Sync's update to the lookup side, with the times at
 // which the updates it covers were applied to the table; delivered says
-// the updater already handed u to the backend (--apply-on updater: u keeps
-// only its bubble count and whether it was a whole image).
+// the updater already handed u to the backend (--apply-on updater).
 type syncMsg struct {
 	u         bubble.Update
 	applied   []time.Time
 	delivered bool
-	bubbles   int
 }
 
 // underUpdates measures lookups on a mirror that a second goroutine keeps up
@@ -426,7 +424,7 @@ func updateRound(r *result, f *lpmFlags, rate int, tab *lpm.Table, trace []lpm.U
 		if err == nil && !m.delivered {
 			err = applySync(f, mirror, m.u)
 		}
-		bubbles += uint64(m.bubbles)
+		bubbles += uint64(len(m.u.Bubbles))
 	}
 	u := <-upd
 	if err == nil {
@@ -463,12 +461,11 @@ func paceUpdates(tab *lpm.Table, trace []lpm.Update, rate int, msgs chan<- syncM
 		}
 		if len(applied) > 0 {
 			m := syncMsg{u: tab.Mirror().Sync(), applied: applied}
-			m.bubbles = len(m.u.Bubbles)
 			if deliver != nil {
 				if err := deliver(m.u); err != nil {
 					return n, err
 				}
-				m.u, m.delivered = bubble.Update{Full: m.u.Full}, true
+				m.delivered = true
 			}
 			msgs <- m
 		}
@@ -503,7 +500,7 @@ func mirrorLookups(f *lpmFlags, mirror **bubble.Image, tr *lpmTraffic, msgs <-ch
 				if m.u.Full != nil {
 					reloads++
 				}
-				bubbles += uint64(m.bubbles)
+				bubbles += uint64(len(m.u.Bubbles))
 				if err := applySync(f, mirror, m.u); err != nil {
 					return 0, nil, 0, 0, err
 				}
@@ -554,7 +551,7 @@ func gpuUnderUpdates(f *lpmFlags, mirror **bubble.Image, msgs <-chan syncMsg) (r
 				if m.u.Full != nil {
 					reloads++
 				}
-				bubbles += uint64(m.bubbles)
+				bubbles += uint64(len(m.u.Bubbles))
 				if !m.delivered {
 					if err := applySync(f, mirror, m.u); err != nil {
 						return err
