@@ -46,6 +46,7 @@ type fwdFlags struct {
 	minBatch     int // gswitchd's --min-batch; 0: its default
 	srcPorts     int
 	batch        int
+	sink         string // counter or ring
 	json         bool
 }
 
@@ -71,6 +72,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs.IntVar(&f.rxQueues, "rx-queues", 1, "gswitchd's --rx-queues: receive queues per port, 1..64 (the traffic's --src-ports flows spread over them)")
 	fs.IntVar(&f.srcPorts, "src-ports", 16, "UDP source ports the traffic cycles through")
 	fs.IntVar(&f.batch, "batch", 64, "frames per sendmmsg of the generator")
+	fs.StringVar(&f.sink, "sink", "counter", "how each sink counts what reaches it: counter (its interface's rx_packets; no socket, so the sink's receive costs the switch under test least) or ring (an AF_PACKET ring counting only this step's test frames; its copy runs in the switch's transmit call)")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per step and per flow-mod run instead of tables")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -112,6 +114,8 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 		return nil, fmt.Errorf("%w: --rules %d: at least one rule per pair (%d)", errUsage, slices.Min(f.rules), f.pairs)
 	case f.rxQueues < 1 || f.rxQueues > 64:
 		return nil, fmt.Errorf("%w: --rx-queues %d: 1 to 64", errUsage, f.rxQueues)
+	case f.sink != "counter" && f.sink != "ring":
+		return nil, fmt.Errorf("%w: --sink %q: counter or ring", errUsage, f.sink)
 	case f.backend != "cpu" && f.backend != "gpu" && f.backend != "auto":
 		return nil, fmt.Errorf("%w: --backend %q: cpu, gpu or auto", errUsage, f.backend)
 	}
@@ -225,6 +229,7 @@ type fwdStep struct {
 	MaxLosslessPPS float64 `json:"max_lossless_pps"` // the series': highest offered_pps with loss < 0.1%
 	FrameBytes     int     `json:"frame_bytes"`      // on the wire, FCS included
 	DurationS      float64 `json:"duration_s"`
+	Sink           string  `json:"sink"`            // how the sinks counted: counter or ring (--sink)
 	SinkRingDrops  uint64  `json:"sink_ring_drops"` // frames the sink's own ring dropped (a sink limit, not the switch's)
 	BacklogDrops   uint64  `json:"backlog_drops"`   // frames the kernel dropped from its per-CPU input backlogs (/proc/net/softnet_stat, whole machine)
 	// gswitchd's own port counters over the step (control socket): frames
