@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,9 +43,11 @@ type routesBenchFlags struct {
 	family        int
 	updatesPerSec int
 	duration      time.Duration
+	tick          time.Duration
 	via           string
 	samples       int
 	rcvbuf        int
+	senders       int
 	cpuprofile    string
 	mutexprofile  string
 }
@@ -69,6 +73,7 @@ type routesResult struct {
 	MLPSIdleRounds  []float64 `json:"mlps_idle_rounds,omitempty"`
 	MLPSUnderRounds []float64 `json:"mlps_under_updates_rounds,omitempty"`
 	LossPct         float64   `json:"loss_pct"`
+	LossPctRounds   []float64 `json:"loss_pct_rounds,omitempty"` // each pair's loss, of which loss_pct is the median
 	UpdatesAsked    int       `json:"updates_per_sec_asked"`
 	UpdatesPerSec   float64   `json:"updates_per_sec"` // achieved while the lookups ran
 	Overflows       uint64    `json:"overflows,omitempty"`
@@ -77,6 +82,7 @@ type routesResult struct {
 	Resyncs         uint64    `json:"resyncs,omitempty"`
 	Batch           int       `json:"batch"`
 	Rounds          int       `json:"rounds"`
+	TickUs          float64   `json:"tick_us,omitempty"` // --tick: the updater's period
 	Checked         int       `json:"checked"`
 	Mismatches      int       `json:"mismatches"`
 	Machine         string    `json:"machine"`
@@ -97,8 +103,10 @@ func benchRoutes(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.family, "family", 0, "4 or 6: only that family (0: both, one run each)")
 	fs.IntVar(&f.updatesPerSec, "updates-per-sec", 0, "also measure lookups while this many route changes/s go through the route source (0: no)")
 	fs.DurationVar(&f.duration, "duration", time.Second, "length of each timed lookup run")
+	fs.DurationVar(&f.tick, "tick", 200*time.Microsecond, "--updates-per-sec: the updater hands over the changes due every `D`, as one batch")
 	fs.StringVar(&f.via, "via", "netlink", "route source: netlink (a private namespace's kernel table, mirrored by kernelfib) or direct (route.Table.Add/Delete)")
 	fs.IntVar(&f.samples, "samples", 400, "changes timed for the update-to-visible latency (half adds, half deletes)")
+	fs.IntVar(&f.senders, "netlink-senders", 4, "--via netlink: netlink sockets sending the changes at once, each prefix's changes on one of them, in order")
 	fs.IntVar(&f.rcvbuf, "receive-buffer", 64<<20, "--via netlink: the mirror's netlink receive buffer in bytes (an overflow resyncs)")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
 	fs.StringVar(&f.mutexprofile, "mutexprofile", "", "write a profile of the whole run's lock contention to `FILE`")
@@ -152,9 +160,12 @@ func benchRoutes(args []string, stdout, stderr io.Writer) error {
 		f.batch = cpuBatch
 		if f.backend == "gpu" && !batchSet {
 			// A GPU round trip costs tens of µs: 256 keys a call
-			// measures the latency, not the lookups. bench lpm does the
-			// same.
-			f.batch = 1 << 16
+			// measures the latency, not the lookups. 1M keys, as bench
+			// lpm: with 64K the lookup goroutine is bound by its driver
+			// calls (~9 µs a batch on the H100 host, 6,000 M/s against
+			// 11,000 with 1M, session 9), and any work beside it on the
+			// host shows as loss under updates.
+			f.batch = 1 << 20
 		}
 		eng, err := f.openEngine()
 		if err != nil {
@@ -208,6 +219,10 @@ func (f *routesBenchFlags) validate() error {
 		return fmt.Errorf("%w: --updates-per-sec must not be negative", errUsage)
 	case f.duration <= 0:
 		return fmt.Errorf("%w: --duration must be positive", errUsage)
+	case f.senders < 1 || f.senders > 64:
+		return fmt.Errorf("%w: --netlink-senders %d: 1 to 64", errUsage, f.senders)
+	case f.tick < 10*time.Microsecond || f.tick > time.Second:
+		return fmt.Errorf("%w: --tick %v: 10µs to 1s", errUsage, f.tick)
 	case f.via != "netlink" && f.via != "direct":
 		return fmt.Errorf("%w: --via must be netlink or direct", errUsage)
 	case f.samples < 0 || f.rcvbuf < 0:
@@ -283,13 +298,14 @@ func (s directSource) close()                         {}
 type netlinkSource struct {
 	ns      netns.NsHandle
 	h       *netlink.Handle
+	senders []*netlink.Handle // --netlink-senders: h and senders-1 more sockets
 	ifindex map[uint32]int
 	mirror  *kernelfib.Mirror
 	cancel  context.CancelFunc
 	done    chan error
 }
 
-func newNetlinkSource(tb *route.Table, rcvbuf int) (*netlinkSource, error) {
+func newNetlinkSource(tb *route.Table, rcvbuf, senders int) (*netlinkSource, error) {
 	s := &netlinkSource{ifindex: map[uint32]int{}}
 	var err error
 	func() {
@@ -312,6 +328,15 @@ func newNetlinkSource(tb *route.Table, rcvbuf int) (*netlinkSource, error) {
 	if s.h, err = netlink.NewHandleAt(s.ns); err != nil {
 		s.ns.Close()
 		return nil, err
+	}
+	s.senders = []*netlink.Handle{s.h}
+	for len(s.senders) < senders {
+		h, err := netlink.NewHandleAt(s.ns)
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.senders = append(s.senders, h)
 	}
 	ports := map[int]uint32{}
 	for port := uint32(1); port <= benchPorts; port++ {
@@ -367,42 +392,86 @@ func (s *netlinkSource) ifindexOf(port uint32) (int, bool) {
 	return i, ok
 }
 
-func (s *netlinkSource) add(r *route.Route) error {
+func (s *netlinkSource) add(r *route.Route) error { return s.addOn(s.h, r) }
+
+func (s *netlinkSource) addOn(h *netlink.Handle, r *route.Route) error {
 	nr, err := kernelfib.ToNetlink(r, s.ifindexOf)
 	if err != nil {
 		return err
 	}
-	return s.h.RouteReplace(nr)
+	return h.RouteReplace(nr)
 }
 
-func (s *netlinkSource) del(p netip.Prefix) error {
+func (s *netlinkSource) del(p netip.Prefix) error { return s.delOn(s.h, p) }
+
+func (s *netlinkSource) delOn(h *netlink.Handle, p netip.Prefix) error {
 	r := route.Route{Table: benchTable, Prefix: p}
 	nr, _ := kernelfib.ToNetlink(&r, s.ifindexOf)
 	if !p.Addr().Is4() {
 		nr.Priority = 1024
 	}
-	return s.h.RouteDel(nr)
+	return h.RouteDel(nr)
 }
 
+// update sends the changes, one RTM_NEWROUTE or RTM_DELROUTE each, over
+// the sender sockets at once: the changes of one prefix all on one socket,
+// in order (changes of different prefixes commute), as a routing daemon
+// with several netlink sockets would. One socket waits for each change's
+// acknowledgement before it sends the next.
 func (s *netlinkSource) update(cs []route.Change) error {
-	for i := range cs {
-		var err error
-		if cs[i].Delete {
-			err = s.del(cs[i].Route.Prefix)
-		} else {
-			err = s.add(&cs[i].Route)
+	apply := func(h *netlink.Handle, c *route.Change) error {
+		if c.Delete {
+			return s.delOn(h, c.Route.Prefix)
 		}
-		if err != nil {
-			return err
-		}
+		return s.addOn(h, &c.Route)
 	}
-	return nil
+	n := len(s.senders)
+	if n == 1 || len(cs) == 1 {
+		for i := range cs {
+			if err := apply(s.h, &cs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for k, h := range s.senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range cs {
+				if prefixShard(cs[i].Route.Prefix, n) == k {
+					if err := apply(h, &cs[i]); err != nil {
+						errs[k] = err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// prefixShard spreads prefixes over n senders (FNV-1a of the address and
+// length).
+func prefixShard(p netip.Prefix, n int) int {
+	h := uint32(2166136261)
+	for _, b := range p.Addr().AsSlice() {
+		h = (h ^ uint32(b)) * 16777619
+	}
+	h = (h ^ uint32(p.Bits())) * 16777619
+	return int(h % uint32(n))
 }
 
 func (s *netlinkSource) close() {
 	if s.cancel != nil {
 		s.cancel()
 		<-s.done
+	}
+	for _, h := range s.senders[min(1, len(s.senders)):] {
+		h.Close()
 	}
 	if s.h != nil {
 		s.h.Close()
@@ -413,6 +482,7 @@ func (s *netlinkSource) close() {
 // benchRoutesFamily runs the benchmark on one family's prefixes.
 func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps []netip.Prefix, stderr io.Writer) (routesResult, error) {
 	r := routesResult{Work: "routes", Backend: f.backend, Via: f.via, Family: int(fam), Batch: f.batch, Rounds: f.rounds,
+		TickUs:       float64(f.tick) / 1e3,
 		UpdatesAsked: f.updatesPerSec, Machine: machine(), GPU: "none", GoVersion: runtime.Version(), Time: time.Now().UTC().Format(time.RFC3339)}
 	if f.backend == "gpu" {
 		r.GPU = eng.Device()
@@ -453,7 +523,7 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 	var src routeSource = directSource{tb}
 	var nl *netlinkSource
 	if f.via == "netlink" {
-		if nl, err = newNetlinkSource(tb, f.rcvbuf); err != nil {
+		if nl, err = newNetlinkSource(tb, f.rcvbuf, f.senders); err != nil {
 			return r, err
 		}
 		src = nl
@@ -474,8 +544,12 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 	}
 	t0 := time.Now()
 	if nl != nil {
-		if err := kernelfib.Install(nl.h, routes, nl.ifindexOf); err != nil {
-			return r, err
+		cs := make([]route.Change, len(routes))
+		for i := range routes {
+			cs[i].Route = routes[i]
+		}
+		if err := nl.update(cs); err != nil {
+			return r, fmt.Errorf("bench routes: loading the kernel table: %w", err)
 		}
 		r.KernelPerSec = float64(len(routes)) / time.Since(t0).Seconds()
 		for tb.Len() < len(routes) {
@@ -536,15 +610,13 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 	var idles, unders []float64
 	var updates int
 	var updTime time.Duration
-	// The idle run has no updater; the updater sleeps between its steps,
-	// so what the updates cost the lookups is their own work.
+	// The updater sleeps between its ticks; the idle run keeps it ticking
+	// at rate 0, so that only the updates differ between the two and what
+	// they cost the lookups is their own work.
 	timed := func(rate int) (float64, paceResult) {
-		if rate == 0 {
-			return look.rate(f.duration, f.batch), paceResult{}
-		}
 		stop := make(chan struct{})
 		res := make(chan paceResult, 1)
-		go func() { res <- paceRoutes(src, trace[next:], rate, stop) }()
+		go func() { res <- paceRoutes(src, trace[next:], rate, f.tick, stop) }()
 		mlps := look.rate(f.duration, f.batch)
 		close(stop)
 		return mlps, <-res
@@ -553,14 +625,22 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	gc0 := ms.NumGC
-	for range f.rounds {
-		idle, _ := timed(0)
-		idles = append(idles, idle)
+	for round := range f.rounds {
+		// The order of the pair alternates, so that neither always runs on
+		// a warmer machine.
+		if round%2 == 0 || f.updatesPerSec == 0 {
+			idle, _ := timed(0)
+			idles = append(idles, idle)
+		}
 		if f.updatesPerSec == 0 {
 			continue
 		}
 		under, pr := timed(f.updatesPerSec)
 		unders = append(unders, under)
+		if round%2 == 1 {
+			idle, _ := timed(0)
+			idles = append(idles, idle)
+		}
 		if pr.err != nil {
 			return r, pr.err
 		}
@@ -586,6 +666,9 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 			losses[i] = 100 * (idles[i] - unders[i]) / idles[i]
 		}
 		r.MLPSUnderUpdates, r.LossPct = median(unders)/1e6, median(losses)
+		for _, l := range losses {
+			r.LossPctRounds = append(r.LossPctRounds, math.Round(l*100)/100)
+		}
 		r.UpdatesPerSec = float64(updates) / updTime.Seconds()
 	}
 
@@ -622,10 +705,10 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 		addrs := append(lpm.RandomAddrs(fam, n/2, f.seed+3), lpm.TableAddrs(load, n-n/2, f.seed+4)...)
 		r.Checked, r.Mismatches = look.check(tb, ref, addrs, stderr)
 	}
-	r.Notes = fmt.Sprintf("routes_per_sec: from the first change to the last route answering on the Engine (%s); visible: %d changes (half adds, half deletes of held-back prefixes), from the change to the first Engine lookup (slice API, one address) returning it; mlps: %s of %d keys, one goroutine, median of %d rounds of %v, idle (no updater) and under updates (an updater goroutine applying the due changes every 200 µs as one batch) run back to back, loss = median of the paired losses",
+	r.Notes = fmt.Sprintf("routes_per_sec: from the first change to the last route answering on the Engine (%s); visible: %d changes (half adds, half deletes of held-back prefixes), from the change to the first Engine lookup (slice API, one address) returning it; mlps: %s of %d keys, one goroutine, median of %d rounds of %v, idle (the updater ticking, no changes) and under updates (the updater applying the changes due every %v as one batch) run back to back in alternating order, loss = median of the paired losses",
 		map[string]string{"netlink": "RTM_NEWROUTE to the namespace's kernel table, one per route, mirrored by kernelfib", "direct": "route.Table.Add, one per route"}[f.via], len(lats),
 		map[bool]string{false: "Engine.LookupLPM (slice API) in batches", true: fmt.Sprintf("pinned Engine batches (Submit/Wait, %d in flight)", look.pipeDepth)}[look.pipeDepth > 0],
-		f.batch, f.rounds, f.duration)
+		f.batch, f.rounds, f.duration, f.tick)
 	return r, nil
 }
 
@@ -651,10 +734,10 @@ type paceResult struct {
 }
 
 // paceRoutes applies trace entries through src at rate per second until
-// stop is closed: every 200 µs, the entries due by then as one batch (one
+// stop is closed: every tick, the entries due by then as one batch (one
 // route.Table.Update through the direct source), as a routing daemon hands
-// over the changes it has.
-func paceRoutes(src routeSource, trace []lpm.Update, rate int, stop <-chan struct{}) paceResult {
+// over the changes it has. At rate 0 it only ticks.
+func paceRoutes(src routeSource, trace []lpm.Update, rate int, tick time.Duration, stop <-chan struct{}) paceResult {
 	start := time.Now()
 	n := 0
 	var batch []route.Change
@@ -665,7 +748,7 @@ func paceRoutes(src routeSource, trace []lpm.Update, rate int, stop <-chan struc
 		default:
 		}
 		due := min(int(time.Since(start).Seconds()*float64(rate)), len(trace))
-		if due == n && n == len(trace) {
+		if rate > 0 && due == n && n == len(trace) {
 			return paceResult{n, time.Since(start), fmt.Errorf("bench routes: update trace exhausted after %d updates", n)}
 		}
 		if due > n {
@@ -678,7 +761,7 @@ func paceRoutes(src routeSource, trace []lpm.Update, rate int, stop <-chan struc
 			}
 			n = due
 		}
-		time.Sleep(200 * time.Microsecond)
+		time.Sleep(tick)
 	}
 }
 
