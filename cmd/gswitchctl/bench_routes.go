@@ -434,18 +434,24 @@ func (s *netlinkSource) update(cs []route.Change) error {
 		}
 		return nil
 	}
+	parts := make([][]int, n)
+	for i := range cs {
+		k := prefixShard(cs[i].Route.Prefix, n)
+		parts[k] = append(parts[k], i)
+	}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for k, h := range s.senders {
+		if len(parts[k]) == 0 {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range cs {
-				if prefixShard(cs[i].Route.Prefix, n) == k {
-					if err := apply(h, &cs[i]); err != nil {
-						errs[k] = err
-						return
-					}
+			for _, i := range parts[k] {
+				if err := apply(h, &cs[i]); err != nil {
+					errs[k] = err
+					return
 				}
 			}
 		}()
@@ -706,7 +712,7 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 		r.Checked, r.Mismatches = look.check(tb, ref, addrs, stderr)
 	}
 	r.Notes = fmt.Sprintf("routes_per_sec: from the first change to the last route answering on the Engine (%s); visible: %d changes (half adds, half deletes of held-back prefixes), from the change to the first Engine lookup (slice API, one address) returning it; mlps: %s of %d keys, one goroutine, median of %d rounds of %v, idle (the updater ticking, no changes) and under updates (the updater applying the changes due every %v as one batch) run back to back in alternating order, loss = median of the paired losses",
-		map[string]string{"netlink": "RTM_NEWROUTE to the namespace's kernel table, one per route, mirrored by kernelfib", "direct": "route.Table.Add, one per route"}[f.via], len(lats),
+		map[string]string{"netlink": fmt.Sprintf("RTM_NEWROUTE to the namespace's kernel table, one per route over %d sockets at once, mirrored by kernelfib", f.senders), "direct": "route.Table.Add, one per route"}[f.via], len(lats),
 		map[bool]string{false: "Engine.LookupLPM (slice API) in batches", true: fmt.Sprintf("pinned Engine batches (Submit/Wait, %d in flight)", look.pipeDepth)}[look.pipeDepth > 0],
 		f.batch, f.rounds, f.duration, f.tick)
 	return r, nil
