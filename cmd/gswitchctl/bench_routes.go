@@ -627,7 +627,7 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 		close(stop)
 		return mlps, <-res
 	}
-	rebuilds0 := tb.LPM(fam).Stats().Rebuilds
+	rebuilds0 := tb.LPMStats(fam).Rebuilds
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	gc0 := ms.NumGC
@@ -656,7 +656,7 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 		next += pr.n
 		updates, updTime = updates+pr.n, updTime+pr.d
 	}
-	r.Rebuilds = tb.LPM(fam).Stats().Rebuilds - rebuilds0
+	r.Rebuilds = tb.LPMStats(fam).Rebuilds - rebuilds0
 	runtime.ReadMemStats(&ms)
 	r.GCCycles = ms.NumGC - gc0
 	for i := range idles {

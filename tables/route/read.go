@@ -65,6 +65,14 @@ func (t *Table) LPM(fam lpm.Family) *lpm.Table {
 	return t.lpm[1]
 }
 
+// LPMStats returns the family's trie statistics (see lpm.Table.Stats),
+// read under the writer's lock: safe while changes run.
+func (t *Table) LPMStats(fam lpm.Family) lpm.Stats {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.LPM(fam).Stats()
+}
+
 // Attach makes f the OnChange hook (nil: none) and returns copies of both
 // families' current images, taken under the writer's lock: a consumer loads
 // them and then applies every update f receives, and so never misses a
