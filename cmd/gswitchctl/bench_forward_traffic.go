@@ -152,7 +152,7 @@ type sink struct {
 	step  atomic.Uint32
 	count atomic.Uint64 // ring: the step's test frames
 	rx0   uint64        // counter: rx_packets at begin
-	done  chan struct{}
+	done  chan struct{} // ring: closed when its reader has stopped
 }
 
 func startRingSink(p *afpacket.Port) *sink {
@@ -162,9 +162,7 @@ func startRingSink(p *afpacket.Port) *sink {
 }
 
 func startCounterSink(h *netlink.Handle) *sink {
-	s := &sink{h: h, done: make(chan struct{})}
-	close(s.done)
-	return s
+	return &sink{h: h}
 }
 
 // rxPackets reads the sink's eth0 rx_packets.
@@ -202,11 +200,11 @@ func (s *sink) ringDrops() uint64 {
 
 // close stops the sink.
 func (s *sink) close() {
-	if s.p != nil {
-		s.p.Close()
-	} else {
+	if s.p == nil {
 		s.h.Close()
+		return
 	}
+	s.p.Close()
 	<-s.done
 }
 
