@@ -30,7 +30,7 @@ const lossThresholdPct = 0.1
 
 // fwdFlags are bench forward's flags.
 type fwdFlags struct {
-	targets      []string // gswitchd, ovs, bridge
+	targets      []string // gswitchd, ovs, bridge, plain
 	rules        []int
 	rates        []int64 // frames/s; 0 is "max" (as fast as the sender can)
 	duration     time.Duration
@@ -47,16 +47,17 @@ type fwdFlags struct {
 	srcPorts     int
 	batch        int
 	sink         string // counter or ring
+	rounds       int    // times the whole target list runs, alternating its order
 	json         bool
 }
 
-var fwdTargets = []string{"gswitchd", "ovs", "bridge"}
+var fwdTargets = []string{"gswitchd", "ovs", "bridge", "plain"}
 
 func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs := flag.NewFlagSet("bench forward", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := &fwdFlags{}
-	targets := fs.String("targets", "gswitchd,ovs,bridge", "switches to measure, in this order: `LIST` of gswitchd, ovs (Open vSwitch, userspace datapath), bridge (Linux bridge)")
+	targets := fs.String("targets", "gswitchd,ovs,bridge,plain", "switches to measure, in this order: `LIST` of gswitchd, ovs (Open vSwitch, userspace datapath), bridge (Linux bridge), plain (the floor: a Go forwarder of the same AF_PACKET ports with no tables, each frame sent on from the receive ring)")
 	rules := fs.String("rules", "1000,10000", "installed OpenFlow rule counts, one series each: `LIST` (N-1 exact ipv4_dst rules that do not match the traffic plus one in_port=1,actions=output:2; k/M suffixes)")
 	rates := fs.String("rates", "250k,500k,1M,1.5M,2M,max", "offered loads in frames/s, one step each: `LIST` (k/M suffixes; max: as fast as the sender can)")
 	fs.DurationVar(&f.duration, "duration", 3*time.Second, "traffic time of each step")
@@ -68,12 +69,13 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs.StringVar(&f.maxDelay, "max-delay", "50us", "gswitchd's --max-delay")
 	fs.IntVar(&f.batchSize, "batch-size", 0, "gswitchd's --batch-size, frames per batch at most (0: gswitchd's default)")
 	fs.IntVar(&f.minBatch, "min-batch", 0, "gswitchd's --min-batch, the smallest batch its GPU backend classifies on the GPU (0: gswitchd's default; smaller batches go to the CPU)")
-	fs.IntVar(&f.pairs, "pairs", 1, "generator/sink pairs, each on its own two switch ports (2k+1 to 2k+2) with its own sender thread, sharing the asked rate; more than 1 only with --targets gswitchd")
+	fs.IntVar(&f.pairs, "pairs", 1, "generator/sink pairs, each on its own two switch ports (2k+1 to 2k+2) with its own sender thread, sharing the asked rate; more than 1 only with --targets gswitchd and plain")
 	fs.IntVar(&f.rxQueues, "rx-queues", 1, "gswitchd's --rx-queues: receive queues per port, 1..64 (the traffic's --src-ports flows spread over them)")
 	fs.IntVar(&f.srcPorts, "src-ports", 16, "UDP source ports the traffic cycles through")
 	fs.IntVar(&f.batch, "batch", 64, "frames per sendmmsg of the generator")
 	fs.StringVar(&f.sink, "sink", "counter", "how each sink counts what reaches it: counter (its interface's rx_packets; no socket, so the sink's receive costs the switch under test least) or ring (an AF_PACKET ring counting only this step's test frames; its copy runs in the switch's transmit call)")
-	fs.BoolVar(&f.json, "json", false, "print one JSON object per step and per flow-mod run instead of tables")
+	fs.IntVar(&f.rounds, "rounds", 1, "run the target list `N` times, in turn forwards and backwards (gswitchd,plain then plain,gswitchd ...), and print each target's medians over the rounds (the FLOW_MOD runs: first round only)")
+	fs.BoolVar(&f.json, "json", false, "print one JSON object per step, per flow-mod run and (with --rounds above 1) per median instead of tables")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -106,10 +108,12 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 		return nil, fmt.Errorf("%w: --batch %d: 1 to 4096", errUsage, f.batch)
 	case f.batchSize < 0 || f.minBatch < 0:
 		return nil, fmt.Errorf("%w: --batch-size %d, --min-batch %d: not negative", errUsage, f.batchSize, f.minBatch)
+	case f.rounds < 1 || f.rounds > 100:
+		return nil, fmt.Errorf("%w: --rounds %d: 1 to 100", errUsage, f.rounds)
 	case f.pairs < 1 || f.pairs > 32:
 		return nil, fmt.Errorf("%w: --pairs %d: 1 to 32", errUsage, f.pairs)
-	case f.pairs > 1 && !slices.Equal(f.targets, []string{"gswitchd"}):
-		return nil, fmt.Errorf("%w: --pairs %d: only with --targets gswitchd (the bridge would flood every frame to all the pairs' ports)", errUsage, f.pairs)
+	case f.pairs > 1 && (slices.Contains(f.targets, "ovs") || slices.Contains(f.targets, "bridge")):
+		return nil, fmt.Errorf("%w: --pairs %d: only with --targets gswitchd and plain (the bridge would flood every frame to all the pairs' ports)", errUsage, f.pairs)
 	case slices.Min(f.rules) < f.pairs:
 		return nil, fmt.Errorf("%w: --rules %d: at least one rule per pair (%d)", errUsage, slices.Min(f.rules), f.pairs)
 	case f.rxQueues < 1 || f.rxQueues > 64:
@@ -128,7 +132,7 @@ func parseTargets(s string) ([]string, error) {
 	for _, t := range strings.Split(s, ",") {
 		t = strings.TrimSpace(t)
 		if !slices.Contains(fwdTargets, t) {
-			return nil, fmt.Errorf("unknown target %q (want gswitchd, ovs or bridge)", t)
+			return nil, fmt.Errorf("unknown target %q (want gswitchd, ovs, bridge or plain)", t)
 		}
 		if slices.Contains(out, t) {
 			return nil, fmt.Errorf("target %q twice", t)
@@ -215,9 +219,10 @@ func parseRates(s string) ([]int64, error) {
 // fwdStep is one offered-load step, one JSON line with --json.
 type fwdStep struct {
 	Bench          string  `json:"bench"`     // forward
-	Target         string  `json:"target"`    // gswitchd | ovs | bridge
+	Target         string  `json:"target"`    // gswitchd | ovs | bridge | plain
 	Backend        string  `json:"backend"`   // gswitchd's backend; empty otherwise
-	Rules          int     `json:"rules"`     // installed rules (0 for the bridge)
+	Rules          int     `json:"rules"`     // installed rules (0 for the bridge and plain)
+	Round          int     `json:"round"`     // 1..--rounds
 	Pairs          int     `json:"pairs"`     // generator/sink pairs (port pairs of the switch)
 	RxQueues       int     `json:"rx_queues"` // gswitchd's receive queues per port
 	AskedPPS       int64   `json:"asked_pps"`
@@ -322,21 +327,106 @@ func benchForward(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "bench forward: %s; targets %s\n", machine(), strings.Join(f.targets, ","))
 	var all []fwdStep
 	var fms []fwdFlowMods
-	for _, target := range f.targets {
-		steps, fm, err := env.runTarget(target)
-		all = append(all, steps...)
-		fms = append(fms, fm...)
-		if err != nil {
-			printForward(stdout, f.json, all, fms)
-			return fmt.Errorf("%s: %w", target, err)
+	for r := 1; r <= f.rounds; r++ {
+		env.round = r
+		for _, target := range roundOrder(f.targets, r) {
+			steps, fm, err := env.runTarget(target)
+			all = append(all, steps...)
+			fms = append(fms, fm...)
+			if err != nil {
+				printForward(stdout, f.json, all, fms, nil)
+				return fmt.Errorf("%s: %w", target, err)
+			}
 		}
 	}
-	printForward(stdout, f.json, all, fms)
+	var meds []fwdMedian
+	if f.rounds > 1 {
+		meds = fwdMedians(all)
+	}
+	printForward(stdout, f.json, all, fms, meds)
 	return nil
 }
 
-// printForward prints the steps and flow-mod runs as tables or JSON lines.
-func printForward(w io.Writer, asJSON bool, steps []fwdStep, fms []fwdFlowMods) {
+// roundOrder is the order of the targets in round r (from 1): as given in
+// odd rounds, reversed in even ones, so that a machine that slows down or
+// speeds up during the run favours no target.
+func roundOrder(targets []string, r int) []string {
+	if r%2 == 1 {
+		return targets
+	}
+	rev := slices.Clone(targets)
+	slices.Reverse(rev)
+	return rev
+}
+
+// fwdMedian is one target's, rule count's and offered load's medians over
+// the rounds, one JSON line with --json and --rounds above 1.
+type fwdMedian struct {
+	Bench          string  `json:"bench"` // forward-median
+	Target         string  `json:"target"`
+	Backend        string  `json:"backend"`
+	Rules          int     `json:"rules"`
+	AskedPPS       int64   `json:"asked_pps"`
+	Rounds         int     `json:"rounds"`
+	OfferedPPS     float64 `json:"offered_pps"`
+	ForwardedPPS   float64 `json:"forwarded_pps"`
+	LossPct        float64 `json:"loss_pct"`
+	LosslessRounds int     `json:"lossless_rounds"`  // rounds whose step lost under 0.1%
+	MaxLosslessPPS float64 `json:"max_lossless_pps"` // the median of the rounds' series' max_lossless_pps
+	StealCores     float64 `json:"steal_cores"`
+	Machine        string  `json:"machine"`
+	Time           string  `json:"time"`
+}
+
+// fwdMedians groups the steps by target, backend, rules and asked rate, in
+// their first order, and takes each group's medians.
+func fwdMedians(steps []fwdStep) []fwdMedian {
+	type key struct {
+		target, backend string
+		rules           int
+		asked           int64
+	}
+	var order []key
+	groups := map[key][]fwdStep{}
+	for _, s := range steps {
+		k := key{s.Target, s.Backend, s.Rules, s.AskedPPS}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], s)
+	}
+	out := make([]fwdMedian, 0, len(order))
+	for _, k := range order {
+		g := groups[k]
+		col := func(f func(fwdStep) float64) float64 {
+			v := make([]float64, len(g))
+			for i, s := range g {
+				v[i] = f(s)
+			}
+			return median(v)
+		}
+		m := fwdMedian{
+			Bench: "forward-median", Target: k.target, Backend: k.backend, Rules: k.rules, AskedPPS: k.asked, Rounds: len(g),
+			OfferedPPS:     col(func(s fwdStep) float64 { return s.OfferedPPS }),
+			ForwardedPPS:   col(func(s fwdStep) float64 { return s.ForwardedPPS }),
+			LossPct:        col(func(s fwdStep) float64 { return s.LossPct }),
+			MaxLosslessPPS: col(func(s fwdStep) float64 { return s.MaxLosslessPPS }),
+			StealCores:     col(func(s fwdStep) float64 { return s.StealCores }),
+			Machine:        g[0].Machine, Time: g[len(g)-1].Time,
+		}
+		for _, s := range g {
+			if s.Sent > 0 && s.LossPct < lossThresholdPct {
+				m.LosslessRounds++
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// printForward prints the steps, flow-mod runs and medians as tables or
+// JSON lines.
+func printForward(w io.Writer, asJSON bool, steps []fwdStep, fms []fwdFlowMods, meds []fwdMedian) {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		for _, s := range steps {
@@ -345,18 +435,32 @@ func printForward(w io.Writer, asJSON bool, steps []fwdStep, fms []fwdFlowMods) 
 		for _, m := range fms {
 			enc.Encode(m)
 		}
+		for _, m := range meds {
+			enc.Encode(m)
+		}
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\trules\tasked pps\toffered pps\tforwarded pps\tloss %\tmax lossless pps\t")
-	for _, s := range steps {
-		asked := "max"
-		if s.AskedPPS > 0 {
-			asked = strconv.FormatInt(s.AskedPPS, 10)
+	asked := func(pps int64) string {
+		if pps > 0 {
+			return strconv.FormatInt(pps, 10)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%.0f\t%.3f\t%.0f\t\n", s.Target, s.Rules, asked, s.OfferedPPS, s.ForwardedPPS, s.LossPct, s.MaxLosslessPPS)
+		return "max"
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target\trules\tround\tasked pps\toffered pps\tforwarded pps\tloss %\tmax lossless pps\t")
+	for _, s := range steps {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.0f\t%.0f\t%.3f\t%.0f\t\n", s.Target, s.Rules, s.Round, asked(s.AskedPPS), s.OfferedPPS, s.ForwardedPPS, s.LossPct, s.MaxLosslessPPS)
 	}
 	tw.Flush()
+	if len(meds) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "medians: target\trules\trounds\tasked pps\toffered pps\tforwarded pps\tloss %\tlossless rounds\tmax lossless pps\t")
+		for _, m := range meds {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.0f\t%.0f\t%.3f\t%d\t%.0f\t\n", m.Target, m.Rules, m.Rounds, asked(m.AskedPPS), m.OfferedPPS, m.ForwardedPPS, m.LossPct, m.LosslessRounds, m.MaxLosslessPPS)
+		}
+		tw.Flush()
+	}
 	if len(fms) == 0 {
 		return
 	}

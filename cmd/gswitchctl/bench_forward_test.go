@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -28,18 +29,22 @@ func TestParseFwdFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(def.targets) != 3 || !slices.Equal(def.rules, []int{1000, 10000}) || def.flowmods != 100000 || def.rates[len(def.rates)-1] != 0 || def.rxQueues != 1 {
+	if !slices.Equal(def.targets, []string{"gswitchd", "ovs", "bridge", "plain"}) || !slices.Equal(def.rules, []int{1000, 10000}) || def.flowmods != 100000 || def.rates[len(def.rates)-1] != 0 || def.rxQueues != 1 || def.rounds != 1 {
 		t.Errorf("defaults: %+v", def)
 	}
 	if f, err := parseFwdFlags([]string{"--targets", "gswitchd", "--pairs", "4", "--rules", "4,100"}, &bytes.Buffer{}); err != nil || f.pairs != 4 {
 		t.Errorf("--pairs 4 with gswitchd: %v", err)
+	}
+	if f, err := parseFwdFlags([]string{"--targets", "plain,gswitchd", "--pairs", "2", "--rounds", "3"}, &bytes.Buffer{}); err != nil || f.pairs != 2 || f.rounds != 3 {
+		t.Errorf("--pairs 2 --rounds 3 with plain and gswitchd: %v", err)
 	}
 	for _, bad := range [][]string{
 		{"--targets", "gswitchd,linux"}, {"--targets", "ovs,ovs"}, {"--rules", "0"}, {"--rules", "1.5"},
 		{"--rates", "fast"}, {"--rates", "1M,1000k"}, {"--rates", "-5"}, {"--duration", "1ms"},
 		{"--flowmod-batch", "0"}, {"--backend", "tpu"}, {"--rx-queues", "0"}, {"--rx-queues", "65"}, {"extra"},
 		{"--pairs", "0"}, {"--pairs", "33"}, {"--pairs", "2"}, {"--targets", "gswitchd", "--pairs", "4", "--rules", "3"},
-		{"--batch-size", "-1"}, {"--min-batch", "-2"},
+		{"--batch-size", "-1"}, {"--min-batch", "-2"}, {"--rounds", "0"}, {"--rounds", "101"},
+		{"--targets", "plain,bridge", "--pairs", "2"}, {"--targets", "plain,plain"},
 	} {
 		if _, err := parseFwdFlags(bad, &bytes.Buffer{}); !errors.Is(err, errUsage) {
 			t.Errorf("%v: err %v, want a usage error", bad, err)
@@ -121,6 +126,47 @@ func TestForwardMath(t *testing.T) {
 	}
 	if framesDue(1_000_000, 1500*time.Microsecond) != 1500 {
 		t.Error("framesDue")
+	}
+}
+
+func TestRoundOrder(t *testing.T) {
+	ts := []string{"gswitchd", "ovs", "plain"}
+	if got := roundOrder(ts, 1); !slices.Equal(got, ts) {
+		t.Errorf("round 1: %v", got)
+	}
+	if got := roundOrder(ts, 2); !slices.Equal(got, []string{"plain", "ovs", "gswitchd"}) {
+		t.Errorf("round 2: %v", got)
+	}
+	if !slices.Equal(ts, []string{"gswitchd", "ovs", "plain"}) || !slices.Equal(roundOrder(ts, 3), ts) {
+		t.Errorf("round 3, or the list was reversed in place: %v", ts)
+	}
+}
+
+func TestFwdMedians(t *testing.T) {
+	st := func(target string, round int, asked int64, fwd, loss, ml float64) fwdStep {
+		return fwdStep{Target: target, Rules: 10, Round: round, AskedPPS: asked, Sent: 100, OfferedPPS: float64(asked),
+			ForwardedPPS: fwd, LossPct: loss, MaxLosslessPPS: ml, Machine: "m", Time: fmt.Sprint(round)}
+	}
+	steps := []fwdStep{
+		st("gswitchd", 1, 1e6, 1e6, 0, 1e6), st("gswitchd", 1, 0, 1.2e6, 5, 1e6),
+		st("plain", 1, 1e6, 1e6, 0.05, 1e6), st("plain", 1, 0, 1.3e6, 2, 1e6),
+		st("plain", 2, 1e6, 0.9e6, 10, 0), st("plain", 2, 0, 1.1e6, 4, 0),
+		st("gswitchd", 2, 1e6, 0.99e6, 1, 0), st("gswitchd", 2, 0, 1.1e6, 8, 0),
+		st("gswitchd", 3, 1e6, 1e6, 0, 1e6), st("gswitchd", 3, 0, 1.3e6, 6, 1e6),
+	}
+	meds := fwdMedians(steps)
+	if len(meds) != 4 {
+		t.Fatalf("%d medians, want 4 (2 targets × 2 rates): %+v", len(meds), meds)
+	}
+	g, p := meds[0], meds[2]
+	if g.Target != "gswitchd" || g.AskedPPS != 1e6 || g.Rounds != 3 || g.ForwardedPPS != 1e6 || g.LossPct != 0 || g.LosslessRounds != 2 || g.MaxLosslessPPS != 1e6 || g.Time != "3" {
+		t.Errorf("gswitchd at 1M: %+v", g)
+	}
+	if gm := meds[1]; gm.AskedPPS != 0 || gm.ForwardedPPS != 1.2e6 || gm.LossPct != 6 || gm.LosslessRounds != 0 {
+		t.Errorf("gswitchd at max: %+v", gm)
+	}
+	if p.Target != "plain" || p.Rounds != 2 || p.ForwardedPPS != 0.95e6 || p.LossPct != 5.025 || p.LosslessRounds != 1 || p.MaxLosslessPPS != 0.5e6 {
+		t.Errorf("plain at 1M: %+v", p)
 	}
 }
 

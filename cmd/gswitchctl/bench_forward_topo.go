@@ -33,12 +33,13 @@ import (
 
 // fwdEnv is the topology, the generator and sink ports, and the run's state.
 type fwdEnv struct {
-	ctx  context.Context
-	f    *fwdFlags
-	log  io.Writer
-	dir  string // temporary: logs, databases, sockets, the rule file
-	pid  int
-	step uint32
+	ctx   context.Context
+	f     *fwdFlags
+	log   io.Writer
+	dir   string // temporary: logs, databases, sockets, the rule file
+	pid   int
+	step  uint32
+	round int // 1..--rounds: the FLOW_MOD runs are in round 1 only
 
 	sw      netns.NsHandle
 	nsNames []string
@@ -393,6 +394,9 @@ func (e *fwdEnv) runTarget(target string) ([]fwdStep, []fwdFlowMods, error) {
 	case "bridge":
 		s, err := e.runBridge()
 		return s, nil, err
+	case "plain":
+		s, err := e.runPlain()
+		return s, nil, err
 	}
 	return nil, nil, fmt.Errorf("unknown target %q", target)
 }
@@ -451,7 +455,7 @@ func (e *fwdEnv) runGswitchd() ([]fwdStep, []fwdFlowMods, error) {
 			return steps, nil, err
 		}
 	}
-	if e.f.flowmods == 0 {
+	if e.f.flowmods == 0 || e.round > 1 {
 		return steps, nil, nil
 	}
 	d, c, err := e.startGswitchd(e.f.flowmods)
@@ -530,7 +534,7 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]fwdStep, error) {
 			return steps, fmt.Errorf("%s: the sinks counted %d frames of %d sent: frames other than the test traffic reached them (--sink counter counts every frame; --sink ring checks each)", target, got, sent)
 		}
 		s := fwdStep{
-			Bench: "forward", Target: target, Backend: backend, Rules: rules, AskedPPS: rate,
+			Bench: "forward", Target: target, Backend: backend, Rules: rules, Round: e.round, AskedPPS: rate,
 			Pairs: len(e.pairs), RxQueues: e.f.rxQueues, Sink: e.f.sink,
 			OfferedPPS: float64(sent) / dur.Seconds(), ForwardedPPS: float64(got) / dur.Seconds(),
 			Sent: sent, Received: got, LossPct: lossPct(sent, got), FrameBytes: wireLen,
@@ -543,8 +547,8 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]fwdStep, error) {
 			s.SwitchKeysOnCPU, s.SwitchKeysOnGPU = sw1[3]-sw0[3], sw1[4]-sw0[4]
 		}
 		s.BusyCores, s.StealCores, s.SwitchCores = readCPU(e.swPid).since(cpu0)
-		fmt.Fprintf(e.log, "bench forward: %s rules=%d asked=%d offered=%.0f forwarded=%.0f loss=%.3f%% (backlog drops %d, sink ring drops %d, switch rx %d rx-dropped %d tx %d, keys cpu %d gpu %d; busy cores %.1f, stolen %.1f, switch %.1f)\n",
-			target, rules, rate, s.OfferedPPS, s.ForwardedPPS, s.LossPct, s.BacklogDrops, s.SinkRingDrops, s.SwitchRx, s.SwitchRxDropped, s.SwitchTx,
+		fmt.Fprintf(e.log, "bench forward: round %d %s rules=%d asked=%d offered=%.0f forwarded=%.0f loss=%.3f%% (backlog drops %d, sink ring drops %d, switch rx %d rx-dropped %d tx %d, keys cpu %d gpu %d; busy cores %.1f, stolen %.1f, switch %.1f)\n",
+			e.round, target, rules, rate, s.OfferedPPS, s.ForwardedPPS, s.LossPct, s.BacklogDrops, s.SinkRingDrops, s.SwitchRx, s.SwitchRxDropped, s.SwitchTx,
 			s.SwitchKeysOnCPU, s.SwitchKeysOnGPU, s.BusyCores, s.StealCores, s.SwitchCores)
 		steps = append(steps, s)
 	}
@@ -742,7 +746,7 @@ func (e *fwdEnv) runOVS() ([]fwdStep, []fwdFlowMods, error) {
 			return steps, nil, err
 		}
 	}
-	if e.f.flowmods == 0 {
+	if e.f.flowmods == 0 || e.round > 1 {
 		return steps, nil, nil
 	}
 	if err := ofctl("del-flows", mgmt); err != nil {

@@ -103,6 +103,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return benchRoutes(args[1:], stdout, stderr)
 	case "forward":
 		return benchForward(args[1:], stdout, stderr)
+	case "plain-forwarder": // bench forward's plain target runs it in its switch namespace
+		return benchPlainForwarder(args[1:], stdout, stderr)
 	}
 	return fmt.Errorf("%w: unknown bench %q (want lpm, classify, p4rt, routes or forward)", errUsage, args[0])
 }

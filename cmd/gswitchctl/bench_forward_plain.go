@@ -1,0 +1,158 @@
+package main
+
+// The "plain" target of bench forward: the floor under any switch built on
+// this datapath. It is the forwarder the issue's reference figure
+// describes (a Go program with a TPACKET_V3 receive ring and batched
+// sends), made of the same afpacket ports gswitchd uses, but with no
+// tables, no parsing and no copies of its own: each frame read from port
+// 2k+1 is sent on port 2k+2 straight from the ring. Measured in the same
+// run as gswitchd, it says how much of gswitchd's figure is the kernel's
+// and the machine's, and how much is the switch's own work.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gswitch/gswitch/datapath/afpacket"
+)
+
+// plainReady is the line the plain forwarder prints once its ports are open.
+const plainReady = "plain forwarder: ready"
+
+// benchPlainForwarder runs the plain forwarder in the calling namespace
+// until SIGTERM or SIGINT ("gswitchctl bench plain-forwarder"; bench
+// forward starts it in its switch namespace). It prints each port's ring
+// counters when it stops.
+func benchPlainForwarder(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench plain-forwarder", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pairs := fs.Int("pairs", 1, "port pairs: frames from p<2k+1> go out of p<2k+2>, k < `N`")
+	batch := fs.Int("batch-size", 256, "frames per send at most (gswitchd's default batch)")
+	maxDelay := fs.Duration("max-delay", 50*time.Microsecond, "the ring's block timeout is this, rounded up to 1 ms (as gswitchd's)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *pairs < 1 || *batch < 1 || fs.NArg() > 0 {
+		return fmt.Errorf("%w: bench plain-forwarder [--pairs N] [--batch-size N] [--max-delay D]", errUsage)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	var ports []*afpacket.Port
+	defer func() {
+		for _, p := range ports {
+			p.Close()
+		}
+	}()
+	for i := 1; i <= 2**pairs; i++ {
+		p, err := afpacket.Open(fmt.Sprintf("p%d", i), afpacket.Config{Promiscuous: true,
+			BlockTimeout: max(maxDelay.Round(time.Millisecond), time.Millisecond)})
+		if err != nil {
+			return err
+		}
+		ports = append(ports, p)
+	}
+	fmt.Fprintln(stdout, plainReady)
+	var wg sync.WaitGroup
+	errs := make([]error, *pairs)
+	for k := range *pairs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[k] = plainForward(ports[2*k], ports[2*k+1], *batch)
+		}()
+	}
+	<-ctx.Done()
+	for i, p := range ports { // before Close: the ring counters are the sockets'
+		st, _ := p.Stats()
+		fmt.Fprintf(stdout, "plain forwarder: p%d rx %d ring-drops %d tx %d tx-errors %d\n", i+1, st.RxPackets, st.RingDrops, st.TxPackets, st.TxErrors)
+	}
+	for _, p := range ports {
+		p.Close() // wakes the readers
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// plainForward sends every frame read from in on out, in sends of at most
+// batch frames, until in is closed.
+func plainForward(in, out *afpacket.Port, batch int) error {
+	var f afpacket.Frame
+	frames := make([][]byte, 0, batch)
+	for {
+		b, err := in.ReadBlock(100 * time.Millisecond)
+		if err != nil {
+			if errors.Is(err, afpacket.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		if b == nil {
+			continue
+		}
+		for b.Next(&f) {
+			frames = append(frames, f.Data)
+			if len(frames) == batch {
+				out.Send(frames)
+				frames = frames[:0]
+			}
+		}
+		if len(frames) > 0 {
+			out.Send(frames)
+			frames = frames[:0]
+		}
+		clear(frames[:cap(frames)])
+		b.Release()
+	}
+}
+
+// runPlain measures the plain forwarder: one series, without rules.
+func (e *fwdEnv) runPlain() ([]fwdStep, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("plain: finding gswitchctl's own binary: %w", err)
+	}
+	args := []string{self, "bench", "plain-forwarder", "--pairs", fmt.Sprint(len(e.pairs))}
+	if e.f.batchSize > 0 {
+		args = append(args, "--batch-size", fmt.Sprint(e.f.batchSize))
+	}
+	d, err := e.start(e.sw, "plain", args...)
+	if err != nil {
+		return nil, err
+	}
+	defer d.stop()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if err := d.exited(); err != nil {
+			return nil, fmt.Errorf("plain: %w", err)
+		}
+		if b, _ := os.ReadFile(d.log); strings.Contains(string(b), plainReady) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("plain: the forwarder did not open its ports in 10 s (log %s)", d.log)
+		}
+	}
+	e.swPid = d.cmd.Process.Pid
+	defer func() { e.swPid = 0 }()
+	steps, err := e.series("plain", "", 0)
+	if err == nil {
+		err = d.exited()
+	}
+	d.stop()
+	if b, _ := os.ReadFile(d.log); len(b) > 0 {
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if strings.HasPrefix(l, "plain forwarder: p") {
+				fmt.Fprintln(e.log, "bench forward:", l)
+			}
+		}
+	}
+	return steps, err
+}
