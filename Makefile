@@ -68,8 +68,8 @@ bench-routes: build
 # Frames/s forwarded between two namespaces through gswitchd (this tree's),
 # Open vSwitch's userspace datapath and the Linux bridge with 1K and 10K
 # rules, loss per offered load; FLOW_MODs/s and barrier latency. Needs
-# root and openvswitch-switch (FWD_TARGETS=gswitchd,bridge without it).
-FWD_TARGETS ?= gswitchd,ovs,bridge
+# root and openvswitch-switch (FWD_TARGETS=gswitchd,bridge,plain without it).
+FWD_TARGETS ?= gswitchd,ovs,bridge,plain
 FWD_RATES   ?= 100k,250k,400k,500k,750k,1M,1.5M,2M,max
 FWD_FLAGS   ?= --json
 bench-forward: build
