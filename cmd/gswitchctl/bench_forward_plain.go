@@ -109,8 +109,8 @@ func plainForward(in, out *afpacket.Port, batch int) error {
 			out.Send(frames)
 			frames = frames[:0]
 		}
-		clear(frames[:cap(frames)])
-		b.Release()
+		b.Release() // frames' stale slices point into the mapped ring, which the GC does not own
+
 	}
 }
 
@@ -120,7 +120,7 @@ func (e *fwdEnv) runPlain() ([]fwdStep, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plain: finding gswitchctl's own binary: %w", err)
 	}
-	args := []string{self, "bench", "plain-forwarder", "--pairs", fmt.Sprint(len(e.pairs))}
+	args := []string{self, "bench", "plain-forwarder", "--pairs", fmt.Sprint(len(e.pairs)), "--max-delay", e.f.maxDelay}
 	if e.f.batchSize > 0 {
 		args = append(args, "--batch-size", fmt.Sprint(e.f.batchSize))
 	}
