@@ -110,7 +110,6 @@ func plainForward(in, out *afpacket.Port, batch int) error {
 			frames = frames[:0]
 		}
 		b.Release() // frames' stale slices point into the mapped ring, which the GC does not own
-
 	}
 }
 
