@@ -68,6 +68,9 @@ type rig struct {
 	conn *grpc.ClientConn
 	cl   p4v1.P4RuntimeClient
 	addr string
+	// stop stops the server the last serve started and waits for it
+	// (idempotent): a test changes the server's configuration only after.
+	stop func()
 }
 
 func newRig(t testing.TB, ports, maxFlows int) *rig {
@@ -109,12 +112,13 @@ func (r *rig) serve(t testing.TB, dialOpts []grpc.DialOption) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.srv.Serve(ctx, l) }()
-	t.Cleanup(func() {
+	r.stop = sync.OnceFunc(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
 	})
+	t.Cleanup(r.stop)
 	if dialOpts == nil {
 		dialOpts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}

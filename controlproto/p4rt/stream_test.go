@@ -156,6 +156,7 @@ func TestMutualTLS(t *testing.T) {
 	pool.AddCert(ca)
 	r := newRig(t, 1, 0)
 	r.conn.Close()
+	r.stop() // the plain server reads cfg while it starts
 	r.srv.cfg.TLS = &tls.Config{Certificates: []tls.Certificate{srvCert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
 	r.serve(t, []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cliCert}, ServerName: "127.0.0.1"}))})
 	if _, err := r.cl.Capabilities(context.Background(), &p4v1.CapabilitiesRequest{}); err != nil {
