@@ -41,6 +41,8 @@ Usage:
   gswitchctl neighbours [--socket PATH] [--json] the router's neighbour table (show neighbours)
   gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
                                                  route tables: routes, next hops, counters
+  gswitchctl chunk [flags] FILE...               content-defined chunks of files (restic/chunker's boundaries)
+  gswitchctl re markers [flags] FILE...          redundancy elimination's marker positions of each file
   gswitchctl help                                this text
 
 Run "gswitchctl bench lpm -h" or "gswitchctl bench classify -h" for the flags.
@@ -83,6 +85,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runShow(append([]string{"neighbours"}, args[1:]...), stdout, stderr)
 	case "routes":
 		return runRoutes(args[1:], stdout, stderr)
+	case "chunk":
+		return runChunk(args[1:], stdout, stderr)
+	case "re":
+		return runRE(args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
