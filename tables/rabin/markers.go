@@ -45,6 +45,28 @@ func (m *Marker) Markers(dst []int32, payload []byte) []int32 {
 	return dst
 }
 
+// MarkersFP is Markers that also appends each marker's fingerprint to fps.
+func (m *Marker) MarkersFP(pos []int32, fps []uint64, payload []byte) ([]int32, []uint64) {
+	w := m.W
+	if len(payload) < w {
+		return pos, fps
+	}
+	var f uint64
+	for _, b := range payload[:w-1] {
+		f = m.append(f, b)
+	}
+	mask := m.mask
+	for i := w - 1; i < len(payload); i++ {
+		f = m.append(f, payload[i])
+		if f&mask == 0 {
+			pos = append(pos, int32(i))
+			fps = append(fps, f)
+		}
+		f ^= m.out[payload[i-w+1]]
+	}
+	return pos, fps
+}
+
 // FingerprintAt returns the fingerprint of the window ending at position i
 // of payload (i >= W−1).
 func (m *Marker) FingerprintAt(payload []byte, i int) uint64 {
