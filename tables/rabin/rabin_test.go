@@ -322,3 +322,54 @@ func BenchmarkMarkers1460(b *testing.B) {
 		dst = m.Markers(dst[:0], buf)
 	}
 }
+
+func TestBitmapEqualsMarkers(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	m, err := NewMarker(DefaultPol, 32, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var payloads [][]byte
+	for _, n := range []int{0, 1, 31, 32, 33, 63, 64, 65, 100, 1460, 1500, 9000} {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(r.Uint32())
+		}
+		payloads = append(payloads, p)
+	}
+	buf, offs, lens := Pack(nil, nil, nil, payloads...)
+	bitmap := make([]uint32, BitmapWords(len(buf)))
+	for i := range bitmap {
+		bitmap[i] = 0xdeadbeef // every covered word must be rewritten
+	}
+	if err := m.Bitmap(buf, offs, lens, bitmap); err != nil {
+		t.Fatal(err)
+	}
+	for k, p := range payloads {
+		if offs[k]%PackAlign != 0 {
+			t.Fatalf("payload %d at %d", k, offs[k])
+		}
+		want := map[int]bool{}
+		for _, x := range m.Markers(nil, p) {
+			want[int(x)] = true
+		}
+		for i := 0; i < len(p); i++ {
+			at := int(offs[k]) + i
+			if got := bitmap[at>>5]>>uint(at&31)&1 == 1; got != want[i] {
+				t.Fatalf("payload %d position %d: bit %v, marker %v", k, i, got, want[i])
+			}
+		}
+		// Bits past the payload's end in its last word are zero.
+		if n := len(p); n%32 != 0 {
+			if w := bitmap[(int(offs[k])+n-1)>>5]; w>>uint(n%32) != 0 {
+				t.Fatalf("payload %d: bits set past its end: %#x", k, w)
+			}
+		}
+	}
+	if err := m.Bitmap(buf, []uint32{1}, []uint32{10}, bitmap); err == nil {
+		t.Error("unaligned payload accepted")
+	}
+	if err := m.Bitmap(buf, []uint32{0}, []uint32{uint32(len(buf) + 1)}, bitmap); err == nil {
+		t.Error("payload past the buffer accepted")
+	}
+}
