@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/datapath/l3"
 	"github.com/gswitch/gswitch/datapath/pipeline"
-	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
+	"github.com/gswitch/gswitch/agent/ctl"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/internal/prom"
 	"github.com/gswitch/gswitch/tables/route"
