@@ -94,7 +94,7 @@ func TestConfigMistakes(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := loadArgs(t, c.args...)
-		if err == nil || !errors.Is(err, errConfig) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+		if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: error %v, want a one-line configuration error containing %q", c.args, err, c.want)
 		}
 	}
