@@ -77,8 +77,8 @@ const IDsPerTable = 2
 
 // Config configures a Router.
 type Config struct {
-	Ports     []PortConfig
-	Engine    Engine // required
+	Ports  []PortConfig
+	Engine Engine // required
 	// TableIDBase is the first engine table id of the route tables' LPM
 	// images: the i-th table AttachTable sees has its IPv4 image at
 	// TableIDBase+2i and its IPv6 image at TableIDBase+2i+1 (0:
