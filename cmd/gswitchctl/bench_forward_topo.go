@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gswitch/gswitch/agent/ctl"
 	"github.com/gswitch/gswitch/datapath/afpacket"
-	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
+	"github.com/gswitch/gswitch/agent/ctl"
 	"github.com/gswitch/gswitch/internal/shareddata"
 	"github.com/gswitch/gswitch/tables/lpm"
 )

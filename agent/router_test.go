@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ func TestRouterPortFlag(t *testing.T) {
 		t.Fatalf("%+v", rp)
 	}
 	for _, bad := range []string{"", "x=10.0.0.1/24", "1", "1=", "1=10.0.0.1/24,table=x", "1=10.0.0.1/24,vrf=3"} {
-		if _, err := parseRouterPortFlag(bad); !errors.Is(err, errConfig) {
+		if _, err := parseRouterPortFlag(bad); !errors.Is(err, ErrConfig) {
 			t.Errorf("--router-port %q: %v, want a configuration error", bad, err)
 		}
 	}
@@ -52,7 +52,7 @@ func TestCheckRouter(t *testing.T) {
 		{RouterConfig{Ports: []RouterPortConfig{{Port: 1, Addresses: []string{"10.0.0.1/24"}}, {Port: 1, Addresses: []string{"10.0.1.1/24"}}}}, "given twice"},
 	} {
 		_, err := checkRouter(c.rc, ports)
-		if !errors.Is(err, errConfig) || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want a configuration error saying %q", c.rc, err, c.want)
 		}
 	}
@@ -77,7 +77,7 @@ func TestRouterYAML(t *testing.T) {
 	if rs.mode != l3.NeighKernel || len(rs.ports) != 1 || rs.ports[0].Table != 100 || len(rs.ports[0].Addrs) != 2 {
 		t.Fatalf("%+v", rs)
 	}
-	if err := decodeYAML(&c, []byte("router:\n  vrf: 3\n"), "bad.yaml"); !errors.Is(err, errConfig) {
+	if err := decodeYAML(&c, []byte("router:\n  vrf: 3\n"), "bad.yaml"); !errors.Is(err, ErrConfig) {
 		t.Fatalf("an unknown router key: %v, want a configuration error", err)
 	}
 }

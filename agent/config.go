@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"bytes"
@@ -23,12 +23,13 @@ import (
 )
 
 // defaultConfig is the configuration gswitchd starts from: the file given
-// with --config and then the flags override it.
+// with --config and then the flags override it (DefaultConfig).
 //
 //go:embed default.yaml
 var defaultConfig []byte
 
-// Config is gswitchd's configuration (the YAML file's schema).
+// Config is gswitchd's configuration (the YAML file's schema). Start from
+// DefaultConfig: a zero Config is not valid.
 type Config struct {
 	DatapathID  string              `yaml:"datapath_id"`
 	Ports       []PortConfig        `yaml:"ports"`
@@ -84,7 +85,7 @@ func (c *Config) rxQueues(pc PortConfig) int {
 	return c.RxQueues
 }
 
-// settings is a checked Config, in the types the daemon uses.
+// settings is a checked Config, in the types the agent uses.
 type settings struct {
 	Config
 	dpid      uint64
@@ -96,11 +97,22 @@ type settings struct {
 	p4rtTLS   *tls.Config // for the P4Runtime server; nil: plain gRPC (p4rt.go)
 }
 
-// errConfig marks a configuration mistake: exit status 2.
-var errConfig = errors.New("configuration")
+// ErrConfig marks a configuration mistake (exit status 2): every error of
+// Flags' and New's checks wraps it, and its text is one line that names
+// the setting.
+var ErrConfig = errors.New("configuration")
 
 func configErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errConfig, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+}
+
+// DefaultConfig returns the embedded default configuration (default.yaml).
+func DefaultConfig() Config {
+	var c Config
+	if err := decodeYAML(&c, defaultConfig, "embedded default"); err != nil {
+		panic(err) // the embedded file is part of the build; TestDefaultConfig reads it
+	}
+	return c
 }
 
 // decodeYAML reads a configuration over c; unknown keys are mistakes.
@@ -126,8 +138,9 @@ func (m *multiFlag) Set(v string) error {
 	return nil
 }
 
-// flags are the command line's values; a flag given overrides the file.
-type flags struct {
+// Flags are gswitchd's command-line flags (RegisterFlags); a flag given
+// overrides the file's setting.
+type Flags struct {
 	fs                                              *flag.FlagSet
 	config                                          string
 	dpid, failMode, backend, gpus, metrics, ctl, lv string
@@ -142,9 +155,15 @@ type flags struct {
 	neighbours                                      string
 }
 
-func newFlags() *flags {
-	f := &flags{fs: flag.NewFlagSet("gswitchd", flag.ContinueOnError)}
-	fs := f.fs
+// newFlags returns the flags on a FlagSet of their own.
+func newFlags() *Flags {
+	return RegisterFlags(flag.NewFlagSet("gswitchd", flag.ContinueOnError))
+}
+
+// RegisterFlags defines gswitchd's flags on fs; after fs.Parse, Config
+// builds the configuration they give and Run runs it.
+func RegisterFlags(fs *flag.FlagSet) *Flags {
+	f := &Flags{fs: fs}
 	fs.StringVar(&f.config, "config", "", "YAML configuration `FILE` (default: the embedded configuration)")
 	fs.StringVar(&f.dpid, "datapath-id", "", "datapath id `N`, decimal or 0x hex (1..2^64-1)")
 	fs.Var(&f.ports, "port", "attach an interface as OpenFlow port: `N=IFNAME`, or LOCAL=IFNAME for the LOCAL port (repeatable; replaces the file's ports)")
@@ -173,9 +192,23 @@ func newFlags() *flags {
 	return f
 }
 
+// Config returns the effective, checked configuration: the embedded
+// default, the file of --config, then the flags given (a mistake wraps
+// ErrConfig).
+func (f *Flags) Config() (Config, error) {
+	st, err := f.load()
+	if err != nil {
+		return Config{}, err
+	}
+	return st.Config, nil
+}
+
+// PrintConfig reports whether --print-config was given.
+func (f *Flags) PrintConfig() bool { return f.printConfig }
+
 // load builds the effective configuration: the embedded default, the file,
 // then the flags.
-func (f *flags) load() (*settings, error) {
+func (f *Flags) load() (*settings, error) {
 	var c Config
 	if err := decodeYAML(&c, defaultConfig, "embedded default"); err != nil {
 		return nil, err
@@ -203,7 +236,7 @@ func setIf[T any](set map[string]bool, name string, dst *T, v T) {
 }
 
 // override puts the flags given on the command line over c.
-func (f *flags) override(c *Config) error {
+func (f *Flags) override(c *Config) error {
 	set := map[string]bool{}
 	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	setIf(set, "datapath-id", &c.DatapathID, f.dpid)

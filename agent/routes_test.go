@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"errors"
@@ -65,7 +65,7 @@ func TestRouteConfigMistakes(t *testing.T) {
 		if err == nil {
 			err = checkKernelFIB(&cfg)
 		}
-		if err == nil || !errors.Is(err, errConfig) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+		if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want a one-line configuration error with %q", name, err, c.want)
 		}
 	}

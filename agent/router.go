@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -128,7 +128,7 @@ func checkRouter(rc RouterConfig, ports []PortConfig) (routerSettings, error) {
 
 // newRouter makes the router (nil without router ports): port MACs default
 // to the interfaces' own, read over netlink.
-func (d *daemon) newRouter() error {
+func (d *Agent) newRouter() error {
 	rs := d.st.router
 	if len(rs.ports) == 0 {
 		return nil
@@ -148,13 +148,29 @@ func (d *daemon) newRouter() error {
 		}
 		ports[i].MAC = l3.MAC(l.MAC)
 	}
+	ids, err := d.ids.Alloc(routerIDsOwner, l3.IDsPerTable*uint64(len(routeTableIDs(ports))))
+	if err != nil {
+		return err
+	}
 	r, err := l3.New(l3.Config{Ports: ports, Engine: d.eng, NeighMode: rs.mode, Logger: d.log,
+		TableIDBase: ids.First, MaxTables: int(ids.N / l3.IDsPerTable),
 		Transmit: func(port uint32, frames [][]byte) { d.sw.Transmit(port, frames) }})
 	if err != nil {
 		return err
 	}
 	d.router = r
 	return nil
+}
+
+// routeTableIDs returns the route tables the router ports use.
+func routeTableIDs(ports []l3.PortConfig) []uint32 {
+	var ids []uint32
+	for _, p := range ports {
+		if !slices.Contains(ids, p.Table) {
+			ids = append(ids, p.Table)
+		}
+	}
+	return ids
 }
 
 // portName returns the interface of port no.
@@ -170,7 +186,7 @@ func (st *settings) portName(no uint32) string {
 // startRoutes makes the route tables the router ports use, attaches them
 // to the router (their LPM images loaded into the engine) and installs the
 // ports' connected routes.
-func (d *daemon) startRoutes() error {
+func (d *Agent) startRoutes() error {
 	if d.router == nil {
 		return nil
 	}
@@ -196,7 +212,7 @@ func (d *daemon) startRoutes() error {
 
 // routeTable returns route table id, making it on first use. Routes may
 // only name router ports as next hops.
-func (d *daemon) routeTable(id uint32) (*route.Table, error) {
+func (d *Agent) routeTable(id uint32) (*route.Table, error) {
 	if t := d.routes[id]; t != nil {
 		return t, nil
 	}
@@ -217,7 +233,7 @@ func (d *daemon) routeTable(id uint32) (*route.Table, error) {
 
 // kernelNeighbourLinks maps the router ports' interface indexes to their
 // port numbers (neighbour mode kernel).
-func (d *daemon) kernelNeighbourLinks() map[int]uint32 {
+func (d *Agent) kernelNeighbourLinks() map[int]uint32 {
 	links := map[int]uint32{}
 	for _, p := range d.router.Ports() {
 		if ap := d.ports[p.No]; ap != nil {
@@ -230,15 +246,15 @@ func (d *daemon) kernelNeighbourLinks() map[int]uint32 {
 // neighbourTick is how often the router's neighbour timers run.
 const neighbourTick = 100 * time.Millisecond
 
-// Neighbours and L3Counters make the daemon a ctl.RouterSource.
-func (d *daemon) Neighbours() []l3.NeighInfo {
+// neighbours and l3Counters are the agent's ctl.RouterSource side.
+func (d *Agent) neighbours() []l3.NeighInfo {
 	if d.router == nil {
 		return []l3.NeighInfo{}
 	}
 	return d.router.Neighbours().Dump(time.Now())
 }
 
-func (d *daemon) L3Counters() l3.Counters {
+func (d *Agent) l3Counters() l3.Counters {
 	if d.router == nil {
 		return l3.Counters{Drops: map[string]uint64{}}
 	}
@@ -247,7 +263,7 @@ func (d *daemon) L3Counters() l3.Counters {
 
 // pipelineRouter is the router as the pipeline's Config.Router (nil, not
 // a nil *l3.Router, without router ports).
-func (d *daemon) pipelineRouter() pipeline.Router {
+func (d *Agent) pipelineRouter() pipeline.Router {
 	if d.router == nil {
 		return nil
 	}
@@ -256,7 +272,7 @@ func (d *daemon) pipelineRouter() pipeline.Router {
 
 // runRouter starts the router's goroutines: the neighbour timers, and in
 // neighbour mode kernel the mirror of the kernel's neighbour table.
-func (d *daemon) runRouter(ctx context.Context, goRun func(string, func() error)) {
+func (d *Agent) runRouter(ctx context.Context, goRun func(string, func() error)) {
 	if d.router == nil {
 		return
 	}

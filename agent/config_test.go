@@ -1,9 +1,11 @@
-package main
+package agent
 
 import (
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -94,7 +96,7 @@ func TestConfigMistakes(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := loadArgs(t, c.args...)
-		if err == nil || !errors.Is(err, errConfig) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+		if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: error %v, want a one-line configuration error containing %q", c.args, err, c.want)
 		}
 	}
@@ -128,5 +130,34 @@ func TestRxQueues(t *testing.T) {
 		if err != nil || st.RxQueues != c.all || st.rxQueues(st.Ports[0]) != c.port1 {
 			t.Errorf("%v: %+v, %v: want rx_queues %d, port 1 %d", c.args, st, err, c.all, c.port1)
 		}
+	}
+}
+
+// TestFlagsOnCallersFlagSet: RegisterFlags defines the flags on the
+// caller's FlagSet (beside its own, as gswitchd's --version), and Config
+// returns the checked configuration they give.
+func TestFlagsOnCallersFlagSet(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	f := RegisterFlags(fs)
+	own := fs.Bool("own", false, "the caller's flag")
+	if err := fs.Parse([]string{"--own", "--tables", "9", "--print-config"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.Config()
+	if err != nil || c.Tables != 9 || !*own || !f.PrintConfig() {
+		t.Fatalf("Config() = %+v, %v; own %v, print-config %v", c, err, *own, f.PrintConfig())
+	}
+	def := DefaultConfig()
+	c.Tables = def.Tables
+	if !reflect.DeepEqual(c, def) {
+		t.Fatalf("the flags changed more than tables:\n%+v\n%+v", c, def)
+	}
+	fs = flag.NewFlagSet("x", flag.ContinueOnError)
+	f = RegisterFlags(fs)
+	if err := fs.Parse([]string{"--max-delay", "2s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Config(); !errors.Is(err, ErrConfig) {
+		t.Fatalf("--max-delay 2s: %v, want a configuration error", err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"crypto/ecdsa"
@@ -42,7 +42,7 @@ func TestP4RTConfig(t *testing.T) {
 		{[]string{"--p4rt-tls-certificate", "/nonexistent.pem", "--p4rt-tls-private-key", "/nonexistent.key"}, "p4rt: certificate"},
 	} {
 		_, err := loadArgs(t, c.args...)
-		if !errors.Is(err, errConfig) || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want a configuration error with %q", c.args, err, c.want)
 		}
 	}
@@ -114,10 +114,10 @@ func TestP4RTTLSConfig(t *testing.T) {
 	if err != nil || st.p4rtTLS.ClientAuth != tls.RequireAndVerifyClientCert {
 		t.Fatalf("mutual TLS: %+v, %v", st.p4rtTLS, err)
 	}
-	if _, err := loadArgs(t, append(base, "--p4rt-require-client-cert")...); !errors.Is(err, errConfig) {
+	if _, err := loadArgs(t, append(base, "--p4rt-require-client-cert")...); !errors.Is(err, ErrConfig) {
 		t.Fatalf("require_client_cert without a CA: %v, want a configuration error", err)
 	}
-	if _, err := loadArgs(t, append(base, "--p4rt-tls-ca-cert", keyFile)...); !errors.Is(err, errConfig) {
+	if _, err := loadArgs(t, append(base, "--p4rt-tls-ca-cert", keyFile)...); !errors.Is(err, ErrConfig) {
 		t.Fatalf("a CA file without a certificate: %v, want a configuration error", err)
 	}
 }

@@ -1,59 +1,34 @@
-package main
+package agent
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/vishvananda/netns"
 	"gopkg.in/yaml.v3"
 
+	"github.com/gswitch/gswitch/agent/ctl"
 	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/controlproto/p4rt"
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/datapath/l3"
 	"github.com/gswitch/gswitch/datapath/pipeline"
-	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
 	"github.com/gswitch/gswitch/gpu"
-	"github.com/gswitch/gswitch/internal/prom"
 	"github.com/gswitch/gswitch/tables/route"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-	case errors.Is(err, errConfig):
-		fmt.Fprintln(os.Stderr, "gswitchd:", err)
-		os.Exit(2)
-	default:
-		fmt.Fprintln(os.Stderr, "gswitchd:", err)
-		os.Exit(1)
-	}
-}
-
-// run starts the daemon and returns when ctx is done (a signal) or a part
-// of it fails.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := newFlags()
-	f.fs.SetOutput(stderr)
-	if err := f.fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errConfig, err)
-	}
+// Run is gswitchd: it builds the configuration from the flags (parsed
+// already), prints it and returns with --print-config, or else starts an
+// Agent logging to stderr and runs it until ctx is done (a signal) or a
+// part of it fails. A configuration mistake is an error wrapping
+// ErrConfig (exit status 2).
+func Run(ctx context.Context, f *Flags, stdout, stderr io.Writer) error {
 	if f.fs.NArg() > 0 {
 		return configErr("unexpected argument %q", f.fs.Arg(0))
 	}
@@ -70,14 +45,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return d.serve(ctx)
+	return d.Run(ctx)
 }
 
-// daemon is a started gswitchd: its engine, switch, ports and agent.
-type daemon struct {
+// Agent is a started gswitchd: its engine, switch, ports, router, route
+// sources and control planes. See the package documentation for what it
+// owns and the order things start and stop in.
+type Agent struct {
 	st           *settings
 	log          *slog.Logger
 	eng          *gpu.Engine
+	ids          *TableIDs // the engine's table-id ranges (tableids.go)
 	sw           *pipeline.Switch
 	agent        *openflow.Agent
 	ports        map[uint32]*afpacket.Port
@@ -89,15 +67,40 @@ type daemon struct {
 	routeSources                         // static routes and the kernel FIB mirror (routes.go)
 	p4           *p4rt.Server            // nil with p4rt listen off (p4rt.go)
 	p4L          net.Listener
+
+	runMu     sync.Mutex
+	ran       bool
+	stop      context.CancelFunc // cancels Run's context; nil until Run
+	done      chan struct{}      // closed when Run returns
+	closeOnce sync.Once
 }
 
-// start opens everything that can fail at start, so that a mistake is
-// reported before the daemon serves.
-func start(st *settings, log *slog.Logger) (d *daemon, err error) {
-	d = &daemon{st: st, log: log, ports: map[uint32]*afpacket.Port{}, started: time.Now()}
+// New checks cfg completely (a mistake is a one-line error wrapping
+// ErrConfig) and opens everything that can fail at start, so that a
+// mistake is reported before the agent serves: the engine, the router and
+// its route tables, the switch and its ports, the route sources, the
+// OpenFlow agent, the P4Runtime server and the listeners of the control
+// socket and the metrics. Nothing runs until Run. log nil: slog.Default().
+func New(cfg Config, log *slog.Logger) (*Agent, error) {
+	st, err := check(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return start(st, log)
+}
+
+// start opens everything that can fail at start; on an error it closes
+// what it opened.
+func start(st *settings, log *slog.Logger) (d *Agent, err error) {
+	d = &Agent{st: st, log: log, ports: map[uint32]*afpacket.Port{}, started: time.Now(), ids: NewTableIDs()}
+	d.kfibNS = netns.None()
 	defer func() {
 		if err != nil {
 			d.close()
+			d = nil
 		}
 	}()
 	var ordinals []int
@@ -106,6 +109,9 @@ func start(st *settings, log *slog.Logger) (d *daemon, err error) {
 	}
 	if d.eng, err = gpu.Open(st.Backend, ordinals, st.MinBatch, log); err != nil {
 		return d, fmt.Errorf("backend %s: %w", st.Backend, err)
+	}
+	if err := d.reserveTableIDs(); err != nil {
+		return d, err
 	}
 	if err := d.newRouter(); err != nil {
 		return d, err
@@ -154,7 +160,7 @@ func blockTimeout(maxDelay time.Duration) time.Duration {
 	return max(maxDelay.Round(time.Millisecond), time.Millisecond)
 }
 
-func (d *daemon) openPorts() error {
+func (d *Agent) openPorts() error {
 	for _, pc := range d.st.Ports {
 		p, err := afpacket.Open(pc.Interface, afpacket.Config{Promiscuous: true, BlockTimeout: blockTimeout(d.st.MaxDelay),
 			Queues: d.st.rxQueues(pc)})
@@ -170,11 +176,22 @@ func (d *daemon) openPorts() error {
 	return nil
 }
 
-// serve runs every part until ctx is done, then shuts down: the agent's
-// connections close, the ports close (waking their readers), the engine
-// closes.
-func (d *daemon) serve(ctx context.Context) error {
+// Run runs every part until ctx is done, Close is called or a part fails,
+// then shuts down: the goroutines stop (the ports close, waking their
+// readers), the listeners close (the control socket's file is removed),
+// the engine closes. It returns nil after ctx's cancellation or Close, and
+// the failing part's error otherwise. An Agent runs once.
+func (d *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	d.runMu.Lock()
+	if d.ran {
+		d.runMu.Unlock()
+		return errors.New("agent: Run after Close, or a second time")
+	}
+	d.ran, d.stop, d.done = true, func() { cancel(context.Canceled) }, make(chan struct{})
+	d.runMu.Unlock()
+	defer close(d.done)
 	defer d.close()
 	var wg sync.WaitGroup
 	goRun := func(name string, f func() error) {
@@ -202,7 +219,7 @@ func (d *daemon) serve(ctx context.Context) error {
 	if d.p4L != nil {
 		goRun("p4rt", func() error { return d.serveP4RT(ctx) })
 	}
-	goRun("ctl socket", func() error { return ctl.Serve(ctx, d.ctlL, d) })
+	goRun("ctl socket", func() error { return ctl.Serve(ctx, d.ctlL, ctlSource{d}) })
 	if d.metL != nil {
 		goRun("metrics", func() error { return d.serveMetrics(ctx) })
 	}
@@ -221,59 +238,63 @@ func (d *daemon) serve(ctx context.Context) error {
 	return cause
 }
 
-func (d *daemon) close() {
-	for _, p := range d.ports {
-		p.Close()
+// Close stops a running agent (as ctx's end does) and waits for Run to
+// return, or closes what New opened when Run was never called. It may be
+// called more than once, and from any goroutine.
+func (d *Agent) Close() {
+	d.runMu.Lock()
+	ran, stop, done := d.ran, d.stop, d.done
+	d.ran = true // a Run after Close refuses
+	d.runMu.Unlock()
+	if ran && stop != nil {
+		stop()
+		<-done
+		return
 	}
-	if d.ctlL != nil {
-		d.ctlL.Close()
-	}
-	if d.metL != nil {
-		d.metL.Close()
-	}
-	if d.p4L != nil {
-		d.p4L.Close()
-	}
-	if d.eng != nil {
-		d.eng.Close()
-	}
+	d.close()
 }
 
-// PortInfos, TableInfos, Flows, Backend, Groups, Meters and Stats make the daemon a
-// ctl.Source.
-func (d *daemon) PortInfos() []pipeline.PortInfo   { return d.sw.PortInfos() }
-func (d *daemon) TableInfos() []pipeline.TableInfo { return d.sw.TableInfos() }
-func (d *daemon) Flows() []pipeline.FlowInfo       { return d.sw.Flows() }
-func (d *daemon) Backend() gpu.EngineStats         { return d.eng.Stats() }
-func (d *daemon) Groups() []pipeline.GroupInfo     { return d.sw.Groups() }
-func (d *daemon) Meters() []pipeline.MeterInfo     { return d.sw.Meters() }
-func (d *daemon) Stats() ctl.Stats {
+// close releases everything start opened, once.
+func (d *Agent) close() {
+	d.closeOnce.Do(func() {
+		for _, p := range d.ports {
+			p.Close()
+		}
+		if d.ctlL != nil {
+			d.ctlL.Close()
+		}
+		if d.metL != nil {
+			d.metL.Close()
+		}
+		if d.p4L != nil {
+			d.p4L.Close()
+		}
+		if d.kfibNS.IsOpen() {
+			d.kfibNS.Close()
+		}
+		if d.eng != nil {
+			d.eng.Close()
+		}
+	})
+}
+
+// ctlSource is the agent as the control socket's ctl.Source,
+// ctl.RouterSource and ctl.RouteSource.
+type ctlSource struct{ d *Agent }
+
+func (s ctlSource) PortInfos() []pipeline.PortInfo   { return s.d.sw.PortInfos() }
+func (s ctlSource) TableInfos() []pipeline.TableInfo { return s.d.sw.TableInfos() }
+func (s ctlSource) Flows() []pipeline.FlowInfo       { return s.d.sw.Flows() }
+func (s ctlSource) Backend() gpu.EngineStats         { return s.d.eng.Stats() }
+func (s ctlSource) Groups() []pipeline.GroupInfo     { return s.d.sw.Groups() }
+func (s ctlSource) Meters() []pipeline.MeterInfo     { return s.d.sw.Meters() }
+func (s ctlSource) Stats() ctl.Stats {
+	d := s.d
 	return ctl.Stats{DatapathID: d.st.dpid, Uptime: time.Since(d.started), Backend: d.eng.Device(),
 		Controller: d.agent.Connections(), Counters: d.sw.Counters()}
 }
-
-func (d *daemon) serveMetrics(ctx context.Context) error {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		if err := d.eng.WriteMetrics(w); err != nil {
-			return
-		}
-		_ = pipeline.WriteMetrics(w, d.sw)
-		pw := prom.New(w)
-		pw.Head("gswitch_openflow_connections", "gauge", "OpenFlow sessions past the handshake (controllers and listener clients such as ovs-ofctl).")
-		pw.Printf("gswitch_openflow_connections %d\n", d.agent.Connections())
-		pw.Head("gswitch_openflow_controllers", "gauge", "OpenFlow sessions to the configured controllers (--controller); 0 puts a standalone switch in learning mode.")
-		pw.Printf("gswitch_openflow_controllers %d\n", d.agent.Controllers())
-		if d.router != nil {
-			_ = d.router.WriteMetrics(w)
-		}
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	stop := context.AfterFunc(ctx, func() { srv.Close() })
-	defer stop()
-	if err := srv.Serve(d.metL); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+func (s ctlSource) Neighbours() []l3.NeighInfo { return s.d.neighbours() }
+func (s ctlSource) L3Counters() l3.Counters    { return s.d.l3Counters() }
+func (s ctlSource) RouteTables() (map[uint32]*route.Table, map[uint32]map[string]map[string]uint64) {
+	return s.d.routeTables()
 }

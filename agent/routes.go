@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -142,7 +142,7 @@ func checkKernelFIB(c *Config) error {
 	return nil
 }
 
-// routeSources is the daemon's part for the route sources beside the
+// routeSources is the agent's part for the route sources beside the
 // router's connected routes.
 type routeSources struct {
 	kfib   *kernelfib.Mirror // nil without kernel_fib
@@ -150,7 +150,7 @@ type routeSources struct {
 }
 
 // startStaticRoutes installs the routes: list into their tables.
-func (d *daemon) startStaticRoutes() error {
+func (d *Agent) startStaticRoutes() error {
 	rs, err := staticRoutes(&d.st.Config)
 	if err != nil {
 		return err
@@ -172,7 +172,7 @@ func (d *daemon) startStaticRoutes() error {
 
 // startKernelFIB makes the kernel FIB mirror (nil without kernel_fib), with
 // the router ports' interfaces as the ports routes may leave through.
-func (d *daemon) startKernelFIB() error {
+func (d *Agent) startKernelFIB() error {
 	k := d.st.KernelFIB
 	if k.Table == 0 {
 		return nil
@@ -181,7 +181,6 @@ func (d *daemon) startKernelFIB() error {
 	if err != nil {
 		return err
 	}
-	d.kfibNS = netns.None()
 	cfg := kernelfib.Config{Table: k.Table, ReceiveBuffer: k.ReceiveBuffer, ForceReceiveBuffer: k.ReceiveBuffer > 0, Log: d.log.With("component", "kernel_fib")}
 	if k.Netns != "" {
 		ns, err := netns.GetFromName(k.Netns)
@@ -203,18 +202,15 @@ func (d *daemon) startKernelFIB() error {
 }
 
 // runKernelFIB starts the kernel FIB mirror's goroutine.
-func (d *daemon) runKernelFIB(ctx context.Context, goRun func(string, func() error)) {
+func (d *Agent) runKernelFIB(ctx context.Context, goRun func(string, func() error)) {
 	if d.kfib == nil {
 		return
 	}
-	goRun("kernel fib", func() error {
-		defer d.kfibNS.Close()
-		return d.kfib.Run(ctx)
-	})
+	goRun("kernel fib", func() error { return d.kfib.Run(ctx) }) // close() closes kfibNS after Run's goroutines end
 }
 
-// RouteTables makes the daemon a ctl.RouteSource.
-func (d *daemon) RouteTables() (map[uint32]*route.Table, map[uint32]map[string]map[string]uint64) {
+// routeTables is the agent's ctl.RouteSource side.
+func (d *Agent) routeTables() (map[uint32]*route.Table, map[uint32]map[string]map[string]uint64) {
 	src := map[uint32]map[string]map[string]uint64{}
 	if d.kfib != nil {
 		s := d.kfib.Stats()

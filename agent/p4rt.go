@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -193,7 +193,7 @@ func (c controllers) p4owns() int {
 
 // startP4RT creates the P4Runtime server and its listener (nothing when
 // p4rt listen is off).
-func (d *daemon) startP4RT() error {
+func (d *Agent) startP4RT() error {
 	p := d.st.P4RT
 	if p.Listen == "off" {
 		return nil
@@ -228,7 +228,7 @@ func (d *daemon) startP4RT() error {
 // P4Runtime clients expect.
 const defaultP4RTListen = "127.0.0.1:9559"
 
-func (d *daemon) serveP4RT(ctx context.Context) error {
+func (d *Agent) serveP4RT(ctx context.Context) error {
 	err := d.p4.Serve(ctx, d.p4L)
 	if errors.Is(err, net.ErrClosed) {
 		return nil
