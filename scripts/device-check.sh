@@ -30,7 +30,8 @@
 # PTX_DIR (a temporary folder), NVCC (nvcc),
 # RUN_<name> (the -test.run pattern for binary <name>, default all; the
 # pipeline's CPU tests need ../shared/data, so RUN_datapath_pipeline
-# defaults to CUDA), TEST_TIMEOUT (10m), SANITIZE (1; 0 skips step 3).
+# defaults to CUDA), TEST_TIMEOUT (10m), SANITIZE (1; 0 skips step 3),
+# SANITIZER_TIMEOUT (400 seconds).
 set -u
 cd "${ROOT:-.}" || exit 2
 BIN=${BIN:-.cuda/bin}
@@ -75,6 +76,15 @@ export GSWITCH_PTX_DIR=$PTX_DIR
 [ -f "$DATA/bgp-full-table.txt.gz" ] && export GSWITCH_BGP=$PWD/$DATA/bgp-full-table.txt.gz
 [ -f "$DATA/acl1_20000.txt" ] && export GSWITCH_ACL1=$PWD/$DATA/acl1_20000.txt
 : "${RUN_datapath_pipeline:=CUDA}"
+# Tests without an override read the data sets through shareddata.Path:
+# ../shared/data beside the checkout (found by go.mod), which does not
+# travel to the device machine; link DATA's copies there when it is missing.
+if [ ! -e ../shared/data ] && [ -f go.mod ] && [ -d "$DATA" ]; then
+	mkdir -p ../shared/data/fib ../shared/data/classbench
+	[ -f "$DATA/bgp-full-table.txt.gz" ] && ln -sf "$PWD/$DATA/bgp-full-table.txt.gz" ../shared/data/fib/
+	[ -f "$DATA/acl1_20000.txt" ] && ln -sf "$PWD/$DATA/acl1_20000.txt" ../shared/data/classbench/
+	note "data: linked $DATA's copies into ../shared/data"
+fi
 shopt -s nullglob
 bins=("$BIN"/*.test)
 [ ${#bins[@]} -gt 0 ] || note "tests: no binaries in $BIN"
@@ -96,13 +106,23 @@ for b in "${bins[@]}"; do
 done
 
 # 3. compute-sanitizer on the flow tests.
+# The three tools run at once (one process each), each within
+# SANITIZER_TIMEOUT seconds (default 400).
 if [ "$SANITIZE" = 1 ] && [ -x "$BIN/gpu.test" ]; then
+	t0=$(date +%s)
 	for tool in memcheck synccheck racecheck; do
-		(cd gpu && compute-sanitizer --tool "$tool" --error-exitcode 3 "$BIN/gpu.test" \
-			-test.count=1 -test.run 'TestCUDAFlowRejects|TestCUDAFlowACL1') >"${LOG%.log}-sanitizer-$tool.log" 2>&1
-		rc=$?
-		[ $rc -eq 0 ] || fail=1
-		note "sanitizer $tool: rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "${LOG%.log}-sanitizer-$tool.log" | tail -1)"
+		(
+			cd gpu && timeout "${SANITIZER_TIMEOUT:-400}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
+				"$BIN/gpu.test" -test.count=1 -test.run 'TestCUDAFlowRejects|TestCUDAFlowACL1'
+			echo "rc=$?"
+		) >"${LOG%.log}-sanitizer-$tool.log" 2>&1 &
+	done
+	wait
+	for tool in memcheck synccheck racecheck; do
+		l=${LOG%.log}-sanitizer-$tool.log
+		rc=$(sed -n 's/^rc=//p' "$l" | tail -1)
+		[ "$rc" = 0 ] || fail=1
+		note "sanitizer $tool: rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$l" | tail -1) (all three $(($(date +%s) - t0))s)"
 	done
 fi
 
