@@ -1,18 +1,33 @@
-// Package pipeline is gswitch's switch core: an OpenFlow 1.3 switch
-// (it implements controlproto/openflow's Switch) whose flow tables are
-// tables/flow tables classified through a gpu.Engine, and whose ports are
-// Linux interfaces read and written through datapath/afpacket. It is the
-// "datapath" of DESIGN.md's flow of a packet, steps 1 to 4, and the
-// receiving end of the flow of an update, steps 2 to 6.
+// Package pipeline is gswitch's switch core: a switch with OpenFlow 1.3's
+// semantics whose flow tables are tables/flow tables classified through a
+// gpu.Engine, and whose ports are Linux interfaces read and written
+// through datapath/afpacket. It is the "datapath" of DESIGN.md's flow of a
+// packet, steps 1 to 4, and the receiving end of the flow of an update,
+// steps 2 to 6.
+//
+// It speaks no protocol. What it executes and reports is tables/rule's
+// model (FlowMod, Instructions, Action, GroupMod, MeterMod, PortMod,
+// PacketOut, PacketIn, FlowRemoved, PortStatus, the stats types), and
+// what it refuses it refuses with the model's typed errors (*rule.Error:
+// rule.BadGoto, rule.DanglingGroup, rule.UnknownMeter, rule.BadSetField,
+// rule.NoSuchPort, ...; tables/flow's errors pass through). Its methods
+// match controlproto/openflow's Switch and optional interfaces and
+// controlproto/p4rt's Switch by their tables/rule signatures (Go's
+// structural typing: cmd/gswitchd asserts it), and each protocol maps the
+// errors onto its own codes; the package imports nothing of controlproto.
+// In this documentation FLOW_MOD, GROUP_MOD and so on name the model's
+// requests by their OpenFlow names.
 //
 // # Tables and updates
 //
 // The pipeline has Config.Tables flow tables, table i being gpu table id
 // i. Each is a flow.Table (the authoritative CPU copy, OpenFlow 1.3
 // add/modify/delete semantics, the device image and its write bubbles)
-// plus, per RuleID, an entry: the FLOW_MOD as installed (its match and
-// instructions kept as the controller sent them, so flow stats echo them
-// byte for byte), the time it was added, and atomic counters (packets,
+// plus, per RuleID, an entry: the FlowMod as installed (with its opaque
+// rule.Echo, which the protocol edge that installed it gets back in flow
+// stats and FLOW_REMOVED: OpenFlow's match and instructions as the
+// controller sent them, echoed byte for byte), the time it was added,
+// and atomic counters (packets,
 // bytes, last hit for the idle timeout). New loads each table's first,
 // whole image into the Classifier; after every change the table's mirror
 // is synced and the Update applied (Classifier.Apply: the bubbles, or a
@@ -68,7 +83,7 @@
 // entry is a table-miss entry, priority 0 and match-all — carrying
 // max_len bytes with OFP_NO_BUFFER, the in_port and metadata in its
 // match), NORMAL (the learning switch below), TABLE (PACKET_OUT only),
-// LOCAL (the port added as openflow.PortLocal, the host's interface into
+// LOCAL (the port added as rule.PortLocal, the host's interface into
 // the switch; a standard port, so FLOOD and ALL reach it too, its frames
 // match in_port LOCAL and PORT_MOD applies; counted as no-route when
 // there is none); output to the input port is counted as no-route. set_field
@@ -101,8 +116,8 @@
 // frame without MPLS) is counted as unsupported and skipped. Set-field on
 // the one field the datapath cannot write (eth_type) is
 // refused when the FLOW_MOD, GROUP_MOD or PACKET_OUT arrives, with
-// OFPBAC_BAD_SET_TYPE (support.go); every other action the codec decodes
-// is executed. Outputs copy the frame as it is at that moment, padded
+// rule.BadSetField (support.go; OpenFlow sends OFPBAC_BAD_SET_TYPE);
+// every other action of the model is executed. Outputs copy the frame as it is at that moment, padded
 // with zeros to 60 bytes (a pop may leave it shorter; a NIC would pad it
 // on the wire, a veth does not); each port's frames leave in one afpacket
 // Send (sendmmsg) per batch. A packet-in carries the frame as it is, but
@@ -189,8 +204,7 @@
 // # Groups, meters, ports
 //
 // The switch implements the agent's optional interfaces (groups.go,
-// portmod.go) over controlproto/openflow's reference GroupTable and
-// MeterTable. A group action runs each bucket the table picks on its own
+// portmod.go) over tables/rule's GroupTable and MeterTable. A group action runs each bucket the table picks on its own
 // copy of the packet (the packet itself goes on unchanged): every bucket
 // of an all group, the one of an indirect group, for a select group one
 // live bucket by weight, chosen by an FNV hash of the Ethernet addresses
@@ -205,8 +219,9 @@
 // raises an AF code point's drop precedence (RemarkDSCP) with the IPv4
 // checksum fixed. Group and meter counters are the tables' own. Flow
 // entries count their references (ref_count, flow_count): a FLOW_MOD
-// naming a missing group gets OFPBAC_BAD_OUT_GROUP, a missing meter
-// OFPMMFC_UNKNOWN_METER, checked under the write lock that GROUP_MOD and
+// naming a missing group gets rule.DanglingGroup (OpenFlow:
+// OFPBAC_BAD_OUT_GROUP), a missing meter rule.UnknownMeter
+// (OFPMMFC_UNKNOWN_METER), checked under the write lock that GROUP_MOD and
 // METER_MOD also take; deleting a group removes its entries (FLOW_REMOVED
 // reason GROUP_DELETE), deleting a meter its entries (reason DELETE: 1.3
 // has none for meters).
@@ -241,7 +256,14 @@
 // state is still deciding (its frames may still be in Send). Counters are
 // atomics updated under the read lock. The ports are fixed before traffic
 // starts (AddPort); their link state comes from afpacket (WatchPort turns
-// link events into PORT_STATUS). Workers (keys, SoA buffer, results,
+// link events into PORT_STATUS). Lock order: mu, then the group and meter
+// tables' own mutexes (tables/rule: GroupMod, MeterMod and the flow
+// entries' reference counts take them under mu held for writing, a batch
+// under mu held for reading), then a meter's (Meter.Allow). A Controller
+// is called with mu held (for writing: FLOW_REMOVED from a change or
+// Expire; for reading: a batch's packet-ins), so it must not block or
+// call back into the switch (the OpenFlow agent queues, or drops when a
+// connection's queue is full). Workers (keys, SoA buffer, results,
 // per-port send queues) come from a sync.Pool: one per concurrent batch.
 // Process may run on several batches of one input port at once (one per
 // receive queue): what it keeps per port (rx_dropped, tx_dropped) is

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/flow"
 	"github.com/gswitch/gswitch/tables/lpm"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // BenchmarkLPMShapedTable runs the table stage (worker.classify: keys
@@ -34,15 +34,15 @@ func benchShaped(b *testing.B, eng *gpu.Engine, batches ...int) {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	err = sw.Transact(func(apply func(*openflow.FlowMod) error) error {
+	err = sw.Transact(func(apply func(*rule.FlowMod) error) error {
 		for i, p := range v4 {
 			var m flow.Match
 			m.SetEthType(flow.EthTypeIPv4)
 			if err := m.SetIPv4Dst(binary.BigEndian.Uint32(p.Addr().AsSlice()), p.Bits()); err != nil {
 				return err
 			}
-			fm := &openflow.FlowMod{Command: openflow.FlowAdd, Priority: uint16(p.Bits()), Match: openflow.Match{Match: m},
-				Instructions: applyOut(uint32(1 + i%4)), BufferID: openflow.NoBuffer, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny}
+			fm := &rule.FlowMod{Command: rule.FlowAdd, Priority: uint16(p.Bits()), Match: m,
+				Instructions: applyOut(uint32(1 + i%4)), BufferID: rule.NoBuffer, OutPort: rule.PortAny, OutGroup: rule.GroupAny}
 			if err := apply(fm); err != nil {
 				return err
 			}

@@ -15,11 +15,11 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/internal/shareddata"
 	"github.com/gswitch/gswitch/tables/flow"
 	"github.com/gswitch/gswitch/tables/lpm"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // The real BGP table, loaded once per test process.
@@ -283,13 +283,13 @@ func (g *shapeGen) keys(tb testing.TB, n int) []flow.Key {
 	return out
 }
 
-func flowMod(tb testing.TB, sw *Switch, fm *openflow.FlowMod) {
+func flowMod(tb testing.TB, sw *Switch, fm *rule.FlowMod) {
 	tb.Helper()
-	fm.BufferID = openflow.NoBuffer
+	fm.BufferID = rule.NoBuffer
 	if fm.OutPort == 0 {
-		fm.OutPort, fm.OutGroup = openflow.PortAny, openflow.GroupAny
+		fm.OutPort, fm.OutGroup = rule.PortAny, rule.GroupAny
 	}
-	if fm.Instructions.Has == 0 && (fm.Command == openflow.FlowAdd || fm.Command == openflow.FlowModify) {
+	if fm.Instructions.Has == 0 && (fm.Command == rule.FlowAdd || fm.Command == rule.FlowModify) {
 		fm.Instructions = applyOut(uint32(1 + fm.Priority%3))
 	}
 	if err := sw.FlowMod(fm); err != nil {
@@ -347,23 +347,23 @@ func runShapeRandom(t *testing.T, newEngine func(testing.TB) *gpu.Engine, seeds 
 		g := newShapeGen(t, seed, 12, 6, 12)
 		sw := shapeSwitchOn(t, 2, newEngine(t))
 		tid := uint8(seed % 2)
-		var breakers []openflow.FlowMod
+		var breakers []rule.FlowMod
 		served, broken := 0, 0
 		for step := range 500 {
 			switch x := g.rng.IntN(100); {
 			case x < 50 || step < 100:
 				m, prio := g.rule(t)
-				flowMod(t, sw, &openflow.FlowMod{Command: openflow.FlowAdd, TableID: tid, Priority: prio, Cookie: uint64(step), Match: openflow.Match{Match: m}})
+				flowMod(t, sw, &rule.FlowMod{Command: rule.FlowAdd, TableID: tid, Priority: prio, Cookie: uint64(step), Match: m})
 			case x < 55:
 				m, prio := g.breaker(t)
-				fm := openflow.FlowMod{Command: openflow.FlowAdd, TableID: tid, Priority: prio, Match: openflow.Match{Match: m}}
+				fm := rule.FlowMod{Command: rule.FlowAdd, TableID: tid, Priority: prio, Match: m}
 				flowMod(t, sw, &fm)
 				breakers = append(breakers, fm)
 			case x < 70 && len(breakers) > 0:
 				i := g.rng.IntN(len(breakers))
 				fm := breakers[i]
 				breakers = append(breakers[:i], breakers[i+1:]...)
-				fm.Command, fm.Instructions = openflow.FlowDeleteStrict, openflow.Instructions{}
+				fm.Command, fm.Instructions = rule.FlowDeleteStrict, rule.Instructions{}
 				flowMod(t, sw, &fm)
 			case x < 85:
 				// Strict delete of a random rule.
@@ -377,22 +377,22 @@ func runShapeRandom(t *testing.T, newEngine func(testing.TB) *gpu.Engine, seeds 
 					return true
 				})
 				if victim != nil {
-					flowMod(t, sw, &openflow.FlowMod{Command: openflow.FlowDeleteStrict, TableID: tid, Priority: victim.Priority, Match: openflow.Match{Match: victim.Match}})
+					flowMod(t, sw, &rule.FlowMod{Command: rule.FlowDeleteStrict, TableID: tid, Priority: victim.Priority, Match: victim.Match})
 				}
 			case x < 88:
 				// Non-strict delete of everything under a /12 of a prefix.
 				p := g.v4[g.rng.IntN(len(g.v4))]
 				f := refForm{port: wildPort, pfx: netip.PrefixFrom(p.Addr(), min(12, p.Bits())).Masked()}
-				flowMod(t, sw, &openflow.FlowMod{Command: openflow.FlowDelete, TableID: tid, Match: openflow.Match{Match: routeMatch(t, f)}})
+				flowMod(t, sw, &rule.FlowMod{Command: rule.FlowDelete, TableID: tid, Match: routeMatch(t, f)})
 			case x < 92:
 				m, _ := g.rule(t)
-				flowMod(t, sw, &openflow.FlowMod{Command: openflow.FlowModify, TableID: tid, Match: openflow.Match{Match: m},
+				flowMod(t, sw, &rule.FlowMod{Command: rule.FlowModify, TableID: tid, Match: m,
 					Instructions: applyOut(3)})
 			case x < 96:
 				// Rules with a hard timeout, expired at once.
 				for range 1 + g.rng.IntN(5) {
 					m, prio := g.rule(t)
-					flowMod(t, sw, &openflow.FlowMod{Command: openflow.FlowAdd, TableID: tid, Priority: prio, HardTimeout: 1, Match: openflow.Match{Match: m}})
+					flowMod(t, sw, &rule.FlowMod{Command: rule.FlowAdd, TableID: tid, Priority: prio, HardTimeout: 1, Match: m})
 				}
 				if ok := checkShape(t, sw, int(tid), g.forms, g.keys(t, 50), step); ok {
 					served++
@@ -400,7 +400,7 @@ func runShapeRandom(t *testing.T, newEngine func(testing.TB) *gpu.Engine, seeds 
 				sw.Expire(time.Now().Add(2 * time.Second))
 			default:
 				// Delete by cookie: rules of one earlier step.
-				flowMod(t, sw, &openflow.FlowMod{Command: openflow.FlowDelete, TableID: openflow.TableAll, Cookie: uint64(g.rng.IntN(step + 1)), CookieMask: ^uint64(0)})
+				flowMod(t, sw, &rule.FlowMod{Command: rule.FlowDelete, TableID: rule.TableAll, Cookie: uint64(g.rng.IntN(step + 1)), CookieMask: ^uint64(0)})
 			}
 			if checkShape(t, sw, int(tid), g.forms, g.keys(t, 100), step) {
 				served++
@@ -410,7 +410,7 @@ func runShapeRandom(t *testing.T, newEngine func(testing.TB) *gpu.Engine, seeds 
 		}
 		// Remove every breaker: the shape must come back.
 		for _, fm := range breakers {
-			fm.Command, fm.Instructions = openflow.FlowDeleteStrict, openflow.Instructions{}
+			fm.Command, fm.Instructions = rule.FlowDeleteStrict, rule.Instructions{}
 			flowMod(t, sw, &fm)
 		}
 		checkShape(t, sw, int(tid), g.forms, g.keys(t, 1000), -1)
@@ -472,34 +472,34 @@ func TestLPMFormOf(t *testing.T) {
 // TestLPMShapeCases checks the verdict on small tables, one per way that
 // rules of two in_port groups, families and the table-miss interact.
 func TestLPMShapeCases(t *testing.T) {
-	type rule struct {
+	type route struct {
 		match string
 		prio  uint16
 	}
 	cases := []struct {
 		name   string
-		rules  []rule
+		rules  []route
 		shaped bool
 	}{
 		{"empty", nil, false},
-		{"table-miss only", []rule{{"", 0}}, false},
-		{"router", []rule{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"eth_type=0x0800,ipv4_dst=10.1.0.0/16", 16}, {"", 0}}, true},
-		{"inverted", []rule{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 16}, {"eth_type=0x0800,ipv4_dst=10.1.0.0/16", 8}}, false},
-		{"equal priorities nested", []rule{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"eth_type=0x0800,ipv4_dst=10.1.0.0/16", 8}}, false},
-		{"equal prefixes any priorities", []rule{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"in_port=1,eth_type=0x0800,ipv4_dst=10.0.0.0/8", 3}}, true},
-		{"disjoint inverted", []rule{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 16}, {"eth_type=0x0800,ipv4_dst=11.1.0.0/16", 8}}, true},
-		{"table-miss above a route", []rule{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"", 9}}, false},
-		{"eth_type /0 above a route", []rule{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"eth_type=0x0800", 9}}, false},
-		{"other family's /0 above", []rule{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"eth_type=0x86dd", 9}}, true},
-		{"port rule covers wildcard inverted", []rule{{"in_port=1,eth_type=0x0800,ipv4_dst=10.0.0.0/8", 20}, {"eth_type=0x0800,ipv4_dst=10.1.0.0/16", 16}}, false},
-		{"wildcard covers port rule inverted", []rule{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 20}, {"in_port=2,eth_type=0x0800,ipv4_dst=10.1.0.0/16", 16}}, false},
-		{"two ports inverted", []rule{{"in_port=1,eth_type=0x0800,ipv4_dst=10.0.0.0/8", 20}, {"in_port=2,eth_type=0x0800,ipv4_dst=10.1.0.0/16", 16}}, true},
-		{"in_port-only above its port's route", []rule{{"in_port=1,eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"in_port=1", 9}}, false},
-		{"in_port-only above another port's route", []rule{{"in_port=2,eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"in_port=1", 9}}, true},
-		{"in_port-only above a wildcard v6 route", []rule{{"eth_type=0x86dd,ipv6_dst=2001:db8::/32", 8}, {"in_port=1", 9}}, false},
-		{"foreign", []rule{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"eth_type=0x0800,ip_proto=6", 1}}, false},
-		{"v6 router", []rule{{"eth_type=0x86dd,ipv6_dst=2001:db8::/32", 32}, {"eth_type=0x86dd,ipv6_dst=2001:db8:1::/48", 48}, {"eth_type=0x86dd,ipv6_dst=2001:db8:1::1/128", 128}}, true},
-		{"v6 inverted /128", []rule{{"eth_type=0x86dd,ipv6_dst=2001:db8::/32", 32}, {"eth_type=0x86dd,ipv6_dst=2001:db8:1::1/128", 31}}, false},
+		{"table-miss only", []route{{"", 0}}, false},
+		{"router", []route{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"eth_type=0x0800,ipv4_dst=10.1.0.0/16", 16}, {"", 0}}, true},
+		{"inverted", []route{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 16}, {"eth_type=0x0800,ipv4_dst=10.1.0.0/16", 8}}, false},
+		{"equal priorities nested", []route{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"eth_type=0x0800,ipv4_dst=10.1.0.0/16", 8}}, false},
+		{"equal prefixes any priorities", []route{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"in_port=1,eth_type=0x0800,ipv4_dst=10.0.0.0/8", 3}}, true},
+		{"disjoint inverted", []route{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 16}, {"eth_type=0x0800,ipv4_dst=11.1.0.0/16", 8}}, true},
+		{"table-miss above a route", []route{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"", 9}}, false},
+		{"eth_type /0 above a route", []route{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"eth_type=0x0800", 9}}, false},
+		{"other family's /0 above", []route{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"eth_type=0x86dd", 9}}, true},
+		{"port rule covers wildcard inverted", []route{{"in_port=1,eth_type=0x0800,ipv4_dst=10.0.0.0/8", 20}, {"eth_type=0x0800,ipv4_dst=10.1.0.0/16", 16}}, false},
+		{"wildcard covers port rule inverted", []route{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 20}, {"in_port=2,eth_type=0x0800,ipv4_dst=10.1.0.0/16", 16}}, false},
+		{"two ports inverted", []route{{"in_port=1,eth_type=0x0800,ipv4_dst=10.0.0.0/8", 20}, {"in_port=2,eth_type=0x0800,ipv4_dst=10.1.0.0/16", 16}}, true},
+		{"in_port-only above its port's route", []route{{"in_port=1,eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"in_port=1", 9}}, false},
+		{"in_port-only above another port's route", []route{{"in_port=2,eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"in_port=1", 9}}, true},
+		{"in_port-only above a wildcard v6 route", []route{{"eth_type=0x86dd,ipv6_dst=2001:db8::/32", 8}, {"in_port=1", 9}}, false},
+		{"foreign", []route{{"eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8}, {"eth_type=0x0800,ip_proto=6", 1}}, false},
+		{"v6 router", []route{{"eth_type=0x86dd,ipv6_dst=2001:db8::/32", 32}, {"eth_type=0x86dd,ipv6_dst=2001:db8:1::/48", 48}, {"eth_type=0x86dd,ipv6_dst=2001:db8:1::1/128", 128}}, true},
+		{"v6 inverted /128", []route{{"eth_type=0x86dd,ipv6_dst=2001:db8::/32", 32}, {"eth_type=0x86dd,ipv6_dst=2001:db8:1::1/128", 31}}, false},
 	}
 	for _, c := range cases {
 		sw := shapeSwitch(t, 1)
@@ -508,13 +508,13 @@ func TestLPMShapeCases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			flowMod(t, sw, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: r.prio, Match: openflow.Match{Match: m}})
+			flowMod(t, sw, &rule.FlowMod{Command: rule.FlowAdd, Priority: r.prio, Match: m})
 		}
 		if got := sw.TableInfos()[0].Search == "lpm"; got != c.shaped {
 			t.Errorf("%s: served by LPM = %v, want %v (%+v)", c.name, got, c.shaped, sw.TableInfos()[0].LPM)
 		}
 		// Deleting every rule leaves no state behind.
-		flowMod(t, sw, &openflow.FlowMod{Command: openflow.FlowDelete, TableID: openflow.TableAll})
+		flowMod(t, sw, &rule.FlowMod{Command: rule.FlowDelete, TableID: rule.TableAll})
 		if in := sw.TableInfos()[0].LPM; in != (LPMInfo{Transitions: in.Transitions}) {
 			t.Errorf("%s: after deleting every rule: %+v", c.name, in)
 		}
@@ -591,11 +591,11 @@ func FuzzLPMShape(f *testing.F) {
 			if b2&0x80 != 0 && !fm.anyFam && !fm.foreign {
 				prio = uint16(10 + 4*fm.pfx.Bits() + int(b2&3))
 			}
-			cmd := openflow.FlowAdd
+			cmd := rule.FlowAdd
 			if b0&3 == 3 {
-				cmd = openflow.FlowDeleteStrict
+				cmd = rule.FlowDeleteStrict
 			}
-			mod := &openflow.FlowMod{Command: cmd, Priority: prio, Match: openflow.Match{Match: m}}
+			mod := &rule.FlowMod{Command: cmd, Priority: prio, Match: m}
 			flowMod(t, sw, mod)
 			checkShape(t, sw, 0, forms, keys, i/3)
 		}
@@ -603,14 +603,14 @@ func FuzzLPMShape(f *testing.F) {
 }
 
 // routerFlow adds an ovs-ofctl style flow: match text, priority, output.
-func routerFlow(t *testing.T, r *rig, match string, prio uint16, out uint32, cmd openflow.FlowCommand) {
+func routerFlow(t *testing.T, r *rig, match string, prio uint16, out uint32, cmd rule.FlowCommand) {
 	t.Helper()
 	m, err := flow.ParseMatch(match)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fm := &openflow.FlowMod{Command: cmd, Priority: prio, Match: openflow.Match{Match: m}}
-	if cmd == openflow.FlowAdd {
+	fm := &rule.FlowMod{Command: cmd, Priority: prio, Match: m}
+	if cmd == rule.FlowAdd {
 		fm.Instructions = applyOut(out)
 	}
 	r.flowMod(t, fm)
@@ -637,10 +637,10 @@ func lpmARPFrame(t *testing.T) []byte {
 // priorities decide, and its removal brings LPM back.
 func TestLPMShapeRouterTable(t *testing.T) {
 	r := newRig(t, 4, FailSecure)
-	routerFlow(t, r, "eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8, 1, openflow.FlowAdd)
-	routerFlow(t, r, "eth_type=0x0800,ipv4_dst=10.1.0.0/16", 16, 2, openflow.FlowAdd)
-	routerFlow(t, r, "eth_type=0x0800,ipv4_dst=10.1.2.0/24", 24, 3, openflow.FlowAdd)
-	routerFlow(t, r, "", 0, openflow.PortController, openflow.FlowAdd)
+	routerFlow(t, r, "eth_type=0x0800,ipv4_dst=10.0.0.0/8", 8, 1, rule.FlowAdd)
+	routerFlow(t, r, "eth_type=0x0800,ipv4_dst=10.1.0.0/16", 16, 2, rule.FlowAdd)
+	routerFlow(t, r, "eth_type=0x0800,ipv4_dst=10.1.2.0/24", 24, 3, rule.FlowAdd)
+	routerFlow(t, r, "", 0, rule.PortController, rule.FlowAdd)
 	if s := r.sw.TableInfos()[0].Search; s != "lpm" {
 		t.Fatalf("router table searched by %q, want lpm (%+v)", s, r.sw.TableInfos()[0].LPM)
 	}
@@ -665,7 +665,7 @@ func TestLPMShapeRouterTable(t *testing.T) {
 	want("10.200.0.1", 1)
 	send("192.168.0.1")                       // table-miss: packet-in
 	r.sw.Process(4, [][]byte{lpmARPFrame(t)}) // not IP: table-miss too
-	if n := len(r.ctrl.pins); n != 2 || r.ctrl.pins[0].Reason != openflow.ReasonNoMatch {
+	if n := len(r.ctrl.pins); n != 2 || r.ctrl.pins[0].Reason != rule.ReasonNoMatch {
 		t.Fatalf("%d packet-ins, want 2 of reason NO_MATCH", n)
 	}
 	ts := r.sw.TableStats()[0]
@@ -679,12 +679,12 @@ func TestLPMShapeRouterTable(t *testing.T) {
 	}
 
 	// A /8 above the /24: no longer LPM-shaped; priority wins.
-	routerFlow(t, r, "eth_type=0x0800,ipv4_dst=10.0.0.0/8", 30, 1, openflow.FlowAdd)
+	routerFlow(t, r, "eth_type=0x0800,ipv4_dst=10.0.0.0/8", 30, 1, rule.FlowAdd)
 	if in := r.sw.TableInfos()[0]; in.Search != r.sw.cfg.Algo.String() || in.LPM.Conflicts == 0 {
 		t.Fatalf("after the /8 at priority 30: %q %+v, want %v with conflicts", in.Search, in.LPM, r.sw.cfg.Algo)
 	}
 	want("10.1.2.3", 1)
-	routerFlow(t, r, "eth_type=0x0800,ipv4_dst=10.0.0.0/8", 30, 0, openflow.FlowDeleteStrict)
+	routerFlow(t, r, "eth_type=0x0800,ipv4_dst=10.0.0.0/8", 30, 0, rule.FlowDeleteStrict)
 	if in := r.sw.TableInfos()[0]; in.Search != "lpm" || in.LPM.Transitions != 3 {
 		t.Fatalf("after deleting it: %q %+v, want lpm after 3 transitions", in.Search, in.LPM)
 	}
@@ -693,7 +693,7 @@ func TestLPMShapeRouterTable(t *testing.T) {
 
 func TestLPMShapeMetrics(t *testing.T) {
 	r := newRig(t, 2, FailSecure)
-	routerFlow(t, r, "eth_type=0x86dd,ipv6_dst=2001:db8::/32", 32, 1, openflow.FlowAdd)
+	routerFlow(t, r, "eth_type=0x86dd,ipv6_dst=2001:db8::/32", 32, 1, rule.FlowAdd)
 	var b strings.Builder
 	if err := WriteMetrics(&b, r.sw); err != nil {
 		t.Fatal(err)
@@ -810,20 +810,20 @@ func bitsOnes32(x uint32) int {
 func TestLPMShapeImagesOnlyWhenNeeded(t *testing.T) {
 	r := newRig(t, 3, FailSecure)
 	for p := uint32(1); p <= 3; p++ {
-		routerFlow(t, r, fmt.Sprintf("in_port=%d", p), 10, p%3+1, openflow.FlowAdd)
+		routerFlow(t, r, fmt.Sprintf("in_port=%d", p), 10, p%3+1, rule.FlowAdd)
 	}
-	routerFlow(t, r, "eth_type=0x0800,ip_proto=6", 5, 1, openflow.FlowAdd)
-	routerFlow(t, r, "eth_type=0x0800,ipv4_dst=10.0.0.0/8", 20, 1, openflow.FlowAdd)
+	routerFlow(t, r, "eth_type=0x0800,ip_proto=6", 5, 1, rule.FlowAdd)
+	routerFlow(t, r, "eth_type=0x0800,ipv4_dst=10.0.0.0/8", 20, 1, rule.FlowAdd)
 	if in := r.sw.TableInfos()[0].LPM; in.Shaped || in.Images != 0 || in.Groups != 7 {
 		t.Fatalf("in_port table with a foreign rule: %+v, want 7 groups and no image", in)
 	}
-	routerFlow(t, r, "eth_type=0x0800,ip_proto=6", 5, 0, openflow.FlowDeleteStrict)
+	routerFlow(t, r, "eth_type=0x0800,ip_proto=6", 5, 0, rule.FlowDeleteStrict)
 	if in := r.sw.TableInfos()[0].LPM; !in.Shaped || in.Images != 1 {
 		t.Fatalf("without it: %+v, want LPM with one image (the IPv4 /8's group)", in)
 	}
-	routerFlow(t, r, "eth_type=0x0800,ip_proto=6", 5, 1, openflow.FlowAdd)
-	routerFlow(t, r, "eth_type=0x0800,ipv4_dst=10.1.0.0/16", 30, 2, openflow.FlowAdd)
-	routerFlow(t, r, "eth_type=0x0800,ip_proto=6", 5, 0, openflow.FlowDeleteStrict)
+	routerFlow(t, r, "eth_type=0x0800,ip_proto=6", 5, 1, rule.FlowAdd)
+	routerFlow(t, r, "eth_type=0x0800,ipv4_dst=10.1.0.0/16", 30, 2, rule.FlowAdd)
+	routerFlow(t, r, "eth_type=0x0800,ip_proto=6", 5, 0, rule.FlowDeleteStrict)
 	if in := r.sw.TableInfos()[0].LPM; !in.Shaped || in.Images != 1 || in.Prefixes != 8 {
 		t.Fatalf("after a route added while not shaped: %+v, want LPM, one image, 8 prefixes (6 /0 of the in_port rules)", in)
 	}
