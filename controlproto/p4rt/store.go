@@ -8,7 +8,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/tables/flow"
 	"github.com/gswitch/gswitch/tables/rule"
 )
@@ -62,8 +61,10 @@ func (st *stored) instructions() rule.Instructions {
 	return in
 }
 
-// flowMod builds a FLOW_MOD for one of the server's flow entries, with
-// its match and instructions also encoded (OpenFlow flow stats echo them).
+// flowMod builds the pipeline FlowMod for one of the server's flow
+// entries. The server keeps its own representation (the canonical P4
+// entries in the store) and leaves Echo empty: flow statistics of these
+// entries are encoded from the values by whichever protocol reads them.
 func flowMod(cmd rule.FlowCommand, r flowKey, in rule.Instructions) *rule.FlowMod {
 	fm := &rule.FlowMod{Command: cmd, TableID: r.table, Priority: r.prio, Cookie: Cookie, BufferID: rule.NoBuffer,
 		OutPort: rule.PortAny, OutGroup: rule.GroupAny, Match: r.match}
@@ -71,9 +72,7 @@ func flowMod(cmd rule.FlowCommand, r flowKey, in rule.Instructions) *rule.FlowMo
 		return fm
 	}
 	fm.CookieMask = ^uint64(0)
-	fm.Echo.Match = openflow.EncodeMatch(&fm.Match)
 	fm.Instructions = in
-	fm.Echo.Instructions = openflow.EncodeInstructions(&in)
 	return fm
 }
 
