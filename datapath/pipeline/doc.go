@@ -127,67 +127,28 @@
 // # LPM-shaped tables
 //
 // A flow table whose rules are a routing table is served by longest-prefix
-// match (tables/lpm, GAMT) instead of the classifier (lpmshape.go). A
-// rule is of the LPM form when its match holds only ipv4_dst or ipv6_dst
-// with a prefix mask (or no ip_dst: /0) and the eth_type 0x0800/0x86dd it
-// needs, optionally in_port (exact); a rule with in_port alone or nothing
-// (the table-miss entry) is an "any-family" rule: the /0 of both families
-// and the answer for packets of neither. A table is LPM-shaped when all
-// its rules are of that form, at least one has an eth_type, and
-// priorities follow prefix length: of two rules some packet matches both
-// of (same family or an any-family rule, in_port equal or either one
-// absent, one prefix inside the other), the longer prefix has the strictly
-// higher priority. Rules with the same prefix may have any priorities.
-// Then the best rule of the longest matching prefix is the classifier's
-// answer, rank for rank (ovs-ofctl add-flow
-// "priority=24,ip,nw_dst=10.1.2.0/24,actions=..." with priority = prefix
-// length is such a table).
-//
-// The shape is kept incrementally on every add, delete and expiry (a
-// modify changes no match): the LPM-form rules are kept in groups, one per
-// family and in_port key (the rules without in_port, and one group per
-// in_port value rules name), each holding per prefix its rules best rank
-// first, a binary trie of the prefixes with per node the least and
-// greatest priority there and the least priority below, and an lpm.Table
-// whose leaf at a prefix is its best rule's RuleID+1. A trie node is a
-// conflict when its greatest priority is not below the least under it (an
-// in_port group's node takes the wildcard group's node at the same prefix
-// into account, since its packets match both); a change touches only the
-// nodes on its prefix's path (O(prefix length); a change without in_port
-// also rechecks that path in every in_port group). The table is
-// LPM-shaped while no rule is of another form and no node is a conflict.
-// The flow.Table stays authoritative and always maintained: when a change
-// breaks the shape the table is served by the classifier at once, and by
-// LPM again when the shape is back (both logged; counted in
-// TableInfo.LPM.Transitions and gswitch_table_lpm_transitions_total).
-//
-// A group's LPM table is built (lpm.Build from its prefixes) the first
-// time the table is LPM-shaped while the group holds a prefix longer than
-// /0, and kept from then on whether or not the table is served by it, so
-// a return costs nothing; a group of /0 rules alone (a table-miss entry,
-// an eth_type-only rule) needs no image: its best rule answers every
-// packet of the family. Each image is loaded into the Classifier as
-// gpu.LPM4 or gpu.LPM6 under gpu.TableID 1<<24 | table<<16 | group slot
-// (above the flow tables' 0..253 and the router's 1<<20 + ...; a removed
-// group's slot gets a tiny empty image, since a Classifier cannot drop a
-// table), and its bubbles are applied in the same write-locked change as
-// the flow table's, so a BARRIER_REPLY follows LPM images that are
-// current. In the table stage a batch of an LPM-shaped table is split by
-// family and group: every IPv4 (IPv6) packet is looked up in the wildcard
-// group (its image, or its /0 rule) and, if its in_port has a group, in
-// that one too (Classifier.LookupLPM4/6, batched
-// per group, to the GPU for large batches); a packet takes the better
-// ranked of the answers (on one chain of prefixes the longer one), a
-// packet of neither family the best any-family rule of its in_port. The
-// rest (counters, instructions) is the classifier path's. A group whose
-// image the Classifier refuses leaves the table to the classifier; at
-// most 1024 groups per table and rule ids below 2^24-1 (else the rule
-// counts as of another form). gswitchctl show tables reports the search
-// (lpm or the classifier's algorithm, and why not lpm), metrics
-// gswitch_table_lpm and gswitch_table_lpm_conflicts. BenchmarkLPMShapedTable:
-// the full IPv4 BGP table (901,899 rules) in one OpenFlow table, CPU
-// backend, batches of 256: 39.8 ns per packet by LPM against 1,210 by
-// tuple search on the 2-core development VM (medians of 3; 30x).
+// match (tables/lpm, GAMT) instead of the classifier: each table has a
+// tables/lpmshape Shape (lpm.go), made on its first rule, which reads
+// every rule added (not a replacing add, whose match is the same) and
+// removed (delete, expiry, a group's or meter's deletion), and is synced
+// with the table's classifier image in the same write-locked change, so
+// a BARRIER_REPLY follows LPM images that are current. What "LPM-shaped"
+// means, how the shape is kept incrementally and when images are built is
+// lpmshape's (its package documentation); the pipeline gives it the
+// Classifier's LPM4/LPM6 tables as its Images (lpmImages: image ids are
+// gpu.TableIDs from Config.LPMIDBase, default lpmshape.DefaultIDBase =
+// 1<<24, above the flow tables' 0..253 and the router's 1<<20 + ...).
+// In the table stage a batch of a table the Shape serves goes to
+// Shape.Lookup (batched per group, to the GPU for large batches) instead
+// of PackSoA and LookupFlow; the rest (counters, instructions) is the
+// classifier path's, and should the LPM lookup fail the classifier
+// answers. gswitchctl show tables reports the search (lpm or the
+// classifier's algorithm, and why not lpm), metrics gswitch_table_lpm,
+// gswitch_table_lpm_transitions_total and gswitch_table_lpm_conflicts.
+// BenchmarkLPMShapedTable: the full IPv4 BGP table (901,899 rules) in one
+// OpenFlow table, CPU backend, batches of 256: 39.8 ns per packet by LPM
+// against 1,210 by tuple search on the 2-core development VM (medians of
+// 3; 30x).
 //
 // # Router ports
 //

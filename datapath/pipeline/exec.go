@@ -187,8 +187,8 @@ func (w *worker) classify(tab *table) {
 	}
 	n := len(w.keys)
 	w.res = slices.Grow(w.res[:0], n)[:n]
-	if tab.lpm != nil && tab.lpm.serves() { // an LPM-shaped table (lpmshape.go)
-		err := tab.lpm.lookup(w.keys, w.res)
+	if tab.lpm != nil && tab.lpm.Serves() { // an LPM-shaped table (lpm.go, tables/lpmshape)
+		err := tab.lpm.Lookup(w.keys, w.res)
 		if err == nil {
 			return
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/lpmshape"
 	"github.com/gswitch/gswitch/tables/rule"
 )
 
@@ -16,9 +17,9 @@ import (
 type table struct {
 	id      uint8
 	ft      *flow.Table
-	entries []*entry  // by RuleID; nil where no rule lives
-	proj    []int     // the projection of the image the classifier holds
-	lpm     *lpmShape // its LPM shape (lpmshape.go); nil until the first rule
+	entries []*entry        // by RuleID; nil where no rule lives
+	proj    []int           // the projection of the image the classifier holds
+	lpm     *lpmshape.Shape // its LPM shape (lpm.go); nil until the first rule
 
 	lookups, matched atomic.Uint64
 }
@@ -107,7 +108,7 @@ func (s *Switch) addLocked(fm *rule.FlowMod) error {
 	}
 	t.setEntry(id, e)
 	if l := s.shapeOf(t); l != nil && !replaced {
-		l.add(id, &r)
+		l.Add(id, &r)
 	}
 	return s.syncLocked(t)
 }
@@ -170,7 +171,7 @@ func (s *Switch) deleteLocked(fm *rule.FlowMod) error {
 // telling the controller when the entry asked for it.
 func (s *Switch) removedLocked(t *table, id flow.RuleID, reason uint8) {
 	if t.lpm != nil {
-		t.lpm.remove(id)
+		t.lpm.Remove(id)
 	}
 	e := t.entry(id)
 	if e == nil {
@@ -199,7 +200,7 @@ func (s *Switch) removedLocked(t *table, id flow.RuleID, reason uint8) {
 // lookups issued after it see the change.
 func (s *Switch) syncLocked(t *table) error {
 	if t.lpm != nil {
-		t.lpm.sync() // the LPM images too, and the table's serving
+		t.lpm.Sync() // the LPM images too, and the table's serving
 	}
 	u := t.ft.Mirror().Sync()
 	if u.Full == nil && len(u.Bubbles) == 0 {

@@ -53,7 +53,7 @@ type TableInfo struct {
 	Lookups uint64
 	Matched uint64
 	// Search says how lookups are answered now: "lpm" for an LPM-shaped
-	// table (lpmshape.go), else the classifier's algorithm (tuple, ...).
+	// table (tables/lpmshape), else the classifier's algorithm (tuple, ...).
 	Search string
 	LPM    LPMInfo
 	Flow   flow.Stats
@@ -110,7 +110,7 @@ func (s *Switch) TableInfos() []TableInfo {
 		out[i] = TableInfo{ID: t.id, Active: t.ft.Len(), Lookups: t.lookups.Load(), Matched: t.matched.Load(), Flow: t.ft.Stats(),
 			Search: t.ft.Config().Algo.String()}
 		if t.lpm != nil {
-			out[i].Search, out[i].LPM = t.lpm.search(t.ft.Config().Algo), t.lpm.info()
+			out[i].Search, out[i].LPM = t.lpm.Search(t.ft.Config().Algo), t.lpm.Info()
 		}
 	}
 	return out

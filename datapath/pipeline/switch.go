@@ -14,6 +14,7 @@ import (
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/bubble"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/lpmshape"
 	"github.com/gswitch/gswitch/tables/rule"
 )
 
@@ -107,7 +108,13 @@ type Config struct {
 	// Router, if set, takes the frames received on its router ports (see
 	// the package documentation, "Router ports").
 	Router Router
-	Logger *slog.Logger
+	// LPMIDBase is the first gpu.TableID of the LPM images of LPM-shaped
+	// flow tables (tables/lpmshape: flow table t's group slot s is at
+	// LPMIDBase | t<<16 | s); default lpmshape.DefaultIDBase (1<<24), above
+	// the flow tables' ids 0..253 and datapath/l3's route tables at 1<<20.
+	// The daemon's allocator of engine table ids sets it.
+	LPMIDBase gpu.TableID
+	Logger    *slog.Logger
 }
 
 func (c *Config) normalize() error {
@@ -134,6 +141,9 @@ func (c *Config) normalize() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.LPMIDBase == 0 {
+		c.LPMIDBase = gpu.TableID(lpmshape.DefaultIDBase)
 	}
 	return nil
 }

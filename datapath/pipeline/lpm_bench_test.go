@@ -11,6 +11,7 @@ import (
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/flow"
 	"github.com/gswitch/gswitch/tables/lpm"
+	"github.com/gswitch/gswitch/tables/lpmshape/shapetest"
 	"github.com/gswitch/gswitch/tables/rule"
 )
 
@@ -28,7 +29,7 @@ func BenchmarkLPMShapedTable(b *testing.B) {
 // benchShaped installs the BGP table on a switch over eng and times the
 // table stage on batches of each size, by LPM and by tuple search.
 func benchShaped(b *testing.B, eng *gpu.Engine, batches ...int) {
-	v4, _ := fibPrefixes(b)
+	v4, _ := shapetest.FibPrefixes(b)
 	sw, err := New(Config{Tables: 1, MaxFlows: 1 << 21, Algo: flow.Tuple, Classifier: eng, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
@@ -53,8 +54,8 @@ func benchShaped(b *testing.B, eng *gpu.Engine, batches ...int) {
 		b.Fatal(err)
 	}
 	tab := sw.tables[0]
-	b.Logf("installed %d rules in %v; search %s, %+v", tab.ft.Len(), time.Since(start).Round(time.Millisecond), sw.TableInfos()[0].Search, tab.lpm.info())
-	if !tab.lpm.serves() {
+	b.Logf("installed %d rules in %v; search %s, %+v", tab.ft.Len(), time.Since(start).Round(time.Millisecond), sw.TableInfos()[0].Search, tab.lpm.Info())
+	if !tab.lpm.Serves() {
 		b.Fatal("the BGP table is not served by LPM")
 	}
 
@@ -68,7 +69,7 @@ func benchShaped(b *testing.B, eng *gpu.Engine, batches ...int) {
 		_ = keys[i].SetUint(flow.FieldIPv4Dst, uint64(binary.BigEndian.Uint32(a.AsSlice())))
 	}
 	viaLPM, viaFlow := make([]flow.RuleID, nkeys), make([]flow.RuleID, nkeys)
-	if err := tab.lpm.lookup(keys, viaLPM); err != nil {
+	if err := tab.lpm.Lookup(keys, viaLPM); err != nil {
 		b.Fatal(err)
 	}
 	tab.ft.LookupBatch(keys, viaFlow)
@@ -99,7 +100,7 @@ func benchShaped(b *testing.B, eng *gpu.Engine, batches ...int) {
 	}
 	for _, search := range []string{"lpm", "tuple"} {
 		sw.setLPMServing(search == "lpm")
-		if tab.lpm.serves() != (search == "lpm") {
+		if tab.lpm.Serves() != (search == "lpm") {
 			b.Fatalf("LPM serving not switched for %s", search)
 		}
 		for _, n := range batches {
