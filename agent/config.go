@@ -20,6 +20,7 @@ import (
 	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/datapath/pipeline"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // defaultConfig is the configuration gswitchd starts from: the file given
@@ -308,7 +309,7 @@ func parseGPUs(s string) ([]int, error) {
 func parsePortFlag(s string) (PortConfig, error) {
 	num, name, ok := strings.Cut(s, "=")
 	if strings.EqualFold(num, "local") && ok && name != "" {
-		return PortConfig{Number: openflow.PortLocal, Interface: name}, nil
+		return PortConfig{Number: rule.PortLocal, Interface: name}, nil
 	}
 	n, err := strconv.ParseUint(num, 10, 32)
 	if !ok || err != nil || name == "" {
@@ -370,8 +371,8 @@ func checkPorts(ports []PortConfig) error {
 	names := map[string]uint32{}
 	for _, p := range ports {
 		switch {
-		case (p.Number == 0 || p.Number > openflow.PortMax) && p.Number != openflow.PortLocal:
-			return configErr("port %d (%s): port numbers are 1..%d, or %d (%#x) for the LOCAL port", p.Number, p.Interface, openflow.PortMax, openflow.PortLocal, openflow.PortLocal)
+		case (p.Number == 0 || p.Number > rule.PortMax) && p.Number != rule.PortLocal:
+			return configErr("port %d (%s): port numbers are 1..%d, or %d (%#x) for the LOCAL port", p.Number, p.Interface, rule.PortMax, rule.PortLocal, rule.PortLocal)
 		case p.Interface == "":
 			return configErr("port %d: no interface name", p.Number)
 		case nums[p.Number] != "":
@@ -449,8 +450,8 @@ func checkNumbers(c *Config) error {
 	switch {
 	case c.Backend != "auto" && c.Backend != "cpu" && c.Backend != "gpu":
 		return configErr("backend %q: want auto, cpu or gpu", c.Backend)
-	case c.Tables < 1 || c.Tables > int(openflow.TableMax):
-		return configErr("tables %d: want 1..%d", c.Tables, openflow.TableMax)
+	case c.Tables < 1 || c.Tables > int(rule.TableMax):
+		return configErr("tables %d: want 1..%d", c.Tables, rule.TableMax)
 	case c.MaxDelay <= 0 || c.MaxDelay > time.Second:
 		return configErr("max delay %v: want more than 0 and at most 1s", c.MaxDelay)
 	case c.MinBatch < 1:

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // The LOCAL port: --port LOCAL=IFNAME and number 0xfffffffe in the file;
@@ -21,11 +21,11 @@ func TestLocalPortConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err = loadArgs(t, "--config", file)
-	if err != nil || len(st.Ports) != 1 || st.Ports[0].Number != openflow.PortLocal {
+	if err != nil || len(st.Ports) != 1 || st.Ports[0].Number != rule.PortLocal {
 		t.Fatalf("number 0xfffffffe in the file: %+v, %v", st, err)
 	}
 	st, err = loadArgs(t, "--port", "LOCAL=lo")
-	if err != nil || len(st.Ports) != 1 || st.Ports[0].Number != openflow.PortLocal {
+	if err != nil || len(st.Ports) != 1 || st.Ports[0].Number != rule.PortLocal {
 		t.Fatalf("--port LOCAL=lo: %+v, %v", st, err)
 	}
 	if _, err := loadArgs(t, "--port", "4294967293=lo"); err == nil || !strings.Contains(err.Error(), "LOCAL") {

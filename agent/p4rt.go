@@ -14,6 +14,7 @@ import (
 	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/controlproto/p4rt"
 	"github.com/gswitch/gswitch/datapath/pipeline"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // P4RTConfig configures the P4Runtime server (the YAML file's p4rt:).
@@ -126,35 +127,35 @@ func (g ofGuard) owned() bool { s := g.p4(); return s != nil && s.Owns() }
 // p4Owned is the detail of the errors the guard returns.
 const p4Owned = "the switch is programmed over P4Runtime"
 
-func (g ofGuard) FlowMod(fm *openflow.FlowMod) error {
+func (g ofGuard) FlowMod(fm *rule.FlowMod) error {
 	if g.owned() {
 		return &openflow.Error{Type: ofp.ErrTypeFlowModFailed, Code: ofp.ErrCodeFlowModFailedPerm, Detail: p4Owned}
 	}
 	return g.Switch.FlowMod(fm)
 }
 
-func (g ofGuard) GroupMod(gm *openflow.GroupMod) error {
+func (g ofGuard) GroupMod(gm *rule.GroupMod) error {
 	if g.owned() {
 		return &openflow.Error{Type: ofp.ErrTypeGroupModFailed, Code: ofp.ErrCodeGroupModPerm, Detail: p4Owned}
 	}
 	return g.Switch.GroupMod(gm)
 }
 
-func (g ofGuard) MeterMod(mm *openflow.MeterMod) error {
+func (g ofGuard) MeterMod(mm *rule.MeterMod) error {
 	if g.owned() {
 		return &openflow.Error{Type: ofp.ErrTypeMeterModFailed, Code: ofp.ErrCodeMeterModFailedUnknown, Detail: p4Owned}
 	}
 	return g.Switch.MeterMod(mm)
 }
 
-func (g ofGuard) PortMod(pm *openflow.PortMod) error {
+func (g ofGuard) PortMod(pm *rule.PortMod) error {
 	if g.owned() {
 		return &openflow.Error{Type: ofp.ErrTypePortModFailed, Code: ofp.ErrCodePortModFailedPerm, Detail: p4Owned}
 	}
 	return g.Switch.PortMod(pm)
 }
 
-func (g ofGuard) PacketOut(po *openflow.PacketOut) error {
+func (g ofGuard) PacketOut(po *rule.PacketOut) error {
 	if g.owned() {
 		return &openflow.Error{Type: ofp.ErrTypeBadRequest, Code: ofp.ErrCodeBadRequestPerm, Detail: p4Owned}
 	}
@@ -168,15 +169,15 @@ type controllers struct {
 	p4 *p4rt.Server // nil when off
 }
 
-func (c controllers) PacketIn(pi *openflow.PacketIn) int {
+func (c controllers) PacketIn(pi *rule.PacketIn) int {
 	if c.p4 != nil && c.p4.Owns() {
 		return c.p4.PacketIn(pi)
 	}
 	return c.of.PacketIn(pi)
 }
 
-func (c controllers) FlowRemoved(fr *openflow.FlowRemoved) int { return c.of.FlowRemoved(fr) }
-func (c controllers) PortStatus(ps *openflow.PortStatus) int   { return c.of.PortStatus(ps) }
+func (c controllers) FlowRemoved(fr *rule.FlowRemoved) int { return c.of.FlowRemoved(fr) }
+func (c controllers) PortStatus(ps *rule.PortStatus) int   { return c.of.PortStatus(ps) }
 
 // Connections and Controllers count a P4Runtime server that owns the
 // switch as a connected controller: standalone fail mode does not turn

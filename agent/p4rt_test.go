@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/controlproto/p4rt"
 	"github.com/gswitch/gswitch/datapath/pipeline"
 	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 func TestP4RTConfig(t *testing.T) {
@@ -66,7 +66,7 @@ func TestOneControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := ofGuard{sw, func() *p4rt.Server { return srv }}
-	fm := &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, BufferID: openflow.NoBuffer, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny}
+	fm := &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, BufferID: rule.NoBuffer, OutPort: rule.PortAny, OutGroup: rule.GroupAny}
 	if err := g.FlowMod(fm); err != nil {
 		t.Fatalf("FlowMod before P4Runtime owns the switch: %v", err)
 	}

@@ -10,15 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/pipeline"
 	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 type fakeSource struct{}
 
 func (fakeSource) PortInfos() []pipeline.PortInfo {
-	return []pipeline.PortInfo{{Desc: openflow.Port{No: 1, Name: "veth1"}, Up: true, Stats: openflow.PortStats{PortNo: 1, RxPackets: 5}}}
+	return []pipeline.PortInfo{{Desc: rule.Port{No: 1, Name: "veth1"}, Up: true, Stats: rule.PortStats{PortNo: 1, RxPackets: 5}}}
 }
 func (fakeSource) TableInfos() []pipeline.TableInfo {
 	return []pipeline.TableInfo{{ID: 0, Active: 2, Lookups: 9, Matched: 4}}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // The rule set of a forwarding series: n-1 exact ipv4_dst rules at a higher
@@ -51,13 +52,13 @@ func ruleFlowMods(n, pairs int, xid uint32) [][]byte {
 	for k := range pairs {
 		var m flow.Match
 		m.SetInPort(uint32(2*k + 1))
-		fm := &openflow.FlowMod{
-			Command: openflow.FlowAdd, Priority: matchPriority,
-			BufferID: openflow.NoBuffer, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny,
-			Match: openflow.Match{Match: m},
-			Instructions: openflow.Instructions{
-				Has:   openflow.HasApplyActions,
-				Apply: []openflow.Action{{Kind: openflow.ActOutput, Port: uint32(2*k + 2)}},
+		fm := &rule.FlowMod{
+			Command: rule.FlowAdd, Priority: matchPriority,
+			BufferID: rule.NoBuffer, OutPort: rule.PortAny, OutGroup: rule.GroupAny,
+			Match: m,
+			Instructions: rule.Instructions{
+				Has:   rule.HasApplyActions,
+				Apply: []rule.Action{{Kind: rule.ActOutput, Port: uint32(2*k + 2)}},
 			},
 		}
 		out = append(out, openflow.EncodeFlowMod(xid+uint32(len(out)), fm))
@@ -73,10 +74,10 @@ func missFlowMod(xid uint32, i int) []byte {
 	if err := m.SetIPv4Dst(missDst(i), 32); err != nil {
 		panic(err) // a /32 is always valid
 	}
-	return openflow.EncodeFlowMod(xid, &openflow.FlowMod{
-		Command: openflow.FlowAdd, Priority: missPriority,
-		BufferID: openflow.NoBuffer, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny,
-		Match: openflow.Match{Match: m},
+	return openflow.EncodeFlowMod(xid, &rule.FlowMod{
+		Command: rule.FlowAdd, Priority: missPriority,
+		BufferID: rule.NoBuffer, OutPort: rule.PortAny, OutGroup: rule.GroupAny,
+		Match: m,
 	})
 }
 

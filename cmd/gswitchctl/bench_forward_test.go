@@ -95,7 +95,7 @@ func TestRuleSet(t *testing.T) {
 	}
 	for k, m := range msgs[7:] {
 		fm, oerr := openflow.DecodeFlowMod(m)
-		in, mask := fm.Match.Match.GetUint(flow.FieldInPort)
+		in, mask := fm.Match.GetUint(flow.FieldInPort)
 		if oerr != nil || mask == 0 || in != uint64(2*k+1) || len(fm.Instructions.Apply) != 1 || fm.Instructions.Apply[0].Port != uint32(2*k+2) {
 			t.Errorf("pair %d's rule: %+v %v", k, fm, oerr)
 		}

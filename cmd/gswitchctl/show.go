@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/agent/ctl"
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/l3"
 	"github.com/gswitch/gswitch/datapath/pipeline"
 	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // defaultSocket is gswitchd's default control socket (its --ctl-socket).
@@ -157,7 +157,7 @@ func printPorts(w io.Writer, ps []pipeline.PortInfo) {
 // portNumber writes a port number, LOCAL for the LOCAL port (as
 // ovs-ofctl does).
 func portNumber(no uint32) string {
-	if no == openflow.PortLocal {
+	if no == rule.PortLocal {
 		return "LOCAL"
 	}
 	return fmt.Sprint(no)

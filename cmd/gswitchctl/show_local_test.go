@@ -5,15 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/pipeline"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // show ports names the LOCAL port LOCAL, as ovs-ofctl does.
 func TestShowPortsLocal(t *testing.T) {
 	var b bytes.Buffer
-	printPorts(&b, []pipeline.PortInfo{{Desc: openflow.Port{No: 1, Name: "veth1"}, Up: true, RxQueues: 4},
-		{Desc: openflow.Port{No: openflow.PortLocal, Name: "gsw0"}}})
+	printPorts(&b, []pipeline.PortInfo{{Desc: rule.Port{No: 1, Name: "veth1"}, Up: true, RxQueues: 4},
+		{Desc: rule.Port{No: rule.PortLocal, Name: "gsw0"}}})
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 3 || !strings.HasPrefix(lines[1], "1\tveth1\tup") || !strings.HasPrefix(lines[2], "LOCAL\tgsw0\tdown") {
 		t.Fatalf("show ports:\n%s", b.String())

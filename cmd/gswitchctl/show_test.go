@@ -10,10 +10,10 @@ import (
 	"testing"
 
 	"github.com/gswitch/gswitch/agent/ctl"
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/pipeline"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // switchSource serves a real pipeline.Switch (without ports) over the
@@ -46,23 +46,23 @@ func serveSwitch(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := func(p uint32) openflow.Action {
-		return openflow.Action{Kind: openflow.ActOutput, Port: p, MaxLen: openflow.MaxLenNoBuffer}
+	out := func(p uint32) rule.Action {
+		return rule.Action{Kind: rule.ActOutput, Port: p, MaxLen: rule.MaxLenNoBuffer}
 	}
-	bucket := openflow.Bucket{Weight: 5, WatchPort: openflow.PortAny, WatchGroup: openflow.GroupAny, Actions: []openflow.Action{out(2)}}
-	if err := sw.GroupMod(&openflow.GroupMod{Command: openflow.GroupAdd, Group: openflow.Group{ID: 7, Type: openflow.GroupTypeSelect, Buckets: []openflow.Bucket{bucket}}}); err != nil {
+	bucket := rule.Bucket{Weight: 5, WatchPort: rule.PortAny, WatchGroup: rule.GroupAny, Actions: []rule.Action{out(2)}}
+	if err := sw.GroupMod(&rule.GroupMod{Command: rule.GroupAdd, Group: rule.Group{ID: 7, Type: rule.GroupTypeSelect, Buckets: []rule.Bucket{bucket}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := sw.MeterMod(&openflow.MeterMod{Command: openflow.MeterAdd, MeterConfig: openflow.MeterConfig{ID: 3, Flags: openflow.MeterKbps,
-		Bands: []openflow.MeterBand{{Type: openflow.BandDrop, Rate: 1000}}}}); err != nil {
+	if err := sw.MeterMod(&rule.MeterMod{Command: rule.MeterAdd, MeterConfig: rule.MeterConfig{ID: 3, Flags: rule.MeterKbps,
+		Bands: []rule.MeterBand{{Type: rule.BandDrop, Rate: 1000}}}}); err != nil {
 		t.Fatal(err)
 	}
 	var m flow.Match
 	m.SetInPort(1)
-	fm := &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 100, Cookie: 0x2a, Match: openflow.Match{Match: m},
-		BufferID: openflow.NoBuffer, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny,
-		Instructions: openflow.Instructions{Has: openflow.HasMeter | openflow.HasApplyActions, Meter: 3,
-			Apply: []openflow.Action{{Kind: openflow.ActGroup, ID: 7}}}}
+	fm := &rule.FlowMod{Command: rule.FlowAdd, Priority: 100, Cookie: 0x2a, Match: m,
+		BufferID: rule.NoBuffer, OutPort: rule.PortAny, OutGroup: rule.GroupAny,
+		Instructions: rule.Instructions{Has: rule.HasMeter | rule.HasApplyActions, Meter: 3,
+			Apply: []rule.Action{{Kind: rule.ActGroup, ID: 7}}}}
 	if err := sw.FlowMod(fm); err != nil {
 		t.Fatal(err)
 	}
@@ -72,9 +72,9 @@ func serveSwitch(t *testing.T) string {
 	if err := route.SetIPv4Dst(10<<24, 8); err != nil {
 		t.Fatal(err)
 	}
-	if err := sw.FlowMod(&openflow.FlowMod{Command: openflow.FlowAdd, TableID: 1, Priority: 8, Match: openflow.Match{Match: route},
-		BufferID: openflow.NoBuffer, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny,
-		Instructions: openflow.Instructions{Has: openflow.HasApplyActions, Apply: []openflow.Action{out(2)}}}); err != nil {
+	if err := sw.FlowMod(&rule.FlowMod{Command: rule.FlowAdd, TableID: 1, Priority: 8, Match: route,
+		BufferID: rule.NoBuffer, OutPort: rule.PortAny, OutGroup: rule.GroupAny,
+		Instructions: rule.Instructions{Has: rule.HasApplyActions, Apply: []rule.Action{out(2)}}}); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "gswitchd.sock")

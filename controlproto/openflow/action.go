@@ -1,85 +1,32 @@
 package openflow
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/netrack/openflow/ofp"
 
 	"github.com/gswitch/gswitch/tables/flow"
-)
-
-// ActionKind is an action type; the values are OpenFlow 1.3's
-// (enum ofp_action_type), named by what they do.
-type ActionKind uint16
-
-// The actions of OpenFlow 1.3 §7.2.5.
-const (
-	ActOutput     ActionKind = 0
-	ActCopyTTLOut ActionKind = 11
-	ActCopyTTLIn  ActionKind = 12
-	ActSetMPLSTTL ActionKind = 15
-	ActDecMPLSTTL ActionKind = 16
-	ActPushVLAN   ActionKind = 17
-	ActPopVLAN    ActionKind = 18
-	ActPushMPLS   ActionKind = 19
-	ActPopMPLS    ActionKind = 20
-	ActSetQueue   ActionKind = 21
-	ActGroup      ActionKind = 22
-	ActSetNwTTL   ActionKind = 23
-	ActDecNwTTL   ActionKind = 24
-	ActSetField   ActionKind = 25
-	ActPushPBB    ActionKind = 26
-	ActPopPBB     ActionKind = 27
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 const actExperimenter = 0xffff
 
-var actionNames = map[ActionKind]string{
-	ActOutput: "output", ActCopyTTLOut: "copy_ttl_out", ActCopyTTLIn: "copy_ttl_in",
-	ActSetMPLSTTL: "set_mpls_ttl", ActDecMPLSTTL: "dec_mpls_ttl", ActPushVLAN: "push_vlan",
-	ActPopVLAN: "pop_vlan", ActPushMPLS: "push_mpls", ActPopMPLS: "pop_mpls",
-	ActSetQueue: "set_queue", ActGroup: "group", ActSetNwTTL: "set_nw_ttl",
-	ActDecNwTTL: "dec_nw_ttl", ActSetField: "set_field", ActPushPBB: "push_pbb", ActPopPBB: "pop_pbb",
-}
-
-// String returns the action's name as ovs-ofctl writes it.
-func (k ActionKind) String() string {
-	if s, ok := actionNames[k]; ok {
-		return s
-	}
-	return fmt.Sprintf("action%d", uint16(k))
-}
-
-// Action is one action, version-free: Kind says which fields mean
-// something.
-type Action struct {
-	Kind    ActionKind
-	Port    uint32     // output: the port (or a reserved port)
-	MaxLen  uint16     // output: bytes to send to the controller
-	ID      uint32     // group: group id; set_queue: queue id
-	EthType uint16     // push_vlan, push_mpls, push_pbb, pop_mpls
-	TTL     uint8      // set_mpls_ttl, set_nw_ttl
-	Field   flow.Field // set_field
-	Value   []byte     // set_field: big-endian, the field's width in bytes (tables/flow's: 3 for mpls_label and ipv6_flabel, 4 on the wire)
-}
-
 // fixedActionLen gives the wire length of every action but set_field.
-var fixedActionLen = map[ActionKind]int{
-	ActOutput: 16, ActCopyTTLOut: 8, ActCopyTTLIn: 8, ActSetMPLSTTL: 8, ActDecMPLSTTL: 8,
-	ActPushVLAN: 8, ActPopVLAN: 8, ActPushMPLS: 8, ActPopMPLS: 8, ActSetQueue: 8,
-	ActGroup: 8, ActSetNwTTL: 8, ActDecNwTTL: 8, ActPushPBB: 8, ActPopPBB: 8,
+var fixedActionLen = map[rule.ActionKind]int{
+	rule.ActOutput: 16, rule.ActCopyTTLOut: 8, rule.ActCopyTTLIn: 8, rule.ActSetMPLSTTL: 8, rule.ActDecMPLSTTL: 8,
+	rule.ActPushVLAN: 8, rule.ActPopVLAN: 8, rule.ActPushMPLS: 8, rule.ActPopMPLS: 8, rule.ActSetQueue: 8,
+	rule.ActGroup: 8, rule.ActSetNwTTL: 8, rule.ActDecNwTTL: 8, rule.ActPushPBB: 8, rule.ActPopPBB: 8,
 }
 
 // DecodeActions reads a list of actions (ofp_action_header TLVs) filling b
 // exactly. Errors are OFPET_BAD_ACTION codes.
-func DecodeActions(b []byte) ([]Action, *Error) {
-	var as []Action
+func DecodeActions(b []byte) ([]rule.Action, *Error) {
+	var as []rule.Action
 	for len(b) > 0 {
 		if len(b) < 8 {
 			return nil, badAction(ofp.ErrCodeBadActionLen, "action header truncated (%d bytes)", len(b))
 		}
-		t, n := ActionKind(be16(b)), int(be16(b[2:]))
+		t, n := rule.ActionKind(be16(b)), int(be16(b[2:]))
 		if n < 8 || n%8 != 0 || n > len(b) {
 			return nil, badAction(ofp.ErrCodeBadActionLen, "action %s: length %d (%d bytes left)", t, n, len(b))
 		}
@@ -95,54 +42,54 @@ func DecodeActions(b []byte) ([]Action, *Error) {
 
 // decodeAction reads one action whose length is known to be a multiple
 // of 8 within b.
-func decodeAction(t ActionKind, b []byte) (Action, *Error) {
+func decodeAction(t rule.ActionKind, b []byte) (rule.Action, *Error) {
 	if t == actExperimenter {
-		return Action{}, badAction(ofp.ErrCodeBadActionExperimenter, "experimenter actions are not supported")
+		return rule.Action{}, badAction(ofp.ErrCodeBadActionExperimenter, "experimenter actions are not supported")
 	}
-	if t == ActSetField {
+	if t == rule.ActSetField {
 		return decodeSetField(b)
 	}
 	want, ok := fixedActionLen[t]
 	if !ok {
-		return Action{}, badAction(ofp.ErrCodeBadActionType, "unknown action type %d", uint16(t))
+		return rule.Action{}, badAction(ofp.ErrCodeBadActionType, "unknown action type %d", uint16(t))
 	}
 	if len(b) != want {
-		return Action{}, badAction(ofp.ErrCodeBadActionLen, "action %s: length %d, want %d", t, len(b), want)
+		return rule.Action{}, badAction(ofp.ErrCodeBadActionLen, "action %s: length %d, want %d", t, len(b), want)
 	}
-	a := Action{Kind: t}
+	a := rule.Action{Kind: t}
 	switch t {
-	case ActOutput:
+	case rule.ActOutput:
 		a.Port, a.MaxLen = be32(b[4:]), be16(b[8:])
-	case ActSetMPLSTTL, ActSetNwTTL:
+	case rule.ActSetMPLSTTL, rule.ActSetNwTTL:
 		a.TTL = b[4]
-	case ActPushVLAN, ActPushMPLS, ActPopMPLS, ActPushPBB:
+	case rule.ActPushVLAN, rule.ActPushMPLS, rule.ActPopMPLS, rule.ActPushPBB:
 		a.EthType = be16(b[4:])
-	case ActSetQueue, ActGroup:
+	case rule.ActSetQueue, rule.ActGroup:
 		a.ID = be32(b[4:])
 	}
 	return a, checkAction(&a)
 }
 
 // checkAction checks an action's arguments.
-func checkAction(a *Action) *Error {
+func checkAction(a *rule.Action) *Error {
 	switch a.Kind {
-	case ActOutput:
+	case rule.ActOutput:
 		if !validOutPort(a.Port) {
 			return badAction(ofp.ErrCodeBadActionOutPort, "output to port %#x", a.Port)
 		}
-	case ActGroup:
-		if a.ID > GroupMax {
+	case rule.ActGroup:
+		if a.ID > rule.GroupMax {
 			return badAction(ofp.ErrCodeBadActionOutGroup, "group %#x", a.ID)
 		}
-	case ActPushVLAN:
+	case rule.ActPushVLAN:
 		if a.EthType != 0x8100 && a.EthType != 0x88a8 {
 			return badAction(ofp.ErrCodeBadActionArgument, "push_vlan ethertype %#04x", a.EthType)
 		}
-	case ActPushMPLS:
+	case rule.ActPushMPLS:
 		if a.EthType != flow.EthTypeMPLS && a.EthType != flow.EthTypeMPLSMcast {
 			return badAction(ofp.ErrCodeBadActionArgument, "push_mpls ethertype %#04x", a.EthType)
 		}
-	case ActPushPBB:
+	case rule.ActPushPBB:
 		if a.EthType != flow.EthTypePBB {
 			return badAction(ofp.ErrCodeBadActionArgument, "push_pbb ethertype %#04x", a.EthType)
 		}
@@ -153,38 +100,38 @@ func checkAction(a *Action) *Error {
 // validOutPort reports whether an output action may name port p: a
 // physical port (1..OFPP_MAX) or a reserved port other than ANY.
 func validOutPort(p uint32) bool {
-	return (p != 0 && p <= PortMax) || (p >= PortInPort && p <= PortLocal)
+	return (p != 0 && p <= rule.PortMax) || (p >= rule.PortInPort && p <= rule.PortLocal)
 }
 
 // decodeSetField reads OFPAT_SET_FIELD: one unmasked OXM TLV, padded.
-func decodeSetField(b []byte) (Action, *Error) {
+func decodeSetField(b []byte) (rule.Action, *Error) {
 	x, n, ok := parseOXM(b[4:])
 	if !ok || 4+n+pad8(4+n) != len(b) {
-		return Action{}, badAction(ofp.ErrCodeBadActionSetLen, "set_field: OXM does not fill the action")
+		return rule.Action{}, badAction(ofp.ErrCodeBadActionSetLen, "set_field: OXM does not fill the action")
 	}
 	f, ok := basicField(&x)
 	if !ok || !canSet(f) {
-		return Action{}, badAction(ofp.ErrCodeBadActionSetType, "set_field: class %#04x field %d cannot be set", x.class, x.field)
+		return rule.Action{}, badAction(ofp.ErrCodeBadActionSetType, "set_field: class %#04x field %d cannot be set", x.class, x.field)
 	}
 	if x.hasMask {
-		return Action{}, badAction(ofp.ErrCodeBadActionSetArgument, "set_field %s: masks are not allowed in OpenFlow 1.3", f)
+		return rule.Action{}, badAction(ofp.ErrCodeBadActionSetArgument, "set_field %s: masks are not allowed in OpenFlow 1.3", f)
 	}
 	if len(x.payload) != oxmSize(f) {
-		return Action{}, badAction(ofp.ErrCodeBadActionSetLen, "set_field %s: %d bytes", f, len(x.payload))
+		return rule.Action{}, badAction(ofp.ErrCodeBadActionSetLen, "set_field %s: %d bytes", f, len(x.payload))
 	}
 	v, ok := fromWire(f, x.payload)
 	if !ok {
-		return Action{}, badAction(ofp.ErrCodeBadActionSetArgument, "set_field %s: %#x has bits beyond the field's %d", f, x.payload, f.Bits())
+		return rule.Action{}, badAction(ofp.ErrCodeBadActionSetArgument, "set_field %s: %#x has bits beyond the field's %d", f, x.payload, f.Bits())
 	}
 	var m flow.Match
 	if err := m.SetField(f, v, nil); err != nil {
-		return Action{}, badAction(ofp.ErrCodeBadActionSetArgument, "set_field %s: %v", f, err)
+		return rule.Action{}, badAction(ofp.ErrCodeBadActionSetArgument, "set_field %s: %v", f, err)
 	}
-	return Action{Kind: ActSetField, Field: f, Value: append([]byte(nil), v...)}, nil
+	return rule.Action{Kind: rule.ActSetField, Field: f, Value: append([]byte(nil), v...)}, nil
 }
 
 // EncodeActions encodes actions as OpenFlow 1.3 TLVs.
-func EncodeActions(as []Action) []byte {
+func EncodeActions(as []rule.Action) []byte {
 	e := &enc{}
 	for i := range as {
 		appendAction(e, &as[i])
@@ -192,24 +139,24 @@ func EncodeActions(as []Action) []byte {
 	return e.b
 }
 
-func appendAction(e *enc, a *Action) {
+func appendAction(e *enc, a *rule.Action) {
 	start := len(e.b)
 	e.u16(uint16(a.Kind))
 	e.u16(0)
 	switch a.Kind {
-	case ActOutput:
+	case rule.ActOutput:
 		e.u32(a.Port)
 		e.u16(a.MaxLen)
 		e.pad(6)
-	case ActSetMPLSTTL, ActSetNwTTL:
+	case rule.ActSetMPLSTTL, rule.ActSetNwTTL:
 		e.u8(a.TTL)
 		e.pad(3)
-	case ActPushVLAN, ActPushMPLS, ActPopMPLS, ActPushPBB:
+	case rule.ActPushVLAN, rule.ActPushMPLS, rule.ActPopMPLS, rule.ActPushPBB:
 		e.u16(a.EthType)
 		e.pad(2)
-	case ActSetQueue, ActGroup:
+	case rule.ActSetQueue, rule.ActGroup:
 		e.u32(a.ID)
-	case ActSetField:
+	case rule.ActSetField:
 		v := toWire(a.Field, a.Value)
 		e.u16(oxmClassBasic)
 		e.u8(uint8(a.Field) << 1)
@@ -228,18 +175,18 @@ func appendAction(e *enc, a *Action) {
 // set only where its prerequisites hold. push_vlan makes a VLAN tag
 // present; push_mpls, pop_mpls and push_pbb change eth_type; pop_vlan
 // removes the tag.
-func checkConsistent(m flow.Match, as []Action) *Error {
+func checkConsistent(m flow.Match, as []rule.Action) *Error {
 	for _, a := range as {
 		switch a.Kind {
-		case ActPushVLAN:
+		case rule.ActPushVLAN:
 			_ = m.SetFieldUint(flow.FieldVlanVID, flow.VIDPresent, flow.VIDPresent)
-		case ActPopVLAN:
+		case rule.ActPopVLAN:
 			m.Clear(flow.FieldVlanVID)
 			m.Clear(flow.FieldVlanPCP)
-		case ActPushMPLS, ActPopMPLS, ActPushPBB:
+		case rule.ActPushMPLS, rule.ActPopMPLS, rule.ActPushPBB:
 			clearEthTypeDependents(&m)
 			m.SetEthType(a.EthType)
-		case ActSetField:
+		case rule.ActSetField:
 			if err := m.CheckField(a.Field); err != nil {
 				return badAction(ofp.ErrCodeBadActionMatchInconsistent, "set_field %s: %v", a.Field, err)
 			}
@@ -271,8 +218,8 @@ func canSet(f flow.Field) bool {
 }
 
 // sortedActionKinds returns the supported action kinds, ascending.
-func sortedActionKinds() []ActionKind {
-	ks := []ActionKind{ActSetField}
+func sortedActionKinds() []rule.ActionKind {
+	ks := []rule.ActionKind{rule.ActSetField}
 	for k := range fixedActionLen {
 		ks = append(ks, k)
 	}

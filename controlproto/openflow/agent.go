@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // Options configure an Agent. Zero fields take the defaults.
@@ -197,10 +199,10 @@ func (a *Agent) broadcast(reason uint8, pick func(*AsyncConfig) [2]uint32, encod
 // leaves it out, as Open vSwitch does) carries at most the connection's
 // miss_send_len bytes (SET_CONFIG; 128 by default), as no output action
 // gave it a max_len.
-func (a *Agent) PacketIn(pi *PacketIn) int {
+func (a *Agent) PacketIn(pi *rule.PacketIn) int {
 	return a.broadcast(pi.Reason, func(c *AsyncConfig) [2]uint32 { return c.PacketIn },
 		func(cfg SwitchConfig) []byte {
-			if pi.Reason == ReasonInvalidTTL {
+			if pi.Reason == rule.ReasonInvalidTTL {
 				p := *pi
 				p.MaxLen = cfg.MissSendLen
 				return EncodePacketIn(0, &p)
@@ -211,13 +213,13 @@ func (a *Agent) PacketIn(pi *PacketIn) int {
 
 // FlowRemoved notifies the controllers that want it of a removed flow.
 // The caller sends it only for entries with FlagSendFlowRem.
-func (a *Agent) FlowRemoved(fr *FlowRemoved) int {
+func (a *Agent) FlowRemoved(fr *rule.FlowRemoved) int {
 	return a.broadcast(fr.Reason, func(c *AsyncConfig) [2]uint32 { return c.FlowRemoved },
 		func(SwitchConfig) []byte { return EncodeFlowRemoved(0, fr) })
 }
 
 // PortStatus notifies the controllers that want it of a port change.
-func (a *Agent) PortStatus(ps *PortStatus) int {
+func (a *Agent) PortStatus(ps *rule.PortStatus) int {
 	return a.broadcast(ps.Reason, func(c *AsyncConfig) [2]uint32 { return c.PortStatus },
 		func(SwitchConfig) []byte { return EncodePortStatus(0, ps) })
 }

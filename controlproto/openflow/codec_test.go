@@ -11,6 +11,7 @@ import (
 	"github.com/netrack/openflow/ofp"
 
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // unhex reads hex with spaces and newlines for readability.
@@ -51,28 +52,29 @@ func TestDecodeFlowMod(t *testing.T) {
 		t.Fatal(err)
 	}
 	switch {
-	case fm.Command != FlowAdd || fm.TableID != 0 || fm.Priority != 10 || fm.Cookie != 0x1234:
+	case fm.Command != rule.FlowAdd || fm.TableID != 0 || fm.Priority != 10 || fm.Cookie != 0x1234:
 		t.Errorf("header fields: %+v", fm)
-	case fm.IdleTimeout != 30 || fm.HardTimeout != 60 || fm.Flags != FlagSendFlowRem:
+	case fm.IdleTimeout != 30 || fm.HardTimeout != 60 || fm.Flags != rule.FlagSendFlowRem:
 		t.Errorf("timeouts/flags: %+v", fm)
-	case fm.BufferID != NoBuffer || fm.OutPort != PortAny || fm.OutGroup != GroupAny:
+	case fm.BufferID != rule.NoBuffer || fm.OutPort != rule.PortAny || fm.OutGroup != rule.GroupAny:
 		t.Errorf("buffer/out: %+v", fm)
-	case fm.Match.Match != want:
-		t.Errorf("match %v, want %v", &fm.Match.Match, &want)
-	case len(fm.Match.Fields) != 2 || fm.Match.Fields[0] != flow.FieldEthType || fm.Match.Fields[1] != flow.FieldIPv4Dst:
-		t.Errorf("fields %v", fm.Match.Fields)
-	case fm.Instructions.Has != HasApplyActions || len(fm.Instructions.Apply) != 1:
+	case fm.Match != want:
+		t.Errorf("match %v, want %v", &fm.Match, &want)
+	case fm.Instructions.Has != rule.HasApplyActions || len(fm.Instructions.Apply) != 1:
 		t.Errorf("instructions %+v", fm.Instructions)
-	case !reflect.DeepEqual(fm.Instructions.Apply[0], Action{Kind: ActOutput, Port: 2, MaxLen: 0xffe5}):
+	case !reflect.DeepEqual(fm.Instructions.Apply[0], rule.Action{Kind: rule.ActOutput, Port: 2, MaxLen: 0xffe5}):
 		t.Errorf("action %+v", fm.Instructions.Apply[0])
 	}
-	if !bytes.Equal(fm.Match.Wire, msg[48:72]) || !bytes.Equal(fm.Wire, msg[72:]) {
+	if m, _, err := DecodeMatch(msg[48:]); err != nil || len(m.Fields) != 2 || m.Fields[0] != flow.FieldEthType || m.Fields[1] != flow.FieldIPv4Dst {
+		t.Errorf("fields %v (%v)", m.Fields, err)
+	}
+	if !bytes.Equal(fm.Echo.Match, msg[48:72]) || !bytes.Equal(fm.Echo.Instructions, msg[72:]) {
 		t.Errorf("wire forms not kept")
 	}
 	if got := EncodeFlowMod(1, fm); !bytes.Equal(got, msg) {
 		t.Errorf("re-encoded\n%x\nwant\n%x", got, msg)
 	}
-	fm.Match.Wire, fm.Wire = nil, nil
+	fm.Echo = rule.Echo{}
 	if got := EncodeFlowMod(1, fm); !bytes.Equal(got, msg) {
 		t.Errorf("encoded from values\n%x\nwant\n%x", got, msg)
 	}
@@ -101,19 +103,19 @@ func TestDecodeActionsAndInstructions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Instructions{
-		Has:   HasMeter | HasApplyActions | HasClearActions | HasWriteActions | HasWriteMetadata | HasGotoTable,
+	want := rule.Instructions{
+		Has:   rule.HasMeter | rule.HasApplyActions | rule.HasClearActions | rule.HasWriteActions | rule.HasWriteMetadata | rule.HasGotoTable,
 		Meter: 7,
-		Apply: []Action{
-			{Kind: ActOutput, Port: PortController, MaxLen: 128},
-			{Kind: ActPushVLAN, EthType: 0x8100},
-			{Kind: ActSetField, Field: flow.FieldVlanVID, Value: []byte{0x10, 0x05}},
-			{Kind: ActSetMPLSTTL, TTL: 64},
-			{Kind: ActSetNwTTL, TTL: 63},
-			{Kind: ActGroup, ID: 5},
-			{Kind: ActPopVLAN},
+		Apply: []rule.Action{
+			{Kind: rule.ActOutput, Port: rule.PortController, MaxLen: 128},
+			{Kind: rule.ActPushVLAN, EthType: 0x8100},
+			{Kind: rule.ActSetField, Field: flow.FieldVlanVID, Value: []byte{0x10, 0x05}},
+			{Kind: rule.ActSetMPLSTTL, TTL: 64},
+			{Kind: rule.ActSetNwTTL, TTL: 63},
+			{Kind: rule.ActGroup, ID: 5},
+			{Kind: rule.ActPopVLAN},
 		},
-		Write:        []Action{{Kind: ActSetQueue, ID: 3}, {Kind: ActDecNwTTL}},
+		Write:        []rule.Action{{Kind: rule.ActSetQueue, ID: 3}, {Kind: rule.ActDecNwTTL}},
 		Metadata:     0x0f,
 		MetadataMask: 0xff,
 		GotoTable:    2,
@@ -126,7 +128,7 @@ func TestDecodeActionsAndInstructions(t *testing.T) {
 	}
 }
 
-func equalInstructions(a, b *Instructions) bool {
+func equalInstructions(a, b *rule.Instructions) bool {
 	return bytes.Equal(EncodeInstructions(a), EncodeInstructions(b)) && a.Has == b.Has
 }
 

@@ -1,8 +1,10 @@
 // Package openflow is the switch side of OpenFlow 1.3 (wire version 0x04):
 // it decodes what controllers send, checks it completely, hands it to a
-// Switch as version-free Go values, and encodes replies and asynchronous
-// messages. It holds no tables; the datapath and the daemon implement
-// Switch.
+// Switch as values of gswitch's protocol-free rule model (tables/rule),
+// and encodes replies and asynchronous messages from them. It holds no
+// tables; the datapath (datapath/pipeline) implements Switch without
+// importing this package: the seam is expressed in tables/rule types
+// only, and Go's structural typing does the rest.
 //
 // # Layers
 //
@@ -11,8 +13,9 @@
 // bounds-checked, fixed-offset reads; every decoder returns a value or an
 // *Error carrying the OFPT_ERROR type and code OpenFlow 1.3.5 gives (§7.4.4),
 // and never panics (each decoder has a fuzz test). Translation happens
-// once, here: a FLOW_MOD becomes a FlowMod whose Match.Match is a
-// tables/flow Match, built with SetField per OXM TLV and then CheckField
+// once, here: a FLOW_MOD becomes a rule.FlowMod whose Match is a
+// tables/flow Match (decoded through this package's Match, which also
+// keeps the fields in the controller's order and the encoded form), built with SetField per OXM TLV and then CheckField
 // per field (prerequisites may come in any order, as in Open vSwitch) and
 // Validate (an OXM's payload is the field's width in bytes, but for
 // mpls_label and ipv6_flabel, 20-bit fields carried in 4 bytes whose spare
@@ -21,10 +24,21 @@
 // OFPBMC_* codes (ErrorFor),
 // and so do flow.ErrOverlap and flow.ErrTableFull onto OFPFMFC_OVERLAP and
 // OFPFMFC_TABLE_FULL when a Switch returns them. Instructions and actions
-// become Instructions and []Action. The match and instructions are also
-// kept as sent (Match.Wire, FlowMod.Wire) so that flow stats echo them byte
+// become rule.Instructions and []rule.Action (the model keeps OpenFlow
+// 1.3's numbering of actions, group types and flags, so the translation
+// is one of equal values). The match and instructions are also kept as
+// sent, in the model's opaque rule.Echo, which the switch stores and
+// returns untouched, so that flow stats and FLOW_REMOVED echo them byte
 // for byte, as the os-ken switch test tool requires; entries installed
-// otherwise are encoded from their values (EncodeMatch, EncodeInstructions).
+// otherwise (by P4Runtime, say) are encoded from their values
+// (EncodeMatch, EncodeInstructions).
+//
+// Errors. A Switch refuses with the model's *rule.Error (a Kind and a
+// detail) or tables/flow's typed errors; ErrorFor maps them onto
+// OFPT_ERROR types and codes with one table (errors.go: ruleCodes; a
+// missing port, rule.NoSuchPort, is the BAD_PORT code of the request's
+// error type). TestRuleCodes pins the pairs, so that what the os-ken
+// switch test tool sees does not change when the model does.
 //
 // Session (session.go, handle.go). One goroutine per connection reads and
 // handles messages strictly in order, so a reply, and in particular a
@@ -96,9 +110,10 @@
 // have it), BAD_BUCKET, BAD_WATCH, LOOP for a group forwarding to or
 // watching itself; OFPMMFC_BAD_COMMAND, INVALID_METER, BAD_FLAGS (kbps and
 // pktps together, unknown bits), BAD_BAND, BAD_RATE, BAD_BAND_VALUE,
-// OUT_OF_BANDS; OFPPMFC_*, OFPTMFC_*, OFPQOFC_BAD_PORT). GroupTable and
-// MeterTable (grouptable.go, metertable.go) are reference implementations
-// of the rest that a Switch can embed: existence (GROUP_EXISTS,
+// OUT_OF_BANDS; OFPPMFC_*, OFPTMFC_*, OFPQOFC_BAD_PORT; what a group says
+// about itself is rule.CheckGroup's, mapped). tables/rule's GroupTable
+// and MeterTable implement the rest for a Switch, their error kinds
+// mapping onto these codes: existence (GROUP_EXISTS,
 // UNKNOWN_GROUP, METER_EXISTS, UNKNOWN_METER), limits (OUT_OF_GROUPS,
 // OUT_OF_BUCKETS, OUT_OF_METERS, OUT_OF_BANDS, BAD_BURST), references
 // between groups (a missing forwarded-to group is OFPBAC_BAD_OUT_GROUP as

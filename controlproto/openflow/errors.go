@@ -8,12 +8,14 @@ import (
 	"github.com/netrack/openflow/ofp"
 
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // Error is an OpenFlow error: the type and code of the OFPT_ERROR a message
 // gets (OpenFlow 1.3.5 §7.4.4), and a human-readable reason for logs. Every
-// decoder and handler of this package returns *Error; a Switch may return
-// one too, or one of tables/flow's typed errors (see ErrorFor).
+// decoder and handler of this package returns *Error; a Switch returns the
+// rule model's *rule.Error or tables/flow's typed errors, which ErrorFor
+// maps onto codes.
 type Error struct {
 	Type   ofp.ErrType
 	Code   ofp.ErrCode
@@ -80,14 +82,80 @@ var matchCodes = []struct {
 	{flow.ErrBadField, ofp.ErrCodeBadMatchBadField},
 }
 
-// ErrorFor translates an error from a Switch (or from tables/flow) into the
-// OpenFlow error to send: an *Error is kept; flow.MatchError kinds become
+// code is an OFPT_ERROR type and code.
+type code struct {
+	t ofp.ErrType
+	c ofp.ErrCode
+}
+
+// ruleCodes maps the rule model's error kinds onto OpenFlow 1.3.5's
+// types and codes (§7.4.4). rule.NoSuchPort is not here: its code depends
+// on the request (portCodes).
+var ruleCodes = map[rule.Kind]code{
+	rule.BadFlowCommand: {ofp.ErrTypeFlowModFailed, ofp.ErrCodeFlowModFailedBadCommand},
+	rule.BadTable:       {ofp.ErrTypeFlowModFailed, ofp.ErrCodeFlowModFailedBadTableID},
+	rule.BadGoto:        {ofp.ErrTypeBadInstruction, ofp.ErrCodeBadInstructionTableID},
+	rule.BadSetField:    {ofp.ErrTypeBadAction, ofp.ErrCodeBadActionSetType},
+
+	rule.BadGroupCommand: {ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModBadCommand},
+	rule.GroupExists:     {ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedGroupExists},
+	rule.UnknownGroup:    {ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedUnknownGroup},
+	rule.InvalidGroup:    {ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedInvalidGroup},
+	rule.BadGroupType:    {ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModBadType},
+	rule.OutOfGroups:     {ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedOutOfGroups},
+	rule.OutOfBuckets:    {ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedOutOfBuckets},
+	rule.BadWatch:        {ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModBadWatch},
+	rule.GroupLoop:       {ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedLoop},
+	rule.ChainedGroup:    {ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedChainedGroup},
+	// A group action naming a missing group, in a flow entry, a packet-out
+	// or another group's bucket: OFPBAC_BAD_OUT_GROUP, as Open vSwitch.
+	rule.DanglingGroup: {ofp.ErrTypeBadAction, ofp.ErrCodeBadActionOutGroup},
+
+	rule.BadMeterCommand: {ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedBadCommand},
+	rule.MeterExists:     {ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedMeterExists},
+	rule.UnknownMeter:    {ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedUnknownMeter},
+	rule.InvalidMeter:    {ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedInvalidMeter},
+	rule.BadMeterFlags:   {ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedBadFlags},
+	rule.OutOfMeters:     {ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedOutOfMeters},
+	rule.OutOfBands:      {ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedOutOfBands},
+	rule.BadBand:         {ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedBadBand},
+	rule.BadRate:         {ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedBadRate},
+	rule.BadBandValue:    {ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedBadBandValue},
+	rule.BadBurst:        {ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedBadBurst},
+}
+
+// portCodes gives, by the type of the request's error, the code of a
+// port that does not exist (rule.NoSuchPort): PORT_MOD's
+// OFPPMFC_BAD_PORT, a queue request's OFPQOFC_BAD_PORT, and OFPBRC_BAD_PORT
+// for the rest (port statistics).
+var portCodes = map[ofp.ErrType]ofp.ErrCode{
+	ofp.ErrTypePortModFailed: ofp.ErrCodePortModFailedBadPort,
+	ofp.ErrTypeQueueOpFailed: ofp.ErrCodeQueueOpFailedBadPort,
+	ofp.ErrTypeBadRequest:    ofp.ErrCodeBadRequestBadPort,
+}
+
+// ErrorFor translates an error from a Switch (or from tables/flow or
+// tables/rule) into the OpenFlow error to send: an *Error is kept; a
+// rule.Error's kind becomes its code (ruleCodes; rule.NoSuchPort the
+// BAD_PORT code of fallback's type); flow.MatchError kinds become
 // OFPET_BAD_MATCH codes; flow.ErrOverlap OFPFMFC_OVERLAP; flow.ErrTableFull
 // OFPFMFC_TABLE_FULL; anything else the fallback type and code.
 func ErrorFor(err error, fallback *Error) *Error {
 	var oe *Error
 	if errors.As(err, &oe) {
 		return oe
+	}
+	var re *rule.Error
+	if errors.As(err, &re) {
+		if c, ok := ruleCodes[re.Kind]; ok {
+			return errf(c.t, c.c, "%s", re.Detail)
+		}
+		if c, ok := portCodes[fallback.Type]; ok && re.Kind == rule.NoSuchPort {
+			return errf(fallback.Type, c, "%s", re.Detail)
+		}
+		if re.Kind == rule.NoSuchPort {
+			return badRequest(ofp.ErrCodeBadRequestBadPort, "%s", re.Detail)
+		}
 	}
 	if errors.Is(err, flow.ErrBadMatch) {
 		for _, mc := range matchCodes {

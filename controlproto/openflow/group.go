@@ -1,70 +1,14 @@
 package openflow
 
 import (
-	"fmt"
-
 	of "github.com/netrack/openflow"
 	"github.com/netrack/openflow/ofp"
+
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // This file holds the codecs of OFPT_GROUP_MOD and of the group multipart
 // requests and replies (OpenFlow 1.3.5 §7.3.4.2, §7.3.5.9-11).
-
-// GroupType is a group's type (enum ofp_group_type).
-type GroupType uint8
-
-// The group types of OpenFlow 1.3 §5.6.1.
-const (
-	GroupTypeAll          GroupType = 0
-	GroupTypeSelect       GroupType = 1
-	GroupTypeIndirect     GroupType = 2
-	GroupTypeFastFailover GroupType = 3
-	numGroupTypes                   = 4
-)
-
-var groupTypeNames = [...]string{"all", "select", "indirect", "ff"}
-
-// String returns the type's name as ovs-ofctl writes it.
-func (t GroupType) String() string {
-	if int(t) < len(groupTypeNames) {
-		return groupTypeNames[t]
-	}
-	return fmt.Sprintf("type%d", uint8(t))
-}
-
-// GroupCommand is a GROUP_MOD command (enum ofp_group_mod_command).
-type GroupCommand uint16
-
-// The commands of OpenFlow 1.3.
-const (
-	GroupAdd    GroupCommand = 0
-	GroupModify GroupCommand = 1
-	GroupDelete GroupCommand = 2
-)
-
-// Bucket is one bucket of a group (ofp_bucket). Weight matters for select
-// groups, WatchPort and WatchGroup (PortAny, GroupAny: none) for
-// fast-failover ones.
-type Bucket struct {
-	Weight     uint16
-	WatchPort  uint32
-	WatchGroup uint32
-	Actions    []Action
-}
-
-// Group is a group entry as a controller describes it (OFPMP_GROUP_DESC).
-type Group struct {
-	ID      uint32
-	Type    GroupType
-	Buckets []Bucket
-}
-
-// GroupMod is a decoded GROUP_MOD. For GroupDelete only ID means
-// something (GroupAll: every group).
-type GroupMod struct {
-	Command GroupCommand
-	Group
-}
 
 const (
 	groupModFixed = 16 // ofp_group_mod up to its buckets
@@ -82,26 +26,26 @@ func groupModFailed(c ofp.ErrCode, format string, args ...any) *Error {
 // does not depend on the switch's groups. Errors are OFPGMFC_* codes,
 // OFPBRC_BAD_LEN for a truncated message, or the OFPBAC_* code of a
 // bucket's action.
-func DecodeGroupMod(msg []byte) (*GroupMod, *Error) {
+func DecodeGroupMod(msg []byte) (*rule.GroupMod, *Error) {
 	if len(msg) < groupModFixed {
 		return nil, badRequest(ofp.ErrCodeBadRequestLen, "group_mod of %d bytes", len(msg))
 	}
-	gm := &GroupMod{Command: GroupCommand(be16(msg[8:]))}
-	gm.Type, gm.ID = GroupType(msg[10]), be32(msg[12:])
+	gm := &rule.GroupMod{Command: rule.GroupCommand(be16(msg[8:]))}
+	gm.Type, gm.ID = rule.GroupType(msg[10]), be32(msg[12:])
 	switch gm.Command {
-	case GroupDelete:
-		if gm.ID > GroupMax && gm.ID != GroupAll {
+	case rule.GroupDelete:
+		if gm.ID > rule.GroupMax && gm.ID != rule.GroupAll {
 			return nil, groupModFailed(ofp.ErrCodeGroupModFailedInvalidGroup, "delete group %#x", gm.ID)
 		}
 		return gm, nil // type and buckets are ignored (§7.3.4.2)
-	case GroupAdd, GroupModify:
+	case rule.GroupAdd, rule.GroupModify:
 	default:
 		return nil, groupModFailed(ofp.ErrCodeGroupModBadCommand, "command %d", gm.Command)
 	}
-	if gm.ID > GroupMax {
+	if gm.ID > rule.GroupMax {
 		return nil, groupModFailed(ofp.ErrCodeGroupModFailedInvalidGroup, "group %#x is reserved", gm.ID)
 	}
-	if gm.Type >= numGroupTypes {
+	if gm.Type >= rule.NumGroupTypes {
 		return nil, groupModFailed(ofp.ErrCodeGroupModBadType, "group type %d", gm.Type)
 	}
 	var err *Error
@@ -112,8 +56,8 @@ func DecodeGroupMod(msg []byte) (*GroupMod, *Error) {
 }
 
 // decodeBuckets reads a list of buckets filling b exactly.
-func decodeBuckets(b []byte) ([]Bucket, *Error) {
-	var bs []Bucket
+func decodeBuckets(b []byte) ([]rule.Bucket, *Error) {
+	var bs []rule.Bucket
 	for len(b) > 0 {
 		if len(b) < bucketFixed {
 			return nil, groupModFailed(ofp.ErrCodeGroupModBadBucket, "bucket truncated (%d bytes)", len(b))
@@ -125,7 +69,7 @@ func decodeBuckets(b []byte) ([]Bucket, *Error) {
 		if len(bs) == MaxBuckets {
 			return nil, groupModFailed(ofp.ErrCodeGroupModFailedOutOfBuckets, "more than %d buckets", MaxBuckets)
 		}
-		bk := Bucket{Weight: be16(b[2:]), WatchPort: be32(b[4:]), WatchGroup: be32(b[8:])}
+		bk := rule.Bucket{Weight: be16(b[2:]), WatchPort: be32(b[4:]), WatchGroup: be32(b[8:])}
 		var err *Error
 		if bk.Actions, err = DecodeActions(b[bucketFixed:n]); err != nil {
 			return nil, err
@@ -136,40 +80,22 @@ func decodeBuckets(b []byte) ([]Bucket, *Error) {
 	return bs, nil
 }
 
-// checkBuckets checks the buckets against the group's type: an indirect
-// group has exactly one bucket and no weight (OFPGMFC_INVALID_GROUP, as
-// Open vSwitch and the OFTest conformance suite have it); watch ports are
-// physical ports, LOCAL or ANY and watch groups ordinary ids or ANY
-// (OFPGMFC_BAD_WATCH); a fast-failover bucket watches something.
-func checkBuckets(g *Group) *Error {
-	if g.Type == GroupTypeIndirect && (len(g.Buckets) != 1 || g.Buckets[0].Weight != 0) {
-		return groupModFailed(ofp.ErrCodeGroupModFailedInvalidGroup, "an indirect group has one bucket without weight, not %d", len(g.Buckets))
-	}
-	for i, bk := range g.Buckets {
-		if !validWatchPort(bk.WatchPort) || (bk.WatchGroup > GroupMax && bk.WatchGroup != GroupAny) {
-			return groupModFailed(ofp.ErrCodeGroupModBadWatch, "bucket %d: watch_port %#x watch_group %#x", i, bk.WatchPort, bk.WatchGroup)
-		}
-		if g.Type == GroupTypeFastFailover && bk.WatchPort == PortAny && bk.WatchGroup == GroupAny {
-			return groupModFailed(ofp.ErrCodeGroupModBadWatch, "fast-failover bucket %d watches neither a port nor a group", i)
-		}
-		if bk.WatchGroup == g.ID {
-			return groupModFailed(ofp.ErrCodeGroupModFailedLoop, "bucket %d watches its own group %d", i, g.ID)
-		}
-		for _, a := range bk.Actions {
-			if a.Kind == ActGroup && a.ID == g.ID {
-				return groupModFailed(ofp.ErrCodeGroupModFailedLoop, "bucket %d forwards to its own group %d", i, g.ID)
-			}
-		}
+// checkBuckets checks what a group says about itself (rule.CheckGroup):
+// an indirect group has exactly one bucket and no weight
+// (OFPGMFC_INVALID_GROUP, as Open vSwitch and the OFTest conformance suite
+// have it); watch ports are physical ports, LOCAL or ANY and watch groups
+// ordinary ids or ANY (OFPGMFC_BAD_WATCH); a fast-failover bucket watches
+// something; no bucket watches or forwards to its own group
+// (OFPGMFC_LOOP).
+func checkBuckets(g *rule.Group) *Error {
+	if err := rule.CheckGroup(g); err != nil {
+		return ErrorFor(err, groupModFailed(ofp.ErrCodeGroupModFailedInvalidGroup, "group_mod"))
 	}
 	return nil
 }
 
-func validWatchPort(p uint32) bool {
-	return (p != 0 && p <= PortMax) || p == PortLocal || p == PortAny
-}
-
 // EncodeGroupMod encodes a GROUP_MOD (for tests and tools).
-func EncodeGroupMod(xid uint32, gm *GroupMod) []byte {
+func EncodeGroupMod(xid uint32, gm *rule.GroupMod) []byte {
 	e := newMsg(of.TypeGroupMod, xid)
 	e.u16(uint16(gm.Command))
 	e.u8(uint8(gm.Type))
@@ -179,7 +105,7 @@ func EncodeGroupMod(xid uint32, gm *GroupMod) []byte {
 	return e.finish()
 }
 
-func appendBuckets(e *enc, bs []Bucket) {
+func appendBuckets(e *enc, bs []rule.Bucket) {
 	for i := range bs {
 		start := len(e.b)
 		e.u16(0)
@@ -199,7 +125,7 @@ func putLen16(b []byte, start int) {
 }
 
 // encodeGroupDesc encodes ofp_group_desc.
-func encodeGroupDesc(g *Group) []byte {
+func encodeGroupDesc(g *rule.Group) []byte {
 	e := &enc{}
 	e.u16(0)
 	e.u8(uint8(g.Type))
@@ -210,25 +136,9 @@ func encodeGroupDesc(g *Group) []byte {
 	return e.b
 }
 
-// Counter is a packet and byte count (ofp_bucket_counter,
-// ofp_meter_band_stats).
-type Counter struct {
-	Packets, Bytes uint64
-}
-
-// GroupStats is ofp_group_stats: RefCount counts the flow entries and
-// groups that forward to the group.
-type GroupStats struct {
-	ID                        uint32
-	RefCount                  uint32
-	Packets, Bytes            uint64
-	DurationSec, DurationNsec uint32
-	Buckets                   []Counter
-}
-
 const groupStatsFixed = 40
 
-func encodeGroupStats(gs *GroupStats) []byte {
+func encodeGroupStats(gs *rule.GroupStats) []byte {
 	e := &enc{}
 	e.u16(0)
 	e.pad(2)
@@ -247,32 +157,15 @@ func encodeGroupStats(gs *GroupStats) []byte {
 	return e.b
 }
 
-// Group capabilities (enum ofp_group_capabilities).
-const (
-	GroupCapSelectWeight   uint32 = 1 << 0
-	GroupCapSelectLiveness uint32 = 1 << 1
-	GroupCapChaining       uint32 = 1 << 2
-	GroupCapChainingChecks uint32 = 1 << 3
-)
-
-// GroupFeatures is ofp_group_features: Types has bit 1<<GroupType for each
-// supported type; MaxGroups and Actions (bits 1<<ActionKind) are per type.
-type GroupFeatures struct {
-	Types        uint32
-	Capabilities uint32
-	MaxGroups    [numGroupTypes]uint32
-	Actions      [numGroupTypes]uint32
-}
-
-func encodeGroupFeatures(f *GroupFeatures) []byte {
+func encodeGroupFeatures(f *rule.GroupFeatures) []byte {
 	e := &enc{}
 	e.u32(f.Types)
 	e.u32(f.Capabilities)
 	for _, v := range f.MaxGroups {
 		e.u32(v)
 	}
-	for _, v := range f.Actions {
-		e.u32(v)
+	for range rule.NumGroupTypes {
+		e.u32(supportedActionBits()) // buckets may hold every action this package decodes
 	}
 	return e.b
 }
@@ -293,7 +186,7 @@ func decodeGroupStatsRequest(body []byte) (uint32, *Error) {
 		return 0, badRequest(ofp.ErrCodeBadRequestLen, "group stats request of %d bytes, want 8", len(body))
 	}
 	id := be32(body)
-	if id > GroupMax && id != GroupAll {
+	if id > rule.GroupMax && id != rule.GroupAll {
 		return 0, groupModFailed(ofp.ErrCodeGroupModFailedInvalidGroup, "group stats for group %#x", id)
 	}
 	return id, nil

@@ -3,6 +3,8 @@ package openflow
 import (
 	of "github.com/netrack/openflow"
 	"github.com/netrack/openflow/ofp"
+
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // handler handles one message type and returns the replies (nil for none)
@@ -123,10 +125,10 @@ func handleFlowMod(s *session, msg []byte) ([][]byte, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := fm.CheckTables(s.feat.NTables); err != nil {
+	if err := CheckTables(fm, s.feat.NTables); err != nil {
 		return nil, err
 	}
-	if fm.BufferID != NoBuffer && !fm.Command.IsDelete() && s.feat.NBuffers == 0 {
+	if fm.BufferID != rule.NoBuffer && !fm.Command.IsDelete() && s.feat.NBuffers == 0 {
 		return nil, badRequest(ofp.ErrCodeBadRequestBufferUnknown, "buffer %#x: the switch keeps no buffers", fm.BufferID)
 	}
 	if !fm.Command.IsDelete() {
@@ -145,7 +147,7 @@ func handlePacketOut(s *session, msg []byte) ([][]byte, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	if po.BufferID != NoBuffer && s.feat.NBuffers == 0 {
+	if po.BufferID != rule.NoBuffer && s.feat.NBuffers == 0 {
 		return nil, badRequest(ofp.ErrCodeBadRequestBufferUnknown, "buffer %#x: the switch keeps no buffers", po.BufferID)
 	}
 	if err := s.checkActionRefs(po.Actions); err != nil {
@@ -294,7 +296,7 @@ func (s *session) mpFlows(r *mpRequest) ([][]byte, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	if req.TableID != TableAll && req.TableID >= s.feat.NTables {
+	if req.TableID != rule.TableAll && req.TableID >= s.feat.NTables {
 		return nil, badRequest(ofp.ErrCodeBadRequestBadTableID, "table %d of %d", req.TableID, s.feat.NTables)
 	}
 	fss, e := s.a.sw.FlowStats(req)

@@ -2,6 +2,8 @@ package openflow
 
 import (
 	"github.com/netrack/openflow/ofp"
+
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // This file handles the messages served through the optional Switch
@@ -47,12 +49,12 @@ func handleMeterMod(s *session, msg []byte) ([][]byte, *Error) {
 }
 
 func handlePortMod(s *session, msg []byte) ([][]byte, *Error) {
-	decode := func(msg []byte) (*PortMod, *Error) {
+	decode := func(msg []byte) (*rule.PortMod, *Error) {
 		pm, err := DecodePortMod(msg)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := pm.CheckPort(s.a.sw.Ports()); err != nil {
+		if _, err := CheckPort(pm, s.a.sw.Ports()); err != nil {
 			return nil, err
 		}
 		return pm, nil
@@ -62,7 +64,7 @@ func handlePortMod(s *session, msg []byte) ([][]byte, *Error) {
 }
 
 func handleTableMod(s *session, msg []byte) ([][]byte, *Error) {
-	decode := func(msg []byte) (*TableMod, *Error) { return DecodeTableMod(msg, s.feat.NTables) }
+	decode := func(msg []byte) (*rule.TableMod, *Error) { return DecodeTableMod(msg, s.feat.NTables) }
 	return handleOptionalMod(s, msg, decode, TableModSwitch.TableMod,
 		errf(ofp.ErrTypeTableModFailed, ofp.ErrCodeTableModFailedPerm, "table_mod"))
 }
@@ -189,7 +191,7 @@ func (s *session) mpQueueStats(r *mpRequest) ([][]byte, *Error) {
 		port, queue, err := decodeQueueStatsRequest(body)
 		return queueStatsRequest{port, queue}, err
 	}
-	get := func(qs QueueSwitch, q queueStatsRequest) ([]QueueStats, error) {
+	get := func(qs QueueSwitch, q queueStatsRequest) ([]rule.QueueStats, error) {
 		return qs.QueueStats(q.port, q.queue)
 	}
 	return mpOptionalStats(s, r, decode, get,
@@ -200,9 +202,9 @@ func (s *session) mpQueueStats(r *mpRequest) ([][]byte, *Error) {
 // FLOW_MOD's instructions name, against a switch that has them:
 // OFPBAC_BAD_OUT_GROUP, OFPMMFC_INVALID_METER / OFPMMFC_UNKNOWN_METER,
 // OFPBAC_BAD_QUEUE.
-func (s *session) checkRefs(in *Instructions) *Error {
-	if ms, ok := s.a.sw.(MeterSwitch); ok && in.Has&HasMeter != 0 {
-		if !validMeterID(in.Meter) {
+func (s *session) checkRefs(in *rule.Instructions) *Error {
+	if ms, ok := s.a.sw.(MeterSwitch); ok && in.Has&rule.HasMeter != 0 {
+		if !rule.ValidMeterID(in.Meter) {
 			return meterModFailed(ofp.ErrCodeMeterModFailedInvalidMeter, "meter instruction names meter %#x", in.Meter)
 		}
 		if !ms.MeterExists(in.Meter) {
@@ -217,17 +219,17 @@ func (s *session) checkRefs(in *Instructions) *Error {
 
 // checkActionRefs checks group and set_queue actions against a switch
 // with groups or queues.
-func (s *session) checkActionRefs(as []Action) *Error {
+func (s *session) checkActionRefs(as []rule.Action) *Error {
 	gs, hasGroups := s.a.sw.(GroupSwitch)
 	qs, hasQueues := s.a.sw.(QueueSwitch)
-	var queues []Queue
+	var queues []rule.Queue
 	for _, a := range as {
 		switch {
-		case a.Kind == ActGroup && hasGroups && !gs.GroupExists(a.ID):
+		case a.Kind == rule.ActGroup && hasGroups && !gs.GroupExists(a.ID):
 			return badAction(ofp.ErrCodeBadActionOutGroup, "group %d does not exist", a.ID)
-		case a.Kind == ActSetQueue && hasQueues:
+		case a.Kind == rule.ActSetQueue && hasQueues:
 			if queues == nil {
-				queues, _ = qs.Queues(PortAny)
+				queues, _ = qs.Queues(rule.PortAny)
 			}
 			if !hasQueue(queues, a.ID) {
 				return badAction(ofp.ErrCodeBadActionQueue, "no port has queue %d", a.ID)
@@ -237,7 +239,7 @@ func (s *session) checkActionRefs(as []Action) *Error {
 	return nil
 }
 
-func hasQueue(qs []Queue, id uint32) bool {
+func hasQueue(qs []rule.Queue, id uint32) bool {
 	for _, q := range qs {
 		if q.ID == id {
 			return true

@@ -4,43 +4,13 @@ import (
 	of "github.com/netrack/openflow"
 	"github.com/netrack/openflow/ofp"
 
-	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // This file holds the codecs of the fixed-layout messages other than
 // FLOW_MOD and multipart: HELLO, FEATURES_REPLY, switch config, role,
 // async config, PACKET_OUT, and the asynchronous PACKET_IN, FLOW_REMOVED
 // and PORT_STATUS.
-
-// Features describes the switch (FEATURES_REPLY and the DESC multipart).
-type Features struct {
-	DatapathID   uint64
-	NBuffers     uint32
-	NTables      uint8
-	Capabilities Capabilities
-	Desc         Desc
-	// MaxEntries is each table's capacity (OFPMP_TABLE_FEATURES).
-	MaxEntries uint32
-}
-
-// Capabilities are enum ofp_capabilities bits.
-type Capabilities uint32
-
-// The capabilities of OpenFlow 1.3.
-const (
-	CapFlowStats   Capabilities = 1 << 0
-	CapTableStats  Capabilities = 1 << 1
-	CapPortStats   Capabilities = 1 << 2
-	CapGroupStats  Capabilities = 1 << 3
-	CapIPReasm     Capabilities = 1 << 5
-	CapQueueStats  Capabilities = 1 << 6
-	CapPortBlocked Capabilities = 1 << 8
-)
-
-// Desc is ofp_desc: free-form text about the switch.
-type Desc struct {
-	Manufacturer, Hardware, Software, Serial, Datapath string
-}
 
 // hello element types.
 const helloElemVersionBitmap = 1
@@ -94,7 +64,7 @@ func helloBitmap(b []byte) (bitmap uint32, found bool, err *Error) {
 }
 
 // encodeFeaturesReply builds OFPT_FEATURES_REPLY.
-func encodeFeaturesReply(xid uint32, f *Features) []byte {
+func encodeFeaturesReply(xid uint32, f *rule.Features) []byte {
 	e := newMsg(of.TypeFeaturesReply, xid)
 	e.u64(f.DatapathID)
 	e.u32(f.NBuffers)
@@ -197,7 +167,7 @@ type AsyncConfig struct {
 // for those with SET_ASYNC), every port status and every flow removal;
 // slaves only port status.
 var DefaultAsync = AsyncConfig{
-	PacketIn:    [2]uint32{1<<ReasonNoMatch | 1<<ReasonAction, 0},
+	PacketIn:    [2]uint32{1<<rule.ReasonNoMatch | 1<<rule.ReasonAction, 0},
 	PortStatus:  [2]uint32{0x7, 0x7},
 	FlowRemoved: [2]uint32{0xf, 0},
 }
@@ -224,25 +194,17 @@ func encodeAsyncReply(xid uint32, a *AsyncConfig) []byte {
 	return e.finish()
 }
 
-// PacketOut is a decoded OFPT_PACKET_OUT.
-type PacketOut struct {
-	BufferID uint32
-	InPort   uint32
-	Actions  []Action
-	Data     []byte
-}
-
 // DecodePacketOut decodes and checks OFPT_PACKET_OUT.
-func DecodePacketOut(msg []byte) (*PacketOut, *Error) {
+func DecodePacketOut(msg []byte) (*rule.PacketOut, *Error) {
 	if len(msg) < 24 {
 		return nil, badRequest(ofp.ErrCodeBadRequestLen, "packet_out of %d bytes", len(msg))
 	}
-	po := &PacketOut{BufferID: be32(msg[8:]), InPort: be32(msg[12:])}
+	po := &rule.PacketOut{BufferID: be32(msg[8:]), InPort: be32(msg[12:])}
 	n := int(be16(msg[16:]))
 	if 24+n > len(msg) {
 		return nil, badRequest(ofp.ErrCodeBadRequestLen, "actions_len %d beyond the message", n)
 	}
-	if !(po.InPort != 0 && po.InPort <= PortMax) && po.InPort != PortController && po.InPort != PortLocal && po.InPort != PortAny {
+	if !(po.InPort != 0 && po.InPort <= rule.PortMax) && po.InPort != rule.PortController && po.InPort != rule.PortLocal && po.InPort != rule.PortAny {
 		return nil, badRequest(ofp.ErrCodeBadRequestBadPort, "in_port %#x", po.InPort)
 	}
 	var err *Error
@@ -253,36 +215,14 @@ func DecodePacketOut(msg []byte) (*PacketOut, *Error) {
 	return po, nil
 }
 
-// Packet-in reasons (enum ofp_packet_in_reason).
-const (
-	ReasonNoMatch    = 0
-	ReasonAction     = 1
-	ReasonInvalidTTL = 2
-)
-
-// PacketIn is a packet sent to the controller.
-type PacketIn struct {
-	Reason  uint8
-	TableID uint8
-	Cookie  uint64
-	// Match holds the packet's pipeline fields (in_port at least).
-	Match flow.Match
-	// MaxLen truncates Data (MaxLenNoBuffer: the whole packet); the agent
-	// keeps no buffers, so a truncated packet is sent with OFP_NO_BUFFER.
-	// For reason OFPR_INVALID_TTL the agent truncates to each
-	// connection's miss_send_len instead (no action gives a max_len).
-	MaxLen uint16
-	Data   []byte
-}
-
 // EncodePacketIn builds OFPT_PACKET_IN.
-func EncodePacketIn(xid uint32, pi *PacketIn) []byte {
+func EncodePacketIn(xid uint32, pi *rule.PacketIn) []byte {
 	data := pi.Data
-	if pi.MaxLen != MaxLenNoBuffer && len(data) > int(pi.MaxLen) {
+	if pi.MaxLen != rule.MaxLenNoBuffer && len(data) > int(pi.MaxLen) {
 		data = data[:pi.MaxLen]
 	}
 	e := newMsg(of.TypePacketIn, xid)
-	e.u32(NoBuffer)
+	e.u32(rule.NoBuffer)
 	e.u16(uint16(min(len(pi.Data), 0xffff)))
 	e.u8(pi.Reason)
 	e.u8(pi.TableID)
@@ -293,31 +233,8 @@ func EncodePacketIn(xid uint32, pi *PacketIn) []byte {
 	return e.finish()
 }
 
-// Flow-removed reasons (enum ofp_flow_removed_reason).
-const (
-	RemovedIdleTimeout = 0
-	RemovedHardTimeout = 1
-	RemovedDelete      = 2
-	RemovedGroupDelete = 3
-)
-
-// FlowRemoved is an OFPT_FLOW_REMOVED notification.
-type FlowRemoved struct {
-	Cookie       uint64
-	Priority     uint16
-	Reason       uint8
-	TableID      uint8
-	DurationSec  uint32
-	DurationNsec uint32
-	IdleTimeout  uint16
-	HardTimeout  uint16
-	Packets      uint64
-	Bytes        uint64
-	Match        Match
-}
-
 // EncodeFlowRemoved builds OFPT_FLOW_REMOVED.
-func EncodeFlowRemoved(xid uint32, fr *FlowRemoved) []byte {
+func EncodeFlowRemoved(xid uint32, fr *rule.FlowRemoved) []byte {
 	e := newMsg(of.TypeFlowRemoved, xid)
 	e.u64(fr.Cookie)
 	e.u16(fr.Priority)
@@ -329,26 +246,11 @@ func EncodeFlowRemoved(xid uint32, fr *FlowRemoved) []byte {
 	e.u16(fr.HardTimeout)
 	e.u64(fr.Packets)
 	e.u64(fr.Bytes)
-	e.raw(matchWire(&fr.Match))
+	e.raw(echoMatch(fr.Echo.Match, &fr.Match))
 	return e.finish()
 }
 
-// Port is ofp_port.
-type Port struct {
-	No         uint32
-	HWAddr     [6]byte
-	Name       string
-	Config     uint32
-	State      uint32
-	Curr       uint32
-	Advertised uint32
-	Supported  uint32
-	Peer       uint32
-	CurrSpeed  uint32 // kbps
-	MaxSpeed   uint32 // kbps
-}
-
-func appendPort(e *enc, p *Port) {
+func appendPort(e *enc, p *rule.Port) {
 	e.u32(p.No)
 	e.pad(4)
 	e.raw(p.HWAddr[:])
@@ -359,21 +261,8 @@ func appendPort(e *enc, p *Port) {
 	}
 }
 
-// Port-status reasons (enum ofp_port_reason).
-const (
-	PortAdded    = 0
-	PortDeleted  = 1
-	PortModified = 2
-)
-
-// PortStatus is an OFPT_PORT_STATUS notification.
-type PortStatus struct {
-	Reason uint8
-	Port   Port
-}
-
 // EncodePortStatus builds OFPT_PORT_STATUS.
-func EncodePortStatus(xid uint32, ps *PortStatus) []byte {
+func EncodePortStatus(xid uint32, ps *rule.PortStatus) []byte {
 	e := newMsg(of.TypePortStatus, xid)
 	e.u8(ps.Reason)
 	e.pad(7)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/netrack/openflow/ofp"
+
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // groupModHex is a GROUP_MOD built by hand from OpenFlow 1.3.5 §7.3.4.2:
@@ -25,9 +27,9 @@ func TestDecodeGroupMod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &GroupMod{Command: GroupAdd, Group: Group{ID: 5, Type: GroupTypeSelect, Buckets: []Bucket{
-		{Weight: 3, WatchPort: PortAny, WatchGroup: GroupAny, Actions: []Action{{Kind: ActOutput, Port: 1, MaxLen: 0xffe5}}},
-		{Weight: 1, WatchPort: 2, WatchGroup: GroupAny, Actions: []Action{{Kind: ActGroup, ID: 4}}},
+	want := &rule.GroupMod{Command: rule.GroupAdd, Group: rule.Group{ID: 5, Type: rule.GroupTypeSelect, Buckets: []rule.Bucket{
+		{Weight: 3, WatchPort: rule.PortAny, WatchGroup: rule.GroupAny, Actions: []rule.Action{{Kind: rule.ActOutput, Port: 1, MaxLen: 0xffe5}}},
+		{Weight: 1, WatchPort: 2, WatchGroup: rule.GroupAny, Actions: []rule.Action{{Kind: rule.ActGroup, ID: 4}}},
 	}}}
 	if !reflect.DeepEqual(gm, want) {
 		t.Fatalf("got %+v\nwant %+v", gm, want)
@@ -55,9 +57,9 @@ func TestDecodeMeterMod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &MeterMod{Command: MeterAdd, MeterConfig: MeterConfig{ID: 3, Flags: MeterKbps | MeterBurst | MeterStatsFlag, Bands: []MeterBand{
-		{Type: BandDrop, Rate: 1000, BurstSize: 100},
-		{Type: BandDSCPRemark, Rate: 500, BurstSize: 50, PrecLevel: 2},
+	want := &rule.MeterMod{Command: rule.MeterAdd, MeterConfig: rule.MeterConfig{ID: 3, Flags: rule.MeterKbps | rule.MeterBurst | rule.MeterStatsFlag, Bands: []rule.MeterBand{
+		{Type: rule.BandDrop, Rate: 1000, BurstSize: 100},
+		{Type: rule.BandDSCPRemark, Rate: 500, BurstSize: 50, PrecLevel: 2},
 	}}}
 	if !reflect.DeepEqual(mm, want) {
 		t.Fatalf("got %+v\nwant %+v", mm, want)
@@ -78,50 +80,50 @@ func TestDecodePortModAndTableMod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &PortMod{PortNo: 1, HWAddr: [6]byte{2, 0, 0, 0, 0, 1}, Config: PortConfigDown, Mask: PortConfigDown}
+	want := &rule.PortMod{PortNo: 1, HWAddr: [6]byte{2, 0, 0, 0, 0, 1}, Config: rule.PortConfigDown, Mask: rule.PortConfigDown}
 	if *pm != *want {
 		t.Fatalf("got %+v", pm)
 	}
 	if got := EncodePortMod(1, pm); !bytes.Equal(got, msg) {
 		t.Fatalf("re-encoded %x", got)
 	}
-	if c := pm.Apply(PortConfigNoFwd); c != PortConfigNoFwd|PortConfigDown {
+	if c := pm.Apply(rule.PortConfigNoFwd); c != rule.PortConfigNoFwd|rule.PortConfigDown {
 		t.Fatalf("Apply: %#x", c)
 	}
 	tm, err := DecodeTableMod(unhex(t, "04 11 00 10 00 00 00 01 01 00 00 00 00 00 00 03"), 2)
-	if err != nil || *tm != (TableMod{TableID: 1, Config: 3}) {
+	if err != nil || *tm != (rule.TableMod{TableID: 1, Config: 3}) {
 		t.Fatalf("table_mod: %+v %v", tm, err)
 	}
 }
 
 func TestMultipartEncodings(t *testing.T) {
-	gs := encodeGroupStats(&GroupStats{ID: 5, RefCount: 2, Packets: 3, Bytes: 4, DurationSec: 6, DurationNsec: 7, Buckets: []Counter{{8, 9}}})
+	gs := encodeGroupStats(&rule.GroupStats{ID: 5, RefCount: 2, Packets: 3, Bytes: 4, DurationSec: 6, DurationNsec: 7, Buckets: []rule.Counter{{Packets: 8, Bytes: 9}}})
 	if want := unhex(t, `00 38 00 00 00 00 00 05 00 00 00 02 00 00 00 00
 		00 00 00 00 00 00 00 03 00 00 00 00 00 00 00 04 00 00 00 06 00 00 00 07
 		00 00 00 00 00 00 00 08 00 00 00 00 00 00 00 09`); !bytes.Equal(gs, want) {
 		t.Errorf("group stats\n%x\nwant\n%x", gs, want)
 	}
-	ms := encodeMeterStats(&MeterStats{ID: 3, FlowCount: 1, PacketsIn: 2, BytesIn: 3, DurationSec: 4, DurationNsec: 5, Bands: []Counter{{6, 7}}})
+	ms := encodeMeterStats(&rule.MeterStats{ID: 3, FlowCount: 1, PacketsIn: 2, BytesIn: 3, DurationSec: 4, DurationNsec: 5, Bands: []rule.Counter{{Packets: 6, Bytes: 7}}})
 	if want := unhex(t, `00 00 00 03 00 38 00 00 00 00 00 00 00 00 00 01
 		00 00 00 00 00 00 00 02 00 00 00 00 00 00 00 03 00 00 00 04 00 00 00 05
 		00 00 00 00 00 00 00 06 00 00 00 00 00 00 00 07`); !bytes.Equal(ms, want) {
 		t.Errorf("meter stats\n%x\nwant\n%x", ms, want)
 	}
-	mf := encodeMeterFeatures(&MeterFeatures{MaxMeter: 8, BandTypes: 6, Capabilities: 15, MaxBands: 4})
+	mf := encodeMeterFeatures(&rule.MeterFeatures{MaxMeter: 8, BandTypes: 6, Capabilities: 15, MaxBands: 4})
 	if want := unhex(t, "00 00 00 08 00 00 00 06 00 00 00 0f 04 00 00 00"); !bytes.Equal(mf, want) {
 		t.Errorf("meter features %x", mf)
 	}
-	gf := encodeGroupFeatures(&GroupFeatures{Types: 15, Capabilities: 7, MaxGroups: [4]uint32{1, 2, 3, 4}, Actions: [4]uint32{1, 1, 1, 1}})
-	if len(gf) != 40 || be32(gf) != 15 || be32(gf[8:]) != 1 || be32(gf[20:]) != 4 || be32(gf[36:]) != 1 {
+	gf := encodeGroupFeatures(&rule.GroupFeatures{Types: 15, Capabilities: 7, MaxGroups: [4]uint32{1, 2, 3, 4}})
+	if len(gf) != 40 || be32(gf) != 15 || be32(gf[8:]) != 1 || be32(gf[20:]) != 4 || be32(gf[36:]) != supportedActionBits() {
 		t.Errorf("group features %x", gf)
 	}
-	qc := encodeQueueGetConfigReply(9, 1, []Queue{{ID: 7, Port: 1, MinRate: 100, MaxRate: 0xffff}})
+	qc := encodeQueueGetConfigReply(9, 1, []rule.Queue{{ID: 7, Port: 1, MinRate: 100, MaxRate: 0xffff}})
 	if want := unhex(t, `04 17 00 30 00 00 00 09 00 00 00 01 00 00 00 00
 		00 00 00 07 00 00 00 01 00 20 00 00 00 00 00 00
 		00 01 00 10 00 00 00 00 00 64 00 00 00 00 00 00`); !bytes.Equal(qc, want) {
 		t.Errorf("queue config\n%x\nwant\n%x", qc, want)
 	}
-	qs := encodeQueueStats(&QueueStats{PortNo: 1, QueueID: 7, TxBytes: 2, TxPackets: 3, TxErrors: 4, DurationSec: 5, DurationNsec: 6})
+	qs := encodeQueueStats(&rule.QueueStats{PortNo: 1, QueueID: 7, TxBytes: 2, TxPackets: 3, TxErrors: 4, DurationSec: 5, DurationNsec: 6})
 	if len(qs) != 40 || be32(qs[4:]) != 7 || be64(qs[16:]) != 3 || be32(qs[36:]) != 6 {
 		t.Errorf("queue stats %x", qs)
 	}
@@ -165,7 +167,7 @@ func TestModErrors(t *testing.T) {
 	tm := func(b []byte) *Error { _, err := DecodeTableMod(b, 2); return err }
 	qc := func(b []byte) *Error { _, err := decodeQueueGetConfig(b); return err }
 	portMod := func(port uint32, config, mask, adv uint32) []byte {
-		return EncodePortMod(42, &PortMod{PortNo: port, Config: config, Mask: mask, Advertise: adv})
+		return EncodePortMod(42, &rule.PortMod{PortNo: port, Config: config, Mask: mask, Advertise: adv})
 	}
 	cases := []struct {
 		name   string
@@ -177,8 +179,8 @@ func TestModErrors(t *testing.T) {
 		{"group_mod short", gm, unhex(t, "04 0f 00 0c 00 00 00 01 00 00 00 00"), ofp.ErrTypeBadRequest, ofp.ErrCodeBadRequestLen},
 		{"group bad command", gm, groupModWith(3, 0, 1, ""), ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModBadCommand},
 		{"group bad type", gm, groupModWith(0, 4, 1, ""), ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModBadType},
-		{"add reserved group", gm, groupModWith(0, 0, GroupAll, ""), ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedInvalidGroup},
-		{"delete group ANY", gm, groupModWith(2, 0, GroupAny, ""), ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedInvalidGroup},
+		{"add reserved group", gm, groupModWith(0, 0, rule.GroupAll, ""), ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedInvalidGroup},
+		{"delete group ANY", gm, groupModWith(2, 0, rule.GroupAny, ""), ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedInvalidGroup},
 		{"bucket truncated", gm, groupModWith(0, 0, 1, "00 10 00 00 ff ff ff ff"), ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModBadBucket},
 		{"bucket length beyond", gm, groupModWith(0, 0, 1, "00 40 00 00 ff ff ff ff ff ff ff ff 00 00 00 00"), ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModBadBucket},
 		{"bucket length not 8n", gm, groupModWith(0, 0, 1, "00 14 00 00 ff ff ff ff ff ff ff ff 00 00 00 00 00 00 00 00"), ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModBadBucket},
@@ -196,8 +198,8 @@ func TestModErrors(t *testing.T) {
 		{"meter_mod short", mm, unhex(t, "04 1d 00 0c 00 00 00 01 00 00 00 00"), ofp.ErrTypeBadRequest, ofp.ErrCodeBadRequestLen},
 		{"meter bad command", mm, meterModWith(3, 1, 1, ""), ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedBadCommand},
 		{"meter 0", mm, meterModWith(0, 1, 0, dropBand), ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedInvalidMeter},
-		{"meter CONTROLLER", mm, meterModWith(0, 1, MeterController, dropBand), ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedInvalidMeter},
-		{"add meter ALL", mm, meterModWith(0, 1, MeterAll, dropBand), ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedInvalidMeter},
+		{"meter CONTROLLER", mm, meterModWith(0, 1, rule.MeterController, dropBand), ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedInvalidMeter},
+		{"add meter ALL", mm, meterModWith(0, 1, rule.MeterAll, dropBand), ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedInvalidMeter},
 		{"delete meter 0", mm, meterModWith(2, 0, 0, ""), ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedInvalidMeter},
 		{"kbps and pktps", mm, meterModWith(0, 3, 1, dropBand), ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedBadFlags},
 		{"unknown flag", mm, meterModWith(0, 0x11, 1, dropBand), ofp.ErrTypeMeterModFailed, ofp.ErrCodeMeterModFailedBadFlags},
@@ -211,8 +213,8 @@ func TestModErrors(t *testing.T) {
 
 		{"port_mod short", pm, unhex(t, "04 10 00 10 00 00 00 01 00 00 00 01 00 00 00 00"), ofp.ErrTypeBadRequest, ofp.ErrCodeBadRequestLen},
 		{"port_mod port 0", pm, portMod(0, 0, 1, 0), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadPort},
-		{"port_mod reserved port", pm, portMod(PortController, 0, 1, 0), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadPort},
-		{"port_mod port ANY", pm, portMod(PortAny, 0, 1, 0), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadPort},
+		{"port_mod reserved port", pm, portMod(rule.PortController, 0, 1, 0), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadPort},
+		{"port_mod port ANY", pm, portMod(rule.PortAny, 0, 1, 0), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadPort},
 		{"port_mod bad config", pm, portMod(1, 2, 2, 0), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadConfig},
 		{"port_mod bad advertise", pm, portMod(1, 0, 0, 1<<20), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadAdvertise},
 
@@ -239,7 +241,7 @@ func TestModErrors(t *testing.T) {
 
 func TestModAccepts(t *testing.T) {
 	for name, msg := range map[string][]byte{
-		"delete all groups ignores type and buckets": groupModWith(2, 9, GroupAll, "00"),
+		"delete all groups ignores type and buckets": groupModWith(2, 9, rule.GroupAll, "00"),
 		"all group without buckets":                  groupModWith(0, 0, 1, ""),
 		"ff watching a group":                        groupModWith(0, 3, 1, "00 10 00 00 ff ff ff ff 00 00 00 02 00 00 00 00"),
 		"select weight 0":                            groupModWith(0, 1, 1, bucketOut1),
@@ -249,10 +251,10 @@ func TestModAccepts(t *testing.T) {
 		}
 	}
 	for name, msg := range map[string][]byte{
-		"delete all meters ignores flags and bands": meterModWith(2, 0xff, MeterAll, "00"),
+		"delete all meters ignores flags and bands": meterModWith(2, 0xff, rule.MeterAll, "00"),
 		"neither kbps nor pktps":                    meterModWith(0, 0, 1, dropBand),
 		"meter without bands":                       meterModWith(0, 1, 1, ""),
-		"meter OFPM_MAX":                            meterModWith(0, 1, MeterMax, dropBand),
+		"meter OFPM_MAX":                            meterModWith(0, 1, rule.MeterMax, dropBand),
 	} {
 		if _, err := DecodeMeterMod(msg); err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -262,8 +264,8 @@ func TestModAccepts(t *testing.T) {
 
 // PORT_MOD may name the LOCAL port (a standard port, §4.1).
 func TestPortModLocal(t *testing.T) {
-	pm, err := DecodePortMod(EncodePortMod(7, &PortMod{PortNo: PortLocal, Config: PortConfigNoFwd, Mask: PortConfigNoFwd}))
-	if err != nil || pm.PortNo != PortLocal {
+	pm, err := DecodePortMod(EncodePortMod(7, &rule.PortMod{PortNo: rule.PortLocal, Config: rule.PortConfigNoFwd, Mask: rule.PortConfigNoFwd}))
+	if err != nil || pm.PortNo != rule.PortLocal {
 		t.Fatalf("port_mod of LOCAL: %+v, %v", pm, err)
 	}
 }

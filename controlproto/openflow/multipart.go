@@ -5,6 +5,7 @@ import (
 	"github.com/netrack/openflow/ofp"
 
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // Multipart flags.
@@ -64,23 +65,13 @@ func mpReplyStart(xid uint32, t ofp.MultipartType) *enc {
 	return e
 }
 
-// FlowStatsRequest is the body of OFPMP_FLOW and OFPMP_AGGREGATE.
-type FlowStatsRequest struct {
-	TableID    uint8
-	OutPort    uint32
-	OutGroup   uint32
-	Cookie     uint64
-	CookieMask uint64
-	Match      Match
-}
-
 // DecodeFlowStatsRequest decodes ofp_flow_stats_request (also the
 // aggregate request, which has the same layout).
-func DecodeFlowStatsRequest(body []byte) (*FlowStatsRequest, *Error) {
+func DecodeFlowStatsRequest(body []byte) (*rule.FlowStatsRequest, *Error) {
 	if len(body) < 40 {
 		return nil, badRequest(ofp.ErrCodeBadRequestLen, "flow stats request of %d bytes", len(body))
 	}
-	r := &FlowStatsRequest{
+	r := &rule.FlowStatsRequest{
 		TableID:    body[0],
 		OutPort:    be32(body[4:]),
 		OutGroup:   be32(body[8:]),
@@ -94,31 +85,12 @@ func DecodeFlowStatsRequest(body []byte) (*FlowStatsRequest, *Error) {
 	if 32+n != len(body) {
 		return nil, badRequest(ofp.ErrCodeBadRequestLen, "%d bytes after the match", len(body)-32-n)
 	}
-	r.Match = m
+	r.Match = m.Match
 	return r, nil
 }
 
-// FlowStats is one flow entry as a Switch reports it. Match.Wire and Wire
-// (the instructions as installed) are echoed when set; otherwise the match
-// and Instructions are encoded.
-type FlowStats struct {
-	TableID      uint8
-	DurationSec  uint32
-	DurationNsec uint32
-	Priority     uint16
-	IdleTimeout  uint16
-	HardTimeout  uint16
-	Flags        FlowFlags
-	Cookie       uint64
-	Packets      uint64
-	Bytes        uint64
-	Match        Match
-	Instructions Instructions
-	Wire         []byte
-}
-
 // encodeFlowStats encodes ofp_flow_stats.
-func encodeFlowStats(fs *FlowStats) []byte {
+func encodeFlowStats(fs *rule.FlowStats) []byte {
 	e := &enc{}
 	e.u16(0)
 	e.u8(fs.TableID)
@@ -133,17 +105,13 @@ func encodeFlowStats(fs *FlowStats) []byte {
 	e.u64(fs.Cookie)
 	e.u64(fs.Packets)
 	e.u64(fs.Bytes)
-	e.raw(matchWire(&fs.Match))
-	if fs.Wire != nil {
-		e.raw(fs.Wire)
-	} else {
-		e.raw(EncodeInstructions(&fs.Instructions))
-	}
+	e.raw(echoMatch(fs.Echo.Match, &fs.Match))
+	e.raw(echoInstructions(fs.Echo.Instructions, &fs.Instructions))
 	e.b[0], e.b[1] = byte(len(e.b)>>8), byte(len(e.b))
 	return e.b
 }
 
-func encodeAggregate(fss []FlowStats) []byte {
+func encodeAggregate(fss []rule.FlowStats) []byte {
 	e := &enc{}
 	var pk, by uint64
 	for i := range fss {
@@ -157,15 +125,7 @@ func encodeAggregate(fss []FlowStats) []byte {
 	return e.b
 }
 
-// TableStats is ofp_table_stats.
-type TableStats struct {
-	TableID uint8
-	Active  uint32
-	Lookups uint64
-	Matched uint64
-}
-
-func encodeTableStats(ts *TableStats) []byte {
+func encodeTableStats(ts *rule.TableStats) []byte {
 	e := &enc{}
 	e.u8(ts.TableID)
 	e.pad(3)
@@ -175,19 +135,7 @@ func encodeTableStats(ts *TableStats) []byte {
 	return e.b
 }
 
-// PortStats is ofp_port_stats.
-type PortStats struct {
-	PortNo                          uint32
-	RxPackets, TxPackets            uint64
-	RxBytes, TxBytes                uint64
-	RxDropped, TxDropped            uint64
-	RxErrors, TxErrors              uint64
-	RxFrameErr, RxOverErr, RxCRCErr uint64
-	Collisions                      uint64
-	DurationSec, DurationNsec       uint32
-}
-
-func encodePortStats(ps *PortStats) []byte {
+func encodePortStats(ps *rule.PortStats) []byte {
 	e := &enc{}
 	e.u32(ps.PortNo)
 	e.pad(4)
@@ -206,13 +154,13 @@ func decodePortStatsRequest(body []byte) (uint32, *Error) {
 		return 0, badRequest(ofp.ErrCodeBadRequestLen, "port stats request of %d bytes, want 8", len(body))
 	}
 	p := be32(body)
-	if p == 0 || (p > PortMax && p != PortAny && p != PortLocal) {
+	if p == 0 || (p > rule.PortMax && p != rule.PortAny && p != rule.PortLocal) {
 		return 0, badRequest(ofp.ErrCodeBadRequestBadPort, "port %#x", p)
 	}
 	return p, nil
 }
 
-func encodeDesc(d *Desc) []byte {
+func encodeDesc(d *rule.Desc) []byte {
 	e := &enc{}
 	e.str(d.Manufacturer, 256)
 	e.str(d.Hardware, 256)
@@ -222,7 +170,7 @@ func encodeDesc(d *Desc) []byte {
 	return e.b
 }
 
-func encodePortDesc(p *Port) []byte {
+func encodePortDesc(p *rule.Port) []byte {
 	e := &enc{}
 	appendPort(e, p)
 	return e.b
@@ -247,7 +195,7 @@ const (
 // name, metadata fully matchable and writable, and the eight properties
 // OpenFlow requires, describing what this package decodes (every table
 // alike).
-func encodeTableFeatures(id uint8, f *Features) []byte {
+func encodeTableFeatures(id uint8, f *rule.Features) []byte {
 	e := &enc{}
 	e.u16(0)
 	e.u8(id)

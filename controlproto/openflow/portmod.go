@@ -3,31 +3,12 @@ package openflow
 import (
 	of "github.com/netrack/openflow"
 	"github.com/netrack/openflow/ofp"
+
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // This file holds the codecs of OFPT_PORT_MOD, OFPT_TABLE_MOD,
 // OFPT_QUEUE_GET_CONFIG_REQUEST/REPLY and the OFPMP_QUEUE multipart.
-
-// Port configuration bits (enum ofp_port_config).
-const (
-	PortConfigDown       uint32 = 1 << 0
-	PortConfigNoRecv     uint32 = 1 << 2
-	PortConfigNoFwd      uint32 = 1 << 5
-	PortConfigNoPacketIn uint32 = 1 << 6
-	portConfigAll               = PortConfigDown | PortConfigNoRecv | PortConfigNoFwd | PortConfigNoPacketIn
-	// portFeaturesAll covers the bits of enum ofp_port_features.
-	portFeaturesAll uint32 = 1<<16 - 1
-)
-
-// PortMod is a decoded PORT_MOD: the Config bits under Mask change;
-// Advertise, when not zero, replaces what the port advertises.
-type PortMod struct {
-	PortNo    uint32
-	HWAddr    [6]byte
-	Config    uint32
-	Mask      uint32
-	Advertise uint32
-}
 
 func portModFailed(c ofp.ErrCode, format string, args ...any) *Error {
 	return errf(ofp.ErrTypePortModFailed, c, format, args...)
@@ -35,19 +16,19 @@ func portModFailed(c ofp.ErrCode, format string, args ...any) *Error {
 
 // DecodePortMod decodes and checks OFPT_PORT_MOD (the parts that do not
 // depend on the switch's ports; CheckPort checks against one).
-func DecodePortMod(msg []byte) (*PortMod, *Error) {
+func DecodePortMod(msg []byte) (*rule.PortMod, *Error) {
 	if len(msg) != 40 {
 		return nil, badRequest(ofp.ErrCodeBadRequestLen, "port_mod of %d bytes, want 40", len(msg))
 	}
-	pm := &PortMod{PortNo: be32(msg[8:]), Config: be32(msg[24:]), Mask: be32(msg[28:]), Advertise: be32(msg[32:])}
+	pm := &rule.PortMod{PortNo: be32(msg[8:]), Config: be32(msg[24:]), Mask: be32(msg[28:]), Advertise: be32(msg[32:])}
 	copy(pm.HWAddr[:], msg[16:22])
-	if (pm.PortNo == 0 || pm.PortNo > PortMax) && pm.PortNo != PortLocal {
+	if (pm.PortNo == 0 || pm.PortNo > rule.PortMax) && pm.PortNo != rule.PortLocal {
 		return nil, portModFailed(ofp.ErrCodePortModFailedBadPort, "port %#x", pm.PortNo)
 	}
-	if (pm.Config|pm.Mask)&^portConfigAll != 0 {
+	if (pm.Config|pm.Mask)&^rule.PortConfigAll != 0 {
 		return nil, portModFailed(ofp.ErrCodePortModFailedBadConfig, "config %#x mask %#x", pm.Config, pm.Mask)
 	}
-	if pm.Advertise&^portFeaturesAll != 0 {
+	if pm.Advertise&^rule.PortFeaturesAll != 0 {
 		return nil, portModFailed(ofp.ErrCodePortModFailedBadAdvertise, "advertise %#x", pm.Advertise)
 	}
 	return pm, nil
@@ -57,7 +38,7 @@ func DecodePortMod(msg []byte) (*PortMod, *Error) {
 // (OFPPMFC_BAD_PORT), the hardware address is the port's
 // (OFPPMFC_BAD_HW_ADDR), and the port supports what it is to advertise
 // (OFPPMFC_BAD_ADVERTISE). It returns the port.
-func (pm *PortMod) CheckPort(ports []Port) (*Port, *Error) {
+func CheckPort(pm *rule.PortMod, ports []rule.Port) (*rule.Port, *Error) {
 	for i := range ports {
 		p := &ports[i]
 		if p.No != pm.PortNo {
@@ -74,13 +55,8 @@ func (pm *PortMod) CheckPort(ports []Port) (*Port, *Error) {
 	return nil, portModFailed(ofp.ErrCodePortModFailedBadPort, "no port %d", pm.PortNo)
 }
 
-// Apply returns the port's configuration after the PORT_MOD.
-func (pm *PortMod) Apply(config uint32) uint32 {
-	return config&^pm.Mask | pm.Config&pm.Mask
-}
-
 // EncodePortMod encodes a PORT_MOD (for tests and tools).
-func EncodePortMod(xid uint32, pm *PortMod) []byte {
+func EncodePortMod(xid uint32, pm *rule.PortMod) []byte {
 	e := newMsg(of.TypePortMod, xid)
 	e.u32(pm.PortNo)
 	e.pad(4)
@@ -93,43 +69,23 @@ func EncodePortMod(xid uint32, pm *PortMod) []byte {
 	return e.finish()
 }
 
-// TableMod is a decoded TABLE_MOD. OpenFlow 1.3 deprecates its
-// configuration: Config holds only the OFPTC_DEPRECATED_MASK bits, which
-// a switch ignores.
-type TableMod struct {
-	TableID uint8
-	Config  uint32
-}
-
 // tableConfigDeprecated is OFPTC_DEPRECATED_MASK.
 const tableConfigDeprecated = 3
 
 // DecodeTableMod decodes and checks OFPT_TABLE_MOD against a switch with
 // nTables tables.
-func DecodeTableMod(msg []byte, nTables uint8) (*TableMod, *Error) {
+func DecodeTableMod(msg []byte, nTables uint8) (*rule.TableMod, *Error) {
 	if len(msg) != 16 {
 		return nil, badRequest(ofp.ErrCodeBadRequestLen, "table_mod of %d bytes, want 16", len(msg))
 	}
-	tm := &TableMod{TableID: msg[8], Config: be32(msg[12:])}
-	if tm.TableID != TableAll && tm.TableID >= nTables {
+	tm := &rule.TableMod{TableID: msg[8], Config: be32(msg[12:])}
+	if tm.TableID != rule.TableAll && tm.TableID >= nTables {
 		return nil, errf(ofp.ErrTypeTableModFailed, ofp.ErrCodeTableModFailedBadTable, "table %d of %d", tm.TableID, nTables)
 	}
 	if tm.Config&^tableConfigDeprecated != 0 {
 		return nil, errf(ofp.ErrTypeTableModFailed, ofp.ErrCodeTableModFailedBadConfig, "config %#x", tm.Config)
 	}
 	return tm, nil
-}
-
-// QueueAll is OFPQ_ALL.
-const QueueAll uint32 = 0xffffffff
-
-// Queue is a port's queue (ofp_packet_queue): MinRate and MaxRate in
-// tenths of a percent of the port's speed, above 1000 for none.
-type Queue struct {
-	ID      uint32
-	Port    uint32
-	MinRate uint16
-	MaxRate uint16
 }
 
 // Queue property types (enum ofp_queue_properties).
@@ -149,14 +105,14 @@ func decodeQueueGetConfig(msg []byte) (uint32, *Error) {
 		return 0, badRequest(ofp.ErrCodeBadRequestLen, "queue_get_config_request of %d bytes, want 16", len(msg))
 	}
 	p := be32(msg[8:])
-	if (p == 0 || p > PortMax) && p != PortAny {
+	if (p == 0 || p > rule.PortMax) && p != rule.PortAny {
 		return 0, queueOpFailed(ofp.ErrCodeQueueOpFailedBadPort, "port %#x", p)
 	}
 	return p, nil
 }
 
 // encodeQueueGetConfigReply builds OFPT_QUEUE_GET_CONFIG_REPLY.
-func encodeQueueGetConfigReply(xid, port uint32, qs []Queue) []byte {
+func encodeQueueGetConfigReply(xid, port uint32, qs []rule.Queue) []byte {
 	e := newMsg(of.TypeQueueGetConfigReply, xid)
 	e.u32(port)
 	e.pad(4)
@@ -187,15 +143,7 @@ func encodeQueueGetConfigReply(xid, port uint32, qs []Queue) []byte {
 	return e.finish()
 }
 
-// QueueStats is ofp_queue_stats.
-type QueueStats struct {
-	PortNo, QueueID           uint32
-	TxBytes, TxPackets        uint64
-	TxErrors                  uint64
-	DurationSec, DurationNsec uint32
-}
-
-func encodeQueueStats(qs *QueueStats) []byte {
+func encodeQueueStats(qs *rule.QueueStats) []byte {
 	e := &enc{}
 	e.u32(qs.PortNo)
 	e.u32(qs.QueueID)
@@ -214,7 +162,7 @@ func decodeQueueStatsRequest(body []byte) (port, queue uint32, err *Error) {
 		return 0, 0, badRequest(ofp.ErrCodeBadRequestLen, "queue stats request of %d bytes, want 8", len(body))
 	}
 	port, queue = be32(body), be32(body[4:])
-	if (port == 0 || port > PortMax) && port != PortAny && port != PortLocal {
+	if (port == 0 || port > rule.PortMax) && port != rule.PortAny && port != rule.PortLocal {
 		return 0, 0, queueOpFailed(ofp.ErrCodeQueueOpFailedBadPort, "port %#x", port)
 	}
 	return port, queue, nil

@@ -12,6 +12,8 @@ import (
 
 	of "github.com/netrack/openflow"
 	"github.com/netrack/openflow/ofp"
+
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // Error type and codes this file needs under short names.
@@ -44,7 +46,7 @@ type session struct {
 	async AsyncConfig
 
 	// Owned by the reading goroutine.
-	feat   Features
+	feat   rule.Features
 	config SwitchConfig
 	mp     *mpRequest // a multipart request being assembled (REQ_MORE)
 }

@@ -6,6 +6,8 @@ import (
 
 	of "github.com/netrack/openflow"
 	"github.com/netrack/openflow/ofp"
+
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 func mpReq(xid uint32, typ ofp.MultipartType, body string) []byte {
@@ -21,9 +23,9 @@ func mpReq(xid uint32, typ ofp.MultipartType, body string) []byte {
 func TestOptionalInterfacesAbsent(t *testing.T) {
 	c := startSession(t, newTestAgent(newTableSwitch(2, 8)))
 	for _, m := range [][]byte{
-		EncodeGroupMod(1, addGroup(1, GroupTypeAll)),
-		EncodeMeterMod(2, &MeterMod{MeterConfig: MeterConfig{ID: 1, Flags: MeterKbps}}),
-		EncodePortMod(3, &PortMod{PortNo: 1}),
+		EncodeGroupMod(1, addGroup(1, rule.GroupTypeAll)),
+		EncodeMeterMod(2, &rule.MeterMod{MeterConfig: rule.MeterConfig{ID: 1, Flags: rule.MeterKbps}}),
+		EncodePortMod(3, &rule.PortMod{PortNo: 1}),
 		msg(of.TypeTableMod, 4, "00 00 00 00 00 00 00 00"),
 		msg(of.TypeQueueGetConfigRequest, 5, "00 00 00 01 00 00 00 00"),
 	} {
@@ -64,11 +66,11 @@ func TestGroupsMetersSession(t *testing.T) {
 		c.expect(of.TypeBarrierReply, 99)
 	}
 
-	ok(EncodeGroupMod(1, addGroup(4, GroupTypeAll, bucket(out(1)))))
+	ok(EncodeGroupMod(1, addGroup(4, rule.GroupTypeAll, bucket(out(1)))))
 	ok(unhex(t, groupModHex)) // select group 5: buckets to port 1 and to group 4
-	expectErr(EncodeGroupMod(2, addGroup(4, GroupTypeAll)), ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedGroupExists)
-	expectErr(EncodeGroupMod(3, &GroupMod{Command: GroupModify, Group: Group{ID: 4, Type: GroupTypeAll, Buckets: []Bucket{bucket(toGroup(5))}}}), ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedLoop)
-	expectErr(EncodeGroupMod(4, &GroupMod{Command: GroupDelete, Group: Group{ID: 4}}), ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedChainedGroup)
+	expectErr(EncodeGroupMod(2, addGroup(4, rule.GroupTypeAll)), ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedGroupExists)
+	expectErr(EncodeGroupMod(3, &rule.GroupMod{Command: rule.GroupModify, Group: rule.Group{ID: 4, Type: rule.GroupTypeAll, Buckets: []rule.Bucket{bucket(toGroup(5))}}}), ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedLoop)
+	expectErr(EncodeGroupMod(4, &rule.GroupMod{Command: rule.GroupDelete, Group: rule.Group{ID: 4}}), ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedChainedGroup)
 	expectErr(groupModWith(0, 2, 6, bucketOut1+bucketOut1), ofp.ErrTypeGroupModFailed, ofp.ErrCodeGroupModFailedInvalidGroup)
 	ok(unhex(t, meterModHex)) // meter 3
 
@@ -86,7 +88,7 @@ func TestGroupsMetersSession(t *testing.T) {
 	// Multipart replies.
 	c.send(mpReq(30, ofp.MultipartTypeGroupDescription, ""))
 	r := c.expect(of.TypeMultipartReply, 30)
-	if want := encodeGroupDesc(&Group{ID: 5, Type: GroupTypeSelect, Buckets: mustGroupMod(t, groupModHex).Buckets}); !bytes.Contains(r, want) {
+	if want := encodeGroupDesc(&rule.Group{ID: 5, Type: rule.GroupTypeSelect, Buckets: mustGroupMod(t, groupModHex).Buckets}); !bytes.Contains(r, want) {
 		t.Errorf("group desc %x lacks group 5 %x", r, want)
 	}
 	c.send(mpReq(31, ofp.MultipartTypeGroup, "00 00 00 05 00 00 00 00"))
@@ -129,18 +131,18 @@ func TestGroupsMetersSession(t *testing.T) {
 		{mpReq(42, ofp.MultipartTypeGroupFeatures, "00"), ofp.ErrTypeBadRequest, ofp.ErrCodeBadRequestLen},
 		{mpReq(43, ofp.MultipartTypeMeterConfig, "00 00 00 01"), ofp.ErrTypeBadRequest, ofp.ErrCodeBadRequestLen},
 		{msg(of.TypeQueueGetConfigRequest, 44, "00 00 00 09 00 00 00 00"), ofp.ErrTypeQueueOpFailed, ofp.ErrCodeQueueOpFailedBadPort},
-		{EncodePortMod(45, &PortMod{PortNo: 1, HWAddr: [6]byte{2, 0, 0, 0, 0, 9}, Mask: 1, Config: 1}), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadHwAddr},
-		{EncodePortMod(46, &PortMod{PortNo: 9, Mask: 1, Config: 1}), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadPort},
-		{EncodePortMod(47, &PortMod{PortNo: 1, HWAddr: [6]byte{2, 0, 0, 0, 0, 1}, Advertise: 1}), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadAdvertise},
+		{EncodePortMod(45, &rule.PortMod{PortNo: 1, HWAddr: [6]byte{2, 0, 0, 0, 0, 9}, Mask: 1, Config: 1}), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadHwAddr},
+		{EncodePortMod(46, &rule.PortMod{PortNo: 9, Mask: 1, Config: 1}), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadPort},
+		{EncodePortMod(47, &rule.PortMod{PortNo: 1, HWAddr: [6]byte{2, 0, 0, 0, 0, 1}, Advertise: 1}), ofp.ErrTypePortModFailed, ofp.ErrCodePortModFailedBadAdvertise},
 		{msg(of.TypeTableMod, 48, "05 00 00 00 00 00 00 00"), ofp.ErrTypeTableModFailed, ofp.ErrCodeTableModFailedBadTable},
 	} {
 		expectErr(bad.m, bad.typ, bad.code)
 	}
 
 	// PORT_MOD changes the port and sends PORT_STATUS; TABLE_MOD is accepted.
-	c.send(EncodePortMod(50, &PortMod{PortNo: 2, HWAddr: [6]byte{2, 0, 0, 0, 0, 2}, Config: PortConfigDown, Mask: PortConfigDown}))
+	c.send(EncodePortMod(50, &rule.PortMod{PortNo: 2, HWAddr: [6]byte{2, 0, 0, 0, 0, 2}, Config: rule.PortConfigDown, Mask: rule.PortConfigDown}))
 	st := c.expect(of.TypePortStatus, 0)
-	if st[8] != PortModified || be32(st[16:]) != 2 || be32(st[16+32:])&PortConfigDown == 0 {
+	if st[8] != rule.PortModified || be32(st[16:]) != 2 || be32(st[16+32:])&rule.PortConfigDown == 0 {
 		t.Errorf("port status %x", st)
 	}
 	ok(msg(of.TypeTableMod, 51, "ff 00 00 00 00 00 00 00"))
@@ -149,11 +151,11 @@ func TestGroupsMetersSession(t *testing.T) {
 	}
 
 	// Deleting the meter and the group removes the flow.
-	ok(meterModWith(2, 0, MeterAll, ""))
+	ok(meterModWith(2, 0, rule.MeterAll, ""))
 	if sw.rules() != 0 {
 		t.Fatalf("%d rules after deleting every meter", sw.rules())
 	}
-	ok(groupModWith(2, 0, GroupAll, ""))
+	ok(groupModWith(2, 0, rule.GroupAll, ""))
 	if len(sw.groups.Desc()) != 0 {
 		t.Fatal("groups left after deleting all")
 	}
@@ -162,11 +164,11 @@ func TestGroupsMetersSession(t *testing.T) {
 	role := msg(of.TypeRoleRequest, 60, "00 00 00 03 00 00 00 00 00 00 00 00 00 00 00 01")
 	c.send(role)
 	c.expect(of.TypeRoleReply, 60)
-	expectErr(EncodeGroupMod(61, addGroup(1, GroupTypeAll)), ofp.ErrTypeBadRequest, ofp.ErrCodeBadRequestIsSlave)
+	expectErr(EncodeGroupMod(61, addGroup(1, rule.GroupTypeAll)), ofp.ErrTypeBadRequest, ofp.ErrCodeBadRequestIsSlave)
 	expectErr(meterModWith(0, 1, 1, dropBand), ofp.ErrTypeBadRequest, ofp.ErrCodeBadRequestIsSlave)
 }
 
-func mustGroupMod(t *testing.T, h string) *GroupMod {
+func mustGroupMod(t *testing.T, h string) *rule.GroupMod {
 	gm, err := DecodeGroupMod(unhex(t, h))
 	if err != nil {
 		t.Fatal(err)

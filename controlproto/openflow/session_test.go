@@ -11,6 +11,7 @@ import (
 	"github.com/netrack/openflow/ofp"
 
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // ctl is a test controller on one end of a connection.
@@ -349,18 +350,18 @@ func TestRoles(t *testing.T) {
 	// Async messages: the master gets the packet-in, the slave only port status.
 	var m flow.Match
 	m.SetInPort(1)
-	if n := a.PacketIn(&PacketIn{Reason: ReasonAction, Match: m, MaxLen: MaxLenNoBuffer, Data: []byte{1, 2, 3}}); n != 1 {
+	if n := a.PacketIn(&rule.PacketIn{Reason: rule.ReasonAction, Match: m, MaxLen: rule.MaxLenNoBuffer, Data: []byte{1, 2, 3}}); n != 1 {
 		t.Fatalf("packet-in sent to %d connections, want 1", n)
 	}
 	r := c2.expect(of.TypePacketIn, 0)
-	if be16(r[12:]) != 3 || r[14] != ReasonAction || !bytes.HasSuffix(r, []byte{0, 0, 1, 2, 3}) {
+	if be16(r[12:]) != 3 || r[14] != rule.ReasonAction || !bytes.HasSuffix(r, []byte{0, 0, 1, 2, 3}) {
 		t.Fatalf("packet-in %x", r)
 	}
-	if n := a.PortStatus(&PortStatus{Reason: PortModified, Port: Port{No: 1, Name: "p1"}}); n != 2 {
+	if n := a.PortStatus(&rule.PortStatus{Reason: rule.PortModified, Port: rule.Port{No: 1, Name: "p1"}}); n != 2 {
 		t.Fatalf("port status sent to %d connections, want 2", n)
 	}
 	for _, c := range []*ctl{c1, c2} {
-		if r := c.expect(of.TypePortStatus, 0); len(r) != 80 || r[8] != PortModified {
+		if r := c.expect(of.TypePortStatus, 0); len(r) != 80 || r[8] != rule.PortModified {
 			t.Fatalf("port status %x", r)
 		}
 	}
@@ -370,7 +371,7 @@ func TestRoles(t *testing.T) {
 	if r := c2.expect(of.TypeGetAsyncReply, 31); be32(r[24:]) != 0 {
 		t.Fatalf("get async %x", r)
 	}
-	if n := a.FlowRemoved(&FlowRemoved{Reason: RemovedDelete}); n != 0 {
+	if n := a.FlowRemoved(&rule.FlowRemoved{Reason: rule.RemovedDelete}); n != 0 {
 		t.Fatalf("flow removed sent to %d connections, want 0", n)
 	}
 }
@@ -530,7 +531,7 @@ func TestInvalidTTLPacketIn(t *testing.T) {
 	for i := range data {
 		data[i] = byte(i)
 	}
-	pi := &PacketIn{Reason: ReasonInvalidTTL, TableID: 3, Match: m, MaxLen: MaxLenNoBuffer, Data: data}
+	pi := &rule.PacketIn{Reason: rule.ReasonInvalidTTL, TableID: 3, Match: m, MaxLen: rule.MaxLenNoBuffer, Data: data}
 	if n := a.PacketIn(pi); n != 0 {
 		t.Fatalf("invalid-TTL packet-in sent to %d connections by default, want 0", n)
 	}
@@ -550,11 +551,11 @@ func TestInvalidTTLPacketIn(t *testing.T) {
 		t.Fatalf("invalid-TTL packet-in sent to %d connections, want 1", n)
 	}
 	r := c1.expect(of.TypePacketIn, 0)
-	if be16(r[12:]) != 100 || r[14] != ReasonInvalidTTL || r[15] != 3 || !bytes.HasSuffix(r, data[:64]) || len(r) > 8+16+16+2+64 {
+	if be16(r[12:]) != 100 || r[14] != rule.ReasonInvalidTTL || r[15] != 3 || !bytes.HasSuffix(r, data[:64]) || len(r) > 8+16+16+2+64 {
 		t.Fatalf("packet-in %x", r)
 	}
 	// An action packet-in is not cut to miss_send_len.
-	if n := a.PacketIn(&PacketIn{Reason: ReasonAction, Match: m, MaxLen: MaxLenNoBuffer, Data: data}); n != 2 {
+	if n := a.PacketIn(&rule.PacketIn{Reason: rule.ReasonAction, Match: m, MaxLen: rule.MaxLenNoBuffer, Data: data}); n != 2 {
 		t.Fatalf("action packet-in sent to %d connections, want 2", n)
 	}
 	for _, c := range []*ctl{c1, c2} {

@@ -15,30 +15,6 @@ const Version = 0x04
 // HeaderLen is the length of ofp_header.
 const HeaderLen = 8
 
-// Reserved port numbers (OpenFlow 1.3 §7.2.1, enum ofp_port_no).
-const (
-	PortMax        uint32 = 0xffffff00
-	PortInPort     uint32 = 0xfffffff8
-	PortTable      uint32 = 0xfffffff9
-	PortNormal     uint32 = 0xfffffffa
-	PortFlood      uint32 = 0xfffffffb
-	PortAll        uint32 = 0xfffffffc
-	PortController uint32 = 0xfffffffd
-	PortLocal      uint32 = 0xfffffffe
-	PortAny        uint32 = 0xffffffff
-)
-
-// Other reserved values.
-const (
-	GroupMax       uint32 = 0xffffff00 // OFPG_MAX
-	GroupAll       uint32 = 0xfffffffc // OFPG_ALL
-	GroupAny       uint32 = 0xffffffff // OFPG_ANY
-	TableMax       uint8  = 0xfe       // OFPTT_MAX
-	TableAll       uint8  = 0xff       // OFPTT_ALL
-	NoBuffer       uint32 = 0xffffffff // OFP_NO_BUFFER
-	MaxLenNoBuffer uint16 = 0xffff     // OFPCML_NO_BUFFER
-)
-
 // Header is ofp_header.
 type Header struct {
 	Version uint8

@@ -6,13 +6,13 @@ import (
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
-// rule is one pipeline flow entry a P4 entry compiles to: its table, match
+// flowKey is one pipeline flow entry a P4 entry compiles to: its table, match
 // and priority (its identity in the pipeline's OpenFlow semantics).
-type rule struct {
+type flowKey struct {
 	table uint8
 	prio  uint16
 	match flow.Match
@@ -29,7 +29,7 @@ const Cookie uint64 = 0x7034_7274_0000_0000 // "p4rt"
 // compileRules returns the flow entries of a (non-default) entry. An LPM
 // entry has priority prefix length + 1 (the default entry has 0): among the
 // prefixes that match, the longest wins.
-func compileRules(s *spec) ([]rule, *Error) {
+func compileRules(s *spec) ([]flowKey, *Error) {
 	var base flow.Match
 	prio := uint16(1)
 	switch s.t.p.GetPreamble().GetId() {
@@ -58,13 +58,13 @@ func compileRules(s *spec) ([]rule, *Error) {
 		if err != nil {
 			return nil, err
 		}
-		out := make([]rule, len(ms))
+		out := make([]flowKey, len(ms))
 		for i, m := range ms {
-			out[i] = rule{table: s.t.pipe, prio: uint16(s.priority), match: m}
+			out[i] = flowKey{table: s.t.pipe, prio: uint16(s.priority), match: m}
 		}
 		return out, nil
 	}
-	return []rule{{table: s.t.pipe, prio: prio, match: base}}, nil
+	return []flowKey{{table: s.t.pipe, prio: prio, match: base}}, nil
 }
 
 // aclMatches expands an ACL entry into flow matches. The pipeline's flow
@@ -215,10 +215,10 @@ func portPrefixes(x *field) [][2]uint16 {
 // one's forwarding decision, as the P4 program's metadata does), drop
 // clears the action set, and every table but the last goes on to the next
 // (goto_table).
-func compileAction(a *p4v1.Action, tbl uint8, last bool) (openflow.Instructions, error) {
-	var in openflow.Instructions
+func compileAction(a *p4v1.Action, tbl uint8, last bool) (rule.Instructions, error) {
+	var in rule.Instructions
 	if !last {
-		in.Has |= openflow.HasGotoTable
+		in.Has |= rule.HasGotoTable
 		in.GotoTable = tbl + 1
 	}
 	if a == nil {
@@ -238,36 +238,36 @@ func compileAction(a *p4v1.Action, tbl uint8, last bool) (openflow.Instructions,
 		copy(out[6-len(v):], v)
 		return out
 	}
-	output := func(port uint64) openflow.Action {
-		return openflow.Action{Kind: openflow.ActOutput, Port: uint32(port), MaxLen: openflow.MaxLenNoBuffer}
+	output := func(port uint64) rule.Action {
+		return rule.Action{Kind: rule.ActOutput, Port: uint32(port), MaxLen: rule.MaxLenNoBuffer}
 	}
-	setMACs := func(src, dst uint32) []openflow.Action {
-		return []openflow.Action{
-			{Kind: openflow.ActSetField, Field: flow.FieldEthSrc, Value: mac(src)},
-			{Kind: openflow.ActSetField, Field: flow.FieldEthDst, Value: mac(dst)},
+	setMACs := func(src, dst uint32) []rule.Action {
+		return []rule.Action{
+			{Kind: rule.ActSetField, Field: flow.FieldEthSrc, Value: mac(src)},
+			{Kind: rule.ActSetField, Field: flow.FieldEthDst, Value: mac(dst)},
 		}
 	}
-	var w []openflow.Action
+	var w []rule.Action
 	switch a.GetActionId() {
 	case ActionNoAction:
 		return in, nil
 	case ActionForward:
 		w = append(w, output(toUint(param(1))))
 	case ActionDrop:
-		in.Has |= openflow.HasClearActions
+		in.Has |= rule.HasClearActions
 		return in, nil
 	case ActionSendToCPU:
-		w = append(w, output(uint64(openflow.PortController)))
+		w = append(w, output(uint64(rule.PortController)))
 	case ActionSetNextHop:
-		w = append(setMACs(2, 3), openflow.Action{Kind: openflow.ActDecNwTTL}, output(toUint(param(1))))
+		w = append(setMACs(2, 3), rule.Action{Kind: rule.ActDecNwTTL}, output(toUint(param(1))))
 	case ActionSetMACs:
 		w = setMACs(1, 2)
 	case ActionDecrementTTL:
-		w = append(w, openflow.Action{Kind: openflow.ActDecNwTTL})
+		w = append(w, rule.Action{Kind: rule.ActDecNwTTL})
 	default:
 		return in, fmt.Errorf("action %#x has no compilation", a.GetActionId())
 	}
-	in.Has |= openflow.HasWriteActions
+	in.Has |= rule.HasWriteActions
 	in.Write = w
 	return in, nil
 }

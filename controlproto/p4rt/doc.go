@@ -36,7 +36,17 @@
 // The P4 tables are the switch's pipeline tables 0..3 (datapath/pipeline,
 // through the Switch interface: *pipeline.Switch), so P4 entries are
 // classified by the same gpu.Engine, GPU or CPU, as OpenFlow flows, and
-// packet-in/out use the pipeline's controller path. Each entry compiles to
+// packet-in/out use the pipeline's controller path. The server speaks to
+// the switch in tables/rule's protocol-free model only (rule.FlowMod,
+// rule.PacketOut, rule.PacketIn, rule.FlowStats): it imports nothing of
+// controlproto/openflow. Its own representation is the store (store.go):
+// the canonical P4 entries by key and the flow entries (flowKey: table,
+// priority, match) each compiled to, with their owners; the FlowMods it
+// applies carry no rule.Echo, so whichever protocol reads those entries
+// back (an OpenFlow flow dump, say) encodes them from their values. The
+// switch's refusals (rule.Error kinds, tables/flow's errors) map onto
+// gRPC codes in switchErr: a full pipeline table (flow.ErrTableFull) is
+// RESOURCE_EXHAUSTED, anything else INTERNAL. Each entry compiles to
 // flow entries (compile.go): l2_exact to eth_dst exact; the LPM tables to
 // eth_type plus an ip_dst prefix with priority prefix length + 1 (so the
 // longest prefix wins; the pipeline recognises such tables as LPM-shaped

@@ -17,10 +17,10 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	grpcstatus "google.golang.org/grpc/status"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/datapath/pipeline"
 	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // fakeDev records the frames the switch sends out of a port.
@@ -53,11 +53,11 @@ func (d *fakeDev) take() [][]byte {
 // ctrl hands the pipeline's packet-ins to the server.
 type ctrl struct{ s *Server }
 
-func (c ctrl) PacketIn(pi *openflow.PacketIn) int    { return c.s.PacketIn(pi) }
-func (c ctrl) FlowRemoved(*openflow.FlowRemoved) int { return 0 }
-func (c ctrl) PortStatus(*openflow.PortStatus) int   { return 0 }
-func (c ctrl) Connections() int                      { return c.s.Connections() }
-func (c ctrl) Controllers() int                      { return c.s.Connections() }
+func (c ctrl) PacketIn(pi *rule.PacketIn) int    { return c.s.PacketIn(pi) }
+func (c ctrl) FlowRemoved(*rule.FlowRemoved) int { return 0 }
+func (c ctrl) PortStatus(*rule.PortStatus) int   { return 0 }
+func (c ctrl) Connections() int                  { return c.s.Connections() }
+func (c ctrl) Controllers() int                  { return c.s.Connections() }
 
 // rig is a pipeline switch with fake ports, a P4Runtime server on a real
 // TCP listener and a client connection to it.

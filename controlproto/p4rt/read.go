@@ -40,7 +40,7 @@ func (s *Server) read(req *p4v1.ReadRequest) ([]*p4v1.Entity, *Error) {
 		return nil, errf(codes.FailedPrecondition, "no forwarding pipeline config has been committed")
 	}
 	var out []*p4v1.Entity
-	var ctrs map[rule][2]uint64
+	var ctrs map[flowKey][2]uint64
 	loadCounters := func() *Error {
 		if ctrs != nil {
 			return nil

@@ -22,8 +22,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // APIVersion is the P4Runtime version Capabilities reports.
@@ -230,7 +230,7 @@ func (s *Server) commit(c *p4v1.ForwardingPipelineConfig, clear bool) *Error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if clear || !s.committed {
-		err := s.cfg.Switch.Transact(func(apply func(*openflow.FlowMod) error) error { return s.st.reset(apply, fixed) })
+		err := s.cfg.Switch.Transact(func(apply func(*rule.FlowMod) error) error { return s.st.reset(apply, fixed) })
 		if err != nil {
 			return errf(codes.Internal, "realizing the pipeline: %v", err)
 		}
@@ -325,7 +325,7 @@ func batchStatus(errs []*Error) error {
 
 // PacketIn delivers a packet the pipeline punted (send_to_cpu) to every
 // primary, with its ingress_port; it returns how many streams took it.
-func (s *Server) PacketIn(pi *openflow.PacketIn) int {
+func (s *Server) PacketIn(pi *rule.PacketIn) int {
 	if !s.owns.Load() {
 		return 0
 	}

@@ -8,8 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // Switch is what the server needs of the switch it programs:
@@ -18,10 +18,10 @@ import (
 // being the switch's FlowMod without its own locking; it is how a batch is
 // made atomic for the data plane. A failed FlowMod changes nothing.
 type Switch interface {
-	Transact(f func(apply func(*openflow.FlowMod) error) error) error
-	FlowStats(req *openflow.FlowStatsRequest) ([]openflow.FlowStats, error)
-	PacketOut(po *openflow.PacketOut) error
-	Ports() []openflow.Port
+	Transact(f func(apply func(*rule.FlowMod) error) error) error
+	FlowStats(req *rule.FlowStatsRequest) ([]rule.FlowStats, error)
+	PacketOut(po *rule.PacketOut) error
+	Ports() []rule.Port
 }
 
 // stored is a table entry as installed: its validated spec, its canonical
@@ -29,7 +29,7 @@ type Switch interface {
 type stored struct {
 	s     *spec
 	canon *p4v1.TableEntry
-	rules []rule
+	rules []flowKey
 	seq   uint64 // insertion order, for reads
 }
 
@@ -44,16 +44,16 @@ type owners struct{ list []*stored }
 type store struct {
 	entries  map[string]*stored
 	count    map[uint32]int // entries per table
-	rules    map[rule]*owners
+	rules    map[flowKey]*owners
 	defaults map[uint32]*stored
 	seq      uint64
 }
 
 func newStore() *store {
-	return &store{entries: map[string]*stored{}, count: map[uint32]int{}, rules: map[rule]*owners{}, defaults: map[uint32]*stored{}}
+	return &store{entries: map[string]*stored{}, count: map[uint32]int{}, rules: map[flowKey]*owners{}, defaults: map[uint32]*stored{}}
 }
 
-func (st *stored) instructions() openflow.Instructions {
+func (st *stored) instructions() rule.Instructions {
 	in, err := compileAction(st.canon.GetAction().GetAction(), st.s.t.pipe, st.s.t.last)
 	if err != nil {
 		panic(err) // checkAction accepted only actions compileAction knows
@@ -61,18 +61,18 @@ func (st *stored) instructions() openflow.Instructions {
 	return in
 }
 
-// flowMod builds a FLOW_MOD for one of the server's flow entries, with
-// its match and instructions also encoded (OpenFlow flow stats echo them).
-func flowMod(cmd openflow.FlowCommand, r rule, in openflow.Instructions) *openflow.FlowMod {
-	fm := &openflow.FlowMod{Command: cmd, TableID: r.table, Priority: r.prio, Cookie: Cookie, BufferID: openflow.NoBuffer,
-		OutPort: openflow.PortAny, OutGroup: openflow.GroupAny, Match: openflow.Match{Match: r.match}}
-	if cmd == openflow.FlowDeleteStrict {
+// flowMod builds the pipeline FlowMod for one of the server's flow
+// entries. The server keeps its own representation (the canonical P4
+// entries in the store) and leaves Echo empty: flow statistics of these
+// entries are encoded from the values by whichever protocol reads them.
+func flowMod(cmd rule.FlowCommand, r flowKey, in rule.Instructions) *rule.FlowMod {
+	fm := &rule.FlowMod{Command: cmd, TableID: r.table, Priority: r.prio, Cookie: Cookie, BufferID: rule.NoBuffer,
+		OutPort: rule.PortAny, OutGroup: rule.GroupAny, Match: r.match}
+	if cmd == rule.FlowDeleteStrict {
 		return fm
 	}
 	fm.CookieMask = ^uint64(0)
-	fm.Match.Wire = openflow.EncodeMatch(&fm.Match.Match)
 	fm.Instructions = in
-	fm.Wire = openflow.EncodeInstructions(&in)
 	return fm
 }
 
@@ -85,18 +85,18 @@ func switchErr(err error) *Error {
 }
 
 // undo reverts one applied update.
-type undo func(apply func(*openflow.FlowMod) error) *Error
+type undo func(apply func(*rule.FlowMod) error) *Error
 
 // insert installs a new entry's flow entries; on failure it removes those
 // it added, so the switch is as before.
-func (s *store) insert(apply func(*openflow.FlowMod) error, st *stored) (undo, *Error) {
+func (s *store) insert(apply func(*rule.FlowMod) error, st *stored) (undo, *Error) {
 	in := st.instructions()
 	for i, r := range st.rules {
 		if o := s.rules[r]; o != nil {
 			o.list = append(o.list, st)
 			continue
 		}
-		if err := apply(flowMod(openflow.FlowAdd, r, in)); err != nil {
+		if err := apply(flowMod(rule.FlowAdd, r, in)); err != nil {
 			s.unwind(apply, st, st.rules[:i])
 			return nil, switchErr(err)
 		}
@@ -106,11 +106,11 @@ func (s *store) insert(apply func(*openflow.FlowMod) error, st *stored) (undo, *
 	st.seq = s.seq
 	s.entries[st.s.key] = st
 	s.count[st.s.t.p.GetPreamble().GetId()]++
-	return func(apply func(*openflow.FlowMod) error) *Error { return s.remove(apply, st) }, nil
+	return func(apply func(*rule.FlowMod) error) *Error { return s.remove(apply, st) }, nil
 }
 
 // unwind takes st off the given rules (an insert that failed half way).
-func (s *store) unwind(apply func(*openflow.FlowMod) error, st *stored, rules []rule) {
+func (s *store) unwind(apply func(*rule.FlowMod) error, st *stored, rules []flowKey) {
 	for _, r := range rules {
 		_ = s.release(apply, st, r)
 	}
@@ -118,7 +118,7 @@ func (s *store) unwind(apply func(*openflow.FlowMod) error, st *stored, rules []
 
 // release takes st off a rule: the flow entry goes when st was its last
 // owner, or takes the next owner's instructions when st was the first.
-func (s *store) release(apply func(*openflow.FlowMod) error, st *stored, r rule) error {
+func (s *store) release(apply func(*rule.FlowMod) error, st *stored, r flowKey) error {
 	o := s.rules[r]
 	if o == nil {
 		return nil
@@ -132,16 +132,16 @@ func (s *store) release(apply func(*openflow.FlowMod) error, st *stored, r rule)
 	}
 	if len(o.list) == 0 {
 		delete(s.rules, r)
-		return apply(flowMod(openflow.FlowDeleteStrict, r, openflow.Instructions{}))
+		return apply(flowMod(rule.FlowDeleteStrict, r, rule.Instructions{}))
 	}
 	if first {
-		return apply(flowMod(openflow.FlowModifyStrict, r, o.list[0].instructions()))
+		return apply(flowMod(rule.FlowModifyStrict, r, o.list[0].instructions()))
 	}
 	return nil
 }
 
 // remove deletes an installed entry.
-func (s *store) remove(apply func(*openflow.FlowMod) error, st *stored) *Error {
+func (s *store) remove(apply func(*rule.FlowMod) error, st *stored) *Error {
 	var firstErr error
 	for _, r := range st.rules {
 		if err := s.release(apply, st, r); err != nil && firstErr == nil {
@@ -157,11 +157,11 @@ func (s *store) remove(apply func(*openflow.FlowMod) error, st *stored) *Error {
 }
 
 // del is DELETE: remove, with an undo that installs the entry again.
-func (s *store) del(apply func(*openflow.FlowMod) error, st *stored) (undo, *Error) {
+func (s *store) del(apply func(*rule.FlowMod) error, st *stored) (undo, *Error) {
 	if err := s.remove(apply, st); err != nil {
 		return nil, err
 	}
-	return func(apply func(*openflow.FlowMod) error) *Error {
+	return func(apply func(*rule.FlowMod) error) *Error {
 		_, err := s.insert(apply, st)
 		return err
 	}, nil
@@ -169,7 +169,7 @@ func (s *store) del(apply func(*openflow.FlowMod) error, st *stored) (undo, *Err
 
 // modify gives an installed entry (or a default entry) a new canonical
 // form; the flow entries it heads take the new instructions.
-func (s *store) modify(apply func(*openflow.FlowMod) error, st *stored, canon *p4v1.TableEntry) (undo, *Error) {
+func (s *store) modify(apply func(*rule.FlowMod) error, st *stored, canon *p4v1.TableEntry) (undo, *Error) {
 	old := st.canon
 	st.canon = canon
 	in := st.instructions()
@@ -177,16 +177,16 @@ func (s *store) modify(apply func(*openflow.FlowMod) error, st *stored, canon *p
 		if o := s.rules[r]; o != nil && o.list[0] != st {
 			continue
 		}
-		if err := apply(flowMod(openflow.FlowModifyStrict, r, in)); err != nil {
+		if err := apply(flowMod(rule.FlowModifyStrict, r, in)); err != nil {
 			st.canon = old
 			oldIn := st.instructions()
 			for _, rr := range st.rules[:i] {
-				_ = apply(flowMod(openflow.FlowModifyStrict, rr, oldIn))
+				_ = apply(flowMod(rule.FlowModifyStrict, rr, oldIn))
 			}
 			return nil, switchErr(err)
 		}
 	}
-	return func(apply func(*openflow.FlowMod) error) *Error {
+	return func(apply func(*rule.FlowMod) error) *Error {
 		_, err := s.modify(apply, st, old)
 		return err
 	}, nil
@@ -201,17 +201,17 @@ func defaultEntry(t *tableInfo) *p4v1.TableEntry {
 // reset clears the pipeline's P4 tables (every flow entry in them, the
 // server's or not) and installs each table's default entry (priority 0,
 // match-all: NoAction, then on to the next table).
-func (s *store) reset(apply func(*openflow.FlowMod) error, p *program) error {
+func (s *store) reset(apply func(*rule.FlowMod) error, p *program) error {
 	for tbl := range uint8(NumPipelineTables) {
-		fm := &openflow.FlowMod{Command: openflow.FlowDelete, TableID: tbl, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny, BufferID: openflow.NoBuffer}
+		fm := &rule.FlowMod{Command: rule.FlowDelete, TableID: tbl, OutPort: rule.PortAny, OutGroup: rule.GroupAny, BufferID: rule.NoBuffer}
 		if err := apply(fm); err != nil {
 			return fmt.Errorf("clear pipeline table %d: %w", tbl, err)
 		}
 	}
 	*s = *newStore()
 	for _, t := range p.tables {
-		st := &stored{s: &spec{t: t, isDefault: true}, canon: defaultEntry(t), rules: []rule{{table: t.pipe}}}
-		if err := apply(flowMod(openflow.FlowAdd, st.rules[0], st.instructions())); err != nil {
+		st := &stored{s: &spec{t: t, isDefault: true}, canon: defaultEntry(t), rules: []flowKey{{table: t.pipe}}}
+		if err := apply(flowMod(rule.FlowAdd, st.rules[0], st.instructions())); err != nil {
 			return fmt.Errorf("default entry of %s: %w", t.p.GetPreamble().GetName(), err)
 		}
 		s.rules[st.rules[0]] = &owners{list: []*stored{st}}
@@ -222,16 +222,16 @@ func (s *store) reset(apply func(*openflow.FlowMod) error, p *program) error {
 
 // counters returns the packet and byte counts of every flow entry of the
 // server's in the pipeline's P4 tables.
-func counters(sw Switch) (map[rule][2]uint64, error) {
-	out := map[rule][2]uint64{}
+func counters(sw Switch) (map[flowKey][2]uint64, error) {
+	out := map[flowKey][2]uint64{}
 	for tbl := range uint8(NumPipelineTables) {
-		fs, err := sw.FlowStats(&openflow.FlowStatsRequest{TableID: tbl, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny,
+		fs, err := sw.FlowStats(&rule.FlowStatsRequest{TableID: tbl, OutPort: rule.PortAny, OutGroup: rule.GroupAny,
 			Cookie: Cookie, CookieMask: ^uint64(0)})
 		if err != nil {
 			return nil, err
 		}
 		for _, f := range fs {
-			out[rule{table: f.TableID, prio: f.Priority, match: f.Match.Match}] = [2]uint64{f.Packets, f.Bytes}
+			out[flowKey{table: f.TableID, prio: f.Priority, match: f.Match}] = [2]uint64{f.Packets, f.Bytes}
 		}
 	}
 	return out, nil
@@ -239,7 +239,7 @@ func counters(sw Switch) (map[rule][2]uint64, error) {
 
 // counterData sums an entry's flow entries' counters (a flow entry two
 // entries share counts for both).
-func (st *stored) counterData(c map[rule][2]uint64) *p4v1.CounterData {
+func (st *stored) counterData(c map[flowKey][2]uint64) *p4v1.CounterData {
 	var d p4v1.CounterData
 	for _, r := range st.rules {
 		v := c[r]

@@ -7,7 +7,7 @@ import (
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // StreamChannel runs one controller's stream: arbitration (the first
@@ -115,11 +115,11 @@ func (s *Server) packetOut(c *client, po *p4v1.PacketOut) *Error {
 	if len(po.GetPayload()) < 14 {
 		return errf(codes.InvalidArgument, "payload of %d bytes: an Ethernet frame has at least 14", len(po.GetPayload()))
 	}
-	if !slices.ContainsFunc(s.cfg.Switch.Ports(), func(p openflow.Port) bool { return p.No == port }) {
+	if !slices.ContainsFunc(s.cfg.Switch.Ports(), func(p rule.Port) bool { return p.No == port }) {
 		return errf(codes.InvalidArgument, "egress_port %d: the switch has no such port", port)
 	}
-	out := &openflow.PacketOut{BufferID: openflow.NoBuffer, InPort: openflow.PortController, Data: slices.Clone(po.GetPayload()),
-		Actions: []openflow.Action{{Kind: openflow.ActOutput, Port: port, MaxLen: openflow.MaxLenNoBuffer}}}
+	out := &rule.PacketOut{BufferID: rule.NoBuffer, InPort: rule.PortController, Data: slices.Clone(po.GetPayload()),
+		Actions: []rule.Action{{Kind: rule.ActOutput, Port: port, MaxLen: rule.MaxLenNoBuffer}}}
 	if err := s.cfg.Switch.PacketOut(out); err != nil {
 		return errf(codes.Internal, "packet-out: %v", err)
 	}

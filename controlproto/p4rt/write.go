@@ -4,14 +4,14 @@ import (
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // pending is one validated update, ready to apply.
 type pending struct {
 	op    p4v1.Update_Type
 	s     *spec
-	rules []rule // INSERT: the compiled flow entries
+	rules []flowKey // INSERT: the compiled flow entries
 }
 
 // view answers existence and table occupancy during a batch's validation:
@@ -82,7 +82,7 @@ func (v *view) check(u *p4v1.Update) (*pending, *Error) {
 
 // apply applies one validated update to the store and the switch and
 // returns how to undo it.
-func (s *store) apply(apply func(*openflow.FlowMod) error, p *pending) (undo, *Error) {
+func (s *store) apply(apply func(*rule.FlowMod) error, p *pending) (undo, *Error) {
 	if p.s.isDefault {
 		st := s.defaults[p.s.t.p.GetPreamble().GetId()]
 		canon := p.s.canon
@@ -133,7 +133,7 @@ func (s *Server) write(ups []*p4v1.Update, mode p4v1.WriteRequest_Atomicity) ([]
 				// the view recorded nothing for a failed update
 				continue
 			}
-			_ = sw.Transact(func(apply func(*openflow.FlowMod) error) error {
+			_ = sw.Transact(func(apply func(*rule.FlowMod) error) error {
 				if _, err := s.st.apply(apply, p); err != nil {
 					errs[i] = err
 				}
@@ -171,9 +171,9 @@ func (s *Server) write(ups []*p4v1.Update, mode p4v1.WriteRequest_Atomicity) ([]
 		aborted("the batch failed validation (all-or-nothing)")
 		return errs, nil
 	}
-	run := func(apply func(*openflow.FlowMod) error, i int) (undo, *Error) { return s.st.apply(apply, ps[i]) }
+	run := func(apply func(*rule.FlowMod) error, i int) (undo, *Error) { return s.st.apply(apply, ps[i]) }
 	var undos []undo
-	fail := func(apply func(*openflow.FlowMod) error, i int, err *Error) {
+	fail := func(apply func(*rule.FlowMod) error, i int, err *Error) {
 		errs[i] = err
 		for j := len(undos) - 1; j >= 0; j-- {
 			if uerr := undos[j](apply); uerr != nil {
@@ -183,7 +183,7 @@ func (s *Server) write(ups []*p4v1.Update, mode p4v1.WriteRequest_Atomicity) ([]
 		aborted("rolled back after a failed update")
 	}
 	if mode == p4v1.WriteRequest_DATAPLANE_ATOMIC {
-		_ = sw.Transact(func(apply func(*openflow.FlowMod) error) error {
+		_ = sw.Transact(func(apply func(*rule.FlowMod) error) error {
 			for i := range ps {
 				u, err := run(apply, i)
 				if err != nil {
@@ -199,7 +199,7 @@ func (s *Server) write(ups []*p4v1.Update, mode p4v1.WriteRequest_Atomicity) ([]
 	for i := range ps {
 		var u undo
 		var err *Error
-		_ = sw.Transact(func(apply func(*openflow.FlowMod) error) error {
+		_ = sw.Transact(func(apply func(*rule.FlowMod) error) error {
 			u, err = run(apply, i)
 			if err != nil {
 				fail(apply, i, err)

@@ -1,18 +1,33 @@
-// Package pipeline is gswitch's switch core: an OpenFlow 1.3 switch
-// (it implements controlproto/openflow's Switch) whose flow tables are
-// tables/flow tables classified through a gpu.Engine, and whose ports are
-// Linux interfaces read and written through datapath/afpacket. It is the
-// "datapath" of DESIGN.md's flow of a packet, steps 1 to 4, and the
-// receiving end of the flow of an update, steps 2 to 6.
+// Package pipeline is gswitch's switch core: a switch with OpenFlow 1.3's
+// semantics whose flow tables are tables/flow tables classified through a
+// gpu.Engine, and whose ports are Linux interfaces read and written
+// through datapath/afpacket. It is the "datapath" of DESIGN.md's flow of a
+// packet, steps 1 to 4, and the receiving end of the flow of an update,
+// steps 2 to 6.
+//
+// It speaks no protocol. What it executes and reports is tables/rule's
+// model (FlowMod, Instructions, Action, GroupMod, MeterMod, PortMod,
+// PacketOut, PacketIn, FlowRemoved, PortStatus, the stats types), and
+// what it refuses it refuses with the model's typed errors (*rule.Error:
+// rule.BadGoto, rule.DanglingGroup, rule.UnknownMeter, rule.BadSetField,
+// rule.NoSuchPort, ...; tables/flow's errors pass through). Its methods
+// match controlproto/openflow's Switch and optional interfaces and
+// controlproto/p4rt's Switch by their tables/rule signatures (Go's
+// structural typing: cmd/gswitchd asserts it), and each protocol maps the
+// errors onto its own codes; the package imports nothing of controlproto.
+// In this documentation FLOW_MOD, GROUP_MOD and so on name the model's
+// requests by their OpenFlow names.
 //
 // # Tables and updates
 //
 // The pipeline has Config.Tables flow tables, table i being gpu table id
 // i. Each is a flow.Table (the authoritative CPU copy, OpenFlow 1.3
 // add/modify/delete semantics, the device image and its write bubbles)
-// plus, per RuleID, an entry: the FLOW_MOD as installed (its match and
-// instructions kept as the controller sent them, so flow stats echo them
-// byte for byte), the time it was added, and atomic counters (packets,
+// plus, per RuleID, an entry: the FlowMod as installed (with its opaque
+// rule.Echo, which the protocol edge that installed it gets back in flow
+// stats and FLOW_REMOVED: OpenFlow's match and instructions as the
+// controller sent them, echoed byte for byte), the time it was added,
+// and atomic counters (packets,
 // bytes, last hit for the idle timeout). New loads each table's first,
 // whole image into the Classifier; after every change the table's mirror
 // is synced and the Update applied (Classifier.Apply: the bubbles, or a
@@ -68,7 +83,7 @@
 // entry is a table-miss entry, priority 0 and match-all — carrying
 // max_len bytes with OFP_NO_BUFFER, the in_port and metadata in its
 // match), NORMAL (the learning switch below), TABLE (PACKET_OUT only),
-// LOCAL (the port added as openflow.PortLocal, the host's interface into
+// LOCAL (the port added as rule.PortLocal, the host's interface into
 // the switch; a standard port, so FLOOD and ALL reach it too, its frames
 // match in_port LOCAL and PORT_MOD applies; counted as no-route when
 // there is none); output to the input port is counted as no-route. set_field
@@ -101,8 +116,8 @@
 // frame without MPLS) is counted as unsupported and skipped. Set-field on
 // the one field the datapath cannot write (eth_type) is
 // refused when the FLOW_MOD, GROUP_MOD or PACKET_OUT arrives, with
-// OFPBAC_BAD_SET_TYPE (support.go); every other action the codec decodes
-// is executed. Outputs copy the frame as it is at that moment, padded
+// rule.BadSetField (support.go; OpenFlow sends OFPBAC_BAD_SET_TYPE);
+// every other action of the model is executed. Outputs copy the frame as it is at that moment, padded
 // with zeros to 60 bytes (a pop may leave it shorter; a NIC would pad it
 // on the wire, a veth does not); each port's frames leave in one afpacket
 // Send (sendmmsg) per batch. A packet-in carries the frame as it is, but
@@ -112,67 +127,28 @@
 // # LPM-shaped tables
 //
 // A flow table whose rules are a routing table is served by longest-prefix
-// match (tables/lpm, GAMT) instead of the classifier (lpmshape.go). A
-// rule is of the LPM form when its match holds only ipv4_dst or ipv6_dst
-// with a prefix mask (or no ip_dst: /0) and the eth_type 0x0800/0x86dd it
-// needs, optionally in_port (exact); a rule with in_port alone or nothing
-// (the table-miss entry) is an "any-family" rule: the /0 of both families
-// and the answer for packets of neither. A table is LPM-shaped when all
-// its rules are of that form, at least one has an eth_type, and
-// priorities follow prefix length: of two rules some packet matches both
-// of (same family or an any-family rule, in_port equal or either one
-// absent, one prefix inside the other), the longer prefix has the strictly
-// higher priority. Rules with the same prefix may have any priorities.
-// Then the best rule of the longest matching prefix is the classifier's
-// answer, rank for rank (ovs-ofctl add-flow
-// "priority=24,ip,nw_dst=10.1.2.0/24,actions=..." with priority = prefix
-// length is such a table).
-//
-// The shape is kept incrementally on every add, delete and expiry (a
-// modify changes no match): the LPM-form rules are kept in groups, one per
-// family and in_port key (the rules without in_port, and one group per
-// in_port value rules name), each holding per prefix its rules best rank
-// first, a binary trie of the prefixes with per node the least and
-// greatest priority there and the least priority below, and an lpm.Table
-// whose leaf at a prefix is its best rule's RuleID+1. A trie node is a
-// conflict when its greatest priority is not below the least under it (an
-// in_port group's node takes the wildcard group's node at the same prefix
-// into account, since its packets match both); a change touches only the
-// nodes on its prefix's path (O(prefix length); a change without in_port
-// also rechecks that path in every in_port group). The table is
-// LPM-shaped while no rule is of another form and no node is a conflict.
-// The flow.Table stays authoritative and always maintained: when a change
-// breaks the shape the table is served by the classifier at once, and by
-// LPM again when the shape is back (both logged; counted in
-// TableInfo.LPM.Transitions and gswitch_table_lpm_transitions_total).
-//
-// A group's LPM table is built (lpm.Build from its prefixes) the first
-// time the table is LPM-shaped while the group holds a prefix longer than
-// /0, and kept from then on whether or not the table is served by it, so
-// a return costs nothing; a group of /0 rules alone (a table-miss entry,
-// an eth_type-only rule) needs no image: its best rule answers every
-// packet of the family. Each image is loaded into the Classifier as
-// gpu.LPM4 or gpu.LPM6 under gpu.TableID 1<<24 | table<<16 | group slot
-// (above the flow tables' 0..253 and the router's 1<<20 + ...; a removed
-// group's slot gets a tiny empty image, since a Classifier cannot drop a
-// table), and its bubbles are applied in the same write-locked change as
-// the flow table's, so a BARRIER_REPLY follows LPM images that are
-// current. In the table stage a batch of an LPM-shaped table is split by
-// family and group: every IPv4 (IPv6) packet is looked up in the wildcard
-// group (its image, or its /0 rule) and, if its in_port has a group, in
-// that one too (Classifier.LookupLPM4/6, batched
-// per group, to the GPU for large batches); a packet takes the better
-// ranked of the answers (on one chain of prefixes the longer one), a
-// packet of neither family the best any-family rule of its in_port. The
-// rest (counters, instructions) is the classifier path's. A group whose
-// image the Classifier refuses leaves the table to the classifier; at
-// most 1024 groups per table and rule ids below 2^24-1 (else the rule
-// counts as of another form). gswitchctl show tables reports the search
-// (lpm or the classifier's algorithm, and why not lpm), metrics
-// gswitch_table_lpm and gswitch_table_lpm_conflicts. BenchmarkLPMShapedTable:
-// the full IPv4 BGP table (901,899 rules) in one OpenFlow table, CPU
-// backend, batches of 256: 39.8 ns per packet by LPM against 1,210 by
-// tuple search on the 2-core development VM (medians of 3; 30x).
+// match (tables/lpm, GAMT) instead of the classifier: each table has a
+// tables/lpmshape Shape (lpm.go), made on its first rule, which reads
+// every rule added (not a replacing add, whose match is the same) and
+// removed (delete, expiry, a group's or meter's deletion), and is synced
+// with the table's classifier image in the same write-locked change, so
+// a BARRIER_REPLY follows LPM images that are current. What "LPM-shaped"
+// means, how the shape is kept incrementally and when images are built is
+// lpmshape's (its package documentation); the pipeline gives it the
+// Classifier's LPM4/LPM6 tables as its Images (lpmImages: image ids are
+// gpu.TableIDs from Config.LPMIDBase, default lpmshape.DefaultIDBase =
+// 1<<24, above the flow tables' 0..253 and the router's 1<<20 + ...).
+// In the table stage a batch of a table the Shape serves goes to
+// Shape.Lookup (batched per group, to the GPU for large batches) instead
+// of PackSoA and LookupFlow; the rest (counters, instructions) is the
+// classifier path's, and should the LPM lookup fail the classifier
+// answers. gswitchctl show tables reports the search (lpm or the
+// classifier's algorithm, and why not lpm), metrics gswitch_table_lpm,
+// gswitch_table_lpm_transitions_total and gswitch_table_lpm_conflicts.
+// BenchmarkLPMShapedTable: the full IPv4 BGP table (901,899 rules) in one
+// OpenFlow table, CPU backend, batches of 256: 39.8 ns per packet by LPM
+// against 1,210 by tuple search on the 2-core development VM (medians of
+// 3; 30x).
 //
 // # Router ports
 //
@@ -189,8 +165,7 @@
 // # Groups, meters, ports
 //
 // The switch implements the agent's optional interfaces (groups.go,
-// portmod.go) over controlproto/openflow's reference GroupTable and
-// MeterTable. A group action runs each bucket the table picks on its own
+// portmod.go) over tables/rule's GroupTable and MeterTable. A group action runs each bucket the table picks on its own
 // copy of the packet (the packet itself goes on unchanged): every bucket
 // of an all group, the one of an indirect group, for a select group one
 // live bucket by weight, chosen by an FNV hash of the Ethernet addresses
@@ -205,8 +180,9 @@
 // raises an AF code point's drop precedence (RemarkDSCP) with the IPv4
 // checksum fixed. Group and meter counters are the tables' own. Flow
 // entries count their references (ref_count, flow_count): a FLOW_MOD
-// naming a missing group gets OFPBAC_BAD_OUT_GROUP, a missing meter
-// OFPMMFC_UNKNOWN_METER, checked under the write lock that GROUP_MOD and
+// naming a missing group gets rule.DanglingGroup (OpenFlow:
+// OFPBAC_BAD_OUT_GROUP), a missing meter rule.UnknownMeter
+// (OFPMMFC_UNKNOWN_METER), checked under the write lock that GROUP_MOD and
 // METER_MOD also take; deleting a group removes its entries (FLOW_REMOVED
 // reason GROUP_DELETE), deleting a meter its entries (reason DELETE: 1.3
 // has none for meters).
@@ -241,7 +217,14 @@
 // state is still deciding (its frames may still be in Send). Counters are
 // atomics updated under the read lock. The ports are fixed before traffic
 // starts (AddPort); their link state comes from afpacket (WatchPort turns
-// link events into PORT_STATUS). Workers (keys, SoA buffer, results,
+// link events into PORT_STATUS). Lock order: mu, then the group and meter
+// tables' own mutexes (tables/rule: GroupMod, MeterMod and the flow
+// entries' reference counts take them under mu held for writing, a batch
+// under mu held for reading), then a meter's (Meter.Allow). A Controller
+// is called with mu held (for writing: FLOW_REMOVED from a change or
+// Expire; for reading: a batch's packet-ins), so it must not block or
+// call back into the switch (the OpenFlow agent queues, or drops when a
+// connection's queue is full). Workers (keys, SoA buffer, results,
 // per-port send queues) come from a sync.Pool: one per concurrent batch.
 // Process may run on several batches of one input port at once (one per
 // receive queue): what it keeps per port (rx_dropped, tx_dropped) is

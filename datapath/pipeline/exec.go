@@ -4,10 +4,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/packet"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // done is pkt.next once a packet has left the pipeline.
@@ -24,7 +24,7 @@ type pkt struct {
 	dirty    bool // data changed since key was parsed
 	metadata uint64
 	tunnelID uint64 // set by set_field: this datapath has no tunnel ports
-	actset   []openflow.Action
+	actset   []rule.Action
 
 	// What a packet-in reports: the table and cookie of the entry whose
 	// action sent it, and whether that was a table-miss entry.
@@ -187,8 +187,8 @@ func (w *worker) classify(tab *table) {
 	}
 	n := len(w.keys)
 	w.res = slices.Grow(w.res[:0], n)[:n]
-	if tab.lpm != nil && tab.lpm.serves() { // an LPM-shaped table (lpmshape.go)
-		err := tab.lpm.lookup(w.keys, w.res)
+	if tab.lpm != nil && tab.lpm.Serves() { // an LPM-shaped table (lpm.go, tables/lpmshape)
+		err := tab.lpm.Lookup(w.keys, w.res)
 		if err == nil {
 			return
 		}
@@ -234,31 +234,31 @@ func (w *worker) applyEntry(p *pkt, tab *table, id flow.RuleID) {
 	}
 	w.countEntry(tab, e, len(p.data))
 	p.tableID, p.cookie = tab.id, e.fm.Cookie
-	p.miss = e.fm.Priority == 0 && e.fm.Match.Match.IsAll()
+	p.miss = e.fm.Priority == 0 && e.fm.Match.IsAll()
 	in := &e.fm.Instructions
-	if in.Has&openflow.HasMeter != 0 {
+	if in.Has&rule.HasMeter != 0 {
 		w.meter(p, in.Meter)
 		if p.drop {
 			return
 		}
 	}
-	if in.Has&openflow.HasApplyActions != 0 {
+	if in.Has&rule.HasApplyActions != 0 {
 		w.execList(p, in.Apply)
 		if p.drop {
 			return
 		}
 	}
-	if in.Has&openflow.HasClearActions != 0 {
+	if in.Has&rule.HasClearActions != 0 {
 		p.actset = p.actset[:0]
 	}
-	if in.Has&openflow.HasWriteActions != 0 {
+	if in.Has&rule.HasWriteActions != 0 {
 		p.actset = writeActions(p.actset, in.Write)
 	}
-	if in.Has&openflow.HasWriteMetadata != 0 {
+	if in.Has&rule.HasWriteMetadata != 0 {
 		p.metadata = p.metadata&^in.MetadataMask | in.Metadata&in.MetadataMask
 		_ = p.key.SetUint(flow.FieldMetadata, p.metadata)
 	}
-	if in.Has&openflow.HasGotoTable != 0 && int(in.GotoTable) > int(tab.id) {
+	if in.Has&rule.HasGotoTable != 0 && int(in.GotoTable) > int(tab.id) {
 		p.next = int(in.GotoTable)
 		return
 	}
@@ -274,7 +274,7 @@ func (w *worker) dropRx(p *pkt) {
 }
 
 // execList executes actions in order, stopping when one drops the packet.
-func (w *worker) execList(p *pkt, as []openflow.Action) {
+func (w *worker) execList(p *pkt, as []rule.Action) {
 	for i := range as {
 		w.exec(p, &as[i])
 		if p.drop {
@@ -283,17 +283,17 @@ func (w *worker) execList(p *pkt, as []openflow.Action) {
 	}
 }
 
-func (w *worker) exec(p *pkt, a *openflow.Action) {
+func (w *worker) exec(p *pkt, a *rule.Action) {
 	switch a.Kind {
-	case openflow.ActOutput:
+	case rule.ActOutput:
 		w.output(p, a.Port, a.MaxLen)
 		return
-	case openflow.ActGroup:
+	case rule.ActGroup:
 		w.group(p, a.ID)
 		return
-	case openflow.ActSetQueue:
+	case rule.ActSetQueue:
 		return // one queue per port: nothing to do
-	case openflow.ActSetField:
+	case rule.ActSetField:
 		if setPipelineField(p, a) {
 			return
 		}
@@ -311,16 +311,16 @@ func (w *worker) exec(p *pkt, a *openflow.Action) {
 
 // edit runs an action that changes the frame. ok is false when the frame
 // cannot take it (it is left alone); alive is false when a TTL ran out.
-func edit(p *pkt, a *openflow.Action) (ok, alive bool) {
+func edit(p *pkt, a *rule.Action) (ok, alive bool) {
 	switch a.Kind {
-	case openflow.ActSetField:
+	case rule.ActSetField:
 		return setField(p.data, a.Field, a.Value), true
-	case openflow.ActSetNwTTL, openflow.ActDecNwTTL:
-		return setTTL(p.data, a.Kind == openflow.ActDecNwTTL, a.TTL)
-	case openflow.ActSetMPLSTTL, openflow.ActDecMPLSTTL:
-		return setMPLSTTL(p.data, a.Kind == openflow.ActDecMPLSTTL, a.TTL)
-	case openflow.ActCopyTTLIn, openflow.ActCopyTTLOut:
-		return copyTTL(p.data, a.Kind == openflow.ActCopyTTLIn), true
+	case rule.ActSetNwTTL, rule.ActDecNwTTL:
+		return setTTL(p.data, a.Kind == rule.ActDecNwTTL, a.TTL)
+	case rule.ActSetMPLSTTL, rule.ActDecMPLSTTL:
+		return setMPLSTTL(p.data, a.Kind == rule.ActDecMPLSTTL, a.TTL)
+	case rule.ActCopyTTLIn, rule.ActCopyTTLOut:
+		return copyTTL(p.data, a.Kind == rule.ActCopyTTLIn), true
 	}
 	p.data, ok = reshape(p.data, a)
 	return ok, true
@@ -328,19 +328,19 @@ func edit(p *pkt, a *openflow.Action) (ok, alive bool) {
 
 // reshape runs an action that adds or removes a header, returning the new
 // frame (the old one when it cannot).
-func reshape(frame []byte, a *openflow.Action) ([]byte, bool) {
+func reshape(frame []byte, a *rule.Action) ([]byte, bool) {
 	switch a.Kind {
-	case openflow.ActPushVLAN:
+	case rule.ActPushVLAN:
 		return pushVLAN(frame, a.EthType)
-	case openflow.ActPopVLAN:
+	case rule.ActPopVLAN:
 		return popVLAN(frame)
-	case openflow.ActPushMPLS:
+	case rule.ActPushMPLS:
 		return pushMPLS(frame, a.EthType)
-	case openflow.ActPopMPLS:
+	case rule.ActPopMPLS:
 		return popMPLS(frame, a.EthType)
-	case openflow.ActPushPBB:
+	case rule.ActPushPBB:
 		return pushPBB(frame, a.EthType)
-	case openflow.ActPopPBB:
+	case rule.ActPopPBB:
 		return popPBB(frame)
 	}
 	return frame, false
@@ -348,10 +348,10 @@ func reshape(frame []byte, a *openflow.Action) ([]byte, bool) {
 
 // writeActions merges actions into an action set: one action per kind,
 // one set-field per field, the later replacing the earlier (§5.10).
-func writeActions(set, as []openflow.Action) []openflow.Action {
+func writeActions(set, as []rule.Action) []rule.Action {
 	for _, a := range as {
-		i := slices.IndexFunc(set, func(b openflow.Action) bool {
-			return b.Kind == a.Kind && (a.Kind != openflow.ActSetField || b.Field == a.Field)
+		i := slices.IndexFunc(set, func(b rule.Action) bool {
+			return b.Kind == a.Kind && (a.Kind != rule.ActSetField || b.Field == a.Field)
 		})
 		if i >= 0 {
 			set[i] = a
@@ -365,19 +365,19 @@ func writeActions(set, as []openflow.Action) []openflow.Action {
 // actionSetRank is the execution order of an action set (§5.10): copy TTL
 // in, pop, push-MPLS, push-PBB, push-VLAN, copy TTL out, decrement TTL,
 // set, qos, group, output.
-var actionSetRank = map[openflow.ActionKind]int{
-	openflow.ActCopyTTLIn: 0, openflow.ActPopVLAN: 1, openflow.ActPopMPLS: 1, openflow.ActPopPBB: 1,
-	openflow.ActPushMPLS: 2, openflow.ActPushPBB: 3, openflow.ActPushVLAN: 4, openflow.ActCopyTTLOut: 5,
-	openflow.ActDecMPLSTTL: 6, openflow.ActDecNwTTL: 6, openflow.ActSetField: 7, openflow.ActSetNwTTL: 7,
-	openflow.ActSetMPLSTTL: 7, openflow.ActSetQueue: 8, openflow.ActGroup: 9, openflow.ActOutput: 10,
+var actionSetRank = map[rule.ActionKind]int{
+	rule.ActCopyTTLIn: 0, rule.ActPopVLAN: 1, rule.ActPopMPLS: 1, rule.ActPopPBB: 1,
+	rule.ActPushMPLS: 2, rule.ActPushPBB: 3, rule.ActPushVLAN: 4, rule.ActCopyTTLOut: 5,
+	rule.ActDecMPLSTTL: 6, rule.ActDecNwTTL: 6, rule.ActSetField: 7, rule.ActSetNwTTL: 7,
+	rule.ActSetMPLSTTL: 7, rule.ActSetQueue: 8, rule.ActGroup: 9, rule.ActOutput: 10,
 }
 
 // orderActionSet sorts an action set into execution order, in place; with
 // a group action the output action is not executed.
-func orderActionSet(set []openflow.Action) []openflow.Action {
-	slices.SortStableFunc(set, func(a, b openflow.Action) int { return actionSetRank[a.Kind] - actionSetRank[b.Kind] })
-	if slices.ContainsFunc(set, func(a openflow.Action) bool { return a.Kind == openflow.ActGroup }) {
-		set = slices.DeleteFunc(set, func(a openflow.Action) bool { return a.Kind == openflow.ActOutput })
+func orderActionSet(set []rule.Action) []rule.Action {
+	slices.SortStableFunc(set, func(a, b rule.Action) int { return actionSetRank[a.Kind] - actionSetRank[b.Kind] })
+	if slices.ContainsFunc(set, func(a rule.Action) bool { return a.Kind == rule.ActGroup }) {
+		set = slices.DeleteFunc(set, func(a rule.Action) bool { return a.Kind == rule.ActOutput })
 	}
 	return set
 }
@@ -385,15 +385,15 @@ func orderActionSet(set []openflow.Action) []openflow.Action {
 // output sends the packet, as it is now, to a port or reserved port.
 func (w *worker) output(p *pkt, port uint32, maxLen uint16) {
 	switch port {
-	case openflow.PortInPort:
+	case rule.PortInPort:
 		w.emit(p.inPort, p.data)
-	case openflow.PortFlood, openflow.PortAll:
+	case rule.PortFlood, rule.PortAll:
 		w.flood(p)
-	case openflow.PortController:
+	case rule.PortController:
 		w.packetIn(p, maxLen)
-	case openflow.PortNormal:
+	case rule.PortNormal:
 		w.normal(p)
-	case openflow.PortTable:
+	case rule.PortTable:
 		if w.packetOut {
 			w.resubmit = true
 		} else {
@@ -476,10 +476,10 @@ func (w *worker) packetIn(p *pkt, maxLen uint16) {
 	if in := w.s.ports[p.inPort]; in != nil && !in.packetIns() {
 		return
 	}
-	pi := &openflow.PacketIn{Reason: openflow.ReasonAction, TableID: p.tableID, Cookie: p.cookie, MaxLen: maxLen,
+	pi := &rule.PacketIn{Reason: rule.ReasonAction, TableID: p.tableID, Cookie: p.cookie, MaxLen: maxLen,
 		Data: p.packetInData()}
 	if p.miss {
-		pi.Reason = openflow.ReasonNoMatch
+		pi.Reason = rule.ReasonNoMatch
 	}
 	pi.Match.SetInPort(p.inPort)
 	if p.metadata != 0 {
@@ -502,8 +502,8 @@ func (w *worker) invalidTTL(p *pkt) {
 	if in := w.s.ports[p.inPort]; in != nil && !in.packetIns() {
 		return
 	}
-	pi := &openflow.PacketIn{Reason: openflow.ReasonInvalidTTL, TableID: p.tableID, Cookie: p.cookie,
-		MaxLen: openflow.MaxLenNoBuffer, Data: p.packetInData()}
+	pi := &rule.PacketIn{Reason: rule.ReasonInvalidTTL, TableID: p.tableID, Cookie: p.cookie,
+		MaxLen: rule.MaxLenNoBuffer, Data: p.packetInData()}
 	pi.Match.SetInPort(p.inPort)
 	if p.metadata != 0 {
 		_ = pi.Match.SetExact(flow.FieldMetadata, p.metadata)
@@ -568,7 +568,7 @@ func (s *Switch) Transmit(no uint32, frames [][]byte) {
 
 // PacketOut sends a controller's packet through its actions; output:TABLE
 // runs it through the flow tables from table 0.
-func (s *Switch) PacketOut(po *openflow.PacketOut) error {
+func (s *Switch) PacketOut(po *rule.PacketOut) error {
 	if err := checkActions(po.Actions); err != nil {
 		return err
 	}

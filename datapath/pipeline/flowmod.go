@@ -5,11 +5,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/netrack/openflow/ofp"
-
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/lpmshape"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // table is one flow table of the pipeline: the authoritative flow.Table,
@@ -18,9 +17,9 @@ import (
 type table struct {
 	id      uint8
 	ft      *flow.Table
-	entries []*entry  // by RuleID; nil where no rule lives
-	proj    []int     // the projection of the image the classifier holds
-	lpm     *lpmShape // its LPM shape (lpmshape.go); nil until the first rule
+	entries []*entry        // by RuleID; nil where no rule lives
+	proj    []int           // the projection of the image the classifier holds
+	lpm     *lpmshape.Shape // its LPM shape (lpm.go); nil until the first rule
 
 	lookups, matched atomic.Uint64
 }
@@ -28,7 +27,7 @@ type table struct {
 // entry is one flow entry: the FLOW_MOD it was installed with (its match
 // and instructions kept as sent, for flow stats), and its counters.
 type entry struct {
-	fm      openflow.FlowMod
+	fm      rule.FlowMod
 	added   time.Time
 	packets atomic.Uint64
 	bytes   atomic.Uint64
@@ -51,30 +50,29 @@ func (t *table) setEntry(id flow.RuleID, e *entry) {
 
 // FlowMod applies an add, modify or delete; the classifier has the change
 // when it returns. A failed FlowMod changes nothing.
-func (s *Switch) FlowMod(fm *openflow.FlowMod) error {
+func (s *Switch) FlowMod(fm *rule.FlowMod) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.flowModLocked(fm)
 }
 
 // checkGoto enforces OpenFlow 1.3 §5.1: goto_table only goes forward.
-func checkGoto(fm *openflow.FlowMod) error {
+func checkGoto(fm *rule.FlowMod) error {
 	in := &fm.Instructions
-	if in.Has&openflow.HasGotoTable != 0 && in.GotoTable <= fm.TableID {
-		return &openflow.Error{Type: ofp.ErrTypeBadInstruction, Code: ofp.ErrCodeBadInstructionTableID,
-			Detail: fmt.Sprintf("goto_table %d from table %d: must go forward", in.GotoTable, fm.TableID)}
+	if in.Has&rule.HasGotoTable != 0 && in.GotoTable <= fm.TableID {
+		return rule.Errorf(rule.BadGoto, "goto_table %d from table %d: must go forward", in.GotoTable, fm.TableID)
 	}
 	return nil
 }
 
 func (s *Switch) tableOf(id uint8) (*table, error) {
 	if int(id) >= len(s.tables) {
-		return nil, &openflow.Error{Type: ofp.ErrTypeFlowModFailed, Code: ofp.ErrCodeFlowModFailedBadTableID, Detail: fmt.Sprintf("table %d", id)}
+		return nil, rule.Errorf(rule.BadTable, "table %d", id)
 	}
 	return s.tables[id], nil
 }
 
-func (s *Switch) addLocked(fm *openflow.FlowMod) error {
+func (s *Switch) addLocked(fm *rule.FlowMod) error {
 	t, err := s.tableOf(fm.TableID)
 	if err != nil {
 		return err
@@ -86,13 +84,13 @@ func (s *Switch) addLocked(fm *openflow.FlowMod) error {
 		return err
 	}
 	var flags flow.AddFlags
-	if fm.Flags&openflow.FlagCheckOverlap != 0 {
+	if fm.Flags&rule.FlagCheckOverlap != 0 {
 		flags = flow.CheckOverlap
 	}
 	if err := s.acquireRefsLocked(&fm.Instructions); err != nil {
 		return err
 	}
-	r := flow.Rule{Match: fm.Match.Match, Priority: fm.Priority, Cookie: fm.Cookie}
+	r := flow.Rule{Match: fm.Match, Priority: fm.Priority, Cookie: fm.Cookie}
 	id, replaced, err := t.ft.Add(r, flags)
 	if err != nil {
 		s.releaseRefs(&fm.Instructions)
@@ -103,19 +101,19 @@ func (s *Switch) addLocked(fm *openflow.FlowMod) error {
 	e.used.Store(now.UnixNano())
 	if old := t.entry(id); replaced && old != nil {
 		s.releaseRefs(&old.fm.Instructions)
-		if fm.Flags&openflow.FlagResetCounts == 0 {
+		if fm.Flags&rule.FlagResetCounts == 0 {
 			e.packets.Store(old.packets.Load())
 			e.bytes.Store(old.bytes.Load())
 		}
 	}
 	t.setEntry(id, e)
 	if l := s.shapeOf(t); l != nil && !replaced {
-		l.add(id, &r)
+		l.Add(id, &r)
 	}
 	return s.syncLocked(t)
 }
 
-func (s *Switch) modifyLocked(fm *openflow.FlowMod) error {
+func (s *Switch) modifyLocked(fm *rule.FlowMod) error {
 	t, err := s.tableOf(fm.TableID)
 	if err != nil {
 		return err
@@ -141,9 +139,9 @@ func (s *Switch) modifyLocked(fm *openflow.FlowMod) error {
 		_ = s.acquireRefsLocked(&fm.Instructions)
 		s.releaseRefs(&e.fm.Instructions)
 		ne := &entry{fm: e.fm, added: e.added}
-		ne.fm.Instructions, ne.fm.Wire = fm.Instructions, fm.Wire
+		ne.fm.Instructions, ne.fm.Echo.Instructions = fm.Instructions, fm.Echo.Instructions
 		ne.used.Store(e.used.Load())
-		if fm.Flags&openflow.FlagResetCounts == 0 {
+		if fm.Flags&rule.FlagResetCounts == 0 {
 			ne.packets.Store(e.packets.Load())
 			ne.bytes.Store(e.bytes.Load())
 		}
@@ -152,13 +150,13 @@ func (s *Switch) modifyLocked(fm *openflow.FlowMod) error {
 	return nil
 }
 
-func (s *Switch) deleteLocked(fm *openflow.FlowMod) error {
+func (s *Switch) deleteLocked(fm *rule.FlowMod) error {
 	for _, t := range s.selectTables(fm.TableID) {
 		sel := fm.Selector()
 		sel.Filter = t.outFilter(fm.OutPort, fm.OutGroup)
 		removed := t.ft.Delete(sel)
 		for _, r := range removed {
-			s.removedLocked(t, r.ID, openflow.RemovedDelete)
+			s.removedLocked(t, r.ID, rule.RemovedDelete)
 		}
 		if len(removed) > 0 {
 			if err := s.syncLocked(t); err != nil {
@@ -173,7 +171,7 @@ func (s *Switch) deleteLocked(fm *openflow.FlowMod) error {
 // telling the controller when the entry asked for it.
 func (s *Switch) removedLocked(t *table, id flow.RuleID, reason uint8) {
 	if t.lpm != nil {
-		t.lpm.remove(id)
+		t.lpm.Remove(id)
 	}
 	e := t.entry(id)
 	if e == nil {
@@ -181,7 +179,7 @@ func (s *Switch) removedLocked(t *table, id flow.RuleID, reason uint8) {
 	}
 	t.entries[id] = nil
 	s.releaseRefs(&e.fm.Instructions)
-	if e.fm.Flags&openflow.FlagSendFlowRem == 0 {
+	if e.fm.Flags&rule.FlagSendFlowRem == 0 {
 		return
 	}
 	c := s.controller()
@@ -189,11 +187,11 @@ func (s *Switch) removedLocked(t *table, id flow.RuleID, reason uint8) {
 		return
 	}
 	d := time.Since(e.added)
-	c.FlowRemoved(&openflow.FlowRemoved{
+	c.FlowRemoved(&rule.FlowRemoved{
 		Cookie: e.fm.Cookie, Priority: e.fm.Priority, Reason: reason, TableID: t.id,
 		DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
 		IdleTimeout: e.fm.IdleTimeout, HardTimeout: e.fm.HardTimeout,
-		Packets: e.packets.Load(), Bytes: e.bytes.Load(), Match: e.fm.Match,
+		Packets: e.packets.Load(), Bytes: e.bytes.Load(), Match: e.fm.Match, Echo: e.fm.Echo,
 	})
 }
 
@@ -202,7 +200,7 @@ func (s *Switch) removedLocked(t *table, id flow.RuleID, reason uint8) {
 // lookups issued after it see the change.
 func (s *Switch) syncLocked(t *table) error {
 	if t.lpm != nil {
-		t.lpm.sync() // the LPM images too, and the table's serving
+		t.lpm.Sync() // the LPM images too, and the table's serving
 	}
 	u := t.ft.Mirror().Sync()
 	if u.Full == nil && len(u.Bubbles) == 0 {
@@ -223,7 +221,7 @@ func (s *Switch) syncLocked(t *table) error {
 }
 
 func (s *Switch) selectTables(id uint8) []*table {
-	if id == openflow.TableAll {
+	if id == rule.TableAll {
 		return s.tables
 	}
 	if int(id) < len(s.tables) {
@@ -235,7 +233,7 @@ func (s *Switch) selectTables(id uint8) []*table {
 // outFilter selects the rules with an output to port and a group action
 // to group (PortAny, GroupAny: no condition).
 func (t *table) outFilter(port, group uint32) func(flow.RuleID, *flow.Rule) bool {
-	if port == openflow.PortAny && group == openflow.GroupAny {
+	if port == rule.PortAny && group == rule.GroupAny {
 		return nil
 	}
 	return func(id flow.RuleID, _ *flow.Rule) bool {
@@ -244,32 +242,32 @@ func (t *table) outFilter(port, group uint32) func(flow.RuleID, *flow.Rule) bool
 	}
 }
 
-func outputsTo(in *openflow.Instructions, port, group uint32) bool {
-	has := func(k openflow.ActionKind, v uint32) bool {
-		for _, as := range [][]openflow.Action{in.Apply, in.Write} {
+func outputsTo(in *rule.Instructions, port, group uint32) bool {
+	has := func(k rule.ActionKind, v uint32) bool {
+		for _, as := range [][]rule.Action{in.Apply, in.Write} {
 			for _, a := range as {
-				if a.Kind == k && (k == openflow.ActOutput && a.Port == v || k == openflow.ActGroup && a.ID == v) {
+				if a.Kind == k && (k == rule.ActOutput && a.Port == v || k == rule.ActGroup && a.ID == v) {
 					return true
 				}
 			}
 		}
 		return false
 	}
-	return (port == openflow.PortAny || has(openflow.ActOutput, port)) &&
-		(group == openflow.GroupAny || has(openflow.ActGroup, group))
+	return (port == rule.PortAny || has(rule.ActOutput, port)) &&
+		(group == rule.GroupAny || has(rule.ActGroup, group))
 }
 
 // FlowStats returns the entries the request selects, their match and
 // instructions as installed.
-func (s *Switch) FlowStats(req *openflow.FlowStatsRequest) ([]openflow.FlowStats, error) {
+func (s *Switch) FlowStats(req *rule.FlowStatsRequest) ([]rule.FlowStats, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var out []openflow.FlowStats
+	var out []rule.FlowStats
 	now := time.Now()
 	for _, t := range s.selectTables(req.TableID) {
 		for _, e := range t.entries {
 			if e == nil || (e.fm.Cookie^req.Cookie)&req.CookieMask != 0 ||
-				!req.Match.Match.Covers(&e.fm.Match.Match) ||
+				!req.Match.Covers(&e.fm.Match) ||
 				!outputsTo(&e.fm.Instructions, req.OutPort, req.OutGroup) {
 				continue
 			}
@@ -279,13 +277,13 @@ func (s *Switch) FlowStats(req *openflow.FlowStatsRequest) ([]openflow.FlowStats
 	return out, nil
 }
 
-func (e *entry) stats(tid uint8, now time.Time) openflow.FlowStats {
+func (e *entry) stats(tid uint8, now time.Time) rule.FlowStats {
 	d := now.Sub(e.added)
-	return openflow.FlowStats{
+	return rule.FlowStats{
 		TableID: tid, DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
 		Priority: e.fm.Priority, IdleTimeout: e.fm.IdleTimeout, HardTimeout: e.fm.HardTimeout,
 		Flags: e.fm.Flags, Cookie: e.fm.Cookie, Packets: e.packets.Load(), Bytes: e.bytes.Load(),
-		Match: e.fm.Match, Instructions: e.fm.Instructions, Wire: e.fm.Wire,
+		Match: e.fm.Match, Instructions: e.fm.Instructions, Echo: e.fm.Echo,
 	}
 }
 
@@ -323,10 +321,10 @@ func (e *entry) expired(now time.Time) (uint8, bool) {
 		return 0, false
 	}
 	if h := e.fm.HardTimeout; h != 0 && now.Sub(e.added) >= time.Duration(h)*time.Second {
-		return openflow.RemovedHardTimeout, true
+		return rule.RemovedHardTimeout, true
 	}
 	if i := e.fm.IdleTimeout; i != 0 && now.UnixNano()-e.used.Load() >= int64(time.Duration(i)*time.Second) {
-		return openflow.RemovedIdleTimeout, true
+		return rule.RemovedIdleTimeout, true
 	}
 	return 0, false
 }

@@ -3,8 +3,8 @@ package pipeline
 import (
 	"testing"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // FuzzProcess runs arbitrary frames through a pipeline whose entries use
@@ -20,38 +20,38 @@ func FuzzProcess(f *testing.F) {
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		r := fuzzRig(t)
 		r.sw.Process(1, [][]byte{append([]byte(nil), frame...)})
-		_ = r.sw.PacketOut(&openflow.PacketOut{BufferID: openflow.NoBuffer, InPort: 1, Data: frame,
-			Actions: []openflow.Action{output(openflow.PortTable)}})
+		_ = r.sw.PacketOut(&rule.PacketOut{BufferID: rule.NoBuffer, InPort: 1, Data: frame,
+			Actions: []rule.Action{output(rule.PortTable)}})
 	})
 }
 
-var editActions = []openflow.Action{
-	{Kind: openflow.ActPopVLAN},
-	{Kind: openflow.ActPushVLAN, EthType: 0x88a8},
-	{Kind: openflow.ActSetField, Field: flow.FieldVlanVID, Value: []byte{0x10, 7}},
-	{Kind: openflow.ActSetField, Field: flow.FieldVlanPCP, Value: []byte{5}},
-	{Kind: openflow.ActSetField, Field: flow.FieldEthSrc, Value: []byte{2, 1, 1, 1, 1, 1}},
-	{Kind: openflow.ActSetField, Field: flow.FieldIPv4Src, Value: []byte{1, 2, 3, 4}},
-	{Kind: openflow.ActSetField, Field: flow.FieldIPv6Dst, Value: make([]byte, 16)},
-	{Kind: openflow.ActSetField, Field: flow.FieldIPDSCP, Value: []byte{46}},
-	{Kind: openflow.ActSetField, Field: flow.FieldIPECN, Value: []byte{1}},
-	{Kind: openflow.ActSetField, Field: flow.FieldTCPDst, Value: []byte{0, 80}},
-	{Kind: openflow.ActSetField, Field: flow.FieldUDPSrc, Value: []byte{0, 53}},
-	{Kind: openflow.ActSetField, Field: flow.FieldSCTPSrc, Value: []byte{0x30, 0x39}},
-	{Kind: openflow.ActSetField, Field: flow.FieldSCTPDst, Value: []byte{0x1a, 0x85}},
-	{Kind: openflow.ActDecNwTTL},
-	{Kind: openflow.ActSetNwTTL, TTL: 9},
-	{Kind: openflow.ActPopVLAN},
-	{Kind: openflow.ActPopVLAN},
+var editActions = []rule.Action{
+	{Kind: rule.ActPopVLAN},
+	{Kind: rule.ActPushVLAN, EthType: 0x88a8},
+	{Kind: rule.ActSetField, Field: flow.FieldVlanVID, Value: []byte{0x10, 7}},
+	{Kind: rule.ActSetField, Field: flow.FieldVlanPCP, Value: []byte{5}},
+	{Kind: rule.ActSetField, Field: flow.FieldEthSrc, Value: []byte{2, 1, 1, 1, 1, 1}},
+	{Kind: rule.ActSetField, Field: flow.FieldIPv4Src, Value: []byte{1, 2, 3, 4}},
+	{Kind: rule.ActSetField, Field: flow.FieldIPv6Dst, Value: make([]byte, 16)},
+	{Kind: rule.ActSetField, Field: flow.FieldIPDSCP, Value: []byte{46}},
+	{Kind: rule.ActSetField, Field: flow.FieldIPECN, Value: []byte{1}},
+	{Kind: rule.ActSetField, Field: flow.FieldTCPDst, Value: []byte{0, 80}},
+	{Kind: rule.ActSetField, Field: flow.FieldUDPSrc, Value: []byte{0, 53}},
+	{Kind: rule.ActSetField, Field: flow.FieldSCTPSrc, Value: []byte{0x30, 0x39}},
+	{Kind: rule.ActSetField, Field: flow.FieldSCTPDst, Value: []byte{0x1a, 0x85}},
+	{Kind: rule.ActDecNwTTL},
+	{Kind: rule.ActSetNwTTL, TTL: 9},
+	{Kind: rule.ActPopVLAN},
+	{Kind: rule.ActPopVLAN},
 }
 
 func fuzzRig(t *testing.T) *rig {
 	r := newRig(t, 2, FailSecure)
-	apply := append(append([]openflow.Action(nil), editActions...), output(2), output(openflow.PortController))
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 0, Instructions: openflow.Instructions{
-		Has: openflow.HasApplyActions | openflow.HasGotoTable, Apply: apply, GotoTable: 1}})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, TableID: 1, Priority: 0, Instructions: openflow.Instructions{
-		Has: openflow.HasWriteActions, Write: append(append([]openflow.Action(nil), editActions...), output(openflow.PortFlood))}})
+	apply := append(append([]rule.Action(nil), editActions...), output(2), output(rule.PortController))
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 0, Instructions: rule.Instructions{
+		Has: rule.HasApplyActions | rule.HasGotoTable, Apply: apply, GotoTable: 1}})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, TableID: 1, Priority: 0, Instructions: rule.Instructions{
+		Has: rule.HasWriteActions, Write: append(append([]rule.Action(nil), editActions...), output(rule.PortFlood))}})
 	return r
 }
 

@@ -1,14 +1,11 @@
 package pipeline
 
 import (
-	"fmt"
 	"hash/fnv"
 	"time"
 
-	"github.com/netrack/openflow/ofp"
-
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // maxGroupDepth bounds group chaining (a bucket forwarding to another
@@ -19,7 +16,7 @@ const maxGroupDepth = 16
 // flow entries that forward to a deleted group are removed (FLOW_REMOVED
 // reason GROUP_DELETE for those with send_flow_rem). It holds the
 // switch's write lock, so no batch sees a flow entry whose group is gone.
-func (s *Switch) GroupMod(gm *openflow.GroupMod) error {
+func (s *Switch) GroupMod(gm *rule.GroupMod) error {
 	if err := checkBuckets(&gm.Group); err != nil {
 		return err
 	}
@@ -31,22 +28,22 @@ func (s *Switch) GroupMod(gm *openflow.GroupMod) error {
 	}
 	for _, id := range deleted {
 		s.removeWhereLocked(func(e *entry) bool {
-			return outputsTo(&e.fm.Instructions, openflow.PortAny, id)
-		}, openflow.RemovedGroupDelete)
+			return outputsTo(&e.fm.Instructions, rule.PortAny, id)
+		}, rule.RemovedGroupDelete)
 	}
 	return nil
 }
 
 // GroupDesc describes every group, ascending by id.
-func (s *Switch) GroupDesc() []openflow.Group { return s.groups.Desc() }
+func (s *Switch) GroupDesc() []rule.Group { return s.groups.Desc() }
 
 // GroupStats returns the counters of one group, or of all for GroupAll.
-func (s *Switch) GroupStats(id uint32) ([]openflow.GroupStats, error) {
+func (s *Switch) GroupStats(id uint32) ([]rule.GroupStats, error) {
 	return s.groups.Stats(id), nil
 }
 
 // GroupFeatures describes the group table.
-func (s *Switch) GroupFeatures() openflow.GroupFeatures { return s.groups.Features() }
+func (s *Switch) GroupFeatures() rule.GroupFeatures { return s.groups.Features() }
 
 // GroupExists reports whether group id exists.
 func (s *Switch) GroupExists(id uint32) bool { return s.groups.Exists(id) }
@@ -54,7 +51,7 @@ func (s *Switch) GroupExists(id uint32) bool { return s.groups.Exists(id) }
 // MeterMod adds, modifies or deletes meters through the meter table; the
 // flow entries that use a deleted meter are removed (OpenFlow 1.3 has no
 // FLOW_REMOVED reason for it: DELETE is sent to those with send_flow_rem).
-func (s *Switch) MeterMod(mm *openflow.MeterMod) error {
+func (s *Switch) MeterMod(mm *rule.MeterMod) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	deleted, err := s.meters.Mod(mm)
@@ -64,24 +61,24 @@ func (s *Switch) MeterMod(mm *openflow.MeterMod) error {
 	for _, id := range deleted {
 		s.removeWhereLocked(func(e *entry) bool {
 			in := &e.fm.Instructions
-			return in.Has&openflow.HasMeter != 0 && in.Meter == id
-		}, openflow.RemovedDelete)
+			return in.Has&rule.HasMeter != 0 && in.Meter == id
+		}, rule.RemovedDelete)
 	}
 	return nil
 }
 
 // MeterConfig returns the configuration of one meter, or of all.
-func (s *Switch) MeterConfig(id uint32) ([]openflow.MeterConfig, error) {
+func (s *Switch) MeterConfig(id uint32) ([]rule.MeterConfig, error) {
 	return s.meters.Config(id), nil
 }
 
 // MeterStats returns the counters of one meter, or of all.
-func (s *Switch) MeterStats(id uint32) ([]openflow.MeterStats, error) {
+func (s *Switch) MeterStats(id uint32) ([]rule.MeterStats, error) {
 	return s.meters.Stats(id), nil
 }
 
 // MeterFeatures describes the meter table.
-func (s *Switch) MeterFeatures() openflow.MeterFeatures { return s.meters.Features() }
+func (s *Switch) MeterFeatures() rule.MeterFeatures { return s.meters.Features() }
 
 // MeterExists reports whether meter id exists.
 func (s *Switch) MeterExists(id uint32) bool { return s.meters.Exists(id) }
@@ -106,11 +103,11 @@ func (s *Switch) removeWhereLocked(pred func(*entry) bool, reason uint8) {
 }
 
 // groupRefs lists the groups an entry's actions forward to.
-func groupRefs(in *openflow.Instructions) []uint32 {
+func groupRefs(in *rule.Instructions) []uint32 {
 	var ids []uint32
-	for _, as := range [][]openflow.Action{in.Apply, in.Write} {
+	for _, as := range [][]rule.Action{in.Apply, in.Write} {
 		for _, a := range as {
-			if a.Kind == openflow.ActGroup {
+			if a.Kind == rule.ActGroup {
 				ids = append(ids, a.ID)
 			}
 		}
@@ -121,31 +118,31 @@ func groupRefs(in *openflow.Instructions) []uint32 {
 // acquireRefsLocked counts a new entry's references to groups and meters,
 // or, when one is missing, counts none and returns OFPBAC_BAD_OUT_GROUP
 // or OFPMMFC_UNKNOWN_METER. Groups and meters change only under s.mu.
-func (s *Switch) acquireRefsLocked(in *openflow.Instructions) error {
+func (s *Switch) acquireRefsLocked(in *rule.Instructions) error {
 	gs := groupRefs(in)
 	for i, id := range gs {
 		if !s.groups.AddFlowRef(id) {
 			for _, got := range gs[:i] {
 				s.groups.ReleaseFlowRef(got)
 			}
-			return &openflow.Error{Type: ofp.ErrTypeBadAction, Code: ofp.ErrCodeBadActionOutGroup, Detail: fmt.Sprintf("group %d does not exist", id)}
+			return rule.Errorf(rule.DanglingGroup, "group %d does not exist", id)
 		}
 	}
-	if in.Has&openflow.HasMeter != 0 && !s.meters.AddFlowRef(in.Meter) {
+	if in.Has&rule.HasMeter != 0 && !s.meters.AddFlowRef(in.Meter) {
 		for _, got := range gs {
 			s.groups.ReleaseFlowRef(got)
 		}
-		return &openflow.Error{Type: ofp.ErrTypeMeterModFailed, Code: ofp.ErrCodeMeterModFailedUnknownMeter, Detail: fmt.Sprintf("meter %d does not exist", in.Meter)}
+		return rule.Errorf(rule.UnknownMeter, "meter %d does not exist", in.Meter)
 	}
 	return nil
 }
 
 // releaseRefs forgets the references acquireRefsLocked counted.
-func (s *Switch) releaseRefs(in *openflow.Instructions) {
+func (s *Switch) releaseRefs(in *rule.Instructions) {
 	for _, id := range groupRefs(in) {
 		s.groups.ReleaseFlowRef(id)
 	}
-	if in.Has&openflow.HasMeter != 0 {
+	if in.Has&rule.HasMeter != 0 {
 		s.meters.ReleaseFlowRef(in.Meter)
 	}
 }
@@ -235,16 +232,7 @@ func (w *worker) meter(p *pkt, id uint32) {
 		return
 	}
 	old := uint8(p.key.GetUint(flow.FieldIPDSCP))
-	if nd := openflow.RemarkDSCP(old, prec); nd != old && setField(p.data, flow.FieldIPDSCP, []byte{nd}) {
+	if nd := rule.RemarkDSCP(old, prec); nd != old && setField(p.data, flow.FieldIPDSCP, []byte{nd}) {
 		p.dirty = true
 	}
 }
-
-// The optional interfaces of the OpenFlow agent that the switch has.
-var (
-	_ openflow.GroupSwitch    = (*Switch)(nil)
-	_ openflow.MeterSwitch    = (*Switch)(nil)
-	_ openflow.PortModSwitch  = (*Switch)(nil)
-	_ openflow.TableModSwitch = (*Switch)(nil)
-	_ openflow.QueueSwitch    = (*Switch)(nil)
-)

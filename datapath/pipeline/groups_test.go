@@ -7,10 +7,9 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
-	"github.com/netrack/openflow/ofp"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // flowFrame builds an Ethernet/IPv4/UDP frame of one flow: source port
@@ -32,26 +31,26 @@ func flowFrame(t *testing.T, sport uint16, dscp uint8) []byte {
 	return append([]byte(nil), buf.Bytes()...)
 }
 
-func (r *rig) groupMod(t *testing.T, cmd openflow.GroupCommand, g openflow.Group) {
+func (r *rig) groupMod(t *testing.T, cmd rule.GroupCommand, g rule.Group) {
 	t.Helper()
-	if err := r.sw.GroupMod(&openflow.GroupMod{Command: cmd, Group: g}); err != nil {
+	if err := r.sw.GroupMod(&rule.GroupMod{Command: cmd, Group: g}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (r *rig) meterMod(t *testing.T, cmd openflow.MeterCommand, mc openflow.MeterConfig) {
+func (r *rig) meterMod(t *testing.T, cmd rule.MeterCommand, mc rule.MeterConfig) {
 	t.Helper()
-	if err := r.sw.MeterMod(&openflow.MeterMod{Command: cmd, MeterConfig: mc}); err != nil {
+	if err := r.sw.MeterMod(&rule.MeterMod{Command: cmd, MeterConfig: mc}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func bucket(weight uint16, as ...openflow.Action) openflow.Bucket {
-	return openflow.Bucket{Weight: weight, WatchPort: openflow.PortAny, WatchGroup: openflow.GroupAny, Actions: as}
+func bucket(weight uint16, as ...rule.Action) rule.Bucket {
+	return rule.Bucket{Weight: weight, WatchPort: rule.PortAny, WatchGroup: rule.GroupAny, Actions: as}
 }
 
-func toGroup(id uint32) openflow.Instructions {
-	return openflow.Instructions{Has: openflow.HasApplyActions, Apply: []openflow.Action{{Kind: openflow.ActGroup, ID: id}}}
+func toGroup(id uint32) rule.Instructions {
+	return rule.Instructions{Has: rule.HasApplyActions, Apply: []rule.Action{{Kind: rule.ActGroup, ID: id}}}
 }
 
 // counts sends frames in at port 1 and returns how many each port got.
@@ -68,11 +67,11 @@ func (r *rig) counts(t *testing.T, frames ...[]byte) []int {
 func TestGroupAllClonesToEveryBucket(t *testing.T) {
 	r := newRig(t, 3, FailSecure)
 	mac := []byte{2, 0, 0, 0, 0, 0x33}
-	r.groupMod(t, openflow.GroupAdd, openflow.Group{ID: 1, Type: openflow.GroupTypeAll, Buckets: []openflow.Bucket{
+	r.groupMod(t, rule.GroupAdd, rule.Group{ID: 1, Type: rule.GroupTypeAll, Buckets: []rule.Bucket{
 		bucket(0, output(2)),
-		bucket(0, openflow.Action{Kind: openflow.ActSetField, Field: flow.FieldEthDst, Value: mac}, output(3)),
+		bucket(0, rule.Action{Kind: rule.ActSetField, Field: flow.FieldEthDst, Value: mac}, output(3)),
 	}})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: toGroup(1)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: toGroup(1)})
 	r.sw.Process(1, [][]byte{flowFrame(t, 1000, 0)})
 	p2, p3 := r.devs[1].take(), r.devs[2].take()
 	if len(p2) != 1 || len(p3) != 1 {
@@ -90,10 +89,10 @@ func TestGroupAllClonesToEveryBucket(t *testing.T) {
 
 func TestGroupSelectWeightedAndSticky(t *testing.T) {
 	r := newRig(t, 3, FailSecure)
-	r.groupMod(t, openflow.GroupAdd, openflow.Group{ID: 2, Type: openflow.GroupTypeSelect, Buckets: []openflow.Bucket{
+	r.groupMod(t, rule.GroupAdd, rule.Group{ID: 2, Type: rule.GroupTypeSelect, Buckets: []rule.Bucket{
 		bucket(3, output(2)), bucket(1, output(3)),
 	}})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: toGroup(2)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: toGroup(2)})
 	var frames [][]byte
 	for i := range 2000 {
 		frames = append(frames, flowFrame(t, uint16(1024+i), 0))
@@ -118,11 +117,11 @@ func TestGroupSelectWeightedAndSticky(t *testing.T) {
 
 func TestGroupIndirectAndChained(t *testing.T) {
 	r := newRig(t, 3, FailSecure)
-	r.groupMod(t, openflow.GroupAdd, openflow.Group{ID: 5, Type: openflow.GroupTypeIndirect, Buckets: []openflow.Bucket{bucket(0, output(3))}})
-	r.groupMod(t, openflow.GroupAdd, openflow.Group{ID: 6, Type: openflow.GroupTypeAll, Buckets: []openflow.Bucket{
-		bucket(0, output(2)), bucket(0, openflow.Action{Kind: openflow.ActGroup, ID: 5}),
+	r.groupMod(t, rule.GroupAdd, rule.Group{ID: 5, Type: rule.GroupTypeIndirect, Buckets: []rule.Bucket{bucket(0, output(3))}})
+	r.groupMod(t, rule.GroupAdd, rule.Group{ID: 6, Type: rule.GroupTypeAll, Buckets: []rule.Bucket{
+		bucket(0, output(2)), bucket(0, rule.Action{Kind: rule.ActGroup, ID: 5}),
 	}})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: toGroup(6)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: toGroup(6)})
 	if n := r.counts(t, flowFrame(t, 1, 0)); n[1] != 1 || n[2] != 1 {
 		t.Fatalf("ports got %v, want one frame on 2 (group 6) and one on 3 (group 5)", n)
 	}
@@ -133,13 +132,13 @@ func TestGroupIndirectAndChained(t *testing.T) {
 
 func TestGroupFastFailover(t *testing.T) {
 	r := newRig(t, 3, FailSecure)
-	ff := func(port uint32) openflow.Bucket {
+	ff := func(port uint32) rule.Bucket {
 		b := bucket(0, output(port))
 		b.WatchPort = port
 		return b
 	}
-	r.groupMod(t, openflow.GroupAdd, openflow.Group{ID: 7, Type: openflow.GroupTypeFastFailover, Buckets: []openflow.Bucket{ff(2), ff(3)}})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: toGroup(7)})
+	r.groupMod(t, rule.GroupAdd, rule.Group{ID: 7, Type: rule.GroupTypeFastFailover, Buckets: []rule.Bucket{ff(2), ff(3)}})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: toGroup(7)})
 	if n := r.counts(t, flowFrame(t, 1, 0)); n[1] != 1 || n[2] != 0 {
 		t.Fatalf("both ports live: %v, want port 2", n)
 	}
@@ -148,7 +147,7 @@ func TestGroupFastFailover(t *testing.T) {
 		t.Fatalf("port 2 link down: %v, want port 3", n)
 	}
 	r.devs[1].down = false
-	if err := r.sw.PortMod(&openflow.PortMod{PortNo: 2, Config: openflow.PortConfigDown, Mask: openflow.PortConfigDown}); err != nil {
+	if err := r.sw.PortMod(&rule.PortMod{PortNo: 2, Config: rule.PortConfigDown, Mask: rule.PortConfigDown}); err != nil {
 		t.Fatal(err)
 	}
 	if n := r.counts(t, flowFrame(t, 1, 0)); n[1] != 0 || n[2] != 1 {
@@ -165,41 +164,41 @@ func TestGroupFastFailover(t *testing.T) {
 
 func TestGroupReferencesAndDelete(t *testing.T) {
 	r := newRig(t, 3, FailSecure)
-	err := r.sw.FlowMod(&openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: toGroup(9),
-		BufferID: openflow.NoBuffer, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny})
-	var oe *openflow.Error
-	if !errors.As(err, &oe) || oe.Type != ofp.ErrTypeBadAction || oe.Code != ofp.ErrCodeBadActionOutGroup {
+	err := r.sw.FlowMod(&rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: toGroup(9),
+		BufferID: rule.NoBuffer, OutPort: rule.PortAny, OutGroup: rule.GroupAny})
+	var oe *rule.Error
+	if !errors.As(err, &oe) || oe.Kind != rule.DanglingGroup {
 		t.Fatalf("flow to a missing group: %v, want OFPBAC_BAD_OUT_GROUP", err)
 	}
-	r.groupMod(t, openflow.GroupAdd, openflow.Group{ID: 9, Type: openflow.GroupTypeIndirect, Buckets: []openflow.Bucket{bucket(0, output(2))}})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Cookie: 3, Flags: openflow.FlagSendFlowRem,
+	r.groupMod(t, rule.GroupAdd, rule.Group{ID: 9, Type: rule.GroupTypeIndirect, Buckets: []rule.Bucket{bucket(0, output(2))}})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Cookie: 3, Flags: rule.FlagSendFlowRem,
 		Match: matchInPort(1), Instructions: toGroup(9)})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(2), Instructions: applyOut(1)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(2), Instructions: applyOut(1)})
 	if gs, _ := r.sw.GroupStats(9); gs[0].RefCount != 1 {
 		t.Fatalf("ref count %d, want 1", gs[0].RefCount)
 	}
-	r.groupMod(t, openflow.GroupDelete, openflow.Group{ID: 9})
+	r.groupMod(t, rule.GroupDelete, rule.Group{ID: 9})
 	if n := r.counts(t, flowFrame(t, 1, 0)); n[1] != 0 {
 		t.Fatalf("frames still forwarded after the group was deleted: %v", n)
 	}
-	fs, _ := r.sw.FlowStats(&openflow.FlowStatsRequest{TableID: openflow.TableAll, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny})
+	fs, _ := r.sw.FlowStats(&rule.FlowStatsRequest{TableID: rule.TableAll, OutPort: rule.PortAny, OutGroup: rule.GroupAny})
 	m2 := matchInPort(2)
-	if len(fs) != 1 || fs[0].Match.Match.String() != m2.Match.String() {
+	if len(fs) != 1 || fs[0].Match.String() != m2.String() {
 		t.Fatalf("flows left %+v, want only the in_port=2 one", fs)
 	}
-	if len(r.ctrl.removed) != 1 || r.ctrl.removed[0].Reason != openflow.RemovedGroupDelete || r.ctrl.removed[0].Cookie != 3 {
+	if len(r.ctrl.removed) != 1 || r.ctrl.removed[0].Reason != rule.RemovedGroupDelete || r.ctrl.removed[0].Cookie != 3 {
 		t.Fatalf("flow removed %+v, want one with reason GROUP_DELETE", r.ctrl.removed)
 	}
 }
 
-func pktpsMeter(id, rate, burst uint32, band openflow.BandType, prec uint8) openflow.MeterConfig {
-	return openflow.MeterConfig{ID: id, Flags: openflow.MeterPktps | openflow.MeterBurst | openflow.MeterStatsFlag,
-		Bands: []openflow.MeterBand{{Type: band, Rate: rate, BurstSize: burst, PrecLevel: prec}}}
+func pktpsMeter(id, rate, burst uint32, band rule.BandType, prec uint8) rule.MeterConfig {
+	return rule.MeterConfig{ID: id, Flags: rule.MeterPktps | rule.MeterBurst | rule.MeterStatsFlag,
+		Bands: []rule.MeterBand{{Type: band, Rate: rate, BurstSize: burst, PrecLevel: prec}}}
 }
 
-func meteredOut(meter, port uint32) openflow.Instructions {
+func meteredOut(meter, port uint32) rule.Instructions {
 	in := applyOut(port)
-	in.Has |= openflow.HasMeter
+	in.Has |= rule.HasMeter
 	in.Meter = meter
 	return in
 }
@@ -214,8 +213,8 @@ func burst(t *testing.T, n int, dscp uint8) [][]byte {
 
 func TestMeterDropPktps(t *testing.T) {
 	r := newRig(t, 2, FailSecure)
-	r.meterMod(t, openflow.MeterAdd, pktpsMeter(1, 10, 5, openflow.BandDrop, 0))
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: meteredOut(1, 2)})
+	r.meterMod(t, rule.MeterAdd, pktpsMeter(1, 10, 5, rule.BandDrop, 0))
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: meteredOut(1, 2)})
 	n := r.counts(t, burst(t, 50, 0)...) // one batch: one instant
 	if n[1] != 5 {
 		t.Fatalf("%d of 50 frames passed a 10 pkt/s meter with a burst of 5, want 5", n[1])
@@ -233,9 +232,9 @@ func TestMeterDropKbps(t *testing.T) {
 	r := newRig(t, 2, FailSecure)
 	frame := flowFrame(t, 1, 0)
 	// 8 kb/s with a burst of 8 kbit: 1000 bytes pass at once.
-	r.meterMod(t, openflow.MeterAdd, openflow.MeterConfig{ID: 2, Flags: openflow.MeterKbps | openflow.MeterBurst,
-		Bands: []openflow.MeterBand{{Type: openflow.BandDrop, Rate: 8, BurstSize: 8}}})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: meteredOut(2, 2)})
+	r.meterMod(t, rule.MeterAdd, rule.MeterConfig{ID: 2, Flags: rule.MeterKbps | rule.MeterBurst,
+		Bands: []rule.MeterBand{{Type: rule.BandDrop, Rate: 8, BurstSize: 8}}})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: meteredOut(2, 2)})
 	n := r.counts(t, burst(t, 100, 0)...)
 	if want := 1000 / len(frame); n[1] != want {
 		t.Fatalf("%d frames of %d bytes passed a 1000-byte burst, want %d", n[1], len(frame), want)
@@ -244,8 +243,8 @@ func TestMeterDropKbps(t *testing.T) {
 
 func TestMeterDSCPRemark(t *testing.T) {
 	r := newRig(t, 2, FailSecure)
-	r.meterMod(t, openflow.MeterAdd, pktpsMeter(3, 1, 1, openflow.BandDSCPRemark, 1))
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: meteredOut(3, 2)})
+	r.meterMod(t, rule.MeterAdd, pktpsMeter(3, 1, 1, rule.BandDSCPRemark, 1))
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: meteredOut(3, 2)})
 	const af11, af12 = 10, 12
 	r.sw.Process(1, burst(t, 3, af11))
 	got := r.devs[1].take()
@@ -277,18 +276,18 @@ func TestMeterDSCPRemark(t *testing.T) {
 
 func TestMeterReferencesAndDelete(t *testing.T) {
 	r := newRig(t, 2, FailSecure)
-	err := r.sw.FlowMod(&openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: meteredOut(4, 2),
-		BufferID: openflow.NoBuffer, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny})
-	var oe *openflow.Error
-	if !errors.As(err, &oe) || oe.Code != ofp.ErrCodeMeterModFailedUnknownMeter {
+	err := r.sw.FlowMod(&rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: meteredOut(4, 2),
+		BufferID: rule.NoBuffer, OutPort: rule.PortAny, OutGroup: rule.GroupAny})
+	var oe *rule.Error
+	if !errors.As(err, &oe) || oe.Kind != rule.UnknownMeter {
 		t.Fatalf("flow with a missing meter: %v, want OFPMMFC_UNKNOWN_METER", err)
 	}
-	r.meterMod(t, openflow.MeterAdd, pktpsMeter(4, 1000, 100, openflow.BandDrop, 0))
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: meteredOut(4, 2)})
+	r.meterMod(t, rule.MeterAdd, pktpsMeter(4, 1000, 100, rule.BandDrop, 0))
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: meteredOut(4, 2)})
 	if n := r.counts(t, flowFrame(t, 1, 0)); n[1] != 1 {
 		t.Fatalf("metered flow: %v", n)
 	}
-	r.meterMod(t, openflow.MeterDelete, openflow.MeterConfig{ID: openflow.MeterAll})
+	r.meterMod(t, rule.MeterDelete, rule.MeterConfig{ID: rule.MeterAll})
 	if fs := r.sw.Flows(); len(fs) != 0 {
 		t.Fatalf("flows left after the meter was deleted: %+v", fs)
 	}
@@ -296,47 +295,47 @@ func TestMeterReferencesAndDelete(t *testing.T) {
 
 func TestPortModHonoured(t *testing.T) {
 	r := newRig(t, 3, FailSecure)
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(3), Instructions: applyOut(openflow.PortController)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(3), Instructions: applyOut(rule.PortController)})
 	mod := func(port, config, mask uint32) {
 		t.Helper()
-		if err := r.sw.PortMod(&openflow.PortMod{PortNo: port, Config: config, Mask: mask}); err != nil {
+		if err := r.sw.PortMod(&rule.PortMod{PortNo: port, Config: config, Mask: mask}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mod(2, openflow.PortConfigNoFwd, openflow.PortConfigNoFwd)
+	mod(2, rule.PortConfigNoFwd, rule.PortConfigNoFwd)
 	if n := r.counts(t, flowFrame(t, 1, 0)); n[1] != 0 {
 		t.Fatalf("no_fwd port 2 got %d frames", n[1])
 	}
-	if len(r.ctrl.status) != 1 || r.ctrl.status[0].Reason != openflow.PortModified ||
-		r.ctrl.status[0].Port.Config&openflow.PortConfigNoFwd == 0 {
+	if len(r.ctrl.status) != 1 || r.ctrl.status[0].Reason != rule.PortModified ||
+		r.ctrl.status[0].Port.Config&rule.PortConfigNoFwd == 0 {
 		t.Fatalf("port status after PORT_MOD: %+v", r.ctrl.status)
 	}
-	mod(2, 0, openflow.PortConfigNoFwd)
+	mod(2, 0, rule.PortConfigNoFwd)
 	if n := r.counts(t, flowFrame(t, 1, 0)); n[1] != 1 {
 		t.Fatalf("port 2 after no_fwd was cleared got %d frames, want 1", n[1])
 	}
-	mod(1, openflow.PortConfigNoRecv, openflow.PortConfigNoRecv)
+	mod(1, rule.PortConfigNoRecv, rule.PortConfigNoRecv)
 	if n := r.counts(t, flowFrame(t, 1, 0)); n[1] != 0 {
 		t.Fatalf("frames received on a no_recv port were forwarded: %v", n)
 	}
-	mod(3, openflow.PortConfigNoPacketIn, openflow.PortConfigNoPacketIn)
+	mod(3, rule.PortConfigNoPacketIn, rule.PortConfigNoPacketIn)
 	r.sw.Process(3, [][]byte{flowFrame(t, 1, 0)})
 	if len(r.ctrl.pins) != 0 {
 		t.Fatalf("packet-in from a no_packet_in port")
 	}
-	mod(3, 0, openflow.PortConfigNoPacketIn)
+	mod(3, 0, rule.PortConfigNoPacketIn)
 	r.sw.Process(3, [][]byte{flowFrame(t, 1, 0)})
 	if len(r.ctrl.pins) != 1 {
 		t.Fatalf("%d packet-ins after no_packet_in was cleared, want 1", len(r.ctrl.pins))
 	}
-	if q, err := r.sw.Queues(openflow.PortAny); err != nil || len(q) != 0 {
+	if q, err := r.sw.Queues(rule.PortAny); err != nil || len(q) != 0 {
 		t.Errorf("queues: %v, %v; want none", q, err)
 	}
 	if _, err := r.sw.Queues(42); err == nil {
 		t.Error("queues of a missing port: no error")
 	}
-	if err := r.sw.TableMod(&openflow.TableMod{TableID: 0}); err != nil {
+	if err := r.sw.TableMod(&rule.TableMod{TableID: 0}); err != nil {
 		t.Error(err)
 	}
 }

@@ -3,7 +3,7 @@ package pipeline
 import (
 	"testing"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // The LOCAL port: output:LOCAL reaches it, its frames match in_port
@@ -12,24 +12,24 @@ import (
 func TestLocalPort(t *testing.T) {
 	r := newRig(t, 2, FailSecure)
 	local := &fakeDev{name: "br0"}
-	if err := r.sw.AddPort(openflow.PortLocal, local); err != nil {
+	if err := r.sw.AddPort(rule.PortLocal, local); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.sw.AddPort(openflow.PortLocal, &fakeDev{name: "br1"}); err == nil {
+	if err := r.sw.AddPort(rule.PortLocal, &fakeDev{name: "br1"}); err == nil {
 		t.Error("a second LOCAL port was accepted")
 	}
-	if err := r.sw.AddPort(openflow.PortController, &fakeDev{name: "c"}); err == nil {
+	if err := r.sw.AddPort(rule.PortController, &fakeDev{name: "c"}); err == nil {
 		t.Error("port CONTROLLER was accepted as a port number")
 	}
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: applyOut(openflow.PortLocal)})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: matchInPort(openflow.PortLocal), Instructions: applyOut(2)})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: matchInPort(2), Instructions: applyOut(openflow.PortAll)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: applyOut(rule.PortLocal)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(rule.PortLocal), Instructions: applyOut(2)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(2), Instructions: applyOut(rule.PortAll)})
 	in := udpFrame(t, "10.0.0.1", "10.0.0.2")
 	r.sw.Process(1, [][]byte{append([]byte(nil), in...)})
 	if out := local.take(); len(out) != 1 {
 		t.Fatalf("output:LOCAL: the LOCAL port got %d frames, want 1", len(out))
 	}
-	r.sw.Process(openflow.PortLocal, [][]byte{append([]byte(nil), in...)})
+	r.sw.Process(rule.PortLocal, [][]byte{append([]byte(nil), in...)})
 	if out := r.devs[1].take(); len(out) != 1 {
 		t.Fatalf("in_port=LOCAL: port 2 got %d frames, want 1", len(out))
 	}
@@ -38,13 +38,13 @@ func TestLocalPort(t *testing.T) {
 		t.Fatalf("output:ALL from port 2: port 1 %d, LOCAL %d, port 2 %d frames; want 1, 1, 0", a, l, b)
 	}
 	ports := r.sw.Ports()
-	if last := ports[len(ports)-1]; len(ports) != 3 || last.No != openflow.PortLocal || last.Name != "br0" {
+	if last := ports[len(ports)-1]; len(ports) != 3 || last.No != rule.PortLocal || last.Name != "br0" {
 		t.Fatalf("port description %+v, want ports 1, 2 and LOCAL (br0) last", ports)
 	}
-	if st, err := r.sw.PortStats(openflow.PortLocal); err != nil || len(st) != 1 {
+	if st, err := r.sw.PortStats(rule.PortLocal); err != nil || len(st) != 1 {
 		t.Fatalf("port stats of LOCAL: %v, %v", st, err)
 	}
-	if err := r.sw.PortMod(&openflow.PortMod{PortNo: openflow.PortLocal, Config: openflow.PortConfigNoFwd, Mask: openflow.PortConfigNoFwd}); err != nil {
+	if err := r.sw.PortMod(&rule.PortMod{PortNo: rule.PortLocal, Config: rule.PortConfigNoFwd, Mask: rule.PortConfigNoFwd}); err != nil {
 		t.Fatal(err)
 	}
 	r.sw.Process(1, [][]byte{append([]byte(nil), in...)})

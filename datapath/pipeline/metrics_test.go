@@ -4,12 +4,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 func TestWriteMetrics(t *testing.T) {
 	r := newRig(t, 2, FailSecure)
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
 	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "10.0.0.2")})
 	r.sw.Process(2, [][]byte{udpFrame(t, "10.0.0.2", "10.0.0.1"), udpFrame(t, "10.0.0.2", "10.0.0.1")})
 	var b strings.Builder

@@ -8,8 +8,8 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // serialize builds a frame from gopacket layers with lengths and checksums
@@ -177,16 +177,16 @@ func TestSetFieldMPLS(t *testing.T) {
 // popped frame.
 func TestPopMPLSReparsedForNextTable(t *testing.T) {
 	r := newRig(t, 3, FailSecure)
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: openflow.Instructions{
-		Has: openflow.HasApplyActions | openflow.HasGotoTable, GotoTable: 1,
-		Apply: []openflow.Action{{Kind: openflow.ActPopMPLS, EthType: etherIPv4}}}})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: rule.Instructions{
+		Has: rule.HasApplyActions | rule.HasGotoTable, GotoTable: 1,
+		Apply: []rule.Action{{Kind: rule.ActPopMPLS, EthType: etherIPv4}}}})
 	var m flow.Match
 	m.SetEthType(etherIPv4)
 	if err := m.SetIPv4Dst(0xc0a81414, 32); err != nil {
 		t.Fatal(err)
 	}
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, TableID: 1, Priority: 1, Match: openflow.Match{Match: m}, Instructions: openflow.Instructions{
-		Has: openflow.HasApplyActions, Apply: []openflow.Action{{Kind: openflow.ActDecNwTTL}, output(2)}}})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, TableID: 1, Priority: 1, Match: m, Instructions: rule.Instructions{
+		Has: rule.HasApplyActions, Apply: []rule.Action{{Kind: rule.ActDecNwTTL}, output(2)}}})
 	r.sw.Process(1, [][]byte{mplsIPv4(t, 64, lse(100, 3, true, 64))})
 	out := r.devs[1].take()
 	if len(out) != 1 {
@@ -199,8 +199,8 @@ func TestPopMPLSReparsedForNextTable(t *testing.T) {
 // as the tool's (and gopacket's) expected frames are.
 func TestPopMPLSShortFramePadded(t *testing.T) {
 	r := newRig(t, 2, FailSecure)
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: openflow.Instructions{
-		Has: openflow.HasApplyActions, Apply: []openflow.Action{{Kind: openflow.ActPopMPLS, EthType: etherIPv4}, output(2)}}})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: rule.Instructions{
+		Has: rule.HasApplyActions, Apply: []rule.Action{{Kind: rule.ActPopMPLS, EthType: etherIPv4}, output(2)}}})
 	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolICMPv4, SrcIP: net.IP{10, 0, 0, 1}, DstIP: net.IP{10, 0, 0, 2}}
 	icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(8, 0)}
 	in := serialize(t, testEth(layers.EthernetTypeMPLSUnicast), lse(100, 3, true, 64), ip, icmp, gopacket.Payload("01234567"))
@@ -220,11 +220,11 @@ func TestPopMPLSShortFramePadded(t *testing.T) {
 // back to 60; a short frame as received is sent up unpadded.
 func TestPacketInPadsOnlyShortenedFrames(t *testing.T) {
 	r := newRig(t, 2, FailSecure)
-	ctl := output(openflow.PortController)
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 2, Match: matchInPort(1), Instructions: openflow.Instructions{
-		Has: openflow.HasApplyActions, Apply: []openflow.Action{{Kind: openflow.ActPopMPLS, EthType: etherIPv4}, ctl}}})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 2, Match: matchInPort(2), Instructions: openflow.Instructions{
-		Has: openflow.HasApplyActions, Apply: []openflow.Action{ctl}}})
+	ctl := output(rule.PortController)
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 2, Match: matchInPort(1), Instructions: rule.Instructions{
+		Has: rule.HasApplyActions, Apply: []rule.Action{{Kind: rule.ActPopMPLS, EthType: etherIPv4}, ctl}}})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 2, Match: matchInPort(2), Instructions: rule.Instructions{
+		Has: rule.HasApplyActions, Apply: []rule.Action{ctl}}})
 	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolICMPv4, SrcIP: net.IP{10, 0, 0, 1}, DstIP: net.IP{10, 0, 0, 2}}
 	icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(8, 0)}
 	in := serialize(t, testEth(layers.EthernetTypeMPLSUnicast), lse(100, 3, true, 64), ip, icmp, gopacket.Payload("01234567"))
@@ -248,15 +248,15 @@ func TestPacketInPadsOnlyShortenedFrames(t *testing.T) {
 func TestDecTTLInvalidPacketIn(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		dec  openflow.ActionKind
+		dec  rule.ActionKind
 		in   []byte
 	}{
-		{"dec_nw_ttl", openflow.ActDecNwTTL, mplsIPv4(t, 1)},
-		{"dec_mpls_ttl", openflow.ActDecMPLSTTL, mplsIPv4(t, 64, lse(100, 3, true, 1))},
+		{"dec_nw_ttl", rule.ActDecNwTTL, mplsIPv4(t, 1)},
+		{"dec_mpls_ttl", rule.ActDecMPLSTTL, mplsIPv4(t, 64, lse(100, 3, true, 1))},
 	} {
 		r := newRig(t, 2, FailSecure)
-		r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, TableID: 0, Priority: 1, Cookie: 0x77, Match: matchInPort(1),
-			Instructions: openflow.Instructions{Has: openflow.HasApplyActions, Apply: []openflow.Action{{Kind: c.dec}, output(2)}}})
+		r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, TableID: 0, Priority: 1, Cookie: 0x77, Match: matchInPort(1),
+			Instructions: rule.Instructions{Has: rule.HasApplyActions, Apply: []rule.Action{{Kind: c.dec}, output(2)}}})
 		r.sw.Process(1, [][]byte{append([]byte(nil), c.in...)})
 		if out := r.devs[1].take(); len(out) != 0 {
 			t.Errorf("%s: port 2 got %d frames, want none", c.name, len(out))
@@ -268,14 +268,14 @@ func TestDecTTLInvalidPacketIn(t *testing.T) {
 			t.Fatalf("%s: %d packet-ins, want 1", c.name, len(pins))
 		}
 		pi := pins[0]
-		if in, _ := pi.Match.GetUint(flow.FieldInPort); pi.Reason != openflow.ReasonInvalidTTL || pi.Cookie != 0x77 || in != 1 {
+		if in, _ := pi.Match.GetUint(flow.FieldInPort); pi.Reason != rule.ReasonInvalidTTL || pi.Cookie != 0x77 || in != 1 {
 			t.Errorf("%s: packet-in reason %d cookie %#x in_port %d, want INVALID_TTL, 0x77, 1", c.name, pi.Reason, pi.Cookie, in)
 		}
 		eq(t, c.name+" packet-in data", pi.Data, c.in)
 	}
 	r := newRig(t, 2, FailSecure)
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: matchInPort(1),
-		Instructions: openflow.Instructions{Has: openflow.HasApplyActions, Apply: []openflow.Action{{Kind: openflow.ActDecNwTTL}, output(2)}}})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(1),
+		Instructions: rule.Instructions{Has: rule.HasApplyActions, Apply: []rule.Action{{Kind: rule.ActDecNwTTL}, output(2)}}})
 	r.sw.Process(1, [][]byte{mplsIPv4(t, 2)})
 	if out := r.devs[1].take(); len(out) != 1 || len(r.ctrl.pins) != 0 {
 		t.Fatalf("TTL 2: %d frames out, %d packet-ins; want 1 and 0", len(out), len(r.ctrl.pins))

@@ -2,14 +2,11 @@ package pipeline
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"time"
 
-	"github.com/netrack/openflow/ofp"
-
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // swPort is one port of the switch: its device and the counters the
@@ -36,9 +33,9 @@ const (
 )
 
 // desc describes the port as ofp_port.
-func (p *swPort) desc() openflow.Port {
+func (p *swPort) desc() rule.Port {
 	l := p.dev.Link()
-	op := openflow.Port{No: p.no, Name: l.Name, Curr: feature10GbFD | featureCopper, CurrSpeed: speed10G, MaxSpeed: speed10G}
+	op := rule.Port{No: p.no, Name: l.Name, Curr: feature10GbFD | featureCopper, CurrSpeed: speed10G, MaxSpeed: speed10G}
 	copy(op.HWAddr[:], l.MAC)
 	op.Config = p.config.Load()
 	if !l.AdminUp {
@@ -59,8 +56,8 @@ func (p *swPort) up() bool {
 }
 
 // Ports describes the ports (OFPMP_PORT_DESC), ascending.
-func (s *Switch) Ports() []openflow.Port {
-	out := make([]openflow.Port, len(s.portList))
+func (s *Switch) Ports() []rule.Port {
+	out := make([]rule.Port, len(s.portList))
 	for i, p := range s.portList {
 		out[i] = p.desc()
 	}
@@ -71,23 +68,23 @@ func (s *Switch) Ports() []openflow.Port {
 // PortAny: the device's receive and transmit counters, the frames the
 // switch dropped (rx_dropped: malformed, table miss, no route; tx_dropped:
 // refused by the device) and the kernel's ring drops (rx_over_err).
-func (s *Switch) PortStats(no uint32) ([]openflow.PortStats, error) {
-	var out []openflow.PortStats
+func (s *Switch) PortStats(no uint32) ([]rule.PortStats, error) {
+	var out []rule.PortStats
 	for _, p := range s.portList {
-		if no == openflow.PortAny || no == p.no {
+		if no == rule.PortAny || no == p.no {
 			out = append(out, p.stats())
 		}
 	}
 	if len(out) == 0 {
-		return nil, &openflow.Error{Type: ofp.ErrTypeBadRequest, Code: ofp.ErrCodeBadRequestBadPort, Detail: fmt.Sprintf("no port %d", no)}
+		return nil, rule.Errorf(rule.NoSuchPort, "no port %d", no)
 	}
 	return out, nil
 }
 
-func (p *swPort) stats() openflow.PortStats {
+func (p *swPort) stats() rule.PortStats {
 	st, _ := p.dev.Stats() // a closed device still reports its counters
 	d := time.Since(p.added)
-	return openflow.PortStats{
+	return rule.PortStats{
 		PortNo: p.no, RxPackets: st.RxPackets, TxPackets: st.TxPackets, RxBytes: st.RxBytes, TxBytes: st.TxBytes,
 		RxDropped: p.rxDropped.Load(), TxDropped: p.txDropped.Load() + st.TxErrors,
 		RxErrors: st.RxErrors, TxErrors: st.TxErrors, RxOverErr: st.RingDrops,
@@ -112,12 +109,12 @@ func (s *Switch) WatchPort(ctx context.Context, no uint32, events <-chan afpacke
 				return
 			}
 			s.log.Info("port state", "port", no, "link", l.String())
-			reason := uint8(openflow.PortModified)
+			reason := uint8(rule.PortModified)
 			if l.Deleted {
-				reason = openflow.PortDeleted
+				reason = rule.PortDeleted
 			}
 			if c := s.controller(); c != nil {
-				c.PortStatus(&openflow.PortStatus{Reason: reason, Port: p.desc()})
+				c.PortStatus(&rule.PortStatus{Reason: reason, Port: p.desc()})
 			}
 		}
 	}

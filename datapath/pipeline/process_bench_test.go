@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // countDev is a Device that counts what it is given and keeps nothing;
@@ -45,9 +45,9 @@ func BenchmarkProcess(b *testing.B) {
 				if err := m.SetIPv4Dst(0x0a800000+uint32(i), 32); err != nil {
 					b.Fatal(err)
 				}
-				r.flowMod(b, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 200, Match: openflow.Match{Match: m}})
+				r.flowMod(b, &rule.FlowMod{Command: rule.FlowAdd, Priority: 200, Match: m})
 			}
-			r.flowMod(b, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 100, Match: matchInPort(1), Instructions: applyOut(2)})
+			r.flowMod(b, &rule.FlowMod{Command: rule.FlowAdd, Priority: 100, Match: matchInPort(1), Instructions: applyOut(2)})
 			const batch = 128
 			frames := make([][]byte, batch)
 			for i := range frames {

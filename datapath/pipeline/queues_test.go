@@ -5,8 +5,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // TestProcessConcurrentOnePort runs batches of one input port on several
@@ -17,9 +17,9 @@ import (
 func TestProcessConcurrentOnePort(t *testing.T) {
 	const queues, rounds, batch = 4, 50, 32
 	r := newRig(t, 3, FailSecure)
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(3), Instructions: openflow.Instructions{}}) // drop
-	base := make([][][]byte, queues)                                                                                                       // each goroutine's flows
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(3), Instructions: rule.Instructions{}}) // drop
+	base := make([][][]byte, queues)                                                                                           // each goroutine's flows
 	for q := range base {
 		for i := range batch {
 			base[q] = append(base[q], flowFrame(t, uint16(1000+q*batch+i), 0))
@@ -45,7 +45,7 @@ func TestProcessConcurrentOnePort(t *testing.T) {
 	if got := len(r.devs[1].take()); got != want {
 		t.Fatalf("port 2 got %d frames, want %d", got, want)
 	}
-	fs, err := r.sw.FlowStats(&openflow.FlowStatsRequest{TableID: openflow.TableAll, OutPort: 2, OutGroup: openflow.GroupAny})
+	fs, err := r.sw.FlowStats(&rule.FlowStatsRequest{TableID: rule.TableAll, OutPort: 2, OutGroup: rule.GroupAny})
 	if err != nil || len(fs) != 1 || fs[0].Packets != uint64(want) {
 		t.Fatalf("flow stats %+v, %v: want %d packets", fs, err, want)
 	}

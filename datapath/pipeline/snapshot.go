@@ -4,18 +4,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/datapath/packet"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // PortInfo is a port's description and counters, for the control socket
 // and metrics.
 type PortInfo struct {
-	Desc  openflow.Port
+	Desc  rule.Port
 	Up    bool
-	Stats openflow.PortStats
+	Stats rule.PortStats
 	// RxQueues is the number of receive queues the device reads the port
 	// with (afpacket's Config.Queues; 1 for a device without queues), and
 	// RxQueuePackets the frames each has received (their sum is
@@ -53,7 +53,7 @@ type TableInfo struct {
 	Lookups uint64
 	Matched uint64
 	// Search says how lookups are answered now: "lpm" for an LPM-shaped
-	// table (lpmshape.go), else the classifier's algorithm (tuple, ...).
+	// table (tables/lpmshape), else the classifier's algorithm (tuple, ...).
 	Search string
 	LPM    LPMInfo
 	Flow   flow.Stats
@@ -110,7 +110,7 @@ func (s *Switch) TableInfos() []TableInfo {
 		out[i] = TableInfo{ID: t.id, Active: t.ft.Len(), Lookups: t.lookups.Load(), Matched: t.matched.Load(), Flow: t.ft.Stats(),
 			Search: t.ft.Config().Algo.String()}
 		if t.lpm != nil {
-			out[i].Search, out[i].LPM = t.lpm.search(t.ft.Config().Algo), t.lpm.info()
+			out[i].Search, out[i].LPM = t.lpm.Search(t.ft.Config().Algo), t.lpm.Info()
 		}
 	}
 	return out
@@ -128,7 +128,7 @@ func (s *Switch) Flows() []FlowInfo {
 				continue
 			}
 			out = append(out, FlowInfo{
-				Table: t.id, Priority: e.fm.Priority, Cookie: e.fm.Cookie, Match: e.fm.Match.Match.String(),
+				Table: t.id, Priority: e.fm.Priority, Cookie: e.fm.Cookie, Match: e.fm.Match.String(),
 				Instructions: FormatInstructions(&e.fm.Instructions), IdleTimeout: e.fm.IdleTimeout,
 				HardTimeout: e.fm.HardTimeout, Flags: uint16(e.fm.Flags), Packets: e.packets.Load(),
 				Bytes: e.bytes.Load(), Duration: now.Sub(e.added),
@@ -192,8 +192,8 @@ type BandInfo struct {
 
 // Groups describes every group, ascending by id.
 func (s *Switch) Groups() []GroupInfo {
-	stats := map[uint32]openflow.GroupStats{}
-	for _, gs := range s.groups.Stats(openflow.GroupAll) {
+	stats := map[uint32]rule.GroupStats{}
+	for _, gs := range s.groups.Stats(rule.GroupAll) {
 		stats[gs.ID] = gs
 	}
 	descs := s.groups.Desc()
@@ -216,11 +216,11 @@ func (s *Switch) Groups() []GroupInfo {
 
 // Meters describes every meter, ascending by id.
 func (s *Switch) Meters() []MeterInfo {
-	stats := map[uint32]openflow.MeterStats{}
-	for _, ms := range s.meters.Stats(openflow.MeterAll) {
+	stats := map[uint32]rule.MeterStats{}
+	for _, ms := range s.meters.Stats(rule.MeterAll) {
 		stats[ms.ID] = ms
 	}
-	cfgs := s.meters.Config(openflow.MeterAll)
+	cfgs := s.meters.Config(rule.MeterAll)
 	out := make([]MeterInfo, 0, len(cfgs))
 	for _, mc := range cfgs {
 		st := stats[mc.ID]
@@ -228,7 +228,7 @@ func (s *Switch) Meters() []MeterInfo {
 			Duration: time.Duration(st.DurationSec)*time.Second + time.Duration(st.DurationNsec)}
 		for i, b := range mc.Bands {
 			bi := BandInfo{Type: "drop", Rate: b.Rate, BurstSize: b.BurstSize, PrecLevel: b.PrecLevel}
-			if b.Type == openflow.BandDSCPRemark {
+			if b.Type == rule.BandDSCPRemark {
 				bi.Type = "dscp_remark"
 			}
 			if i < len(st.Bands) {
@@ -241,12 +241,12 @@ func (s *Switch) Meters() []MeterInfo {
 	return out
 }
 
-func meterFlags(f openflow.MeterFlags) string {
+func meterFlags(f rule.MeterFlags) string {
 	var parts []string
 	for _, x := range []struct {
-		bit  openflow.MeterFlags
+		bit  rule.MeterFlags
 		name string
-	}{{openflow.MeterKbps, "kbps"}, {openflow.MeterPktps, "pktps"}, {openflow.MeterBurst, "burst"}, {openflow.MeterStatsFlag, "stats"}} {
+	}{{rule.MeterKbps, "kbps"}, {rule.MeterPktps, "pktps"}, {rule.MeterBurst, "burst"}, {rule.MeterStatsFlag, "stats"}} {
 		if f&x.bit != 0 {
 			parts = append(parts, x.name)
 		}

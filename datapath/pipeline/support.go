@@ -1,12 +1,8 @@
 package pipeline
 
 import (
-	"fmt"
-
-	"github.com/netrack/openflow/ofp"
-
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // settable is the set of fields set_field can write: header fields that
@@ -29,24 +25,23 @@ var settable = map[flow.Field]bool{
 // cannot write (eth_type) gets
 // OFPBAC_BAD_SET_TYPE; every other action kind the codec decodes is
 // executed.
-func checkActions(as []openflow.Action) error {
+func checkActions(as []rule.Action) error {
 	for i := range as {
-		if a := &as[i]; a.Kind == openflow.ActSetField && !settable[a.Field] {
-			return &openflow.Error{Type: ofp.ErrTypeBadAction, Code: ofp.ErrCodeBadActionSetType,
-				Detail: fmt.Sprintf("set_field %s is not supported by this datapath", a.Field)}
+		if a := &as[i]; a.Kind == rule.ActSetField && !settable[a.Field] {
+			return rule.Errorf(rule.BadSetField, "set_field %s is not supported by this datapath", a.Field)
 		}
 	}
 	return nil
 }
 
-func checkInstructionActions(in *openflow.Instructions) error {
+func checkInstructionActions(in *rule.Instructions) error {
 	if err := checkActions(in.Apply); err != nil {
 		return err
 	}
 	return checkActions(in.Write)
 }
 
-func checkBuckets(g *openflow.Group) error {
+func checkBuckets(g *rule.Group) error {
 	for i := range g.Buckets {
 		if err := checkActions(g.Buckets[i].Actions); err != nil {
 			return err
@@ -57,7 +52,7 @@ func checkBuckets(g *openflow.Group) error {
 
 // setPipelineField runs set_field on metadata or tunnel_id, which live in
 // the key and not in the frame; it reports whether a.Field is one.
-func setPipelineField(p *pkt, a *openflow.Action) bool {
+func setPipelineField(p *pkt, a *rule.Action) bool {
 	if a.Field != flow.FieldMetadata && a.Field != flow.FieldTunnelID {
 		return false
 	}

@@ -9,12 +9,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/datapath/packet"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/bubble"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/lpmshape"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // Classifier is what the switch needs of a lookup backend: gpu.Engine (and
@@ -44,13 +45,14 @@ type Router interface {
 }
 
 // Controller receives the asynchronous messages and says whether any
-// controller is connected: *openflow.Agent has these methods. Controllers
-// counts the connections to the controllers the agent dialled (they decide
-// the fail mode); Connections every session, passive ones too.
+// controller is connected: controlproto/openflow's *Agent has these
+// methods. Controllers counts the connections to the controllers the
+// agent dialled (they decide the fail mode); Connections every session,
+// passive ones too.
 type Controller interface {
-	PacketIn(pi *openflow.PacketIn) int
-	FlowRemoved(fr *openflow.FlowRemoved) int
-	PortStatus(ps *openflow.PortStatus) int
+	PacketIn(pi *rule.PacketIn) int
+	FlowRemoved(fr *rule.FlowRemoved) int
+	PortStatus(ps *rule.PortStatus) int
 	Connections() int
 	Controllers() int
 }
@@ -106,15 +108,21 @@ type Config struct {
 	// Router, if set, takes the frames received on its router ports (see
 	// the package documentation, "Router ports").
 	Router Router
-	Logger *slog.Logger
+	// LPMIDBase is the first gpu.TableID of the LPM images of LPM-shaped
+	// flow tables (tables/lpmshape: flow table t's group slot s is at
+	// LPMIDBase | t<<16 | s); default lpmshape.DefaultIDBase (1<<24), above
+	// the flow tables' ids 0..253 and datapath/l3's route tables at 1<<20.
+	// The daemon's allocator of engine table ids sets it.
+	LPMIDBase gpu.TableID
+	Logger    *slog.Logger
 }
 
 func (c *Config) normalize() error {
 	if c.Tables == 0 {
 		c.Tables = 4
 	}
-	if c.Tables < 1 || c.Tables > int(openflow.TableMax) {
-		return fmt.Errorf("pipeline: %d tables: want 1..%d", c.Tables, openflow.TableMax)
+	if c.Tables < 1 || c.Tables > int(rule.TableMax) {
+		return fmt.Errorf("pipeline: %d tables: want 1..%d", c.Tables, rule.TableMax)
 	}
 	if c.MaxFlows == 0 {
 		c.MaxFlows = 1 << 16
@@ -134,11 +142,15 @@ func (c *Config) normalize() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.LPMIDBase == 0 {
+		c.LPMIDBase = gpu.TableID(lpmshape.DefaultIDBase)
+	}
 	return nil
 }
 
-// Switch is an OpenFlow 1.3 switch over flow tables classified by a
-// Classifier and ports given as Devices. See the package documentation.
+// Switch is a switch with OpenFlow 1.3's semantics (tables/rule's model)
+// over flow tables classified by a Classifier and ports given as Devices.
+// See the package documentation.
 type Switch struct {
 	cfg   Config
 	log   *slog.Logger
@@ -155,8 +167,8 @@ type Switch struct {
 	ports    map[uint32]*swPort // fixed before Start
 	portList []*swPort          // ascending port number
 
-	groups *openflow.GroupTable
-	meters *openflow.MeterTable
+	groups *rule.GroupTable
+	meters *rule.MeterTable
 
 	ctrl    atomic.Pointer[controllerBox]
 	learn   macTable
@@ -182,7 +194,7 @@ func New(cfg Config) (*Switch, error) {
 		return nil, err
 	}
 	s := &Switch{cfg: cfg, log: cfg.Logger, start: time.Now(), ports: map[uint32]*swPort{},
-		groups: openflow.NewGroupTable(openflow.GroupTableConfig{}), meters: openflow.NewMeterTable(openflow.MeterTableConfig{})}
+		groups: rule.NewGroupTable(rule.GroupTableConfig{}), meters: rule.NewMeterTable(rule.MeterTableConfig{})}
 	s.learn.init(cfg.LearnAge)
 	for i := range cfg.Tables {
 		ft, err := flow.NewTable(flow.Config{Algo: cfg.Algo, MaxEntries: cfg.MaxFlows, Seed: uint64(i) + 1})
@@ -226,14 +238,14 @@ func (s *Switch) standalone() bool {
 }
 
 // AddPort attaches a device as OpenFlow port no: 1..PortMax, or
-// openflow.PortLocal for the LOCAL port (the host's own interface into
+// rule.PortLocal for the LOCAL port (the host's own interface into
 // the switch, as Open vSwitch's bridge interface: a standard port that
 // output:LOCAL, FLOOD and ALL reach and whose frames come in with in_port
 // LOCAL). Ports are added before traffic starts; the set is fixed
 // afterwards.
 func (s *Switch) AddPort(no uint32, dev Device) error {
-	if (no == 0 || no > openflow.PortMax) && no != openflow.PortLocal {
-		return fmt.Errorf("pipeline: port number %d: want 1..%d or LOCAL (%d)", no, openflow.PortMax, openflow.PortLocal)
+	if (no == 0 || no > rule.PortMax) && no != rule.PortLocal {
+		return fmt.Errorf("pipeline: port number %d: want 1..%d or LOCAL (%d)", no, rule.PortMax, rule.PortLocal)
 	}
 	if _, dup := s.ports[no]; dup {
 		return fmt.Errorf("pipeline: port number %d given twice", no)
@@ -246,13 +258,13 @@ func (s *Switch) AddPort(no uint32, dev Device) error {
 }
 
 // Features describes the switch (FEATURES_REPLY).
-func (s *Switch) Features() openflow.Features {
-	return openflow.Features{
+func (s *Switch) Features() rule.Features {
+	return rule.Features{
 		DatapathID:   s.cfg.DatapathID,
 		NTables:      uint8(len(s.tables)),
-		Capabilities: openflow.CapFlowStats | openflow.CapTableStats | openflow.CapPortStats,
+		Capabilities: rule.CapFlowStats | rule.CapTableStats | rule.CapPortStats,
 		MaxEntries:   uint32(s.cfg.MaxFlows),
-		Desc: openflow.Desc{
+		Desc: rule.Desc{
 			Manufacturer: "gswitch", Hardware: "gswitch datapath (AF_PACKET)",
 			Software: "gswitchd", Serial: "none", Datapath: fmt.Sprintf("dpid %#016x", s.cfg.DatapathID),
 		},
@@ -270,12 +282,12 @@ func (s *Switch) Barrier() error {
 }
 
 // TableStats returns one entry per table.
-func (s *Switch) TableStats() []openflow.TableStats {
+func (s *Switch) TableStats() []rule.TableStats {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]openflow.TableStats, len(s.tables))
+	out := make([]rule.TableStats, len(s.tables))
 	for i, t := range s.tables {
-		out[i] = openflow.TableStats{TableID: t.id, Active: uint32(t.ft.Len()), Lookups: t.lookups.Load(), Matched: t.matched.Load()}
+		out[i] = rule.TableStats{TableID: t.id, Active: uint32(t.ft.Len()), Lookups: t.lookups.Load(), Matched: t.matched.Load()}
 	}
 	return out
 }

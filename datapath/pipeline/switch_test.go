@@ -10,11 +10,11 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/datapath/packet"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // fakeDev is a Device that records what is sent through it.
@@ -52,26 +52,26 @@ func (d *fakeDev) take() [][]byte {
 type fakeCtrl struct {
 	mu      sync.Mutex
 	conns   int
-	pins    []*openflow.PacketIn
-	removed []*openflow.FlowRemoved
-	status  []*openflow.PortStatus
+	pins    []*rule.PacketIn
+	removed []*rule.FlowRemoved
+	status  []*rule.PortStatus
 }
 
-func (c *fakeCtrl) PacketIn(pi *openflow.PacketIn) int {
+func (c *fakeCtrl) PacketIn(pi *rule.PacketIn) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pins = append(c.pins, pi)
 	return 1
 }
 
-func (c *fakeCtrl) FlowRemoved(fr *openflow.FlowRemoved) int {
+func (c *fakeCtrl) FlowRemoved(fr *rule.FlowRemoved) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.removed = append(c.removed, fr)
 	return 1
 }
 
-func (c *fakeCtrl) PortStatus(ps *openflow.PortStatus) int {
+func (c *fakeCtrl) PortStatus(ps *rule.PortStatus) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.status = append(c.status, ps)
@@ -115,31 +115,31 @@ func newRig(t testing.TB, n int, mode FailMode) *rig {
 	return r
 }
 
-func (r *rig) flowMod(t testing.TB, fm *openflow.FlowMod) {
+func (r *rig) flowMod(t testing.TB, fm *rule.FlowMod) {
 	t.Helper()
 	if fm.BufferID == 0 {
-		fm.BufferID = openflow.NoBuffer
+		fm.BufferID = rule.NoBuffer
 	}
 	if fm.OutPort == 0 {
-		fm.OutPort, fm.OutGroup = openflow.PortAny, openflow.GroupAny
+		fm.OutPort, fm.OutGroup = rule.PortAny, rule.GroupAny
 	}
 	if err := r.sw.FlowMod(fm); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func output(port uint32) openflow.Action {
-	return openflow.Action{Kind: openflow.ActOutput, Port: port, MaxLen: openflow.MaxLenNoBuffer}
+func output(port uint32) rule.Action {
+	return rule.Action{Kind: rule.ActOutput, Port: port, MaxLen: rule.MaxLenNoBuffer}
 }
 
-func applyOut(port uint32) openflow.Instructions {
-	return openflow.Instructions{Has: openflow.HasApplyActions, Apply: []openflow.Action{output(port)}}
+func applyOut(port uint32) rule.Instructions {
+	return rule.Instructions{Has: rule.HasApplyActions, Apply: []rule.Action{output(port)}}
 }
 
-func matchInPort(p uint32) openflow.Match {
+func matchInPort(p uint32) flow.Match {
 	var m flow.Match
 	m.SetInPort(p)
-	return openflow.Match{Match: m}
+	return m
 }
 
 // udpFrame builds an Ethernet/IPv4/UDP frame with valid checksums.
@@ -161,7 +161,7 @@ func udpFrame(t *testing.T, src, dst string) []byte {
 
 func TestForwardAndCounters(t *testing.T) {
 	r := newRig(t, 3, FailSecure)
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
 	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "10.0.0.2"), udpFrame(t, "10.0.0.1", "10.0.0.3")})
 	r.sw.Process(2, [][]byte{udpFrame(t, "10.0.0.2", "10.0.0.1")}) // no rule: dropped
 	if got := len(r.devs[1].take()); got != 2 {
@@ -174,7 +174,7 @@ func TestForwardAndCounters(t *testing.T) {
 	if ts[0].Lookups != 3 || ts[0].Matched != 2 || ts[0].Active != 1 {
 		t.Errorf("table 0 stats %+v, want 3 lookups, 2 matched, 1 active", ts[0])
 	}
-	fs, err := r.sw.FlowStats(&openflow.FlowStatsRequest{TableID: openflow.TableAll, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny})
+	fs, err := r.sw.FlowStats(&rule.FlowStatsRequest{TableID: rule.TableAll, OutPort: rule.PortAny, OutGroup: rule.GroupAny})
 	if err != nil || len(fs) != 1 || fs[0].Packets != 2 || fs[0].Bytes == 0 {
 		t.Fatalf("flow stats %+v, %v: want one entry with 2 packets", fs, err)
 	}
@@ -189,24 +189,24 @@ func TestForwardAndCounters(t *testing.T) {
 
 func TestDeleteStopsForwardingAndSendsFlowRemoved(t *testing.T) {
 	r := newRig(t, 2, FailSecure)
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Cookie: 7, Flags: openflow.FlagSendFlowRem,
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Cookie: 7, Flags: rule.FlagSendFlowRem,
 		Match: matchInPort(1), Instructions: applyOut(2)})
 	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "10.0.0.2")})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowDelete, TableID: openflow.TableAll})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowDelete, TableID: rule.TableAll})
 	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "10.0.0.2")})
 	if got := len(r.devs[1].take()); got != 1 {
 		t.Fatalf("port 2 got %d frames, want 1 (before the delete only)", got)
 	}
-	if len(r.ctrl.removed) != 1 || r.ctrl.removed[0].Reason != openflow.RemovedDelete || r.ctrl.removed[0].Cookie != 7 || r.ctrl.removed[0].Packets != 1 {
+	if len(r.ctrl.removed) != 1 || r.ctrl.removed[0].Reason != rule.RemovedDelete || r.ctrl.removed[0].Cookie != 7 || r.ctrl.removed[0].Packets != 1 {
 		t.Fatalf("flow removed %+v", r.ctrl.removed)
 	}
 }
 
 func TestDeleteByOutPort(t *testing.T) {
 	r := newRig(t, 3, FailSecure)
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(2), Instructions: applyOut(3)})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowDelete, TableID: 0, OutPort: 3, OutGroup: openflow.GroupAny})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(2), Instructions: applyOut(3)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowDelete, TableID: 0, OutPort: 3, OutGroup: rule.GroupAny})
 	if ts := r.sw.TableStats(); ts[0].Active != 1 {
 		t.Fatalf("%d entries left, want 1", ts[0].Active)
 	}
@@ -218,9 +218,9 @@ func TestDeleteByOutPort(t *testing.T) {
 
 func TestTimeouts(t *testing.T) {
 	r := newRig(t, 2, FailSecure)
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, HardTimeout: 5, Flags: openflow.FlagSendFlowRem,
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, HardTimeout: 5, Flags: rule.FlagSendFlowRem,
 		Match: matchInPort(1), Instructions: applyOut(2)})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, IdleTimeout: 2, Flags: openflow.FlagSendFlowRem,
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, IdleTimeout: 2, Flags: rule.FlagSendFlowRem,
 		Match: matchInPort(2), Instructions: applyOut(1)})
 	now := time.Now()
 	if n := r.sw.Expire(now.Add(time.Second)); n != 0 {
@@ -232,7 +232,7 @@ func TestTimeouts(t *testing.T) {
 	if n := r.sw.Expire(now.Add(6 * time.Second)); n != 1 {
 		t.Fatalf("expired %d entries after 6s, want 1 (hard)", n)
 	}
-	if len(r.ctrl.removed) != 2 || r.ctrl.removed[0].Reason != openflow.RemovedIdleTimeout || r.ctrl.removed[1].Reason != openflow.RemovedHardTimeout {
+	if len(r.ctrl.removed) != 2 || r.ctrl.removed[0].Reason != rule.RemovedIdleTimeout || r.ctrl.removed[1].Reason != rule.RemovedHardTimeout {
 		t.Fatalf("flow removed: %+v", r.ctrl.removed)
 	}
 	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "10.0.0.2")})
@@ -243,18 +243,18 @@ func TestTimeouts(t *testing.T) {
 
 func TestModifyKeepsOrResetsCounters(t *testing.T) {
 	r := newRig(t, 3, FailSecure)
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
 	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "10.0.0.2")})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowModify, Match: matchInPort(1), Instructions: applyOut(3)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowModify, Match: matchInPort(1), Instructions: applyOut(3)})
 	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "10.0.0.2")})
 	if len(r.devs[2].take()) != 1 {
 		t.Fatal("modified entry does not output to port 3")
 	}
-	req := &openflow.FlowStatsRequest{TableID: 0, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny}
+	req := &rule.FlowStatsRequest{TableID: 0, OutPort: rule.PortAny, OutGroup: rule.GroupAny}
 	if fs, _ := r.sw.FlowStats(req); fs[0].Packets != 2 {
 		t.Fatalf("after modify: %d packets, want 2", fs[0].Packets)
 	}
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowModifyStrict, Priority: 10, Flags: openflow.FlagResetCounts, Match: matchInPort(1), Instructions: applyOut(3)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowModifyStrict, Priority: 10, Flags: rule.FlagResetCounts, Match: matchInPort(1), Instructions: applyOut(3)})
 	if fs, _ := r.sw.FlowStats(req); fs[0].Packets != 0 {
 		t.Fatalf("after modify with reset_counts: %d packets, want 0", fs[0].Packets)
 	}
@@ -262,26 +262,26 @@ func TestModifyKeepsOrResetsCounters(t *testing.T) {
 
 func TestCheckOverlapAndBackwardGoto(t *testing.T) {
 	r := newRig(t, 2, FailSecure)
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
-	err := r.sw.FlowMod(&openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Flags: openflow.FlagCheckOverlap,
-		Match: openflow.Match{}, Instructions: applyOut(2)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
+	err := r.sw.FlowMod(&rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Flags: rule.FlagCheckOverlap,
+		Match: flow.Match{}, Instructions: applyOut(2)})
 	if !errors.Is(err, flow.ErrOverlap) {
 		t.Fatalf("overlapping add: %v, want ErrOverlap", err)
 	}
-	err = r.sw.FlowMod(&openflow.FlowMod{Command: openflow.FlowAdd, TableID: 1, Priority: 1,
-		Instructions: openflow.Instructions{Has: openflow.HasGotoTable, GotoTable: 1}})
-	var oe *openflow.Error
-	if !errors.As(err, &oe) {
-		t.Fatalf("goto_table 1 from table 1: %v, want an OpenFlow error", err)
+	err = r.sw.FlowMod(&rule.FlowMod{Command: rule.FlowAdd, TableID: 1, Priority: 1,
+		Instructions: rule.Instructions{Has: rule.HasGotoTable, GotoTable: 1}})
+	var oe *rule.Error
+	if !errors.As(err, &oe) || oe.Kind != rule.BadGoto {
+		t.Fatalf("goto_table 1 from table 1: %v, want rule.BadGoto", err)
 	}
 }
 
 func TestPacketInReasons(t *testing.T) {
 	r := newRig(t, 2, FailSecure)
 	// A table-miss entry sending to the controller: reason NO_MATCH.
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 0, Cookie: 3, Instructions: openflow.Instructions{
-		Has: openflow.HasApplyActions, Apply: []openflow.Action{{Kind: openflow.ActOutput, Port: openflow.PortController, MaxLen: 20}}}})
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 5, Match: matchInPort(2), Instructions: applyOut(openflow.PortController)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 0, Cookie: 3, Instructions: rule.Instructions{
+		Has: rule.HasApplyActions, Apply: []rule.Action{{Kind: rule.ActOutput, Port: rule.PortController, MaxLen: 20}}}})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 5, Match: matchInPort(2), Instructions: applyOut(rule.PortController)})
 	f := udpFrame(t, "10.0.0.1", "10.0.0.2")
 	r.sw.Process(1, [][]byte{append([]byte(nil), f...)})
 	r.sw.Process(2, [][]byte{append([]byte(nil), f...)})
@@ -289,13 +289,13 @@ func TestPacketInReasons(t *testing.T) {
 		t.Fatalf("%d packet-ins, want 2", len(r.ctrl.pins))
 	}
 	miss, act := r.ctrl.pins[0], r.ctrl.pins[1]
-	if miss.Reason != openflow.ReasonNoMatch || miss.MaxLen != 20 || miss.Cookie != 3 {
+	if miss.Reason != rule.ReasonNoMatch || miss.MaxLen != 20 || miss.Cookie != 3 {
 		t.Errorf("table-miss packet-in %+v", miss)
 	}
 	if v, _ := miss.Match.GetUint(flow.FieldInPort); v != 1 {
 		t.Errorf("packet-in in_port %d, want 1", v)
 	}
-	if act.Reason != openflow.ReasonAction || string(act.Data) != string(f) {
+	if act.Reason != rule.ReasonAction || string(act.Data) != string(f) {
 		t.Errorf("action packet-in reason %d, data equal %v", act.Reason, string(act.Data) == string(f))
 	}
 }
@@ -305,18 +305,18 @@ func TestPacketInReasons(t *testing.T) {
 // the frame leaves by the action set's output with correct checksums.
 func TestMultiTableSetFieldChecksums(t *testing.T) {
 	r := newRig(t, 3, FailSecure)
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: openflow.Instructions{
-		Has:   openflow.HasWriteActions | openflow.HasWriteMetadata | openflow.HasGotoTable,
-		Write: []openflow.Action{output(2)}, Metadata: 0xab, MetadataMask: 0xff, GotoTable: 1}})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: rule.Instructions{
+		Has:   rule.HasWriteActions | rule.HasWriteMetadata | rule.HasGotoTable,
+		Write: []rule.Action{output(2)}, Metadata: 0xab, MetadataMask: 0xff, GotoTable: 1}})
 	var m flow.Match
 	if err := m.SetFieldUint(flow.FieldMetadata, 0xab, 0xff); err != nil {
 		t.Fatal(err)
 	}
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, TableID: 1, Priority: 1, Match: openflow.Match{Match: m}, Instructions: openflow.Instructions{
-		Has: openflow.HasApplyActions | openflow.HasWriteActions,
-		Apply: []openflow.Action{{Kind: openflow.ActSetField, Field: flow.FieldIPv4Dst, Value: []byte{192, 168, 7, 9}},
-			{Kind: openflow.ActDecNwTTL}},
-		Write: []openflow.Action{output(3)}}}) // replaces output:2 in the action set
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, TableID: 1, Priority: 1, Match: m, Instructions: rule.Instructions{
+		Has: rule.HasApplyActions | rule.HasWriteActions,
+		Apply: []rule.Action{{Kind: rule.ActSetField, Field: flow.FieldIPv4Dst, Value: []byte{192, 168, 7, 9}},
+			{Kind: rule.ActDecNwTTL}},
+		Write: []rule.Action{output(3)}}}) // replaces output:2 in the action set
 	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "10.0.0.2")})
 	out := r.devs[2].take()
 	if len(out) != 1 || len(r.devs[1].take()) != 0 {
@@ -346,15 +346,15 @@ func TestMultiTableSetFieldChecksums(t *testing.T) {
 
 func TestVLANPushPop(t *testing.T) {
 	r := newRig(t, 3, FailSecure)
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: openflow.Instructions{
-		Has: openflow.HasApplyActions, Apply: []openflow.Action{{Kind: openflow.ActPushVLAN, EthType: 0x8100},
-			{Kind: openflow.ActSetField, Field: flow.FieldVlanVID, Value: []byte{0x10, 0x2a}}, output(2)}}})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: rule.Instructions{
+		Has: rule.HasApplyActions, Apply: []rule.Action{{Kind: rule.ActPushVLAN, EthType: 0x8100},
+			{Kind: rule.ActSetField, Field: flow.FieldVlanVID, Value: []byte{0x10, 0x2a}}, output(2)}}})
 	var m flow.Match
 	if err := m.SetVlanVID(0x1000|42, 0x1fff); err != nil {
 		t.Fatal(err)
 	}
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: openflow.Match{Match: m}, Instructions: openflow.Instructions{
-		Has: openflow.HasApplyActions, Apply: []openflow.Action{{Kind: openflow.ActPopVLAN}, output(3)}}})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: m, Instructions: rule.Instructions{
+		Has: rule.HasApplyActions, Apply: []rule.Action{{Kind: rule.ActPopVLAN}, output(3)}}})
 	plain := udpFrame(t, "10.0.0.1", "10.0.0.2")
 	r.sw.Process(1, [][]byte{append([]byte(nil), plain...)})
 	tagged := r.devs[1].take()
@@ -370,17 +370,17 @@ func TestVLANPushPop(t *testing.T) {
 
 func TestPacketOutToTableAndPort(t *testing.T) {
 	r := newRig(t, 3, FailSecure)
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: applyOut(3)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: applyOut(3)})
 	f := udpFrame(t, "10.0.0.1", "10.0.0.2")
-	if err := r.sw.PacketOut(&openflow.PacketOut{BufferID: openflow.NoBuffer, InPort: 1, Data: f,
-		Actions: []openflow.Action{output(openflow.PortTable), output(2)}}); err != nil {
+	if err := r.sw.PacketOut(&rule.PacketOut{BufferID: rule.NoBuffer, InPort: 1, Data: f,
+		Actions: []rule.Action{output(rule.PortTable), output(2)}}); err != nil {
 		t.Fatal(err)
 	}
 	if len(r.devs[2].take()) != 1 || len(r.devs[1].take()) != 1 {
 		t.Fatal("packet-out: want one frame out of port 3 (through the table) and one out of port 2")
 	}
-	if err := r.sw.PacketOut(&openflow.PacketOut{BufferID: openflow.NoBuffer, InPort: openflow.PortController, Data: f,
-		Actions: []openflow.Action{output(openflow.PortAll)}}); err != nil {
+	if err := r.sw.PacketOut(&rule.PacketOut{BufferID: rule.NoBuffer, InPort: rule.PortController, Data: f,
+		Actions: []rule.Action{output(rule.PortAll)}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(r.devs[0].take()) + len(r.devs[1].take()) + len(r.devs[2].take()); n != 3 {
@@ -390,7 +390,7 @@ func TestPacketOutToTableAndPort(t *testing.T) {
 
 func TestMalformedFramesCounted(t *testing.T) {
 	r := newRig(t, 2, FailSecure)
-	r.flowMod(t, &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 0, Instructions: applyOut(openflow.PortFlood)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 0, Instructions: applyOut(rule.PortFlood)})
 	bad := udpFrame(t, "10.0.0.1", "10.0.0.2")[:20] // IPv4 header cut short
 	r.sw.Process(1, [][]byte{bad, {1, 2, 3}})
 	c := r.sw.Counters()

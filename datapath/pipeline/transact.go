@@ -1,11 +1,7 @@
 package pipeline
 
 import (
-	"fmt"
-
-	"github.com/netrack/openflow/ofp"
-
-	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // Transact runs f with the switch's write lock held: f applies FlowMods
@@ -14,21 +10,21 @@ import (
 // were before f or as f leaves them. P4Runtime's DATAPLANE_ATOMIC batches
 // (and their rollback) are made of it. f must not call the switch's other
 // methods (the lock is not reentrant).
-func (s *Switch) Transact(f func(apply func(*openflow.FlowMod) error) error) error {
+func (s *Switch) Transact(f func(apply func(*rule.FlowMod) error) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return f(s.flowModLocked)
 }
 
 // flowModLocked is FlowMod with s.mu held.
-func (s *Switch) flowModLocked(fm *openflow.FlowMod) error {
+func (s *Switch) flowModLocked(fm *rule.FlowMod) error {
 	switch fm.Command {
-	case openflow.FlowAdd:
+	case rule.FlowAdd:
 		return s.addLocked(fm)
-	case openflow.FlowModify, openflow.FlowModifyStrict:
+	case rule.FlowModify, rule.FlowModifyStrict:
 		return s.modifyLocked(fm)
-	case openflow.FlowDelete, openflow.FlowDeleteStrict:
+	case rule.FlowDelete, rule.FlowDeleteStrict:
 		return s.deleteLocked(fm)
 	}
-	return &openflow.Error{Type: ofp.ErrTypeFlowModFailed, Code: ofp.ErrCodeFlowModFailedBadCommand, Detail: fmt.Sprintf("command %d", fm.Command)}
+	return rule.Errorf(rule.BadFlowCommand, "command %d", fm.Command)
 }

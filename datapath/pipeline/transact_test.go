@@ -4,17 +4,17 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 func TestTransactAppliesUnderOneLock(t *testing.T) {
 	r := newRig(t, 3, FailSecure)
-	add := func(port uint32) *openflow.FlowMod {
-		return &openflow.FlowMod{Command: openflow.FlowAdd, Priority: 10, Match: matchInPort(port), Instructions: applyOut(3),
-			BufferID: openflow.NoBuffer, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny}
+	add := func(port uint32) *rule.FlowMod {
+		return &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(port), Instructions: applyOut(3),
+			BufferID: rule.NoBuffer, OutPort: rule.PortAny, OutGroup: rule.GroupAny}
 	}
 	stop := errors.New("stop")
-	err := r.sw.Transact(func(apply func(*openflow.FlowMod) error) error {
+	err := r.sw.Transact(func(apply func(*rule.FlowMod) error) error {
 		if err := apply(add(1)); err != nil {
 			return err
 		}

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/flow"
 	"github.com/gswitch/gswitch/tables/lpm"
+	"github.com/gswitch/gswitch/tables/lpmshape/shapetest"
+	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // BenchmarkLPMShapedTable runs the table stage (worker.classify: keys
@@ -28,21 +29,21 @@ func BenchmarkLPMShapedTable(b *testing.B) {
 // benchShaped installs the BGP table on a switch over eng and times the
 // table stage on batches of each size, by LPM and by tuple search.
 func benchShaped(b *testing.B, eng *gpu.Engine, batches ...int) {
-	v4, _ := fibPrefixes(b)
+	v4, _ := shapetest.FibPrefixes(b)
 	sw, err := New(Config{Tables: 1, MaxFlows: 1 << 21, Algo: flow.Tuple, Classifier: eng, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	err = sw.Transact(func(apply func(*openflow.FlowMod) error) error {
+	err = sw.Transact(func(apply func(*rule.FlowMod) error) error {
 		for i, p := range v4 {
 			var m flow.Match
 			m.SetEthType(flow.EthTypeIPv4)
 			if err := m.SetIPv4Dst(binary.BigEndian.Uint32(p.Addr().AsSlice()), p.Bits()); err != nil {
 				return err
 			}
-			fm := &openflow.FlowMod{Command: openflow.FlowAdd, Priority: uint16(p.Bits()), Match: openflow.Match{Match: m},
-				Instructions: applyOut(uint32(1 + i%4)), BufferID: openflow.NoBuffer, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny}
+			fm := &rule.FlowMod{Command: rule.FlowAdd, Priority: uint16(p.Bits()), Match: m,
+				Instructions: applyOut(uint32(1 + i%4)), BufferID: rule.NoBuffer, OutPort: rule.PortAny, OutGroup: rule.GroupAny}
 			if err := apply(fm); err != nil {
 				return err
 			}
@@ -53,8 +54,8 @@ func benchShaped(b *testing.B, eng *gpu.Engine, batches ...int) {
 		b.Fatal(err)
 	}
 	tab := sw.tables[0]
-	b.Logf("installed %d rules in %v; search %s, %+v", tab.ft.Len(), time.Since(start).Round(time.Millisecond), sw.TableInfos()[0].Search, tab.lpm.info())
-	if !tab.lpm.serves() {
+	b.Logf("installed %d rules in %v; search %s, %+v", tab.ft.Len(), time.Since(start).Round(time.Millisecond), sw.TableInfos()[0].Search, tab.lpm.Info())
+	if !tab.lpm.Serves() {
 		b.Fatal("the BGP table is not served by LPM")
 	}
 
@@ -68,7 +69,7 @@ func benchShaped(b *testing.B, eng *gpu.Engine, batches ...int) {
 		_ = keys[i].SetUint(flow.FieldIPv4Dst, uint64(binary.BigEndian.Uint32(a.AsSlice())))
 	}
 	viaLPM, viaFlow := make([]flow.RuleID, nkeys), make([]flow.RuleID, nkeys)
-	if err := tab.lpm.lookup(keys, viaLPM); err != nil {
+	if err := tab.lpm.Lookup(keys, viaLPM); err != nil {
 		b.Fatal(err)
 	}
 	tab.ft.LookupBatch(keys, viaFlow)
@@ -99,7 +100,7 @@ func benchShaped(b *testing.B, eng *gpu.Engine, batches ...int) {
 	}
 	for _, search := range []string{"lpm", "tuple"} {
 		sw.setLPMServing(search == "lpm")
-		if tab.lpm.serves() != (search == "lpm") {
+		if tab.lpm.Serves() != (search == "lpm") {
 			b.Fatalf("LPM serving not switched for %s", search)
 		}
 		for _, n := range batches {

@@ -1,12 +1,10 @@
-package openflow
+package rule
 
 import (
 	"errors"
 	"reflect"
 	"testing"
 	"time"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 func out(p uint32) Action     { return Action{Kind: ActOutput, Port: p, MaxLen: 0xffe5} }
@@ -20,10 +18,11 @@ func addGroup(id uint32, typ GroupType, bs ...Bucket) *GroupMod {
 	return &GroupMod{Command: GroupAdd, Group: Group{ID: id, Type: typ, Buckets: bs}}
 }
 
-func wantCode(t *testing.T, err error, typ ofp.ErrType, code ofp.ErrCode) {
+func wantKind(t *testing.T, err error, kind Kind) {
 	t.Helper()
-	if !errors.Is(err, &Error{Type: typ, Code: code}) {
-		t.Fatalf("got %v, want %s", err, ofp.Error{Type: typ, Code: code})
+	var re *Error
+	if !errors.As(err, &re) || re.Kind != kind || !errors.Is(err, kind) {
+		t.Fatalf("got %v, want %s", err, kind)
 	}
 }
 
@@ -37,11 +36,11 @@ func TestGroupTable(t *testing.T) {
 		}
 		return ids
 	}
-	gerr := func(gm *GroupMod, code ofp.ErrCode) {
+	gerr := func(gm *GroupMod, kind Kind) {
 		t.Helper()
 		before := gt.Desc()
 		_, err := gt.Mod(gm)
-		wantCode(t, err, ofp.ErrTypeGroupModFailed, code)
+		wantKind(t, err, kind)
 		if !reflect.DeepEqual(gt.Desc(), before) {
 			t.Fatalf("a rejected group_mod changed the table")
 		}
@@ -49,21 +48,21 @@ func TestGroupTable(t *testing.T) {
 	mustMod(addGroup(1, GroupTypeAll, bucket(out(1)), bucket(out(2))))
 	mustMod(addGroup(2, GroupTypeAll, bucket(toGroup(1))))
 	mustMod(addGroup(3, GroupTypeAll, bucket(toGroup(2))))
-	gerr(addGroup(1, GroupTypeAll), ofp.ErrCodeGroupModFailedGroupExists)
-	gerr(addGroup(4, GroupTypeAll), ofp.ErrCodeGroupModFailedOutOfGroups)
-	gerr(addGroup(4, GroupTypeSelect, bucket(), bucket(), bucket()), ofp.ErrCodeGroupModFailedOutOfBuckets)
-	gerr(&GroupMod{Command: GroupModify, Group: Group{ID: 9}}, ofp.ErrCodeGroupModFailedUnknownGroup)
-	gerr(addGroup(GroupAll, GroupTypeAll), ofp.ErrCodeGroupModFailedInvalidGroup)
-	gerr(addGroup(4, 7), ofp.ErrCodeGroupModBadType)
-	gerr(&GroupMod{Command: 5}, ofp.ErrCodeGroupModBadCommand)
+	gerr(addGroup(1, GroupTypeAll), GroupExists)
+	gerr(addGroup(4, GroupTypeAll), OutOfGroups)
+	gerr(addGroup(4, GroupTypeSelect, bucket(), bucket(), bucket()), OutOfBuckets)
+	gerr(&GroupMod{Command: GroupModify, Group: Group{ID: 9}}, UnknownGroup)
+	gerr(addGroup(GroupAll, GroupTypeAll), InvalidGroup)
+	gerr(addGroup(4, 7), BadGroupType)
+	gerr(&GroupMod{Command: 5}, BadGroupCommand)
 	// 1 -> 3 -> 2 -> 1 is a loop, directly or through a watched group.
-	gerr(&GroupMod{Command: GroupModify, Group: Group{ID: 1, Type: GroupTypeAll, Buckets: []Bucket{bucket(toGroup(3))}}}, ofp.ErrCodeGroupModFailedLoop)
-	gerr(&GroupMod{Command: GroupModify, Group: Group{ID: 1, Type: GroupTypeAll, Buckets: []Bucket{{WatchPort: PortAny, WatchGroup: 3}}}}, ofp.ErrCodeGroupModFailedLoop)
-	gerr(&GroupMod{Command: GroupModify, Group: Group{ID: 1, Type: GroupTypeAll, Buckets: []Bucket{bucket(toGroup(1))}}}, ofp.ErrCodeGroupModFailedLoop)
-	gerr(addGroup(4, GroupTypeFastFailover, Bucket{WatchPort: PortAny, WatchGroup: 77}), ofp.ErrCodeGroupModBadWatch)
-	gerr(&GroupMod{Command: GroupDelete, Group: Group{ID: 1}}, ofp.ErrCodeGroupModFailedChainedGroup)
+	gerr(&GroupMod{Command: GroupModify, Group: Group{ID: 1, Type: GroupTypeAll, Buckets: []Bucket{bucket(toGroup(3))}}}, GroupLoop)
+	gerr(&GroupMod{Command: GroupModify, Group: Group{ID: 1, Type: GroupTypeAll, Buckets: []Bucket{{WatchPort: PortAny, WatchGroup: 3}}}}, GroupLoop)
+	gerr(&GroupMod{Command: GroupModify, Group: Group{ID: 1, Type: GroupTypeAll, Buckets: []Bucket{bucket(toGroup(1))}}}, GroupLoop)
+	gerr(addGroup(4, GroupTypeFastFailover, Bucket{WatchPort: PortAny, WatchGroup: 77}), BadWatch)
+	gerr(&GroupMod{Command: GroupDelete, Group: Group{ID: 1}}, ChainedGroup)
 	_, err := gt.Mod(addGroup(4, GroupTypeSelect, bucket(toGroup(99))))
-	wantCode(t, err, ofp.ErrTypeBadAction, ofp.ErrCodeBadActionOutGroup)
+	wantKind(t, err, DanglingGroup)
 
 	// Reference counts: flows and groups.
 	if !gt.AddFlowRef(1) || gt.AddFlowRef(42) {
@@ -72,7 +71,7 @@ func TestGroupTable(t *testing.T) {
 	gt.Count(1, 1, 100)
 	gt.Count(1, -1, 50)
 	st := gt.Stats(1)
-	if len(st) != 1 || st[0].RefCount != 2 || st[0].Packets != 2 || st[0].Bytes != 150 || !reflect.DeepEqual(st[0].Buckets, []Counter{{}, {1, 100}}) {
+	if len(st) != 1 || st[0].RefCount != 2 || st[0].Packets != 2 || st[0].Bytes != 150 || !reflect.DeepEqual(st[0].Buckets, []Counter{{}, {Packets: 1, Bytes: 100}}) {
 		t.Fatalf("stats %+v", st)
 	}
 	gt.ReleaseFlowRef(1)
@@ -98,7 +97,61 @@ func TestGroupTable(t *testing.T) {
 		t.Fatalf("delete all: %v, left %v", ids, gt.Desc())
 	}
 	f := gt.Features()
-	if f.Types != 15 || f.MaxGroups != [4]uint32{3, 1, 1, 1} || f.Actions[0]&(1<<ActGroup) == 0 {
+	if f.Types != 15 || f.MaxGroups != [4]uint32{3, 1, 1, 1} {
+		t.Fatalf("features %+v", f)
+	}
+}
+
+func TestMeterTable(t *testing.T) {
+	mt := NewMeterTable(MeterTableConfig{MaxMeters: 2, MaxBands: 2, MaxBurst: 1000})
+	drop := MeterBand{Type: BandDrop, Rate: 1000, BurstSize: 100}
+	add := func(id uint32, flags MeterFlags, bands ...MeterBand) *MeterMod {
+		return &MeterMod{Command: MeterAdd, MeterConfig: MeterConfig{ID: id, Flags: flags, Bands: bands}}
+	}
+	merr := func(mm *MeterMod, kind Kind) {
+		t.Helper()
+		before := mt.Config(MeterAll)
+		_, err := mt.Mod(mm)
+		wantKind(t, err, kind)
+		if !reflect.DeepEqual(mt.Config(MeterAll), before) {
+			t.Fatal("a rejected meter_mod changed the table")
+		}
+	}
+	if _, err := mt.Mod(add(1, MeterKbps|MeterBurst|MeterStatsFlag, drop)); err != nil {
+		t.Fatal(err)
+	}
+	merr(add(1, MeterKbps, drop), MeterExists)
+	merr(&MeterMod{Command: MeterModify, MeterConfig: MeterConfig{ID: 5}}, UnknownMeter)
+	merr(add(2, MeterKbps, drop, drop, drop), OutOfBands)
+	merr(add(2, MeterKbps|MeterBurst, MeterBand{Type: BandDrop, Rate: 1, BurstSize: 5000}), BadBurst)
+	merr(add(2, MeterKbps, MeterBand{Type: 3, Rate: 1}), BadBand)
+	merr(add(2, MeterKbps, MeterBand{Type: BandDrop}), BadRate)
+	merr(add(2, MeterKbps, MeterBand{Type: BandDSCPRemark, Rate: 1}), BadBandValue)
+	merr(add(2, MeterKbps|MeterPktps, drop), BadMeterFlags)
+	merr(add(0, MeterKbps, drop), InvalidMeter)
+	merr(&MeterMod{Command: 9}, BadMeterCommand)
+	if _, err := mt.Mod(add(2, MeterPktps, drop)); err != nil {
+		t.Fatal(err)
+	}
+	merr(add(3, MeterPktps, drop), OutOfMeters)
+
+	// Configurations come back as set, burst_size included.
+	want := []MeterConfig{{ID: 1, Flags: MeterKbps | MeterBurst | MeterStatsFlag, Bands: []MeterBand{drop}}, {ID: 2, Flags: MeterPktps, Bands: []MeterBand{drop}}}
+	if got := mt.Config(MeterAll); !reflect.DeepEqual(got, want) {
+		t.Fatalf("config %+v", got)
+	}
+	if !mt.AddFlowRef(2) || mt.AddFlowRef(7) {
+		t.Fatal("AddFlowRef")
+	}
+	if st := mt.Stats(2); len(st) != 1 || st[0].FlowCount != 1 || len(st[0].Bands) != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	ids, err := mt.Mod(&MeterMod{Command: MeterDelete, MeterConfig: MeterConfig{ID: MeterAll}})
+	if err != nil || !reflect.DeepEqual(ids, []uint32{1, 2}) || mt.Exists(1) {
+		t.Fatalf("delete all: %v %v", ids, err)
+	}
+	f := mt.Features()
+	if f.MaxMeter != 2 || f.BandTypes != 6 || f.MaxBands != 2 || f.Capabilities != 15 {
 		t.Fatalf("features %+v", f)
 	}
 }
@@ -161,60 +214,6 @@ func TestGroupPick(t *testing.T) {
 	}
 	if got := gt.Pick(9, 0, live); got != nil {
 		t.Errorf("missing group: %v", got)
-	}
-}
-
-func TestMeterTable(t *testing.T) {
-	mt := NewMeterTable(MeterTableConfig{MaxMeters: 2, MaxBands: 2, MaxBurst: 1000})
-	drop := MeterBand{Type: BandDrop, Rate: 1000, BurstSize: 100}
-	add := func(id uint32, flags MeterFlags, bands ...MeterBand) *MeterMod {
-		return &MeterMod{Command: MeterAdd, MeterConfig: MeterConfig{ID: id, Flags: flags, Bands: bands}}
-	}
-	merr := func(mm *MeterMod, code ofp.ErrCode) {
-		t.Helper()
-		before := mt.Config(MeterAll)
-		_, err := mt.Mod(mm)
-		wantCode(t, err, ofp.ErrTypeMeterModFailed, code)
-		if !reflect.DeepEqual(mt.Config(MeterAll), before) {
-			t.Fatal("a rejected meter_mod changed the table")
-		}
-	}
-	if _, err := mt.Mod(add(1, MeterKbps|MeterBurst|MeterStatsFlag, drop)); err != nil {
-		t.Fatal(err)
-	}
-	merr(add(1, MeterKbps, drop), ofp.ErrCodeMeterModFailedMeterExists)
-	merr(&MeterMod{Command: MeterModify, MeterConfig: MeterConfig{ID: 5}}, ofp.ErrCodeMeterModFailedUnknownMeter)
-	merr(add(2, MeterKbps, drop, drop, drop), ofp.ErrCodeMeterModFailedOutOfBands)
-	merr(add(2, MeterKbps|MeterBurst, MeterBand{Type: BandDrop, Rate: 1, BurstSize: 5000}), ofp.ErrCodeMeterModFailedBadBurst)
-	merr(add(2, MeterKbps, MeterBand{Type: 3, Rate: 1}), ofp.ErrCodeMeterModFailedBadBand)
-	merr(add(2, MeterKbps, MeterBand{Type: BandDrop}), ofp.ErrCodeMeterModFailedBadRate)
-	merr(add(2, MeterKbps, MeterBand{Type: BandDSCPRemark, Rate: 1}), ofp.ErrCodeMeterModFailedBadBandValue)
-	merr(add(2, MeterKbps|MeterPktps, drop), ofp.ErrCodeMeterModFailedBadFlags)
-	merr(add(0, MeterKbps, drop), ofp.ErrCodeMeterModFailedInvalidMeter)
-	merr(&MeterMod{Command: 9}, ofp.ErrCodeMeterModFailedBadCommand)
-	if _, err := mt.Mod(add(2, MeterPktps, drop)); err != nil {
-		t.Fatal(err)
-	}
-	merr(add(3, MeterPktps, drop), ofp.ErrCodeMeterModFailedOutOfMeters)
-
-	// Configurations come back as set, burst_size included.
-	want := []MeterConfig{{ID: 1, Flags: MeterKbps | MeterBurst | MeterStatsFlag, Bands: []MeterBand{drop}}, {ID: 2, Flags: MeterPktps, Bands: []MeterBand{drop}}}
-	if got := mt.Config(MeterAll); !reflect.DeepEqual(got, want) {
-		t.Fatalf("config %+v", got)
-	}
-	if !mt.AddFlowRef(2) || mt.AddFlowRef(7) {
-		t.Fatal("AddFlowRef")
-	}
-	if st := mt.Stats(2); len(st) != 1 || st[0].FlowCount != 1 || len(st[0].Bands) != 1 {
-		t.Fatalf("stats %+v", st)
-	}
-	ids, err := mt.Mod(&MeterMod{Command: MeterDelete, MeterConfig: MeterConfig{ID: MeterAll}})
-	if err != nil || !reflect.DeepEqual(ids, []uint32{1, 2}) || mt.Exists(1) {
-		t.Fatalf("delete all: %v %v", ids, err)
-	}
-	f := mt.Features()
-	if f.MaxMeter != 2 || f.BandTypes != 6 || f.MaxBands != 2 || f.Capabilities != 15 {
-		t.Fatalf("features %+v", f)
 	}
 }
 

@@ -1,12 +1,10 @@
-package openflow
+package rule
 
 import (
 	"maps"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // MeterTableConfig bounds a MeterTable. Zero fields take the defaults.
@@ -15,15 +13,15 @@ type MeterTableConfig struct {
 	MaxMeters uint32
 	// MaxBands bounds a meter's bands (default 8).
 	MaxBands uint8
-	// MaxBurst, when not zero, bounds burst_size (OFPMMFC_BAD_BURST).
+	// MaxBurst, when not zero, bounds burst_size (BadBurst).
 	MaxBurst uint32
 	// Now is the clock for durations and new meters' buckets (default
 	// time.Now).
 	Now func() time.Time
 }
 
-// MeterTable is a reference implementation of OpenFlow 1.3 meter table
-// semantics that a Switch can embed: METER_MOD validation and application,
+// MeterTable is the model's meter table, with OpenFlow 1.3 meter table
+// semantics: MeterMod validation and application,
 // configurations echoed as set, counters, features, the flow entries'
 // reference counts, and the Meters the datapath runs packets through. It
 // is safe for concurrent use.
@@ -47,14 +45,12 @@ func NewMeterTable(cfg MeterTableConfig) *MeterTable {
 	return &MeterTable{cfg: cfg, meters: map[uint32]*Meter{}}
 }
 
-// Mod applies a METER_MOD, or changes nothing and returns an *Error with
-// the OpenFlow code: OFPMMFC_METER_EXISTS, OFPMMFC_UNKNOWN_METER,
-// OFPMMFC_INVALID_METER, OFPMMFC_BAD_COMMAND, OFPMMFC_BAD_FLAGS,
-// OFPMMFC_BAD_RATE, OFPMMFC_BAD_BURST, OFPMMFC_BAD_BAND,
-// OFPMMFC_BAD_BAND_VALUE, OFPMMFC_OUT_OF_METERS, OFPMMFC_OUT_OF_BANDS. It
-// returns the ids of the deleted meters, whose flow entries the switch
-// must remove. A modified meter keeps its *Meter (and counters); its
-// buckets start full.
+// Mod applies a MeterMod, or changes nothing and returns an *Error of
+// kind MeterExists, UnknownMeter, InvalidMeter, BadMeterCommand,
+// BadMeterFlags, BadRate, BadBurst, BadBand, BadBandValue, OutOfMeters or
+// OutOfBands. It returns the ids of the deleted meters, whose flow entries
+// the switch must remove. A modified meter keeps its *Meter (and
+// counters); its buckets start full.
 func (t *MeterTable) Mod(mm *MeterMod) (deleted []uint32, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -66,15 +62,15 @@ func (t *MeterTable) Mod(mm *MeterMod) (deleted []uint32, err error) {
 	case MeterDelete:
 		return t.delete(mm.ID), nil
 	}
-	return nil, meterModFailed(ofp.ErrCodeMeterModFailedBadCommand, "command %d", mm.Command)
+	return nil, Errorf(BadMeterCommand, "command %d", mm.Command)
 }
 
 func (t *MeterTable) add(mc *MeterConfig) *Error {
 	if _, ok := t.meters[mc.ID]; ok {
-		return meterModFailed(ofp.ErrCodeMeterModFailedMeterExists, "meter %d exists", mc.ID)
+		return Errorf(MeterExists, "meter %d exists", mc.ID)
 	}
 	if uint32(len(t.meters)) >= t.cfg.MaxMeters {
-		return meterModFailed(ofp.ErrCodeMeterModFailedOutOfMeters, "%d meters already", t.cfg.MaxMeters)
+		return Errorf(OutOfMeters, "%d meters already", t.cfg.MaxMeters)
 	}
 	if err := t.check(mc); err != nil {
 		return err
@@ -89,7 +85,7 @@ func (t *MeterTable) add(mc *MeterConfig) *Error {
 func (t *MeterTable) modify(mc *MeterConfig) *Error {
 	m, ok := t.meters[mc.ID]
 	if !ok {
-		return meterModFailed(ofp.ErrCodeMeterModFailedUnknownMeter, "meter %d does not exist", mc.ID)
+		return Errorf(UnknownMeter, "meter %d does not exist", mc.ID)
 	}
 	if err := t.check(mc); err != nil {
 		return err
@@ -104,23 +100,23 @@ func (t *MeterTable) modify(mc *MeterConfig) *Error {
 // build MeterMods themselves) and the table's limits.
 func (t *MeterTable) check(mc *MeterConfig) *Error {
 	switch {
-	case !validMeterID(mc.ID):
-		return meterModFailed(ofp.ErrCodeMeterModFailedInvalidMeter, "meter %#x", mc.ID)
-	case mc.Flags&^meterFlagsAll != 0 || mc.Flags&(MeterKbps|MeterPktps) == MeterKbps|MeterPktps:
-		return meterModFailed(ofp.ErrCodeMeterModFailedBadFlags, "flags %#x", uint16(mc.Flags))
+	case !ValidMeterID(mc.ID):
+		return Errorf(InvalidMeter, "meter %#x", mc.ID)
+	case !ValidMeterFlags(mc.Flags):
+		return Errorf(BadMeterFlags, "flags %#x", uint16(mc.Flags))
 	case len(mc.Bands) > int(t.cfg.MaxBands):
-		return meterModFailed(ofp.ErrCodeMeterModFailedOutOfBands, "%d bands, at most %d", len(mc.Bands), t.cfg.MaxBands)
+		return Errorf(OutOfBands, "%d bands, at most %d", len(mc.Bands), t.cfg.MaxBands)
 	}
 	for _, b := range mc.Bands {
 		switch {
 		case b.Type != BandDrop && b.Type != BandDSCPRemark:
-			return meterModFailed(ofp.ErrCodeMeterModFailedBadBand, "band type %d", uint16(b.Type))
+			return Errorf(BadBand, "band type %d", uint16(b.Type))
 		case b.Rate == 0:
-			return meterModFailed(ofp.ErrCodeMeterModFailedBadRate, "band rate 0")
+			return Errorf(BadRate, "band rate 0")
 		case b.Type == BandDSCPRemark && (b.PrecLevel == 0 || b.PrecLevel > 63):
-			return meterModFailed(ofp.ErrCodeMeterModFailedBadBandValue, "prec_level %d", b.PrecLevel)
+			return Errorf(BadBandValue, "prec_level %d", b.PrecLevel)
 		case mc.Flags&MeterBurst != 0 && t.cfg.MaxBurst != 0 && b.BurstSize > t.cfg.MaxBurst:
-			return meterModFailed(ofp.ErrCodeMeterModFailedBadBurst, "burst_size %d, at most %d", b.BurstSize, t.cfg.MaxBurst)
+			return Errorf(BadBurst, "burst_size %d, at most %d", b.BurstSize, t.cfg.MaxBurst)
 		}
 	}
 	return nil
@@ -156,7 +152,7 @@ func (t *MeterTable) Get(id uint32) *Meter {
 
 // AddFlowRef counts a flow entry using meter id; false when the meter
 // does not exist (the flow must then be refused with
-// OFPMMFC_UNKNOWN_METER).
+// UnknownMeter).
 func (t *MeterTable) AddFlowRef(id uint32) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -230,7 +226,7 @@ func (t *MeterTable) Features() MeterFeatures {
 	return MeterFeatures{
 		MaxMeter:     t.cfg.MaxMeters,
 		BandTypes:    1<<BandDrop | 1<<BandDSCPRemark,
-		Capabilities: uint32(meterFlagsAll),
+		Capabilities: uint32(MeterFlagsAll),
 		MaxBands:     t.cfg.MaxBands,
 		MaxColor:     0,
 	}
@@ -257,7 +253,7 @@ type bucketState struct {
 	count            Counter
 }
 
-// Default burst when OFPMF_BURST is not given: 100 ms at the band's rate,
+// Default burst when MeterBurst is not given: 100 ms at the band's rate,
 // at least one full-size frame (kb/s) or one packet.
 const (
 	defaultBurstDiv = 10

@@ -1,18 +1,16 @@
-package openflow
+package rule
 
 import (
 	"maps"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/netrack/openflow/ofp"
 )
 
 // GroupTableConfig bounds a GroupTable. Zero fields take the defaults.
 type GroupTableConfig struct {
 	// MaxGroups bounds the groups of each type (default 4096 each).
-	MaxGroups [numGroupTypes]uint32
+	MaxGroups [NumGroupTypes]uint32
 	// MaxBuckets bounds a group's buckets (default and at most
 	// MaxBuckets).
 	MaxBuckets int
@@ -20,12 +18,13 @@ type GroupTableConfig struct {
 	Now func() time.Time
 }
 
-// GroupTable is a reference implementation of OpenFlow 1.3 group table
-// semantics that a Switch can embed: GROUP_MOD validation and application
-// (existence, limits, references to other groups and loops among them,
-// chained-group deletion), descriptions, counters and features, the
-// reference counts of flow entries, and bucket selection for the
-// datapath. It is safe for concurrent use.
+// GroupTable is the model's group table, with OpenFlow 1.3's group
+// semantics: GroupMod validation and application (existence, limits,
+// references to other groups and loops among them, chained-group
+// deletion), descriptions, counters and features, the reference counts of
+// flow entries, and bucket selection for the datapath (chaining through
+// watched groups, liveness through watched ports). It is safe for
+// concurrent use.
 type GroupTable struct {
 	mu     sync.Mutex
 	cfg    GroupTableConfig
@@ -56,16 +55,15 @@ func NewGroupTable(cfg GroupTableConfig) *GroupTable {
 	return &GroupTable{cfg: cfg, groups: map[uint32]*groupEntry{}}
 }
 
-// Mod applies a GROUP_MOD, or changes nothing and returns an *Error with
-// the OpenFlow code: OFPGMFC_GROUP_EXISTS, OFPGMFC_UNKNOWN_GROUP,
-// OFPGMFC_INVALID_GROUP, OFPGMFC_BAD_TYPE, OFPGMFC_BAD_COMMAND,
-// OFPGMFC_OUT_OF_GROUPS, OFPGMFC_OUT_OF_BUCKETS, OFPGMFC_BAD_WATCH (a
-// watched group that does not exist), OFPBAC_BAD_OUT_GROUP (a group
-// action naming a group that does not exist), OFPGMFC_LOOP (a change that
-// would make a group reach itself through group actions or watch groups)
-// and OFPGMFC_CHAINED_GROUP (deleting a group another group forwards to
-// or watches). It returns the ids of the deleted groups, whose flow
-// entries the switch must remove (OpenFlow 1.3 §6.5).
+// Mod applies a GroupMod, or changes nothing and returns an *Error of
+// kind GroupExists, UnknownGroup, InvalidGroup, BadGroupType,
+// BadGroupCommand, OutOfGroups, OutOfBuckets, BadWatch (also a watched
+// group that does not exist), DanglingGroup (a group action naming a
+// group that does not exist), GroupLoop (a change that would make a group
+// reach itself through group actions or watch groups) or ChainedGroup
+// (deleting a group another group forwards to or watches). It returns the
+// ids of the deleted groups, whose flow entries the switch must remove
+// (OpenFlow 1.3 §6.5).
 func (t *GroupTable) Mod(gm *GroupMod) (deleted []uint32, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -78,12 +76,12 @@ func (t *GroupTable) Mod(gm *GroupMod) (deleted []uint32, err error) {
 		ids, e := t.delete(gm.ID)
 		return ids, asError(e)
 	}
-	return nil, groupModFailed(ofp.ErrCodeGroupModBadCommand, "command %d", gm.Command)
+	return nil, Errorf(BadGroupCommand, "command %d", gm.Command)
 }
 
 func (t *GroupTable) add(g *Group) *Error {
 	if _, ok := t.groups[g.ID]; ok {
-		return groupModFailed(ofp.ErrCodeGroupModFailedGroupExists, "group %d exists", g.ID)
+		return Errorf(GroupExists, "group %d exists", g.ID)
 	}
 	if err := t.check(g, nil); err != nil {
 		return err
@@ -95,7 +93,7 @@ func (t *GroupTable) add(g *Group) *Error {
 func (t *GroupTable) modify(g *Group) *Error {
 	old, ok := t.groups[g.ID]
 	if !ok {
-		return groupModFailed(ofp.ErrCodeGroupModFailedUnknownGroup, "group %d does not exist", g.ID)
+		return Errorf(UnknownGroup, "group %d does not exist", g.ID)
 	}
 	if err := t.check(g, old); err != nil {
 		return err
@@ -110,15 +108,15 @@ func (t *GroupTable) modify(g *Group) *Error {
 func (t *GroupTable) check(g *Group, old *groupEntry) *Error {
 	switch {
 	case g.ID > GroupMax:
-		return groupModFailed(ofp.ErrCodeGroupModFailedInvalidGroup, "group %#x is reserved", g.ID)
-	case g.Type >= numGroupTypes:
-		return groupModFailed(ofp.ErrCodeGroupModBadType, "group type %d", g.Type)
+		return Errorf(InvalidGroup, "group %#x is reserved", g.ID)
+	case g.Type >= NumGroupTypes:
+		return Errorf(BadGroupType, "group type %d", g.Type)
 	case len(g.Buckets) > t.cfg.MaxBuckets:
-		return groupModFailed(ofp.ErrCodeGroupModFailedOutOfBuckets, "%d buckets, at most %d", len(g.Buckets), t.cfg.MaxBuckets)
+		return Errorf(OutOfBuckets, "%d buckets, at most %d", len(g.Buckets), t.cfg.MaxBuckets)
 	case (old == nil || old.g.Type != g.Type) && t.countType(g.Type) >= t.cfg.MaxGroups[g.Type]:
-		return groupModFailed(ofp.ErrCodeGroupModFailedOutOfGroups, "%d %s groups already", t.cfg.MaxGroups[g.Type], g.Type)
+		return Errorf(OutOfGroups, "%d %s groups already", t.cfg.MaxGroups[g.Type], g.Type)
 	}
-	if err := checkBuckets(g); err != nil {
+	if err := checkGroup(g); err != nil {
 		return err
 	}
 	if err := t.checkRefsExist(g); err != nil {
@@ -129,7 +127,7 @@ func (t *GroupTable) check(g *Group, old *groupEntry) *Error {
 	}
 	for _, r := range groupRefs(g) {
 		if t.reaches(r, g.ID) {
-			return groupModFailed(ofp.ErrCodeGroupModFailedLoop, "group %d would reach itself through group %d", g.ID, r)
+			return Errorf(GroupLoop, "group %d would reach itself through group %d", g.ID, r)
 		}
 	}
 	return nil
@@ -150,11 +148,11 @@ func (t *GroupTable) countType(typ GroupType) uint32 {
 func (t *GroupTable) checkRefsExist(g *Group) *Error {
 	for i, bk := range g.Buckets {
 		if _, ok := t.groups[bk.WatchGroup]; bk.WatchGroup != GroupAny && !ok {
-			return groupModFailed(ofp.ErrCodeGroupModBadWatch, "bucket %d watches group %d, which does not exist", i, bk.WatchGroup)
+			return Errorf(BadWatch, "bucket %d watches group %d, which does not exist", i, bk.WatchGroup)
 		}
 		for _, a := range bk.Actions {
 			if _, ok := t.groups[a.ID]; a.Kind == ActGroup && !ok {
-				return badAction(ofp.ErrCodeBadActionOutGroup, "bucket %d forwards to group %d, which does not exist", i, a.ID)
+				return Errorf(DanglingGroup, "bucket %d forwards to group %d, which does not exist", i, a.ID)
 			}
 		}
 	}
@@ -210,7 +208,7 @@ func (t *GroupTable) delete(id uint32) ([]uint32, *Error) {
 	}
 	for oid, e := range t.groups {
 		if oid != id && slices.Contains(groupRefs(&e.g), id) {
-			return nil, groupModFailed(ofp.ErrCodeGroupModFailedChainedGroup, "group %d forwards to or watches group %d", oid, id)
+			return nil, Errorf(ChainedGroup, "group %d forwards to or watches group %d", oid, id)
 		}
 	}
 	delete(t.groups, id)
@@ -257,8 +255,8 @@ func (t *GroupTable) Desc() []Group {
 }
 
 // AddFlowRef counts a flow entry that forwards to group id; false when
-// the group does not exist (the flow must then be refused with
-// OFPBAC_BAD_OUT_GROUP). Call it, and ReleaseFlowRef when the entry goes,
+// the group does not exist (the flow must then be refused:
+// DanglingGroup). Call it, and ReleaseFlowRef when the entry goes,
 // under the lock that makes the flow change atomic.
 func (t *GroupTable) AddFlowRef(id uint32) bool {
 	t.mu.Lock()
@@ -344,17 +342,13 @@ func (t *GroupTable) Stats(id uint32) []GroupStats {
 }
 
 // Features describes the table: every type, weights, liveness, chaining
-// with loop checks, and every action this package decodes.
+// with loop checks.
 func (t *GroupTable) Features() GroupFeatures {
-	f := GroupFeatures{
-		Types:        1<<numGroupTypes - 1,
+	return GroupFeatures{
+		Types:        1<<NumGroupTypes - 1,
 		Capabilities: GroupCapSelectWeight | GroupCapSelectLiveness | GroupCapChaining | GroupCapChainingChecks,
 		MaxGroups:    t.cfg.MaxGroups,
 	}
-	for i := range f.Actions {
-		f.Actions[i] = supportedActionBits()
-	}
-	return f
 }
 
 // maxLivenessDepth bounds the recursion through watched groups (loops are

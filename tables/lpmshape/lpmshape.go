@@ -1,4 +1,4 @@
-package pipeline
+package lpmshape
 
 import (
 	"encoding/binary"
@@ -9,30 +9,46 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/bubble"
 	"github.com/gswitch/gswitch/tables/flow"
 	"github.com/gswitch/gswitch/tables/lpm"
 )
 
-// LPM-shaped flow tables (see the package documentation, "LPM-shaped
-// tables"). Every flow table has an lpmShape beside its flow.Table: it reads
-// each rule added or removed, keeps the rules of the LPM form in one group
-// per (address family, in_port key) — a prefix trie of priorities that
-// says whether longest-prefix order gives the classifier's answer, and a
-// tables/lpm table whose leaf is the winning rule — and says whether the
-// table is served by those LPM tables or by the flow classifier. The
-// flow.Table stays authoritative and is always maintained.
+// DefaultIDBase is the image id base a Shape takes when its Config
+// gives none: flow table t's group slot s is at IDBase | t<<16 | s. The
+// daemon's flow tables are ids 0..253 and the L3 router's route tables
+// start at 1<<20 (datapath/l3.TableIDBase), below this range; an
+// allocator of engine table ids hands bases out through Config.IDBase.
+const DefaultIDBase uint32 = 1 << 24
 
-// lpmIDBase is the first gpu.TableID of the LPM images of flow tables:
-// flow table t's group slot s is at lpmIDBase | t<<16 | s. Flow tables
-// are ids 0..253 and the L3 router's route tables start at 1<<20
-// (datapath/l3.TableIDBase), below this range.
-const lpmIDBase gpu.TableID = 1 << 24
+// Images is where a Shape keeps the LPM images of its groups and looks
+// packets up in them: the switch's lookup engine (gpu.Engine, through an
+// adapter that maps ids and families onto its table ids and kinds). Load
+// replaces an image whole; Apply applies an image's update and returns
+// once later lookups see it.
+type Images interface {
+	Load(id uint32, fam lpm.Family, im *bubble.Image) error
+	Apply(id uint32, u bubble.Update) error
+	LookupLPM4(id uint32, addrs []uint32, out []uint32) error
+	LookupLPM6(id uint32, addrs []lpm.Addr6, out []uint32) error
+}
 
-// maxLPMGroups bounds the groups (family x in_port key) of one flow table:
+// Config configures a Shape.
+type Config struct {
+	// Table is the flow table's id: in image ids and log lines.
+	Table uint8
+	// IDBase is the first image id (default DefaultIDBase); the ids used
+	// are IDBase | Table<<16 | slot, slot < MaxGroups.
+	IDBase uint32
+	// Images holds the groups' images (required).
+	Images Images
+	// Logger logs transitions and failures (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// MaxGroups bounds the groups (family x in_port key) of one flow table:
 // a rule that would need another group makes the table "foreign".
-const maxLPMGroups = 1024
+const MaxGroups = 1024
 
 // wildPort is the in_port key of rules without in_port.
 const wildPort = uint64(1) << 32
@@ -43,15 +59,15 @@ const (
 	noPrioMax int32 = -1      // the maximum of no priorities
 )
 
-// lpmTableID is the gpu.TableID of flow table tid's group slot.
-func lpmTableID(tid uint8, slot int) gpu.TableID {
-	return lpmIDBase | gpu.TableID(tid)<<16 | gpu.TableID(slot)
+// imageID is the image id of group slot slot.
+func (l *Shape) imageID(slot int) uint32 {
+	return l.base | uint32(l.tid)<<16 | uint32(slot)
 }
 
 // lpmForm is one rule as the shape tracker sees it.
 type lpmForm struct {
 	live    bool         // in the groups (an LPM-form rule)
-	foreign bool         // counted in lpmShape.foreign
+	foreign bool         // counted in Shape.foreign
 	anyFam  bool         // no eth_type: /0 of both families and the non-IP default
 	fam     lpm.Family   // the family of a rule with eth_type
 	port    uint64       // in_port, or wildPort
@@ -141,7 +157,7 @@ func bitAt(hi, lo uint64, d int) int {
 	return int(lo >> (127 - d) & 1)
 }
 
-// famIndex is a family's index in lpmShape.fams.
+// famIndex is a family's index in Shape.fams.
 func famIndex(f lpm.Family) int {
 	if f == lpm.IPv6 {
 		return 1
@@ -171,15 +187,6 @@ type lpmGroup struct {
 	dead     bool       // removed; its slot is free
 }
 
-func (g *lpmGroup) id(tid uint8) gpu.TableID { return lpmTableID(tid, g.slot) }
-
-func (g *lpmGroup) kind() gpu.Kind {
-	if g.fam == lpm.IPv6 {
-		return gpu.LPM6
-	}
-	return gpu.LPM4
-}
-
 // lpmFamily is one family's groups: the wildcard in_port group and one
 // per in_port value.
 type lpmFamily struct {
@@ -187,13 +194,17 @@ type lpmFamily struct {
 	ports map[uint32]*lpmGroup
 }
 
-// lpmShape tracks one flow table's shape and serves it by LPM while it is
-// LPM-shaped. Its changes run under Switch.mu held for writing, its
-// lookups under the read lock.
-type lpmShape struct {
-	tid uint8
-	cls lpmClassifier
-	log *slog.Logger
+// Shape tracks one flow table's shape and serves it by LPM while it is
+// LPM-shaped. It is not safe for concurrent use: the caller serializes
+// changes (Add, Remove, Sync, SetEnabled) against each other and against
+// lookups (Lookup, Serves, Search, Info), which may run concurrently with
+// each other (the pipeline: changes under its write lock, lookups under
+// its read lock).
+type Shape struct {
+	tid  uint8
+	base uint32
+	cls  Images
+	log  *slog.Logger
 
 	forms     []lpmForm // by RuleID
 	foreign   int       // rules not of the LPM form
@@ -214,65 +225,44 @@ type lpmShape struct {
 	toFlow  uint64 // transitions back to the classifier
 }
 
-// setLPMServing turns LPM serving of LPM-shaped tables on (the default)
-// or off, so that a benchmark compares both on one table.
-func (s *Switch) setLPMServing(on bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, t := range s.tables {
-		if l := s.shapeOf(t); l != nil {
-			l.off = !on
-			l.sync()
-		}
+// New returns the shape tracker of an empty flow table.
+func New(cfg Config) *Shape {
+	if cfg.IDBase == 0 {
+		cfg.IDBase = DefaultIDBase
 	}
-}
-
-// lpmClassifier is what LPM serving needs of the switch's Classifier
-// (gpu.Engine has it): the LPM images are loaded, updated and looked up
-// beside the flow tables' images.
-type lpmClassifier interface {
-	Load(id gpu.TableID, kind gpu.Kind, im *bubble.Image) error
-	Apply(id gpu.TableID, u bubble.Update) error
-	LookupLPM4(id gpu.TableID, addrs []uint32, out []uint32) error
-	LookupLPM6(id gpu.TableID, addrs []lpm.Addr6, out []uint32) error
-}
-
-// shapeOf returns table t's shape tracker, made on first use; nil when the
-// Classifier cannot look up LPM images (the table is then always served
-// by the classifier).
-func (s *Switch) shapeOf(t *table) *lpmShape {
-	if t.lpm == nil {
-		if c, ok := s.cfg.Classifier.(lpmClassifier); ok {
-			t.lpm = newLPMShape(t.id, c, s.log)
-		}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
-	return t.lpm
-}
-
-func newLPMShape(tid uint8, cls lpmClassifier, log *slog.Logger) *lpmShape {
-	l := &lpmShape{tid: tid, cls: cls, log: log, anyIP: map[uint64][]flow.RuleID{}}
+	l := &Shape{tid: cfg.Table, base: cfg.IDBase, cls: cfg.Images, log: cfg.Logger, anyIP: map[uint64][]flow.RuleID{}}
 	for i := range l.fams {
 		l.fams[i].ports = map[uint32]*lpmGroup{}
 	}
 	return l
 }
 
-// serves reports whether lookups of the table go to its LPM tables.
-func (l *lpmShape) serves() bool { return l.serving }
+// SetEnabled turns LPM serving on (the default) or off, so that a
+// benchmark compares both on one table; the shape is kept either way.
+func (l *Shape) SetEnabled(on bool) {
+	l.off = !on
+	l.Sync()
+}
+
+// Serves reports whether lookups of the table go to its LPM tables.
+func (l *Shape) Serves() bool { return l.serving }
 
 // shaped says whether the table is LPM-shaped: only LPM-form rules, at
 // least one with an eth_type, no priority conflict (its images aside).
-func (l *lpmShape) shaped() bool {
+func (l *Shape) shaped() bool {
 	return !l.off && l.foreign == 0 && l.famRules > 0 && l.conflicts == 0
 }
 
 // better reports whether rule a ranks above rule b (flow.Rank).
-func (l *lpmShape) better(a, b flow.RuleID) bool {
+func (l *Shape) better(a, b flow.RuleID) bool {
 	return flow.Rank(l.forms[a].prio, a) > flow.Rank(l.forms[b].prio, b)
 }
 
 // insertRanked adds id to a best-first list.
-func (l *lpmShape) insertRanked(list []flow.RuleID, id flow.RuleID) []flow.RuleID {
+func (l *Shape) insertRanked(list []flow.RuleID, id flow.RuleID) []flow.RuleID {
 	i := 0
 	for i < len(list) && l.better(list[i], id) {
 		i++
@@ -280,8 +270,8 @@ func (l *lpmShape) insertRanked(list []flow.RuleID, id flow.RuleID) []flow.RuleI
 	return slices.Insert(list, i, id)
 }
 
-// add reads a rule just added to the flow table under id.
-func (l *lpmShape) add(id flow.RuleID, r *flow.Rule) {
+// Add reads a rule just added to the flow table under id.
+func (l *Shape) Add(id flow.RuleID, r *flow.Rule) {
 	for int(id) >= len(l.forms) {
 		l.forms = append(l.forms, lpmForm{})
 	}
@@ -289,7 +279,7 @@ func (l *lpmShape) add(id flow.RuleID, r *flow.Rule) {
 	f.prio = r.Priority
 	// The leaf holds id+1 in 24 bits; a rule needing a group the table
 	// has no slot for cannot be served either.
-	if !ok || uint32(id) >= lpm.MaxNextHop || l.newGroups(&f) > maxLPMGroups-l.groups {
+	if !ok || uint32(id) >= lpm.MaxNextHop || l.newGroups(&f) > MaxGroups-l.groups {
 		f.foreign = true
 		l.forms[id] = f
 		l.foreign++
@@ -307,8 +297,8 @@ func (l *lpmShape) add(id flow.RuleID, r *flow.Rule) {
 	l.place(f.fam, f.port, f.pfx, id, 1)
 }
 
-// remove forgets a rule just deleted from the flow table.
-func (l *lpmShape) remove(id flow.RuleID) {
+// Remove forgets a rule just deleted from the flow table.
+func (l *Shape) Remove(id flow.RuleID) {
 	if int(id) >= len(l.forms) {
 		return
 	}
@@ -332,7 +322,7 @@ func (l *lpmShape) remove(id flow.RuleID) {
 }
 
 // newGroups counts the groups a rule of form f would have to create.
-func (l *lpmShape) newGroups(f *lpmForm) int {
+func (l *Shape) newGroups(f *lpmForm) int {
 	n := 0
 	for i := range l.fams {
 		if !f.anyFam && famIndex(f.fam) != i {
@@ -347,7 +337,7 @@ func (l *lpmShape) newGroups(f *lpmForm) int {
 }
 
 // group returns the group of (fam, port), creating it when asked.
-func (l *lpmShape) group(fam lpm.Family, port uint64, create bool) *lpmGroup {
+func (l *Shape) group(fam lpm.Family, port uint64, create bool) *lpmGroup {
 	fa := &l.fams[famIndex(fam)]
 	var g *lpmGroup
 	if port == wildPort {
@@ -377,18 +367,18 @@ func (l *lpmShape) group(fam lpm.Family, port uint64, create bool) *lpmGroup {
 
 // build makes a group's LPM table from its prefixes and loads its image
 // into the classifier.
-func (l *lpmShape) build(g *lpmGroup) {
+func (l *Shape) build(g *lpmGroup) {
 	routes := make([]lpm.Route, 0, len(g.at))
 	for p, list := range g.at {
 		routes = append(routes, lpm.Route{Prefix: p, NextHop: uint32(list[0]) + 1})
 	}
 	lt, err := lpm.Build(g.fam, routes, lpm.Options{})
 	if err == nil {
-		err = l.cls.Load(g.id(l.tid), g.kind(), lt.Mirror().Sync().Full)
+		err = l.cls.Load(l.imageID(g.slot), g.fam, lt.Mirror().Sync().Full)
 	}
 	l.unbuilt--
 	if err != nil {
-		l.log.Error("pipeline: LPM image of a flow table not loaded; the classifier serves the table", "table", l.tid, "family", g.fam, "err", err)
+		l.log.Error("lpmshape: LPM image of a flow table not loaded; the classifier serves the table", "table", l.tid, "family", g.fam, "err", err)
 		g.broken = true
 		l.broken++
 		return
@@ -398,7 +388,7 @@ func (l *lpmShape) build(g *lpmGroup) {
 
 // dropGroup removes an empty group: its slot is freed and an empty image
 // replaces its own in the classifier (releasing the memory).
-func (l *lpmShape) dropGroup(g *lpmGroup) {
+func (l *Shape) dropGroup(g *lpmGroup) {
 	fa := &l.fams[famIndex(g.fam)]
 	if g.port == wildPort {
 		fa.wild = nil
@@ -418,14 +408,14 @@ func (l *lpmShape) dropGroup(g *lpmGroup) {
 	// The classifier cannot drop a table: a tiny empty image (no free
 	// nodes) takes the place of the old one until the slot is reused.
 	if lt, err := lpm.New(g.fam, lpm.Options{MinFree: -1, HeadRoom: -1}); err == nil {
-		_ = l.cls.Load(g.id(l.tid), g.kind(), lt.Mirror().Sync().Full)
+		_ = l.cls.Load(l.imageID(g.slot), g.fam, lt.Mirror().Sync().Full)
 	}
 }
 
 // place adds (delta 1) or removes (delta -1) rule id at prefix p of group
 // (fam, port): the prefix's list, the LPM leaf, the trie and the conflicts
 // it affects.
-func (l *lpmShape) place(fam lpm.Family, port uint64, p netip.Prefix, id flow.RuleID, delta int32) {
+func (l *Shape) place(fam lpm.Family, port uint64, p netip.Prefix, id flow.RuleID, delta int32) {
 	g := l.group(fam, port, delta > 0)
 	if g == nil {
 		return
@@ -471,7 +461,7 @@ func (l *lpmShape) place(fam lpm.Family, port uint64, p netip.Prefix, id flow.Ru
 
 // count keeps the group's default rule and its count of prefixes longer
 // than /0 after p's list changed (old: its previous best rule).
-func (l *lpmShape) count(g *lpmGroup, p netip.Prefix, old flow.RuleID, list []flow.RuleID) {
+func (l *Shape) count(g *lpmGroup, p netip.Prefix, old flow.RuleID, list []flow.RuleID) {
 	if p.Bits() == 0 {
 		g.def = flow.NoMatch
 		if len(list) > 0 {
@@ -494,7 +484,7 @@ func (l *lpmShape) count(g *lpmGroup, p netip.Prefix, old flow.RuleID, list []fl
 
 // setLeaf writes the LPM leaf of prefix p after its list changed (old: the
 // previous best rule).
-func (l *lpmShape) setLeaf(g *lpmGroup, p netip.Prefix, old flow.RuleID, list []flow.RuleID) {
+func (l *Shape) setLeaf(g *lpmGroup, p netip.Prefix, old flow.RuleID, list []flow.RuleID) {
 	if g.broken || g.lt == nil {
 		return
 	}
@@ -508,7 +498,7 @@ func (l *lpmShape) setLeaf(g *lpmGroup, p netip.Prefix, old flow.RuleID, list []
 		return
 	}
 	if err != nil {
-		l.log.Error("pipeline: LPM table of a flow table rejected a change; the classifier serves the table", "table", l.tid, "prefix", p, "err", err)
+		l.log.Error("lpmshape: LPM table of a flow table rejected a change; the classifier serves the table", "table", l.tid, "prefix", p, "err", err)
 		g.broken = true
 		l.broken++
 		return
@@ -519,11 +509,11 @@ func (l *lpmShape) setLeaf(g *lpmGroup, p netip.Prefix, old flow.RuleID, list []
 	}
 }
 
-// sync applies the LPM tables' changes to the classifier (Apply returns
+// Sync applies the LPM tables' changes to the classifier (Apply returns
 // once later lookups see them; an image it rejects is reloaded whole) and
 // switches the table between LPM and classifier serving when its shape
 // changed.
-func (l *lpmShape) sync() {
+func (l *Shape) Sync() {
 	for _, g := range l.dirty {
 		g.dirty = false
 		if g.dead || g.broken {
@@ -533,10 +523,10 @@ func (l *lpmShape) sync() {
 		if u.Full == nil && len(u.Bubbles) == 0 {
 			continue
 		}
-		if err := l.cls.Apply(g.id(l.tid), u); err != nil {
-			l.log.Error("pipeline: classifier rejected an LPM update; reloading the image", "table", l.tid, "family", g.fam, "err", err)
-			if lerr := l.cls.Load(g.id(l.tid), g.kind(), g.lt.Mirror().Image().Clone()); lerr != nil {
-				l.log.Error("pipeline: LPM image not reloaded; the classifier serves the table", "table", l.tid, "err", lerr)
+		if err := l.cls.Apply(l.imageID(g.slot), u); err != nil {
+			l.log.Error("lpmshape: classifier rejected an LPM update; reloading the image", "table", l.tid, "family", g.fam, "err", err)
+			if lerr := l.cls.Load(l.imageID(g.slot), g.fam, g.lt.Mirror().Image().Clone()); lerr != nil {
+				l.log.Error("lpmshape: LPM image not reloaded; the classifier serves the table", "table", l.tid, "err", lerr)
 				g.broken = true
 				l.broken++
 			}
@@ -559,26 +549,26 @@ func (l *lpmShape) sync() {
 	l.serving = now
 	if now {
 		l.toLPM++
-		l.log.Info("pipeline: flow table is LPM-shaped; served by longest-prefix match", "table", l.tid, "rules", l.famRules)
+		l.log.Info("lpmshape: flow table is LPM-shaped; served by longest-prefix match", "table", l.tid, "rules", l.famRules)
 	} else {
 		l.toFlow++
-		l.log.Info("pipeline: flow table no longer LPM-shaped; served by the classifier", "table", l.tid,
+		l.log.Info("lpmshape: flow table no longer LPM-shaped; served by the classifier", "table", l.tid,
 			"foreign_rules", l.foreign, "priority_conflicts", l.conflicts, "broken_images", l.broken)
 	}
 }
 
-// search names how the table is searched now: "lpm" or the classifier's
+// Search names how the table is searched now: "lpm" or the classifier's
 // algorithm.
-func (l *lpmShape) search(algo flow.Algo) string {
+func (l *Shape) Search(algo flow.Algo) string {
 	if l.serving {
 		return "lpm"
 	}
 	return algo.String()
 }
 
-// LPMInfo describes a flow table's LPM shape, for the control socket and
+// Info describes a flow table's LPM shape, for the control socket and
 // metrics.
-type LPMInfo struct {
+type Info struct {
 	Shaped      bool   // served by LPM now
 	Rules       int    // rules of the LPM form with an eth_type
 	Foreign     int    // rules of another form
@@ -590,8 +580,8 @@ type LPMInfo struct {
 	Broken      int    // groups whose image the classifier does not hold
 }
 
-func (l *lpmShape) info() LPMInfo {
-	in := LPMInfo{Shaped: l.serving, Rules: l.famRules, Foreign: l.foreign, Conflicts: l.conflicts,
+func (l *Shape) Info() Info {
+	in := Info{Shaped: l.serving, Rules: l.famRules, Foreign: l.foreign, Conflicts: l.conflicts,
 		Groups: l.groups, Transitions: l.toLPM + l.toFlow, Broken: l.broken}
 	for _, g := range l.bySlot {
 		if g != nil {
@@ -615,11 +605,11 @@ var (
 func init() {
 	// lookup reads these words whole; say so loudly if tables/flow moves them.
 	if keyInPort.Width != 32 || keyIPv4Dst.Width != 32 || len(keyIPv6Dst) != 4 || keyEthType.Width != 16 {
-		panic(fmt.Sprintf("pipeline: unexpected key layout of in_port/eth_type/ip_dst: %v %v %v %v", keyInPort, keyEthType, keyIPv4Dst, keyIPv6Dst))
+		panic(fmt.Sprintf("lpmshape: unexpected key layout of in_port/eth_type/ip_dst: %v %v %v %v", keyInPort, keyEthType, keyIPv4Dst, keyIPv6Dst))
 	}
 	for _, p := range keyIPv6Dst {
 		if p.Width != 32 {
-			panic("pipeline: unexpected key layout of ipv6_dst")
+			panic("lpmshape: unexpected key layout of ipv6_dst")
 		}
 	}
 }
@@ -651,13 +641,13 @@ func (sc *lpmScratch) batch(slot int) *lpmBatch {
 	return b
 }
 
-// lookup finds each key's rule by LPM (the table must be LPM-shaped):
+// Lookup finds each key's rule by LPM (the table must be LPM-shaped):
 // per family one batch for the wildcard group and one per in_port group
 // present, each looked up in its image through the classifier; a packet
 // takes the better-ranked of its groups' answers. A packet of
 // neither family takes the best any-family rule of its in_port. out[i] is
 // flow.NoMatch where no rule matches.
-func (l *lpmShape) lookup(keys []flow.Key, out []flow.RuleID) error {
+func (l *Shape) Lookup(keys []flow.Key, out []flow.RuleID) error {
 	sc := lpmScratchPool.Get().(*lpmScratch)
 	defer lpmScratchPool.Put(sc)
 	v4, v6 := &l.fams[0], &l.fams[1]
@@ -705,7 +695,7 @@ func (l *lpmShape) lookup(keys []flow.Key, out []flow.RuleID) error {
 
 // route4 sends packet i to g's batch, or gives it g's default rule when g
 // has no LPM table (its rules are all /0).
-func (l *lpmShape) route4(sc *lpmScratch, g *lpmGroup, i int, a uint32, out []flow.RuleID) {
+func (l *Shape) route4(sc *lpmScratch, g *lpmGroup, i int, a uint32, out []flow.RuleID) {
 	if g.lt == nil {
 		l.merge(out, i, g.def)
 		return
@@ -713,7 +703,7 @@ func (l *lpmShape) route4(sc *lpmScratch, g *lpmGroup, i int, a uint32, out []fl
 	sc.batch(g.slot).add4(i, a)
 }
 
-func (l *lpmShape) route6(sc *lpmScratch, g *lpmGroup, i int, a lpm.Addr6, out []flow.RuleID) {
+func (l *Shape) route6(sc *lpmScratch, g *lpmGroup, i int, a lpm.Addr6, out []flow.RuleID) {
 	if g.lt == nil {
 		l.merge(out, i, g.def)
 		return
@@ -725,7 +715,7 @@ func (l *lpmShape) route6(sc *lpmScratch, g *lpmGroup, i int, a lpm.Addr6, out [
 // match the packet and lie on one chain of prefixes, where the shape makes
 // the longer one rank higher: the better rank is the longer prefix (or
 // the same prefix's best).
-func (l *lpmShape) merge(out []flow.RuleID, i int, id flow.RuleID) {
+func (l *Shape) merge(out []flow.RuleID, i int, id flow.RuleID) {
 	if id != flow.NoMatch && (out[i] == flow.NoMatch || l.better(id, out[i])) {
 		out[i] = id
 	}
@@ -742,17 +732,17 @@ func (b *lpmBatch) add6(i int, a lpm.Addr6) {
 }
 
 // lookupGroup looks one group's batch up and merges the answers into out.
-func (l *lpmShape) lookupGroup(g *lpmGroup, b *lpmBatch, out []flow.RuleID) error {
+func (l *Shape) lookupGroup(g *lpmGroup, b *lpmBatch, out []flow.RuleID) error {
 	n := len(b.idx)
 	b.res = slices.Grow(b.res[:0], n)[:n]
 	var err error
 	if g.fam == lpm.IPv4 {
-		err = l.cls.LookupLPM4(g.id(l.tid), b.a4, b.res)
+		err = l.cls.LookupLPM4(l.imageID(g.slot), b.a4, b.res)
 	} else {
-		err = l.cls.LookupLPM6(g.id(l.tid), b.a6, b.res)
+		err = l.cls.LookupLPM6(l.imageID(g.slot), b.a6, b.res)
 	}
 	if err != nil {
-		return fmt.Errorf("pipeline: table %d: LPM lookup (%v, slot %d): %w", l.tid, g.fam, g.slot, err)
+		return fmt.Errorf("lpmshape: table %d: LPM lookup (%v, slot %d): %w", l.tid, g.fam, g.slot, err)
 	}
 	for j, leaf := range b.res {
 		if leaf != 0 {
@@ -764,7 +754,7 @@ func (l *lpmShape) lookupGroup(g *lpmGroup, b *lpmBatch, out []flow.RuleID) erro
 
 // nonIP returns the rule of a packet of neither family: the best
 // any-family rule with its in_port or none.
-func (l *lpmShape) nonIP(port uint32) flow.RuleID {
+func (l *Shape) nonIP(port uint32) flow.RuleID {
 	best := flow.NoMatch
 	if w := l.anyIP[wildPort]; len(w) > 0 {
 		best = w[0]
