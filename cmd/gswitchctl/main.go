@@ -16,11 +16,20 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/gswitch/gswitch/bench/benchutil"
+	"github.com/gswitch/gswitch/bench/classify"
+	"github.com/gswitch/gswitch/bench/forward"
+	"github.com/gswitch/gswitch/bench/lpm"
+	"github.com/gswitch/gswitch/bench/p4rt"
+	"github.com/gswitch/gswitch/bench/routes"
+	"github.com/gswitch/gswitch/internal/version"
 )
 
 const usage = `gswitchctl — gswitch's command-line tool
@@ -41,32 +50,31 @@ Usage:
   gswitchctl neighbours [--socket PATH] [--json] the router's neighbour table (show neighbours)
   gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
                                                  route tables: routes, next hops, counters
+  gswitchctl --version                           the module version, VCS revision and Go release of this build
   gswitchctl help                                this text
 
 Run "gswitchctl bench lpm -h" or "gswitchctl bench classify -h" for the flags.
 `
 
-// errUsage marks an error in the command line: exit status 2.
-var errUsage = errors.New("usage")
-
-// errMismatch marks a --check that found wrong answers: exit status 1.
-var errMismatch = errors.New("mismatches found")
+// errUsage marks an error in the command line: exit status 2. It is the
+// benchmarks' own, so that their usage errors exit with 2 too.
+var errUsage = benchutil.ErrUsage
 
 func main() {
-	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
 	switch {
 	case err == nil:
 	case errors.Is(err, flag.ErrHelp):
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(os.Stderr, "gswitchctl:", err)
 		os.Exit(2)
-	default:
+	default: // benchutil.ErrMismatch among them
 		fmt.Fprintln(os.Stderr, "gswitchctl:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("%w: no command given", errUsage)
@@ -75,8 +83,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
+	case "--version", "-version", "version":
+		fmt.Fprintln(stdout, version.String("gswitchctl"))
+		return nil
 	case "bench":
-		return runBench(args[1:], stdout, stderr)
+		return runBench(ctx, args[1:], stdout, stderr)
 	case "show":
 		return runShow(args[1:], stdout, stderr)
 	case "neighbours", "neigh":
@@ -88,23 +99,39 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 }
 
-func runBench(args []string, stdout, stderr io.Writer) error {
+// benches are the bench works, by name; each is the Run of its package
+// under bench/.
+var benches = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
+	"lpm":      lpm.Run,
+	"classify": classify.Run,
+	"p4rt":     p4rt.Run,
+	"routes":   routes.Run,
+	"forward":  forward.Run,
+	// bench forward's plain target runs it in its switch namespace
+	// (forward.PlainForwarderArgs).
+	"plain-forwarder": forward.RunPlainForwarder,
+}
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: bench needs a work: lpm, classify, p4rt, routes or forward", errUsage)
 	}
-	switch args[0] {
-	case "lpm":
-		return benchLPM(args[1:], stdout, stderr)
-	case "classify":
-		return benchClassify(args[1:], stdout, stderr)
-	case "p4rt":
-		return benchP4RT(args[1:], stdout, stderr)
-	case "routes":
-		return benchRoutes(args[1:], stdout, stderr)
-	case "forward":
-		return benchForward(args[1:], stdout, stderr)
-	case "plain-forwarder": // bench forward's plain target runs it in its switch namespace
-		return benchPlainForwarder(args[1:], stdout, stderr)
+	if b, ok := benches[args[0]]; ok {
+		return b(ctx, args[1:], stdout, stderr)
 	}
 	return fmt.Errorf("%w: unknown bench %q (want lpm, classify, p4rt, routes or forward)", errUsage, args[0])
+}
+
+// parseFlags parses args into fs, refusing positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package routes
 
 import (
 	"context"
@@ -24,6 +24,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/controlproto/kernelfib"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/bubble"
@@ -38,7 +39,7 @@ const benchTable = 100
 const benchPorts = 4
 
 type routesBenchFlags struct {
-	commonFlags
+	benchutil.CommonFlags
 	fib           string
 	family        int
 	updatesPerSec int
@@ -93,11 +94,16 @@ type routesResult struct {
 	Notes           string    `json:"notes,omitempty"`
 }
 
-func benchRoutes(args []string, stdout, stderr io.Writer) error {
+// Run runs "gswitchctl bench routes" with the command-line arguments args
+// (the flags after "bench routes"), each family's result to stdout as it
+// is done, the flags' usage and progress to stderr. Its errors wrap
+// benchutil.ErrUsage for a bad command line and benchutil.ErrMismatch for
+// wrong answers under --check; ctx ends the run between two families.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f routesBenchFlags
 	fs := flag.NewFlagSet("gswitchctl bench routes", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	f.register(fs, 1<<18)
+	f.Register(fs, 1<<18)
 	fs.Lookup("backend").Usage = "lookup backend: cpu, gpu, or cpu,gpu for both in this run (gpu needs the cuda build)"
 	fs.StringVar(&f.fib, "fib", "", "routing table: one CIDR per line, .gz allowed (required)")
 	fs.IntVar(&f.family, "family", 0, "4 or 6: only that family (0: both, one run each)")
@@ -114,21 +120,21 @@ func benchRoutes(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "Usage: gswitchctl bench routes --fib FILE [flags]\n\nLoads the table through a route source (by default a private network namespace's kernel\ntable, mirrored over netlink) into a route.Table whose LPM images a gpu.Engine serves, and\nmeasures routes/s into the Engine-visible table, update-to-visible latency, and Engine lookups\nwith and without route changes flowing; --check compares lookups with a brute-force reference.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := benchutil.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	// --backend may name both: cpu,gpu runs every measurement on each, one
 	// engine after the other, in this one run.
-	backends := strings.Split(f.backend, ",")
+	backends := strings.Split(f.Backend, ",")
 	for _, b := range backends {
-		f.backend = strings.TrimSpace(b)
+		f.Backend = strings.TrimSpace(b)
 		if err := f.validate(); err != nil {
 			return err
 		}
 	}
 	batchSet := false
 	fs.Visit(func(fl *flag.Flag) { batchSet = batchSet || fl.Name == "batch" })
-	cpuBatch := f.batch
+	cpuBatch := f.Batch
 	if f.cpuprofile != "" {
 		pf, err := os.Create(f.cpuprofile)
 		if err != nil {
@@ -156,16 +162,16 @@ func benchRoutes(args []string, stdout, stderr io.Writer) error {
 	v4, v6 := lpm.SplitFamilies(prefixes)
 	var rs []routesResult
 	for _, b := range backends {
-		f.backend = strings.TrimSpace(b)
-		f.batch = cpuBatch
-		if f.backend == "gpu" && !batchSet {
+		f.Backend = strings.TrimSpace(b)
+		f.Batch = cpuBatch
+		if f.Backend == "gpu" && !batchSet {
 			// A GPU round trip costs tens of µs: 256 keys a call
 			// measures the latency, not the lookups. 1M keys, as bench
 			// lpm: with 64K the lookup goroutine is bound by its driver
 			// calls (~9 µs a batch on the H100 host, 6,000 M/s against
 			// 11,000 with 1M, session 9), and any work beside it on the
 			// host shows as loss under updates.
-			f.batch = 1 << 20
+			f.Batch = 1 << 20
 		}
 		eng, err := f.openEngine()
 		if err != nil {
@@ -185,13 +191,17 @@ func benchRoutes(args []string, stdout, stderr io.Writer) error {
 				}
 				continue
 			}
+			if err := ctx.Err(); err != nil {
+				eng.Close()
+				return err
+			}
 			r, err := benchRoutesFamily(&f, eng, c.fam, c.ps, stderr)
 			if err != nil {
 				eng.Close()
 				return err
 			}
 			rs = append(rs, r)
-			printRoutesResult(stdout, f.json, r)
+			printRoutesResult(stdout, f.JSON, r)
 		}
 		eng.Close()
 	}
@@ -200,51 +210,51 @@ func benchRoutes(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, r := range rs {
 		if r.Mismatches > 0 {
-			return fmt.Errorf("%w: %d lookups disagree with the brute-force reference", errMismatch, r.Mismatches)
+			return fmt.Errorf("%w: %d lookups disagree with the brute-force reference", benchutil.ErrMismatch, r.Mismatches)
 		}
 	}
 	return nil
 }
 
 func (f *routesBenchFlags) validate() error {
-	if err := f.commonFlags.validate(); err != nil {
+	if err := f.CommonFlags.Validate(); err != nil {
 		return err
 	}
 	switch {
 	case f.fib == "":
-		return fmt.Errorf("%w: bench routes needs --fib FILE", errUsage)
+		return fmt.Errorf("%w: bench routes needs --fib FILE", benchutil.ErrUsage)
 	case f.family != 0 && f.family != 4 && f.family != 6:
-		return fmt.Errorf("%w: --family must be 4 or 6", errUsage)
+		return fmt.Errorf("%w: --family must be 4 or 6", benchutil.ErrUsage)
 	case f.updatesPerSec < 0:
-		return fmt.Errorf("%w: --updates-per-sec must not be negative", errUsage)
+		return fmt.Errorf("%w: --updates-per-sec must not be negative", benchutil.ErrUsage)
 	case f.duration <= 0:
-		return fmt.Errorf("%w: --duration must be positive", errUsage)
+		return fmt.Errorf("%w: --duration must be positive", benchutil.ErrUsage)
 	case f.senders < 1 || f.senders > 64:
-		return fmt.Errorf("%w: --netlink-senders %d: 1 to 64", errUsage, f.senders)
+		return fmt.Errorf("%w: --netlink-senders %d: 1 to 64", benchutil.ErrUsage, f.senders)
 	case f.tick < 10*time.Microsecond || f.tick > time.Second:
-		return fmt.Errorf("%w: --tick %v: 10µs to 1s", errUsage, f.tick)
+		return fmt.Errorf("%w: --tick %v: 10µs to 1s", benchutil.ErrUsage, f.tick)
 	case f.via != "netlink" && f.via != "direct":
-		return fmt.Errorf("%w: --via must be netlink or direct", errUsage)
+		return fmt.Errorf("%w: --via must be netlink or direct", benchutil.ErrUsage)
 	case f.samples < 0 || f.rcvbuf < 0:
-		return fmt.Errorf("%w: --samples and --receive-buffer must not be negative", errUsage)
+		return fmt.Errorf("%w: --samples and --receive-buffer must not be negative", benchutil.ErrUsage)
 	case f.via == "netlink" && os.Geteuid() != 0:
-		return fmt.Errorf("%w: --via netlink makes a network namespace and needs root (or use --via direct)", errUsage)
+		return fmt.Errorf("%w: --via netlink makes a network namespace and needs root (or use --via direct)", benchutil.ErrUsage)
 	}
 	return nil
 }
 
 // openEngine opens the gpu.Engine of --backend (cpu: the CPU backend alone).
 func (f *routesBenchFlags) openEngine() (*gpu.Engine, error) {
-	ords, err := f.ordinals()
+	ords, err := f.Ordinals()
 	if err != nil {
 		return nil, err
 	}
-	eng, err := gpu.Open(f.backend, ords, f.minBatch, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	eng, err := gpu.Open(f.Backend, ords, f.MinBatch, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return nil, err
 	}
-	if f.backend == "gpu" {
-		if err := eng.SetStreams(f.streams, f.chunk); err != nil {
+	if f.Backend == "gpu" {
+		if err := eng.SetStreams(f.Streams, f.Chunk); err != nil {
 			eng.Close()
 			return nil, err
 		}
@@ -487,20 +497,20 @@ func (s *netlinkSource) close() {
 
 // benchRoutesFamily runs the benchmark on one family's prefixes.
 func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps []netip.Prefix, stderr io.Writer) (routesResult, error) {
-	r := routesResult{Work: "routes", Backend: f.backend, Via: f.via, Family: int(fam), Batch: f.batch, Rounds: f.rounds,
+	r := routesResult{Work: "routes", Backend: f.Backend, Via: f.via, Family: int(fam), Batch: f.Batch, Rounds: f.Rounds,
 		TickUs:       float64(f.tick) / 1e3,
-		UpdatesAsked: f.updatesPerSec, Machine: machine(), GPU: "none", GoVersion: runtime.Version(), Time: time.Now().UTC().Format(time.RFC3339)}
-	if f.backend == "gpu" {
+		UpdatesAsked: f.updatesPerSec, Machine: benchutil.Machine(), GPU: "none", GoVersion: runtime.Version(), Time: time.Now().UTC().Format(time.RFC3339)}
+	if f.Backend == "gpu" {
 		r.GPU = eng.Device()
 	}
 	ps = lpm.Dedupe(ps)
-	rng := rand.New(rand.NewPCG(f.seed, 3))
+	rng := rand.New(rand.NewPCG(f.Seed, 3))
 	rng.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
 	nProbe := min(f.samples/2+1, len(ps)/10)
 	probes, load := ps[:nProbe], ps[nProbe:]
 	r.Routes = len(load)
 	r.Data = fmt.Sprintf("%s (IPv%d, %d distinct prefixes: %d loaded, %d held back as latency probes; routes: 1-2 next hops on %d ports derived from the prefix); lookups: uniformly random addresses (seed %d); updates: %s",
-		f.fib, fam, len(ps), len(load), len(probes), benchPorts, f.seed, lpm.UpdateTraceDescription)
+		f.fib, fam, len(ps), len(load), len(probes), benchPorts, f.Seed, lpm.UpdateTraceDescription)
 
 	tb, err := route.New(benchTable, route.Options{})
 	if err != nil {
@@ -537,8 +547,8 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 	defer src.close()
 	look := newEngineLookup(eng, id, fam)
 	defer look.close()
-	if f.backend == "gpu" {
-		look.pipeDepth = f.pipeDepth()
+	if f.Backend == "gpu" {
+		look.pipeDepth = f.PipeDepth()
 	}
 
 	// Load.
@@ -606,12 +616,12 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 		}
 	}
 	r.VisibleSamples = len(lats)
-	r.VisibleP50us, r.VisibleP99us, r.VisibleMaxUs = percentile(lats, 50), percentile(lats, 99), percentile(lats, 100)
+	r.VisibleP50us, r.VisibleP99us, r.VisibleMaxUs = benchutil.Percentile(lats, 50), benchutil.Percentile(lats, 99), benchutil.Percentile(lats, 100)
 
 	// Lookups, idle and under updates (paired rounds).
-	traffic := lpm.RandomAddrs(fam, f.lookups, f.seed+1)
+	traffic := lpm.RandomAddrs(fam, f.Lookups, f.Seed+1)
 	look.setTraffic(traffic)
-	trace := lpm.UpdateTrace(load, int(float64(f.updatesPerSec)*(f.duration.Seconds()+0.5)*float64(f.rounds))+1, f.seed+2)
+	trace := lpm.UpdateTrace(load, int(float64(f.updatesPerSec)*(f.duration.Seconds()+0.5)*float64(f.Rounds))+1, f.Seed+2)
 	next := 0
 	var idles, unders []float64
 	var updates int
@@ -623,7 +633,7 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 		stop := make(chan struct{})
 		res := make(chan paceResult, 1)
 		go func() { res <- paceRoutes(src, trace[next:], rate, f.tick, stop) }()
-		mlps := look.rate(f.duration, f.batch)
+		mlps := look.rate(f.duration, f.Batch)
 		close(stop)
 		return mlps, <-res
 	}
@@ -631,7 +641,7 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	gc0 := ms.NumGC
-	for round := range f.rounds {
+	for round := range f.Rounds {
 		// The order of the pair alternates, so that neither always runs on
 		// a warmer machine.
 		if round%2 == 0 || f.updatesPerSec == 0 {
@@ -665,13 +675,13 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 	for i := range unders {
 		r.MLPSUnderRounds = append(r.MLPSUnderRounds, math.Round(unders[i]/1e4)/100)
 	}
-	r.MLPSIdle = median(idles) / 1e6
+	r.MLPSIdle = benchutil.Median(idles) / 1e6
 	if f.updatesPerSec > 0 {
 		losses := make([]float64, len(idles))
 		for i := range idles {
 			losses[i] = 100 * (idles[i] - unders[i]) / idles[i]
 		}
-		r.MLPSUnderUpdates, r.LossPct = median(unders)/1e6, median(losses)
+		r.MLPSUnderUpdates, r.LossPct = benchutil.Median(unders)/1e6, benchutil.Median(losses)
 		for _, l := range losses {
 			r.LossPctRounds = append(r.LossPctRounds, math.Round(l*100)/100)
 		}
@@ -703,18 +713,18 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 		st := nl.mirror.Stats()
 		r.Overflows, r.Resyncs = st.Overflows, st.Resyncs
 	}
-	if f.check {
-		n := f.checkSample
+	if f.Check {
+		n := f.CheckSample
 		if n == 0 {
 			n = 100000
 		}
-		addrs := append(lpm.RandomAddrs(fam, n/2, f.seed+3), lpm.TableAddrs(load, n-n/2, f.seed+4)...)
+		addrs := append(lpm.RandomAddrs(fam, n/2, f.Seed+3), lpm.TableAddrs(load, n-n/2, f.Seed+4)...)
 		r.Checked, r.Mismatches = look.check(tb, ref, addrs, stderr)
 	}
 	r.Notes = fmt.Sprintf("routes_per_sec: from the first change to the last route answering on the Engine (%s); visible: %d changes (half adds, half deletes of held-back prefixes), from the change to the first Engine lookup (slice API, one address) returning it; mlps: %s of %d keys, one goroutine, median of %d rounds of %v, idle (the updater ticking, no changes) and under updates (the updater applying the changes due every %v as one batch) run back to back in alternating order, loss = median of the paired losses",
 		map[string]string{"netlink": fmt.Sprintf("RTM_NEWROUTE to the namespace's kernel table, one per route over %d sockets at once, mirrored by kernelfib", f.senders), "direct": "route.Table.Add, one per route"}[f.via], len(lats),
 		map[bool]string{false: "Engine.LookupLPM (slice API) in batches", true: fmt.Sprintf("pinned Engine batches (Submit/Wait, %d in flight)", look.pipeDepth)}[look.pipeDepth > 0],
-		f.batch, f.rounds, f.duration, f.tick)
+		f.Batch, f.Rounds, f.duration, f.tick)
 	return r, nil
 }
 
@@ -854,7 +864,7 @@ type engineLookup struct {
 	// were half the lookup goroutine's time, and the updater's own memory
 	// traffic slowed them.
 	pipeDepth int
-	pipe      *pipe
+	pipe      *benchutil.Pipe
 }
 
 func newEngineLookup(eng *gpu.Engine, id gpu.TableID, fam lpm.Family) *engineLookup {
@@ -868,12 +878,12 @@ func (l *engineLookup) setTraffic(addrs []netip.Addr) {
 			b := a.As4()
 			l.v4 = append(l.v4, uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3]))
 		} else {
-			l.v6 = append(l.v6, addr6(a))
+			l.v6 = append(l.v6, benchutil.Addr6(a))
 		}
 	}
 	l.out = make([]uint32, len(addrs))
 	if l.pipe != nil {
-		l.pipe.free()
+		l.pipe.Free()
 		l.pipe = nil
 	}
 }
@@ -881,7 +891,7 @@ func (l *engineLookup) setTraffic(addrs []netip.Addr) {
 // close frees the pipe's pinned batches.
 func (l *engineLookup) close() {
 	if l.pipe != nil {
-		l.pipe.free()
+		l.pipe.Free()
 		l.pipe = nil
 	}
 }
@@ -894,7 +904,7 @@ func (l *engineLookup) one(a netip.Addr) uint32 {
 		b := a.As4()
 		err = l.eng.LookupLPM4(l.id, []uint32{uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])}, out[:])
 	} else {
-		err = l.eng.LookupLPM6(l.id, []lpm.Addr6{addr6(a)}, out[:])
+		err = l.eng.LookupLPM6(l.id, []lpm.Addr6{benchutil.Addr6(a)}, out[:])
 	}
 	if err != nil {
 		return 0
@@ -931,13 +941,13 @@ func (l *engineLookup) rate(d time.Duration, batch int) float64 {
 // pipeRate is rate through pinned batches (see pipeDepth); 0 on an error.
 func (l *engineLookup) pipeRate(d time.Duration, batch int) float64 {
 	if l.pipe == nil {
-		p, err := newAddrPipe(l.eng, l.id, l.v4, l.v6, batch, l.pipeDepth)
+		p, err := benchutil.NewAddrPipe(l.eng, l.id, l.v4, l.v6, batch, l.pipeDepth)
 		if err != nil {
 			return 0
 		}
 		l.pipe = p
 	}
-	done, took, _, err := l.pipe.run(0, time.Now().Add(d), nil)
+	done, took, _, err := l.pipe.Run(0, time.Now().Add(d), nil)
 	if err != nil || took <= 0 {
 		return 0
 	}

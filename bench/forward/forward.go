@@ -1,12 +1,4 @@
-package main
-
-// bench forward: packets per second forwarded between two namespaces through
-// gswitchd, Open vSwitch's userspace datapath and the Linux bridge, with N
-// installed rules and stepped offered load; and the FLOW_MOD installation
-// rate and barrier latency, gswitchd against Open vSwitch. The topology and
-// the switches are in bench_forward_topo.go, the traffic generator and sink
-// in bench_forward_traffic.go, the OpenFlow client and the rule sets in
-// bench_forward_of.go.
+package forward
 
 import (
 	"context"
@@ -23,6 +15,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/gswitch/gswitch/bench/benchutil"
 )
 
 // lossThresholdPct is the loss under which a step counts as lossless.
@@ -80,48 +74,48 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: %v", errUsage, err)
+		return nil, fmt.Errorf("%w: %v", benchutil.ErrUsage, err)
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("%w: bench forward: unexpected argument %q", errUsage, fs.Arg(0))
+		return nil, fmt.Errorf("%w: bench forward: unexpected argument %q", benchutil.ErrUsage, fs.Arg(0))
 	}
 	var err error
 	if f.targets, err = parseTargets(*targets); err != nil {
-		return nil, fmt.Errorf("%w: --targets: %v", errUsage, err)
+		return nil, fmt.Errorf("%w: --targets: %v", benchutil.ErrUsage, err)
 	}
 	if f.rules, err = parseCounts(*rules); err != nil {
-		return nil, fmt.Errorf("%w: --rules: %v", errUsage, err)
+		return nil, fmt.Errorf("%w: --rules: %v", benchutil.ErrUsage, err)
 	}
 	if f.rates, err = parseRates(*rates); err != nil {
-		return nil, fmt.Errorf("%w: --rates: %v", errUsage, err)
+		return nil, fmt.Errorf("%w: --rates: %v", benchutil.ErrUsage, err)
 	}
 	switch {
 	case f.duration < 100*time.Millisecond:
-		return nil, fmt.Errorf("%w: --duration %v is under 100ms", errUsage, f.duration)
+		return nil, fmt.Errorf("%w: --duration %v is under 100ms", benchutil.ErrUsage, f.duration)
 	case f.flowmods < 0:
-		return nil, fmt.Errorf("%w: --flowmods %d is negative", errUsage, f.flowmods)
+		return nil, fmt.Errorf("%w: --flowmods %d is negative", benchutil.ErrUsage, f.flowmods)
 	case f.flowmodBatch < 1:
-		return nil, fmt.Errorf("%w: --flowmod-batch %d: at least 1", errUsage, f.flowmodBatch)
+		return nil, fmt.Errorf("%w: --flowmod-batch %d: at least 1", benchutil.ErrUsage, f.flowmodBatch)
 	case f.srcPorts < 1 || f.srcPorts > 60000:
-		return nil, fmt.Errorf("%w: --src-ports %d: 1 to 60000", errUsage, f.srcPorts)
+		return nil, fmt.Errorf("%w: --src-ports %d: 1 to 60000", benchutil.ErrUsage, f.srcPorts)
 	case f.batch < 1 || f.batch > 4096:
-		return nil, fmt.Errorf("%w: --batch %d: 1 to 4096", errUsage, f.batch)
+		return nil, fmt.Errorf("%w: --batch %d: 1 to 4096", benchutil.ErrUsage, f.batch)
 	case f.batchSize < 0 || f.minBatch < 0:
-		return nil, fmt.Errorf("%w: --batch-size %d, --min-batch %d: not negative", errUsage, f.batchSize, f.minBatch)
+		return nil, fmt.Errorf("%w: --batch-size %d, --min-batch %d: not negative", benchutil.ErrUsage, f.batchSize, f.minBatch)
 	case f.rounds < 1 || f.rounds > 100:
-		return nil, fmt.Errorf("%w: --rounds %d: 1 to 100", errUsage, f.rounds)
+		return nil, fmt.Errorf("%w: --rounds %d: 1 to 100", benchutil.ErrUsage, f.rounds)
 	case f.pairs < 1 || f.pairs > 32:
-		return nil, fmt.Errorf("%w: --pairs %d: 1 to 32", errUsage, f.pairs)
+		return nil, fmt.Errorf("%w: --pairs %d: 1 to 32", benchutil.ErrUsage, f.pairs)
 	case f.pairs > 1 && (slices.Contains(f.targets, "ovs") || slices.Contains(f.targets, "bridge")):
-		return nil, fmt.Errorf("%w: --pairs %d: only with --targets gswitchd and plain (the bridge would flood every frame to all the pairs' ports)", errUsage, f.pairs)
+		return nil, fmt.Errorf("%w: --pairs %d: only with --targets gswitchd and plain (the bridge would flood every frame to all the pairs' ports)", benchutil.ErrUsage, f.pairs)
 	case slices.Min(f.rules) < f.pairs:
-		return nil, fmt.Errorf("%w: --rules %d: at least one rule per pair (%d)", errUsage, slices.Min(f.rules), f.pairs)
+		return nil, fmt.Errorf("%w: --rules %d: at least one rule per pair (%d)", benchutil.ErrUsage, slices.Min(f.rules), f.pairs)
 	case f.rxQueues < 1 || f.rxQueues > 64:
-		return nil, fmt.Errorf("%w: --rx-queues %d: 1 to 64", errUsage, f.rxQueues)
+		return nil, fmt.Errorf("%w: --rx-queues %d: 1 to 64", benchutil.ErrUsage, f.rxQueues)
 	case f.sink != "counter" && f.sink != "ring":
-		return nil, fmt.Errorf("%w: --sink %q: counter or ring", errUsage, f.sink)
+		return nil, fmt.Errorf("%w: --sink %q: counter or ring", benchutil.ErrUsage, f.sink)
 	case f.backend != "cpu" && f.backend != "gpu" && f.backend != "auto":
-		return nil, fmt.Errorf("%w: --backend %q: cpu, gpu or auto", errUsage, f.backend)
+		return nil, fmt.Errorf("%w: --backend %q: cpu, gpu or auto", benchutil.ErrUsage, f.backend)
 	}
 	return f, nil
 }
@@ -303,7 +297,12 @@ func durPercentile(sorted []time.Duration, p float64) float64 {
 	return float64(sorted[i]) / 1e3
 }
 
-func benchForward(args []string, stdout, stderr io.Writer) error {
+// Run runs "gswitchctl bench forward" with the command-line arguments args
+// (the flags after "bench forward"), the tables or JSON lines to stdout,
+// progress to stderr. Its errors wrap benchutil.ErrUsage for a bad command
+// line. ctx, SIGINT or SIGTERM end the run; the namespaces, links and
+// processes it made are removed on every return.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f, err := parseFwdFlags(args, stderr)
 	if err != nil {
 		return err
@@ -316,7 +315,7 @@ func benchForward(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env, err := newFwdEnv(ctx, f, stderr)
 	if err != nil {
@@ -324,7 +323,7 @@ func benchForward(args []string, stdout, stderr io.Writer) error {
 	}
 	defer env.close()
 	// The generator, sink and switch share the machine: say how much.
-	fmt.Fprintf(stderr, "bench forward: %s; targets %s\n", machine(), strings.Join(f.targets, ","))
+	fmt.Fprintf(stderr, "bench forward: %s; targets %s\n", benchutil.Machine(), strings.Join(f.targets, ","))
 	var all []fwdStep
 	var fms []fwdFlowMods
 	for r := 1; r <= f.rounds; r++ {
@@ -403,7 +402,7 @@ func fwdMedians(steps []fwdStep) []fwdMedian {
 			for i, s := range g {
 				v[i] = f(s)
 			}
-			return median(v)
+			return benchutil.Median(v)
 		}
 		m := fwdMedian{
 			Bench: "forward-median", Target: k.target, Backend: k.backend, Rules: k.rules, AskedPPS: k.asked, Rounds: len(g),

@@ -1,4 +1,4 @@
-package main
+package forward
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/tables/flow"
 )
@@ -46,7 +47,7 @@ func TestParseFwdFlags(t *testing.T) {
 		{"--batch-size", "-1"}, {"--min-batch", "-2"}, {"--rounds", "0"}, {"--rounds", "101"},
 		{"--targets", "plain,bridge", "--pairs", "2"}, {"--targets", "plain,plain"},
 	} {
-		if _, err := parseFwdFlags(bad, &bytes.Buffer{}); !errors.Is(err, errUsage) {
+		if _, err := parseFwdFlags(bad, &bytes.Buffer{}); !errors.Is(err, benchutil.ErrUsage) {
 			t.Errorf("%v: err %v, want a usage error", bad, err)
 		}
 	}

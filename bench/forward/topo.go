@@ -1,4 +1,4 @@
-package main
+package forward
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
 	"github.com/vishvananda/netlink"
@@ -485,7 +486,7 @@ func (e *fwdEnv) flowModRun(c *ofClient, target, backend string) (fwdFlowMods, e
 	return fwdFlowMods{
 		Bench: "flowmods", Target: target, Backend: backend, FlowMods: e.f.flowmods, Batch: e.f.flowmodBatch,
 		FlowModsPerSec: rate, BarrierP50us: durPercentile(lat, 50), BarrierP99us: durPercentile(lat, 99),
-		BarrierMaxus: durPercentile(lat, 100), Machine: machine(), Time: time.Now().UTC().Format(time.RFC3339),
+		BarrierMaxus: durPercentile(lat, 100), Machine: benchutil.Machine(), Time: time.Now().UTC().Format(time.RFC3339),
 	}, nil
 }
 
@@ -540,7 +541,7 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]fwdStep, error) {
 			Sent: sent, Received: got, LossPct: lossPct(sent, got), FrameBytes: wireLen,
 			DurationS: dur.Seconds(), SinkRingDrops: e.sinkRingDrops() - before,
 			BacklogDrops: backlogDrops() - backlog0,
-			Machine:      machine(), Time: time.Now().UTC().Format(time.RFC3339),
+			Machine:      benchutil.Machine(), Time: time.Now().UTC().Format(time.RFC3339),
 		}
 		if sw1 := e.switchCounters(); sw0 != nil && sw1 != nil {
 			s.SwitchRx, s.SwitchRxDropped, s.SwitchTx = sw1[0]-sw0[0], sw1[1]-sw0[1], sw1[2]-sw0[2]

@@ -1,6 +1,7 @@
-package main
+package lpm
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -11,13 +12,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/bubble"
 	"github.com/gswitch/gswitch/tables/lpm"
 )
 
 type lpmFlags struct {
-	commonFlags
+	benchutil.CommonFlags
 	fib           string
 	family        int
 	updatesPerSec int
@@ -28,16 +30,21 @@ type lpmFlags struct {
 	kernelOnly    bool
 	maxDelay      time.Duration
 	applyOn       string
-	eng           gpuEngine   // --backend gpu
-	pipe          *pipe       // --backend gpu: pinned batches of the traffic being measured
-	gpuTable      gpu.TableID // the table the GPU lookups go to (the family being measured)
+	eng           benchutil.GPUEngine // --backend gpu
+	pipe          *benchutil.Pipe     // --backend gpu: pinned batches of the traffic being measured
+	gpuTable      gpu.TableID         // the table the GPU lookups go to (the family being measured)
 }
 
-func benchLPM(args []string, stdout, stderr io.Writer) error {
+// Run runs "gswitchctl bench lpm" with the command-line arguments args
+// (the flags after "bench lpm"), the results to stdout, the flags' usage
+// to stderr. Its errors wrap benchutil.ErrUsage for a bad command line and
+// benchutil.ErrMismatch for wrong answers under --check; ctx ends the run
+// between two families.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f lpmFlags
 	fs := flag.NewFlagSet("gswitchctl bench lpm", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	f.register(fs, 1<<20)
+	f.Register(fs, 1<<20)
 	fs.StringVar(&f.fib, "fib", "", "routing table: one CIDR per line, .gz allowed (required)")
 	fs.IntVar(&f.family, "family", 0, "4 or 6: only that family (0: both, one run each)")
 	fs.IntVar(&f.updatesPerSec, "updates-per-sec", 0, "also measure lookups while this many route updates/s are applied (0: no)")
@@ -52,19 +59,19 @@ func benchLPM(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "Usage: gswitchctl bench lpm --fib FILE [flags]\n\nBuilds the GAMT trie from the table, times batched lookups, route updates and\nlookups under updates, and with --check compares against a reference that tries every prefix length.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := benchutil.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := f.validate(); err != nil {
 		return err
 	}
-	if f.backend == "gpu" {
+	if f.Backend == "gpu" {
 		batchSet := false
 		fs.Visit(func(fl *flag.Flag) { batchSet = batchSet || fl.Name == "batch" })
 		if !batchSet {
-			f.batch = 1 << 20
+			f.Batch = 1 << 20
 		}
-		eng, err := f.openGPU()
+		eng, err := f.OpenGPU()
 		if err != nil {
 			return err
 		}
@@ -75,7 +82,7 @@ func benchLPM(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var rs []result
+	var rs []benchutil.Result
 	for _, fam := range []lpm.Family{lpm.IPv4, lpm.IPv6} {
 		if f.family != 0 && int(fam) != f.family {
 			continue
@@ -92,6 +99,9 @@ func benchLPM(args []string, stdout, stderr io.Writer) error {
 			}
 			continue
 		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		out, err := benchLPMFamily(&f, fam, sel)
 		if err != nil {
 			return err
@@ -101,35 +111,35 @@ func benchLPM(args []string, stdout, stderr io.Writer) error {
 	if len(rs) == 0 {
 		return fmt.Errorf("%s: no prefixes", f.fib)
 	}
-	if err := printResults(stdout, f.json, rs); err != nil {
+	if err := benchutil.PrintResults(stdout, f.JSON, rs); err != nil {
 		return err
 	}
-	return checkOutcome(rs)
+	return benchutil.CheckOutcome(rs)
 }
 
 func (f *lpmFlags) validate() error {
-	if err := f.commonFlags.validate(); err != nil {
+	if err := f.CommonFlags.Validate(); err != nil {
 		return err
 	}
 	switch {
 	case f.fib == "":
-		return fmt.Errorf("%w: bench lpm needs --fib FILE", errUsage)
+		return fmt.Errorf("%w: bench lpm needs --fib FILE", benchutil.ErrUsage)
 	case f.family != 0 && f.family != 4 && f.family != 6:
-		return fmt.Errorf("%w: --family must be 4 or 6", errUsage)
+		return fmt.Errorf("%w: --family must be 4 or 6", benchutil.ErrUsage)
 	case f.updatesPerSec < 0 || f.updates < 0:
-		return fmt.Errorf("%w: update counts must not be negative", errUsage)
+		return fmt.Errorf("%w: update counts must not be negative", benchutil.ErrUsage)
 	case f.duration <= 0:
-		return fmt.Errorf("%w: --duration must be positive", errUsage)
+		return fmt.Errorf("%w: --duration must be positive", benchutil.ErrUsage)
 	case f.applyOn != "updater" && f.applyOn != "lookup":
-		return fmt.Errorf("%w: --apply-on %q: want updater or lookup", errUsage, f.applyOn)
+		return fmt.Errorf("%w: --apply-on %q: want updater or lookup", benchutil.ErrUsage, f.applyOn)
 	case f.traffic != "random" && f.traffic != "table" && f.traffic != "both":
-		return fmt.Errorf("%w: --traffic must be random, table or both", errUsage)
+		return fmt.Errorf("%w: --traffic must be random, table or both", benchutil.ErrUsage)
 	case f.levels < 0:
-		return fmt.Errorf("%w: --levels must not be negative", errUsage)
-	case f.streams < 1 || f.streams > 64:
-		return fmt.Errorf("%w: --streams must be in 1..64", errUsage)
-	case f.chunk < 0:
-		return fmt.Errorf("%w: --chunk must not be negative", errUsage)
+		return fmt.Errorf("%w: --levels must not be negative", benchutil.ErrUsage)
+	case f.Streams < 1 || f.Streams > 64:
+		return fmt.Errorf("%w: --streams must be in 1..64", benchutil.ErrUsage)
+	case f.Chunk < 0:
+		return fmt.Errorf("%w: --chunk must not be negative", benchutil.ErrUsage)
 	}
 	return nil
 }
@@ -149,20 +159,10 @@ func newLPMTraffic(name string, addrs []netip.Addr) *lpmTraffic {
 			b := a.As4()
 			tr.v4 = append(tr.v4, uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3]))
 		} else {
-			tr.v6 = append(tr.v6, addr6(a))
+			tr.v6 = append(tr.v6, benchutil.Addr6(a))
 		}
 	}
 	return tr
-}
-
-func addr6(a netip.Addr) lpm.Addr6 {
-	b := a.As16()
-	var x lpm.Addr6
-	for i := 0; i < 8; i++ {
-		x.Hi = x.Hi<<8 | uint64(b[i])
-		x.Lo = x.Lo<<8 | uint64(b[8+i])
-	}
-	return x
 }
 
 func (tr *lpmTraffic) len() int { return len(tr.addrs) }
@@ -179,7 +179,7 @@ func (tr *lpmTraffic) lookup(v *lpm.View, out []uint32, lo, hi, batch int) {
 	}
 }
 
-func benchLPMFamily(f *lpmFlags, fam lpm.Family, prefixes []netip.Prefix) ([]result, error) {
+func benchLPMFamily(f *lpmFlags, fam lpm.Family, prefixes []netip.Prefix) ([]benchutil.Result, error) {
 	routes := make([]lpm.Route, len(prefixes))
 	for i, p := range prefixes {
 		routes[i] = lpm.Route{Prefix: p, NextHop: lpm.SyntheticNextHop(p)}
@@ -201,41 +201,41 @@ func benchLPMFamily(f *lpmFlags, fam lpm.Family, prefixes []netip.Prefix) ([]res
 
 	var traffics []*lpmTraffic
 	if f.traffic != "table" {
-		traffics = append(traffics, newLPMTraffic("random", lpm.RandomAddrs(fam, f.lookups, f.seed)))
+		traffics = append(traffics, newLPMTraffic("random", lpm.RandomAddrs(fam, f.Lookups, f.Seed)))
 	}
 	if f.traffic != "random" {
-		traffics = append(traffics, newLPMTraffic("table", lpm.TableAddrs(prefixes, f.lookups, f.seed+1)))
+		traffics = append(traffics, newLPMTraffic("table", lpm.TableAddrs(prefixes, f.Lookups, f.Seed+1)))
 	}
 	// Enough updates for the back-to-back run and, with slack for start-up,
 	// every lookups-under-updates run.
-	underRun := float64(f.updatesPerSec) * (2*f.duration.Seconds() + 1) * float64(f.rounds)
-	trace := lpm.UpdateTrace(prefixes, f.updates+int(underRun)*len(traffics)+1, f.seed+2)
+	underRun := float64(f.updatesPerSec) * (2*f.duration.Seconds() + 1) * float64(f.Rounds)
+	trace := lpm.UpdateTrace(prefixes, f.updates+int(underRun)*len(traffics)+1, f.Seed+2)
 	next := 0 // the next trace entry to apply
 
-	var rs []result
+	var rs []benchutil.Result
 	for _, tr := range traffics {
-		r := newResult("lpm", &f.commonFlags)
+		r := benchutil.NewResult("lpm", &f.CommonFlags)
 		r.Algo, r.Family, r.Traffic = "gamt", int(fam), tr.name
 		r.Entries, r.BuildMS = len(prefixes), buildMS
 		r.Data = fmt.Sprintf("%s (IPv%d, %d prefixes, next hops: a hash of the prefix into 1..256); traffic: %s; updates: %s",
-			f.fib, fam, len(prefixes), trafficDescription(tr.name, f.seed), lpm.UpdateTraceDescription)
+			f.fib, fam, len(prefixes), trafficDescription(tr.name, f.Seed), lpm.UpdateTraceDescription)
 
 		// Idle lookups on the table's own view.
 		outs := make([]uint32, tr.len())
 		view := tab.View()
-		cpuBatch := f.batch
+		cpuBatch := f.Batch
 		if f.eng != nil {
 			cpuBatch = 256
 		}
-		rates, total := timeRounds(f.rounds, func() int {
-			return parallel(f.threads, func(t int) int {
-				lo, hi := t*tr.len()/f.threads, (t+1)*tr.len()/f.threads
+		rates, total := benchutil.TimeRounds(f.Rounds, func() int {
+			return benchutil.Parallel(f.Threads, func(t int) int {
+				lo, hi := t*tr.len()/f.Threads, (t+1)*tr.len()/f.Threads
 				tr.lookup(view, outs, lo, hi, cpuBatch)
 				return hi - lo
 			})
 		})
-		r.Lookups, r.MLPS = total, median(rates)/1e6
-		r.NsPerLookup = 1e9 / median(rates) * float64(f.threads)
+		r.Lookups, r.MLPS = total, benchutil.Median(rates)/1e6
+		r.NsPerLookup = 1e9 / benchutil.Median(rates) * float64(f.Threads)
 
 		if f.eng != nil {
 			if err := gpuLookups(&r, f, fam, tab, ref, tr, cpuBatch); err != nil {
@@ -246,10 +246,10 @@ func benchLPMFamily(f *lpmFlags, fam lpm.Family, prefixes []netip.Prefix) ([]res
 			if next, err = underUpdates(&r, f, tab, ref, trace, next, tr); err != nil {
 				return nil, err
 			}
-			if f.eng != nil && f.check {
+			if f.eng != nil && f.Check {
 				// The device image, kept only by Backend.Apply, against the
 				// reference with the same updates.
-				c, m, err := checkLPM(func(out []uint32) error { return gpuLook(f, tr, 0, len(out), out, f.batch) }, ref, tr, f.checkSample)
+				c, m, err := checkLPM(func(out []uint32) error { return gpuLook(f, tr, 0, len(out), out, f.Batch) }, ref, tr, f.CheckSample)
 				if err != nil {
 					return nil, err
 				}
@@ -271,12 +271,12 @@ func benchLPMFamily(f *lpmFlags, fam lpm.Family, prefixes []netip.Prefix) ([]res
 		st = tab.Stats()
 		r.ImageBytes, r.BytesPerEntry = st.ImageBytes, st.BytesPerPrefix
 		r.Layout = fmt.Sprintf("strides %v, nodes per level %v, %d rebuilds so far", st.Strides, st.NodesPerLevel, st.Rebuilds)
-		if f.check {
+		if f.Check {
 			v := tab.View()
 			c, m, _ := checkLPM(func(out []uint32) error {
 				tr.lookup(v, out, 0, len(out), 256)
 				return nil
-			}, ref, tr, f.checkSample)
+			}, ref, tr, f.CheckSample)
 			r.Checked, r.Mismatches = r.Checked+c, r.Mismatches+m
 		}
 		rs = append(rs, r)
@@ -336,14 +336,14 @@ type syncMsg struct {
 // the same loop, with the same two goroutines, once at update rate 0
 // (mlps_idle) and once at the asked rate, so the loss compares like with like
 // on a noisy machine; rates are medians.
-func underUpdates(r *result, f *lpmFlags, tab *lpm.Table, ref *lpm.Reference, trace []lpm.Update, next int, tr *lpmTraffic) (int, error) {
+func underUpdates(r *benchutil.Result, f *lpmFlags, tab *lpm.Table, ref *lpm.Reference, trace []lpm.Update, next int, tr *lpmTraffic) (int, error) {
 	// After a Sync, nothing is pending: a clone of the image is the mirror.
 	tab.Mirror().Sync()
 	mirror := tab.Mirror().Image().Clone()
 	var idles, unders, lats []float64
 	var updates int
 	var updTime time.Duration
-	for round := range f.rounds {
+	for round := range f.Rounds {
 		// The idle run keeps the updater goroutine spinning too, at rate 0,
 		// so that only the updates differ between the two; the order of the
 		// two alternates so that neither always runs on a warmer machine.
@@ -375,7 +375,7 @@ func underUpdates(r *result, f *lpmFlags, tab *lpm.Table, ref *lpm.Reference, tr
 	if f.eng == nil {
 		if d := mirror.Diff(tab.Mirror().Image()); d != "" {
 			r.Mismatches++
-			fmt.Fprintln(stderrForChecks, "the mirror kept by bubbles differs from the table image:", d)
+			fmt.Fprintln(benchutil.MismatchLog, "the mirror kept by bubbles differs from the table image:", d)
 		}
 	}
 	// The loss is the median of the rounds' paired losses: each pair ran
@@ -384,8 +384,8 @@ func underUpdates(r *result, f *lpmFlags, tab *lpm.Table, ref *lpm.Reference, tr
 	for i := range idles {
 		losses[i] = 100 * (idles[i] - unders[i]) / idles[i]
 	}
-	r.MLPSIdle, r.MLPSUnderUpdates = median(idles)/1e6, median(unders)/1e6
-	r.LossPct = median(losses)
+	r.MLPSIdle, r.MLPSUnderUpdates = benchutil.Median(idles)/1e6, benchutil.Median(unders)/1e6
+	r.LossPct = benchutil.Median(losses)
 	for _, l := range losses {
 		r.LossPctRounds = append(r.LossPctRounds, math.Round(l*100)/100)
 	}
@@ -393,14 +393,14 @@ func underUpdates(r *result, f *lpmFlags, tab *lpm.Table, ref *lpm.Reference, tr
 		r.ApplyOn = f.applyOn
 	}
 	r.UpdatesPerSec = float64(updates) / updTime.Seconds()
-	r.VisibleP50us, r.VisibleP99us = percentile(lats, 50), percentile(lats, 99)
+	r.VisibleP50us, r.VisibleP99us = benchutil.Percentile(lats, 50), benchutil.Percentile(lats, 99)
 	return next, nil
 }
 
 // updateRound runs one timed lookup loop on the mirror while trace entries
 // are applied to the table at the configured rate. It returns how many were
 // applied and over how long; the lookup rate and latencies are appended.
-func updateRound(r *result, f *lpmFlags, rate int, tab *lpm.Table, trace []lpm.Update, mirror **bubble.Image, tr *lpmTraffic, rates, lats *[]float64) (int, time.Duration, error) {
+func updateRound(r *benchutil.Result, f *lpmFlags, rate int, tab *lpm.Table, trace []lpm.Update, mirror **bubble.Image, tr *lpmTraffic, rates, lats *[]float64) (int, time.Duration, error) {
 	msgs := make(chan syncMsg, 1024)
 	done := make(chan struct{})
 	type updOut struct {
@@ -485,7 +485,7 @@ func mirrorLookups(f *lpmFlags, mirror **bubble.Image, tr *lpmTraffic, msgs <-ch
 	if err != nil {
 		return 0, nil, 0, 0, err
 	}
-	out := make([]uint32, f.batch)
+	out := make([]uint32, f.Batch)
 	n, i := 0, 0
 	start := time.Now()
 	deadline := start.Add(f.duration)
@@ -517,7 +517,7 @@ func mirrorLookups(f *lpmFlags, mirror **bubble.Image, tr *lpmTraffic, msgs <-ch
 				pending = false
 			}
 		}
-		j := min(i+f.batch, tr.len())
+		j := min(i+f.Batch, tr.len())
 		switch {
 		case tr.v4 != nil:
 			view.LookupBatch4(tr.v4[i:j], out[:j-i])
@@ -528,7 +528,7 @@ func mirrorLookups(f *lpmFlags, mirror **bubble.Image, tr *lpmTraffic, msgs <-ch
 		if i = j; i == tr.len() {
 			i = 0
 		}
-		if (f.eng != nil || n%(64*f.batch) < f.batch) && time.Now().After(deadline) {
+		if (f.eng != nil || n%(64*f.Batch) < f.Batch) && time.Now().After(deadline) {
 			break
 		}
 	}
@@ -567,7 +567,7 @@ func gpuUnderUpdates(f *lpmFlags, mirror **bubble.Image, msgs <-chan syncMsg) (r
 		}
 		return nil
 	}
-	n, d, _, err := f.pipe.run(0, time.Now().Add(f.duration), between)
+	n, d, _, err := f.pipe.Run(0, time.Now().Add(f.duration), between)
 	if err != nil {
 		return 0, nil, 0, 0, err
 	}
@@ -609,7 +609,7 @@ func checkLPM(lookup func(out []uint32) error, ref *lpm.Reference, tr *lpmTraffi
 	}
 	if len(bad) > 0 {
 		sort.Strings(bad)
-		fmt.Fprintln(stderrForChecks, "mismatches:", strings.Join(bad, "; "))
+		fmt.Fprintln(benchutil.MismatchLog, "mismatches:", strings.Join(bad, "; "))
 	}
 	return sample, mismatches, nil
 }
@@ -632,7 +632,7 @@ func spinUntil(t time.Time) {
 // included; mlps_staged), and the kernel alone (CUDA events); with --check
 // it compares the GPU's answers with the reference. The CPU figure already
 // in r moves to mlps_cpu.
-func gpuLookups(r *result, f *lpmFlags, fam lpm.Family, tab *lpm.Table, ref *lpm.Reference, tr *lpmTraffic, cpuBatch int) error {
+func gpuLookups(r *benchutil.Result, f *lpmFlags, fam lpm.Family, tab *lpm.Table, ref *lpm.Reference, tr *lpmTraffic, cpuBatch int) error {
 	kind, id := gpu.LPM4, gpu.TableID(4)
 	if fam == lpm.IPv6 {
 		kind, id = gpu.LPM6, 6
@@ -643,9 +643,9 @@ func gpuLookups(r *result, f *lpmFlags, fam lpm.Family, tab *lpm.Table, ref *lpm
 	}
 	f.gpuTable = id
 	n := tr.len()
-	batch := min(f.batch, n)
+	batch := min(f.Batch, n)
 	if f.pipe != nil {
-		f.pipe.free()
+		f.pipe.Free()
 	}
 	var err error
 	if f.pipe, err = newLPMPipe(f, tr, id, batch); err != nil {
@@ -653,22 +653,22 @@ func gpuLookups(r *result, f *lpmFlags, fam lpm.Family, tab *lpm.Table, ref *lpm
 	}
 	look := func(lo, hi int, out []uint32) error { return gpuLook(f, tr, lo, hi, out, batch) }
 	r.MLPSCPU, r.BatchCPU = r.MLPS, cpuBatch
-	r.Batch, r.Streams, r.Depth, r.GPU = batch, f.streams, f.pipe.depth, f.eng.Device()
+	r.Batch, r.Streams, r.Depth, r.GPU = batch, f.Streams, f.pipe.Depth, f.eng.Device()
 	r.MLPS, r.NsPerLookup, r.Lookups = 0, 0, 0
-	r.Notes = fmt.Sprintf("gpu backend: mlps = end to end with the keys already in pinned batches of %d (the datapath's way), %d stream(s), at most %d batches in flight, copies in and out included; batch_latency_us = Submit to results on the host; mlps_staged = the same through LookupLPM (host copies into and out of pinned staging included); mlps_kernel = the kernel alone on one batch (CUDA events); mlps_cpu = the CPU backend (batch %d, %d thread(s)) on the same traffic; under updates: the pinned pipeline, each Sync's update applied through Backend.Apply before the next Submit", batch, f.streams, f.pipe.depth, cpuBatch, f.threads)
+	r.Notes = fmt.Sprintf("gpu backend: mlps = end to end with the keys already in pinned batches of %d (the datapath's way), %d stream(s), at most %d batches in flight, copies in and out included; batch_latency_us = Submit to results on the host; mlps_staged = the same through LookupLPM (host copies into and out of pinned staging included); mlps_kernel = the kernel alone on one batch (CUDA events); mlps_cpu = the CPU backend (batch %d, %d thread(s)) on the same traffic; under updates: the pinned pipeline, each Sync's update applied through Backend.Apply before the next Submit", batch, f.Streams, f.pipe.Depth, cpuBatch, f.Threads)
 	if !f.kernelOnly {
-		rate, lat, err := pipeRounds(f.pipe, f.rounds, max(n, 4*f.pipe.depth*batch))
+		rate, lat, err := benchutil.PipeRounds(f.pipe, f.Rounds, max(n, 4*f.pipe.Depth*batch))
 		if err != nil {
 			return err
 		}
 		r.MLPS, r.NsPerLookup = rate/1e6, 1e9/rate
-		r.BatchLatencyUs, r.BatchLatencyP99Us = latencyStats(lat)
-		r.Lookups = int64(max(n, 4*f.pipe.depth*batch)) * int64(f.rounds)
+		r.BatchLatencyUs, r.BatchLatencyP99Us = benchutil.LatencyStats(lat)
+		r.Lookups = int64(max(n, 4*f.pipe.Depth*batch)) * int64(f.Rounds)
 		out := make([]uint32, n)
 		if err := look(0, n, out); err != nil { // warm-up
 			return err
 		}
-		rates, _ := timeRounds(f.rounds, func() int {
+		rates, _ := benchutil.TimeRounds(f.Rounds, func() int {
 			if e := look(0, n, out); e != nil && err == nil {
 				err = e
 			}
@@ -677,7 +677,7 @@ func gpuLookups(r *result, f *lpmFlags, fam lpm.Family, tab *lpm.Table, ref *lpm
 		if err != nil {
 			return err
 		}
-		r.MLPSStaged = median(rates) / 1e6
+		r.MLPSStaged = benchutil.Median(rates) / 1e6
 	}
 	if f.maxDelay > 0 {
 		if err := batcherRun(r, f, tr, id, batch); err != nil {
@@ -695,8 +695,8 @@ func gpuLookups(r *result, f *lpmFlags, fam lpm.Family, tab *lpm.Table, ref *lpm
 		return err
 	}
 	r.MLPSKernel = float64(batch) / ms / 1e3
-	if f.check {
-		c, m, err := checkLPM(func(out []uint32) error { return look(0, len(out), out) }, ref, tr, f.checkSample)
+	if f.Check {
+		c, m, err := checkLPM(func(out []uint32) error { return look(0, len(out), out) }, ref, tr, f.CheckSample)
 		if err != nil {
 			return err
 		}
@@ -712,28 +712,8 @@ func gpuLookups(r *result, f *lpmFlags, fam lpm.Family, tab *lpm.Table, ref *lpm
 
 // newLPMPipe fills pinned batches of batch keys with the traffic, in order,
 // wrapping around.
-func newLPMPipe(f *lpmFlags, tr *lpmTraffic, id gpu.TableID, batch int) (*pipe, error) {
-	return newAddrPipe(f.eng, id, tr.v4, tr.v6, batch, f.pipeDepth())
-}
-
-// newAddrPipe is a pipe of pinned batches of batch addresses, IPv4 (v4)
-// or IPv6 (v6, when v4 is nil), filled in order, wrapping around.
-func newAddrPipe(eng gpu.Backend, id gpu.TableID, v4 []uint32, v6 []lpm.Addr6, batch, depth int) (*pipe, error) {
-	kind, width, n := gpu.LPM4, 1, len(v4)
-	if v4 == nil {
-		kind, width, n = gpu.LPM6, 4, len(v6)
-	}
-	return newPipe(eng, id, kind, width, batch, n, depth, func(b *gpu.Batch, i int) {
-		for k := 0; k < batch; k++ {
-			j := (i*batch + k) % n
-			if v4 != nil {
-				b.Keys[k] = v4[j]
-			} else {
-				b.Addrs6()[k] = v6[j]
-			}
-		}
-		b.N = batch
-	})
+func newLPMPipe(f *lpmFlags, tr *lpmTraffic, id gpu.TableID, batch int) (*benchutil.Pipe, error) {
+	return benchutil.NewAddrPipe(f.eng, id, tr.v4, tr.v6, batch, f.PipeDepth())
 }
 
 // checkPipe runs the pipe's batches once and compares a sample of their
@@ -741,21 +721,21 @@ func newAddrPipe(eng gpu.Backend, id gpu.TableID, v4 []uint32, v6 []lpm.Addr6, b
 func checkPipe(f *lpmFlags, ref *lpm.Reference, tr *lpmTraffic) (checked, mismatches int, err error) {
 	p := f.pipe
 	n := tr.len()
-	for bi, b := range p.bs {
-		if checked >= f.checkSample {
+	for bi, b := range p.Batches {
+		if checked >= f.CheckSample {
 			break
 		}
-		if err := f.eng.Submit(p.id, b); err != nil {
+		if err := f.eng.Submit(p.ID, b); err != nil {
 			return checked, mismatches, err
 		}
 		if err := b.Wait(); err != nil {
 			return checked, mismatches, err
 		}
-		for k := 0; k < b.N && checked < f.checkSample; k++ {
+		for k := 0; k < b.N && checked < f.CheckSample; k++ {
 			want, _ := ref.Lookup(tr.addrs[(bi*b.Cap+k)%n]) // the key newLPMPipe put there
 			if b.Out[k] != want {
 				if mismatches < 5 {
-					fmt.Fprintf(stderrForChecks, "gpu pinned batch: key %d: got %d, reference %d\n", k, b.Out[k], want)
+					fmt.Fprintf(benchutil.MismatchLog, "gpu pinned batch: key %d: got %d, reference %d\n", k, b.Out[k], want)
 				}
 				mismatches++
 			}
@@ -786,12 +766,12 @@ func gpuLook(f *lpmFlags, tr *lpmTraffic, lo, hi int, out []uint32, batch int) e
 // batcherRun feeds the traffic key by key through a gpu.Batcher (the
 // datapath's dynamic batching) for --duration and reports its rate and
 // batch latency (first key's arrival to results), one producer goroutine.
-func batcherRun(r *result, f *lpmFlags, tr *lpmTraffic, id gpu.TableID, batch int) error {
+func batcherRun(r *benchutil.Result, f *lpmFlags, tr *lpmTraffic, id gpu.TableID, batch int) error {
 	kind, width := gpu.LPM4, 1
 	if tr.v6 != nil {
 		kind, width = gpu.LPM6, 4
 	}
-	q, err := gpu.NewBatcher(f.eng, id, gpu.BatcherConfig{Kind: kind, Width: width, MaxBatch: batch, MaxDelay: f.maxDelay, Depth: f.pipeDepth()}, nil)
+	q, err := gpu.NewBatcher(f.eng, id, gpu.BatcherConfig{Kind: kind, Width: width, MaxBatch: batch, MaxDelay: f.maxDelay, Depth: f.PipeDepth()}, nil)
 	if err != nil {
 		return err
 	}
