@@ -210,8 +210,8 @@ func parseRates(s string) ([]int64, error) {
 	return out, nil
 }
 
-// fwdStep is one offered-load step, one JSON line with --json.
-type fwdStep struct {
+// Step is one offered-load step, one JSON line with --json.
+type Step struct {
 	Bench          string  `json:"bench"`     // forward
 	Target         string  `json:"target"`    // gswitchd | ovs | bridge | plain
 	Backend        string  `json:"backend"`   // gswitchd's backend; empty otherwise
@@ -252,8 +252,8 @@ type fwdStep struct {
 	Time        string  `json:"time"`
 }
 
-// fwdFlowMods is one flow-installation run.
-type fwdFlowMods struct {
+// FlowMods is one flow-installation run.
+type FlowMods struct {
 	Bench          string  `json:"bench"` // flowmods
 	Target         string  `json:"target"`
 	Backend        string  `json:"backend"`
@@ -278,7 +278,7 @@ func lossPct(sent, received uint64) float64 {
 
 // maxLossless is the highest offered rate among steps under the loss
 // threshold (0 if none).
-func maxLossless(steps []fwdStep) float64 {
+func maxLossless(steps []Step) float64 {
 	best := 0.0
 	for _, s := range steps {
 		if s.Sent > 0 && s.LossPct < lossThresholdPct && s.OfferedPPS > best {
@@ -324,8 +324,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer env.close()
 	// The generator, sink and switch share the machine: say how much.
 	fmt.Fprintf(stderr, "bench forward: %s; targets %s\n", benchutil.Machine(), strings.Join(f.targets, ","))
-	var all []fwdStep
-	var fms []fwdFlowMods
+	var all []Step
+	var fms []FlowMods
 	for r := 1; r <= f.rounds; r++ {
 		env.round = r
 		for _, target := range roundOrder(f.targets, r) {
@@ -338,7 +338,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	var meds []fwdMedian
+	var meds []StepMedian
 	if f.rounds > 1 {
 		meds = fwdMedians(all)
 	}
@@ -358,9 +358,9 @@ func roundOrder(targets []string, r int) []string {
 	return rev
 }
 
-// fwdMedian is one target's, rule count's and offered load's medians over
+// StepMedian is one target's, rule count's and offered load's medians over
 // the rounds, one JSON line with --json and --rounds above 1.
-type fwdMedian struct {
+type StepMedian struct {
 	Bench          string  `json:"bench"` // forward-median
 	Target         string  `json:"target"`
 	Backend        string  `json:"backend"`
@@ -379,14 +379,14 @@ type fwdMedian struct {
 
 // fwdMedians groups the steps by target, backend, rules and asked rate, in
 // their first order, and takes each group's medians.
-func fwdMedians(steps []fwdStep) []fwdMedian {
+func fwdMedians(steps []Step) []StepMedian {
 	type key struct {
 		target, backend string
 		rules           int
 		asked           int64
 	}
 	var order []key
-	groups := map[key][]fwdStep{}
+	groups := map[key][]Step{}
 	for _, s := range steps {
 		k := key{s.Target, s.Backend, s.Rules, s.AskedPPS}
 		if _, ok := groups[k]; !ok {
@@ -394,23 +394,23 @@ func fwdMedians(steps []fwdStep) []fwdMedian {
 		}
 		groups[k] = append(groups[k], s)
 	}
-	out := make([]fwdMedian, 0, len(order))
+	out := make([]StepMedian, 0, len(order))
 	for _, k := range order {
 		g := groups[k]
-		col := func(f func(fwdStep) float64) float64 {
+		col := func(f func(Step) float64) float64 {
 			v := make([]float64, len(g))
 			for i, s := range g {
 				v[i] = f(s)
 			}
 			return benchutil.Median(v)
 		}
-		m := fwdMedian{
+		m := StepMedian{
 			Bench: "forward-median", Target: k.target, Backend: k.backend, Rules: k.rules, AskedPPS: k.asked, Rounds: len(g),
-			OfferedPPS:     col(func(s fwdStep) float64 { return s.OfferedPPS }),
-			ForwardedPPS:   col(func(s fwdStep) float64 { return s.ForwardedPPS }),
-			LossPct:        col(func(s fwdStep) float64 { return s.LossPct }),
-			MaxLosslessPPS: col(func(s fwdStep) float64 { return s.MaxLosslessPPS }),
-			StealCores:     col(func(s fwdStep) float64 { return s.StealCores }),
+			OfferedPPS:     col(func(s Step) float64 { return s.OfferedPPS }),
+			ForwardedPPS:   col(func(s Step) float64 { return s.ForwardedPPS }),
+			LossPct:        col(func(s Step) float64 { return s.LossPct }),
+			MaxLosslessPPS: col(func(s Step) float64 { return s.MaxLosslessPPS }),
+			StealCores:     col(func(s Step) float64 { return s.StealCores }),
 			Machine:        g[0].Machine, Time: g[len(g)-1].Time,
 		}
 		for _, s := range g {
@@ -425,7 +425,7 @@ func fwdMedians(steps []fwdStep) []fwdMedian {
 
 // printForward prints the steps, flow-mod runs and medians as tables or
 // JSON lines.
-func printForward(w io.Writer, asJSON bool, steps []fwdStep, fms []fwdFlowMods, meds []fwdMedian) {
+func printForward(w io.Writer, asJSON bool, steps []Step, fms []FlowMods, meds []StepMedian) {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		for _, s := range steps {

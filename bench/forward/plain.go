@@ -122,7 +122,7 @@ func plainForward(in, out *afpacket.Port, batch int) error {
 }
 
 // runPlain measures the plain forwarder: one series, without rules.
-func (e *fwdEnv) runPlain() ([]fwdStep, error) {
+func (e *fwdEnv) runPlain() ([]Step, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("plain: finding the running program's binary: %w", err)

@@ -90,7 +90,6 @@ func TestUsageErrors(t *testing.T) {
 		{"--fib", "x", "--apply-on", "nobody"},
 		{"--fib", "x", "--duration", "0s"},
 		{"--fib", "x", "--rounds", "0"},
-		{"--fib", "x", "--gpus", "a"},
 		{"--fib", "x", "--no-such-flag"},
 	} {
 		var out, errb bytes.Buffer

@@ -27,8 +27,8 @@ import (
 	"github.com/gswitch/gswitch/gpu"
 )
 
-// p4rtResult is one figure of bench p4rt, one JSON object with --json.
-type p4rtResult struct {
+// Result is one figure of bench p4rt, one JSON object with --json.
+type Result struct {
 	Work    string `json:"work"`    // p4rt
 	Measure string `json:"measure"` // write_rate | visible_latency
 	Table   string `json:"table"`   // acl | ipv4_lpm
@@ -98,7 +98,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer b.close()
-	var out []p4rtResult
+	var out []Result
 	for _, tab := range tabs {
 		for _, n := range sizes {
 			r, err := b.writeRate(tab, *entries, n)
@@ -316,18 +316,18 @@ func (b *p4Bench) writeAll(table string, n, batch int, typ p4v1.Update_Type) (fl
 	return float64(n) / time.Since(start).Seconds(), nil
 }
 
-func (b *p4Bench) result(table, measure string) p4rtResult {
+func (b *p4Bench) result(table, measure string) Result {
 	search := "?"
 	for _, ti := range b.sw.TableInfos() {
 		if (table == "acl" && ti.ID == 3) || (table == "ipv4_lpm" && ti.ID == 1) {
 			search = ti.Search
 		}
 	}
-	return p4rtResult{Work: "p4rt", Measure: measure, Table: table, Backend: b.c.Backend, Search: search,
+	return Result{Work: "p4rt", Measure: measure, Table: table, Backend: b.c.Backend, Search: search,
 		Machine: benchutil.Machine(), GPU: b.gpu, GoVersion: runtime.Version(), Time: time.Now().UTC().Format(time.RFC3339)}
 }
 
-func (b *p4Bench) writeRate(table string, n, batch int) (p4rtResult, error) {
+func (b *p4Bench) writeRate(table string, n, batch int) (Result, error) {
 	r := b.result(table, "write_rate")
 	r.Batch, r.Entries = batch, n
 	var err error
@@ -345,7 +345,7 @@ func (b *p4Bench) writeRate(table string, n, batch int) (p4rtResult, error) {
 // entries and measures, for each, the time from sending the Write to the
 // first sw.Process of a matching frame that forwards it to port 2
 // (frames are processed back to back from the moment the Write is sent).
-func (b *p4Bench) visible(table string, samples int) (p4rtResult, error) {
+func (b *p4Bench) visible(table string, samples int) (Result, error) {
 	r := b.result(table, "visible_latency")
 	const background = 1000
 	bg := make([]*p4v1.Update, background)

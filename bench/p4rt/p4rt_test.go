@@ -17,7 +17,7 @@ func TestBenchP4RT(t *testing.T) {
 	}
 	var rates, lat int
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var r p4rtResult
+		var r Result
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("%q: %v", line, err)
 		}

@@ -3,7 +3,6 @@ package routes
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,18 +13,11 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
-
 	"github.com/gswitch/gswitch/bench/benchutil"
-	"github.com/gswitch/gswitch/controlproto/kernelfib"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/bubble"
 	"github.com/gswitch/gswitch/tables/lpm"
@@ -53,8 +45,8 @@ type routesBenchFlags struct {
 	mutexprofile  string
 }
 
-// routesResult is one bench routes run (one family), one JSON object.
-type routesResult struct {
+// Result is one bench routes run (one family), one JSON object.
+type Result struct {
 	Work             string  `json:"work"` // routes
 	Backend          string  `json:"backend"`
 	Via              string  `json:"via"` // netlink | direct
@@ -160,7 +152,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	v4, v6 := lpm.SplitFamilies(prefixes)
-	var rs []routesResult
+	var rs []Result
 	for _, b := range backends {
 		f.Backend = strings.TrimSpace(b)
 		f.Batch = cpuBatch
@@ -284,220 +276,9 @@ func benchGateway(port uint32, host int, v4 bool) netip.Addr {
 	return netip.MustParseAddr(fmt.Sprintf("2001:db8:ff:%d::%x", port, host))
 }
 
-// routeSource is how the benchmark changes routes: straight into the
-// route.Table, or into a kernel table that kernelfib mirrors.
-type routeSource interface {
-	add(r *route.Route) error
-	del(p netip.Prefix) error
-	// update applies a batch of changes in order: one route.Table.Update
-	// (direct), one RTM_NEWROUTE or RTM_DELROUTE each (netlink: the kernel
-	// has no batch, and the mirror batches what it drains from its socket).
-	update(cs []route.Change) error
-	close()
-}
-
-type directSource struct{ tb *route.Table }
-
-func (s directSource) add(r *route.Route) error       { return s.tb.Add(*r) }
-func (s directSource) del(p netip.Prefix) error       { return s.tb.Delete(p) }
-func (s directSource) update(cs []route.Change) error { return s.tb.Update(cs) }
-func (s directSource) close()                         {}
-
-// netlinkSource is a private network namespace with veth ports whose
-// table benchTable a kernelfib.Mirror copies into the route.Table.
-type netlinkSource struct {
-	ns      netns.NsHandle
-	h       *netlink.Handle
-	senders []*netlink.Handle // --netlink-senders: h and senders-1 more sockets
-	ifindex map[uint32]int
-	mirror  *kernelfib.Mirror
-	cancel  context.CancelFunc
-	done    chan error
-}
-
-func newNetlinkSource(tb *route.Table, rcvbuf, senders int) (*netlinkSource, error) {
-	s := &netlinkSource{ifindex: map[uint32]int{}}
-	var err error
-	func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		orig, e := netns.Get()
-		if e != nil {
-			err = e
-			return
-		}
-		defer orig.Close()
-		s.ns, err = netns.New() // enters it
-		if e := netns.Set(orig); e != nil {
-			panic(fmt.Sprintf("cannot return to the original network namespace: %v", e))
-		}
-	}()
-	if err != nil {
-		return nil, fmt.Errorf("bench routes: a private network namespace: %w", err)
-	}
-	if s.h, err = netlink.NewHandleAt(s.ns); err != nil {
-		s.ns.Close()
-		return nil, err
-	}
-	s.senders = []*netlink.Handle{s.h}
-	for len(s.senders) < senders {
-		h, err := netlink.NewHandleAt(s.ns)
-		if err != nil {
-			s.close()
-			return nil, err
-		}
-		s.senders = append(s.senders, h)
-	}
-	ports := map[int]uint32{}
-	for port := uint32(1); port <= benchPorts; port++ {
-		name := fmt.Sprintf("d%d", port)
-		if err := s.h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name}, PeerName: "p" + name}); err != nil {
-			s.close()
-			return nil, fmt.Errorf("bench routes: veth %s: %w", name, err)
-		}
-		for _, n := range []string{name, "p" + name} {
-			l, err := s.h.LinkByName(n)
-			if err == nil {
-				err = s.h.LinkSetUp(l)
-			}
-			if err != nil {
-				s.close()
-				return nil, fmt.Errorf("bench routes: %s: %w", n, err)
-			}
-		}
-		l, _ := s.h.LinkByName(name)
-		for _, a := range []string{fmt.Sprintf("10.255.%d.1/24", port), fmt.Sprintf("2001:db8:ff:%d::1/64", port)} {
-			addr, _ := netlink.ParseAddr(a)
-			addr.Flags = unix.IFA_F_NODAD
-			if err := s.h.AddrAdd(l, addr); err != nil {
-				s.close()
-				return nil, fmt.Errorf("bench routes: address %s: %w", a, err)
-			}
-		}
-		s.ifindex[port] = l.Attrs().Index
-		ports[l.Attrs().Index] = port
-	}
-	m, err := kernelfib.New(kernelfib.Config{Table: benchTable, Namespace: &s.ns, ReceiveBuffer: rcvbuf, ForceReceiveBuffer: rcvbuf > 0,
-		PortOf: func(i int) (uint32, bool) { p, ok := ports[i]; return p, ok }}, tb)
-	if err != nil {
-		s.close()
-		return nil, err
-	}
-	s.mirror = m
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel, s.done = cancel, make(chan error, 1)
-	go func() { s.done <- m.Run(ctx) }()
-	select {
-	case <-m.Synced():
-	case err := <-s.done:
-		s.done <- err
-		s.close()
-		return nil, fmt.Errorf("bench routes: kernel FIB mirror: %w", err)
-	}
-	return s, nil
-}
-
-func (s *netlinkSource) ifindexOf(port uint32) (int, bool) {
-	i, ok := s.ifindex[port]
-	return i, ok
-}
-
-func (s *netlinkSource) add(r *route.Route) error { return s.addOn(s.h, r) }
-
-func (s *netlinkSource) addOn(h *netlink.Handle, r *route.Route) error {
-	nr, err := kernelfib.ToNetlink(r, s.ifindexOf)
-	if err != nil {
-		return err
-	}
-	return h.RouteReplace(nr)
-}
-
-func (s *netlinkSource) del(p netip.Prefix) error { return s.delOn(s.h, p) }
-
-func (s *netlinkSource) delOn(h *netlink.Handle, p netip.Prefix) error {
-	r := route.Route{Table: benchTable, Prefix: p}
-	nr, _ := kernelfib.ToNetlink(&r, s.ifindexOf)
-	if !p.Addr().Is4() {
-		nr.Priority = 1024
-	}
-	return h.RouteDel(nr)
-}
-
-// update sends the changes, one RTM_NEWROUTE or RTM_DELROUTE each, over
-// the sender sockets at once: the changes of one prefix all on one socket,
-// in order (changes of different prefixes commute), as a routing daemon
-// with several netlink sockets would. One socket waits for each change's
-// acknowledgement before it sends the next.
-func (s *netlinkSource) update(cs []route.Change) error {
-	apply := func(h *netlink.Handle, c *route.Change) error {
-		if c.Delete {
-			return s.delOn(h, c.Route.Prefix)
-		}
-		return s.addOn(h, &c.Route)
-	}
-	n := len(s.senders)
-	if n == 1 || len(cs) == 1 {
-		for i := range cs {
-			if err := apply(s.h, &cs[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	parts := make([][]int, n)
-	for i := range cs {
-		k := prefixShard(cs[i].Route.Prefix, n)
-		parts[k] = append(parts[k], i)
-	}
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for k, h := range s.senders {
-		if len(parts[k]) == 0 {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, i := range parts[k] {
-				if err := apply(h, &cs[i]); err != nil {
-					errs[k] = err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// prefixShard spreads prefixes over n senders (FNV-1a of the address and
-// length).
-func prefixShard(p netip.Prefix, n int) int {
-	h := uint32(2166136261)
-	for _, b := range p.Addr().AsSlice() {
-		h = (h ^ uint32(b)) * 16777619
-	}
-	h = (h ^ uint32(p.Bits())) * 16777619
-	return int(h % uint32(n))
-}
-
-func (s *netlinkSource) close() {
-	if s.cancel != nil {
-		s.cancel()
-		<-s.done
-	}
-	for _, h := range s.senders[min(1, len(s.senders)):] {
-		h.Close()
-	}
-	if s.h != nil {
-		s.h.Close()
-	}
-	s.ns.Close()
-}
-
 // benchRoutesFamily runs the benchmark on one family's prefixes.
-func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps []netip.Prefix, stderr io.Writer) (routesResult, error) {
-	r := routesResult{Work: "routes", Backend: f.Backend, Via: f.via, Family: int(fam), Batch: f.Batch, Rounds: f.Rounds,
+func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps []netip.Prefix, stderr io.Writer) (Result, error) {
+	r := Result{Work: "routes", Backend: f.Backend, Via: f.via, Family: int(fam), Batch: f.Batch, Rounds: f.Rounds,
 		TickUs:       float64(f.tick) / 1e3,
 		UpdatesAsked: f.updatesPerSec, Machine: benchutil.Machine(), GPU: "none", GoVersion: runtime.Version(), Time: time.Now().UTC().Format(time.RFC3339)}
 	if f.Backend == "gpu" {
@@ -728,251 +509,7 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 	return r, nil
 }
 
-// waitVisible polls the Engine until its answer for a is (present) or is no
-// longer (absent) the route of p, or the timeout passes.
-func waitVisible(look *engineLookup, tb *route.Table, a netip.Addr, p netip.Prefix, present bool, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for i := 0; ; i++ {
-		e := tb.Entry(look.one(a))
-		if (e != nil && e.Prefix == p) == present {
-			return true
-		}
-		if i%1024 == 1023 && time.Now().After(deadline) {
-			return false
-		}
-	}
-}
-
-type paceResult struct {
-	n   int
-	d   time.Duration
-	err error
-}
-
-// paceRoutes applies trace entries through src at rate per second until
-// stop is closed: every tick, the entries due by then as one batch (one
-// route.Table.Update through the direct source), as a routing daemon hands
-// over the changes it has. At rate 0 it only ticks.
-func paceRoutes(src routeSource, trace []lpm.Update, rate int, tick time.Duration, stop <-chan struct{}) paceResult {
-	start := time.Now()
-	n := 0
-	var batch []route.Change
-	for {
-		select {
-		case <-stop:
-			return paceResult{n, time.Since(start), nil}
-		default:
-		}
-		due := min(int(time.Since(start).Seconds()*float64(rate)), len(trace))
-		if rate > 0 && due == n && n == len(trace) {
-			return paceResult{n, time.Since(start), fmt.Errorf("bench routes: update trace exhausted after %d updates", n)}
-		}
-		if due > n {
-			batch = batch[:0]
-			for _, u := range trace[n:due] {
-				batch = append(batch, route.Change{Route: benchRoute(u.Prefix, u.NextHop), Delete: u.Withdraw})
-			}
-			if err := src.update(batch); err != nil {
-				return paceResult{n, time.Since(start), fmt.Errorf("bench routes: updates %d to %d: %w", n, due-1, err)}
-			}
-			n = due
-		}
-		time.Sleep(tick)
-	}
-}
-
-// routeRef is the brute-force reference: the routes by prefix, looked up by
-// trying every length from the longest.
-type routeRef struct{ m map[netip.Prefix]route.Route }
-
-func newRouteRef(m map[netip.Prefix]route.Route) *routeRef { return &routeRef{m: m} }
-
-func (rr *routeRef) lookup(a netip.Addr) (route.Route, bool) {
-	for l := a.BitLen(); l >= 0; l-- {
-		p, _ := a.Prefix(l)
-		if r, ok := rr.m[p]; ok {
-			return r, true
-		}
-	}
-	return route.Route{}, false
-}
-
-func (rr *routeRef) apply(u lpm.Update) {
-	if u.Withdraw {
-		delete(rr.m, u.Prefix)
-		return
-	}
-	rr.m[u.Prefix] = benchRoute(u.Prefix, u.NextHop)
-}
-
-// addrFor returns an address inside p that no longer prefix in the
-// reference covers, so that p's route answers for it once added.
-func (rr *routeRef) addrFor(p netip.Prefix, rng *rand.Rand) (netip.Addr, bool) {
-	for range 20 {
-		a := randomIn(p, rng)
-		found := false
-		for l := a.BitLen(); l > p.Bits(); l-- {
-			q, _ := a.Prefix(l)
-			if _, ok := rr.m[q]; ok {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return a, true
-		}
-	}
-	return netip.Addr{}, false
-}
-
-func randomIn(p netip.Prefix, rng *rand.Rand) netip.Addr {
-	b := p.Addr().AsSlice()
-	for i := p.Bits(); i < len(b)*8; i++ {
-		if rng.IntN(2) == 1 {
-			b[i/8] |= 0x80 >> (i % 8)
-		}
-	}
-	a, _ := netip.AddrFromSlice(b)
-	return a
-}
-
-// sameNextHops compares two routes' next hops in any order.
-func sameNextHops(a, b route.Route) bool {
-	key := func(r route.Route) []string {
-		var s []string
-		for _, h := range r.NextHops {
-			s = append(s, h.String())
-		}
-		slices.Sort(s)
-		return s
-	}
-	return a.Prefix == b.Prefix && slices.Equal(key(a), key(b))
-}
-
-// engineLookup looks addresses up on the Engine's table of one family.
-type engineLookup struct {
-	eng *gpu.Engine
-	id  gpu.TableID
-	fam lpm.Family
-	v4  []uint32
-	v6  []lpm.Addr6
-	out []uint32
-	// pipeDepth > 0 (the GPU backend): rate submits the traffic from
-	// pinned batches, at most pipeDepth in flight, as the datapath feeds
-	// the GPU (bench lpm's pipe), instead of copying every batch of keys in
-	// and every batch of results out through the slice API. Those copies
-	// were half the lookup goroutine's time, and the updater's own memory
-	// traffic slowed them.
-	pipeDepth int
-	pipe      *benchutil.Pipe
-}
-
-func newEngineLookup(eng *gpu.Engine, id gpu.TableID, fam lpm.Family) *engineLookup {
-	return &engineLookup{eng: eng, id: id, fam: fam, out: make([]uint32, 1)}
-}
-
-func (l *engineLookup) setTraffic(addrs []netip.Addr) {
-	l.v4, l.v6 = nil, nil
-	for _, a := range addrs {
-		if l.fam == lpm.IPv4 {
-			b := a.As4()
-			l.v4 = append(l.v4, uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3]))
-		} else {
-			l.v6 = append(l.v6, benchutil.Addr6(a))
-		}
-	}
-	l.out = make([]uint32, len(addrs))
-	if l.pipe != nil {
-		l.pipe.Free()
-		l.pipe = nil
-	}
-}
-
-// close frees the pipe's pinned batches.
-func (l *engineLookup) close() {
-	if l.pipe != nil {
-		l.pipe.Free()
-		l.pipe = nil
-	}
-}
-
-// one looks a up alone (the latency probe); 0 on an engine error.
-func (l *engineLookup) one(a netip.Addr) uint32 {
-	var out [1]uint32
-	var err error
-	if l.fam == lpm.IPv4 {
-		b := a.As4()
-		err = l.eng.LookupLPM4(l.id, []uint32{uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])}, out[:])
-	} else {
-		err = l.eng.LookupLPM6(l.id, []lpm.Addr6{benchutil.Addr6(a)}, out[:])
-	}
-	if err != nil {
-		return 0
-	}
-	return out[0]
-}
-
-// rate looks the traffic up in batches for d and returns lookups/s.
-func (l *engineLookup) rate(d time.Duration, batch int) float64 {
-	if l.pipeDepth > 0 {
-		return l.pipeRate(d, batch)
-	}
-	n := len(l.out)
-	start := time.Now()
-	total := 0
-	for k, i := 0, 0; ; k++ {
-		j := min(i+batch, n)
-		if l.v4 != nil {
-			_ = l.eng.LookupLPM4(l.id, l.v4[i:j], l.out[i:j])
-		} else {
-			_ = l.eng.LookupLPM6(l.id, l.v6[i:j], l.out[i:j])
-		}
-		total += j - i
-		if i = j; i == n {
-			i = 0
-		}
-		if k%64 == 63 && time.Since(start) >= d {
-			break
-		}
-	}
-	return float64(total) / time.Since(start).Seconds()
-}
-
-// pipeRate is rate through pinned batches (see pipeDepth); 0 on an error.
-func (l *engineLookup) pipeRate(d time.Duration, batch int) float64 {
-	if l.pipe == nil {
-		p, err := benchutil.NewAddrPipe(l.eng, l.id, l.v4, l.v6, batch, l.pipeDepth)
-		if err != nil {
-			return 0
-		}
-		l.pipe = p
-	}
-	done, took, _, err := l.pipe.Run(0, time.Now().Add(d), nil)
-	if err != nil || took <= 0 {
-		return 0
-	}
-	return float64(done) / took.Seconds()
-}
-
-// check compares the Engine's answers (slot -> entry -> route) with the
-// reference.
-func (l *engineLookup) check(tb *route.Table, ref *routeRef, addrs []netip.Addr, stderr io.Writer) (checked, mismatches int) {
-	for _, a := range addrs {
-		want, wok := ref.lookup(a)
-		e := tb.Entry(l.one(a))
-		ok := e != nil && e.Covers(a)
-		if ok != wok || ok && !sameNextHops(e.Route, want) {
-			if mismatches < 5 {
-				fmt.Fprintf(stderr, "bench routes: %v: engine %v, reference %v (%v)\n", a, e, want, wok)
-			}
-			mismatches++
-		}
-		checked++
-	}
-	return checked, mismatches
-}
-
-func printRoutesResult(w io.Writer, asJSON bool, r routesResult) {
+func printRoutesResult(w io.Writer, asJSON bool, r Result) {
 	if asJSON {
 		_ = json.NewEncoder(w).Encode(r)
 		return

@@ -1,18 +1,23 @@
-// Command gswitchctl is gswitch's command-line tool. This version holds the
-// off-line tools: the table benchmarks, which build gswitch's tables from the
-// shared data sets, measure lookups and updates, and check every sampled
-// answer against a brute-force reference.
+// Command gswitchctl is gswitch's command-line tool: a small dispatcher.
+// The client commands (show, neighbours, routes) query a running gswitchd
+// over its control socket; the bench commands run the benchmarks, each the
+// Run of its package under bench/ (whose docs say what they measure, how,
+// and their JSON).
 //
 //	gswitchctl bench lpm --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--check] [--json]
 //	gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [--algo linear|tuple|bloom|merge] [--backend cpu] [--check] [--json]
 //	gswitchctl bench p4rt [--entries N] [--batches 1,100,10000] [--samples N] [--tables acl,ipv4_lpm] [--backend cpu|gpu] [--json]
 //	gswitchctl bench routes --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--via netlink|direct] [--check] [--json]
-//	gswitchctl bench forward [--targets gswitchd,ovs,bridge] [--rules 1000,10000] [--rates 250k,...,max] [--flowmods N] [--gswitchd BIN] [--backend cpu|gpu|auto] [--json]
+//	gswitchctl bench forward [--targets gswitchd,ovs,bridge,plain] [--rules 1000,10000] [--rates 250k,...,max] [--flowmods N] [--gswitchd BIN] [--backend cpu|gpu|auto] [--rounds N] [--json]
 //
-//	gswitchctl show ports|tables|flows|groups|meters|backend|stats [--socket PATH] [--json]
+//	gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3 [--socket PATH] [--json]
 //	gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
+//	gswitchctl --version
 //
-// Run a command with -h for all of its flags.
+// Run a command with -h for all of its flags. Exit status: 0, 1 on an
+// error (a --check that found wrong answers among them), 2 on a bad
+// command line. "gswitchctl bench plain-forwarder" is bench forward's plain
+// target, which bench forward starts in its switch namespace.
 package main
 
 import (
