@@ -66,7 +66,7 @@ Run "gswitchctl bench lpm -h" or "gswitchctl bench classify -h" for the flags.
 var errUsage = benchutil.ErrUsage
 
 func main() {
-	err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
 	switch {
 	case err == nil:
 	case errors.Is(err, flag.ErrHelp):
@@ -79,7 +79,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("%w: no command given", errUsage)
@@ -92,7 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, version.String("gswitchctl"))
 		return nil
 	case "bench":
-		return runBench(ctx, args[1:], stdout, stderr)
+		return runBench(context.Background(), args[1:], stdout, stderr)
 	case "show":
 		return runShow(args[1:], stdout, stderr)
 	case "neighbours", "neigh":

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"flag"
 	"strings"
@@ -25,7 +24,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bench", "classify", "--synthetic", "100,2", "--algo", "quantum"},
 	} {
 		var out, errb bytes.Buffer
-		if err := run(context.Background(), args, &out, &errb); !errors.Is(err, errUsage) {
+		if err := run(args, &out, &errb); !errors.Is(err, errUsage) {
 			t.Errorf("%q: got %v, want a usage error", args, err)
 		}
 	}
@@ -37,7 +36,7 @@ func TestBenchHelp(t *testing.T) {
 	for work, flagName := range map[string]string{"lpm": "-fib", "classify": "-classbench", "p4rt": "-entries",
 		"routes": "-via", "forward": "-targets", "plain-forwarder": "-pairs"} {
 		var out, errb bytes.Buffer
-		err := run(context.Background(), []string{"bench", work, "-h"}, &out, &errb)
+		err := run([]string{"bench", work, "-h"}, &out, &errb)
 		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(errb.String(), flagName) {
 			t.Errorf("bench %s -h: %v, want flag.ErrHelp and the %s flag in:\n%s", work, err, flagName, errb.String())
 		}
@@ -47,7 +46,7 @@ func TestBenchHelp(t *testing.T) {
 func TestVersion(t *testing.T) {
 	for _, arg := range []string{"--version", "version"} {
 		var out, errb bytes.Buffer
-		if err := run(context.Background(), []string{arg}, &out, &errb); err != nil {
+		if err := run([]string{arg}, &out, &errb); err != nil {
 			t.Fatal(err)
 		}
 		if s := out.String(); !strings.HasPrefix(s, "gswitchctl ") || !strings.Contains(s, "go1.") || strings.Count(s, "\n") != 1 {
@@ -58,7 +57,7 @@ func TestVersion(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	var out, errb bytes.Buffer
-	if err := run(context.Background(), []string{"help"}, &out, &errb); err != nil {
+	if err := run([]string{"help"}, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"bench lpm", "bench forward", "show ports", "--version"} {

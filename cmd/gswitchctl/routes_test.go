@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -34,7 +33,7 @@ func TestPrintRoutes(t *testing.T) {
 // TestRoutesNotRunning: gswitchctl routes against no daemon says so.
 func TestRoutesNotRunning(t *testing.T) {
 	var out, errb bytes.Buffer
-	err := run(context.Background(), []string{"routes", "--socket", filepath.Join(t.TempDir(), "none.sock")}, &out, &errb)
+	err := run([]string{"routes", "--socket", filepath.Join(t.TempDir(), "none.sock")}, &out, &errb)
 	if err == nil || !strings.Contains(err.Error(), "not running") {
 		t.Fatalf("got %v, want a not-running error", err)
 	}
@@ -48,7 +47,7 @@ func TestRoutesUsage(t *testing.T) {
 		{"routes", "--limit", "-1"},
 	} {
 		var out, errb bytes.Buffer
-		if err := run(context.Background(), args, &out, &errb); !errors.Is(err, errUsage) {
+		if err := run(args, &out, &errb); !errors.Is(err, errUsage) {
 			t.Errorf("%q: got %v, want a usage error", args, err)
 		}
 	}

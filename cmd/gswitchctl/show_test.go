@@ -97,7 +97,7 @@ func serveSwitch(t *testing.T) string {
 func show(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	err := run(context.Background(), append([]string{"show"}, args...), &out, &errb)
+	err := run(append([]string{"show"}, args...), &out, &errb)
 	return out.String(), err
 }
 
