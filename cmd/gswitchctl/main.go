@@ -2,7 +2,7 @@
 // The client commands (show, neighbours, routes) query a running gswitchd
 // over its control socket; the bench commands run the benchmarks, each the
 // Run of its package under bench/ (whose docs say what they measure, how,
-// and their JSON).
+// and their JSON); chunk and re markers are off-line tools on files.
 //
 //	gswitchctl bench lpm --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--check] [--json]
 //	gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [--algo linear|tuple|bloom|merge] [--backend cpu] [--check] [--json]
@@ -12,6 +12,8 @@
 //
 //	gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3 [--socket PATH] [--json]
 //	gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
+//	gswitchctl chunk [flags] FILE...
+//	gswitchctl re markers [flags] FILE...
 //	gswitchctl --version
 //
 // Run a command with -h for all of its flags. Exit status: 0, 1 on an
@@ -55,6 +57,8 @@ Usage:
   gswitchctl neighbours [--socket PATH] [--json] the router's neighbour table (show neighbours)
   gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
                                                  route tables: routes, next hops, counters
+  gswitchctl chunk [flags] FILE...               content-defined chunks of files (restic/chunker's boundaries)
+  gswitchctl re markers [flags] FILE...          redundancy elimination's marker positions of each file
   gswitchctl --version                           the module version, VCS revision and Go release of this build
   gswitchctl help                                this text
 
@@ -99,6 +103,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runShow(append([]string{"neighbours"}, args[1:]...), stdout, stderr)
 	case "routes":
 		return runRoutes(args[1:], stdout, stderr)
+	case "chunk":
+		return runChunk(args[1:], stdout, stderr)
+	case "re":
+		return runRE(args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("%w: unknown command %q", errUsage, args[0])

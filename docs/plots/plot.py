@@ -16,7 +16,7 @@ def load(name):
     return [json.loads(l) for l in open(os.path.join(bench, name)) if l.strip()]
 
 def batch_plot():
-    rs = load("2026-11-22-s2-h100-sweep-batch-v4.jsonl")
+    rs = load("2026-11-22-h100-sweep-batch-v4.jsonl")
     b = [r["batch"] for r in rs]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     ax.plot(b, [r["mlps"] for r in rs], "o-", label="GPU end to end, pinned batches (8 streams)")
@@ -30,7 +30,7 @@ def batch_plot():
     fig.tight_layout(); fig.savefig(os.path.join(here, "lpm-v4-batch.png"), dpi=110)
 
 def latency_plot():
-    rs = load("2026-11-22-s2-h100-latency-v4.jsonl")
+    rs = load("2026-11-22-h100-latency-v4.jsonl")
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for d in sorted({r["depth"] for r in rs}):
         s = [r for r in rs if r["depth"] == d]
@@ -44,7 +44,7 @@ def latency_plot():
     fig.tight_layout(); fig.savefig(os.path.join(here, "lpm-v4-latency.png"), dpi=110)
 
 def classify_plot():
-    rs = load("2026-11-22-s2-h100-sweep-classify.jsonl")
+    rs = load("2026-11-22-h100-sweep-classify.jsonl")
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4.2))
     byc = sorted([r for r in rs if r["entries"] == 65536], key=lambda r: r["classes"])
     a1.plot([r["classes"] for r in byc], [r["mpps"] for r in byc], "o-", label="GPU end to end")

@@ -1,0 +1,77 @@
+package re
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/gswitch/gswitch/tables/rabin"
+)
+
+// Config is one side's redundancy elimination settings; both sides of a
+// link must use the same Pol, Window and Bits (the encoder's markers are
+// only its own business, but the defaults keep the two ends alike).
+type Config struct {
+	LogBytes   int       // payload log size (default 64 MiB)
+	Pol        rabin.Pol // default rabin.DefaultPol
+	Window     int       // marker window in bytes (default 32)
+	Bits       int       // marker mask bits (default 8: about one marker per 256 bytes)
+	MinPayload int       // smaller payloads are neither logged nor encoded (default 64)
+	MinMatch   int       // shortest run replaced by a reference (default 48)
+	// Match selects the frames whose payloads the encoder logs and encodes
+	// (nil: every TCP segment). The decoder logs every TCP payload.
+	Match func(frame []byte) bool
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults() (Config, error) {
+	if c.LogBytes == 0 {
+		c.LogBytes = 64 << 20
+	}
+	if c.Pol == 0 {
+		c.Pol = rabin.DefaultPol
+	}
+	if c.Window == 0 {
+		c.Window = 32
+	}
+	if c.Bits == 0 {
+		c.Bits = 8
+	}
+	if c.MinPayload == 0 {
+		c.MinPayload = 64
+	}
+	if c.MinMatch == 0 {
+		c.MinMatch = 48
+	}
+	switch {
+	case c.LogBytes < 1<<16:
+		return c, fmt.Errorf("re: log of %d bytes, want at least 64 KiB", c.LogBytes)
+	case c.MinMatch <= refLen || c.MinMatch < c.Window:
+		return c, fmt.Errorf("re: minimum match %d bytes, want more than a reference (%d) and at least the window (%d)", c.MinMatch, refLen, c.Window)
+	case c.MinPayload < c.Window:
+		return c, fmt.Errorf("re: minimum payload %d bytes, want at least the window (%d)", c.MinPayload, c.Window)
+	}
+	return c, nil
+}
+
+func randomEpoch() uint32 {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	if e := binary.BigEndian.Uint32(b[:]); e != 0 {
+		return e
+	}
+	return 1
+}
+
+// EncoderStats are the encoder's counters.
+type EncoderStats struct {
+	Frames, BytesIn, BytesOut, Saved, Encoded, Raw, Refs, Passed, Resets atomic.Uint64
+}
+
+// DecoderStats are the decoder's counters.
+type DecoderStats struct {
+	Frames, Restored, Plain, Logged, BytesIn, BytesOut, Failures, Missing, BadCRC, Malformed, Resets, Acks, Naks atomic.Uint64
+}

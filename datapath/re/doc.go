@@ -1,0 +1,81 @@
+// Package re is redundancy elimination between two gswitchd at the two ends
+// of a link (the "WAN" port): the encoder on one side replaces byte runs of
+// outgoing TCP payloads that the other side has already seen with
+// references, and the decoder on the other side puts the bytes back. It is
+// the system of Sun et al. (TPDS'16, GPU Rabin fingerprinting) carried to an
+// encoder, a decoder and a protocol between them; the fingerprints and
+// markers are package tables/rabin's (and the GPU's, kernels/rabin.cu).
+//
+// # What is logged
+//
+// A payload is the TCP payload of an IPv4 or IPv6 frame (an 802.1Q tag
+// allowed) of at least MinPayload bytes, of the traffic the port's match
+// selects (Config.Match; by default every TCP segment). Each side keeps a log
+// of such payloads, bounded in bytes (Config.LogBytes, first in first out):
+// the encoder of the payloads it sent, the decoder of those it received. A
+// payload is named by its id, 64 bits computed from the packet alone on
+// both sides: the CRC-32C of the payload in the high half, the CRC-32C of
+// the addresses, ports and TCP sequence number in the low half. So a plain
+// frame carries nothing extra: both ends name it the same way.
+//
+// # Encoding
+//
+// The encoder finds the payload's markers (window Config.Window, Config.Bits
+// mask bits), looks each marker's fingerprint up in its index (fingerprint →
+// the latest logged payload and position with that fingerprint), checks the
+// bytes, and extends the match both ways as far as the bytes agree
+// (Max-Match). Matches shorter than MinMatch are ignored. The frame is sent
+// encoded only when the encoded frame is shorter than the original; else it
+// goes unchanged. Either way its payload enters the log.
+//
+// # The encoded frame (the shim)
+//
+// The Ethernet header (and VLAN tags) stay; the innermost EtherType becomes
+// EtherType (0x88b5, IEEE 802 local experimental), and then, big-endian:
+//
+//	0      1      2      4          8          12     14     16   17   18
+//	+------+------+------+----------+----------+------+------+----+----+----------
+//	| 'G'  | 0x11 | type | epoch    | crc32c   | l3len| hdrl | R  | 0  | headers…
+//	+------+------+------+----------+----------+------+------+----+----+----------
+//	magic  ver 1,  the    encoder's  CRC-32C of original IP   refs      hdrl bytes
+//	       DATA    orig.  epoch      the whole  packet  and             of IP and TCP
+//	               Ether-            original   length  TCP             headers as
+//	               Type              IP packet          header          sent
+//	                                                    bytes
+//
+// then R references of 14 bytes each — payload id (8), offset in that
+// payload (2), length (2), offset in this payload (2); references in
+// increasing order of their offset here, not overlapping — and then the
+// literal bytes: the payload's bytes outside the references, in order. The
+// decoder rebuilds the payload, appends it to the headers, checks the length
+// and the CRC-32C of the whole IP packet (so a restored packet is exactly
+// the packet sent, checksums included), and restores the EtherType.
+//
+// # Acknowledgements, loss, reordering, restarts
+//
+// The encoder references only payloads the decoder has acknowledged. The
+// decoder acknowledges the ids of the payloads it logs (plain or restored) in
+// control frames of the same EtherType sent back on the link (AckFrame):
+//
+//	'G' | 0x12 (ACK) or 0x13 (NAK) | decoder epoch (4) | count N (2) | N ids of 8 bytes
+//
+// A frame that cannot be restored (a referenced payload missing, evicted,
+// or a CRC mismatch) is dropped and counted, and its missing ids are sent in a
+// NAK so that the encoder stops referencing them; the sender's TCP
+// retransmits, and the retransmission goes out plain or with references the
+// decoder has. Each side draws a random epoch when it starts: an ACK or NAK
+// with a decoder epoch the encoder has not seen resets the encoder's
+// acknowledgements (the decoder restarted with an empty log), and a DATA
+// frame with an encoder epoch the decoder has not seen, once restored and
+// checked, empties the decoder's log (the encoder restarted). Payload ids are
+// named by content, so the logs need not be emptied for correctness; it
+// keeps them in step. Loss and reordering therefore cost savings,
+// never bytes: a payload is only referenced after its acknowledgement came
+// back, and every restored packet is checked against the sender's CRC.
+//
+// # Concurrency
+//
+// Encoder and Decoder each have one mutex (Encoder.mu, Decoder.mu) held for
+// one frame; neither calls the other, so no order between them is needed.
+// Counters are atomics, read without the locks.
+package re

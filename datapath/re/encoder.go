@@ -1,0 +1,233 @@
+package re
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"sync"
+
+	"github.com/gswitch/gswitch/tables/rabin"
+)
+
+// loc is a logged payload and a marker position in it.
+type loc struct {
+	e   *entry
+	pos uint16
+}
+
+// Encoder is the sending side of a link.
+type Encoder struct {
+	Stats EncoderStats
+
+	mu        sync.Mutex
+	cfg       Config
+	m         *rabin.Marker
+	log       payloadLog
+	index     map[uint64]loc // marker fingerprint → latest payload and position
+	epoch     uint32
+	peerEpoch uint32 // the decoder's, from its last control frame (0: none yet)
+
+	pos  []int32
+	fps  []uint64
+	refs []ref
+}
+
+// maxRefs is the most references a shim can count.
+const maxRefs = 255
+
+// ref is one reference of an encoded payload.
+type ref struct {
+	id          uint64
+	src, n, dst int
+}
+
+// NewEncoder returns an encoder with a fresh random epoch.
+func NewEncoder(cfg Config) (*Encoder, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	m, err := rabin.NewMarker(cfg.Pol, cfg.Window, cfg.Bits)
+	if err != nil {
+		return nil, err
+	}
+	return &Encoder{cfg: cfg, m: m, log: newLog(cfg.LogBytes), index: map[uint64]loc{}, epoch: randomEpoch()}, nil
+}
+
+// Epoch returns the encoder's epoch.
+func (e *Encoder) Epoch() uint32 { return e.epoch }
+
+// unindex drops an evicted payload's index entries that still point at it.
+func (e *Encoder) unindex(x *entry) {
+	for _, fp := range x.fps {
+		if l, ok := e.index[fp]; ok && l.e == x {
+			delete(e.index, fp)
+		}
+	}
+}
+
+// Encode returns the frame to send for frame: an encoded copy built in out
+// (grown if needed) when that is shorter, else frame itself. The payload of
+// an eligible frame enters the log either way.
+func (e *Encoder) Encode(frame, out []byte) (res []byte, encoded bool) {
+	e.Stats.Frames.Add(1)
+	e.Stats.BytesIn.Add(uint64(len(frame)))
+	s, ok := parseTCP(frame)
+	if !ok || s.end-s.pay < e.cfg.MinPayload || (e.cfg.Match != nil && !e.cfg.Match(frame)) {
+		e.Stats.Passed.Add(1)
+		e.Stats.BytesOut.Add(uint64(len(frame)))
+		return frame, false
+	}
+	id := payloadID(frame, s)
+	pay := frame[s.pay:s.end]
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.pos, e.fps = e.m.MarkersFP(e.pos[:0], e.fps[:0], pay)
+	e.refs = e.match(pay, id)
+	res, encoded = frame, false
+	if len(e.refs) > 0 {
+		literal := len(pay)
+		for _, r := range e.refs {
+			literal -= r.n
+		}
+		hdr := s.pay - s.l3
+		size := s.etOff + 2 + shimLen + hdr + refLen*len(e.refs) + literal
+		if size < len(frame) {
+			res, encoded = e.build(frame, s, out, size), true
+		}
+	}
+	e.remember(id, pay)
+	if encoded {
+		e.Stats.Encoded.Add(1)
+		e.Stats.Refs.Add(uint64(len(e.refs)))
+		e.Stats.Saved.Add(uint64(len(frame) - len(res)))
+	} else {
+		e.Stats.Raw.Add(1)
+	}
+	e.Stats.BytesOut.Add(uint64(len(res)))
+	return res, encoded
+}
+
+// match finds the acknowledged runs of pay (Max-Match at each marker).
+func (e *Encoder) match(pay []byte, id uint64) []ref {
+	refs := e.refs[:0]
+	done := 0 // pay[:done] is covered or passed
+	w := e.cfg.Window
+	for k, p := range e.pos {
+		i := int(p)
+		if i-w+1 < done {
+			continue
+		}
+		l, ok := e.index[e.fps[k]]
+		if !ok || l.e.gone || !l.e.acked || l.e.id == id {
+			continue
+		}
+		q := l.e.data
+		j := int(l.pos)
+		ps, qs := i-w+1, j-w+1
+		if qs < 0 || string(pay[ps:i+1]) != string(q[qs:j+1]) {
+			continue
+		}
+		pe, qe := i+1, j+1
+		for ps > done && qs > 0 && pay[ps-1] == q[qs-1] {
+			ps, qs = ps-1, qs-1
+		}
+		for pe < len(pay) && qe < len(q) && pay[pe] == q[qe] {
+			pe, qe = pe+1, qe+1
+		}
+		if pe-ps < e.cfg.MinMatch {
+			continue
+		}
+		if len(refs) == maxRefs {
+			break
+		}
+		refs = append(refs, ref{id: l.e.id, src: qs, n: pe - ps, dst: ps})
+		done = pe
+	}
+	return refs
+}
+
+// build writes the encoded frame of size bytes.
+func (e *Encoder) build(frame []byte, s segment, out []byte, size int) []byte {
+	if cap(out) < size {
+		out = make([]byte, size)
+	}
+	out = out[:size]
+	n := copy(out, frame[:s.etOff])
+	binary.BigEndian.PutUint16(out[n:], EtherType)
+	n += 2
+	sh := out[n : n+shimLen]
+	sh[0], sh[1] = magic, kindData
+	binary.BigEndian.PutUint16(sh[2:], s.etherType)
+	binary.BigEndian.PutUint32(sh[4:], e.epoch)
+	binary.BigEndian.PutUint32(sh[8:], crc32.Checksum(frame[s.l3:s.end], castagnoli))
+	binary.BigEndian.PutUint16(sh[12:], uint16(s.end-s.l3))
+	binary.BigEndian.PutUint16(sh[14:], uint16(s.pay-s.l3))
+	sh[16], sh[17] = byte(len(e.refs)), 0
+	n += shimLen
+	n += copy(out[n:], frame[s.l3:s.pay])
+	for _, r := range e.refs {
+		binary.BigEndian.PutUint64(out[n:], r.id)
+		binary.BigEndian.PutUint16(out[n+8:], uint16(r.src))
+		binary.BigEndian.PutUint16(out[n+10:], uint16(r.n))
+		binary.BigEndian.PutUint16(out[n+12:], uint16(r.dst))
+		n += refLen
+	}
+	pay := frame[s.pay:s.end]
+	at := 0
+	for _, r := range e.refs {
+		n += copy(out[n:], pay[at:r.dst])
+		at = r.dst + r.n
+	}
+	n += copy(out[n:], pay[at:])
+	if n != size {
+		panic(fmt.Sprintf("re: encoded %d bytes, planned %d", n, size))
+	}
+	return out
+}
+
+// remember logs a payload and indexes its markers.
+func (e *Encoder) remember(id uint64, pay []byte) {
+	if x := e.log.get(id); x != nil {
+		return // a retransmission: logged already
+	}
+	x := &entry{id: id, data: append([]byte(nil), pay...), fps: append([]uint64(nil), e.fps...)}
+	x.markers = make([]uint16, len(e.pos))
+	for k, p := range e.pos {
+		x.markers[k] = uint16(p)
+	}
+	e.log.add(x, e.unindex)
+	if x.gone {
+		return
+	}
+	for k, fp := range x.fps {
+		e.index[fp] = loc{e: x, pos: x.markers[k]}
+	}
+}
+
+// HandleControl takes an ACK or NAK frame from the peer's decoder. It
+// returns an error (and changes nothing) for a malformed frame.
+func (e *Encoder) HandleControl(frame []byte) error {
+	c, err := parseControl(frame)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c.epoch != e.peerEpoch {
+		// The decoder restarted (or spoke for the first time): nothing it
+		// acknowledged before counts.
+		if e.peerEpoch != 0 {
+			e.Stats.Resets.Add(1)
+		}
+		e.peerEpoch = c.epoch
+		e.log.each(func(x *entry) { x.acked = false })
+	}
+	for i := 0; i < c.n; i++ {
+		if x := e.log.get(c.id(i)); x != nil {
+			x.acked = c.kind == kindAck
+		}
+	}
+	return nil
+}
