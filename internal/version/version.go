@@ -7,9 +7,10 @@
 // A binary built with "go build" inside a git checkout carries the revision
 // (vcs.revision, vcs.modified); since Go 1.24 its module version is a
 // pseudo-version derived from it (v0.0.0-20261125101500-abcdef123456+dirty).
-// A binary built without VCS information (go build -buildvcs=false, or
-// from a tree without .git) says "devel" and no revision; a test binary
-// says the same.
+// A binary built without VCS information (go build -buildvcs=false, from a
+// tree without .git, or, as go1.26.8 does, from a git worktree whose .git
+// is a file) says "devel" and "no vcs revision"; a test binary says the
+// same.
 package version
 
 import (
