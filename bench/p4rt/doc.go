@@ -12,8 +12,9 @@
 //
 // # What it measures
 //
-// For each table of --tables (acl: the ternary ACL; ipv4_lpm: the
-// routing table):
+// For each table of --tables (acl: ternary entries on the IPv4 source
+// address and protocol, one per address; ipv4_lpm: /32 routes), entries
+// that forward to port 2:
 //
 //   - write_rate, for each batch size of --batches: --entries entries
 //     inserted with WriteRequests of that many updates, then deleted the
