@@ -32,9 +32,11 @@
 // counters, the kernel's backlog drops and the cores busy (machine,
 // switch, hypervisor steal).
 //
-// Before its series, gswitchd and Open vSwitch each get --flowmods
-// FLOW_MODs in batches of --flowmod-batch, a barrier after each:
-// flowmods_per_sec and barrier latency (first round only).
+// gswitchd is started afresh for each rule count, its rules installed over
+// OpenFlow before the series. Besides the series, gswitchd and Open
+// vSwitch each take --flowmods FLOW_MODs in batches of --flowmod-batch, a
+// barrier after each: flowmods_per_sec and barrier latency (first round
+// only; gswitchd on a fresh instance after its series).
 //
 // With --rounds R the target list runs R times, forwards in odd rounds and
 // backwards in even ones (gswitchd,plain then plain,gswitchd ...), so that
