@@ -1,6 +1,6 @@
 # gswitch — build, test and benchmark.
 #
-#   make test    vet and every test, with the race detector (what CI runs)
+#   make test    go mod tidy -diff, vet and every test, with the race detector (what CI runs)
 #   make bench   the table benchmarks on ../shared/data, CPU backend, with --check
 #   make fuzz    each fuzz target for FUZZTIME (default 20s)
 #   make build   bin/gswitchctl
@@ -12,7 +12,7 @@ DATA     ?= ../shared/data
 FUZZTIME ?= 20s
 BENCHFLAGS ?= --check --json
 
-.PHONY: all build test vet fuzz demo bench bench-lpm bench-classify bench-bart bench-routes bench-forward clean
+.PHONY: all build test tidy vet fuzz demo bench bench-lpm bench-classify bench-bart bench-routes bench-forward clean
 
 all: build
 
@@ -25,8 +25,13 @@ demo:
 vet:
 	$(GO) vet ./...
 
-test: vet
+test: tidy vet
 	$(GO) test -race -count=1 ./...
+
+# go.mod and go.sum as go mod tidy would write them (Go 1.23+: -diff prints
+# the difference and fails).
+tidy:
+	$(GO) mod tidy -diff
 
 # Every Fuzz* function of every package, one after the other.
 fuzz:
@@ -92,10 +97,26 @@ gpu:
 	$(CUDA_ENV) $(GO) build -tags cuda -o bin/gswitchd-cuda ./cmd/gswitchd
 	$(CUDA_ENV) $(GO) test -c -tags cuda -o bin/gpu.test ./gpu
 
+# The CUDA test binaries for scripts/device-check.sh (run there, on the
+# device machine, with .cuda carried), built on a machine without CUDA from
+# NVIDIA's cuda.h and stub libcuda.so kept in the git-ignored .cuda/
+# (copied from the device machine's /usr/local/cuda; never committed):
+#   make cuda-tests CUDA_INC=$PWD/.cuda/include CUDA_LIB=$PWD/.cuda/lib
+.PHONY: cuda-tests
+cuda-tests:
+	@mkdir -p .cuda/bin
+	@set -e; for pkg in $$(grep -rl '^//go:build cuda' --include='*_test.go' . | xargs -n1 dirname | sort -u); do \
+	  name=$$(echo $${pkg#./} | tr / _); echo "== $$pkg -> .cuda/bin/$$name.test"; \
+	  $(CUDA_ENV) $(GO) test -c -tags cuda -ldflags='-s -w' -o .cuda/bin/$$name.test $$pkg; \
+	done
+
 # The CUDA kernels' PTX, embedded by package kernels. Run on a machine with
 # nvcc (CUDA 13; the device machine), then commit kernels/*.ptx;
 # TestCUDAEmbeddedPTX (-tags cuda, GSWITCH_PTX_DIR=dir of fresh PTX) fails
 # when they are stale. sm_90 for H100/H200, compute_80 for JIT elsewhere.
+# The constants both .cu files share are kernels/layout.h, generated from
+# the Go layout (go generate ./kernels). scripts/device-check.sh runs these
+# same commands on the device machine and compares the PTX.
 NVCC ?= nvcc
 .PHONY: kernels
 kernels:

@@ -149,12 +149,22 @@ func newLPMLayout(kind Kind, im *bubble.Image) (*lpmLayout, *lpm.View, error) {
 	return l, v, nil
 }
 
+// A level descriptor of the GAMT kernels (kernels/gamt.cu, through the
+// generated kernels/layout.h): LevelDescWords words per level.
+const (
+	LevelDescBase   = 0 // the level's base word in the flat buffer
+	LevelDescStride = 1 // its stride
+	LevelDescOff    = 2 // the first address bit it consumes
+	LevelDescWords  = 3
+)
+
 // levelDesc returns the device kernels' level descriptors: per level its
 // base word in the flat buffer, its stride and its first address bit.
 func (l *lpmLayout) levelDesc() []uint32 {
-	d := make([]uint32, 0, 3*len(l.strides))
+	d := make([]uint32, LevelDescWords*len(l.strides))
 	for i, s := range l.strides {
-		d = append(d, l.regionBase[1+i], s, l.offs[i])
+		e := d[LevelDescWords*i:]
+		e[LevelDescBase], e[LevelDescStride], e[LevelDescOff] = l.regionBase[1+i], s, l.offs[i]
 	}
 	return d
 }

@@ -136,7 +136,10 @@
 // PTX, JIT-compiled by the driver, elsewhere. The environment variable
 // GSWITCH_PTX_DIR makes the backend read freshly built PTX instead, and the
 // test TestCUDAEmbeddedPTX fails when the embedded copy differs from it;
-// GSWITCH_PTX=compute80 forces the JIT path on Hopper.
+// GSWITCH_PTX=compute80 forces the JIT path on Hopper. The kernels read the
+// images and descriptors through kernels/layout.h, generated from the Go
+// constants (FlowDesc*, Stage*, LevelDesc* here; package flow's and lpm's
+// layouts) by go generate ./kernels.
 //
 // NewCUDA returns an error when no device is usable, and the caller falls
 // back to the CPU backend. gorgonia.org/cu initialises the driver in its

@@ -8,15 +8,16 @@ import (
 )
 
 // Words of the flow kernel's descriptor (FlowDescWords words, uploaded next
-// to the image; see kernels/flow.cu).
+// to the image; see kernels/flow.cu, which reads them through
+// kernels/layout.h, generated from these constants).
 const (
-	flowDescBase  = 0  // 6 words: the word offset of each region in the flat buffer
-	flowDescLen   = 6  // 6 words: the length of each region in words
-	flowDescAlgo  = 12 // flow.Algo
-	flowDescP     = 13 // projected key words
-	flowDescK     = 14 // hash families (tuple, bloom)
-	flowDescNSlot = 15 // class slots (tuple, bloom) or rule slots (linear)
-	flowDescStage = 16 // what the kernel stages into shared memory (stage* bits)
+	FlowDescBase  = 0  // 6 words: the word offset of each region in the flat buffer
+	FlowDescLen   = 6  // 6 words: the length of each region in words
+	FlowDescAlgo  = 12 // flow.Algo
+	FlowDescP     = 13 // projected key words
+	FlowDescK     = 14 // hash families (tuple, bloom)
+	FlowDescNSlot = 15 // class slots (tuple, bloom) or rule slots (linear)
+	FlowDescStage = 16 // what the kernel stages into shared memory (Stage* bits)
 
 	// FlowDescWords is the size of a flow table's device descriptor.
 	FlowDescWords = 20
@@ -60,12 +61,12 @@ func newFlowLayout(im *bubble.Image) (*flowLayout, *flow.View, error) {
 }
 
 // The parts of a tuple or Bloom image flow_lookup can stage into shared
-// memory (descriptor word flowDescStage), laid there in this order.
+// memory (descriptor word FlowDescStage), laid there in this order.
 const (
-	stageSeeds   = 1 << iota // the coefficients P words use: K*5 functions of P+1 pairs
-	stageClasses             // the class descriptors region
-	stageOrder               // the order region
-	stageBloom               // the Bloom filters region
+	StageSeeds   = 1 << iota // the coefficients P words use: K*5 functions of P+1 pairs
+	StageClasses             // the class descriptors region
+	StageOrder               // the order region
+	StageBloom               // the Bloom filters region
 )
 
 // stagePlan chooses what flow_lookup stages into shared memory within
@@ -79,10 +80,10 @@ func (l *flowLayout) stagePlan(budget int) (stage uint32, bytes int) {
 		bit   uint32
 		words int
 	}{
-		{stageSeeds, l.k * flow.HashFuncs * 2 * (l.p + 1)},
-		{stageClasses, int(l.regionLen[flow.RegionClasses])},
-		{stageOrder, int(l.regionLen[flow.RegionOrder])},
-		{stageBloom, int(l.regionLen[flow.RegionBloom])},
+		{StageSeeds, l.k * flow.HashFuncs * 2 * (l.p + 1)},
+		{StageClasses, int(l.regionLen[flow.RegionClasses])},
+		{StageOrder, int(l.regionLen[flow.RegionOrder])},
+		{StageBloom, int(l.regionLen[flow.RegionBloom])},
 	}
 	for _, p := range parts {
 		if bytes+4*p.words <= budget {
@@ -97,13 +98,13 @@ func (l *flowLayout) stagePlan(budget int) (stage uint32, bytes int) {
 // says (stagePlan).
 func (l *flowLayout) desc(stage uint32) []uint32 {
 	d := make([]uint32, FlowDescWords)
-	copy(d[flowDescBase:], l.regionBase)
-	copy(d[flowDescLen:], l.regionLen)
-	d[flowDescAlgo] = uint32(l.algo)
-	d[flowDescP] = uint32(l.p)
-	d[flowDescK] = uint32(l.k)
-	d[flowDescNSlot] = uint32(l.nslot)
-	d[flowDescStage] = stage
+	copy(d[FlowDescBase:], l.regionBase)
+	copy(d[FlowDescLen:], l.regionLen)
+	d[FlowDescAlgo] = uint32(l.algo)
+	d[FlowDescP] = uint32(l.p)
+	d[FlowDescK] = uint32(l.k)
+	d[FlowDescNSlot] = uint32(l.nslot)
+	d[FlowDescStage] = stage
 	return d
 }
 

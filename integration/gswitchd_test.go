@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
+	"github.com/gswitch/gswitch/agent/ctl"
 )
 
 // nPackets sums the n_packets of the dump-flows lines that contain sub.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gswitch/gswitch/agent/ctl"
 	"github.com/gswitch/gswitch/datapath/pipeline"
-	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
 )
 
 // table0 returns table 0's row of gswitchctl show tables and its TableInfo

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gswitch/gswitch/agent/ctl"
 	"github.com/gswitch/gswitch/datapath/pipeline"
-	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
 )
 
 // gswitchctlBinary builds cmd/gswitchctl once per test run.

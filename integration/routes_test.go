@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
+	"github.com/gswitch/gswitch/agent/ctl"
 )
 
 // ctlRoutes runs gswitchctl routes --json against the daemon.

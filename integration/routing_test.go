@@ -18,8 +18,8 @@ import (
 
 	"github.com/vishvananda/netns"
 
+	"github.com/gswitch/gswitch/agent/ctl"
 	"github.com/gswitch/gswitch/datapath/l3"
-	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
 )
 
 // The routing tests run gswitchd as a router between host namespaces on

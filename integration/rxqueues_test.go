@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gswitch/gswitch/agent/ctl"
 	"github.com/gswitch/gswitch/datapath/pipeline"
-	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
 )
 
 // rxqMarker tags the test's UDP frames.

@@ -40,50 +40,9 @@
 //   nvcc -ptx -arch=compute_80 -o flow_compute80.ptx flow.cu
 #include <stdint.h>
 
-#define FLOW_DESC 20
-#define FLOW_KEYWORDS 27
-#define FLOW_HASHFUNCS 5
-#define FLOW_HASHCOEFS 28
-#define FLOW_WAYS 3
-#define EMPTY_ID 0xFFFFFFFFu
+#include "layout.h" // generated from the Go constants (go generate ./kernels)
 
-// Regions.
-#define R_HEADER 0
-#define R_SEEDS 1
-#define R_CLASSES 2
-#define R_ORDER 3
-#define R_ENTRIES 4
-#define R_BLOOM 5
-
-// Descriptor words.
-#define D_ALGO 12
-#define D_P 13
-#define D_K 14
-#define D_NSLOT 15
-#define D_STAGE 16 // bits: 1 seeds (compacted), 2 classes, 4 order, 8 bloom
-
-#define STAGE_SEEDS 1
-#define STAGE_CLASSES 2
-#define STAGE_ORDER 4
-#define STAGE_BLOOM 8
-
-// Header word: the count (linear high-water mark, or classes in the order).
-#define HDR_COUNT (4 + FLOW_KEYWORDS + 1)
-
-// Class descriptor words after the P mask words.
-#define C_FAMILY 0
-#define C_TABLE 1
-#define C_LOGB 2
-#define C_MAXPRIO 3
-#define C_BLOOM 5
-#define C_LOGBITS 6
-#define C_SEL 7 // prefilter selector
-#define C_PRE 8 // prefilter bitmap, 8 words
-#define C_FIXED 16
-
-#define ALGO_LINEAR 0
-#define ALGO_BLOOM 2
-#define ALGO_MERGE 3
+static_assert(FLOW_WAYS == 3, "flow_probe hashes and tests three cuckoo ways");
 
 // ftab is where a lookup finds each part of a tuple/Bloom image: in shared
 // memory where staged, else in the image. Seeds: function fn's coefficient
@@ -120,23 +79,23 @@ __device__ __forceinline__ uint64_t top(uint64_t h, uint32_t b)
 template <int P>
 __device__ uint64_t flow_linear(const uint32_t* __restrict__ img, const uint32_t* d, const uint32_t* pk)
 {
-	const uint32_t s = 2 + 2 * P;
-	const uint32_t* ent = img + d[R_ENTRIES];
-	uint32_t n = __ldg(&img[d[R_HEADER] + HDR_COUNT]);
+	const uint32_t s = S_FIXED + 2 * P;
+	const uint32_t* ent = img + d[D_BASE + R_ENTRIES];
+	uint32_t n = __ldg(&img[d[D_BASE + R_HEADER] + HDR_COUNT]);
 	n = min(n, d[D_NSLOT]);
 	uint64_t best = 0;
 	for (uint32_t k = 0; k < n; k++) {
 		const uint32_t* sl = ent + (uint64_t)k * s;
-		uint32_t id = __ldg(&sl[1]);
+		uint32_t id = __ldg(&sl[S_ID]);
 		if (id == EMPTY_ID)
 			continue;
-		uint64_t rank = (uint64_t)__ldg(&sl[0]) << 32 | (uint64_t)(~id);
+		uint64_t rank = (uint64_t)__ldg(&sl[S_PRIO]) << 32 | (uint64_t)(~id);
 		if (rank <= best)
 			continue;
 		bool ok = true;
 #pragma unroll
 		for (int j = 0; j < P; j++)
-			ok &= (pk[j] & __ldg(&sl[2 + P + j])) == __ldg(&sl[2 + j]);
+			ok &= (pk[j] & __ldg(&sl[S_VALUE + P + j])) == __ldg(&sl[S_VALUE + j]);
 		if (ok)
 			best = rank;
 	}
@@ -157,7 +116,7 @@ __device__ __forceinline__ bool flow_filter(const ftab& f, const uint32_t* cd, c
 	if (!f.isBloom)
 		return true;
 	uint32_t lb = c[C_LOGBITS];
-	if (lb < 5 || lb > 31)
+	if (lb < 5 || lb > FLOW_MAX_LOGBITS)
 		return false;
 	uint64_t off = c[C_BLOOM], size = (uint64_t)1 << (lb - 5);
 	if (off + size > f.bloomLen)
@@ -176,10 +135,10 @@ template <int P>
 __device__ __forceinline__ uint64_t flow_probe(const ftab& f, const uint32_t* cd, const uint32_t* pk, const uint32_t* key,
 					       uint64_t best)
 {
-	const uint32_t ew = f.isMerge ? 2 * P + 2 : P + 2;
+	const uint32_t ew = f.isMerge ? 2 * P + E_FIXED : P + E_FIXED;
 	const uint32_t* c = cd + P;
 	uint32_t logB = c[C_LOGB];
-	if (logB > 30)
+	if (logB > FLOW_MAX_LOGB)
 		return best;
 	uint64_t toff = c[C_TABLE], tsize = (uint64_t)(FLOW_WAYS * ew) << logB;
 	if (toff + tsize > f.entLen)
@@ -194,7 +153,7 @@ __device__ __forceinline__ uint64_t flow_probe(const ftab& f, const uint32_t* cd
 	uint32_t ids[3];
 #pragma unroll
 	for (int w = 0; w < 3; w++)
-		ids[w] = __ldg(&tbl[pos[w] + P]);
+		ids[w] = __ldg(&tbl[pos[w] + P + E_ID]);
 	if (f.isMerge) {
 		// Merged class (TupleMerge): any of the three entries may
 		// match, each under its own mask [value P, id, prio, mask P].
@@ -205,10 +164,10 @@ __device__ __forceinline__ uint64_t flow_probe(const ftab& f, const uint32_t* cd
 			bool eq = true;
 #pragma unroll
 			for (int j = 0; j < P; j++)
-				eq &= (pk[j] & __ldg(&tbl[pos[w] + P + 2 + j])) == __ldg(&tbl[pos[w] + j]);
+				eq &= (pk[j] & __ldg(&tbl[pos[w] + P + E_MASK + j])) == __ldg(&tbl[pos[w] + j]);
 			if (!eq)
 				continue;
-			uint64_t r = (uint64_t)__ldg(&tbl[pos[w] + P + 1]) << 32 | (uint64_t)(~ids[w]);
+			uint64_t r = (uint64_t)__ldg(&tbl[pos[w] + P + E_PRIO]) << 32 | (uint64_t)(~ids[w]);
 			if (r > best)
 				best = r;
 		}
@@ -231,7 +190,7 @@ __device__ __forceinline__ uint64_t flow_probe(const ftab& f, const uint32_t* cd
 	}
 	if (hid == EMPTY_ID)
 		return best;
-	uint64_t r = (uint64_t)__ldg(&tbl[hpos + P + 1]) << 32 | (uint64_t)(~hid);
+	uint64_t r = (uint64_t)__ldg(&tbl[hpos + P + E_PRIO]) << 32 | (uint64_t)(~hid);
 	return r > best ? r : best;
 }
 
@@ -310,39 +269,39 @@ __device__ void setup(ftab& f, const uint32_t* __restrict__ img, const uint32_t*
 	const uint32_t p = d[D_P], st = d[D_STAGE];
 	f.k = d[D_K];
 	f.nslot = d[D_NSLOT];
-	f.entLen = d[6 + R_ENTRIES];
-	f.bloomLen = d[6 + R_BLOOM];
+	f.entLen = d[D_LEN + R_ENTRIES];
+	f.bloomLen = d[D_LEN + R_BLOOM];
 	f.isBloom = d[D_ALGO] == ALGO_BLOOM || d[D_ALGO] == ALGO_MERGE;
 	f.isMerge = d[D_ALGO] == ALGO_MERGE;
-	f.ent = img + d[R_ENTRIES];
-	f.n = min(__ldg(&img[d[R_HEADER] + HDR_COUNT]), d[6 + R_ORDER]);
+	f.ent = img + d[D_BASE + R_ENTRIES];
+	f.n = min(__ldg(&img[d[D_BASE + R_HEADER] + HDR_COUNT]), d[D_LEN + R_ORDER]);
 	uint32_t* s = smem;
 	if (st & STAGE_SEEDS) {
 		// Only the coefficients P words use: K*5 functions of P+1 pairs.
-		const uint32_t per = 2 * (p + 1), nf = min(f.k * FLOW_HASHFUNCS, d[6 + R_SEEDS] / (2 * FLOW_HASHCOEFS));
-		const uint32_t* src = img + d[R_SEEDS];
+		const uint32_t per = 2 * (p + 1), nf = min(f.k * FLOW_HASHFUNCS, d[D_LEN + R_SEEDS] / (2 * FLOW_HASHCOEFS));
+		const uint32_t* src = img + d[D_BASE + R_SEEDS];
 		for (uint32_t i = threadIdx.x; i < nf * per; i += blockDim.x)
 			s[i] = src[(i / per) * 2 * FLOW_HASHCOEFS + i % per];
 		f.seeds = s, f.sstride = per;
 		s += nf * per;
 	} else {
-		f.seeds = img + d[R_SEEDS], f.sstride = 2 * FLOW_HASHCOEFS;
+		f.seeds = img + d[D_BASE + R_SEEDS], f.sstride = 2 * FLOW_HASHCOEFS;
 	}
-	f.desc = img + d[R_CLASSES];
+	f.desc = img + d[D_BASE + R_CLASSES];
 	if (st & STAGE_CLASSES) {
-		stage(s, f.desc, d[6 + R_CLASSES]);
+		stage(s, f.desc, d[D_LEN + R_CLASSES]);
 		f.desc = s;
-		s += d[6 + R_CLASSES];
+		s += d[D_LEN + R_CLASSES];
 	}
-	f.order = img + d[R_ORDER];
+	f.order = img + d[D_BASE + R_ORDER];
 	if (st & STAGE_ORDER) {
 		stage(s, f.order, f.n);
 		f.order = s;
-		s += d[6 + R_ORDER];
+		s += d[D_LEN + R_ORDER];
 	}
-	f.bloom = img + d[R_BLOOM];
+	f.bloom = img + d[D_BASE + R_BLOOM];
 	if (st & STAGE_BLOOM) {
-		stage(s, f.bloom, d[6 + R_BLOOM]);
+		stage(s, f.bloom, d[D_LEN + R_BLOOM]);
 		f.bloom = s;
 	}
 	__syncthreads();

@@ -17,7 +17,7 @@
 //   nvcc -ptx -arch=compute_80 -o gamt_compute80.ptx gamt.cu
 #include <stdint.h>
 
-#define GAMT_MAX_LEVELS 32
+#include "layout.h" // generated from the Go constants (go generate ./kernels)
 
 struct level {
 	uint32_t base, stride, off;
@@ -27,9 +27,9 @@ struct level {
 __device__ __forceinline__ void load_levels(level* lv, const uint32_t* __restrict__ desc, int nlevels)
 {
 	for (int i = threadIdx.x; i < nlevels; i += blockDim.x) {
-		lv[i].base = desc[3 * i];
-		lv[i].stride = desc[3 * i + 1];
-		lv[i].off = desc[3 * i + 2];
+		lv[i].base = desc[GAMT_LEVEL_DESC * i + GAMT_LD_BASE];
+		lv[i].stride = desc[GAMT_LEVEL_DESC * i + GAMT_LD_STRIDE];
+		lv[i].off = desc[GAMT_LEVEL_DESC * i + GAMT_LD_OFF];
 	}
 	__syncthreads();
 }
@@ -45,12 +45,12 @@ extern "C" __global__ void gamt_lookup4(const uint32_t* __restrict__ img, const 
 	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
 		uint32_t a = addrs[i];
 		uint32_t e = __ldg(&img[base0 + (a >> sh0)]);
-		while (e & 0xff) {
-			const level l = lv[(e & 0xff) & (GAMT_MAX_LEVELS - 1)];
+		while (e & GAMT_JUMP_MASK) {
+			const level l = lv[(e & GAMT_JUMP_MASK) & (GAMT_MAX_LEVELS - 1)];
 			uint32_t chunk = (a << l.off) >> (32 - l.stride);
-			e = __ldg(&img[l.base + (((e >> 8) << l.stride) | chunk)]);
+			e = __ldg(&img[l.base + (((e >> GAMT_JUMP_BITS) << l.stride) | chunk)]);
 		}
-		out[i] = e >> 8;
+		out[i] = e >> GAMT_JUMP_BITS;
 	}
 }
 
@@ -78,11 +78,11 @@ extern "C" __global__ void gamt_lookup6(const uint32_t* __restrict__ img, const 
 	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
 		ulonglong2 a = addrs[i];
 		uint32_t e = __ldg(&img[base0 + (uint32_t)(a.x >> sh0)]);
-		while (e & 0xff) {
-			const level l = lv[(e & 0xff) & (GAMT_MAX_LEVELS - 1)];
-			e = __ldg(&img[l.base + (((e >> 8) << l.stride) | chunk6(a.x, a.y, l.off, l.stride))]);
+		while (e & GAMT_JUMP_MASK) {
+			const level l = lv[(e & GAMT_JUMP_MASK) & (GAMT_MAX_LEVELS - 1)];
+			e = __ldg(&img[l.base + (((e >> GAMT_JUMP_BITS) << l.stride) | chunk6(a.x, a.y, l.off, l.stride))]);
 		}
-		out[i] = e >> 8;
+		out[i] = e >> GAMT_JUMP_BITS;
 	}
 }
 

@@ -13,9 +13,24 @@
 // is done, and class tests deferred until half the warp holds one), and
 // flow_lookup_split with flow_ranks (the comparison: several threads per
 // packet). Its header comment gives the ABI.
+//
+// layout.h: the layout constants both read (regions, header, descriptor and
+// entry words of package flow's image, package lpm's entry encoding, package
+// gpu's device descriptors), generated from the Go constants by
+// internal/genlayout (go generate ./kernels); its test fails while the
+// checked-in header is stale. A layout change in Go is: go generate
+// ./kernels, make kernels on a machine with nvcc (scripts/device-check.sh
+// rebuilds and compares the PTX there), commit the header and the PTX.
 package kernels
 
+//go:generate go run ./internal/genlayout -o layout.h
+
 import _ "embed"
+
+// LayoutHeader is layout.h, which both sources include.
+//
+//go:embed layout.h
+var LayoutHeader string
 
 // GAMTSource is the CUDA C source the PTX below was built from.
 //

@@ -16,9 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gswitch/gswitch/agent/ctl"
 	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/datapath/afpacket"
-	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )

@@ -93,7 +93,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	case "--version", "-version", "version":
-		fmt.Fprintln(stdout, version.String("gswitchctl"))
+		fmt.Fprintln(stdout, "gswitchctl", version.Get())
 		return nil
 	case "bench":
 		return runBench(context.Background(), args[1:], stdout, stderr)

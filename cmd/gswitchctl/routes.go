@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
+	"github.com/gswitch/gswitch/agent/ctl"
 )
 
 const routesUsage = `Usage: gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
+	"github.com/gswitch/gswitch/agent/ctl"
 )
 
 // TestPrintRoutes checks the table form of gswitchctl routes.

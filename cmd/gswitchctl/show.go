@@ -13,10 +13,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gswitch/gswitch/agent/ctl"
 	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/l3"
 	"github.com/gswitch/gswitch/datapath/pipeline"
-	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
 	"github.com/gswitch/gswitch/gpu"
 )
 

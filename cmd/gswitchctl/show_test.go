@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gswitch/gswitch/agent/ctl"
 	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/pipeline"
-	"github.com/gswitch/gswitch/datapath/pipeline/ctl"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/flow"
 )

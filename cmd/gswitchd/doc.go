@@ -3,8 +3,10 @@
 // through AF_PACKET TPACKET_V3 rings, whose flow tables are classified by
 // the gpu Engine (a GPU where one opens, the CPU otherwise or for small
 // batches), and which controllers (os-ken/Ryu, ONOS, ovs-ofctl) drive over
-// OpenFlow. The switch core is package datapath/pipeline; the control
-// socket is datapath/pipeline/ctl.
+// OpenFlow. This command is a small main around package agent, which
+// holds the wiring (configuration, start and stop, which control plane
+// owns the switch, engine table ids, metrics, the control socket of
+// agent/ctl); the switch core is package datapath/pipeline.
 //
 // The switch has groups (all, select, indirect, fast-failover), meters
 // (drop and DSCP-remark bands), PORT_MOD, TABLE_MOD and (empty) queues;
@@ -12,7 +14,7 @@
 // state over the control socket.
 //
 // Beside the OpenFlow agent runs the P4Runtime server (controlproto/p4rt,
-// p4rt.go): gswitch's fixed P4 program over gRPC on --p4rt-listen (default
+// agent/p4rt.go): gswitch's fixed P4 program over gRPC on --p4rt-listen (default
 // 127.0.0.1:9559; off disables it; TLS and client certificates optional).
 // One control plane at a time: a P4Runtime pipeline commit is refused while
 // an OpenFlow controller is connected, and from the commit on the switch's
@@ -25,17 +27,18 @@
 // forwarding through the route tables, which gswitchd makes for the ports'
 // table ids with their connected routes and attaches to the router, whose
 // LPM images the Engine serves); --neighbours own|kernel says who resolves
-// next hops. router.go wires it; gswitchctl neighbours and show l3 read
+// next hops. agent/router.go wires it; gswitchctl neighbours and show l3 read
 // its state.
 //
 // Routes come from the router ports' subnets (connected), the routes: list
 // of the YAML file (static, checked at start) and, with --kernel-fib-table
 // N (YAML kernel_fib:), from kernel routing table N, mirrored over netlink
 // by controlproto/kernelfib (resynced from a dump after an overflow).
-// routes.go wires them; gswitchctl routes reads the tables and counters.
+// agent/routes.go wires them; gswitchctl routes reads the tables and counters.
 //
 // Usage:
 //
+//	gswitchd --version
 //	gswitchd [--config FILE] [--port N=IFNAME]... [--controller tcp:HOST:PORT]...
 //	         [--listen ptcp:PORT]... [--datapath-id N] [--fail-mode secure|standalone]
 //	         [--backend auto|cpu|gpu] [--gpus LIST] [--max-delay D] [--min-batch N]
@@ -48,14 +51,15 @@
 //	         [--kernel-fib-table N] [--kernel-fib-netns NAME] [--kernel-fib-receive-buffer BYTES]
 //
 // Configuration comes from three layers: the embedded default
-// (default.yaml), the YAML file of --config (unknown keys are errors; keys
+// (agent/default.yaml), the YAML file of --config (unknown keys are errors; keys
 // it omits keep their defaults), and the flags, each of which overrides
 // its key; a repeatable flag (--port, --controller, --listen) given at all
 // replaces the file's whole list. The configuration is checked completely
 // before anything starts (interfaces must exist, port numbers and names
 // unique, targets well formed, numbers in range), and every mistake is a
 // one-line error with exit status 2. --print-config prints the effective
-// configuration and exits.
+// configuration and exits. --version prints the module version and the
+// VCS revision the binary was built from (internal/version).
 //
 // At start gswitchd opens the backend (gpu.Open), the switch, one
 // afpacket port per configured interface (promiscuous), the control

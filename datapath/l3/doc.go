@@ -87,11 +87,14 @@
 // # Route tables on the engine
 //
 // AttachTable loads a route.Table's two LPM images into the engine as
-// table ids TableIDBase+2i (IPv4) and TableIDBase+2i+1 (IPv6), above the
-// pipeline's flow tables (0..253), and installs the table's change hook,
-// which applies each change's bubbles under the table's writer lock:
-// when Add or Delete returns, lookups see the change. An update the
-// engine refuses makes the router load the whole image again.
+// table ids base+2i (IPv4) and base+2i+1 (IPv6), where base is
+// Config.TableIDBase (default DefaultTableIDBase, 1<<20, above the
+// pipeline's flow tables 0..253; gswitchd's agent passes the start of a
+// range from its table-id allocator, and Config.MaxTables keeps the
+// router inside it), and installs the table's change hook, which applies
+// each change's bubbles under the table's writer lock: when Add or Delete
+// returns, lookups see the change. An update the engine refuses makes the
+// router load the whole image again.
 //
 // # Counters
 //

@@ -58,7 +58,7 @@ type PortConfig struct {
 
 // Engine is what the router needs of a lookup backend: gpu.Engine has it.
 // Route tables' LPM images are loaded as their own table ids (see
-// TableIDBase) and kept current with their bubbles.
+// Config.TableIDBase) and kept current with their bubbles.
 type Engine interface {
 	Load(id gpu.TableID, kind gpu.Kind, im *bubble.Image) error
 	Apply(id gpu.TableID, u bubble.Update) error
@@ -66,16 +66,29 @@ type Engine interface {
 	LookupLPM6(id gpu.TableID, addrs []lpm.Addr6, out []uint32) error
 }
 
-// TableIDBase is the first gpu.TableID the router uses: route table number
-// i (in the order AttachTable saw them) has its IPv4 image at
-// TableIDBase+2i and its IPv6 image at TableIDBase+2i+1. The pipeline's
-// flow tables use ids 0..253.
-const TableIDBase gpu.TableID = 1 << 20
+// DefaultTableIDBase is Config.TableIDBase's default: the first
+// gpu.TableID the router uses unless told otherwise. The pipeline's flow
+// tables use ids 0..253.
+const DefaultTableIDBase gpu.TableID = 1 << 20
+
+// IDsPerTable is the number of engine table ids one route table takes:
+// its IPv4 and its IPv6 image.
+const IDsPerTable = 2
 
 // Config configures a Router.
 type Config struct {
-	Ports     []PortConfig
-	Engine    Engine // required
+	Ports  []PortConfig
+	Engine Engine // required
+	// TableIDBase is the first engine table id of the route tables' LPM
+	// images: the i-th table AttachTable sees has its IPv4 image at
+	// TableIDBase+2i and its IPv6 image at TableIDBase+2i+1 (0:
+	// DefaultTableIDBase). The agent passes the first id of a range its
+	// table-id allocator handed out, so that no other table's ids overlap.
+	TableIDBase gpu.TableID
+	// MaxTables bounds the route tables AttachTable accepts, so that their
+	// images stay inside the IDsPerTable*MaxTables ids from TableIDBase
+	// (0: no bound).
+	MaxTables int
 	Neigh     NeighConfig
 	NeighMode NeighMode
 	// ICMPRate bounds the ICMP errors sent (time exceeded, unreachable) per
@@ -161,6 +174,12 @@ func New(cfg Config) (*Router, error) {
 	}
 	if cfg.ICMPRate == 0 {
 		cfg.ICMPRate = 100
+	}
+	if cfg.TableIDBase == 0 {
+		cfg.TableIDBase = DefaultTableIDBase
+	}
+	if cfg.MaxTables < 0 {
+		return nil, fmt.Errorf("l3: MaxTables %d: want 0 (no bound) or more", cfg.MaxTables)
 	}
 	r := &Router{cfg: cfg, log: cfg.Logger, ports: map[uint32]*rport{}, local: map[netip.Addr]uint32{},
 		tables: map[uint32]*rtable{}, neigh: NewNeighbours(cfg.Neigh), icmpTokens: float64(max(cfg.ICMPRate, 0))}
@@ -251,8 +270,12 @@ func (r *Router) AttachTable(t *route.Table) error {
 	if r.tables[t.ID()] != nil {
 		return fmt.Errorf("l3: route table %d attached twice", t.ID())
 	}
+	if r.cfg.MaxTables > 0 && len(r.tables) >= r.cfg.MaxTables {
+		return fmt.Errorf("l3: route table %d: the router's engine table ids hold %d route tables", t.ID(), r.cfg.MaxTables)
+	}
 	n := gpu.TableID(len(r.tables))
-	rt := &rtable{t: t, id4: TableIDBase + 2*n, id6: TableIDBase + 2*n + 1}
+	base := r.cfg.TableIDBase
+	rt := &rtable{t: t, id4: base + IDsPerTable*n, id6: base + IDsPerTable*n + 1}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	v4, v6 := t.Attach(func(fam lpm.Family, u bubble.Update) { r.apply(rt, fam, u) })

@@ -1,63 +1,82 @@
-// Package version says which build of a gswitch program is running: the
-// module version, the VCS revision it was built from and whether the work
-// tree had changes, and the Go release, all read from the build information
-// the Go linker embeds (runtime/debug.ReadBuildInfo). It is what
-// "gswitchctl --version" and "gswitchd --version" print.
+// Package version reports what a gswitch binary was built from: the
+// module version and the version-control revision that the Go toolchain
+// records in every binary (runtime/debug.ReadBuildInfo). gswitchd
+// --version prints it; gswitchctl can too.
 //
-// A binary built with "go build" inside a git checkout carries the revision
-// (vcs.revision, vcs.modified); since Go 1.24 its module version is a
-// pseudo-version derived from it (v0.0.0-20261125101500-abcdef123456+dirty).
-// A binary built without VCS information (go build -buildvcs=false, from a
-// tree without .git, or, as go1.26.8 does, from a git worktree whose .git
-// is a file) says "devel" and "no vcs revision"; a test binary says the
-// same.
+// A binary built with "go build" inside a git checkout has the module
+// version "(devel)" and the commit it was built from, with "+dirty" when
+// the work tree had changes; one built with "go install
+// module@version" has that version and no revision; a test binary has
+// neither.
 package version
 
 import (
+	"fmt"
 	"runtime/debug"
 	"strings"
 )
 
-// revLen is how many hex digits of the revision String shows.
-const revLen = 12
-
-// String returns one line that names prog and its build, e.g.
-// "gswitchctl v0.0.0-20261125101500-abcdef123456+dirty (rev abcdef123456, modified, go1.26.8)".
-func String(prog string) string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return prog + " (no build information)"
-	}
-	return format(prog, bi)
+// Info is what the build recorded.
+type Info struct {
+	Module    string // the main module's path
+	Version   string // its version: a tag, a pseudo-version or "(devel)"
+	Revision  string // the VCS revision (commit), empty when not recorded
+	Time      string // the revision's commit time (RFC 3339), empty when not recorded
+	Modified  bool   // the work tree had changes the revision lacks
+	GoVersion string // the toolchain that built the binary
 }
 
-// format is String on the given build information.
-func format(prog string, bi *debug.BuildInfo) string {
-	v := bi.Main.Version
-	if v == "" || v == "(devel)" {
-		v = "devel"
+// Get reads the running binary's build information.
+func Get() Info {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return Info{Version: "unknown"}
 	}
-	var rev string
-	modified := false
+	return fromBuildInfo(bi)
+}
+
+func fromBuildInfo(bi *debug.BuildInfo) Info {
+	in := Info{Module: bi.Main.Path, Version: bi.Main.Version, GoVersion: bi.GoVersion}
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			rev = s.Value
+			in.Revision = s.Value
+		case "vcs.time":
+			in.Time = s.Value
 		case "vcs.modified":
-			modified = s.Value == "true"
+			in.Modified = s.Value == "true"
 		}
 	}
-	var parts []string
-	if rev != "" {
-		parts = append(parts, "rev "+rev[:min(len(rev), revLen)])
-		if modified {
-			parts = append(parts, "modified")
+	if in.Version == "" {
+		in.Version = "(devel)"
+	}
+	return in
+}
+
+// String is one line: module, version, revision (12 digits, +dirty when
+// modified) and commit time where recorded, and the Go version, e.g.
+// "github.com/gswitch/gswitch (devel) rev 0123456789ab+dirty (2026-11-25T18:00:00Z) go1.24.0".
+func (in Info) String() string {
+	var b strings.Builder
+	if in.Module != "" {
+		b.WriteString(in.Module + " ")
+	}
+	b.WriteString(in.Version)
+	if in.Revision != "" {
+		rev := in.Revision
+		if len(rev) > 12 {
+			rev = rev[:12]
 		}
-	} else {
-		parts = append(parts, "no vcs revision")
+		if in.Modified {
+			rev += "+dirty"
+		}
+		fmt.Fprintf(&b, " rev %s", rev)
+		if in.Time != "" {
+			fmt.Fprintf(&b, " (%s)", in.Time)
+		}
 	}
-	if bi.GoVersion != "" {
-		parts = append(parts, bi.GoVersion)
+	if in.GoVersion != "" {
+		b.WriteString(" " + in.GoVersion)
 	}
-	return prog + " " + v + " (" + strings.Join(parts, ", ") + ")"
+	return b.String()
 }

@@ -6,33 +6,38 @@ import (
 	"testing"
 )
 
-func TestFormat(t *testing.T) {
-	for _, c := range []struct {
-		bi   debug.BuildInfo
-		want string
-	}{
-		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261125101500-abcdef123456+dirty"},
-			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abcdef1234567890abcdef1234567890abcdef12"}, {Key: "vcs.modified", Value: "true"}}},
-			"gswitchctl v0.0.0-20261125101500-abcdef123456+dirty (rev abcdef123456, modified, go1.26.8)"},
-		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.3"},
-			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef"}, {Key: "vcs.modified", Value: "false"}}},
-			"gswitchctl v1.2.3 (rev 0123456789ab, go1.26.8)"},
-		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}},
-			"gswitchctl devel (no vcs revision, go1.26.8)"},
-		{debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc"}}},
-			"gswitchctl devel (rev abc)"},
-	} {
-		if got := format("gswitchctl", &c.bi); got != c.want {
-			t.Errorf("got  %q\nwant %q", got, c.want)
-		}
+func TestFromBuildInfo(t *testing.T) {
+	bi := &debug.BuildInfo{GoVersion: "go1.24.0", Main: debug.Module{Path: "github.com/gswitch/gswitch", Version: "(devel)"},
+		Settings: []debug.BuildSetting{
+			{Key: "vcs", Value: "git"},
+			{Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"},
+			{Key: "vcs.time", Value: "2026-11-25T18:00:00Z"},
+			{Key: "vcs.modified", Value: "true"},
+		}}
+	in := fromBuildInfo(bi)
+	if in.Revision != "0123456789abcdef0123456789abcdef01234567" || !in.Modified || in.Time != "2026-11-25T18:00:00Z" {
+		t.Fatalf("%+v", in)
+	}
+	want := "github.com/gswitch/gswitch (devel) rev 0123456789ab+dirty (2026-11-25T18:00:00Z) go1.24.0"
+	if got := in.String(); got != want {
+		t.Fatalf("String() = %q, want %q", got, want)
+	}
+	bi.Settings = nil
+	bi.Main.Version = "v1.2.3"
+	if got := fromBuildInfo(bi).String(); got != "github.com/gswitch/gswitch v1.2.3 go1.24.0" {
+		t.Fatalf("without VCS settings: %q", got)
+	}
+	bi.Main.Version = ""
+	if got := fromBuildInfo(bi).String(); !strings.Contains(got, "(devel)") {
+		t.Fatalf("without a version: %q", got)
 	}
 }
 
-// TestString: the test binary has build information; the line names the
-// program and the Go release it runs on.
-func TestString(t *testing.T) {
-	s := String("prog")
-	if !strings.HasPrefix(s, "prog ") || !strings.Contains(s, "go1.") {
-		t.Errorf("String(prog) = %q", s)
+// TestGet reads the test binary's own build information: it has a Go
+// version at least.
+func TestGet(t *testing.T) {
+	in := Get()
+	if in.GoVersion == "" || in.String() == "" {
+		t.Fatalf("%+v", in)
 	}
 }

@@ -74,7 +74,11 @@ const (
 	DescLogBits = 6 // log2 Bloom filter bits (bloom)
 	DescSel     = 7 // the prefilter's selector (PreSelector)
 	DescPre     = 8 // PreWords words: the prefilter's bitmap, bit PreBucket(sel, value) set for each entry
-	descFixed   = DescPre + PreWords
+	DescFixed   = DescPre + PreWords
+
+	// MaxLogB bounds a class's DescLogB: larger is a corrupt descriptor,
+	// whose class the lookups skip.
+	MaxLogB = 30
 )
 
 // The prefilter: a class's descriptor holds a bitmap of PreBuckets bits,
@@ -153,44 +157,53 @@ func preHas(d []uint32, b int) bool { return d[DescPre+b>>5]&(1<<(b&31)) != 0 }
 const (
 	EntID    = 0
 	EntPrio  = 1
-	entFixed = 2
+	EntFixed = 2
 	EntMask  = 2 // merge: first mask word, after the P value words
 )
 
+// Linear slot words: the priority, the id (EmptyID: an empty slot), then P
+// value words from SlotValue and P mask words after them.
+const (
+	SlotPrio  = 0
+	SlotID    = 1
+	SlotValue = 2
+	SlotFixed = 2
+)
+
 // maxEntryWords bounds EntryWordsFor.
-const maxEntryWords = 2*KeyWords + entFixed
+const maxEntryWords = 2*KeyWords + EntFixed
 
 // EmptyID marks an empty cuckoo entry or linear slot.
 const EmptyID = uint32(NoMatch)
 
 // Bloom filter sizes.
 const (
-	minLogBits    = 9 // 512 bits
-	maxLogBits    = 31
-	bloomUnitLog  = 9 // allocation unit: 512 bits = 16 words
+	minLogBits    = 9  // 512 bits
+	MaxLogBits    = 31 // larger is a corrupt descriptor (DescLogBits), whose class the lookups skip
+	bloomUnitLog  = 9  // allocation unit: 512 bits = 16 words
 	bloomUnitWord = 16
 	bitsPerEntry  = 16
 )
 
 // EntryWords returns the words of one cuckoo entry for P projected words
 // (tuple, bloom).
-func EntryWords(p int) int { return p + entFixed }
+func EntryWords(p int) int { return p + EntFixed }
 
 // EntryWordsFor returns the words of one cuckoo entry of algorithm a for P
 // projected words: P+2 (tuple, bloom) or 2P+2 (merge: value, id, priority,
 // mask).
 func EntryWordsFor(a Algo, p int) int {
 	if a == Merge {
-		return 2*p + entFixed
+		return 2*p + EntFixed
 	}
 	return EntryWords(p)
 }
 
 // ClassWords returns the words of one class descriptor for P projected words.
-func ClassWords(p int) int { return p + descFixed }
+func ClassWords(p int) int { return p + DescFixed }
 
 // SlotWords returns the words of one linear slot for P projected words.
-func SlotWords(p int) int { return 2 + 2*p }
+func SlotWords(p int) int { return SlotFixed + 2*p }
 
 // seedWords returns the size of the seeds region for k families.
 func seedWords(k int) int { return k * HashFuncs * HashCoefs * 2 }

@@ -122,7 +122,7 @@ func (tc *tuple) fitLogB(n int) int {
 // per entry, at least 512 bits.
 func bloomLogBits(n int) int {
 	b := bits.Len(uint(bitsPerEntry*max(n, 1) - 1))
-	return min(max(b, minLogBits), maxLogBits)
+	return min(max(b, minLogBits), MaxLogBits)
 }
 
 func (tc *tuple) hash(fam, fn int, key []uint32) uint64 {

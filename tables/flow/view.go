@@ -150,7 +150,7 @@ func (v *View) checkClass(i int) error {
 // table returns a class's cuckoo table, checking the descriptor words after
 // the mask (d) against the image.
 func (v *View) table(d []uint32) ([]uint32, bool) {
-	if d[DescFamily] >= uint32(v.k) || d[DescLogB] > 30 {
+	if d[DescFamily] >= uint32(v.k) || d[DescLogB] > MaxLogB {
 		return nil, false
 	}
 	off, size := uint64(d[DescTable]), uint64(CuckooWays*v.ew)<<d[DescLogB]
@@ -163,7 +163,7 @@ func (v *View) table(d []uint32) ([]uint32, bool) {
 // filter returns a class's Bloom filter words.
 func (v *View) filter(d []uint32) ([]uint32, bool) {
 	lb := d[DescLogBits]
-	if lb < 5 || lb > maxLogBits {
+	if lb < 5 || lb > MaxLogBits {
 		return nil, false
 	}
 	off, size := uint64(d[DescBloom]), uint64(1)<<(lb-5)

@@ -16,6 +16,15 @@ const (
 	metaStrides = 3          // word index of s_0; s_1..s_{L-1} follow
 )
 
+// An entry of a level is inf<<JumpBits | jump: jump == 0 is a leaf whose inf
+// is the next hop (0: none), otherwise inf is a node of level jump. The
+// device kernels (kernels/gamt.cu) read entries through kernels/layout.h,
+// generated from these constants.
+const (
+	JumpBits = 8
+	JumpMask = 1<<JumpBits - 1
+)
+
 // Limits of the encoding.
 const (
 	maxStride = 24      // widest stride a level may have

@@ -1,0 +1,300 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/vishvananda/netns"
+	"gopkg.in/yaml.v3"
+
+	"github.com/gswitch/gswitch/agent/ctl"
+	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/controlproto/p4rt"
+	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/gswitch/gswitch/datapath/l3"
+	"github.com/gswitch/gswitch/datapath/pipeline"
+	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/route"
+)
+
+// Run is gswitchd: it builds the configuration from the flags (parsed
+// already), prints it and returns with --print-config, or else starts an
+// Agent logging to stderr and runs it until ctx is done (a signal) or a
+// part of it fails. A configuration mistake is an error wrapping
+// ErrConfig (exit status 2).
+func Run(ctx context.Context, f *Flags, stdout, stderr io.Writer) error {
+	if f.fs.NArg() > 0 {
+		return configErr("unexpected argument %q", f.fs.Arg(0))
+	}
+	st, err := f.load()
+	if err != nil {
+		return err
+	}
+	if f.printConfig {
+		return yaml.NewEncoder(stdout).Encode(st.Config)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: st.logLevel}))
+	slog.SetDefault(log)
+	d, err := start(st, log)
+	if err != nil {
+		return err
+	}
+	return d.Run(ctx)
+}
+
+// Agent is a started gswitchd: its engine, switch, ports, router, route
+// sources and control planes. See the package documentation for what it
+// owns and the order things start and stop in.
+type Agent struct {
+	st           *settings
+	log          *slog.Logger
+	eng          *gpu.Engine
+	ids          *TableIDs // the engine's table-id ranges (tableids.go)
+	sw           *pipeline.Switch
+	agent        *openflow.Agent
+	ports        map[uint32]*afpacket.Port
+	ctlL         net.Listener
+	metL         net.Listener
+	started      time.Time
+	router       *l3.Router              // nil without router ports (router.go)
+	routes       map[uint32]*route.Table // route tables by id
+	routeSources                         // static routes and the kernel FIB mirror (routes.go)
+	p4           *p4rt.Server            // nil with p4rt listen off (p4rt.go)
+	p4L          net.Listener
+
+	runMu     sync.Mutex
+	ran       bool
+	stop      context.CancelFunc // cancels Run's context; nil until Run
+	done      chan struct{}      // closed when Run returns
+	closeOnce sync.Once
+}
+
+// New checks cfg completely (a mistake is a one-line error wrapping
+// ErrConfig) and opens everything that can fail at start, so that a
+// mistake is reported before the agent serves: the engine, the router and
+// its route tables, the switch and its ports, the route sources, the
+// OpenFlow agent, the P4Runtime server and the listeners of the control
+// socket and the metrics. Nothing runs until Run. log nil: slog.Default().
+func New(cfg Config, log *slog.Logger) (*Agent, error) {
+	st, err := check(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return start(st, log)
+}
+
+// start opens everything that can fail at start; on an error it closes
+// what it opened.
+func start(st *settings, log *slog.Logger) (d *Agent, err error) {
+	d = &Agent{st: st, log: log, ports: map[uint32]*afpacket.Port{}, started: time.Now(), ids: NewTableIDs()}
+	d.kfibNS = netns.None()
+	defer func() {
+		if err != nil {
+			d.close()
+			d = nil
+		}
+	}()
+	var ordinals []int
+	if len(st.GPUs) > 0 {
+		ordinals = st.GPUs
+	}
+	if d.eng, err = gpu.Open(st.Backend, ordinals, st.MinBatch, log); err != nil {
+		return d, fmt.Errorf("backend %s: %w", st.Backend, err)
+	}
+	if err := d.reserveTableIDs(); err != nil {
+		return d, err
+	}
+	if err := d.newRouter(); err != nil {
+		return d, err
+	}
+	d.sw, err = pipeline.New(pipeline.Config{
+		DatapathID: st.dpid, Tables: st.Tables, MaxFlows: st.MaxFlows, Classifier: d.eng,
+		FailMode: st.failMode, MaxDelay: st.MaxDelay, BatchSize: st.BatchSize, Logger: log,
+		Router: d.pipelineRouter(),
+	})
+	if err != nil {
+		return d, err
+	}
+	if err := d.openPorts(); err != nil {
+		return d, err
+	}
+	if err := d.startRoutes(); err != nil {
+		return d, err
+	}
+	if err := d.startStaticRoutes(); err != nil {
+		return d, err
+	}
+	if err := d.startKernelFIB(); err != nil {
+		return d, err
+	}
+	d.agent = openflow.NewAgent(ofGuard{d.sw, func() *p4rt.Server { return d.p4 }}, openflow.Options{Logf: func(format string, args ...any) {
+		log.Info(fmt.Sprintf(format, args...), "component", "openflow")
+	}, TLSClient: st.tlsClient, TLSServer: st.tlsServer})
+	if err := d.startP4RT(); err != nil {
+		return d, err
+	}
+	d.sw.SetController(controllers{of: d.agent, p4: d.p4})
+	if d.ctlL, err = ctl.Listen(st.CtlSocket); err != nil {
+		return d, err
+	}
+	if st.Metrics != "" {
+		if d.metL, err = net.Listen("tcp", st.Metrics); err != nil {
+			return d, fmt.Errorf("metrics: %w", err)
+		}
+	}
+	return d, nil
+}
+
+// blockTimeout is the ring's block retire timeout for a batch delay: the
+// kernel's resolution is a millisecond.
+func blockTimeout(maxDelay time.Duration) time.Duration {
+	return max(maxDelay.Round(time.Millisecond), time.Millisecond)
+}
+
+func (d *Agent) openPorts() error {
+	for _, pc := range d.st.Ports {
+		p, err := afpacket.Open(pc.Interface, afpacket.Config{Promiscuous: true, BlockTimeout: blockTimeout(d.st.MaxDelay),
+			Queues: d.st.rxQueues(pc)})
+		if err != nil {
+			return fmt.Errorf("port %d (%s): %w", pc.Number, pc.Interface, err)
+		}
+		d.ports[pc.Number] = p
+		if err := d.sw.AddPort(pc.Number, p); err != nil {
+			return err
+		}
+		d.log.Info("port attached", "port", pc.Number, "link", p.Link().String(), "rx_queues", p.Queues())
+	}
+	return nil
+}
+
+// Run runs every part until ctx is done, Close is called or a part fails,
+// then shuts down: the goroutines stop (the ports close, waking their
+// readers), the listeners close (the control socket's file is removed),
+// the engine closes. It returns nil after ctx's cancellation or Close, and
+// the failing part's error otherwise. An Agent runs once.
+func (d *Agent) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	d.runMu.Lock()
+	if d.ran {
+		d.runMu.Unlock()
+		return errors.New("agent: Run after Close, or a second time")
+	}
+	d.ran, d.stop, d.done = true, func() { cancel(context.Canceled) }, make(chan struct{})
+	d.runMu.Unlock()
+	defer close(d.done)
+	defer d.close()
+	var wg sync.WaitGroup
+	goRun := func(name string, f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil && ctx.Err() == nil {
+				cancel(fmt.Errorf("%s: %w", name, err))
+			}
+		}()
+	}
+	for no, p := range d.ports {
+		for i := range p.Queues() { // one datapath loop per receive queue
+			goRun(fmt.Sprintf("port %d queue %d", no, i), func() error { return d.sw.RunPort(ctx, no, p.Queue(i)) })
+		}
+		goRun("port watch", func() error { d.sw.WatchPort(ctx, no, p.Events()); return nil })
+	}
+	goRun("expiry", func() error { d.sw.RunExpiry(ctx, 250*time.Millisecond); return nil })
+	d.runRouter(ctx, goRun)
+	d.runKernelFIB(ctx, goRun)
+	targets := append(append([]string(nil), d.st.Listen...), d.st.Controllers...)
+	if len(targets) > 0 {
+		goRun("openflow", func() error { return d.agent.Run(ctx, targets...) })
+	}
+	if d.p4L != nil {
+		goRun("p4rt", func() error { return d.serveP4RT(ctx) })
+	}
+	goRun("ctl socket", func() error { return ctl.Serve(ctx, d.ctlL, ctlSource{d}) })
+	if d.metL != nil {
+		goRun("metrics", func() error { return d.serveMetrics(ctx) })
+	}
+	d.log.Info("gswitchd running", "dpid", fmt.Sprintf("%#x", d.st.dpid), "ports", len(d.ports),
+		"targets", targets, "fail_mode", d.st.failMode.String(), "backend", d.eng.Device(), "ctl_socket", d.st.CtlSocket)
+	<-ctx.Done()
+	cause := context.Cause(ctx)
+	d.log.Info("gswitchd stopping", "cause", cause)
+	for _, p := range d.ports {
+		p.Close() // wakes the readers
+	}
+	wg.Wait()
+	if errors.Is(cause, context.Canceled) {
+		return nil
+	}
+	return cause
+}
+
+// Close stops a running agent (as ctx's end does) and waits for Run to
+// return, or closes what New opened when Run was never called. It may be
+// called more than once, and from any goroutine.
+func (d *Agent) Close() {
+	d.runMu.Lock()
+	ran, stop, done := d.ran, d.stop, d.done
+	d.ran = true // a Run after Close refuses
+	d.runMu.Unlock()
+	if ran && stop != nil {
+		stop()
+		<-done
+		return
+	}
+	d.close()
+}
+
+// close releases everything start opened, once.
+func (d *Agent) close() {
+	d.closeOnce.Do(func() {
+		for _, p := range d.ports {
+			p.Close()
+		}
+		if d.ctlL != nil {
+			d.ctlL.Close()
+		}
+		if d.metL != nil {
+			d.metL.Close()
+		}
+		if d.p4L != nil {
+			d.p4L.Close()
+		}
+		if d.kfibNS.IsOpen() {
+			d.kfibNS.Close()
+		}
+		if d.eng != nil {
+			d.eng.Close()
+		}
+	})
+}
+
+// ctlSource is the agent as the control socket's ctl.Source,
+// ctl.RouterSource and ctl.RouteSource.
+type ctlSource struct{ d *Agent }
+
+func (s ctlSource) PortInfos() []pipeline.PortInfo   { return s.d.sw.PortInfos() }
+func (s ctlSource) TableInfos() []pipeline.TableInfo { return s.d.sw.TableInfos() }
+func (s ctlSource) Flows() []pipeline.FlowInfo       { return s.d.sw.Flows() }
+func (s ctlSource) Backend() gpu.EngineStats         { return s.d.eng.Stats() }
+func (s ctlSource) Groups() []pipeline.GroupInfo     { return s.d.sw.Groups() }
+func (s ctlSource) Meters() []pipeline.MeterInfo     { return s.d.sw.Meters() }
+func (s ctlSource) Stats() ctl.Stats {
+	d := s.d
+	return ctl.Stats{DatapathID: d.st.dpid, Uptime: time.Since(d.started), Backend: d.eng.Device(),
+		Controller: d.agent.Connections(), Counters: d.sw.Counters()}
+}
+func (s ctlSource) Neighbours() []l3.NeighInfo { return s.d.neighbours() }
+func (s ctlSource) L3Counters() l3.Counters    { return s.d.l3Counters() }
+func (s ctlSource) RouteTables() (map[uint32]*route.Table, map[uint32]map[string]map[string]uint64) {
+	return s.d.routeTables()
+}

@@ -1,0 +1,497 @@
+package agent
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/gswitch/gswitch/datapath/pipeline"
+)
+
+// defaultConfig is the configuration gswitchd starts from: the file given
+// with --config and then the flags override it (DefaultConfig).
+//
+//go:embed default.yaml
+var defaultConfig []byte
+
+// Config is gswitchd's configuration (the YAML file's schema). Start from
+// DefaultConfig: a zero Config is not valid.
+type Config struct {
+	DatapathID  string              `yaml:"datapath_id"`
+	Ports       []PortConfig        `yaml:"ports"`
+	Controllers []string            `yaml:"controllers"`
+	Listen      []string            `yaml:"listen"`
+	TLS         TLSConfig           `yaml:"tls"`
+	FailMode    string              `yaml:"fail_mode"`
+	Backend     string              `yaml:"backend"`
+	GPUs        []int               `yaml:"gpus"`
+	MaxDelay    time.Duration       `yaml:"max_delay"`
+	RxQueues    int                 `yaml:"rx_queues"`
+	MinBatch    int                 `yaml:"min_batch"`
+	BatchSize   int                 `yaml:"batch_size"`
+	Tables      int                 `yaml:"tables"`
+	MaxFlows    int                 `yaml:"max_flows"`
+	Metrics     string              `yaml:"metrics"`
+	CtlSocket   string              `yaml:"ctl_socket"`
+	LogLevel    string              `yaml:"log_level"`
+	Router      RouterConfig        `yaml:"router"`
+	P4RT        P4RTConfig          `yaml:"p4rt"`
+	Routes      []StaticRouteConfig `yaml:"routes"`
+	KernelFIB   KernelFIBConfig     `yaml:"kernel_fib"`
+}
+
+// TLSConfig holds the files for OpenFlow over TLS ("tls:"/"ssl:"
+// controllers, "ptls:"/"pssl:" listeners), as Open vSwitch's
+// --private-key, --certificate and --ca-cert: gswitchd presents its
+// certificate on every TLS connection and accepts only peers whose
+// certificate the CA signed (controllers it connects to, and clients of a
+// TLS listener, which must present one).
+type TLSConfig struct {
+	PrivateKey  string `yaml:"private_key"`
+	Certificate string `yaml:"certificate"`
+	CACert      string `yaml:"ca_cert"`
+}
+
+// PortConfig attaches an interface as an OpenFlow port. RxQueues, when
+// set, overrides the top-level rx_queues for this port.
+type PortConfig struct {
+	Number    uint32 `yaml:"number"`
+	Interface string `yaml:"interface"`
+	RxQueues  int    `yaml:"rx_queues,omitempty"`
+}
+
+// maxRxQueues bounds rx_queues (afpacket.MaxQueues).
+const maxRxQueues = afpacket.MaxQueues
+
+// rxQueues returns the number of receive queues of port pc.
+func (c *Config) rxQueues(pc PortConfig) int {
+	if pc.RxQueues != 0 {
+		return pc.RxQueues
+	}
+	return c.RxQueues
+}
+
+// settings is a checked Config, in the types the agent uses.
+type settings struct {
+	Config
+	dpid      uint64
+	failMode  pipeline.FailMode
+	logLevel  slog.Level
+	tlsClient *tls.Config // for tls:/ssl: controllers; nil without such a target
+	tlsServer *tls.Config // for ptls:/pssl: listeners; nil without such a target
+	router    routerSettings
+	p4rtTLS   *tls.Config // for the P4Runtime server; nil: plain gRPC (p4rt.go)
+}
+
+// ErrConfig marks a configuration mistake (exit status 2): every error of
+// Flags' and New's checks wraps it, and its text is one line that names
+// the setting.
+var ErrConfig = errors.New("configuration")
+
+func configErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+}
+
+// DefaultConfig returns the embedded default configuration (default.yaml).
+func DefaultConfig() Config {
+	var c Config
+	if err := decodeYAML(&c, defaultConfig, "embedded default"); err != nil {
+		panic(err) // the embedded file is part of the build; TestDefaultConfig reads it
+	}
+	return c
+}
+
+// decodeYAML reads a configuration over c; unknown keys are mistakes.
+func decodeYAML(c *Config, data []byte, name string) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return configErr("%s: %s", name, strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return nil
+}
+
+// multiFlag is a repeatable string flag; given at all, it replaces the
+// file's list.
+type multiFlag struct {
+	vals []string
+	set  bool
+}
+
+func (m *multiFlag) String() string { return strings.Join(m.vals, ",") }
+func (m *multiFlag) Set(v string) error {
+	m.vals, m.set = append(m.vals, v), true
+	return nil
+}
+
+// Flags are gswitchd's command-line flags (RegisterFlags); a flag given
+// overrides the file's setting.
+type Flags struct {
+	fs                                              *flag.FlagSet
+	config                                          string
+	dpid, failMode, backend, gpus, metrics, ctl, lv string
+	tlsKey, tlsCert, tlsCA                          string
+	maxDelay                                        time.Duration
+	minBatch, batchSize, tables, maxFlows, rxQueues int
+	ports, controllers, listen                      multiFlag
+	printConfig                                     bool
+	routerPorts                                     multiFlag
+	p4                                              p4rtFlags
+	rt                                              routesFlags
+	neighbours                                      string
+}
+
+// newFlags returns the flags on a FlagSet of their own.
+func newFlags() *Flags {
+	return RegisterFlags(flag.NewFlagSet("gswitchd", flag.ContinueOnError))
+}
+
+// RegisterFlags defines gswitchd's flags on fs; after fs.Parse, Config
+// builds the configuration they give and Run runs it.
+func RegisterFlags(fs *flag.FlagSet) *Flags {
+	f := &Flags{fs: fs}
+	fs.StringVar(&f.config, "config", "", "YAML configuration `FILE` (default: the embedded configuration)")
+	fs.StringVar(&f.dpid, "datapath-id", "", "datapath id `N`, decimal or 0x hex (1..2^64-1)")
+	fs.Var(&f.ports, "port", "attach an interface as OpenFlow port: `N=IFNAME`, or LOCAL=IFNAME for the LOCAL port (repeatable; replaces the file's ports)")
+	fs.Var(&f.controllers, "controller", "connect to a controller: `tcp:HOST:PORT` or tls:HOST:PORT (repeatable; replaces the file's controllers)")
+	fs.Var(&f.listen, "listen", "accept controller connections: `ptcp:PORT[:IP]` or ptls:PORT[:IP] (repeatable; replaces the file's listeners)")
+	fs.StringVar(&f.tlsKey, "tls-private-key", "", "TLS: gswitchd's private key, PEM `FILE` (for tls: and ptls: targets)")
+	fs.StringVar(&f.tlsCert, "tls-certificate", "", "TLS: gswitchd's certificate, PEM `FILE` (for tls: and ptls: targets)")
+	fs.StringVar(&f.tlsCA, "tls-ca-cert", "", "TLS: the CA certificate(s) that must have signed a peer's certificate, PEM `FILE`")
+	fs.StringVar(&f.failMode, "fail-mode", "", "without a controller: `secure` (flow tables only) or standalone (L2 learning)")
+	fs.StringVar(&f.backend, "backend", "", "lookup backend: `auto`, cpu or gpu")
+	fs.StringVar(&f.gpus, "gpus", "", "GPU ordinals to use, comma separated: `LIST` (e.g. 0,1)")
+	fs.DurationVar(&f.maxDelay, "max-delay", 0, "longest a received frame waits for its batch to fill: `DURATION` (e.g. 100us)")
+	fs.IntVar(&f.minBatch, "min-batch", 0, "smallest batch sent to a GPU; smaller ones are classified on the CPU: `N`")
+	fs.IntVar(&f.batchSize, "batch-size", 0, "frames per batch at most: `N`")
+	fs.IntVar(&f.rxQueues, "rx-queues", 0, "receive queues per port: `N` (1..64) AF_PACKET rings in a PACKET_FANOUT group, each read by its own goroutine; 1: one ring, no fanout")
+	fs.IntVar(&f.tables, "tables", 0, "number of OpenFlow flow tables: `N` (1..254)")
+	fs.IntVar(&f.maxFlows, "max-flows", 0, "flow entries per table at most: `N`")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics on http://`ADDR`/metrics (e.g. :9100; empty: off)")
+	fs.StringVar(&f.ctl, "ctl-socket", "", "control socket for gswitchctl: `PATH` (mode 0600)")
+	fs.StringVar(&f.lv, "log-level", "", "log level: `debug`, info, warn or error")
+	fs.BoolVar(&f.printConfig, "print-config", false, "print the effective configuration as YAML and exit")
+	fs.Var(&f.routerPorts, "router-port", "make a port a router port: `N=ADDR/LEN[,ADDR/LEN...][,table=T][,mac=MAC]` (repeatable; replaces the file's router ports)")
+	fs.StringVar(&f.neighbours, "neighbours", "", "how router ports resolve next hops: `own` (ARP/ND by gswitchd) or kernel (the kernel's neighbour table)")
+	f.p4.register(fs)
+	f.rt.register(fs)
+	return f
+}
+
+// Config returns the effective, checked configuration: the embedded
+// default, the file of --config, then the flags given (a mistake wraps
+// ErrConfig).
+func (f *Flags) Config() (Config, error) {
+	st, err := f.load()
+	if err != nil {
+		return Config{}, err
+	}
+	return st.Config, nil
+}
+
+// PrintConfig reports whether --print-config was given.
+func (f *Flags) PrintConfig() bool { return f.printConfig }
+
+// load builds the effective configuration: the embedded default, the file,
+// then the flags.
+func (f *Flags) load() (*settings, error) {
+	var c Config
+	if err := decodeYAML(&c, defaultConfig, "embedded default"); err != nil {
+		return nil, err
+	}
+	if f.config != "" {
+		data, err := os.ReadFile(f.config)
+		if err != nil {
+			return nil, configErr("--config: %v", err)
+		}
+		if err := decodeYAML(&c, data, f.config); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.override(&c); err != nil {
+		return nil, err
+	}
+	return check(c)
+}
+
+// setIf puts v in *dst where the flag name was given on the command line.
+func setIf[T any](set map[string]bool, name string, dst *T, v T) {
+	if set[name] {
+		*dst = v
+	}
+}
+
+// override puts the flags given on the command line over c.
+func (f *Flags) override(c *Config) error {
+	set := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	setIf(set, "datapath-id", &c.DatapathID, f.dpid)
+	setIf(set, "fail-mode", &c.FailMode, f.failMode)
+	setIf(set, "backend", &c.Backend, f.backend)
+	setIf(set, "metrics", &c.Metrics, f.metrics)
+	setIf(set, "ctl-socket", &c.CtlSocket, f.ctl)
+	setIf(set, "log-level", &c.LogLevel, f.lv)
+	setIf(set, "min-batch", &c.MinBatch, f.minBatch)
+	setIf(set, "batch-size", &c.BatchSize, f.batchSize)
+	setIf(set, "tables", &c.Tables, f.tables)
+	setIf(set, "max-flows", &c.MaxFlows, f.maxFlows)
+	setIf(set, "max-delay", &c.MaxDelay, f.maxDelay)
+	setIf(set, "rx-queues", &c.RxQueues, f.rxQueues)
+	setIf(set, "tls-private-key", &c.TLS.PrivateKey, f.tlsKey)
+	setIf(set, "tls-certificate", &c.TLS.Certificate, f.tlsCert)
+	setIf(set, "tls-ca-cert", &c.TLS.CACert, f.tlsCA)
+	setIf(set, "neighbours", &c.Router.Neighbours, f.neighbours)
+	if f.routerPorts.set {
+		c.Router.Ports = nil
+		for _, v := range f.routerPorts.vals {
+			rp, err := parseRouterPortFlag(v)
+			if err != nil {
+				return err
+			}
+			c.Router.Ports = append(c.Router.Ports, rp)
+		}
+	}
+	f.p4.override(set, &c.P4RT)
+	f.rt.override(set, &c.KernelFIB)
+	if set["gpus"] {
+		gpus, err := parseGPUs(f.gpus)
+		if err != nil {
+			return err
+		}
+		c.GPUs = gpus
+	}
+	if f.controllers.set {
+		c.Controllers = f.controllers.vals
+	}
+	if f.listen.set {
+		c.Listen = f.listen.vals
+	}
+	if f.ports.set {
+		c.Ports = nil
+		for _, p := range f.ports.vals {
+			pc, err := parsePortFlag(p)
+			if err != nil {
+				return err
+			}
+			c.Ports = append(c.Ports, pc)
+		}
+	}
+	return nil
+}
+
+func parseGPUs(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, configErr("--gpus %q: want a comma-separated list of GPU ordinals", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func parsePortFlag(s string) (PortConfig, error) {
+	num, name, ok := strings.Cut(s, "=")
+	if strings.EqualFold(num, "local") && ok && name != "" {
+		return PortConfig{Number: openflow.PortLocal, Interface: name}, nil
+	}
+	n, err := strconv.ParseUint(num, 10, 32)
+	if !ok || err != nil || name == "" {
+		return PortConfig{}, configErr("--port %q: want N=IFNAME or LOCAL=IFNAME (e.g. 1=veth0)", s)
+	}
+	return PortConfig{Number: uint32(n), Interface: name}, nil
+}
+
+// parseDPID reads a datapath id: decimal or 0x hex, not zero.
+func parseDPID(s string) (uint64, error) {
+	s = strings.TrimSpace(s)
+	v, err := strconv.ParseUint(s, 0, 64)
+	if err != nil || v == 0 {
+		return 0, configErr("datapath id %q: want a number 1..2^64-1, decimal or 0x hex", s)
+	}
+	return v, nil
+}
+
+// check validates a configuration completely: every mistake is a
+// one-line error naming the setting.
+func check(c Config) (*settings, error) {
+	st := &settings{Config: c}
+	var err error
+	if st.dpid, err = parseDPID(c.DatapathID); err != nil {
+		return nil, err
+	}
+	if st.failMode, err = pipeline.ParseFailMode(c.FailMode); err != nil {
+		return nil, configErr("%v", err)
+	}
+	if err := st.logLevel.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return nil, configErr("log level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	if err := checkPorts(c.Ports); err != nil {
+		return nil, err
+	}
+	if err := checkTargets(c.Controllers, c.Listen); err != nil {
+		return nil, err
+	}
+	if st.tlsClient, st.tlsServer, err = loadTLS(c); err != nil {
+		return nil, err
+	}
+	if st.router, err = checkRouter(c.Router, c.Ports); err != nil {
+		return nil, err
+	}
+	if st.p4rtTLS, err = checkP4RT(&c); err != nil {
+		return nil, err
+	}
+	if _, err := staticRoutes(&c); err != nil {
+		return nil, err
+	}
+	if err := checkKernelFIB(&c); err != nil {
+		return nil, err
+	}
+	return st, checkNumbers(&c)
+}
+
+func checkPorts(ports []PortConfig) error {
+	nums := map[uint32]string{}
+	names := map[string]uint32{}
+	for _, p := range ports {
+		switch {
+		case (p.Number == 0 || p.Number > openflow.PortMax) && p.Number != openflow.PortLocal:
+			return configErr("port %d (%s): port numbers are 1..%d, or %d (%#x) for the LOCAL port", p.Number, p.Interface, openflow.PortMax, openflow.PortLocal, openflow.PortLocal)
+		case p.Interface == "":
+			return configErr("port %d: no interface name", p.Number)
+		case nums[p.Number] != "":
+			return configErr("port number %d given twice (%s and %s)", p.Number, nums[p.Number], p.Interface)
+		case names[p.Interface] != 0:
+			return configErr("interface %s given twice (ports %d and %d)", p.Interface, names[p.Interface], p.Number)
+		case p.RxQueues < 0 || p.RxQueues > maxRxQueues:
+			return configErr("port %d (%s): rx_queues %d: want 1..%d (0 or absent: the top-level rx_queues)", p.Number, p.Interface, p.RxQueues, maxRxQueues)
+		}
+		if _, err := afpacket.LookupLink(p.Interface); err != nil {
+			return configErr("port %d: unknown interface %q", p.Number, p.Interface)
+		}
+		nums[p.Number], names[p.Interface] = p.Interface, p.Number
+	}
+	return nil
+}
+
+func checkTargets(controllers, listen []string) error {
+	for _, t := range controllers {
+		tg, err := openflow.ParseTarget(t)
+		if err != nil || tg.Passive {
+			return configErr("controller %q: want tcp:HOST[:PORT] or tls:HOST[:PORT]", t)
+		}
+	}
+	for _, t := range listen {
+		tg, err := openflow.ParseTarget(t)
+		if err != nil || !tg.Passive {
+			return configErr("listen %q: want ptcp:PORT[:IP] or ptls:PORT[:IP]", t)
+		}
+	}
+	return nil
+}
+
+// loadTLS reads the TLS files when some target uses TLS: all three are
+// needed then (gswitchd authenticates itself and its peers, as Open
+// vSwitch does); without a TLS target they are not read.
+func loadTLS(c Config) (client, server *tls.Config, err error) {
+	var active, passive bool
+	for _, t := range append(append([]string(nil), c.Controllers...), c.Listen...) {
+		if tg, err := openflow.ParseTarget(t); err == nil && tg.TLS {
+			active, passive = active || !tg.Passive, passive || tg.Passive
+		}
+	}
+	if !active && !passive {
+		return nil, nil, nil
+	}
+	f := c.TLS
+	switch {
+	case f.PrivateKey == "":
+		return nil, nil, configErr("tls: a TLS target needs tls.private_key (--tls-private-key)")
+	case f.Certificate == "":
+		return nil, nil, configErr("tls: a TLS target needs tls.certificate (--tls-certificate)")
+	case f.CACert == "":
+		return nil, nil, configErr("tls: a TLS target needs tls.ca_cert (--tls-ca-cert) to check its peers")
+	}
+	cert, err := loadKeyPair("tls", f.Certificate, f.PrivateKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	pool, err := loadCAPool("tls", f.CACert)
+	if err != nil {
+		return nil, nil, err
+	}
+	if active {
+		client = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	if passive {
+		server = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,
+			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
+	}
+	return client, server, nil
+}
+
+func checkNumbers(c *Config) error {
+	switch {
+	case c.Backend != "auto" && c.Backend != "cpu" && c.Backend != "gpu":
+		return configErr("backend %q: want auto, cpu or gpu", c.Backend)
+	case c.Tables < 1 || c.Tables > int(openflow.TableMax):
+		return configErr("tables %d: want 1..%d", c.Tables, openflow.TableMax)
+	case c.MaxDelay <= 0 || c.MaxDelay > time.Second:
+		return configErr("max delay %v: want more than 0 and at most 1s", c.MaxDelay)
+	case c.MinBatch < 1:
+		return configErr("min batch %d: want at least 1", c.MinBatch)
+	case c.BatchSize < 1 || c.BatchSize > 1<<16:
+		return configErr("batch size %d: want 1..65536", c.BatchSize)
+	case c.RxQueues < 1 || c.RxQueues > maxRxQueues:
+		return configErr("rx queues %d: want 1..%d", c.RxQueues, maxRxQueues)
+	case c.MaxFlows < 1 || c.MaxFlows > 1<<24:
+		return configErr("max flows %d: want 1..16777216", c.MaxFlows)
+	case c.CtlSocket == "":
+		return configErr("ctl socket: a path is needed")
+	}
+	for _, g := range c.GPUs {
+		if g < 0 {
+			return configErr("gpus: ordinal %d", g)
+		}
+	}
+	return nil
+}
+
+// loadKeyPair reads a PEM certificate and its private key for the settings
+// named by what ("tls", "p4rt").
+func loadKeyPair(what, certFile, keyFile string) (tls.Certificate, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return cert, configErr("%s: certificate %s with key %s: %v", what, certFile, keyFile, err)
+	}
+	return cert, nil
+}
+
+// loadCAPool reads the PEM CA certificate(s) that must sign peers'
+// certificates.
+func loadCAPool(what, file string) (*x509.CertPool, error) {
+	caPEM, err := os.ReadFile(file)
+	if err != nil {
+		return nil, configErr("%s: ca_cert: %v", what, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, configErr("%s: ca_cert %s: no PEM certificate in it", what, file)
+	}
+	return pool, nil
+}
