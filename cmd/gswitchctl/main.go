@@ -1,26 +1,42 @@
-// Command gswitchctl is gswitch's command-line tool. This version holds the
-// off-line tools: the table benchmarks, which build gswitch's tables from the
-// shared data sets, measure lookups and updates, and check every sampled
-// answer against a brute-force reference.
+// Command gswitchctl is gswitch's command-line tool: a small dispatcher.
+// The client commands (show, neighbours, routes) query a running gswitchd
+// over its control socket; the bench commands run the benchmarks, each the
+// Run of its package under bench/ (whose docs say what they measure, how,
+// and their JSON); chunk and re markers are off-line tools on files.
 //
 //	gswitchctl bench lpm --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--check] [--json]
 //	gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [--algo linear|tuple|bloom|merge] [--backend cpu] [--check] [--json]
 //	gswitchctl bench p4rt [--entries N] [--batches 1,100,10000] [--samples N] [--tables acl,ipv4_lpm] [--backend cpu|gpu] [--json]
 //	gswitchctl bench routes --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--via netlink|direct] [--check] [--json]
-//	gswitchctl bench forward [--targets gswitchd,ovs,bridge] [--rules 1000,10000] [--rates 250k,...,max] [--flowmods N] [--gswitchd BIN] [--backend cpu|gpu|auto] [--json]
+//	gswitchctl bench forward [--targets gswitchd,ovs,bridge,plain] [--rules 1000,10000] [--rates 250k,...,max] [--flowmods N] [--gswitchd BIN] [--backend cpu|gpu|auto] [--rounds N] [--json]
 //
-//	gswitchctl show ports|tables|flows|groups|meters|backend|stats [--socket PATH] [--json]
+//	gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3 [--socket PATH] [--json]
 //	gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
+//	gswitchctl chunk [flags] FILE...
+//	gswitchctl re markers [flags] FILE...
+//	gswitchctl --version
 //
-// Run a command with -h for all of its flags.
+// Run a command with -h for all of its flags. Exit status: 0, 1 on an
+// error (a --check that found wrong answers among them), 2 on a bad
+// command line. "gswitchctl bench plain-forwarder" is bench forward's plain
+// target, which bench forward starts in its switch namespace.
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/gswitch/gswitch/bench/benchutil"
+	"github.com/gswitch/gswitch/bench/classify"
+	"github.com/gswitch/gswitch/bench/forward"
+	"github.com/gswitch/gswitch/bench/lpm"
+	"github.com/gswitch/gswitch/bench/p4rt"
+	"github.com/gswitch/gswitch/bench/routes"
+	"github.com/gswitch/gswitch/internal/version"
 )
 
 const usage = `gswitchctl — gswitch's command-line tool
@@ -43,16 +59,15 @@ Usage:
                                                  route tables: routes, next hops, counters
   gswitchctl chunk [flags] FILE...               content-defined chunks of files (restic/chunker's boundaries)
   gswitchctl re markers [flags] FILE...          redundancy elimination's marker positions of each file
+  gswitchctl --version                           the module version, VCS revision and Go release of this build
   gswitchctl help                                this text
 
 Run "gswitchctl bench lpm -h" or "gswitchctl bench classify -h" for the flags.
 `
 
-// errUsage marks an error in the command line: exit status 2.
-var errUsage = errors.New("usage")
-
-// errMismatch marks a --check that found wrong answers: exit status 1.
-var errMismatch = errors.New("mismatches found")
+// errUsage marks an error in the command line: exit status 2. It is the
+// benchmarks' own, so that their usage errors exit with 2 too.
+var errUsage = benchutil.ErrUsage
 
 func main() {
 	err := run(os.Args[1:], os.Stdout, os.Stderr)
@@ -62,7 +77,7 @@ func main() {
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(os.Stderr, "gswitchctl:", err)
 		os.Exit(2)
-	default:
+	default: // benchutil.ErrMismatch among them
 		fmt.Fprintln(os.Stderr, "gswitchctl:", err)
 		os.Exit(1)
 	}
@@ -77,8 +92,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
+	case "--version", "-version", "version":
+		fmt.Fprintln(stdout, "gswitchctl", version.Get())
+		return nil
 	case "bench":
-		return runBench(args[1:], stdout, stderr)
+		return runBench(context.Background(), args[1:], stdout, stderr)
 	case "show":
 		return runShow(args[1:], stdout, stderr)
 	case "neighbours", "neigh":
@@ -94,23 +112,39 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 }
 
-func runBench(args []string, stdout, stderr io.Writer) error {
+// benches are the bench works, by name; each is the Run of its package
+// under bench/.
+var benches = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
+	"lpm":      lpm.Run,
+	"classify": classify.Run,
+	"p4rt":     p4rt.Run,
+	"routes":   routes.Run,
+	"forward":  forward.Run,
+	// bench forward's plain target runs it in its switch namespace
+	// (forward.PlainForwarderArgs).
+	"plain-forwarder": forward.RunPlainForwarder,
+}
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: bench needs a work: lpm, classify, p4rt, routes or forward", errUsage)
 	}
-	switch args[0] {
-	case "lpm":
-		return benchLPM(args[1:], stdout, stderr)
-	case "classify":
-		return benchClassify(args[1:], stdout, stderr)
-	case "p4rt":
-		return benchP4RT(args[1:], stdout, stderr)
-	case "routes":
-		return benchRoutes(args[1:], stdout, stderr)
-	case "forward":
-		return benchForward(args[1:], stdout, stderr)
-	case "plain-forwarder": // bench forward's plain target runs it in its switch namespace
-		return benchPlainForwarder(args[1:], stdout, stderr)
+	if b, ok := benches[args[0]]; ok {
+		return b(ctx, args[1:], stdout, stderr)
 	}
 	return fmt.Errorf("%w: unknown bench %q (want lpm, classify, p4rt, routes or forward)", errUsage, args[0])
+}
+
+// parseFlags parses args into fs, refusing positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	return nil
 }

@@ -1,7 +1,8 @@
-package main
+package p4rt
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"strings"
@@ -11,12 +12,12 @@ import (
 // TestBenchP4RT runs bench p4rt small: every figure is there and sane.
 func TestBenchP4RT(t *testing.T) {
 	var out bytes.Buffer
-	if err := run([]string{"bench", "p4rt", "--entries", "30", "--batches", "1,10", "--samples", "5", "--json"}, &out, io.Discard); err != nil {
+	if err := Run(context.Background(), []string{"--entries", "30", "--batches", "1,10", "--samples", "5", "--json"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	var rates, lat int
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var r p4rtResult
+		var r Result
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("%q: %v", line, err)
 		}
@@ -36,7 +37,7 @@ func TestBenchP4RT(t *testing.T) {
 	if rates != 4 || lat != 2 {
 		t.Fatalf("%d write rates and %d latencies, want 4 and 2:\n%s", rates, lat, out.String())
 	}
-	if err := run([]string{"bench", "p4rt", "--tables", "l2"}, io.Discard, io.Discard); err == nil {
+	if err := Run(context.Background(), []string{"--tables", "l2"}, io.Discard, io.Discard); err == nil {
 		t.Error("--tables l2 accepted")
 	}
 }

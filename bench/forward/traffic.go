@@ -1,4 +1,4 @@
-package main
+package forward
 
 import (
 	"encoding/binary"

@@ -1,12 +1,4 @@
-package main
-
-// bench forward: packets per second forwarded between two namespaces through
-// gswitchd, Open vSwitch's userspace datapath and the Linux bridge, with N
-// installed rules and stepped offered load; and the FLOW_MOD installation
-// rate and barrier latency, gswitchd against Open vSwitch. The topology and
-// the switches are in bench_forward_topo.go, the traffic generator and sink
-// in bench_forward_traffic.go, the OpenFlow client and the rule sets in
-// bench_forward_of.go.
+package forward
 
 import (
 	"context"
@@ -23,6 +15,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/gswitch/gswitch/bench/benchutil"
 )
 
 // lossThresholdPct is the loss under which a step counts as lossless.
@@ -80,48 +74,48 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: %v", errUsage, err)
+		return nil, fmt.Errorf("%w: %v", benchutil.ErrUsage, err)
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("%w: bench forward: unexpected argument %q", errUsage, fs.Arg(0))
+		return nil, fmt.Errorf("%w: bench forward: unexpected argument %q", benchutil.ErrUsage, fs.Arg(0))
 	}
 	var err error
 	if f.targets, err = parseTargets(*targets); err != nil {
-		return nil, fmt.Errorf("%w: --targets: %v", errUsage, err)
+		return nil, fmt.Errorf("%w: --targets: %v", benchutil.ErrUsage, err)
 	}
 	if f.rules, err = parseCounts(*rules); err != nil {
-		return nil, fmt.Errorf("%w: --rules: %v", errUsage, err)
+		return nil, fmt.Errorf("%w: --rules: %v", benchutil.ErrUsage, err)
 	}
 	if f.rates, err = parseRates(*rates); err != nil {
-		return nil, fmt.Errorf("%w: --rates: %v", errUsage, err)
+		return nil, fmt.Errorf("%w: --rates: %v", benchutil.ErrUsage, err)
 	}
 	switch {
 	case f.duration < 100*time.Millisecond:
-		return nil, fmt.Errorf("%w: --duration %v is under 100ms", errUsage, f.duration)
+		return nil, fmt.Errorf("%w: --duration %v is under 100ms", benchutil.ErrUsage, f.duration)
 	case f.flowmods < 0:
-		return nil, fmt.Errorf("%w: --flowmods %d is negative", errUsage, f.flowmods)
+		return nil, fmt.Errorf("%w: --flowmods %d is negative", benchutil.ErrUsage, f.flowmods)
 	case f.flowmodBatch < 1:
-		return nil, fmt.Errorf("%w: --flowmod-batch %d: at least 1", errUsage, f.flowmodBatch)
+		return nil, fmt.Errorf("%w: --flowmod-batch %d: at least 1", benchutil.ErrUsage, f.flowmodBatch)
 	case f.srcPorts < 1 || f.srcPorts > 60000:
-		return nil, fmt.Errorf("%w: --src-ports %d: 1 to 60000", errUsage, f.srcPorts)
+		return nil, fmt.Errorf("%w: --src-ports %d: 1 to 60000", benchutil.ErrUsage, f.srcPorts)
 	case f.batch < 1 || f.batch > 4096:
-		return nil, fmt.Errorf("%w: --batch %d: 1 to 4096", errUsage, f.batch)
+		return nil, fmt.Errorf("%w: --batch %d: 1 to 4096", benchutil.ErrUsage, f.batch)
 	case f.batchSize < 0 || f.minBatch < 0:
-		return nil, fmt.Errorf("%w: --batch-size %d, --min-batch %d: not negative", errUsage, f.batchSize, f.minBatch)
+		return nil, fmt.Errorf("%w: --batch-size %d, --min-batch %d: not negative", benchutil.ErrUsage, f.batchSize, f.minBatch)
 	case f.rounds < 1 || f.rounds > 100:
-		return nil, fmt.Errorf("%w: --rounds %d: 1 to 100", errUsage, f.rounds)
+		return nil, fmt.Errorf("%w: --rounds %d: 1 to 100", benchutil.ErrUsage, f.rounds)
 	case f.pairs < 1 || f.pairs > 32:
-		return nil, fmt.Errorf("%w: --pairs %d: 1 to 32", errUsage, f.pairs)
+		return nil, fmt.Errorf("%w: --pairs %d: 1 to 32", benchutil.ErrUsage, f.pairs)
 	case f.pairs > 1 && (slices.Contains(f.targets, "ovs") || slices.Contains(f.targets, "bridge")):
-		return nil, fmt.Errorf("%w: --pairs %d: only with --targets gswitchd and plain (the bridge would flood every frame to all the pairs' ports)", errUsage, f.pairs)
+		return nil, fmt.Errorf("%w: --pairs %d: only with --targets gswitchd and plain (the bridge would flood every frame to all the pairs' ports)", benchutil.ErrUsage, f.pairs)
 	case slices.Min(f.rules) < f.pairs:
-		return nil, fmt.Errorf("%w: --rules %d: at least one rule per pair (%d)", errUsage, slices.Min(f.rules), f.pairs)
+		return nil, fmt.Errorf("%w: --rules %d: at least one rule per pair (%d)", benchutil.ErrUsage, slices.Min(f.rules), f.pairs)
 	case f.rxQueues < 1 || f.rxQueues > 64:
-		return nil, fmt.Errorf("%w: --rx-queues %d: 1 to 64", errUsage, f.rxQueues)
+		return nil, fmt.Errorf("%w: --rx-queues %d: 1 to 64", benchutil.ErrUsage, f.rxQueues)
 	case f.sink != "counter" && f.sink != "ring":
-		return nil, fmt.Errorf("%w: --sink %q: counter or ring", errUsage, f.sink)
+		return nil, fmt.Errorf("%w: --sink %q: counter or ring", benchutil.ErrUsage, f.sink)
 	case f.backend != "cpu" && f.backend != "gpu" && f.backend != "auto":
-		return nil, fmt.Errorf("%w: --backend %q: cpu, gpu or auto", errUsage, f.backend)
+		return nil, fmt.Errorf("%w: --backend %q: cpu, gpu or auto", benchutil.ErrUsage, f.backend)
 	}
 	return f, nil
 }
@@ -216,8 +210,8 @@ func parseRates(s string) ([]int64, error) {
 	return out, nil
 }
 
-// fwdStep is one offered-load step, one JSON line with --json.
-type fwdStep struct {
+// Step is one offered-load step, one JSON line with --json.
+type Step struct {
 	Bench          string  `json:"bench"`     // forward
 	Target         string  `json:"target"`    // gswitchd | ovs | bridge | plain
 	Backend        string  `json:"backend"`   // gswitchd's backend; empty otherwise
@@ -258,8 +252,8 @@ type fwdStep struct {
 	Time        string  `json:"time"`
 }
 
-// fwdFlowMods is one flow-installation run.
-type fwdFlowMods struct {
+// FlowMods is one flow-installation run.
+type FlowMods struct {
 	Bench          string  `json:"bench"` // flowmods
 	Target         string  `json:"target"`
 	Backend        string  `json:"backend"`
@@ -284,7 +278,7 @@ func lossPct(sent, received uint64) float64 {
 
 // maxLossless is the highest offered rate among steps under the loss
 // threshold (0 if none).
-func maxLossless(steps []fwdStep) float64 {
+func maxLossless(steps []Step) float64 {
 	best := 0.0
 	for _, s := range steps {
 		if s.Sent > 0 && s.LossPct < lossThresholdPct && s.OfferedPPS > best {
@@ -303,7 +297,12 @@ func durPercentile(sorted []time.Duration, p float64) float64 {
 	return float64(sorted[i]) / 1e3
 }
 
-func benchForward(args []string, stdout, stderr io.Writer) error {
+// Run runs "gswitchctl bench forward" with the command-line arguments args
+// (the flags after "bench forward"), the tables or JSON lines to stdout,
+// progress to stderr. Its errors wrap benchutil.ErrUsage for a bad command
+// line. ctx, SIGINT or SIGTERM end the run; the namespaces, links and
+// processes it made are removed on every return.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f, err := parseFwdFlags(args, stderr)
 	if err != nil {
 		return err
@@ -316,7 +315,7 @@ func benchForward(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env, err := newFwdEnv(ctx, f, stderr)
 	if err != nil {
@@ -324,9 +323,9 @@ func benchForward(args []string, stdout, stderr io.Writer) error {
 	}
 	defer env.close()
 	// The generator, sink and switch share the machine: say how much.
-	fmt.Fprintf(stderr, "bench forward: %s; targets %s\n", machine(), strings.Join(f.targets, ","))
-	var all []fwdStep
-	var fms []fwdFlowMods
+	fmt.Fprintf(stderr, "bench forward: %s; targets %s\n", benchutil.Machine(), strings.Join(f.targets, ","))
+	var all []Step
+	var fms []FlowMods
 	for r := 1; r <= f.rounds; r++ {
 		env.round = r
 		for _, target := range roundOrder(f.targets, r) {
@@ -339,7 +338,7 @@ func benchForward(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	var meds []fwdMedian
+	var meds []StepMedian
 	if f.rounds > 1 {
 		meds = fwdMedians(all)
 	}
@@ -359,9 +358,9 @@ func roundOrder(targets []string, r int) []string {
 	return rev
 }
 
-// fwdMedian is one target's, rule count's and offered load's medians over
+// StepMedian is one target's, rule count's and offered load's medians over
 // the rounds, one JSON line with --json and --rounds above 1.
-type fwdMedian struct {
+type StepMedian struct {
 	Bench          string  `json:"bench"` // forward-median
 	Target         string  `json:"target"`
 	Backend        string  `json:"backend"`
@@ -380,14 +379,14 @@ type fwdMedian struct {
 
 // fwdMedians groups the steps by target, backend, rules and asked rate, in
 // their first order, and takes each group's medians.
-func fwdMedians(steps []fwdStep) []fwdMedian {
+func fwdMedians(steps []Step) []StepMedian {
 	type key struct {
 		target, backend string
 		rules           int
 		asked           int64
 	}
 	var order []key
-	groups := map[key][]fwdStep{}
+	groups := map[key][]Step{}
 	for _, s := range steps {
 		k := key{s.Target, s.Backend, s.Rules, s.AskedPPS}
 		if _, ok := groups[k]; !ok {
@@ -395,23 +394,23 @@ func fwdMedians(steps []fwdStep) []fwdMedian {
 		}
 		groups[k] = append(groups[k], s)
 	}
-	out := make([]fwdMedian, 0, len(order))
+	out := make([]StepMedian, 0, len(order))
 	for _, k := range order {
 		g := groups[k]
-		col := func(f func(fwdStep) float64) float64 {
+		col := func(f func(Step) float64) float64 {
 			v := make([]float64, len(g))
 			for i, s := range g {
 				v[i] = f(s)
 			}
-			return median(v)
+			return benchutil.Median(v)
 		}
-		m := fwdMedian{
+		m := StepMedian{
 			Bench: "forward-median", Target: k.target, Backend: k.backend, Rules: k.rules, AskedPPS: k.asked, Rounds: len(g),
-			OfferedPPS:     col(func(s fwdStep) float64 { return s.OfferedPPS }),
-			ForwardedPPS:   col(func(s fwdStep) float64 { return s.ForwardedPPS }),
-			LossPct:        col(func(s fwdStep) float64 { return s.LossPct }),
-			MaxLosslessPPS: col(func(s fwdStep) float64 { return s.MaxLosslessPPS }),
-			StealCores:     col(func(s fwdStep) float64 { return s.StealCores }),
+			OfferedPPS:     col(func(s Step) float64 { return s.OfferedPPS }),
+			ForwardedPPS:   col(func(s Step) float64 { return s.ForwardedPPS }),
+			LossPct:        col(func(s Step) float64 { return s.LossPct }),
+			MaxLosslessPPS: col(func(s Step) float64 { return s.MaxLosslessPPS }),
+			StealCores:     col(func(s Step) float64 { return s.StealCores }),
 			Machine:        g[0].Machine, Time: g[len(g)-1].Time,
 		}
 		for _, s := range g {
@@ -426,7 +425,7 @@ func fwdMedians(steps []fwdStep) []fwdMedian {
 
 // printForward prints the steps, flow-mod runs and medians as tables or
 // JSON lines.
-func printForward(w io.Writer, asJSON bool, steps []fwdStep, fms []fwdFlowMods, meds []fwdMedian) {
+func printForward(w io.Writer, asJSON bool, steps []Step, fms []FlowMods, meds []StepMedian) {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		for _, s := range steps {

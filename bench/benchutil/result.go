@@ -1,22 +1,19 @@
-package main
+package benchutil
 
 import (
 	"bufio"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
 
-// result is one benchmark run, printed as one JSON object with --json.
+// Result is one benchmark run, printed as one JSON object with --json.
 // Rates are medians over the timed rounds.
-type result struct {
+type Result struct {
 	Work    string `json:"work"`    // lpm | classify
 	Backend string `json:"backend"` // cpu
 	Algo    string `json:"algo"`    // gamt | linear | tuple | bloom
@@ -75,183 +72,21 @@ type result struct {
 	Notes            string    `json:"notes,omitempty"`              //
 }
 
-// stderrForChecks receives the first mismatches a --check finds.
-var stderrForChecks io.Writer = os.Stderr
+// MismatchLog receives the first mismatches a --check finds.
+var MismatchLog io.Writer = os.Stderr
 
-// commonFlags are the flags every bench work takes.
-type commonFlags struct {
-	backend     string
-	check       bool
-	checkSample int
-	json        bool
-	lookups     int
-	rounds      int
-	batch       int
-	threads     int
-	seed        uint64
-	gpus        string
-	minBatch    int
-	streams     int
-	depth       int
-	chunk       int
-}
-
-func (c *commonFlags) register(fs *flag.FlagSet, defLookups int) {
-	fs.StringVar(&c.backend, "backend", "cpu", "lookup backend: cpu, or gpu (CUDA; needs a gswitchctl built with -tags cuda)")
-	fs.BoolVar(&c.check, "check", false, "compare a sample of lookups with a brute-force reference; exit 1 on any mismatch")
-	fs.IntVar(&c.checkSample, "check-sample", 0, "lookups to check with --check (0: a size the reference scans in a few seconds)")
-	fs.BoolVar(&c.json, "json", false, "print one JSON object per run instead of a table")
-	fs.IntVar(&c.lookups, "lookups", defLookups, "traffic size: lookups per timed round")
-	fs.IntVar(&c.rounds, "rounds", 5, "timed rounds; rates are the median")
-	fs.IntVar(&c.batch, "batch", 256, "lookups per batch call (bench lpm and bench routes with --backend gpu: 1M and 64K unless given)")
-	fs.IntVar(&c.threads, "threads", 1, "lookup goroutines (idle lookups)")
-	fs.Uint64Var(&c.seed, "seed", 1, "seed of the traffic and update generators")
-	fs.StringVar(&c.gpus, "gpus", "0", "gpu backend: the CUDA devices (comma-separated ordinals); tables are replicated, batches spread over them")
-	fs.IntVar(&c.minBatch, "min-batch", 1, "gpu backend: smaller batches are answered by the CPU backend (the agent's default is 2048)")
-	fs.IntVar(&c.streams, "streams", 4, "gpu backend: CUDA streams the batches are spread over")
-	fs.IntVar(&c.depth, "depth", 0, "gpu backend: most pinned batches in flight (0: two per stream)")
-	fs.IntVar(&c.chunk, "chunk", 0, "gpu backend: most keys per pipeline chunk of the slice lookups (0: the backend's default, 1<<20)")
-}
-
-// pipeDepth is --depth, or two batches per stream.
-func (c *commonFlags) pipeDepth() int {
-	if c.depth > 0 {
-		return c.depth
-	}
-	return 2 * c.streams
-}
-
-// ordinals parses --gpus.
-func (c *commonFlags) ordinals() ([]int, error) {
-	var os []int
-	for _, f := range strings.Split(c.gpus, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("%w: --gpus %q: want comma-separated device ordinals", errUsage, c.gpus)
-		}
-		os = append(os, n)
-	}
-	return os, nil
-}
-
-// openGPU opens the GPU engine the flags ask for.
-func (c *commonFlags) openGPU() (gpuEngine, error) {
-	ords, err := c.ordinals()
-	if err != nil {
-		return nil, err
-	}
-	eng, err := newGPUEngine(ords, c.minBatch)
-	if err != nil {
-		return nil, err
-	}
-	if err := eng.SetStreams(c.streams, c.chunk); err != nil {
-		eng.Close()
-		return nil, err
-	}
-	return eng, nil
-}
-
-func (c *commonFlags) validate() error {
-	switch c.backend {
-	case "cpu":
-	case "gpu":
-		if newGPUEngine == nil {
-			return fmt.Errorf("%w: --backend gpu: this gswitchctl was built without the cuda tag (go build -tags cuda); use --backend cpu", errUsage)
-		}
-	default:
-		return fmt.Errorf("%w: --backend %q: want cpu or gpu", errUsage, c.backend)
-	}
-	switch {
-	case c.lookups < 1:
-		return fmt.Errorf("%w: --lookups must be at least 1", errUsage)
-	case c.rounds < 1:
-		return fmt.Errorf("%w: --rounds must be at least 1", errUsage)
-	case c.batch < 1:
-		return fmt.Errorf("%w: --batch must be at least 1", errUsage)
-	case c.threads < 1 || c.threads > 1024:
-		return fmt.Errorf("%w: --threads must be in 1..1024", errUsage)
-	case c.checkSample < 0:
-		return fmt.Errorf("%w: --check-sample must not be negative", errUsage)
-	}
-	return nil
-}
-
-// parseFlags parses args into fs, refusing positional arguments.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	}
-	return nil
-}
-
-func newResult(work string, c *commonFlags) result {
-	return result{
-		Work: work, Backend: c.backend, Rounds: c.rounds, Threads: c.threads, Batch: c.batch,
-		Machine: machine(), GPU: "none", GoVersion: runtime.Version(),
+// NewResult is a Result of work with the flags' settings and the machine's
+// description filled in.
+func NewResult(work string, c *CommonFlags) Result {
+	return Result{
+		Work: work, Backend: c.Backend, Rounds: c.Rounds, Threads: c.Threads, Batch: c.Batch,
+		Machine: Machine(), GPU: "none", GoVersion: runtime.Version(),
 		Time: time.Now().UTC().Format(time.RFC3339),
 	}
 }
 
-// timeRounds runs fn rounds times and returns the per-round rates in
-// operations per second, fn returning how many operations it did.
-func timeRounds(rounds int, fn func() int) (rates []float64, total int64) {
-	for range rounds {
-		t0 := time.Now()
-		n := fn()
-		d := time.Since(t0).Seconds()
-		rates = append(rates, float64(n)/d)
-		total += int64(n)
-	}
-	return rates, total
-}
-
-// parallel runs fn on threads goroutines and returns the sum of their counts.
-func parallel(threads int, fn func(thread int) int) int {
-	if threads == 1 {
-		return fn(0)
-	}
-	counts := make(chan int, threads)
-	for t := range threads {
-		go func() { counts <- fn(t) }()
-	}
-	n := 0
-	for range threads {
-		n += <-counts
-	}
-	return n
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// percentile returns the p-th percentile (0..100) of xs by nearest rank.
-func percentile(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	i := int(p/100*float64(len(s))+0.5) - 1
-	return s[max(0, min(i, len(s)-1))]
-}
-
-// printResults writes the runs as JSON lines or as a readable table.
-func printResults(w io.Writer, asJSON bool, rs []result) error {
+// PrintResults writes the runs as JSON lines or as a readable table.
+func PrintResults(w io.Writer, asJSON bool, rs []Result) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		for _, r := range rs {
@@ -307,20 +142,20 @@ func classes(n int) string {
 	return fmt.Sprintf(" classes=%d", n)
 }
 
-// checkOutcome turns mismatches into the command's error.
-func checkOutcome(rs []result) error {
+// CheckOutcome turns mismatches into the command's error.
+func CheckOutcome(rs []Result) error {
 	n := 0
 	for _, r := range rs {
 		n += r.Mismatches
 	}
 	if n > 0 {
-		return fmt.Errorf("%w: %d lookups disagree with the brute-force reference", errMismatch, n)
+		return fmt.Errorf("%w: %d lookups disagree with the brute-force reference", ErrMismatch, n)
 	}
 	return nil
 }
 
-// machine describes the CPU this runs on.
-func machine() string {
+// Machine describes the CPU this runs on.
+func Machine() string {
 	model := runtime.GOARCH
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
 		defer f.Close()

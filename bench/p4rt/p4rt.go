@@ -1,4 +1,4 @@
-package main
+package p4rt
 
 import (
 	"context"
@@ -20,14 +20,15 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/controlproto/p4rt"
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/datapath/pipeline"
 	"github.com/gswitch/gswitch/gpu"
 )
 
-// p4rtResult is one figure of bench p4rt, one JSON object with --json.
-type p4rtResult struct {
+// Result is one figure of bench p4rt, one JSON object with --json.
+type Result struct {
 	Work    string `json:"work"`    // p4rt
 	Measure string `json:"measure"` // write_rate | visible_latency
 	Table   string `json:"table"`   // acl | ipv4_lpm
@@ -51,50 +52,53 @@ type p4rtResult struct {
 	Notes         string  `json:"notes,omitempty"`
 }
 
-// benchP4RT measures the P4Runtime server against a pipeline switch: the
+// Run runs "gswitchctl bench p4rt" with the command-line arguments args
+// (the flags after "bench p4rt"), the results to stdout, the flags' usage
+// to stderr; its errors wrap benchutil.ErrUsage for a bad command line.
+// It measures the P4Runtime server against a pipeline switch: the
 // rate of table entries written over gRPC (127.0.0.1 TCP) in batches, and
 // the time from sending a Write to the datapath forwarding a packet by the
 // new entry (sw.Process on a fake port, the same code path as frames from
 // an AF_PACKET ring).
-func benchP4RT(args []string, stdout, stderr io.Writer) error {
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench p4rt", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var c commonFlags
-	c.register(fs, 1)
+	var c benchutil.CommonFlags
+	c.Register(fs, 1)
 	entries := fs.Int("entries", 10000, "entries written per batch size (inserted, then deleted)")
 	batches := fs.String("batches", "1,100,10000", "updates per WriteRequest: comma-separated sizes")
 	samples := fs.Int("samples", 300, "write-to-visible latency samples per table")
 	tables := fs.String("tables", "acl,ipv4_lpm", "tables to measure: acl, ipv4_lpm")
-	if err := parseFlags(fs, args); err != nil {
+	if err := benchutil.ParseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return err
 	}
 	var sizes []int
 	for _, f := range strings.Split(*batches, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
-			return fmt.Errorf("%w: --batches %q: want comma-separated sizes >= 1", errUsage, *batches)
+			return fmt.Errorf("%w: --batches %q: want comma-separated sizes >= 1", benchutil.ErrUsage, *batches)
 		}
 		sizes = append(sizes, n)
 	}
 	if *entries < 1 || *entries > 60000 || *samples < 1 {
-		return fmt.Errorf("%w: --entries must be 1..60000 and --samples at least 1", errUsage)
+		return fmt.Errorf("%w: --entries must be 1..60000 and --samples at least 1", benchutil.ErrUsage)
 	}
 	var tabs []string
 	for _, t := range strings.Split(*tables, ",") {
 		if t != "acl" && t != "ipv4_lpm" {
-			return fmt.Errorf("%w: --tables %q: want acl and/or ipv4_lpm", errUsage, *tables)
+			return fmt.Errorf("%w: --tables %q: want acl and/or ipv4_lpm", benchutil.ErrUsage, *tables)
 		}
 		tabs = append(tabs, t)
 	}
-	b, err := newP4Bench(&c)
+	b, err := newP4Bench(ctx, &c)
 	if err != nil {
 		return err
 	}
 	defer b.close()
-	var out []p4rtResult
+	var out []Result
 	for _, tab := range tabs {
 		for _, n := range sizes {
 			r, err := b.writeRate(tab, *entries, n)
@@ -110,7 +114,7 @@ func benchP4RT(args []string, stdout, stderr io.Writer) error {
 		out = append(out, r)
 	}
 	for _, r := range out {
-		if c.json {
+		if c.JSON {
 			if err := json.NewEncoder(stdout).Encode(r); err != nil {
 				return err
 			}
@@ -130,7 +134,8 @@ func benchP4RT(args []string, stdout, stderr io.Writer) error {
 // p4Bench is a pipeline switch with two fake ports, its P4Runtime server
 // on 127.0.0.1 and a client that is primary with the pipeline committed.
 type p4Bench struct {
-	c    *commonFlags
+	ctx  context.Context // the run's: ends the server and the client's calls
+	c    *benchutil.CommonFlags
 	eng  gpu.Backend
 	sw   *pipeline.Switch
 	out  *countDev
@@ -163,10 +168,10 @@ func (d *countDev) count() int {
 	return d.n
 }
 
-func newP4Bench(c *commonFlags) (*p4Bench, error) {
+func newP4Bench(ctx context.Context, c *benchutil.CommonFlags) (*p4Bench, error) {
 	b := &p4Bench{c: c, gpu: "none", out: &countDev{}}
-	if c.backend == "gpu" {
-		eng, err := c.openGPU()
+	if c.Backend == "gpu" {
+		eng, err := c.OpenGPU()
 		if err != nil {
 			return nil, err
 		}
@@ -196,7 +201,8 @@ func newP4Bench(c *commonFlags) (*p4Bench, error) {
 		b.close()
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
+	b.ctx = ctx
 	done := make(chan struct{})
 	go func() { _ = b.srv.Serve(ctx, l); close(done) }()
 	b.stop = func() { cancel(); <-done }
@@ -290,7 +296,7 @@ func p4frame(table string, i int) []byte {
 }
 
 func (b *p4Bench) write(ups []*p4v1.Update) error {
-	_, err := b.cl.Write(context.Background(), &p4v1.WriteRequest{DeviceId: 1, ElectionId: &p4v1.Uint128{Low: 1}, Updates: ups})
+	_, err := b.cl.Write(b.ctx, &p4v1.WriteRequest{DeviceId: 1, ElectionId: &p4v1.Uint128{Low: 1}, Updates: ups})
 	return err
 }
 
@@ -310,18 +316,18 @@ func (b *p4Bench) writeAll(table string, n, batch int, typ p4v1.Update_Type) (fl
 	return float64(n) / time.Since(start).Seconds(), nil
 }
 
-func (b *p4Bench) result(table, measure string) p4rtResult {
+func (b *p4Bench) result(table, measure string) Result {
 	search := "?"
 	for _, ti := range b.sw.TableInfos() {
 		if (table == "acl" && ti.ID == 3) || (table == "ipv4_lpm" && ti.ID == 1) {
 			search = ti.Search
 		}
 	}
-	return p4rtResult{Work: "p4rt", Measure: measure, Table: table, Backend: b.c.backend, Search: search,
-		Machine: machine(), GPU: b.gpu, GoVersion: runtime.Version(), Time: time.Now().UTC().Format(time.RFC3339)}
+	return Result{Work: "p4rt", Measure: measure, Table: table, Backend: b.c.Backend, Search: search,
+		Machine: benchutil.Machine(), GPU: b.gpu, GoVersion: runtime.Version(), Time: time.Now().UTC().Format(time.RFC3339)}
 }
 
-func (b *p4Bench) writeRate(table string, n, batch int) (p4rtResult, error) {
+func (b *p4Bench) writeRate(table string, n, batch int) (Result, error) {
 	r := b.result(table, "write_rate")
 	r.Batch, r.Entries = batch, n
 	var err error
@@ -339,7 +345,7 @@ func (b *p4Bench) writeRate(table string, n, batch int) (p4rtResult, error) {
 // entries and measures, for each, the time from sending the Write to the
 // first sw.Process of a matching frame that forwards it to port 2
 // (frames are processed back to back from the moment the Write is sent).
-func (b *p4Bench) visible(table string, samples int) (p4rtResult, error) {
+func (b *p4Bench) visible(table string, samples int) (Result, error) {
 	r := b.result(table, "visible_latency")
 	const background = 1000
 	bg := make([]*p4v1.Update, background)

@@ -1,8 +1,7 @@
-package main
+package forward
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/agent/ctl"
+	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -385,7 +385,7 @@ func (e *fwdEnv) dialOF(port int, d *daemonProc) (*ofClient, error) {
 
 // runTarget measures one target: a forwarding series per rule count
 // (the bridge: one, without rules), then the FLOW_MOD run (gswitchd, ovs).
-func (e *fwdEnv) runTarget(target string) ([]fwdStep, []fwdFlowMods, error) {
+func (e *fwdEnv) runTarget(target string) ([]Step, []FlowMods, error) {
 	switch target {
 	case "gswitchd":
 		return e.runGswitchd()
@@ -432,8 +432,8 @@ func (e *fwdEnv) startGswitchd(maxFlows int) (*daemonProc, *ofClient, error) {
 	return d, c, nil
 }
 
-func (e *fwdEnv) runGswitchd() ([]fwdStep, []fwdFlowMods, error) {
-	var steps []fwdStep
+func (e *fwdEnv) runGswitchd() ([]Step, []FlowMods, error) {
+	var steps []Step
 	for _, n := range e.f.rules {
 		d, c, err := e.startGswitchd(n)
 		if err != nil {
@@ -468,29 +468,29 @@ func (e *fwdEnv) runGswitchd() ([]fwdStep, []fwdFlowMods, error) {
 	if err != nil {
 		return steps, nil, err
 	}
-	return steps, []fwdFlowMods{fm}, nil
+	return steps, []FlowMods{fm}, nil
 }
 
 // flowModRun sends --flowmods FLOW_MODs in batches with barriers.
-func (e *fwdEnv) flowModRun(c *ofClient, target, backend string) (fwdFlowMods, error) {
+func (e *fwdEnv) flowModRun(c *ofClient, target, backend string) (FlowMods, error) {
 	msgs := make([][]byte, e.f.flowmods)
 	for i := range msgs {
 		msgs[i] = missFlowMod(uint32(1000+i), i)
 	}
 	rate, lat, err := c.installFlowMods(msgs, e.f.flowmodBatch)
 	if err != nil {
-		return fwdFlowMods{}, fmt.Errorf("%s: %d FLOW_MODs: %w", target, e.f.flowmods, err)
+		return FlowMods{}, fmt.Errorf("%s: %d FLOW_MODs: %w", target, e.f.flowmods, err)
 	}
 	fmt.Fprintf(e.log, "bench forward: %s: %d FLOW_MODs at %.0f/s\n", target, e.f.flowmods, rate)
-	return fwdFlowMods{
+	return FlowMods{
 		Bench: "flowmods", Target: target, Backend: backend, FlowMods: e.f.flowmods, Batch: e.f.flowmodBatch,
 		FlowModsPerSec: rate, BarrierP50us: durPercentile(lat, 50), BarrierP99us: durPercentile(lat, 99),
-		BarrierMaxus: durPercentile(lat, 100), Machine: machine(), Time: time.Now().UTC().Format(time.RFC3339),
+		BarrierMaxus: durPercentile(lat, 100), Machine: benchutil.Machine(), Time: time.Now().UTC().Format(time.RFC3339),
 	}, nil
 }
 
 // series runs the warm-up and one step per rate.
-func (e *fwdEnv) series(target, backend string, rules int) ([]fwdStep, error) {
+func (e *fwdEnv) series(target, backend string, rules int) ([]Step, error) {
 	// Warm-up (not counted): lets the bridge and OVS learn and cache the
 	// flows, and gswitchd settle after its start and the rule installation
 	// (with a 0.5 s warm-up the first step lost 2-3% in gswitchd's
@@ -507,7 +507,7 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]fwdStep, error) {
 			return nil, fmt.Errorf("%s with %d rules forwarded none of the warm-up frames of pair %d: is the switch forwarding p%d to p%d?", target, rules, k, 2*k+1, 2*k+2)
 		}
 	}
-	var steps []fwdStep
+	var steps []Step
 	for _, rate := range e.f.rates {
 		if err := e.ctx.Err(); err != nil {
 			return steps, err
@@ -533,14 +533,14 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]fwdStep, error) {
 		if got > sent {
 			return steps, fmt.Errorf("%s: the sinks counted %d frames of %d sent: frames other than the test traffic reached them (--sink counter counts every frame; --sink ring checks each)", target, got, sent)
 		}
-		s := fwdStep{
+		s := Step{
 			Bench: "forward", Target: target, Backend: backend, Rules: rules, Round: e.round, AskedPPS: rate,
 			Pairs: len(e.pairs), RxQueues: e.f.rxQueues, Sink: e.f.sink,
 			OfferedPPS: float64(sent) / dur.Seconds(), ForwardedPPS: float64(got) / dur.Seconds(),
 			Sent: sent, Received: got, LossPct: lossPct(sent, got), FrameBytes: wireLen,
 			DurationS: dur.Seconds(), SinkRingDrops: e.sinkRingDrops() - before,
 			BacklogDrops: backlogDrops() - backlog0,
-			Machine:      machine(), Time: time.Now().UTC().Format(time.RFC3339),
+			Machine:      benchutil.Machine(), Time: time.Now().UTC().Format(time.RFC3339),
 		}
 		if sw1 := e.switchCounters(); sw0 != nil && sw1 != nil {
 			s.SwitchRx, s.SwitchRxDropped, s.SwitchTx = sw1[0]-sw0[0], sw1[1]-sw0[1], sw1[2]-sw0[2]
@@ -609,7 +609,7 @@ func (e *fwdEnv) sinkRingDrops() uint64 {
 }
 
 // runBridge measures a Linux bridge over p1 and p2 (no rules).
-func (e *fwdEnv) runBridge() ([]fwdStep, error) {
+func (e *fwdEnv) runBridge() ([]Step, error) {
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "fbbr0"}}
 	if err := e.hsw.LinkAdd(br); err != nil {
 		return nil, fmt.Errorf("creating bridge: %w", err)
@@ -631,137 +631,6 @@ func (e *fwdEnv) runBridge() ([]fwdStep, error) {
 		return nil, err
 	}
 	return e.series("bridge", "", 0)
-}
-
-// Open vSwitch: a private ovsdb-server and ovs-vswitchd (in the switch
-// namespace), a netdev (userspace) bridge over p1 and p2, a ptcp listener.
-
-var ovsTools = []struct{ name, pkg string }{
-	{"ovsdb-tool", "openvswitch-switch"}, {"ovsdb-server", "openvswitch-switch"},
-	{"ovs-vswitchd", "openvswitch-switch"}, {"ovs-vsctl", "openvswitch-switch"},
-	{"ovs-ofctl", "openvswitch-common"},
-}
-
-const ovsSchema = "/usr/share/openvswitch/vswitch.ovsschema"
-
-// checkOVSTools names the Debian package of a missing Open vSwitch tool.
-func checkOVSTools() error {
-	for _, t := range ovsTools {
-		if _, err := exec.LookPath(t.name); err != nil {
-			return fmt.Errorf("%s is not installed: apt-get install %s (or leave ovs out of --targets)", t.name, t.pkg)
-		}
-	}
-	if _, err := os.Stat(ovsSchema); err != nil {
-		return fmt.Errorf("%s is missing: apt-get install openvswitch-switch (or leave ovs out of --targets)", ovsSchema)
-	}
-	return nil
-}
-
-func (e *fwdEnv) ovsDir(s string) string { return filepath.Join(e.dir, "ovs", s) }
-
-// ovsEnv points the Open vSwitch tools at the private folders.
-func (e *fwdEnv) ovsEnv() []string {
-	return []string{"OVS_RUNDIR=" + e.ovsDir("run"), "OVS_LOGDIR=" + e.ovsDir("log"),
-		"OVS_DBDIR=" + e.ovsDir("db"), "OVS_SYSCONFDIR=" + e.ovsDir("etc")}
-}
-
-// ovsCmd runs an Open vSwitch tool to completion.
-func (e *fwdEnv) ovsCmd(args ...string) error {
-	ctx, cancel := context.WithTimeout(e.ctx, 120*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), e.ovsEnv()...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return nil
-}
-
-func (e *fwdEnv) runOVS() ([]fwdStep, []fwdFlowMods, error) {
-	for _, d := range []string{"run", "log", "db", "etc/openvswitch"} {
-		if err := os.MkdirAll(e.ovsDir(d), 0o755); err != nil {
-			return nil, nil, err
-		}
-	}
-	db := e.ovsDir("db/conf.db")
-	sock := e.ovsDir("run/db.sock")
-	if err := e.ovsCmd("ovsdb-tool", "create", db, ovsSchema); err != nil {
-		return nil, nil, err
-	}
-	dbd, err := e.start(0, "ovsdb-server", "ovsdb-server", db, "--remote=punix:"+sock,
-		"--pidfile="+e.ovsDir("run/ovsdb-server.pid"), "--unixctl="+e.ovsDir("run/ovsdb-server.ctl"))
-	if err != nil {
-		return nil, nil, err
-	}
-	defer dbd.stop()
-	for i := 0; ; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		if i == 100 {
-			return nil, nil, fmt.Errorf("ovsdb-server did not create %s within 10s: %v", sock, dbd.exited())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	vsctl := func(args ...string) error {
-		return e.ovsCmd(append([]string{"ovs-vsctl", "--db=unix:" + sock, "--timeout=30"}, args...)...)
-	}
-	if err := vsctl("--no-wait", "init"); err != nil {
-		return nil, nil, err
-	}
-	vsd, err := e.start(e.sw, "ovs-vswitchd", "ovs-vswitchd", "unix:"+sock,
-		"--pidfile="+e.ovsDir("run/ovs-vswitchd.pid"), "--unixctl="+e.ovsDir("run/ovs-vswitchd.ctl"))
-	if err != nil {
-		return nil, nil, err
-	}
-	defer vsd.stop()
-	port := 16000 + rand.IntN(20000)
-	err = vsctl("add-br", "fbovs", "--", "set", "bridge", "fbovs", "datapath_type=netdev", "protocols=OpenFlow13",
-		"fail_mode=secure", "other-config:datapath-id=0000000000000001", "other-config:disable-in-band=true",
-		"--", "add-port", "fbovs", "p1", "--", "set", "interface", "p1", "ofport_request=1",
-		"--", "add-port", "fbovs", "p2", "--", "set", "interface", "p2", "ofport_request=2",
-		"--", "set-controller", "fbovs", fmt.Sprintf("ptcp:%d:127.0.0.1", port))
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w (%v)", err, vsd.exited())
-	}
-	mgmt := "unix:" + e.ovsDir("run/fbovs.mgmt")
-	ofctl := func(args ...string) error {
-		return e.ovsCmd(append([]string{"ovs-ofctl", "-O", "OpenFlow13"}, args...)...)
-	}
-	var steps []fwdStep
-	for _, n := range e.f.rules {
-		file := filepath.Join(e.dir, fmt.Sprintf("rules-%d.txt", n))
-		if err := os.WriteFile(file, []byte(ruleFile(n)), 0o644); err != nil {
-			return steps, nil, err
-		}
-		if err := ofctl("del-flows", mgmt); err != nil {
-			return steps, nil, err
-		}
-		if err := ofctl("add-flows", mgmt, file); err != nil {
-			return steps, nil, err
-		}
-		s, err := e.series("ovs", "", n)
-		steps = append(steps, s...)
-		if err != nil {
-			return steps, nil, err
-		}
-	}
-	if e.f.flowmods == 0 || e.round > 1 {
-		return steps, nil, nil
-	}
-	if err := ofctl("del-flows", mgmt); err != nil {
-		return steps, nil, err
-	}
-	c, err := e.dialOF(port, vsd)
-	if err != nil {
-		return steps, nil, fmt.Errorf("ovs: %w", err)
-	}
-	defer c.conn.Close()
-	fm, err := e.flowModRun(c, "ovs", "")
-	if err != nil {
-		return steps, nil, err
-	}
-	return steps, []fwdFlowMods{fm}, errors.Join(vsd.exited())
 }
 
 // backlogDrops sums the "dropped" column of /proc/net/softnet_stat: frames

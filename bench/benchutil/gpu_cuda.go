@@ -1,11 +1,11 @@
 //go:build cuda
 
-package main
+package benchutil
 
 import "github.com/gswitch/gswitch/gpu"
 
 func init() {
-	newGPUEngine = func(ordinals []int, minBatch int) (gpuEngine, error) {
+	NewGPUEngine = func(ordinals []int, minBatch int) (GPUEngine, error) {
 		// Every named device must open: a benchmark does not fall back.
 		return gpu.Open("gpu", ordinals, minBatch, nil)
 	}

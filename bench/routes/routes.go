@@ -1,9 +1,8 @@
-package main
+package routes
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,17 +13,11 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
-
-	"github.com/gswitch/gswitch/controlproto/kernelfib"
+	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/bubble"
 	"github.com/gswitch/gswitch/tables/lpm"
@@ -38,7 +31,7 @@ const benchTable = 100
 const benchPorts = 4
 
 type routesBenchFlags struct {
-	commonFlags
+	benchutil.CommonFlags
 	fib           string
 	family        int
 	updatesPerSec int
@@ -52,8 +45,8 @@ type routesBenchFlags struct {
 	mutexprofile  string
 }
 
-// routesResult is one bench routes run (one family), one JSON object.
-type routesResult struct {
+// Result is one bench routes run (one family), one JSON object.
+type Result struct {
 	Work             string  `json:"work"` // routes
 	Backend          string  `json:"backend"`
 	Via              string  `json:"via"` // netlink | direct
@@ -93,11 +86,16 @@ type routesResult struct {
 	Notes           string    `json:"notes,omitempty"`
 }
 
-func benchRoutes(args []string, stdout, stderr io.Writer) error {
+// Run runs "gswitchctl bench routes" with the command-line arguments args
+// (the flags after "bench routes"), each family's result to stdout as it
+// is done, the flags' usage and progress to stderr. Its errors wrap
+// benchutil.ErrUsage for a bad command line and benchutil.ErrMismatch for
+// wrong answers under --check; ctx ends the run between two families.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f routesBenchFlags
 	fs := flag.NewFlagSet("gswitchctl bench routes", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	f.register(fs, 1<<18)
+	f.Register(fs, 1<<18)
 	fs.Lookup("backend").Usage = "lookup backend: cpu, gpu, or cpu,gpu for both in this run (gpu needs the cuda build)"
 	fs.StringVar(&f.fib, "fib", "", "routing table: one CIDR per line, .gz allowed (required)")
 	fs.IntVar(&f.family, "family", 0, "4 or 6: only that family (0: both, one run each)")
@@ -114,21 +112,21 @@ func benchRoutes(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "Usage: gswitchctl bench routes --fib FILE [flags]\n\nLoads the table through a route source (by default a private network namespace's kernel\ntable, mirrored over netlink) into a route.Table whose LPM images a gpu.Engine serves, and\nmeasures routes/s into the Engine-visible table, update-to-visible latency, and Engine lookups\nwith and without route changes flowing; --check compares lookups with a brute-force reference.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := benchutil.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	// --backend may name both: cpu,gpu runs every measurement on each, one
 	// engine after the other, in this one run.
-	backends := strings.Split(f.backend, ",")
+	backends := strings.Split(f.Backend, ",")
 	for _, b := range backends {
-		f.backend = strings.TrimSpace(b)
+		f.Backend = strings.TrimSpace(b)
 		if err := f.validate(); err != nil {
 			return err
 		}
 	}
 	batchSet := false
 	fs.Visit(func(fl *flag.Flag) { batchSet = batchSet || fl.Name == "batch" })
-	cpuBatch := f.batch
+	cpuBatch := f.Batch
 	if f.cpuprofile != "" {
 		pf, err := os.Create(f.cpuprofile)
 		if err != nil {
@@ -154,18 +152,18 @@ func benchRoutes(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	v4, v6 := lpm.SplitFamilies(prefixes)
-	var rs []routesResult
+	var rs []Result
 	for _, b := range backends {
-		f.backend = strings.TrimSpace(b)
-		f.batch = cpuBatch
-		if f.backend == "gpu" && !batchSet {
+		f.Backend = strings.TrimSpace(b)
+		f.Batch = cpuBatch
+		if f.Backend == "gpu" && !batchSet {
 			// A GPU round trip costs tens of µs: 256 keys a call
 			// measures the latency, not the lookups. 1M keys, as bench
 			// lpm: with 64K the lookup goroutine is bound by its driver
 			// calls (~9 µs a batch on the H100 host, 6,000 M/s against
 			// 11,000 with 1M, session 9), and any work beside it on the
 			// host shows as loss under updates.
-			f.batch = 1 << 20
+			f.Batch = 1 << 20
 		}
 		eng, err := f.openEngine()
 		if err != nil {
@@ -185,13 +183,17 @@ func benchRoutes(args []string, stdout, stderr io.Writer) error {
 				}
 				continue
 			}
+			if err := ctx.Err(); err != nil {
+				eng.Close()
+				return err
+			}
 			r, err := benchRoutesFamily(&f, eng, c.fam, c.ps, stderr)
 			if err != nil {
 				eng.Close()
 				return err
 			}
 			rs = append(rs, r)
-			printRoutesResult(stdout, f.json, r)
+			printRoutesResult(stdout, f.JSON, r)
 		}
 		eng.Close()
 	}
@@ -200,51 +202,51 @@ func benchRoutes(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, r := range rs {
 		if r.Mismatches > 0 {
-			return fmt.Errorf("%w: %d lookups disagree with the brute-force reference", errMismatch, r.Mismatches)
+			return fmt.Errorf("%w: %d lookups disagree with the brute-force reference", benchutil.ErrMismatch, r.Mismatches)
 		}
 	}
 	return nil
 }
 
 func (f *routesBenchFlags) validate() error {
-	if err := f.commonFlags.validate(); err != nil {
+	if err := f.CommonFlags.Validate(); err != nil {
 		return err
 	}
 	switch {
 	case f.fib == "":
-		return fmt.Errorf("%w: bench routes needs --fib FILE", errUsage)
+		return fmt.Errorf("%w: bench routes needs --fib FILE", benchutil.ErrUsage)
 	case f.family != 0 && f.family != 4 && f.family != 6:
-		return fmt.Errorf("%w: --family must be 4 or 6", errUsage)
+		return fmt.Errorf("%w: --family must be 4 or 6", benchutil.ErrUsage)
 	case f.updatesPerSec < 0:
-		return fmt.Errorf("%w: --updates-per-sec must not be negative", errUsage)
+		return fmt.Errorf("%w: --updates-per-sec must not be negative", benchutil.ErrUsage)
 	case f.duration <= 0:
-		return fmt.Errorf("%w: --duration must be positive", errUsage)
+		return fmt.Errorf("%w: --duration must be positive", benchutil.ErrUsage)
 	case f.senders < 1 || f.senders > 64:
-		return fmt.Errorf("%w: --netlink-senders %d: 1 to 64", errUsage, f.senders)
+		return fmt.Errorf("%w: --netlink-senders %d: 1 to 64", benchutil.ErrUsage, f.senders)
 	case f.tick < 10*time.Microsecond || f.tick > time.Second:
-		return fmt.Errorf("%w: --tick %v: 10µs to 1s", errUsage, f.tick)
+		return fmt.Errorf("%w: --tick %v: 10µs to 1s", benchutil.ErrUsage, f.tick)
 	case f.via != "netlink" && f.via != "direct":
-		return fmt.Errorf("%w: --via must be netlink or direct", errUsage)
+		return fmt.Errorf("%w: --via must be netlink or direct", benchutil.ErrUsage)
 	case f.samples < 0 || f.rcvbuf < 0:
-		return fmt.Errorf("%w: --samples and --receive-buffer must not be negative", errUsage)
+		return fmt.Errorf("%w: --samples and --receive-buffer must not be negative", benchutil.ErrUsage)
 	case f.via == "netlink" && os.Geteuid() != 0:
-		return fmt.Errorf("%w: --via netlink makes a network namespace and needs root (or use --via direct)", errUsage)
+		return fmt.Errorf("%w: --via netlink makes a network namespace and needs root (or use --via direct)", benchutil.ErrUsage)
 	}
 	return nil
 }
 
 // openEngine opens the gpu.Engine of --backend (cpu: the CPU backend alone).
 func (f *routesBenchFlags) openEngine() (*gpu.Engine, error) {
-	ords, err := f.ordinals()
+	ords, err := f.Ordinals()
 	if err != nil {
 		return nil, err
 	}
-	eng, err := gpu.Open(f.backend, ords, f.minBatch, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	eng, err := gpu.Open(f.Backend, ords, f.MinBatch, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return nil, err
 	}
-	if f.backend == "gpu" {
-		if err := eng.SetStreams(f.streams, f.chunk); err != nil {
+	if f.Backend == "gpu" {
+		if err := eng.SetStreams(f.Streams, f.Chunk); err != nil {
 			eng.Close()
 			return nil, err
 		}
@@ -274,233 +276,22 @@ func benchGateway(port uint32, host int, v4 bool) netip.Addr {
 	return netip.MustParseAddr(fmt.Sprintf("2001:db8:ff:%d::%x", port, host))
 }
 
-// routeSource is how the benchmark changes routes: straight into the
-// route.Table, or into a kernel table that kernelfib mirrors.
-type routeSource interface {
-	add(r *route.Route) error
-	del(p netip.Prefix) error
-	// update applies a batch of changes in order: one route.Table.Update
-	// (direct), one RTM_NEWROUTE or RTM_DELROUTE each (netlink: the kernel
-	// has no batch, and the mirror batches what it drains from its socket).
-	update(cs []route.Change) error
-	close()
-}
-
-type directSource struct{ tb *route.Table }
-
-func (s directSource) add(r *route.Route) error       { return s.tb.Add(*r) }
-func (s directSource) del(p netip.Prefix) error       { return s.tb.Delete(p) }
-func (s directSource) update(cs []route.Change) error { return s.tb.Update(cs) }
-func (s directSource) close()                         {}
-
-// netlinkSource is a private network namespace with veth ports whose
-// table benchTable a kernelfib.Mirror copies into the route.Table.
-type netlinkSource struct {
-	ns      netns.NsHandle
-	h       *netlink.Handle
-	senders []*netlink.Handle // --netlink-senders: h and senders-1 more sockets
-	ifindex map[uint32]int
-	mirror  *kernelfib.Mirror
-	cancel  context.CancelFunc
-	done    chan error
-}
-
-func newNetlinkSource(tb *route.Table, rcvbuf, senders int) (*netlinkSource, error) {
-	s := &netlinkSource{ifindex: map[uint32]int{}}
-	var err error
-	func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		orig, e := netns.Get()
-		if e != nil {
-			err = e
-			return
-		}
-		defer orig.Close()
-		s.ns, err = netns.New() // enters it
-		if e := netns.Set(orig); e != nil {
-			panic(fmt.Sprintf("cannot return to the original network namespace: %v", e))
-		}
-	}()
-	if err != nil {
-		return nil, fmt.Errorf("bench routes: a private network namespace: %w", err)
-	}
-	if s.h, err = netlink.NewHandleAt(s.ns); err != nil {
-		s.ns.Close()
-		return nil, err
-	}
-	s.senders = []*netlink.Handle{s.h}
-	for len(s.senders) < senders {
-		h, err := netlink.NewHandleAt(s.ns)
-		if err != nil {
-			s.close()
-			return nil, err
-		}
-		s.senders = append(s.senders, h)
-	}
-	ports := map[int]uint32{}
-	for port := uint32(1); port <= benchPorts; port++ {
-		name := fmt.Sprintf("d%d", port)
-		if err := s.h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name}, PeerName: "p" + name}); err != nil {
-			s.close()
-			return nil, fmt.Errorf("bench routes: veth %s: %w", name, err)
-		}
-		for _, n := range []string{name, "p" + name} {
-			l, err := s.h.LinkByName(n)
-			if err == nil {
-				err = s.h.LinkSetUp(l)
-			}
-			if err != nil {
-				s.close()
-				return nil, fmt.Errorf("bench routes: %s: %w", n, err)
-			}
-		}
-		l, _ := s.h.LinkByName(name)
-		for _, a := range []string{fmt.Sprintf("10.255.%d.1/24", port), fmt.Sprintf("2001:db8:ff:%d::1/64", port)} {
-			addr, _ := netlink.ParseAddr(a)
-			addr.Flags = unix.IFA_F_NODAD
-			if err := s.h.AddrAdd(l, addr); err != nil {
-				s.close()
-				return nil, fmt.Errorf("bench routes: address %s: %w", a, err)
-			}
-		}
-		s.ifindex[port] = l.Attrs().Index
-		ports[l.Attrs().Index] = port
-	}
-	m, err := kernelfib.New(kernelfib.Config{Table: benchTable, Namespace: &s.ns, ReceiveBuffer: rcvbuf, ForceReceiveBuffer: rcvbuf > 0,
-		PortOf: func(i int) (uint32, bool) { p, ok := ports[i]; return p, ok }}, tb)
-	if err != nil {
-		s.close()
-		return nil, err
-	}
-	s.mirror = m
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel, s.done = cancel, make(chan error, 1)
-	go func() { s.done <- m.Run(ctx) }()
-	select {
-	case <-m.Synced():
-	case err := <-s.done:
-		s.done <- err
-		s.close()
-		return nil, fmt.Errorf("bench routes: kernel FIB mirror: %w", err)
-	}
-	return s, nil
-}
-
-func (s *netlinkSource) ifindexOf(port uint32) (int, bool) {
-	i, ok := s.ifindex[port]
-	return i, ok
-}
-
-func (s *netlinkSource) add(r *route.Route) error { return s.addOn(s.h, r) }
-
-func (s *netlinkSource) addOn(h *netlink.Handle, r *route.Route) error {
-	nr, err := kernelfib.ToNetlink(r, s.ifindexOf)
-	if err != nil {
-		return err
-	}
-	return h.RouteReplace(nr)
-}
-
-func (s *netlinkSource) del(p netip.Prefix) error { return s.delOn(s.h, p) }
-
-func (s *netlinkSource) delOn(h *netlink.Handle, p netip.Prefix) error {
-	r := route.Route{Table: benchTable, Prefix: p}
-	nr, _ := kernelfib.ToNetlink(&r, s.ifindexOf)
-	if !p.Addr().Is4() {
-		nr.Priority = 1024
-	}
-	return h.RouteDel(nr)
-}
-
-// update sends the changes, one RTM_NEWROUTE or RTM_DELROUTE each, over
-// the sender sockets at once: the changes of one prefix all on one socket,
-// in order (changes of different prefixes commute), as a routing daemon
-// with several netlink sockets would. One socket waits for each change's
-// acknowledgement before it sends the next.
-func (s *netlinkSource) update(cs []route.Change) error {
-	apply := func(h *netlink.Handle, c *route.Change) error {
-		if c.Delete {
-			return s.delOn(h, c.Route.Prefix)
-		}
-		return s.addOn(h, &c.Route)
-	}
-	n := len(s.senders)
-	if n == 1 || len(cs) == 1 {
-		for i := range cs {
-			if err := apply(s.h, &cs[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	parts := make([][]int, n)
-	for i := range cs {
-		k := prefixShard(cs[i].Route.Prefix, n)
-		parts[k] = append(parts[k], i)
-	}
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for k, h := range s.senders {
-		if len(parts[k]) == 0 {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, i := range parts[k] {
-				if err := apply(h, &cs[i]); err != nil {
-					errs[k] = err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// prefixShard spreads prefixes over n senders (FNV-1a of the address and
-// length).
-func prefixShard(p netip.Prefix, n int) int {
-	h := uint32(2166136261)
-	for _, b := range p.Addr().AsSlice() {
-		h = (h ^ uint32(b)) * 16777619
-	}
-	h = (h ^ uint32(p.Bits())) * 16777619
-	return int(h % uint32(n))
-}
-
-func (s *netlinkSource) close() {
-	if s.cancel != nil {
-		s.cancel()
-		<-s.done
-	}
-	for _, h := range s.senders[min(1, len(s.senders)):] {
-		h.Close()
-	}
-	if s.h != nil {
-		s.h.Close()
-	}
-	s.ns.Close()
-}
-
 // benchRoutesFamily runs the benchmark on one family's prefixes.
-func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps []netip.Prefix, stderr io.Writer) (routesResult, error) {
-	r := routesResult{Work: "routes", Backend: f.backend, Via: f.via, Family: int(fam), Batch: f.batch, Rounds: f.rounds,
+func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps []netip.Prefix, stderr io.Writer) (Result, error) {
+	r := Result{Work: "routes", Backend: f.Backend, Via: f.via, Family: int(fam), Batch: f.Batch, Rounds: f.Rounds,
 		TickUs:       float64(f.tick) / 1e3,
-		UpdatesAsked: f.updatesPerSec, Machine: machine(), GPU: "none", GoVersion: runtime.Version(), Time: time.Now().UTC().Format(time.RFC3339)}
-	if f.backend == "gpu" {
+		UpdatesAsked: f.updatesPerSec, Machine: benchutil.Machine(), GPU: "none", GoVersion: runtime.Version(), Time: time.Now().UTC().Format(time.RFC3339)}
+	if f.Backend == "gpu" {
 		r.GPU = eng.Device()
 	}
 	ps = lpm.Dedupe(ps)
-	rng := rand.New(rand.NewPCG(f.seed, 3))
+	rng := rand.New(rand.NewPCG(f.Seed, 3))
 	rng.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
 	nProbe := min(f.samples/2+1, len(ps)/10)
 	probes, load := ps[:nProbe], ps[nProbe:]
 	r.Routes = len(load)
 	r.Data = fmt.Sprintf("%s (IPv%d, %d distinct prefixes: %d loaded, %d held back as latency probes; routes: 1-2 next hops on %d ports derived from the prefix); lookups: uniformly random addresses (seed %d); updates: %s",
-		f.fib, fam, len(ps), len(load), len(probes), benchPorts, f.seed, lpm.UpdateTraceDescription)
+		f.fib, fam, len(ps), len(load), len(probes), benchPorts, f.Seed, lpm.UpdateTraceDescription)
 
 	tb, err := route.New(benchTable, route.Options{})
 	if err != nil {
@@ -537,8 +328,8 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 	defer src.close()
 	look := newEngineLookup(eng, id, fam)
 	defer look.close()
-	if f.backend == "gpu" {
-		look.pipeDepth = f.pipeDepth()
+	if f.Backend == "gpu" {
+		look.pipeDepth = f.PipeDepth()
 	}
 
 	// Load.
@@ -606,12 +397,12 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 		}
 	}
 	r.VisibleSamples = len(lats)
-	r.VisibleP50us, r.VisibleP99us, r.VisibleMaxUs = percentile(lats, 50), percentile(lats, 99), percentile(lats, 100)
+	r.VisibleP50us, r.VisibleP99us, r.VisibleMaxUs = benchutil.Percentile(lats, 50), benchutil.Percentile(lats, 99), benchutil.Percentile(lats, 100)
 
 	// Lookups, idle and under updates (paired rounds).
-	traffic := lpm.RandomAddrs(fam, f.lookups, f.seed+1)
+	traffic := lpm.RandomAddrs(fam, f.Lookups, f.Seed+1)
 	look.setTraffic(traffic)
-	trace := lpm.UpdateTrace(load, int(float64(f.updatesPerSec)*(f.duration.Seconds()+0.5)*float64(f.rounds))+1, f.seed+2)
+	trace := lpm.UpdateTrace(load, int(float64(f.updatesPerSec)*(f.duration.Seconds()+0.5)*float64(f.Rounds))+1, f.Seed+2)
 	next := 0
 	var idles, unders []float64
 	var updates int
@@ -623,7 +414,7 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 		stop := make(chan struct{})
 		res := make(chan paceResult, 1)
 		go func() { res <- paceRoutes(src, trace[next:], rate, f.tick, stop) }()
-		mlps := look.rate(f.duration, f.batch)
+		mlps := look.rate(f.duration, f.Batch)
 		close(stop)
 		return mlps, <-res
 	}
@@ -631,7 +422,7 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	gc0 := ms.NumGC
-	for round := range f.rounds {
+	for round := range f.Rounds {
 		// The order of the pair alternates, so that neither always runs on
 		// a warmer machine.
 		if round%2 == 0 || f.updatesPerSec == 0 {
@@ -665,13 +456,13 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 	for i := range unders {
 		r.MLPSUnderRounds = append(r.MLPSUnderRounds, math.Round(unders[i]/1e4)/100)
 	}
-	r.MLPSIdle = median(idles) / 1e6
+	r.MLPSIdle = benchutil.Median(idles) / 1e6
 	if f.updatesPerSec > 0 {
 		losses := make([]float64, len(idles))
 		for i := range idles {
 			losses[i] = 100 * (idles[i] - unders[i]) / idles[i]
 		}
-		r.MLPSUnderUpdates, r.LossPct = median(unders)/1e6, median(losses)
+		r.MLPSUnderUpdates, r.LossPct = benchutil.Median(unders)/1e6, benchutil.Median(losses)
 		for _, l := range losses {
 			r.LossPctRounds = append(r.LossPctRounds, math.Round(l*100)/100)
 		}
@@ -703,266 +494,22 @@ func benchRoutesFamily(f *routesBenchFlags, eng *gpu.Engine, fam lpm.Family, ps 
 		st := nl.mirror.Stats()
 		r.Overflows, r.Resyncs = st.Overflows, st.Resyncs
 	}
-	if f.check {
-		n := f.checkSample
+	if f.Check {
+		n := f.CheckSample
 		if n == 0 {
 			n = 100000
 		}
-		addrs := append(lpm.RandomAddrs(fam, n/2, f.seed+3), lpm.TableAddrs(load, n-n/2, f.seed+4)...)
+		addrs := append(lpm.RandomAddrs(fam, n/2, f.Seed+3), lpm.TableAddrs(load, n-n/2, f.Seed+4)...)
 		r.Checked, r.Mismatches = look.check(tb, ref, addrs, stderr)
 	}
 	r.Notes = fmt.Sprintf("routes_per_sec: from the first change to the last route answering on the Engine (%s); visible: %d changes (half adds, half deletes of held-back prefixes), from the change to the first Engine lookup (slice API, one address) returning it; mlps: %s of %d keys, one goroutine, median of %d rounds of %v, idle (the updater ticking, no changes) and under updates (the updater applying the changes due every %v as one batch) run back to back in alternating order, loss = median of the paired losses",
 		map[string]string{"netlink": fmt.Sprintf("RTM_NEWROUTE to the namespace's kernel table, one per route over %d sockets at once, mirrored by kernelfib", f.senders), "direct": "route.Table.Add, one per route"}[f.via], len(lats),
 		map[bool]string{false: "Engine.LookupLPM (slice API) in batches", true: fmt.Sprintf("pinned Engine batches (Submit/Wait, %d in flight)", look.pipeDepth)}[look.pipeDepth > 0],
-		f.batch, f.rounds, f.duration, f.tick)
+		f.Batch, f.Rounds, f.duration, f.tick)
 	return r, nil
 }
 
-// waitVisible polls the Engine until its answer for a is (present) or is no
-// longer (absent) the route of p, or the timeout passes.
-func waitVisible(look *engineLookup, tb *route.Table, a netip.Addr, p netip.Prefix, present bool, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for i := 0; ; i++ {
-		e := tb.Entry(look.one(a))
-		if (e != nil && e.Prefix == p) == present {
-			return true
-		}
-		if i%1024 == 1023 && time.Now().After(deadline) {
-			return false
-		}
-	}
-}
-
-type paceResult struct {
-	n   int
-	d   time.Duration
-	err error
-}
-
-// paceRoutes applies trace entries through src at rate per second until
-// stop is closed: every tick, the entries due by then as one batch (one
-// route.Table.Update through the direct source), as a routing daemon hands
-// over the changes it has. At rate 0 it only ticks.
-func paceRoutes(src routeSource, trace []lpm.Update, rate int, tick time.Duration, stop <-chan struct{}) paceResult {
-	start := time.Now()
-	n := 0
-	var batch []route.Change
-	for {
-		select {
-		case <-stop:
-			return paceResult{n, time.Since(start), nil}
-		default:
-		}
-		due := min(int(time.Since(start).Seconds()*float64(rate)), len(trace))
-		if rate > 0 && due == n && n == len(trace) {
-			return paceResult{n, time.Since(start), fmt.Errorf("bench routes: update trace exhausted after %d updates", n)}
-		}
-		if due > n {
-			batch = batch[:0]
-			for _, u := range trace[n:due] {
-				batch = append(batch, route.Change{Route: benchRoute(u.Prefix, u.NextHop), Delete: u.Withdraw})
-			}
-			if err := src.update(batch); err != nil {
-				return paceResult{n, time.Since(start), fmt.Errorf("bench routes: updates %d to %d: %w", n, due-1, err)}
-			}
-			n = due
-		}
-		time.Sleep(tick)
-	}
-}
-
-// routeRef is the brute-force reference: the routes by prefix, looked up by
-// trying every length from the longest.
-type routeRef struct{ m map[netip.Prefix]route.Route }
-
-func newRouteRef(m map[netip.Prefix]route.Route) *routeRef { return &routeRef{m: m} }
-
-func (rr *routeRef) lookup(a netip.Addr) (route.Route, bool) {
-	for l := a.BitLen(); l >= 0; l-- {
-		p, _ := a.Prefix(l)
-		if r, ok := rr.m[p]; ok {
-			return r, true
-		}
-	}
-	return route.Route{}, false
-}
-
-func (rr *routeRef) apply(u lpm.Update) {
-	if u.Withdraw {
-		delete(rr.m, u.Prefix)
-		return
-	}
-	rr.m[u.Prefix] = benchRoute(u.Prefix, u.NextHop)
-}
-
-// addrFor returns an address inside p that no longer prefix in the
-// reference covers, so that p's route answers for it once added.
-func (rr *routeRef) addrFor(p netip.Prefix, rng *rand.Rand) (netip.Addr, bool) {
-	for range 20 {
-		a := randomIn(p, rng)
-		found := false
-		for l := a.BitLen(); l > p.Bits(); l-- {
-			q, _ := a.Prefix(l)
-			if _, ok := rr.m[q]; ok {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return a, true
-		}
-	}
-	return netip.Addr{}, false
-}
-
-func randomIn(p netip.Prefix, rng *rand.Rand) netip.Addr {
-	b := p.Addr().AsSlice()
-	for i := p.Bits(); i < len(b)*8; i++ {
-		if rng.IntN(2) == 1 {
-			b[i/8] |= 0x80 >> (i % 8)
-		}
-	}
-	a, _ := netip.AddrFromSlice(b)
-	return a
-}
-
-// sameNextHops compares two routes' next hops in any order.
-func sameNextHops(a, b route.Route) bool {
-	key := func(r route.Route) []string {
-		var s []string
-		for _, h := range r.NextHops {
-			s = append(s, h.String())
-		}
-		slices.Sort(s)
-		return s
-	}
-	return a.Prefix == b.Prefix && slices.Equal(key(a), key(b))
-}
-
-// engineLookup looks addresses up on the Engine's table of one family.
-type engineLookup struct {
-	eng *gpu.Engine
-	id  gpu.TableID
-	fam lpm.Family
-	v4  []uint32
-	v6  []lpm.Addr6
-	out []uint32
-	// pipeDepth > 0 (the GPU backend): rate submits the traffic from
-	// pinned batches, at most pipeDepth in flight, as the datapath feeds
-	// the GPU (bench lpm's pipe), instead of copying every batch of keys in
-	// and every batch of results out through the slice API. Those copies
-	// were half the lookup goroutine's time, and the updater's own memory
-	// traffic slowed them.
-	pipeDepth int
-	pipe      *pipe
-}
-
-func newEngineLookup(eng *gpu.Engine, id gpu.TableID, fam lpm.Family) *engineLookup {
-	return &engineLookup{eng: eng, id: id, fam: fam, out: make([]uint32, 1)}
-}
-
-func (l *engineLookup) setTraffic(addrs []netip.Addr) {
-	l.v4, l.v6 = nil, nil
-	for _, a := range addrs {
-		if l.fam == lpm.IPv4 {
-			b := a.As4()
-			l.v4 = append(l.v4, uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3]))
-		} else {
-			l.v6 = append(l.v6, addr6(a))
-		}
-	}
-	l.out = make([]uint32, len(addrs))
-	if l.pipe != nil {
-		l.pipe.free()
-		l.pipe = nil
-	}
-}
-
-// close frees the pipe's pinned batches.
-func (l *engineLookup) close() {
-	if l.pipe != nil {
-		l.pipe.free()
-		l.pipe = nil
-	}
-}
-
-// one looks a up alone (the latency probe); 0 on an engine error.
-func (l *engineLookup) one(a netip.Addr) uint32 {
-	var out [1]uint32
-	var err error
-	if l.fam == lpm.IPv4 {
-		b := a.As4()
-		err = l.eng.LookupLPM4(l.id, []uint32{uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])}, out[:])
-	} else {
-		err = l.eng.LookupLPM6(l.id, []lpm.Addr6{addr6(a)}, out[:])
-	}
-	if err != nil {
-		return 0
-	}
-	return out[0]
-}
-
-// rate looks the traffic up in batches for d and returns lookups/s.
-func (l *engineLookup) rate(d time.Duration, batch int) float64 {
-	if l.pipeDepth > 0 {
-		return l.pipeRate(d, batch)
-	}
-	n := len(l.out)
-	start := time.Now()
-	total := 0
-	for k, i := 0, 0; ; k++ {
-		j := min(i+batch, n)
-		if l.v4 != nil {
-			_ = l.eng.LookupLPM4(l.id, l.v4[i:j], l.out[i:j])
-		} else {
-			_ = l.eng.LookupLPM6(l.id, l.v6[i:j], l.out[i:j])
-		}
-		total += j - i
-		if i = j; i == n {
-			i = 0
-		}
-		if k%64 == 63 && time.Since(start) >= d {
-			break
-		}
-	}
-	return float64(total) / time.Since(start).Seconds()
-}
-
-// pipeRate is rate through pinned batches (see pipeDepth); 0 on an error.
-func (l *engineLookup) pipeRate(d time.Duration, batch int) float64 {
-	if l.pipe == nil {
-		p, err := newAddrPipe(l.eng, l.id, l.v4, l.v6, batch, l.pipeDepth)
-		if err != nil {
-			return 0
-		}
-		l.pipe = p
-	}
-	done, took, _, err := l.pipe.run(0, time.Now().Add(d), nil)
-	if err != nil || took <= 0 {
-		return 0
-	}
-	return float64(done) / took.Seconds()
-}
-
-// check compares the Engine's answers (slot -> entry -> route) with the
-// reference.
-func (l *engineLookup) check(tb *route.Table, ref *routeRef, addrs []netip.Addr, stderr io.Writer) (checked, mismatches int) {
-	for _, a := range addrs {
-		want, wok := ref.lookup(a)
-		e := tb.Entry(l.one(a))
-		ok := e != nil && e.Covers(a)
-		if ok != wok || ok && !sameNextHops(e.Route, want) {
-			if mismatches < 5 {
-				fmt.Fprintf(stderr, "bench routes: %v: engine %v, reference %v (%v)\n", a, e, want, wok)
-			}
-			mismatches++
-		}
-		checked++
-	}
-	return checked, mismatches
-}
-
-func printRoutesResult(w io.Writer, asJSON bool, r routesResult) {
+func printRoutesResult(w io.Writer, asJSON bool, r Result) {
 	if asJSON {
 		_ = json.NewEncoder(w).Encode(r)
 		return

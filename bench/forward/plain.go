@@ -1,4 +1,4 @@
-package main
+package forward
 
 // The "plain" target of bench forward: the floor under any switch built on
 // this datapath. It is the forwarder the issue's reference figure
@@ -22,17 +22,25 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/datapath/afpacket"
 )
+
+// PlainForwarderArgs are the arguments with which the plain target
+// re-executes the running program (os.Executable) in the switch namespace
+// to run RunPlainForwarder there: gswitchctl's "bench plain-forwarder". A
+// program other than gswitchctl that runs the plain target must hand these
+// arguments, and the flags after them, to RunPlainForwarder.
+var PlainForwarderArgs = []string{"bench", "plain-forwarder"}
 
 // plainReady is the line the plain forwarder prints once its ports are open.
 const plainReady = "plain forwarder: ready"
 
-// benchPlainForwarder runs the plain forwarder in the calling namespace
-// until SIGTERM or SIGINT ("gswitchctl bench plain-forwarder"; bench
+// RunPlainForwarder runs the plain forwarder in the calling namespace
+// until ctx ends, SIGTERM or SIGINT ("gswitchctl bench plain-forwarder"; bench
 // forward starts it in its switch namespace). It prints each port's ring
 // counters when it stops.
-func benchPlainForwarder(args []string, stdout, stderr io.Writer) error {
+func RunPlainForwarder(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench plain-forwarder", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	pairs := fs.Int("pairs", 1, "port pairs: frames from p<2k+1> go out of p<2k+2>, k < `N`")
@@ -42,9 +50,9 @@ func benchPlainForwarder(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *pairs < 1 || *batch < 1 || fs.NArg() > 0 {
-		return fmt.Errorf("%w: bench plain-forwarder [--pairs N] [--batch-size N] [--max-delay D]", errUsage)
+		return fmt.Errorf("%w: bench plain-forwarder [--pairs N] [--batch-size N] [--max-delay D]", benchutil.ErrUsage)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	var ports []*afpacket.Port
 	defer func() {
@@ -114,12 +122,13 @@ func plainForward(in, out *afpacket.Port, batch int) error {
 }
 
 // runPlain measures the plain forwarder: one series, without rules.
-func (e *fwdEnv) runPlain() ([]fwdStep, error) {
+func (e *fwdEnv) runPlain() ([]Step, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("plain: finding gswitchctl's own binary: %w", err)
+		return nil, fmt.Errorf("plain: finding the running program's binary: %w", err)
 	}
-	args := []string{self, "bench", "plain-forwarder", "--pairs", fmt.Sprint(len(e.pairs)), "--max-delay", e.f.maxDelay}
+	args := append([]string{self}, PlainForwarderArgs...)
+	args = append(args, "--pairs", fmt.Sprint(len(e.pairs)), "--max-delay", e.f.maxDelay)
 	if e.f.batchSize > 0 {
 		args = append(args, "--batch-size", fmt.Sprint(e.f.batchSize))
 	}

@@ -1,4 +1,4 @@
-package main
+package forward
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/tables/flow"
 )
@@ -46,7 +47,7 @@ func TestParseFwdFlags(t *testing.T) {
 		{"--batch-size", "-1"}, {"--min-batch", "-2"}, {"--rounds", "0"}, {"--rounds", "101"},
 		{"--targets", "plain,bridge", "--pairs", "2"}, {"--targets", "plain,plain"},
 	} {
-		if _, err := parseFwdFlags(bad, &bytes.Buffer{}); !errors.Is(err, errUsage) {
+		if _, err := parseFwdFlags(bad, &bytes.Buffer{}); !errors.Is(err, benchutil.ErrUsage) {
 			t.Errorf("%v: err %v, want a usage error", bad, err)
 		}
 	}
@@ -108,7 +109,7 @@ func TestForwardMath(t *testing.T) {
 	if lossPct(1000, 999) != 0.1 || lossPct(0, 0) != 0 || lossPct(10, 12) != 0 || lossPct(4, 0) != 100 {
 		t.Error("lossPct")
 	}
-	steps := []fwdStep{
+	steps := []Step{
 		{Sent: 100, OfferedPPS: 250e3, LossPct: 0},
 		{Sent: 100, OfferedPPS: 500e3, LossPct: 0.05},
 		{Sent: 100, OfferedPPS: 1e6, LossPct: 0.1}, // at the threshold: lossy
@@ -143,11 +144,11 @@ func TestRoundOrder(t *testing.T) {
 }
 
 func TestFwdMedians(t *testing.T) {
-	st := func(target string, round int, asked int64, fwd, loss, ml float64) fwdStep {
-		return fwdStep{Target: target, Rules: 10, Round: round, AskedPPS: asked, Sent: 100, OfferedPPS: float64(asked),
+	st := func(target string, round int, asked int64, fwd, loss, ml float64) Step {
+		return Step{Target: target, Rules: 10, Round: round, AskedPPS: asked, Sent: 100, OfferedPPS: float64(asked),
 			ForwardedPPS: fwd, LossPct: loss, MaxLosslessPPS: ml, Machine: "m", Time: fmt.Sprint(round)}
 	}
-	steps := []fwdStep{
+	steps := []Step{
 		st("gswitchd", 1, 1e6, 1e6, 0, 1e6), st("gswitchd", 1, 0, 1.2e6, 5, 1e6),
 		st("plain", 1, 1e6, 1e6, 0.05, 1e6), st("plain", 1, 0, 1.3e6, 2, 1e6),
 		st("plain", 2, 1e6, 0.9e6, 10, 0), st("plain", 2, 0, 1.1e6, 4, 0),

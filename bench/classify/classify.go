@@ -1,6 +1,7 @@
-package main
+package classify
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -8,17 +9,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/flow"
 )
 
 type classifyFlags struct {
-	commonFlags
+	benchutil.CommonFlags
 	classbench string
 	synthetic  string
 	algo       string
-	eng        gpuEngine // --backend gpu
-	gpuBatch   int       // packets per LookupFlow call (0: all the traffic in one)
+	eng        benchutil.GPUEngine // --backend gpu
+	gpuBatch   int                 // packets per LookupFlow call (0: all the traffic in one)
 	kernelOnly bool
 }
 
@@ -26,11 +28,16 @@ type classifyFlags struct {
 // search (and of a default --check sample) so a round takes about a second.
 const linearBudget = 2e8
 
-func benchClassify(args []string, stdout, stderr io.Writer) error {
+// Run runs "gswitchctl bench classify" with the command-line arguments
+// args (the flags after "bench classify"), the results to stdout, the
+// flags' usage to stderr. Its errors wrap benchutil.ErrUsage for a bad
+// command line and benchutil.ErrMismatch for wrong answers under --check;
+// ctx ends the run between two algorithms.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f classifyFlags
 	fs := flag.NewFlagSet("gswitchctl bench classify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	f.register(fs, 1<<20)
+	f.Register(fs, 1<<20)
 	fs.StringVar(&f.classbench, "classbench", "", "ClassBench filter file (e.g. ../shared/data/classbench/acl1_20000.txt)")
 	fs.StringVar(&f.synthetic, "synthetic", "", "synthetic rule set N,C[,F,Cm,f]: N rules in C classes, F full classes, Cm overlapping classes, f fields (GSwitch §6)")
 	fs.StringVar(&f.algo, "algo", "all", "linear, tuple, bloom, merge or all (one run each)")
@@ -39,7 +46,7 @@ func benchClassify(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "Usage: gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [flags]\n\nBuilds a flow table with each classifier, times batched lookups of packet keys\ndrawn from the rules, and with --check compares against a scan of every rule.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := benchutil.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := f.validate(); err != nil {
@@ -49,13 +56,13 @@ func benchClassify(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if f.backend == "gpu" {
+	if f.Backend == "gpu" {
 		fs.Visit(func(fl *flag.Flag) {
 			if fl.Name == "batch" {
-				f.gpuBatch = f.batch
+				f.gpuBatch = f.Batch
 			}
 		})
-		eng, err := f.openGPU()
+		eng, err := f.OpenGPU()
 		if err != nil {
 			return err
 		}
@@ -66,26 +73,29 @@ func benchClassify(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var rs []result
+	var rs []benchutil.Result
 	for _, a := range algos {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		r, err := benchClassifyAlgo(&f, a, set)
 		if err != nil {
 			return err
 		}
 		rs = append(rs, r)
 	}
-	if err := printResults(stdout, f.json, rs); err != nil {
+	if err := benchutil.PrintResults(stdout, f.JSON, rs); err != nil {
 		return err
 	}
-	return checkOutcome(rs)
+	return benchutil.CheckOutcome(rs)
 }
 
 func (f *classifyFlags) validate() error {
-	if err := f.commonFlags.validate(); err != nil {
+	if err := f.CommonFlags.Validate(); err != nil {
 		return err
 	}
 	if (f.classbench == "") == (f.synthetic == "") {
-		return fmt.Errorf("%w: bench classify needs exactly one of --classbench FILE and --synthetic N,C[,F,Cm,f]", errUsage)
+		return fmt.Errorf("%w: bench classify needs exactly one of --classbench FILE and --synthetic N,C[,F,Cm,f]", benchutil.ErrUsage)
 	}
 	return nil
 }
@@ -98,7 +108,7 @@ func parseAlgos(s string) ([]flow.Algo, error) {
 	for _, name := range strings.Split(s, ",") {
 		a, err := flow.ParseAlgo(name)
 		if err != nil {
-			return nil, fmt.Errorf("%w: --algo: %v", errUsage, err)
+			return nil, fmt.Errorf("%w: --algo: %v", benchutil.ErrUsage, err)
 		}
 		out = append(out, a)
 	}
@@ -130,29 +140,29 @@ func loadRuleSet(f *classifyFlags) (*ruleSet, error) {
 		}
 		return &ruleSet{
 			rules: rules, sources: len(cb),
-			keys: flow.ClassBenchTraffic(cb, f.lookups, f.seed),
+			keys: flow.ClassBenchTraffic(cb, f.Lookups, f.Seed),
 			data: fmt.Sprintf("ClassBench %s: %d rules, %d entries after port-range expansion, priority by line order; traffic: headers drawn inside random rules plus uniform ones (seed %d)",
-				f.classbench, len(cb), len(rules), f.seed),
+				f.classbench, len(cb), len(rules), f.Seed),
 		}, nil
 	}
 	spec, err := flow.ParseSynthetic(f.synthetic)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --synthetic: %v", errUsage, err)
+		return nil, fmt.Errorf("%w: --synthetic: %v", benchutil.ErrUsage, err)
 	}
-	rules := spec.Generate(f.seed)
+	rules := spec.Generate(f.Seed)
 	return &ruleSet{
 		rules: rules, sources: len(rules),
-		keys: flow.SynthTraffic(spec, rules, f.lookups, f.seed+1),
+		keys: flow.SynthTraffic(spec, rules, f.Lookups, f.Seed+1),
 		data: fmt.Sprintf("synthetic %s (GSwitch §6 shape: %s; seed %d); traffic: packets from random rule groups, wildcard bits random (seed %d)",
-			f.synthetic, spec, f.seed, f.seed+1),
+			f.synthetic, spec, f.Seed, f.Seed+1),
 	}, nil
 }
 
-func benchClassifyAlgo(f *classifyFlags, algo flow.Algo, set *ruleSet) (result, error) {
-	r := newResult("classify", &f.commonFlags)
+func benchClassifyAlgo(f *classifyFlags, algo flow.Algo, set *ruleSet) (benchutil.Result, error) {
+	r := benchutil.NewResult("classify", &f.CommonFlags)
 	r.Algo, r.Traffic, r.Data, r.Rules = algo.String(), "rules", set.data, set.sources
 
-	tab, err := flow.NewTable(flow.Config{Algo: algo, MaxEntries: max(len(set.rules), 1<<20), Seed: f.seed})
+	tab, err := flow.NewTable(flow.Config{Algo: algo, MaxEntries: max(len(set.rules), 1<<20), Seed: f.Seed})
 	if err != nil {
 		return r, err
 	}
@@ -177,23 +187,23 @@ func benchClassifyAlgo(f *classifyFlags, algo flow.Algo, set *ruleSet) (result, 
 		}
 	}
 	out := make([]flow.RuleID, len(keys))
-	rates, total := timeRounds(f.rounds, func() int {
-		return parallel(f.threads, func(t int) int {
-			lo, hi := t*len(keys)/f.threads, (t+1)*len(keys)/f.threads
-			for i := lo; i < hi; i += f.batch {
-				j := min(i+f.batch, hi)
+	rates, total := benchutil.TimeRounds(f.Rounds, func() int {
+		return benchutil.Parallel(f.Threads, func(t int) int {
+			lo, hi := t*len(keys)/f.Threads, (t+1)*len(keys)/f.Threads
+			for i := lo; i < hi; i += f.Batch {
+				j := min(i+f.Batch, hi)
 				tab.LookupBatch(keys[i:j], out[i:j])
 			}
 			return hi - lo
 		})
 	})
-	r.Lookups, r.MPPS = total, median(rates)/1e6
-	r.NsPerLookup = 1e9 / median(rates) * float64(f.threads)
+	r.Lookups, r.MPPS = total, benchutil.Median(rates)/1e6
+	r.NsPerLookup = 1e9 / benchutil.Median(rates) * float64(f.Threads)
 	if f.eng != nil {
 		return r, gpuClassify(&r, f, tab, keys, out)
 	}
-	if f.check {
-		r.Checked, r.Mismatches = checkClassify(tab, keys, out, f.checkSample)
+	if f.Check {
+		r.Checked, r.Mismatches = checkClassify(tab, keys, out, f.CheckSample)
 	}
 	return r, nil
 }
@@ -203,7 +213,7 @@ func benchClassifyAlgo(f *classifyFlags, algo flow.Algo, set *ruleSet) (result, 
 // copies in and out, kernel; and the kernel alone with CUDA events). cpuOut
 // holds the CPU's answers for keys, compared with the GPU's on every packet
 // under --check, besides the brute-force sample.
-func gpuClassify(r *result, f *classifyFlags, tab *flow.Table, keys []flow.Key, cpuOut []flow.RuleID) error {
+func gpuClassify(r *benchutil.Result, f *classifyFlags, tab *flow.Table, keys []flow.Key, cpuOut []flow.RuleID) error {
 	const id = gpu.TableID(1)
 	tab.Mirror().Sync()
 	if err := f.eng.Load(id, gpu.Flow, tab.Mirror().Image()); err != nil {
@@ -225,7 +235,7 @@ func gpuClassify(r *result, f *classifyFlags, tab *flow.Table, keys []flow.Key, 
 		parts = append(parts, part{flow.PackSoA(keys[lo:hi], words, nil), lo, hi})
 	}
 	r.MPPSCPU, r.BatchCPU = r.MPPS, r.Batch
-	pp, err := newPipe(f.eng, id, gpu.Flow, len(words), batch, n, f.pipeDepth(), func(b *gpu.Batch, i int) {
+	pp, err := benchutil.NewPipe(f.eng, id, gpu.Flow, len(words), batch, n, f.PipeDepth(), func(b *gpu.Batch, i int) {
 		ks := make([]flow.Key, batch)
 		for k := range ks {
 			ks[k] = keys[(i*batch+k)%n]
@@ -236,9 +246,9 @@ func gpuClassify(r *result, f *classifyFlags, tab *flow.Table, keys []flow.Key, 
 	if err != nil {
 		return err
 	}
-	defer pp.free()
-	r.Batch, r.Streams, r.Depth, r.GPU = batch, f.streams, pp.depth, f.eng.Device()
-	r.Notes = strings.TrimPrefix(r.Notes+"; ", "; ") + fmt.Sprintf("gpu backend: mpps = end to end with the projected keys already in pinned batches of %d in SoA order (the datapath's way), %d stream(s), at most %d in flight, copies in and out included; batch_latency_us = Submit to results on the host; mpps_staged = LookupFlow calls of %d packets (keys packed in SoA order beforehand; host copies into and out of pinned staging included); mpps_kernel = flow_lookup alone on one batch (CUDA events); mpps_cpu = Table.LookupBatch (batch %d, %d thread(s)) on the same packets", batch, f.streams, pp.depth, batch, r.BatchCPU, f.threads)
+	defer pp.Free()
+	r.Batch, r.Streams, r.Depth, r.GPU = batch, f.Streams, pp.Depth, f.eng.Device()
+	r.Notes = strings.TrimPrefix(r.Notes+"; ", "; ") + fmt.Sprintf("gpu backend: mpps = end to end with the projected keys already in pinned batches of %d in SoA order (the datapath's way), %d stream(s), at most %d in flight, copies in and out included; batch_latency_us = Submit to results on the host; mpps_staged = LookupFlow calls of %d packets (keys packed in SoA order beforehand; host copies into and out of pinned staging included); mpps_kernel = flow_lookup alone on one batch (CUDA events); mpps_cpu = Table.LookupBatch (batch %d, %d thread(s)) on the same packets", batch, f.Streams, pp.Depth, batch, r.BatchCPU, f.Threads)
 	out := make([]flow.RuleID, n)
 	look := func() error {
 		for _, p := range parts {
@@ -252,14 +262,14 @@ func gpuClassify(r *result, f *classifyFlags, tab *flow.Table, keys []flow.Key, 
 		return err
 	}
 	if !f.kernelOnly {
-		rate, lat, err := pipeRounds(pp, f.rounds, max(n, 4*pp.depth*batch))
+		rate, lat, err := benchutil.PipeRounds(pp, f.Rounds, max(n, 4*pp.Depth*batch))
 		if err != nil {
 			return err
 		}
 		r.MPPS, r.NsPerLookup = rate/1e6, 1e9/rate
-		r.BatchLatencyUs, r.BatchLatencyP99Us = latencyStats(lat)
-		r.Lookups = int64(max(n, 4*pp.depth*batch)) * int64(f.rounds)
-		rates, _ := timeRounds(f.rounds, func() int {
+		r.BatchLatencyUs, r.BatchLatencyP99Us = benchutil.LatencyStats(lat)
+		r.Lookups = int64(max(n, 4*pp.Depth*batch)) * int64(f.Rounds)
+		rates, _ := benchutil.TimeRounds(f.Rounds, func() int {
 			if e := look(); e != nil && err == nil {
 				err = e
 			}
@@ -268,13 +278,13 @@ func gpuClassify(r *result, f *classifyFlags, tab *flow.Table, keys []flow.Key, 
 		if err != nil {
 			return err
 		}
-		r.MPPSStaged = median(rates) / 1e6
+		r.MPPSStaged = benchutil.Median(rates) / 1e6
 	} else {
 		r.MPPS, r.NsPerLookup, r.Lookups = 0, 0, 0
 	}
 	// The pinned batches' answers against the CPU's, batch by batch.
 	pinDiff := 0
-	for i, b := range pp.bs {
+	for i, b := range pp.Batches {
 		if err := f.eng.Submit(id, b); err != nil {
 			return err
 		}
@@ -299,19 +309,19 @@ func gpuClassify(r *result, f *classifyFlags, tab *flow.Table, keys []flow.Key, 
 	if ms > 0 {
 		r.MPPSKernel = float64(p0.hi-p0.lo) / ms / 1e3
 	}
-	if f.check {
-		r.Checked, r.Mismatches = checkClassify(tab, keys, out, f.checkSample)
+	if f.Check {
+		r.Checked, r.Mismatches = checkClassify(tab, keys, out, f.CheckSample)
 		diff := 0
 		for i := range out {
 			if out[i] != cpuOut[i] {
 				if diff < 5 {
-					fmt.Fprintf(stderrForChecks, "gpu/cpu mismatch: packet %d: gpu rule %d, cpu rule %d\n", i, out[i], cpuOut[i])
+					fmt.Fprintf(benchutil.MismatchLog, "gpu/cpu mismatch: packet %d: gpu rule %d, cpu rule %d\n", i, out[i], cpuOut[i])
 				}
 				diff++
 			}
 		}
 		r.Mismatches += diff + pinDiff
-		r.Notes += fmt.Sprintf("; --check: %d packets against the brute-force reference, all %d against the CPU's answers (%d differ), and the %d pinned batches' answers too (%d differ)", r.Checked, n, diff, len(pp.bs), pinDiff)
+		r.Notes += fmt.Sprintf("; --check: %d packets against the brute-force reference, all %d against the CPU's answers (%d differ), and the %d pinned batches' answers too (%d differ)", r.Checked, n, diff, len(pp.Batches), pinDiff)
 	}
 	return nil
 }
@@ -328,7 +338,7 @@ func checkClassify(tab *flow.Table, keys []flow.Key, got []flow.RuleID, sample i
 		return true
 	})
 	if len(byID) != tab.Len() {
-		fmt.Fprintf(stderrForChecks, "rule ids are not dense (%d ids for %d rules): the reference would see phantom rules\n", len(byID), tab.Len())
+		fmt.Fprintf(benchutil.MismatchLog, "rule ids are not dense (%d ids for %d rules): the reference would see phantom rules\n", len(byID), tab.Len())
 		return 0, 1
 	}
 	if sample == 0 {
@@ -339,7 +349,7 @@ func checkClassify(tab *flow.Table, keys []flow.Key, got []flow.RuleID, sample i
 		want := flow.BruteForce(byID, &keys[i])
 		if got[i] != want {
 			if mismatches < 5 {
-				fmt.Fprintf(stderrForChecks, "mismatch: packet %d: got rule %d, want %d\n", i, got[i], want)
+				fmt.Fprintf(benchutil.MismatchLog, "mismatch: packet %d: got rule %d, want %d\n", i, got[i], want)
 			}
 			mismatches++
 		}

@@ -1,13 +1,13 @@
-package main
+package benchutil
 
 import (
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/lpm"
 )
 
-// gpuEngine is what bench needs of a GPU backend: the Backend, a pipeline
+// GPUEngine is what bench needs of a GPU backend: the Backend, a pipeline
 // over streams and kernel-only timings (gpu.Engine over CUDA devices).
-type gpuEngine interface {
+type GPUEngine interface {
 	gpu.Backend
 	SetStreams(n, chunk int) error
 	KernelTimeLPM4(id gpu.TableID, addrs []uint32, iters int) (float64, error)
@@ -15,7 +15,7 @@ type gpuEngine interface {
 	KernelTimeFlow(id gpu.TableID, soa []uint32, n, iters int) (float64, error)
 }
 
-// newGPUEngine starts the GPU engine on the devices of ordinals, batches
+// NewGPUEngine starts the GPU engine on the devices of ordinals, batches
 // below minBatch going to the CPU; nil in a build without CUDA (the cuda
 // build tag sets it, gpu_cuda.go).
-var newGPUEngine func(ordinals []int, minBatch int) (gpuEngine, error)
+var NewGPUEngine func(ordinals []int, minBatch int) (GPUEngine, error)
