@@ -17,7 +17,9 @@ type Spec struct {
 	Line    int
 }
 
-func (s Spec) String() string { return strconv.FormatUint(uint64(s.Port), 10) + ": " + FormatPredicate(s.Filters) }
+func (s Spec) String() string {
+	return strconv.FormatUint(uint64(s.Port), 10) + ": " + FormatPredicate(s.Filters)
+}
 
 // SyntaxError is an error in subscription text, at a line and a byte column
 // (both 1-based).
