@@ -135,7 +135,11 @@ func (t *Table) layoutLocked(caps []int) *Layout {
 			ci++
 		}
 	}
-	copy(w[RegionFilters], t.info)
+	for sl, in := range t.info {
+		if in != 0 {
+			w[RegionFilters][sl] = in&^0xff | uint32(len(t.filt[sl]))
+		}
+	}
 	copy(w[RegionPorts], t.ports)
 	return l
 }

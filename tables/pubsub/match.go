@@ -17,6 +17,8 @@ type scratch struct {
 	left int      // ports with filters not yet matched
 	hits []uint32 // the slot that matched each matched port
 	seen []string // *= keys found in this attribute
+	t    *Table   // the table and event being matched
+	ev   *Event
 }
 
 func (t *Table) getScratch() *scratch {
@@ -45,6 +47,9 @@ func (sc *scratch) begin(t *Table) {
 }
 
 func (sc *scratch) hit(s uint32, in uint32) {
+	if sc.t.resid[s] && !residualOK(sc.t.filt[s], sc.t.best[s], sc.ev) {
+		return
+	}
 	sc.done[in>>8] = true
 	sc.left--
 	sc.hits = append(sc.hits, s)
@@ -187,6 +192,8 @@ func (t *Table) MatchBatch(evs []Event, out [][]uint32) [][]uint32 {
 
 func (t *Table) matchLocked(dst []uint32, e *Event, sc *scratch) []uint32 {
 	sc.begin(t)
+	sc.t, sc.ev = t, e
+	defer func() { sc.t, sc.ev = nil, nil }()
 	if sc.left == 0 {
 		return dst
 	}

@@ -52,10 +52,15 @@ type Table struct {
 	byPort map[uint32]map[ID]*subscription
 
 	names map[string]*nameIdx
-	// Per filter slot: info is portIndex<<8 | size (0: a free slot); owner
-	// is its subscription.
+	// Per filter slot: info is portIndex<<8 | the number of its indexed
+	// constraints (0: a free slot); owner is its subscription, filt the
+	// filter, best the rank of its indexed constraints and resid whether it
+	// has constraints of other ranks (checked when the count is reached).
 	info  []uint32
 	owner []*subscription
+	filt  []Filter
+	best  []uint8
+	resid []bool
 	free  []uint32
 	dead  []bool // slots being removed (false between writes)
 
@@ -126,14 +131,21 @@ func (t *Table) addLocked(specs []Spec) []ID {
 		pi := t.portIndex(s.Port)
 		for _, f := range sub.filters {
 			sl := t.allocSlot()
-			t.info[sl] = pi<<8 | uint32(len(f))
+			best, n := filterRank(f)
+			t.info[sl] = pi<<8 | uint32(n)
 			t.owner[sl] = sub
+			t.filt[sl] = f
+			t.best[sl] = best
+			t.resid[sl] = n < len(f)
 			if t.live[pi] == 0 {
 				t.active++
 			}
 			t.live[pi]++
 			sub.slots = append(sub.slots, sl)
 			for k := range f {
+				if rank(&f[k]) != best {
+					continue
+				}
 				ni := t.names[f[k].Name]
 				if ni == nil {
 					ni = newNameIdx(f[k].Name)
@@ -194,6 +206,9 @@ func (t *Table) allocSlot() uint32 {
 	}
 	t.info = append(t.info, 0)
 	t.owner = append(t.owner, nil)
+	t.filt = append(t.filt, nil)
+	t.best = append(t.best, 0)
+	t.resid = append(t.resid, false)
 	t.dead = append(t.dead, false)
 	return uint32(len(t.info) - 1)
 }
@@ -261,6 +276,9 @@ func (t *Table) removeLocked(subs []*subscription) {
 			sl := sub.slots[fi]
 			t.dead[sl] = true
 			for k := range f {
+				if rank(&f[k]) != t.best[sl] {
+					continue
+				}
 				ni := t.names[f[k].Name]
 				ni.remove(&f[k])
 				touched[ni] = struct{}{}
@@ -284,6 +302,7 @@ func (t *Table) removeLocked(subs []*subscription) {
 			t.dead[sl] = false
 			t.info[sl] = 0
 			t.owner[sl] = nil
+			t.filt[sl] = nil
 			t.free = append(t.free, sl)
 		}
 		delete(t.subs, sub.id)
@@ -292,6 +311,47 @@ func (t *Table) removeLocked(subs []*subscription) {
 			delete(t.byPort, sub.port)
 		}
 	}
+}
+
+// rank orders constraints by how few events satisfy them, roughly: 0 for
+// =, ^=, $=, *= and booleans, 1 for the orderings, 2 for != on numbers and
+// strings (nearly every event that has the attribute satisfies it).
+func rank(c *Constraint) uint8 {
+	switch {
+	case c.Value.Type == TypeBool:
+		return 0
+	case c.Op == OpNe:
+		return 2
+	case c.Op >= OpLt && c.Op <= OpGe:
+		return 1
+	}
+	return 0
+}
+
+// filterRank returns the lowest rank among the filter's constraints and how
+// many constraints have it: those are the ones the index counts.
+func filterRank(f Filter) (best uint8, n int) {
+	best = 255
+	for k := range f {
+		switch r := rank(&f[k]); {
+		case r < best:
+			best, n = r, 1
+		case r == best:
+			n++
+		}
+	}
+	return best, n
+}
+
+// residualOK checks the constraints of filter f that the index does not
+// count (rank other than best).
+func residualOK(f Filter, best uint8, e *Event) bool {
+	for k := range f {
+		if rank(&f[k]) != best && !f[k].Satisfied(e) {
+			return false
+		}
+	}
+	return true
 }
 
 // Get describes one subscription.
