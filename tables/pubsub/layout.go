@@ -137,7 +137,7 @@ func (t *Table) layoutLocked(caps []int) *Layout {
 	}
 	for sl, in := range t.info {
 		if in != 0 {
-			w[RegionFilters][sl] = in&^0xff | uint32(len(t.filt[sl]))
+			w[RegionFilters][sl] = in&^0xff | uint32(len(t.meta[sl].filt))
 		}
 	}
 	copy(w[RegionPorts], t.ports)

@@ -11,14 +11,15 @@ import (
 // the low byte; a counter of another epoch reads as 0, so no event resets
 // the counters, and every 255th event clears them all at once.
 type scratch struct {
-	cnt  []uint16
-	ep   uint16
-	done []bool   // per port index: matched, prune its filters
-	left int      // ports with filters not yet matched
-	hits []uint32 // the slot that matched each matched port
-	seen []string // *= keys found in this attribute
-	t    *Table   // the table and event being matched
-	ev   *Event
+	cnt   []uint16
+	ep    uint16
+	done  []bool   // per port index: matched, prune its filters
+	left  int      // ports with filters not yet matched
+	hits  []uint32 // the slot that matched each matched port
+	seen  []string // *= keys found in this attribute
+	t     *Table   // the table and event being matched
+	ev    *Event
+	emask uint64 // nameBit of the event's names
 }
 
 func (t *Table) getScratch() *scratch {
@@ -47,7 +48,7 @@ func (sc *scratch) begin(t *Table) {
 }
 
 func (sc *scratch) hit(s uint32, in uint32) {
-	if sc.t.resid[s] && !residualOK(sc.t.filt[s], sc.t.best[s], sc.ev) {
+	if m := &sc.t.meta[s]; m.resid && (m.rmask&^sc.emask != 0 || !residualOK(m.filt, m.best, sc.ev)) {
 		return
 	}
 	sc.done[in>>8] = true
@@ -192,7 +193,10 @@ func (t *Table) MatchBatch(evs []Event, out [][]uint32) [][]uint32 {
 
 func (t *Table) matchLocked(dst []uint32, e *Event, sc *scratch) []uint32 {
 	sc.begin(t)
-	sc.t, sc.ev = t, e
+	sc.t, sc.ev, sc.emask = t, e, 0
+	for i := range e.Attrs {
+		sc.emask |= nameBit(e.Attrs[i].Name)
+	}
 	defer func() { sc.t, sc.ev = nil, nil }()
 	if sc.left == 0 {
 		return dst
@@ -209,7 +213,7 @@ func (t *Table) matchLocked(dst []uint32, e *Event, sc *scratch) []uint32 {
 	}
 	n := len(dst)
 	for _, s := range sc.hits {
-		t.owner[s].matches.Add(1)
+		t.meta[s].owner.matches.Add(1)
 		dst = append(dst, t.ports[t.info[s]>>8])
 	}
 	slices.Sort(dst[n:])

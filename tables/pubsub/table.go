@@ -3,6 +3,7 @@ package pubsub
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -53,16 +54,12 @@ type Table struct {
 
 	names map[string]*nameIdx
 	// Per filter slot: info is portIndex<<8 | the number of its indexed
-	// constraints (0: a free slot); owner is its subscription, filt the
-	// filter, best the rank of its indexed constraints and resid whether it
-	// has constraints of other ranks (checked when the count is reached).
-	info  []uint32
-	owner []*subscription
-	filt  []Filter
-	best  []uint8
-	resid []bool
-	free  []uint32
-	dead  []bool // slots being removed (false between writes)
+	// constraints (0: a free slot), read on every count; meta is read when
+	// the count is reached.
+	info []uint32
+	meta []slotMeta
+	free []uint32
+	dead []bool // slots being removed (false between writes)
 
 	ports   []uint32          // port index -> port
 	portIdx map[uint32]uint32 // port -> port index
@@ -71,6 +68,18 @@ type Table struct {
 
 	constraints int
 	pool        sync.Pool
+}
+
+// slotMeta is what the matcher needs of a filter slot once its count is
+// reached: the subscription, the filter, the rank of its indexed
+// constraints, whether it has residual ones (of other ranks, checked then)
+// and the nameBit mask of their names.
+type slotMeta struct {
+	owner *subscription
+	filt  Filter
+	rmask uint64
+	best  uint8
+	resid bool
 }
 
 // New returns an empty table.
@@ -125,23 +134,25 @@ func validateSpecs(specs []Spec) error {
 func (t *Table) addLocked(specs []Spec) []ID {
 	touched := map[*nameIdx]struct{}{}
 	ids := make([]ID, len(specs))
+	subs := make([]*subscription, len(specs))
 	for i, s := range specs {
 		t.nextID++
-		sub := &subscription{id: t.nextID, port: s.Port, filters: cloneFilters(s.Filters)}
+		subs[i] = &subscription{id: t.nextID, port: s.Port, filters: cloneFilters(s.Filters)}
+		subs[i].slots = make([]uint32, len(s.Filters))
+	}
+	t.assignSlots(subs)
+	for i, s := range specs {
+		sub := subs[i]
 		pi := t.portIndex(s.Port)
-		for _, f := range sub.filters {
-			sl := t.allocSlot()
+		for fi, f := range sub.filters {
+			sl := sub.slots[fi]
 			best, n := filterRank(f)
 			t.info[sl] = pi<<8 | uint32(n)
-			t.owner[sl] = sub
-			t.filt[sl] = f
-			t.best[sl] = best
-			t.resid[sl] = n < len(f)
+			t.meta[sl] = slotMeta{owner: sub, filt: f, best: best, resid: n < len(f), rmask: residualMask(f, best)}
 			if t.live[pi] == 0 {
 				t.active++
 			}
 			t.live[pi]++
-			sub.slots = append(sub.slots, sl)
 			for k := range f {
 				if rank(&f[k]) != best {
 					continue
@@ -167,6 +178,50 @@ func (t *Table) addLocked(specs []Spec) []ID {
 		ni.fix(t.dead)
 	}
 	return ids
+}
+
+// assignSlots gives every filter of subs a slot. Free slots go first; the
+// rest are numbered in the order of each filter's first indexed constraint
+// (name, type, operator, value), so that the entries of one index array
+// point at neighbouring slots and counting walks memory nearly in order.
+func (t *Table) assignSlots(subs []*subscription) {
+	type ref struct {
+		sub *subscription
+		fi  int
+		key *Constraint
+	}
+	var refs []ref
+	for _, sub := range subs {
+		for fi, f := range sub.filters {
+			best, _ := filterRank(f)
+			var key *Constraint
+			for k := range f {
+				if rank(&f[k]) == best {
+					key = &f[k]
+					break
+				}
+			}
+			refs = append(refs, ref{sub, fi, key})
+		}
+	}
+	if len(refs) > 64 {
+		slices.SortStableFunc(refs, func(a, b ref) int {
+			x, y := a.key, b.key
+			if c := strings.Compare(x.Name, y.Name); c != 0 {
+				return c
+			}
+			if x.Value.Type != y.Value.Type {
+				return int(x.Value.Type) - int(y.Value.Type)
+			}
+			if x.Op != y.Op {
+				return int(x.Op) - int(y.Op)
+			}
+			return compareValues(x.Value, y.Value)
+		})
+	}
+	for _, r := range refs {
+		r.sub.slots[r.fi] = t.allocSlot()
+	}
 }
 
 func countNewPorts(have map[uint32]uint32, specs []Spec) int {
@@ -205,10 +260,7 @@ func (t *Table) allocSlot() uint32 {
 		return s
 	}
 	t.info = append(t.info, 0)
-	t.owner = append(t.owner, nil)
-	t.filt = append(t.filt, nil)
-	t.best = append(t.best, 0)
-	t.resid = append(t.resid, false)
+	t.meta = append(t.meta, slotMeta{})
 	t.dead = append(t.dead, false)
 	return uint32(len(t.info) - 1)
 }
@@ -276,7 +328,7 @@ func (t *Table) removeLocked(subs []*subscription) {
 			sl := sub.slots[fi]
 			t.dead[sl] = true
 			for k := range f {
-				if rank(&f[k]) != t.best[sl] {
+				if rank(&f[k]) != t.meta[sl].best {
 					continue
 				}
 				ni := t.names[f[k].Name]
@@ -301,8 +353,7 @@ func (t *Table) removeLocked(subs []*subscription) {
 			}
 			t.dead[sl] = false
 			t.info[sl] = 0
-			t.owner[sl] = nil
-			t.filt[sl] = nil
+			t.meta[sl] = slotMeta{}
 			t.free = append(t.free, sl)
 		}
 		delete(t.subs, sub.id)
@@ -341,6 +392,28 @@ func filterRank(f Filter) (best uint8, n int) {
 		}
 	}
 	return best, n
+}
+
+// nameBit hashes a name to one of 64 bits (FNV-1a, top six bits): an
+// event's names OR-ed together let the matcher reject most candidate filters
+// whose residual constraints name an attribute the event lacks, with one AND.
+func nameBit(s string) uint64 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return 1 << (h >> 26)
+}
+
+func residualMask(f Filter, best uint8) uint64 {
+	var m uint64
+	for k := range f {
+		if rank(&f[k]) != best {
+			m |= nameBit(f[k].Name)
+		}
+	}
+	return m
 }
 
 // residualOK checks the constraints of filter f that the index does not
