@@ -73,12 +73,16 @@ func BenchmarkMatchDefault(b *testing.B) {
 // BenchmarkMatchBatchDefault matches batches of 1024 events under one lock.
 func BenchmarkMatchBatchDefault(b *testing.B) {
 	tb, evs := defaultScenario(b)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var out [][]uint32
 	b.ResetTimer()
+	c0 := threadCPU()
 	for i := 0; i < b.N; i++ {
 		k := i * 1024 % len(evs)
 		out = tb.MatchBatch(evs[k:k+1024], out)
 	}
+	b.ReportMetric(float64((threadCPU()-c0).Nanoseconds())/float64(b.N*1024), "cpu-ns/event")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1024), "ns/event")
 }
 
@@ -86,13 +90,17 @@ func BenchmarkMatchBatchDefault(b *testing.B) {
 // constraints) to an empty table in one call.
 func BenchmarkDeploy1M(b *testing.B) {
 	defaultScenario(b)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	b.ResetTimer()
+	c0 := threadCPU()
 	for i := 0; i < b.N; i++ {
 		tb := New()
 		if _, err := tb.AddSpecs(defaultSpecs); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64((threadCPU()-c0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkChange measures one subscription added and removed on the
