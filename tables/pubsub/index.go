@@ -262,8 +262,9 @@ type strID struct {
 
 // nameIdx holds the constraints on one attribute name.
 type nameIdx struct {
-	name string
-	n    int // constraints
+	name    string
+	n       int  // constraints
+	touched bool // on the current writer's list of names to fix
 
 	// numbers
 	eqInt  keyed[int64]      // = on an integer, for integer events

@@ -1,9 +1,10 @@
 package pubsub
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -132,7 +133,7 @@ func validateSpecs(specs []Spec) error {
 }
 
 func (t *Table) addLocked(specs []Spec) []ID {
-	touched := map[*nameIdx]struct{}{}
+	var touched []*nameIdx
 	ids := make([]ID, len(specs))
 	subs := make([]*subscription, len(specs))
 	for i, s := range specs {
@@ -163,7 +164,10 @@ func (t *Table) addLocked(specs []Spec) []ID {
 					t.names[f[k].Name] = ni
 				}
 				ni.insert(&f[k], sl)
-				touched[ni] = struct{}{}
+				if !ni.touched {
+					ni.touched = true
+					touched = append(touched, ni)
+				}
 			}
 			t.constraints += len(f)
 		}
@@ -174,7 +178,8 @@ func (t *Table) addLocked(specs []Spec) []ID {
 		t.byPort[s.Port][sub.id] = sub
 		ids[i] = sub.id
 	}
-	for ni := range touched {
+	for _, ni := range touched {
+		ni.touched = false
 		ni.fix(t.dead)
 	}
 	return ids
@@ -185,43 +190,73 @@ func (t *Table) addLocked(specs []Spec) []ID {
 // (name, type, operator, value), so that the entries of one index array
 // point at neighbouring slots and counting walks memory nearly in order.
 func (t *Table) assignSlots(subs []*subscription) {
+	// The order is a locality heuristic, so the sort key is approximate and
+	// cheap: name (numbered in order of appearance), type, operator, and 64
+	// order-preserving bits of the value.
 	type ref struct {
-		sub *subscription
-		fi  int
-		key *Constraint
+		hi, lo uint64
+		si, fi int32
 	}
 	var refs []ref
-	for _, sub := range subs {
+	ord := map[string]uint64{}
+	for si, sub := range subs {
 		for fi, f := range sub.filters {
 			best, _ := filterRank(f)
-			var key *Constraint
 			for k := range f {
-				if rank(&f[k]) == best {
-					key = &f[k]
-					break
+				c := &f[k]
+				if rank(c) != best {
+					continue
 				}
+				o, ok := ord[c.Name]
+				if !ok {
+					o = uint64(len(ord))
+					ord[c.Name] = o
+				}
+				refs = append(refs, ref{o<<16 | uint64(c.Value.Type)<<8 | uint64(c.Op), valueKey(c.Value), int32(si), int32(fi)})
+				break
 			}
-			refs = append(refs, ref{sub, fi, key})
 		}
 	}
 	if len(refs) > 64 {
-		slices.SortStableFunc(refs, func(a, b ref) int {
-			x, y := a.key, b.key
-			if c := strings.Compare(x.Name, y.Name); c != 0 {
+		slices.SortFunc(refs, func(x, y ref) int {
+			if c := cmp.Compare(x.hi, y.hi); c != 0 {
 				return c
 			}
-			if x.Value.Type != y.Value.Type {
-				return int(x.Value.Type) - int(y.Value.Type)
+			if c := cmp.Compare(x.lo, y.lo); c != 0 {
+				return c
 			}
-			if x.Op != y.Op {
-				return int(x.Op) - int(y.Op)
+			if c := cmp.Compare(x.si, y.si); c != 0 {
+				return c
 			}
-			return compareValues(x.Value, y.Value)
+			return cmp.Compare(x.fi, y.fi)
 		})
 	}
 	for _, r := range refs {
-		r.sub.slots[r.fi] = t.allocSlot()
+		subs[r.si].slots[r.fi] = t.allocSlot()
 	}
+}
+
+// valueKey maps a value to 64 bits whose unsigned order follows the
+// value's order (strings by their first eight bytes).
+func valueKey(v Value) uint64 {
+	switch v.Type {
+	case TypeFloat:
+		b := math.Float64bits(v.Float)
+		if b>>63 != 0 {
+			return ^b
+		}
+		return b | 1<<63
+	case TypeString:
+		var k uint64
+		for i := 0; i < 8; i++ {
+			k <<= 8
+			if i < len(v.Str) {
+				k |= uint64(v.Str[i])
+			}
+		}
+		return k
+	}
+	return uint64(v.Int) ^ 1<<63
 }
 
 func countNewPorts(have map[uint32]uint32, specs []Spec) int {
@@ -322,7 +357,7 @@ func (t *Table) SetPort(port uint32, filters []Filter) (ID, []ID, error) {
 }
 
 func (t *Table) removeLocked(subs []*subscription) {
-	touched := map[*nameIdx]struct{}{}
+	var touched []*nameIdx
 	for _, sub := range subs {
 		for fi, f := range sub.filters {
 			sl := sub.slots[fi]
@@ -333,12 +368,16 @@ func (t *Table) removeLocked(subs []*subscription) {
 				}
 				ni := t.names[f[k].Name]
 				ni.remove(&f[k])
-				touched[ni] = struct{}{}
+				if !ni.touched {
+					ni.touched = true
+					touched = append(touched, ni)
+				}
 			}
 			t.constraints -= len(f)
 		}
 	}
-	for ni := range touched {
+	for _, ni := range touched {
+		ni.touched = false
 		ni.fix(t.dead)
 		if ni.n == 0 {
 			delete(t.names, ni.name)
