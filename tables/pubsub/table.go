@@ -135,11 +135,37 @@ func validateSpecs(specs []Spec) error {
 func (t *Table) addLocked(specs []Spec) []ID {
 	var touched []*nameIdx
 	ids := make([]ID, len(specs))
+	// One allocation each for the subscriptions, their filter headers,
+	// constraints and slots (a removed subscription's share is freed with
+	// the last of its batch: memory for speed when deploying).
+	nf, nc := 0, 0
+	for _, s := range specs {
+		nf += len(s.Filters)
+		for _, f := range s.Filters {
+			nc += len(f)
+		}
+	}
 	subs := make([]*subscription, len(specs))
+	store := make([]subscription, len(specs))
+	fstore := make([]Filter, 0, nf)
+	cstore := make([]Constraint, 0, nc)
+	sstore := make([]uint32, nf)
+	if len(t.subs) == 0 && len(specs) > 1024 {
+		t.subs = make(map[ID]*subscription, len(specs))
+	}
 	for i, s := range specs {
 		t.nextID++
-		subs[i] = &subscription{id: t.nextID, port: s.Port, filters: cloneFilters(s.Filters)}
-		subs[i].slots = make([]uint32, len(s.Filters))
+		sub := &store[i]
+		sub.id, sub.port = t.nextID, s.Port
+		f0 := len(fstore)
+		for _, f := range s.Filters {
+			c0 := len(cstore)
+			cstore = append(cstore, f...)
+			fstore = append(fstore, cstore[c0:len(cstore):len(cstore)])
+		}
+		sub.filters = fstore[f0:len(fstore):len(fstore)]
+		sub.slots, sstore = sstore[:len(s.Filters):len(s.Filters)], sstore[len(s.Filters):]
+		subs[i] = sub
 	}
 	t.assignSlots(subs)
 	for i, s := range specs {
