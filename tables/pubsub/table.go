@@ -257,6 +257,11 @@ func (t *Table) assignSlots(subs []*subscription) {
 			return cmp.Compare(x.fi, y.fi)
 		})
 	}
+	if grow := len(refs) - len(t.free); grow > 0 {
+		t.info = slices.Grow(t.info, grow)
+		t.meta = slices.Grow(t.meta, grow)
+		t.dead = slices.Grow(t.dead, grow)
+	}
 	for _, r := range refs {
 		subs[r.si].slots[r.fi] = t.allocSlot()
 	}
