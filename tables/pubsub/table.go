@@ -1,0 +1,612 @@
+package pubsub
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// ID identifies a subscription; ids are never reused by one Table.
+type ID uint64
+
+// subscription is one subscription line: a port and filters (alternatives of
+// the port's predicate), each filter in one slot of the index.
+type subscription struct {
+	id      ID
+	port    uint32
+	filters []Filter
+	slots   []uint32
+	matches atomic.Uint64
+}
+
+// Subscription describes a subscription for the API.
+type Subscription struct {
+	ID      ID
+	Port    uint32
+	Filters []Filter
+	// Matches counts the events whose delivery to the port this
+	// subscription decided: the first of the port's filters that the
+	// matcher found satisfied belongs to it (per-port pruning evaluates no
+	// further filter of a port once one matched).
+	Matches uint64
+}
+
+// MaxPorts is the most distinct ports a Table may have subscriptions for.
+const MaxPorts = 1 << 24
+
+// Table holds the subscriptions and their constraint index, and matches
+// events against them.
+//
+// Concurrency: mu is the only lock. Writers (Add, Remove, RemovePort,
+// SetPort) hold it exclusively while they change the index, so a change is
+// visible to every match that starts after the writer returns; Match,
+// MatchBatch, Explain, List and Layout hold it shared for the whole event,
+// batch or walk. Per-match counters live in a scratch area owned by the
+// matching goroutine (from a sync.Pool); subscription match counters are
+// atomic. Nothing is called back under mu.
+type Table struct {
+	mu     sync.RWMutex
+	nextID ID
+	subs   map[ID]*subscription
+	byPort map[uint32]map[ID]*subscription
+
+	names map[string]*nameIdx
+	// Per filter slot: info is portIndex<<8 | the number of its indexed
+	// constraints (0: a free slot), read on every count; meta is read when
+	// the count is reached.
+	info []uint32
+	meta []slotMeta
+	free []uint32
+	dead []bool // slots being removed (false between writes)
+
+	ports   []uint32          // port index -> port
+	portIdx map[uint32]uint32 // port -> port index
+	live    []int32           // filters per port index
+	active  int               // port indices with live > 0
+
+	constraints int
+	pool        sync.Pool
+}
+
+// slotMeta is what the matcher needs of a filter slot once its count is
+// reached: the subscription, the filter, the rank of its indexed
+// constraints, whether it has residual ones (of other ranks, checked then)
+// and the nameBit mask of their names.
+type slotMeta struct {
+	owner *subscription
+	filt  Filter
+	rmask uint64
+	best  uint8
+	resid bool
+}
+
+// New returns an empty table.
+func New() *Table {
+	return &Table{
+		subs:    map[ID]*subscription{},
+		byPort:  map[uint32]map[ID]*subscription{},
+		names:   map[string]*nameIdx{},
+		portIdx: map[uint32]uint32{},
+	}
+}
+
+// Add adds one subscription of port: a predicate (the filters are
+// alternatives). It returns the subscription's id.
+func (t *Table) Add(port uint32, filters []Filter) (ID, error) {
+	ids, err := t.AddSpecs([]Spec{{Port: port, Filters: filters}})
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// AddSpecs adds one subscription per spec, all or none (every spec is
+// validated first), and returns their ids in order. Adding many at once
+// (deploying a configuration) sorts each touched array once.
+func (t *Table) AddSpecs(specs []Spec) ([]ID, error) {
+	if err := validateSpecs(specs); err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.ports)+countNewPorts(t.portIdx, specs) > MaxPorts {
+		return nil, fmt.Errorf("pubsub: more than %d ports", MaxPorts)
+	}
+	return t.addLocked(specs), nil
+}
+
+func validateSpecs(specs []Spec) error {
+	for i, s := range specs {
+		if len(s.Filters) == 0 {
+			return fmt.Errorf("pubsub: subscription %d: empty predicate", i)
+		}
+		for _, f := range s.Filters {
+			if err := f.Validate(); err != nil {
+				return fmt.Errorf("pubsub: subscription %d: %w", i, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (t *Table) addLocked(specs []Spec) []ID {
+	var touched []*nameIdx
+	ids := make([]ID, len(specs))
+	// One allocation each for the subscriptions, their filter headers,
+	// constraints and slots (a removed subscription's share is freed with
+	// the last of its batch: memory for speed when deploying).
+	nf, nc := 0, 0
+	for _, s := range specs {
+		nf += len(s.Filters)
+		for _, f := range s.Filters {
+			nc += len(f)
+		}
+	}
+	subs := make([]*subscription, len(specs))
+	store := make([]subscription, len(specs))
+	fstore := make([]Filter, 0, nf)
+	cstore := make([]Constraint, 0, nc)
+	sstore := make([]uint32, nf)
+	if len(t.subs) == 0 && len(specs) > 1024 {
+		t.subs = make(map[ID]*subscription, len(specs))
+	}
+	for i, s := range specs {
+		t.nextID++
+		sub := &store[i]
+		sub.id, sub.port = t.nextID, s.Port
+		f0 := len(fstore)
+		for _, f := range s.Filters {
+			c0 := len(cstore)
+			cstore = append(cstore, f...)
+			fstore = append(fstore, cstore[c0:len(cstore):len(cstore)])
+		}
+		sub.filters = fstore[f0:len(fstore):len(fstore)]
+		sub.slots, sstore = sstore[:len(s.Filters):len(s.Filters)], sstore[len(s.Filters):]
+		subs[i] = sub
+	}
+	t.assignSlots(subs)
+	for i, s := range specs {
+		sub := subs[i]
+		pi := t.portIndex(s.Port)
+		for fi, f := range sub.filters {
+			sl := sub.slots[fi]
+			best, n := filterRank(f)
+			t.info[sl] = pi<<8 | uint32(n)
+			t.meta[sl] = slotMeta{owner: sub, filt: f, best: best, resid: n < len(f), rmask: residualMask(f, best)}
+			if t.live[pi] == 0 {
+				t.active++
+			}
+			t.live[pi]++
+			for k := range f {
+				if rank(&f[k]) != best {
+					continue
+				}
+				ni := t.names[f[k].Name]
+				if ni == nil {
+					ni = newNameIdx(f[k].Name)
+					t.names[f[k].Name] = ni
+				}
+				ni.insert(&f[k], sl)
+				if !ni.touched {
+					ni.touched = true
+					touched = append(touched, ni)
+				}
+			}
+			t.constraints += len(f)
+		}
+		t.subs[sub.id] = sub
+		if t.byPort[s.Port] == nil {
+			t.byPort[s.Port] = map[ID]*subscription{}
+		}
+		t.byPort[s.Port][sub.id] = sub
+		ids[i] = sub.id
+	}
+	for _, ni := range touched {
+		ni.touched = false
+		ni.fix(t.dead)
+	}
+	return ids
+}
+
+// assignSlots gives every filter of subs a slot. Free slots go first; the
+// rest are numbered in the order of each filter's first indexed constraint
+// (name, type, operator, value), so that the entries of one index array
+// point at neighbouring slots and counting walks memory nearly in order.
+func (t *Table) assignSlots(subs []*subscription) {
+	// The order is a locality heuristic, so the sort key is approximate and
+	// cheap: name (numbered in order of appearance), type, operator, and 64
+	// order-preserving bits of the value.
+	type ref struct {
+		hi, lo uint64
+		si, fi int32
+	}
+	var refs []ref
+	ord := map[string]uint64{}
+	for si, sub := range subs {
+		for fi, f := range sub.filters {
+			best, _ := filterRank(f)
+			for k := range f {
+				c := &f[k]
+				if rank(c) != best {
+					continue
+				}
+				o, ok := ord[c.Name]
+				if !ok {
+					o = uint64(len(ord))
+					ord[c.Name] = o
+				}
+				refs = append(refs, ref{o<<16 | uint64(c.Value.Type)<<8 | uint64(c.Op), valueKey(c.Value), int32(si), int32(fi)})
+				break
+			}
+		}
+	}
+	if len(refs) > 64 {
+		slices.SortFunc(refs, func(x, y ref) int {
+			if c := cmp.Compare(x.hi, y.hi); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(x.lo, y.lo); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(x.si, y.si); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.fi, y.fi)
+		})
+	}
+	if grow := len(refs) - len(t.free); grow > 0 {
+		t.info = slices.Grow(t.info, grow)
+		t.meta = slices.Grow(t.meta, grow)
+		t.dead = slices.Grow(t.dead, grow)
+	}
+	for _, r := range refs {
+		subs[r.si].slots[r.fi] = t.allocSlot()
+	}
+}
+
+// valueKey maps a value to 64 bits whose unsigned order follows the
+// value's order (strings by their first eight bytes).
+func valueKey(v Value) uint64 {
+	switch v.Type {
+	case TypeFloat:
+		b := math.Float64bits(v.Float)
+		if b>>63 != 0 {
+			return ^b
+		}
+		return b | 1<<63
+	case TypeString:
+		var k uint64
+		for i := 0; i < 8; i++ {
+			k <<= 8
+			if i < len(v.Str) {
+				k |= uint64(v.Str[i])
+			}
+		}
+		return k
+	}
+	return uint64(v.Int) ^ 1<<63
+}
+
+func countNewPorts(have map[uint32]uint32, specs []Spec) int {
+	seen := map[uint32]bool{}
+	for _, s := range specs {
+		if _, ok := have[s.Port]; !ok {
+			seen[s.Port] = true
+		}
+	}
+	return len(seen)
+}
+
+func cloneFilters(fs []Filter) []Filter {
+	out := make([]Filter, len(fs))
+	for i, f := range fs {
+		out[i] = slices.Clone(f)
+	}
+	return out
+}
+
+func (t *Table) portIndex(port uint32) uint32 {
+	if pi, ok := t.portIdx[port]; ok {
+		return pi
+	}
+	pi := uint32(len(t.ports))
+	t.ports = append(t.ports, port)
+	t.portIdx[port] = pi
+	t.live = append(t.live, 0)
+	return pi
+}
+
+func (t *Table) allocSlot() uint32 {
+	if n := len(t.free); n > 0 {
+		s := t.free[n-1]
+		t.free = t.free[:n-1]
+		return s
+	}
+	t.info = append(t.info, 0)
+	t.meta = append(t.meta, slotMeta{})
+	t.dead = append(t.dead, false)
+	return uint32(len(t.info) - 1)
+}
+
+// Remove removes one subscription.
+func (t *Table) Remove(id ID) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sub := t.subs[id]
+	if sub == nil {
+		return fmt.Errorf("pubsub: no subscription %d", id)
+	}
+	t.removeLocked([]*subscription{sub})
+	return nil
+}
+
+// RemovePort removes every subscription of port (its whole predicate) and
+// returns their ids, ascending.
+func (t *Table) RemovePort(port uint32) []ID {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.removePortLocked(port)
+}
+
+func (t *Table) removePortLocked(port uint32) []ID {
+	var subs []*subscription
+	var ids []ID
+	for id, s := range t.byPort[port] {
+		subs = append(subs, s)
+		ids = append(ids, id)
+	}
+	t.removeLocked(subs)
+	slices.Sort(ids)
+	return ids
+}
+
+// SetPort replaces port's whole predicate by one new subscription (or by
+// nothing when filters is empty) in one step under the lock: no match sees
+// a mixture of the old and the new predicate. It returns the new id (0 when
+// filters is empty) and the removed ids.
+func (t *Table) SetPort(port uint32, filters []Filter) (ID, []ID, error) {
+	var specs []Spec
+	if len(filters) > 0 {
+		specs = []Spec{{Port: port, Filters: filters}}
+		if err := validateSpecs(specs); err != nil {
+			return 0, nil, err
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.ports)+countNewPorts(t.portIdx, specs) > MaxPorts {
+		return 0, nil, fmt.Errorf("pubsub: more than %d ports", MaxPorts)
+	}
+	removed := t.removePortLocked(port)
+	if len(specs) == 0 {
+		return 0, removed, nil
+	}
+	return t.addLocked(specs)[0], removed, nil
+}
+
+func (t *Table) removeLocked(subs []*subscription) {
+	var touched []*nameIdx
+	for _, sub := range subs {
+		for fi, f := range sub.filters {
+			sl := sub.slots[fi]
+			t.dead[sl] = true
+			for k := range f {
+				if rank(&f[k]) != t.meta[sl].best {
+					continue
+				}
+				ni := t.names[f[k].Name]
+				ni.remove(&f[k])
+				if !ni.touched {
+					ni.touched = true
+					touched = append(touched, ni)
+				}
+			}
+			t.constraints -= len(f)
+		}
+	}
+	for _, ni := range touched {
+		ni.touched = false
+		ni.fix(t.dead)
+		if ni.n == 0 {
+			delete(t.names, ni.name)
+		}
+	}
+	for _, sub := range subs {
+		for _, sl := range sub.slots {
+			pi := t.info[sl] >> 8
+			t.live[pi]--
+			if t.live[pi] == 0 {
+				t.active--
+			}
+			t.dead[sl] = false
+			t.info[sl] = 0
+			t.meta[sl] = slotMeta{}
+			t.free = append(t.free, sl)
+		}
+		delete(t.subs, sub.id)
+		delete(t.byPort[sub.port], sub.id)
+		if len(t.byPort[sub.port]) == 0 {
+			delete(t.byPort, sub.port)
+		}
+	}
+}
+
+// rank orders constraints by how few events satisfy them, roughly: 0 for
+// =, ^=, $=, *= and booleans, 1 for the orderings, 2 for != on numbers and
+// strings (nearly every event that has the attribute satisfies it).
+func rank(c *Constraint) uint8 {
+	switch {
+	case c.Value.Type == TypeBool:
+		return 0
+	case c.Op == OpNe:
+		return 2
+	case c.Op >= OpLt && c.Op <= OpGe:
+		return 1
+	}
+	return 0
+}
+
+// filterRank returns the lowest rank among the filter's constraints and how
+// many constraints have it: those are the ones the index counts.
+func filterRank(f Filter) (best uint8, n int) {
+	best = 255
+	for k := range f {
+		switch r := rank(&f[k]); {
+		case r < best:
+			best, n = r, 1
+		case r == best:
+			n++
+		}
+	}
+	return best, n
+}
+
+// nameBit hashes a name to one of 64 bits (FNV-1a, top six bits): an
+// event's names OR-ed together let the matcher reject most candidate filters
+// whose residual constraints name an attribute the event lacks, with one AND.
+func nameBit(s string) uint64 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return 1 << (h >> 26)
+}
+
+func residualMask(f Filter, best uint8) uint64 {
+	var m uint64
+	for k := range f {
+		if rank(&f[k]) != best {
+			m |= nameBit(f[k].Name)
+		}
+	}
+	return m
+}
+
+// residualOK checks the constraints of filter f that the index does not
+// count (rank other than best).
+func residualOK(f Filter, best uint8, e *Event) bool {
+	for k := range f {
+		if rank(&f[k]) != best && !f[k].Satisfied(e) {
+			return false
+		}
+	}
+	return true
+}
+
+// Get describes one subscription.
+func (t *Table) Get(id ID) (Subscription, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	s := t.subs[id]
+	if s == nil {
+		return Subscription{}, false
+	}
+	return s.describe(), true
+}
+
+func (s *subscription) describe() Subscription {
+	return Subscription{ID: s.id, Port: s.port, Filters: cloneFilters(s.filters), Matches: s.matches.Load()}
+}
+
+// List describes every subscription, by ascending id.
+func (t *Table) List() []Subscription {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]Subscription, 0, len(t.subs))
+	for _, s := range t.subs {
+		out = append(out, s.describe())
+	}
+	slices.SortFunc(out, func(a, b Subscription) int { return int64Cmp(int64(a.ID), int64(b.ID)) })
+	return out
+}
+
+func int64Cmp(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Specs returns the subscriptions as specs (by ascending id): the input of
+// the brute-force evaluator.
+func (t *Table) Specs() []Spec {
+	subs := t.List()
+	out := make([]Spec, len(subs))
+	for i, s := range subs {
+		out[i] = Spec{Port: s.Port, Filters: s.Filters}
+	}
+	return out
+}
+
+// Stats are a table's sizes.
+type Stats struct {
+	Subscriptions int
+	Filters       int
+	Constraints   int
+	Names         int
+	Ports         int // ports with at least one subscription
+}
+
+// Stats returns the table's sizes.
+func (t *Table) Stats() Stats {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	st := Stats{Subscriptions: len(t.subs), Constraints: t.constraints, Names: len(t.names), Ports: len(t.byPort)}
+	for _, s := range t.subs {
+		st.Filters += len(s.filters)
+	}
+	return st
+}
+
+// Explanation says which constraints of one filter an event satisfied.
+type Explanation struct {
+	ID        ID
+	Port      uint32
+	Filter    int    // index of the filter in its subscription
+	Satisfied []bool // per constraint
+	Matched   bool   // all of them
+}
+
+// Explain evaluates the event against the filters of subscription id (or
+// of every subscription when id is 0, reporting only the filters with at
+// least one satisfied constraint), by ascending id and filter index.
+func (t *Table) Explain(e *Event, id ID) ([]Explanation, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var subs []*subscription
+	if id != 0 {
+		s := t.subs[id]
+		if s == nil {
+			return nil, fmt.Errorf("pubsub: no subscription %d", id)
+		}
+		subs = []*subscription{s}
+	} else {
+		for _, s := range t.subs {
+			subs = append(subs, s)
+		}
+		slices.SortFunc(subs, func(a, b *subscription) int { return int64Cmp(int64(a.id), int64(b.id)) })
+	}
+	var out []Explanation
+	for _, s := range subs {
+		for fi, f := range s.filters {
+			x := Explanation{ID: s.id, Port: s.port, Filter: fi, Satisfied: make([]bool, len(f)), Matched: true}
+			any := false
+			for k, c := range f {
+				x.Satisfied[k] = c.Satisfied(e)
+				any = any || x.Satisfied[k]
+				x.Matched = x.Matched && x.Satisfied[k]
+			}
+			if any || id != 0 {
+				out = append(out, x)
+			}
+		}
+	}
+	return out, nil
+}
