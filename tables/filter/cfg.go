@@ -121,103 +121,277 @@ func (p *Program) buildCFG(f int) *cfg {
 		b.akeys = append(b.akeys, akey(&p.Criteria[i]))
 	}
 	root := b.build(p, p.Roots[f], cAccept, cReject)
-	for iter := 0; iter < 64; iter++ {
-		changed := false
-		// Facts at each node: the intersection over its incoming edges.
-		facts := map[int32]map[fact]bool{}
-		order := topo(b.nodes, root)
-		if root >= 0 {
-			facts[root] = map[fact]bool{}
-		}
-		for _, id := range order {
-			n := b.nodes[id]
-			for _, e := range []struct {
-				to    int32
-				sense bool
-			}{{n.jt, true}, {n.jf, false}} {
-				if e.to < 0 {
-					continue
-				}
-				in := map[fact]bool{}
-				for k := range facts[id] {
-					in[k] = true
-				}
-				in[fact{n.crit, e.sense}] = true
-				if cur, ok := facts[e.to]; ok {
-					for k := range cur {
-						if !in[k] {
-							delete(cur, k)
-						}
-					}
-				} else {
-					facts[e.to] = in
-				}
+	o := &optimizer{b: b, root: root}
+	for iter := 0; iter < 100; iter++ {
+		o.done = true
+		o.analyse()
+		for _, lv := range o.levels[1:] {
+			for _, id := range lv {
+				o.optJ(id, true)
+				o.optJ(id, false)
 			}
 		}
-		// Thread every edge past decided or branch-free tests.
-		thread := func(from int32, sense bool, to int32) int32 {
-			ef := map[fact]bool{}
-			for k := range facts[from] {
-				ef[k] = true
-			}
-			ef[fact{b.nodes[from].crit, sense}] = true
-			for to >= 0 {
-				n := b.nodes[to]
-				if n.jt == n.jf {
-					to = n.jt
-					continue
-				}
-				v, ok := b.decided(ef, n.crit)
-				if !ok {
-					break
-				}
-				if v {
-					to = n.jt
-				} else {
-					to = n.jf
-				}
-			}
-			return to
-		}
-		for _, id := range order {
-			n := b.nodes[id]
-			jt, jf := thread(id, true, n.jt), thread(id, false, n.jf)
-			if jt != n.jt || jf != n.jf {
-				b.nodes[id].jt, b.nodes[id].jf = jt, jf
-				changed = true
+		o.inEdges()
+		for _, lv := range o.levels[1:] {
+			for _, id := range lv {
+				o.pullup(id, true)
+				o.pullup(id, false)
 			}
 		}
-		for root >= 0 && b.nodes[root].jt == b.nodes[root].jf {
-			root = b.nodes[root].jt
-			changed = true
-		}
-		// Merge blocks that became identical.
-		old := b.nodes
-		nb := &cfgBuilder{crits: b.crits, index: map[cnode]int32{}, akeys: b.akeys}
-		memo := map[int32]int32{}
-		var copyNode func(id int32) int32
-		copyNode = func(id int32) int32 {
-			if id < 0 {
-				return id
-			}
-			if r, ok := memo[id]; ok {
-				return r
-			}
-			n := old[id]
-			r := nb.node(n.crit, copyNode(n.jt), copyNode(n.jf))
-			memo[id] = r
-			return r
-		}
-		root = copyNode(root)
-		if len(nb.nodes) != len(old) {
-			changed = true
-		}
-		b = nb
-		if !changed {
+		if o.done {
 			break
 		}
 	}
-	return &cfg{nodes: b.nodes, root: root}
+	root = o.root
+	for root >= 0 && b.nodes[root].jt == b.nodes[root].jf {
+		root = b.nodes[root].jt
+	}
+	// intern_blocks: merge blocks that became identical.
+	old := b.nodes
+	nb := &cfgBuilder{crits: b.crits, index: map[cnode]int32{}, akeys: b.akeys}
+	memo := map[int32]int32{}
+	var copyNode func(id int32) int32
+	copyNode = func(id int32) int32 {
+		if id < 0 {
+			return id
+		}
+		if r, ok := memo[id]; ok {
+			return r
+		}
+		n := old[id]
+		r := nb.node(n.crit, copyNode(n.jt), copyNode(n.jf))
+		memo[id] = r
+		return r
+	}
+	root = copyNode(root)
+	return &cfg{nodes: nb.nodes, root: root}
+}
+
+// optimizer mirrors the jump optimizations of libpcap's optimize.c that
+// change which loads run: opt_j (threading an edge past a test its
+// dominating edges decide, or past a test whose branches agree) and
+// or_pullup/and_pullup (moving a test of the value the predecessors test
+// up a chain of tests with a common target), iterated to a fixed point
+// level by level as opt_loop does.
+type optimizer struct {
+	b       *cfgBuilder
+	root    int32
+	done    bool
+	levels  [][]int32
+	dom     map[int32]map[int32]bool
+	facts   map[int32]map[fact]bool // known at a node: intersection over in-edges
+	in      map[int32][]slot
+	visited map[int32]bool
+}
+
+// slot is a pointer to a block: the jt (t) or jf of node, or the root.
+type slot struct {
+	node int32
+	t    bool
+	root bool
+}
+
+func (o *optimizer) get(s slot) int32 {
+	switch {
+	case s.root:
+		return o.root
+	case s.t:
+		return o.b.nodes[s.node].jt
+	}
+	return o.b.nodes[s.node].jf
+}
+
+func (o *optimizer) set(s slot, v int32) {
+	switch {
+	case s.root:
+		o.root = v
+	case s.t:
+		o.b.nodes[s.node].jt = v
+	default:
+		o.b.nodes[s.node].jf = v
+	}
+}
+
+// analyse computes levels (leaves 0), dominators and known facts.
+func (o *optimizer) analyse() {
+	nodes := o.b.nodes
+	level := map[int32]int{}
+	var lists [][]int32
+	var find func(id int32) int
+	find = func(id int32) int {
+		if id < 0 {
+			return 0
+		}
+		if l, ok := level[id]; ok {
+			return l
+		}
+		level[id] = 0 // a DAG: no cycles
+		l := 1 + max(find(nodes[id].jt), find(nodes[id].jf))
+		level[id] = l
+		for len(lists) <= l {
+			lists = append(lists, nil)
+		}
+		lists[l] = append([]int32{id}, lists[l]...)
+		return l
+	}
+	find(o.root)
+	if len(lists) == 0 {
+		lists = [][]int32{nil}
+	}
+	o.levels = lists
+	order := topo(nodes, o.root)
+	o.dom = map[int32]map[int32]bool{}
+	o.facts = map[int32]map[fact]bool{}
+	if o.root < 0 {
+		return
+	}
+	o.dom[o.root] = map[int32]bool{o.root: true}
+	o.facts[o.root] = map[fact]bool{}
+	for _, id := range order {
+		n := nodes[id]
+		for _, e := range [2]struct {
+			to    int32
+			sense bool
+		}{{n.jt, true}, {n.jf, false}} {
+			if e.to < 0 {
+				continue
+			}
+			ef := o.edgeFacts(id, e.sense)
+			if cur, ok := o.facts[e.to]; ok {
+				for k := range cur {
+					if !ef[k] {
+						delete(cur, k)
+					}
+				}
+				d := o.dom[e.to]
+				for k := range d {
+					if k != e.to && !o.dom[id][k] {
+						delete(d, k)
+					}
+				}
+			} else {
+				o.facts[e.to] = ef
+				d := map[int32]bool{e.to: true}
+				for k := range o.dom[id] {
+					d[k] = true
+				}
+				o.dom[e.to] = d
+			}
+		}
+	}
+}
+
+func (o *optimizer) edgeFacts(id int32, sense bool) map[fact]bool {
+	ef := map[fact]bool{}
+	for k := range o.facts[id] {
+		ef[k] = true
+	}
+	ef[fact{o.b.nodes[id].crit, sense}] = true
+	return ef
+}
+
+// optJ is opt_j on the edge of node id (its jt when t).
+func (o *optimizer) optJ(id int32, t bool) {
+	s := slot{node: id, t: t}
+	succ := o.get(s)
+	if succ < 0 {
+		return
+	}
+	if n := o.b.nodes[succ]; n.jt == n.jf {
+		succ = n.jt
+		o.set(s, succ)
+		o.done = false
+	}
+	ef := o.edgeFacts(id, t)
+	for succ >= 0 {
+		n := o.b.nodes[succ]
+		v, ok := o.b.decided(ef, n.crit)
+		if !ok {
+			return
+		}
+		if v {
+			succ = n.jt
+		} else {
+			succ = n.jf
+		}
+		o.set(s, succ)
+		o.done = false
+	}
+}
+
+// inEdges lists each block's in-edges in libpcap's order (find_inedges
+// prepends, walking levels from the root down, jt before jf).
+func (o *optimizer) inEdges() {
+	o.in = map[int32][]slot{}
+	for l := len(o.levels) - 1; l > 0; l-- {
+		for _, id := range o.levels[l] {
+			for _, t := range []bool{true, false} {
+				s := slot{node: id, t: t}
+				if to := o.get(s); to >= 0 {
+					o.in[to] = append([]slot{s}, o.in[to]...)
+				}
+			}
+		}
+	}
+}
+
+func (o *optimizer) val(id int32) string { return o.b.akeys[o.b.nodes[id].crit] }
+
+// pullup is or_pullup (or=true: chains of jf with a common jt) and
+// and_pullup (chains of jt with a common jf).
+func (o *optimizer) pullup(b int32, isOr bool) {
+	in := o.in[b]
+	if len(in) == 0 {
+		return
+	}
+	val := o.val(in[0].node)
+	for _, e := range in[1:] {
+		if o.val(e.node) != val {
+			return
+		}
+	}
+	common := func(id int32) int32 {
+		if isOr {
+			return o.b.nodes[id].jt
+		}
+		return o.b.nodes[id].jf
+	}
+	down := func(id int32) slot { return slot{node: id, t: !isOr} }
+	diffp := in[0]
+	atTop := true
+	for {
+		d := o.get(diffp)
+		if d < 0 || common(d) != common(b) || !o.dom[d][b] {
+			return
+		}
+		if o.val(d) != val {
+			break
+		}
+		diffp = down(d)
+		atTop = false
+	}
+	samep := down(o.get(diffp))
+	for {
+		sm := o.get(samep)
+		if sm < 0 || common(sm) != common(b) || !o.dom[sm][b] {
+			return
+		}
+		if o.val(sm) == val {
+			break
+		}
+		samep = down(sm)
+	}
+	pull := o.get(samep)
+	o.set(samep, o.get(down(pull)))
+	o.set(down(pull), o.get(diffp))
+	if atTop {
+		for _, e := range in {
+			o.set(e, pull)
+		}
+	} else {
+		o.set(diffp, pull)
+	}
+	o.done = false
 }
 
 // topo orders the nodes reachable from root so that every edge goes

@@ -84,16 +84,7 @@ func kleene(op Op, a, b uint8) uint8 {
 // criterion it reads ran past the captured length) by walking its
 // optimized control-flow form, as tcpdump's default program would run.
 func (e *Evaluator) decide(f int) uint8 {
-	p := e.p
-	p.cfgOnce.Do(func() { p.cfgs = make([]*cfg, len(p.Roots)) })
-	p.cfgMu.Lock()
-	g := p.cfgs[f]
-	if g == nil {
-		g = p.buildCFG(f)
-		p.cfgs[f] = g
-	}
-	p.cfgMu.Unlock()
-	if g.walk(e.vals) {
+	if e.p.cfgs[f].walk(e.vals) {
 		return vTrue
 	}
 	return vFalse

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"sync"
 )
 
 // Spec is one named filter.
@@ -58,9 +57,7 @@ type Program struct {
 	Roots     []int32 // value index of each filter's result
 	Plan      BytePlan
 	cones     [][]int32 // per filter: the criteria it reads, computed on first need
-	cfgOnce   sync.Once
-	cfgMu     sync.Mutex
-	cfgs      []*cfg // per filter: the optimized control-flow form, built on first need
+	cfgs      []*cfg    // per filter: the optimized control-flow form
 }
 
 // CompileError names the filter and the position of the first error.
@@ -133,12 +130,15 @@ func Compile(specs []Spec, link uint32, bigEndian bool, names *Names) (*Program,
 			n.B = -n.B - 1 + nc
 		}
 	}
-	for i, r := range prog.Roots {
-		if c := prog.Criteria; r < nc && c[r].Const && c[r].K == 0 {
+	prog.cones = make([][]int32, len(prog.Roots))
+	prog.cfgs = make([]*cfg, len(prog.Roots))
+	for i := range prog.Roots {
+		prog.cfgs[i] = prog.buildCFG(i)
+		if prog.cfgs[i].root == cReject {
+			// tcpdump refuses such a program; so does gswitch.
 			return nil, &CompileError{prog.Names[i], prog.Exprs[i], fmt.Errorf("expression rejects all packets")}
 		}
 	}
-	prog.cones = make([][]int32, len(prog.Roots))
 	prog.Plan = plan(prog.Criteria)
 	return prog, nil
 }
