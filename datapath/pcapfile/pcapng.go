@@ -34,8 +34,12 @@ func (r *Reader) readSHB() error {
 	if total < 28 || total%4 != 0 || total > maxBlock {
 		return r.errf("section header block length %d invalid", total)
 	}
-	if _, err := r.readFull(int(total) - 12); err != nil {
+	rest, err := r.readFull(int(total) - 12)
+	if err != nil {
 		return r.errf("truncated section header block")
+	}
+	if major := r.order.Uint16(rest); major != 1 {
+		return r.errf("unknown pcapng major version %d", major)
 	}
 	r.ifaces = r.ifaces[:0]
 	return nil

@@ -204,6 +204,12 @@ func FuzzReader(f *testing.F) {
 	}
 	w.Flush()
 	f.Add(b.Bytes())
+	suite, _ := filepath.Glob(filepath.Join("testdata", "pcapng-suite", "*", "*.pcapng"))
+	for _, name := range suite {
+		if s, err := os.ReadFile(name); err == nil {
+			f.Add(s)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := NewReader(bytes.NewReader(data))
 		if err != nil {
