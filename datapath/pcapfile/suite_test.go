@@ -156,3 +156,15 @@ func TestSectionsOfBothByteOrders(t *testing.T) {
 		t.Fatalf("got %d packets (want %d), reader big-endian %v", len(got), 2+len(beOnly), r.BigEndian())
 	}
 }
+
+// TestTruncatedFile: a file cut inside a record header gives its whole
+// packets and then a format error, as libpcap ("truncated dump file").
+func TestTruncatedFile(t *testing.T) {
+	got, err := readFile(t, filepath.Join("testdata", "truncated_dns_2.pcap"))
+	if len(got) != 1 || !errors.Is(err, ErrFormat) {
+		t.Fatalf("got %d packets, error %v; want 1 packet and a format error", len(got), err)
+	}
+	if got[0].WireLen != 282 || len(got[0].Data) != 200 {
+		t.Fatalf("packet: %d of %d bytes", len(got[0].Data), got[0].WireLen)
+	}
+}

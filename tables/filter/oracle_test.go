@@ -206,6 +206,61 @@ func TestOracleTcpdump(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	runOracle(t, files, oracleExprs)
+}
+
+// TestOracleRealCaptures does the same on the real captures of
+// testdata/captures (see SOURCES.md there).
+func TestOracleRealCaptures(t *testing.T) {
+	requireTcpdump(t)
+	paths, _ := filepath.Glob(filepath.Join("testdata", "captures", "*.pcap"))
+	if len(paths) == 0 {
+		t.Fatal("no captures in testdata/captures")
+	}
+	var files []linkFile
+	for _, p := range paths {
+		lf, err := readPcap(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, lf)
+	}
+	runOracle(t, files, oracleExprs)
+}
+
+// readPcap reads a classic pcap file (the test's own small reader: tables
+// packages import no datapath package).
+func readPcap(path string) (linkFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return linkFile{}, err
+	}
+	lf := linkFile{name: path}
+	if len(b) < 24 {
+		return lf, fmt.Errorf("%s: short file", path)
+	}
+	var order binary.ByteOrder = binary.LittleEndian
+	switch {
+	case binary.LittleEndian.Uint32(b) == 0xa1b2c3d4 || binary.LittleEndian.Uint32(b) == 0xa1b23c4d:
+	case binary.BigEndian.Uint32(b) == 0xa1b2c3d4 || binary.BigEndian.Uint32(b) == 0xa1b23c4d:
+		order, lf.bigEndian = binary.BigEndian, true
+	default:
+		return lf, fmt.Errorf("%s: not a classic pcap file", path)
+	}
+	lf.link = order.Uint32(b[20:]) & 0x03ffffff
+	for off := 24; off+16 <= len(b); {
+		n := int(order.Uint32(b[off+8:]))
+		wire := order.Uint32(b[off+12:])
+		if off+16+n > len(b) {
+			return lf, fmt.Errorf("%s: truncated record", path)
+		}
+		lf.pkts = append(lf.pkts, testPacket{b[off+16 : off+16+n], wire})
+		off += 16 + n
+	}
+	return lf, nil
+}
+
+func runOracle(t *testing.T, files []linkFile, exprs []string) {
 	type job struct {
 		lf   linkFile
 		expr string
@@ -239,7 +294,7 @@ func TestOracleTcpdump(t *testing.T) {
 		}()
 	}
 	for _, lf := range files {
-		for _, e := range oracleExprs {
+		for _, e := range exprs {
 			jobs <- job{lf, e}
 		}
 	}
