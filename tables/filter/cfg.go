@@ -27,6 +27,7 @@ const (
 type cfg struct {
 	nodes []cnode
 	root  int32
+	pre   []int32 // criteria whose loads run before the root's test
 }
 
 type cfgBuilder struct {
@@ -80,7 +81,7 @@ func akey(c *Criterion) string {
 	switch {
 	case c.Len:
 		return "len"
-	case c.expr != nil:
+	case c.expr != nil, c.Relational:
 		return c.String()
 	}
 	return fmt.Sprintf("%s&%#x", c.Load, c.Mask)
@@ -100,7 +101,7 @@ func (b *cfgBuilder) decided(facts map[fact]bool, c int32) (bool, bool) {
 		return false, true
 	}
 	cc := &b.crits[c]
-	if cc.Rel != RelEQ || cc.expr != nil {
+	if cc.Rel != RelEQ || cc.expr != nil || cc.Relational {
 		return false, false
 	}
 	for f := range facts {
@@ -108,7 +109,7 @@ func (b *cfgBuilder) decided(facts map[fact]bool, c int32) (bool, bool) {
 			continue
 		}
 		o := &b.crits[f.crit]
-		if o.Rel == RelEQ && o.expr == nil && o.K != cc.K && b.akeys[f.crit] == b.akeys[c] {
+		if o.Rel == RelEQ && o.expr == nil && !o.Relational && o.K != cc.K && b.akeys[f.crit] == b.akeys[c] {
 			return false, true
 		}
 	}
@@ -142,9 +143,19 @@ func (p *Program) buildCFG(f int) *cfg {
 			break
 		}
 	}
+	// opt_root: skip a root whose branches agree, but keep its loads
+	// (they run before the new root's test) unless the program is a
+	// bare return.
 	root = o.root
-	for root >= 0 && b.nodes[root].jt == b.nodes[root].jf {
-		root = b.nodes[root].jt
+	var pre []int32
+	if root >= 0 && b.nodes[root].jt == b.nodes[root].jf {
+		first := b.nodes[root].crit
+		for root >= 0 && b.nodes[root].jt == b.nodes[root].jf {
+			root = b.nodes[root].jt
+		}
+		if root >= 0 {
+			pre = []int32{first}
+		}
 	}
 	// intern_blocks: merge blocks that became identical.
 	old := b.nodes
@@ -164,7 +175,7 @@ func (p *Program) buildCFG(f int) *cfg {
 		return r
 	}
 	root = copyNode(root)
-	return &cfg{nodes: nb.nodes, root: root}
+	return &cfg{nodes: nb.nodes, root: root, pre: pre}
 }
 
 // optimizer mirrors the jump optimizations of libpcap's optimize.c that
@@ -419,6 +430,11 @@ func topo(nodes []cnode, root int32) []int32 {
 // walk runs the CFG on criteria values: an unknown value on the path
 // rejects the packet.
 func (g *cfg) walk(vals []uint8) bool {
+	for _, c := range g.pre {
+		if vals[c] == vAbort {
+			return false
+		}
+	}
 	id := g.root
 	for id >= 0 {
 		n := &g.nodes[id]

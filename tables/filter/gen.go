@@ -653,11 +653,11 @@ func (g *gen) relation(rel Rel, reversed bool, a, b *arith) *bnode {
 	var c *Criterion
 	switch {
 	case a.op == aLoad && a.a == nil && b.op == aConst:
-		c = &Criterion{Load: a.load, Mask: 0xffffffff, Rel: rel, K: b.k}
+		c = &Criterion{Load: a.load, Mask: 0xffffffff, Rel: rel, K: b.k, Relational: true}
 	case a.op == aAnd && a.a.op == aLoad && a.a.a == nil && a.b.op == aConst && b.op == aConst && rel != RelSet:
-		c = &Criterion{Load: a.a.load, Mask: a.b.k, Rel: rel, K: b.k}
+		c = &Criterion{Load: a.a.load, Mask: a.b.k, Rel: rel, K: b.k, Relational: true}
 	case a.op == aLen && b.op == aConst:
-		c = &Criterion{Len: true, Rel: rel, K: b.k}
+		c = &Criterion{Len: true, Rel: rel, K: b.k, Relational: true}
 	case a.op == aConst && b.op == aConst:
 		c = &Criterion{Const: true, K: boolK(evalRel(rel, a.k, b.k))}
 	default:

@@ -118,7 +118,12 @@ type Criterion struct {
 	Len  bool
 	// Const: no load at all; the value is Rel==RelEQ && K==1 (true) or false.
 	Const bool
-	expr  *relation
+	// Relational: written as a relation ("ip[8] = 6") rather than by a
+	// primitive ("ip proto 6"). libpcap compiles the two differently (a
+	// subtraction, or a comparison with a register), so its optimizer never
+	// lets one decide the other; the CFG emulation keeps them apart.
+	Relational bool
+	expr       *relation
 }
 
 type relation struct {
@@ -143,10 +148,14 @@ func (c *Criterion) String() string {
 		c.expr.r.key(&sb)
 		return sb.String()
 	}
-	if c.Mask != 0xffffffff {
-		return fmt.Sprintf("%s & %#x %s %#x", c.Load, c.Mask, relNames[c.Rel], c.K)
+	pre := ""
+	if c.Relational {
+		pre = "rel "
 	}
-	return fmt.Sprintf("%s %s %#x", c.Load, relNames[c.Rel], c.K)
+	if c.Mask != 0xffffffff {
+		return fmt.Sprintf("%s%s & %#x %s %#x", pre, c.Load, c.Mask, relNames[c.Rel], c.K)
+	}
+	return fmt.Sprintf("%s%s %s %#x", pre, c.Load, relNames[c.Rel], c.K)
 }
 
 // General reports whether the criterion is a general relation (an

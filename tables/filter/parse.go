@@ -109,10 +109,8 @@ func (p *parser) arithAt(i int) bool {
 	case isPname(t):
 		return p.toks[min(i+1, len(p.toks)-1)].op("[")
 	case t.op("("):
-		if isArithOrRel(p.toks[min(p.matching(i)+1, len(p.toks)-1)]) {
-			return true
-		}
-		return p.arithAt(i + 1)
+		// "(arith) op ...": a parenthesised relation is an expression.
+		return isArithOrRel(p.toks[min(p.matching(i)+1, len(p.toks)-1)])
 	}
 	return false
 }
