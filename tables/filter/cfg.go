@@ -37,10 +37,11 @@ type cfgBuilder struct {
 	akeys []string
 }
 
+// node returns the block testing c with branches t and f, shared with an
+// identical block. A block whose branches agree is kept: libpcap's
+// optimizer skips it from its in-edges (opt_j), or from the root
+// (opt_root, keeping its loads), not when it is generated.
 func (b *cfgBuilder) node(c, t, f int32) int32 {
-	if t == f {
-		return t
-	}
 	k := cnode{c, t, f}
 	if id, ok := b.index[k]; ok {
 		return id
@@ -143,21 +144,8 @@ func (p *Program) buildCFG(f int) *cfg {
 			break
 		}
 	}
-	// opt_root: skip a root whose branches agree, but keep its loads
-	// (they run before the new root's test) unless the program is a
-	// bare return.
-	root = o.root
-	var pre []int32
-	if root >= 0 && b.nodes[root].jt == b.nodes[root].jf {
-		first := b.nodes[root].crit
-		for root >= 0 && b.nodes[root].jt == b.nodes[root].jf {
-			root = b.nodes[root].jt
-		}
-		if root >= 0 {
-			pre = []int32{first}
-		}
-	}
-	// intern_blocks: merge blocks that became identical.
+	// intern_blocks: merge blocks that became identical (a block whose
+	// branches then agree is skipped by its in-edges, as opt_j would).
 	old := b.nodes
 	nb := &cfgBuilder{crits: b.crits, index: map[cnode]int32{}, akeys: b.akeys}
 	memo := map[int32]int32{}
@@ -174,7 +162,19 @@ func (p *Program) buildCFG(f int) *cfg {
 		memo[id] = r
 		return r
 	}
-	root = copyNode(root)
+	// opt_root: skip a root whose branches agree, but keep its loads (they
+	// run before the new root's test) unless the program is a bare return.
+	root = copyNode(o.root)
+	var pre []int32
+	if root >= 0 && nb.nodes[root].jt == nb.nodes[root].jf {
+		first := nb.nodes[root].crit
+		for root >= 0 && nb.nodes[root].jt == nb.nodes[root].jf {
+			root = nb.nodes[root].jt
+		}
+		if root >= 0 {
+			pre = []int32{first}
+		}
+	}
 	return &cfg{nodes: nb.nodes, root: root, pre: pre}
 }
 

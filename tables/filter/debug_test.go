@@ -59,7 +59,7 @@ func TestOracleDiff(t *testing.T) {
 			t.Logf("criterion %d: %s", i, c.String())
 		}
 		g := prog.cfgs[0]
-		t.Logf("cfg root %d", g.root)
+		t.Logf("cfg root %d pre %v", g.root, g.pre)
 		for i, n := range g.nodes {
 			t.Logf("node %d: crit %d jt %d jf %d", i, n.crit, n.jt, n.jf)
 		}

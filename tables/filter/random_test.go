@@ -3,8 +3,8 @@ package filter
 import (
 	"math/rand"
 	"os"
-	"strconv"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
