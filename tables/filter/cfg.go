@@ -43,6 +43,10 @@ type cfgBuilder struct {
 // (opt_root, keeping its loads), not when it is generated.
 func (b *cfgBuilder) node(c, t, f int32) int32 {
 	k := cnode{c, t, f}
+	if b.index == nil { // generating: every block is new, as in gencode
+		b.nodes = append(b.nodes, k)
+		return int32(len(b.nodes) - 1)
+	}
 	if id, ok := b.index[k]; ok {
 		return id
 	}
@@ -80,28 +84,35 @@ func (b *cfgBuilder) build(p *Program, v int32, t, f int32) int32 {
 // number of the accumulator).
 func akey(c *Criterion) string {
 	switch {
-	case c.Len:
+	case c.Len && !c.Relational:
 		return "len"
-	case c.expr != nil, c.Relational:
+	case c.expr != nil, c.Len:
+		return c.String()
+	case c.Relational:
 		return c.String()
 	}
 	return fmt.Sprintf("%s&%#x", c.Load, c.Mask)
 }
 
+// fact is an edge: the block node's test had outcome sense. libpcap's
+// optimizer knows the edges that dominate an edge (not the outcomes of
+// equal tests on different paths).
 type fact struct {
-	crit  int32
+	node  int32
 	sense bool
 }
 
-// decided returns the outcome of criterion c implied by facts.
+// decided returns the outcome of criterion c implied by the dominating
+// edges (libpcap's fold_edge): the same test, or an equality test of the
+// same value with another constant known true.
 func (b *cfgBuilder) decided(facts map[fact]bool, c int32) (bool, bool) {
-	if facts[fact{c, true}] {
-		return true, true
-	}
-	if facts[fact{c, false}] {
-		return false, true
-	}
 	cc := &b.crits[c]
+	for f := range facts {
+		oc := b.nodes[f.node].crit
+		if oc == c {
+			return f.sense, true
+		}
+	}
 	if cc.Rel != RelEQ || cc.expr != nil || cc.Relational {
 		return false, false
 	}
@@ -109,8 +120,9 @@ func (b *cfgBuilder) decided(facts map[fact]bool, c int32) (bool, bool) {
 		if !f.sense {
 			continue
 		}
-		o := &b.crits[f.crit]
-		if o.Rel == RelEQ && o.expr == nil && !o.Relational && o.K != cc.K && b.akeys[f.crit] == b.akeys[c] {
+		oc := b.nodes[f.node].crit
+		o := &b.crits[oc]
+		if o.Rel == RelEQ && o.expr == nil && !o.Relational && o.K != cc.K && b.akeys[oc] == b.akeys[c] {
 			return false, true
 		}
 	}
@@ -118,7 +130,7 @@ func (b *cfgBuilder) decided(facts map[fact]bool, c int32) (bool, bool) {
 }
 
 func (p *Program) buildCFG(f int) *cfg {
-	b := &cfgBuilder{crits: p.Criteria, index: map[cnode]int32{}}
+	b := &cfgBuilder{crits: p.Criteria}
 	for i := range p.Criteria {
 		b.akeys = append(b.akeys, akey(&p.Criteria[i]))
 	}
@@ -297,7 +309,7 @@ func (o *optimizer) edgeFacts(id int32, sense bool) map[fact]bool {
 	for k := range o.facts[id] {
 		ef[k] = true
 	}
-	ef[fact{o.b.nodes[id].crit, sense}] = true
+	ef[fact{id, sense}] = true
 	return ef
 }
 

@@ -183,9 +183,18 @@ func (g *gen) tranIPv4(off uint32, size uint8) Load {
 
 func (g *gen) tranIPv6(off uint32, size uint8) Load { return g.pl(40+off, size) }
 
-func eq(l Load, k uint32) *bnode        { return cmp(l, 0xffffffff, RelEQ, k) }
-func meq(l Load, k, mask uint32) *bnode { return cmp(l, mask, RelEQ, k) }
-func jset(l Load, k uint32) *bnode      { return cmp(l, 0xffffffff, RelSet, k) }
+func eq(l Load, k uint32) *bnode { return cmp(l, 0xffffffff, RelEQ, k) }
+
+// meq is gen_mcmp: (load & mask) == k. libpcap's peephole pass turns
+// "and #mask; jeq #0" into "jset #mask" with the branches swapped, which
+// changes what its optimizer can deduce from it; so does this form.
+func meq(l Load, k, mask uint32) *bnode {
+	if k == 0 && mask != 0xffffffff && mask != 0 {
+		return not(jset(l, mask))
+	}
+	return cmp(l, mask, RelEQ, k)
+}
+func jset(l Load, k uint32) *bnode { return cmp(l, 0xffffffff, RelSet, k) }
 func mcmpOrTrue(l Load, k, m uint32) *bnode {
 	if m == 0 && k == 0 { // (A & 0) == 0: libpcap's optimizer removes the load
 		return constNode(true)

@@ -118,10 +118,12 @@ type Criterion struct {
 	Len  bool
 	// Const: no load at all; the value is Rel==RelEQ && K==1 (true) or false.
 	Const bool
-	// Relational: written as a relation ("ip[8] = 6") rather than by a
-	// primitive ("ip proto 6"). libpcap compiles the two differently (a
-	// subtraction, or a comparison with a register), so its optimizer never
-	// lets one decide the other; the CFG emulation keeps them apart.
+	// Relational: written as a relation ("ip[8] = 6", "tcp[13] & 2 = 2")
+	// rather than by a primitive. libpcap compiles the two differently
+	// (through scratch memory and the X register: "sub x", "and x",
+	// "jgt x"), so its jump optimizer never lets one decide the other (the
+	// oracle tests confirm it); the CFG emulation keeps them apart and
+	// decides a relational test only from the same test.
 	Relational bool
 	expr       *relation
 }
