@@ -29,29 +29,83 @@ func (p *Program) Words() int { return (len(p.Roots) + 63) / 64 }
 func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 	p := e.p
 	v := e.vals
-	unknown := false
-	for i := range p.Criteria {
-		v[i] = evalCrit(&p.Criteria[i], data, wire)
-		unknown = unknown || v[i] == vAbort
-	}
-	nc := len(p.Criteria)
-	for i, n := range p.Nodes {
-		v[nc+i] = kleene(n.Op, v[n.A], v[n.B])
-	}
+	unknown := e.criteria(data, wire)
 	for i := range out[:p.Words()] {
 		out[i] = 0
 	}
-	for i, r := range p.Roots {
-		res := v[r]
-		if unknown {
-			// Three-valued logic would be sound, but libpcap's optimizer
-			// removes fewer loads than an ideal one: walk its form.
-			res = e.decide(i)
+	if unknown {
+		// Some load ran past the captured length. Three-valued logic would
+		// be sound, but libpcap's optimizer removes fewer loads than an
+		// ideal one: walk each filter's optimized form.
+		for i := range p.Roots {
+			if e.decide(i) == vTrue {
+				out[i/64] |= 1 << (i % 64)
+			}
 		}
-		if res == vTrue {
-			out[i/64] |= 1 << (i % 64)
+		return
+	}
+	nc := len(p.Criteria)
+	for i, n := range p.Nodes {
+		a := v[n.A]
+		switch n.Op {
+		case OpAnd:
+			a &= v[n.B]
+		case OpOr:
+			a |= v[n.B]
+		default:
+			a ^= 1
+		}
+		v[nc+i] = a
+	}
+	for i, r := range p.Roots {
+		out[i/64] |= uint64(v[r]) << (i % 64)
+	}
+}
+
+// criteria evaluates every criterion into e.vals and reports whether any
+// is unknown. Equality tests of one value (the same load and mask) share
+// one load: with many filters most criteria are such groups (ether types,
+// protocols, addresses, ports).
+func (e *Evaluator) criteria(data []byte, wire uint32) bool {
+	p := e.p
+	v := e.vals
+	unknown := false
+	for _, i := range p.singles {
+		v[i] = evalCrit(&p.Criteria[i], data, wire)
+		unknown = unknown || v[i] == vAbort
+	}
+	for gi := range p.groups {
+		g := &p.groups[gi]
+		x, ok := uint32(0), false
+		if off, aok := address(data, g.load, 0); aok {
+			x, ok = load(data, off, g.load.Size)
+		}
+		if !ok {
+			for _, id := range g.members {
+				v[id] = vAbort
+			}
+			unknown = true
+			continue
+		}
+		x &= g.mask
+		if g.byK == nil {
+			for j, id := range g.members {
+				if x == g.ks[j] {
+					v[id] = vTrue
+				} else {
+					v[id] = vFalse
+				}
+			}
+			continue
+		}
+		for _, id := range g.members {
+			v[id] = vFalse
+		}
+		if id, hit := g.byK[x]; hit {
+			v[id] = vTrue
 		}
 	}
+	return unknown
 }
 
 // kleene is three-valued logic with vAbort as "unknown".

@@ -58,6 +58,58 @@ type Program struct {
 	Plan      BytePlan
 	cones     [][]int32 // per filter: the criteria it reads, computed on first need
 	cfgs      []*cfg    // per filter: the optimized control-flow form
+	groups    []eqGroup
+	singles   []int32 // criteria evaluated one by one
+}
+
+// eqGroup is the equality criteria of one (load, mask): one load, then a
+// comparison with each constant (or one map look-up for large groups).
+type eqGroup struct {
+	load    Load
+	mask    uint32
+	members []int32
+	ks      []uint32
+	byK     map[uint32]int32 // for groups larger than groupMapMin
+}
+
+const groupMapMin = 16
+
+func (p *Program) group() {
+	type key struct {
+		l Load
+		m uint32
+	}
+	idx := map[key]int{}
+	var groups []eqGroup
+	for i := range p.Criteria {
+		c := &p.Criteria[i]
+		if c.Const || c.Len || c.expr != nil || c.Rel != RelEQ {
+			p.singles = append(p.singles, int32(i))
+			continue
+		}
+		k := key{c.Load, c.Mask}
+		gi, ok := idx[k]
+		if !ok {
+			gi = len(groups)
+			idx[k] = gi
+			groups = append(groups, eqGroup{load: c.Load, mask: c.Mask})
+		}
+		g := &groups[gi]
+		g.members = append(g.members, int32(i))
+		g.ks = append(g.ks, c.K)
+	}
+	for gi := range groups {
+		g := &groups[gi]
+		if len(g.members) > groupMapMin {
+			g.byK = map[uint32]int32{}
+			for j, id := range g.members {
+				if _, dup := g.byK[g.ks[j]]; !dup {
+					g.byK[g.ks[j]] = id
+				}
+			}
+		}
+	}
+	p.groups = groups
 }
 
 // CompileError names the filter and the position of the first error.
@@ -140,6 +192,7 @@ func Compile(specs []Spec, link uint32, bigEndian bool, names *Names) (*Program,
 		}
 	}
 	prog.Plan = plan(prog.Criteria)
+	prog.group()
 	return prog, nil
 }
 
