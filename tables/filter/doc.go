@@ -41,21 +41,31 @@
 //
 // # Evaluation
 //
-// Evaluator.Eval evaluates every criterion once per packet, then every
-// sub-predicate in topological order, then reads each filter's root: gPF's
-// three stages. A criterion's value is true, false or unknown: a load past
-// the captured length (or a run-time division by zero) makes BPF reject
-// the packet for the whole filter, also under "not", wherever it is
-// reached. On packets where no criterion is unknown, the boolean graph is
-// exactly libpcap's answer; "len", "less" and "greater" use the length on
-// the wire, loads the captured length.
+// A criterion's value is true, false or unknown: a load past the captured
+// length (or a run-time division by zero) makes BPF reject the packet for
+// the whole filter, also under "not", wherever it is reached; "len",
+// "less" and "greater" use the length on the wire, loads the captured
+// length.
+//
+// Evaluator.EvalStages is gPF's form, the one the device layout follows:
+// every criterion once per packet (equality criteria of one value, as
+// ether types, protocols, addresses and ports are, share one load), then
+// every sub-predicate in topological order, then each filter's root. On
+// packets where no criterion is unknown that is exactly libpcap's answer.
+//
+// Evaluator.Eval is the CPU path: each filter runs its optimized
+// control-flow form (below), and a criterion is computed the first time a
+// filter reaches it in the packet and then shared by all filters (at most
+// once per packet). Short-circuiting makes it several times faster than
+// the three stages on a CPU; the oracle and fuzz tests check that the two
+// agree packet by packet.
 //
 // # Truncated packets and libpcap's optimizer
 //
 // tcpdump runs libpcap's optimized program by default, and the optimizer
 // removes tests, and with them loads that would have run past the end of a
-// truncated packet. So on packets where some criterion is unknown, each
-// filter is answered by walking its control-flow form (cfg.go), built as
+// truncated packet. So each filter also has a control-flow form (cfg.go),
+// which answers it whenever some criterion is unknown, built as
 // gencode lays out blocks and transformed by the jump optimizations of
 // optimize.c that change which loads run: opt_j (an edge is threaded past a
 // block whose branches agree, or whose test a dominating edge decides: the

@@ -7,16 +7,19 @@ const (
 	vAbort // unknown: a load past the captured length (or a division by zero)
 )
 
-// Evaluator evaluates a Program on packets. It holds the per-packet value
-// scratch; one Evaluator per goroutine.
+// Evaluator evaluates a Program on packets. It holds the per-packet
+// scratch (criterion values and the epoch that marks them computed for the
+// current packet); one Evaluator per goroutine.
 type Evaluator struct {
-	p    *Program
-	vals []uint8
+	p     *Program
+	vals  []uint8
+	epoch []uint32
+	cur   uint32
 }
 
 // NewEvaluator returns an evaluator of p.
 func NewEvaluator(p *Program) *Evaluator {
-	return &Evaluator{p: p, vals: make([]uint8, len(p.Criteria)+len(p.Nodes))}
+	return &Evaluator{p: p, vals: make([]uint8, len(p.Criteria)+len(p.Nodes)), epoch: make([]uint32, len(p.Criteria))}
 }
 
 // Words is the number of uint64 words of a result bitmap.
@@ -24,9 +27,73 @@ func (p *Program) Words() int { return (len(p.Roots) + 63) / 64 }
 
 // Eval evaluates every filter on one packet: data is the captured bytes,
 // wire the length on the wire. Bit i of out (len >= Words()) is set when
-// filter i accepts the packet. Every criterion is evaluated once, then
-// every sub-predicate, then the filters read their roots.
+// filter i accepts the packet.
+//
+// This is the CPU path: each filter runs its optimized control-flow form
+// (the program tcpdump would run), and a criterion is computed the first
+// time any filter reaches it in this packet and then shared: every
+// criterion at most once per packet, an equality group (one load, many
+// constants) at once. EvalStages is the device's three-stage form; both
+// give the same answers (FuzzEval checks it).
 func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
+	p := e.p
+	e.cur++
+	if e.cur == 0 { // wrapped: forget every mark
+		clear(e.epoch)
+		e.cur = 1
+	}
+	for i := range out[:p.Words()] {
+		out[i] = 0
+	}
+	for f, g := range p.cfgs {
+		id := g.root
+		ok := true
+		for _, c := range g.pre {
+			if e.get(c, data, wire) == vAbort {
+				ok = false
+			}
+		}
+		for ok && id >= 0 {
+			n := &g.nodes[id]
+			switch e.get(n.crit, data, wire) {
+			case vTrue:
+				id = n.jt
+			case vFalse:
+				id = n.jf
+			default:
+				ok = false
+			}
+		}
+		if ok && id == cAccept {
+			out[f/64] |= 1 << (f % 64)
+		}
+	}
+}
+
+// get returns criterion c's value for the current packet, computing it (or
+// its whole equality group) on first use.
+func (e *Evaluator) get(c int32, data []byte, wire uint32) uint8 {
+	if e.epoch[c] == e.cur {
+		return e.vals[c]
+	}
+	if g := e.p.critGroup[c]; g >= 0 {
+		e.evalGroup(&e.p.groups[g], data)
+		for _, id := range e.p.groups[g].members {
+			e.epoch[id] = e.cur
+		}
+	} else {
+		e.vals[c] = evalCrit(&e.p.Criteria[c], data, wire)
+		e.epoch[c] = e.cur
+	}
+	return e.vals[c]
+}
+
+// EvalStages evaluates the filters as gPF's three kernels do: every
+// criterion, then every sub-predicate in topological order, then each
+// filter's root. A packet on which some criterion is unknown (a load past
+// the captured length) is answered per filter by its control-flow form, as
+// libpcap's optimizer decides which of those loads remain.
+func (e *Evaluator) EvalStages(data []byte, wire uint32, out []uint64) {
 	p := e.p
 	v := e.vals
 	unknown := e.criteria(data, wire)
@@ -34,11 +101,16 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 		out[i] = 0
 	}
 	if unknown {
-		// Some load ran past the captured length. Three-valued logic would
-		// be sound, but libpcap's optimizer removes fewer loads than an
-		// ideal one: walk each filter's optimized form.
+		e.cur++
+		if e.cur == 0 {
+			clear(e.epoch)
+			e.cur = 1
+		}
+		for i := range p.Criteria {
+			e.epoch[i] = e.cur
+		}
 		for i := range p.Roots {
-			if e.decide(i) == vTrue {
+			if p.cfgs[i].walk(v) {
 				out[i/64] |= 1 << (i % 64)
 			}
 		}
@@ -63,9 +135,7 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 }
 
 // criteria evaluates every criterion into e.vals and reports whether any
-// is unknown. Equality tests of one value (the same load and mask) share
-// one load: with many filters most criteria are such groups (ether types,
-// protocols, addresses, ports).
+// is unknown.
 func (e *Evaluator) criteria(data []byte, wire uint32) bool {
 	p := e.p
 	v := e.vals
@@ -75,108 +145,48 @@ func (e *Evaluator) criteria(data []byte, wire uint32) bool {
 		unknown = unknown || v[i] == vAbort
 	}
 	for gi := range p.groups {
-		g := &p.groups[gi]
-		x, ok := uint32(0), false
-		if off, aok := address(data, g.load, 0); aok {
-			x, ok = load(data, off, g.load.Size)
-		}
-		if !ok {
-			for _, id := range g.members {
-				v[id] = vAbort
-			}
+		if e.evalGroup(&p.groups[gi], data) {
 			unknown = true
-			continue
-		}
-		x &= g.mask
-		if g.byK == nil {
-			for j, id := range g.members {
-				if x == g.ks[j] {
-					v[id] = vTrue
-				} else {
-					v[id] = vFalse
-				}
-			}
-			continue
-		}
-		for _, id := range g.members {
-			v[id] = vFalse
-		}
-		if id, hit := g.byK[x]; hit {
-			v[id] = vTrue
 		}
 	}
 	return unknown
 }
 
-// kleene is three-valued logic with vAbort as "unknown".
-func kleene(op Op, a, b uint8) uint8 {
-	switch op {
-	case OpAnd:
-		if a == vFalse || b == vFalse {
-			return vFalse
-		}
-		if a == vTrue && b == vTrue {
-			return vTrue
-		}
-		return vAbort
-	case OpOr:
-		if a == vTrue || b == vTrue {
-			return vTrue
-		}
-		if a == vFalse && b == vFalse {
-			return vFalse
-		}
-		return vAbort
+// evalGroup evaluates the equality criteria of one value; it reports
+// whether the load ran past the captured length.
+func (e *Evaluator) evalGroup(g *eqGroup, data []byte) bool {
+	v := e.vals
+	x, ok := uint32(0), false
+	if off, aok := address(data, g.load, 0); aok {
+		x, ok = load(data, off, g.load.Size)
 	}
-	if a == vAbort {
-		return a
+	if !ok {
+		for _, id := range g.members {
+			v[id] = vAbort
+		}
+		return true
 	}
-	return a ^ 1
+	x &= g.mask
+	if g.byK == nil {
+		for j, id := range g.members {
+			if x == g.ks[j] {
+				v[id] = vTrue
+			} else {
+				v[id] = vFalse
+			}
+		}
+		return false
+	}
+	for _, id := range g.members {
+		v[id] = vFalse
+	}
+	if id, hit := g.byK[x]; hit {
+		v[id] = vTrue
+	}
+	return false
 }
 
-// decide answers a filter whose three-valued result is unknown (some
-// criterion it reads ran past the captured length) by walking its
-// optimized control-flow form, as tcpdump's default program would run.
-func (e *Evaluator) decide(f int) uint8 {
-	if e.p.cfgs[f].walk(e.vals) {
-		return vTrue
-	}
-	return vFalse
-}
-
-// cone returns the criteria filter f reads.
-func (p *Program) cone(f int) []int32 {
-	if c := p.cones[f]; c != nil {
-		return c
-	}
-	nc := int32(len(p.Criteria))
-	seen := map[int32]bool{}
-	var out []int32
-	var walk func(v int32)
-	walk = func(v int32) {
-		if seen[v] {
-			return
-		}
-		seen[v] = true
-		if v < nc {
-			out = append(out, v)
-			return
-		}
-		n := p.Nodes[v-nc]
-		walk(n.A)
-		if n.Op != OpNot {
-			walk(n.B)
-		}
-	}
-	walk(p.Roots[f])
-	if out == nil {
-		out = []int32{}
-	}
-	p.cones[f] = out
-	return out
-}
-
-// Match evaluates a program of one filter.
+// Match evaluates a program's first filter.
 func (e *Evaluator) Match(data []byte, wire uint32) bool {
 	var out [1]uint64
 	if len(e.p.Roots) > 64 {

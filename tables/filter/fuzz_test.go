@@ -67,11 +67,16 @@ func FuzzEval(f *testing.F) {
 	}
 	ev := NewEvaluator(all)
 	out := make([]uint64, all.Words())
+	stages := make([]uint64, all.Words())
 	f.Fuzz(func(t *testing.T, data []byte, wire uint32) {
 		ev.Eval(data, wire, out)
+		ev.EvalStages(data, wire, stages)
 		for i, s := range singles {
 			if got, want := out[0]>>i&1 == 1, s.Match(data, wire); got != want {
 				t.Fatalf("filter %q: in the set %v, alone %v", exprs[i], got, want)
+			}
+			if got, want := stages[0]>>i&1 == 1, out[0]>>i&1 == 1; got != want {
+				t.Fatalf("filter %q: three stages %v, control flow %v", exprs[i], got, want)
 			}
 		}
 	})

@@ -56,10 +56,10 @@ type Program struct {
 	Nodes     []Node
 	Roots     []int32 // value index of each filter's result
 	Plan      BytePlan
-	cones     [][]int32 // per filter: the criteria it reads, computed on first need
-	cfgs      []*cfg    // per filter: the optimized control-flow form
+	cfgs      []*cfg // per filter: the optimized control-flow form
 	groups    []eqGroup
 	singles   []int32 // criteria evaluated one by one
+	critGroup []int32 // per criterion: its group, or -1
 }
 
 // eqGroup is the equality criteria of one (load, mask): one load, then a
@@ -110,6 +110,15 @@ func (p *Program) group() {
 		}
 	}
 	p.groups = groups
+	p.critGroup = make([]int32, len(p.Criteria))
+	for i := range p.critGroup {
+		p.critGroup[i] = -1
+	}
+	for gi := range groups {
+		for _, id := range groups[gi].members {
+			p.critGroup[id] = int32(gi)
+		}
+	}
 }
 
 // CompileError names the filter and the position of the first error.
@@ -182,7 +191,6 @@ func Compile(specs []Spec, link uint32, bigEndian bool, names *Names) (*Program,
 			n.B = -n.B - 1 + nc
 		}
 	}
-	prog.cones = make([][]int32, len(prog.Roots))
 	prog.cfgs = make([]*cfg, len(prog.Roots))
 	for i := range prog.Roots {
 		prog.cfgs[i] = prog.buildCFG(i)

@@ -199,9 +199,15 @@ func ourCount(expr string, lf linkFile) (int, error) {
 	}
 	ev := NewEvaluator(prog)
 	n := 0
+	var stages [1]uint64
 	for _, p := range lf.pkts {
-		if ev.Match(p.data, p.wire) {
+		m := ev.Match(p.data, p.wire)
+		if m {
 			n++
+		}
+		// The three-stage (device) form must agree packet by packet.
+		if ev.EvalStages(p.data, p.wire, stages[:]); (stages[0]&1 == 1) != m {
+			return 0, fmt.Errorf("three-stage evaluation %v, control flow %v on a packet of %d bytes", !m, m, len(p.data))
 		}
 	}
 	return n, nil
