@@ -300,7 +300,14 @@ func evalArith(e *arith, data []byte, wire uint32) (uint32, bool) {
 	if !ok {
 		return 0, false
 	}
-	switch e.op {
+	return alu(e.op, a, b)
+}
+
+// alu is BPF's arithmetic: 32-bit unsigned, a division or modulo by zero
+// rejects the packet (false), a shift by 32 or more gives 0 (libpcap's
+// bpf_filter.c; a constant shift above 31 is a compile error).
+func alu(op aop, a, b uint32) (uint32, bool) {
+	switch op {
 	case aAdd:
 		return a + b, true
 	case aSub:
@@ -324,9 +331,9 @@ func evalArith(e *arith, data []byte, wire uint32) (uint32, bool) {
 	case aXor:
 		return a ^ b, true
 	case aLsh:
-		return a << (b & 31), true
+		return a << b, true
 	case aRsh:
-		return a >> (b & 31), true
+		return a >> b, true
 	}
 	return 0, false
 }

@@ -46,7 +46,7 @@ func FuzzEval(f *testing.F) {
 		f.Add(p.data, p.wire)
 	}
 	exprs := []string{"tcp port 80", "not udp port 53", "tcp[((tcp[12] & 0xf0) >> 2)] = 0x47",
-		"ip[8] / (ip[9] - 6) = 5", "vlan 100 and host 10.0.0.1", "mpls and mpls 2000 and udp",
+		"ip[8] / (ip[9] - 6) = 5", "ip[0] << (ip[1] & 0x3f) = 0", "tcp[0:4] >> ip[8] = 0", "vlan 100 and host 10.0.0.1", "mpls and mpls 2000 and udp",
 		"ether[len - 1] = 0", "icmp6[0] = 128 or ip6 proto 44", "tcp[100] = 1 or tcp", "portrange 50-100",
 		"not (host 10.0.0.1 and port 80)", "ip[0] & 0xf > 5", "greater 60 and less 100", "arp or rarp"}
 	var specs []Spec
@@ -68,9 +68,18 @@ func FuzzEval(f *testing.F) {
 	ev := NewEvaluator(all)
 	out := make([]uint64, all.Words())
 	stages := make([]uint64, all.Words())
+	words := make([]uint64, all.Words())
+	le, err := NewLayoutEvaluator(all.Layout())
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte, wire uint32) {
 		ev.Eval(data, wire, out)
 		ev.EvalStages(data, wire, stages)
+		le.Eval(data, wire, words)
+		if words[0] != stages[0] {
+			t.Fatalf("layout interpreter %b, three stages %b", words[0], stages[0])
+		}
 		for i, s := range singles {
 			if got, want := out[0]>>i&1 == 1, s.Match(data, wire); got != want {
 				t.Fatalf("filter %q: in the set %v, alone %v", exprs[i], got, want)

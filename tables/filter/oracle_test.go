@@ -52,7 +52,7 @@ var oracleExprs = []string{
 	"arp[6:2] = 1", "arp[7] = 3", "rarp[7] = 3", "ip[1] + ip[8] > 64", "ip[8] * 2 = 128", "ip[8] / 2 = 32",
 	"ip[8] % 5 = 4", "ip[8] ^ 0xff = 0xbf", "ip[8] | 1 = 65", "-ip[8] = -64", "ip[8] - 1 = 63",
 	"ip[8] % 3 + 1 = 2", "2 + 3 * ip[8] = 194", "1 = 1", "1 = 2", "ip[8] / ip[9] = 10", "ether[0] / (ether[1] - ether[1]) = 0",
-	"tcp[0] << 33 = 0", "sctp[2:2] = 8080", "udp[4:2] > 20", "igmp[0] = 0", "pim[0] = 0x20", "vrrp[0] = 0",
+	"tcp[0] << 33 = 0", "tcp[0] << (tcp[1] & 0x3f) = 0", "ip[8] >> (ip[9] + 30) = 0", "sctp[2:2] = 8080", "udp[4:2] > 20", "igmp[0] = 0", "pim[0] = 0x20", "vrrp[0] = 0",
 	"vlan", "vlan 100", "vlan 101", "vlan 200", "vlan and vlan", "vlan 200 and vlan 300", "vlan and ip",
 	"vlan and tcp port 80", "vlan 100 and host 10.0.0.1", "vlan or ip", "ip or vlan", "vlan and not ip",
 	"not vlan", "vlan 5 and vlan 6 and tcp", "vlan and vlan and udp", "vlan 100 or vlan 101",
@@ -198,6 +198,10 @@ func ourCount(expr string, lf linkFile) (int, error) {
 		return 0, err
 	}
 	ev := NewEvaluator(prog)
+	le, err := NewLayoutEvaluator(prog.Layout())
+	if err != nil {
+		return 0, err
+	}
 	n := 0
 	var stages [1]uint64
 	for _, p := range lf.pkts {
@@ -205,9 +209,13 @@ func ourCount(expr string, lf linkFile) (int, error) {
 		if m {
 			n++
 		}
-		// The three-stage (device) form must agree packet by packet.
+		// The three-stage (device) form and its word layout must agree
+		// packet by packet.
 		if ev.EvalStages(p.data, p.wire, stages[:]); (stages[0]&1 == 1) != m {
 			return 0, fmt.Errorf("three-stage evaluation %v, control flow %v on a packet of %d bytes", !m, m, len(p.data))
+		}
+		if le.Eval(p.data, p.wire, stages[:]); (stages[0]&1 == 1) != m {
+			return 0, fmt.Errorf("layout interpreter %v, control flow %v on a packet of %d bytes", !m, m, len(p.data))
 		}
 	}
 	return n, nil
