@@ -10,10 +10,15 @@ import (
 // libpcap it generates code while it parses, in textual order, which is
 // what makes "vlan" and "mpls" shift the offsets of everything after them.
 type parser struct {
-	toks []token
-	i    int
-	g    *gen
+	toks  []token
+	i     int
+	g     *gen
+	match []int // index of the ')' closing each '(' (computed on first need)
 }
+
+// MaxExprLen bounds an expression's length (untrusted input: the parser
+// recurses once per nesting level).
+const MaxExprLen = 16 << 10
 
 func (p *parser) peek() token        { return p.toks[p.i] }
 func (p *parser) peekAt(k int) token { return p.toks[min(p.i+k, len(p.toks)-1)] }
@@ -81,21 +86,24 @@ var relOps = map[string]bool{">": true, ">=": true, "=": true, "<": true, "<=": 
 
 func isArithOrRel(t token) bool { return t.kind == tOp && (arithOps[t.text] || relOps[t.text]) }
 
-// matching returns the index of the ')' closing the '(' at i.
+// matching returns the index of the ')' closing the '(' at i (the last
+// token when it is not closed).
 func (p *parser) matching(i int) int {
-	depth := 0
-	for j := i; j < len(p.toks); j++ {
-		switch {
-		case p.toks[j].op("("):
-			depth++
-		case p.toks[j].op(")"):
-			depth--
-			if depth == 0 {
-				return j
+	if p.match == nil {
+		p.match = make([]int, len(p.toks))
+		var open []int
+		for j, t := range p.toks {
+			p.match[j] = len(p.toks) - 1
+			switch {
+			case t.op("("):
+				open = append(open, j)
+			case t.op(")") && len(open) > 0:
+				p.match[open[len(open)-1]] = j
+				open = open[:len(open)-1]
 			}
 		}
 	}
-	return len(p.toks) - 1
+	return p.match[i]
 }
 
 // arithAt reports whether an arithmetic expression starts at token i.
@@ -760,6 +768,9 @@ func parseMAC(s string) ([6]byte, bool) {
 // parseFilter compiles one expression for a link type into its boolean
 // tree. An empty expression accepts every packet.
 func parseFilter(expr string, link uint32, bigEndian bool, names *Names) (n *bnode, err error) {
+	if len(expr) > MaxExprLen {
+		return nil, fmt.Errorf("position %d: expression longer than %d bytes", MaxExprLen, MaxExprLen)
+	}
 	toks, err := lex(expr)
 	if err != nil {
 		return nil, err
