@@ -364,25 +364,29 @@ func (p *parser) pnum() uint32 {
 
 // other: broadcast, multicast, less, greater, vlan, mpls.
 func (p *parser) other(q qproto) *bnode {
-	t := p.next()
+	t := p.peek()
 	switch {
 	case t.kw("broadcast"):
+		p.next()
 		return p.g.broadcast(q)
 	case t.kw("multicast"):
+		p.next()
 		return p.g.multicast(q)
 	case q != qDefault:
-		p.i--
 		p.syntax()
 	case t.kw("less"), t.kw("greater"):
-		n := p.next()
+		p.next()
+		n := p.peek()
 		if n.kind != tNum {
 			p.syntax()
 		}
+		p.next()
 		if t.text == "less" {
 			return not(lenCmp(RelGT, n.num))
 		}
 		return lenCmp(RelGE, n.num)
 	case t.kw("vlan"), t.kw("mpls"):
+		p.next()
 		has := p.peek().kind == tNum || p.peek().op("(") && p.pnumAt(p.i)
 		var v uint32
 		if has {
@@ -392,9 +396,7 @@ func (p *parser) other(q qproto) *bnode {
 			return p.g.vlan(v, has)
 		}
 		return p.g.mpls(v, has)
-	}
-	p.i--
-	if t.kind == tKeyword {
+	case t.kind == tKeyword:
 		gerr("%s not supported by gswitch's filters", t)
 	}
 	p.syntax()
@@ -475,11 +477,14 @@ func (p *parser) primary() *arith {
 		size := uint32(1)
 		if p.peek().op(":") {
 			p.next()
-			n := p.next()
+			n := p.peek()
 			if n.kind != tNum {
-				p.i--
 				p.syntax()
 			}
+			if n.num != 1 && n.num != 2 && n.num != 4 {
+				gerr("data size must be 1, 2, or 4")
+			}
+			p.next()
 			size = n.num
 		}
 		p.expect("]")
