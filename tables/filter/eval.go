@@ -45,6 +45,7 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 	for i := range out[:p.Words()] {
 		out[i] = 0
 	}
+	cur, epoch, vals := e.cur, e.epoch, e.vals
 	for f, g := range p.cfgs {
 		id := g.root
 		ok := true
@@ -55,7 +56,13 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 		}
 		for ok && id >= 0 {
 			n := &g.nodes[id]
-			switch e.get(n.crit, data, wire) {
+			var v uint8
+			if epoch[n.crit] == cur {
+				v = vals[n.crit]
+			} else {
+				v = e.get(n.crit, data, wire)
+			}
+			switch v {
 			case vTrue:
 				id = n.jt
 			case vFalse:
