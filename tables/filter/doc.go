@@ -56,9 +56,13 @@
 // Evaluator.Eval is the CPU path: each filter runs its optimized
 // control-flow form (below), and a criterion is computed the first time a
 // filter reaches it in the packet and then shared by all filters (at most
-// once per packet). Short-circuiting makes it several times faster than
-// the three stages on a CPU; the oracle and fuzz tests check that the two
-// agree packet by packet.
+// once per packet). With many filters, an index (index.go) skips the
+// filters that cannot accept: a filter whose accepting paths all take a
+// true equality test of large groups (addresses, ports, VLAN ids) is
+// walked only when the packet's value of one of those groups is one of
+// its constants. Short-circuiting and the index make it several times
+// faster than the three stages on a CPU; the oracle and fuzz tests check
+// that the two agree packet by packet.
 //
 // # Truncated packets and libpcap's optimizer
 //

@@ -14,12 +14,14 @@ type Evaluator struct {
 	p     *Program
 	vals  []uint8
 	epoch []uint32
+	seen  []uint32 // per filter: walked in this packet (epoch)
 	cur   uint32
 }
 
 // NewEvaluator returns an evaluator of p.
 func NewEvaluator(p *Program) *Evaluator {
-	return &Evaluator{p: p, vals: make([]uint8, len(p.Criteria)+len(p.Nodes)), epoch: make([]uint32, len(p.Criteria))}
+	return &Evaluator{p: p, vals: make([]uint8, len(p.Criteria)+len(p.Nodes)), epoch: make([]uint32, len(p.Criteria)),
+		seen: make([]uint32, len(p.Roots))}
 }
 
 // Words is the number of uint64 words of a result bitmap.
@@ -40,40 +42,70 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 	e.cur++
 	if e.cur == 0 { // wrapped: forget every mark
 		clear(e.epoch)
+		clear(e.seen)
 		e.cur = 1
 	}
 	for i := range out[:p.Words()] {
 		out[i] = 0
 	}
+	if len(p.index) == 0 {
+		for f := range p.cfgs {
+			e.walk(f, data, wire, out)
+		}
+		return
+	}
+	// Indexed filters: only those listed under the values of this packet.
+	for i := range p.index {
+		ix := &p.index[i]
+		g := &p.groups[ix.group]
+		x, ok := uint32(0), false
+		if off, aok := address(data, g.load, 0); aok {
+			x, ok = load(data, off, g.load.Size)
+		}
+		if !ok {
+			continue // unknown: no indexed test of this group is true
+		}
+		for _, f := range ix.filters[x&g.mask] {
+			if e.seen[f] != e.cur {
+				e.seen[f] = e.cur
+				e.walk(int(f), data, wire, out)
+			}
+		}
+	}
+	for _, f := range p.unindexed {
+		e.walk(int(f), data, wire, out)
+	}
+}
+
+// walk runs filter f's optimized control-flow form.
+func (e *Evaluator) walk(f int, data []byte, wire uint32, out []uint64) {
+	g := e.p.cfgs[f]
 	cur, epoch, vals := e.cur, e.epoch, e.vals
-	for f, g := range p.cfgs {
-		id := g.root
-		ok := true
-		for _, c := range g.pre {
-			if e.get(c, data, wire) == vAbort {
-				ok = false
-			}
+	for _, c := range g.pre {
+		if e.get(c, data, wire) == vAbort {
+			return
 		}
-		for ok && id >= 0 {
-			n := &g.nodes[id]
-			var v uint8
-			if epoch[n.crit] == cur {
-				v = vals[n.crit]
-			} else {
-				v = e.get(n.crit, data, wire)
-			}
-			switch v {
-			case vTrue:
-				id = n.jt
-			case vFalse:
-				id = n.jf
-			default:
-				ok = false
-			}
+	}
+	id := g.root
+	for id >= 0 {
+		n := &g.nodes[id]
+		var v uint8
+		if epoch[n.crit] == cur {
+			v = vals[n.crit]
+		} else {
+			v = e.get(n.crit, data, wire)
 		}
-		if ok && id == cAccept {
-			out[f/64] |= 1 << (f % 64)
+		switch v {
+		case vTrue:
+			id = n.jt
+		case vFalse:
+			id = n.jf
+		default:
+			return
 		}
+	}
+	if id == cAccept {
+		out[f/64] |= 1 << (f % 64)
 	}
 }
 
@@ -111,6 +143,7 @@ func (e *Evaluator) EvalStages(data []byte, wire uint32, out []uint64) {
 		e.cur++
 		if e.cur == 0 {
 			clear(e.epoch)
+			clear(e.seen)
 			e.cur = 1
 		}
 		for i := range p.Criteria {

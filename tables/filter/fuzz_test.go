@@ -73,7 +73,21 @@ func FuzzEval(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	big, err := Compile(benchSpecs(200), LinkEthernet, false, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	bigEv := NewEvaluator(big)
+	bigA, bigB := make([]uint64, big.Words()), make([]uint64, big.Words())
 	f.Fuzz(func(t *testing.T, data []byte, wire uint32) {
+		// A large set: the CPU path's index must skip only rejecting filters.
+		bigEv.Eval(data, wire, bigA)
+		bigEv.EvalStages(data, wire, bigB)
+		for w := range bigA {
+			if bigA[w] != bigB[w] {
+				t.Fatalf("200 filters, word %d: indexed %x, three stages %x", w, bigA[w], bigB[w])
+			}
+		}
 		ev.Eval(data, wire, out)
 		ev.EvalStages(data, wire, stages)
 		le.Eval(data, wire, words)

@@ -60,6 +60,9 @@ type Program struct {
 	groups    []eqGroup
 	singles   []int32 // criteria evaluated one by one
 	critGroup []int32 // per criterion: its group, or -1
+	index     []groupIndex
+	indexed   []bool  // per filter: listed in the index
+	unindexed []int32 // filters walked on every packet
 }
 
 // eqGroup is the equality criteria of one (load, mask): one load, then a
@@ -201,6 +204,7 @@ func Compile(specs []Spec, link uint32, bigEndian bool, names *Names) (*Program,
 	}
 	prog.Plan = plan(prog.Criteria)
 	prog.group()
+	prog.buildIndex()
 	return prog, nil
 }
 

@@ -84,3 +84,31 @@ func TestErrorsOneLineWithPosition(t *testing.T) {
 		t.Error("duplicate names accepted")
 	}
 }
+
+// TestIndexedSetEqualsUnindexed: the CPU path's filter index only skips
+// filters that reject: a large set answers as the three-stage evaluation
+// (which walks nothing and uses no index) on every packet.
+func TestIndexedSetEqualsUnindexed(t *testing.T) {
+	specs := benchSpecs(400)
+	specs = append(specs, Spec{"x1", "host 10.0.0.1 or port 80"}, Spec{"x2", "not host 10.0.0.2"},
+		Spec{"x3", "src 10.0.0.1 and dst port 80"}, Spec{"x4", "vlan 100 or vlan 300"}, Spec{"x5", "tcp[100] = 1 or host 10.0.0.1"})
+	p, err := Compile(specs, LinkEthernet, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.index) == 0 || len(p.unindexed) > len(specs)/2 {
+		t.Fatalf("%d index groups, %d of %d filters unindexed", len(p.index), len(p.unindexed), len(specs))
+	}
+	ev := NewEvaluator(p)
+	a, b := make([]uint64, p.Words()), make([]uint64, p.Words())
+	for i, pk := range ethernetCorpus() {
+		ev.Eval(pk.data, pk.wire, a)
+		ev.EvalStages(pk.data, pk.wire, b)
+		for w := range a {
+			if a[w] != b[w] {
+				t.Fatalf("packet %d: indexed %x, three stages %x (word %d)", i, a[w], b[w], w)
+			}
+		}
+	}
+	t.Logf("%d filters: %d index groups, %d unindexed", len(specs), len(p.index), len(p.unindexed))
+}
