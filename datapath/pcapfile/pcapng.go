@@ -65,7 +65,7 @@ func (r *Reader) nextPcapNG() (Packet, error) {
 			return Packet{}, r.errf("block type %#x length %d invalid", typ, total)
 		}
 		start := r.off
-		b, err := r.readFull(int(total))
+		b, err := r.peekRecord(int(total))
 		if err != nil {
 			return Packet{}, r.errf("truncated block type %#x: want %d bytes", typ, total)
 		}

@@ -159,9 +159,30 @@ func (r *Reader) Next() (Packet, error) {
 	return r.nextPcapNG()
 }
 
+// peekRecord returns the next n bytes without copying them when they fit
+// the read buffer (they stay valid until the next call of Next), and
+// consumes them.
+func (r *Reader) peekRecord(n int) ([]byte, error) {
+	if n > r.r.Size() {
+		return r.readFull(n)
+	}
+	b, err := r.r.Peek(n)
+	if err != nil {
+		m, _ := r.r.Discard(len(b))
+		r.off += int64(m)
+		if err == io.EOF && len(b) == 0 {
+			return nil, io.EOF
+		}
+		return nil, io.ErrUnexpectedEOF
+	}
+	r.r.Discard(n)
+	r.off += int64(n)
+	return b, nil
+}
+
 func (r *Reader) nextPcap() (Packet, error) {
-	h, err := r.readFull(16)
-	if err == io.EOF {
+	h, err := r.r.Peek(16)
+	if len(h) == 0 && err == io.EOF {
 		return Packet{}, io.EOF
 	}
 	if err != nil {
@@ -178,9 +199,9 @@ func (r *Reader) nextPcap() (Packet, error) {
 	} else {
 		ts += int64(frac) * 1e3
 	}
-	data, err := r.readFull(int(incl))
+	rec, err := r.peekRecord(16 + int(incl))
 	if err != nil {
 		return Packet{}, r.errf("truncated record: want %d bytes", incl)
 	}
-	return Packet{Link: r.link, Timestamp: ts, WireLen: orig, Data: data, BigEndian: r.BigEndian()}, nil
+	return Packet{Link: r.link, Timestamp: ts, WireLen: orig, Data: rec[16:], BigEndian: r.BigEndian()}, nil
 }

@@ -101,6 +101,16 @@ func (p *Program) group() {
 		g.members = append(g.members, int32(i))
 		g.ks = append(g.ks, c.K)
 	}
+	// A group of one is a single criterion.
+	kept := groups[:0]
+	for _, g := range groups {
+		if len(g.members) == 1 {
+			p.singles = append(p.singles, g.members[0])
+			continue
+		}
+		kept = append(kept, g)
+	}
+	groups = kept
 	for gi := range groups {
 		g := &groups[gi]
 		if len(g.members) > groupMapMin {

@@ -113,6 +113,8 @@ type Runner struct {
 	files    []*os.File
 	packets  uint64
 	progress func(done, total int64, packets uint64)
+	lastKey  linkKey
+	last     *filter.Evaluator
 }
 
 // NewRunner checks names and prepares counters. writeDir, if not empty,
@@ -168,9 +170,13 @@ func (r *Runner) Compile(link pcapfile.LinkType, bigEndian bool) (*filter.Evalua
 
 // Packet evaluates every filter on one packet.
 func (r *Runner) Packet(p pcapfile.Packet) error {
-	ev, err := r.Compile(p.Link, p.BigEndian)
-	if err != nil {
-		return err
+	ev := r.last
+	if k := (linkKey{p.Link, p.BigEndian}); ev == nil || k != r.lastKey {
+		var err error
+		if ev, err = r.Compile(p.Link, p.BigEndian); err != nil {
+			return err
+		}
+		r.last, r.lastKey = ev, k
 	}
 	r.packets++
 	ev.Eval(p.Data, p.WireLen, r.out)
