@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -162,6 +163,36 @@ func rewrap(eth []testPacket) []linkFile {
 	return files
 }
 
+var outSeq atomic.Int64
+
+// tcpdumpPackets runs tcpdump -w and returns the packets it writes; ok is
+// false when tcpdump rejects the expression.
+func tcpdumpPackets(t *testing.T, file, expr string) ([]testPacket, bool, string) {
+	out := filepath.Join(filepath.Dir(file), fmt.Sprintf("out-%d.pcap", outSeq.Add(1)))
+	defer os.Remove(out)
+	cmd := exec.Command("tcpdump", "-n", "-r", file, "-w", out, "--", expr)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Run(); err != nil {
+		return nil, false, strings.TrimSpace(errb.String())
+	}
+	lf, err := readPcap(out)
+	if err != nil {
+		t.Fatalf("tcpdump -w %s %q: %v", file, expr, err)
+	}
+	return lf.pkts, true, ""
+}
+
+// samePacketList reports whether the packets at indices ours are theirs.
+func samePacketList(all []testPacket, ours []int, theirs []testPacket) bool {
+	for k, i := range ours {
+		if !bytes.Equal(all[i].data, theirs[k].data) || all[i].wire != theirs[k].wire {
+			return false
+		}
+	}
+	return true
+}
+
 var countRE = regexp.MustCompile(`(?m)^(\d+) packets?$`)
 
 // tcpdumpCount runs tcpdump --count; ok is false when tcpdump rejects the
@@ -193,32 +224,38 @@ func requireTcpdump(t *testing.T) {
 }
 
 func ourCount(expr string, lf linkFile) (int, error) {
+	m, err := ourMatches(expr, lf)
+	return len(m), err
+}
+
+// ourMatches returns the indices of the packets the expression accepts.
+func ourMatches(expr string, lf linkFile) ([]int, error) {
 	prog, err := CompileOne(expr, lf.link, lf.bigEndian, nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	ev := NewEvaluator(prog)
 	le, err := NewLayoutEvaluator(prog.Layout())
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	n := 0
+	var matches []int
 	var stages [1]uint64
-	for _, p := range lf.pkts {
+	for i, p := range lf.pkts {
 		m := ev.Match(p.data, p.wire)
 		if m {
-			n++
+			matches = append(matches, i)
 		}
 		// The three-stage (device) form and its word layout must agree
 		// packet by packet.
 		if ev.EvalStages(p.data, p.wire, stages[:]); (stages[0]&1 == 1) != m {
-			return 0, fmt.Errorf("three-stage evaluation %v, control flow %v on a packet of %d bytes", !m, m, len(p.data))
+			return nil, fmt.Errorf("three-stage evaluation %v, control flow %v on a packet of %d bytes", !m, m, len(p.data))
 		}
 		if le.Eval(p.data, p.wire, stages[:]); (stages[0]&1 == 1) != m {
-			return 0, fmt.Errorf("layout interpreter %v, control flow %v on a packet of %d bytes", !m, m, len(p.data))
+			return nil, fmt.Errorf("layout interpreter %v, control flow %v on a packet of %d bytes", !m, m, len(p.data))
 		}
 	}
-	return n, nil
+	return matches, nil
 }
 
 // TestOracleTcpdump compares every expression's count on every generated
@@ -302,11 +339,15 @@ func runOracle(t *testing.T, files []linkFile, exprs []string) {
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				want, ok, msg := tcpdumpCount(t, j.lf.name, j.expr)
-				got, err := ourCount(j.expr, j.lf)
+				theirs, ok, msg := tcpdumpPackets(t, j.lf.name, j.expr)
+				want := len(theirs)
+				ours, err := ourMatches(j.expr, j.lf)
+				got := len(ours)
 				mu.Lock()
 				checked++
 				switch {
+				case ok && err == nil && got == want && !samePacketList(j.lf.pkts, ours, theirs):
+					fails = append(fails, fmt.Sprintf("%s %q: %d packets as tcpdump, but not the same ones", filepath.Base(j.lf.name), j.expr, got))
 				case !ok && err == nil:
 					fails = append(fails, fmt.Sprintf("%s %q: tcpdump rejects (%s), we accept (count %d)", filepath.Base(j.lf.name), j.expr, msg, got))
 				case ok && err != nil:
@@ -331,4 +372,24 @@ func runOracle(t *testing.T, files []linkFile, exprs []string) {
 		t.Error(f)
 	}
 	t.Logf("%d (file, expression) pairs checked against tcpdump, %d rejected by both, %d disagreements", checked, rejected, len(fails))
+}
+
+// TestOracleCount checks the counts against tcpdump --count itself (the
+// other oracle tests compare the packets tcpdump -w writes).
+func TestOracleCount(t *testing.T) {
+	requireTcpdump(t)
+	dir := t.TempDir()
+	for _, lf := range rewrap(ethernetCorpus())[:3] {
+		lf.name = filepath.Join(dir, lf.name+".pcap")
+		if err := writePcap(lf.name, lf.link, lf.bigEndian, lf.pkts); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range []string{"tcp port 80", "not udp", "vlan and ip", "host 10.0.0.1 or 10.0.0.2", "tcp[100] = 1 or tcp"} {
+			want, ok, msg := tcpdumpCount(t, lf.name, e)
+			got, err := ourCount(e, lf)
+			if ok != (err == nil) || got != want {
+				t.Errorf("%s %q: tcpdump --count %d (%s), ours %d (%v)", lf.name, e, want, msg, got, err)
+			}
+		}
+	}
 }
