@@ -180,6 +180,10 @@ func ethernetCorpus() []testPacket {
 		if binary.BigEndian.Uint16(f[12:]) == 0x0800 || binary.BigEndian.Uint16(f[12:]) == 0x86dd {
 			add(mplsWrap(f, 1000))
 			add(mplsWrap(f, 1000, 2000))
+			if i%2 == 0 { // MPLS inside a VLAN, and inside QinQ
+				add(vlanWrap(mplsWrap(f, 3000), [2]uint16{0x8100, 100}))
+				add(vlanWrap(mplsWrap(f, 1000, 2000), [2]uint16{0x88a8, 200}, [2]uint16{0x8100, 300}))
+			}
 		}
 	}
 	// Truncated captures of full frames: the wire length stays.
