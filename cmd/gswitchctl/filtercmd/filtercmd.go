@@ -13,8 +13,9 @@
 // holds exactly the packets the filter accepts, in file order.
 //
 // The command reads each capture once, streaming (files larger than memory
-// are fine), on one goroutine; the evaluation is tables/filter's CPU
-// evaluator. The GPU backend is not built yet.
+// are fine): one goroutine reads and parses batches of packets ahead while
+// the calling goroutine evaluates them with tables/filter's CPU evaluator,
+// counts and writes, in file order. The GPU backend is not built yet.
 package filtercmd
 
 import (
@@ -206,7 +207,22 @@ func bitIndex(b uint64) int {
 	return n
 }
 
-// File reads one capture through the filters.
+// batch is a run of packets read ahead: their bytes in one slab.
+type batch struct {
+	pkts []pcapfile.Packet // Data points into slab
+	slab []byte
+	read int64 // file bytes consumed after this batch
+	err  error // the reader's error after these packets (not io.EOF)
+}
+
+const batchPackets = 4096
+
+// File reads one capture through the filters. Reading and parsing run on
+// their own goroutine, which owns the file and the pcapfile.Reader and
+// hands batches of copied packets over a channel; evaluation, counting and
+// writing stay on the caller's goroutine, in file order. A free list
+// returns spent batches to the reader; the reader stops when done is
+// closed (an evaluation error).
 func (r *Runner) File(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -227,23 +243,68 @@ func (r *Runner) File(path string) error {
 			return err
 		}
 	}
-	for n := 0; ; n++ {
-		p, err := rd.Next()
-		if err == io.EOF {
-			break
+	full := make(chan *batch, 4)
+	free := make(chan *batch, 6)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		defer close(full)
+		for {
+			var b *batch
+			select {
+			case b = <-free:
+				b.pkts, b.slab = b.pkts[:0], b.slab[:0]
+			default:
+				b = &batch{}
+			}
+			for len(b.pkts) < batchPackets {
+				p, err := rd.Next()
+				if err != nil {
+					if err != io.EOF {
+						b.err = err
+					}
+					break
+				}
+				off := len(b.slab)
+				b.slab = append(b.slab, p.Data...)
+				p.Data = b.slab[off:len(b.slab):len(b.slab)]
+				b.pkts = append(b.pkts, p)
+			}
+			// The slab may have moved while growing: re-point the packets.
+			off := 0
+			for i := range b.pkts {
+				n := len(b.pkts[i].Data)
+				b.pkts[i].Data = b.slab[off : off+n : off+n]
+				off += n
+			}
+			b.read = cr.n
+			last := len(b.pkts) < batchPackets
+			select {
+			case full <- b:
+			case <-done:
+				return
+			}
+			if last {
+				return
+			}
 		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+	}()
+	for b := range full {
+		for _, p := range b.pkts {
+			if err := r.Packet(p); err != nil {
+				return err
+			}
 		}
-		if err := r.Packet(p); err != nil {
-			return err
+		if r.progress != nil {
+			r.progress(b.read, size, r.packets)
 		}
-		if r.progress != nil && n&0xffff == 0 {
-			r.progress(cr.n, size, r.packets)
+		if b.err != nil {
+			return fmt.Errorf("%s: %w", path, b.err)
 		}
-	}
-	if r.progress != nil {
-		r.progress(size, size, r.packets)
+		select {
+		case free <- b:
+		default:
+		}
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/google/gopacket/layers"
 
 	"github.com/gswitch/gswitch/datapath/pcapfile"
+	"github.com/gswitch/gswitch/tables/filter"
 )
 
 func frame(t *testing.T, ls ...gopacket.SerializableLayer) []byte {
@@ -183,5 +184,20 @@ func TestReadFilters(t *testing.T) {
 	}
 	if _, err := ReadFilters(strings.NewReader("web tcp\n"), "f"); err == nil || !strings.Contains(err.Error(), "f:1") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestTruncatedFileIsAnError: a capture cut inside a record is an error
+// naming the file (as tcpdump's "truncated dump file"), after its whole
+// packets were counted.
+func TestTruncatedFileIsAnError(t *testing.T) {
+	path := filepath.Join("..", "..", "..", "datapath", "pcapfile", "testdata", "truncated_dns_2.pcap")
+	r, err := NewRunner([]filter.Spec{{Name: "all", Expr: ""}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.File(path)
+	if err == nil || !strings.Contains(err.Error(), "truncated_dns_2.pcap") || r.Results()[0].Packets != 1 {
+		t.Fatalf("error %v, %d packets", err, r.Results()[0].Packets)
 	}
 }
