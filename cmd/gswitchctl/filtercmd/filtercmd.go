@@ -1,0 +1,484 @@
+// Package filtercmd is "gswitchctl filter": many tcpdump filters over one
+// pass of each capture file, with per-filter packet and byte counts and,
+// optionally, one pcapng file per filter.
+//
+//	gswitchctl filter [--backend cpu] [--json] [--write DIR] [--progress auto|always|never]
+//	                  (--filters FILE | -e 'NAME: EXPR'...) PCAP...
+//
+// Every filter is compiled before any packet is read (for the link type of
+// the first capture; a capture of another link type, or a pcapng interface
+// of another one, compiles the set again for it, and an error there names
+// the filter too). Counts are the packets tcpdump --count would count; the
+// bytes are the packets' lengths on the wire. With --write, DIR/NAME.pcapng
+// holds exactly the packets the filter accepts, in file order.
+//
+// The command reads each capture once, streaming (files larger than memory
+// are fine): one goroutine reads and parses batches of packets ahead while
+// the calling goroutine evaluates them with tables/filter's CPU evaluator,
+// counts and writes, in file order. The GPU backend is not built yet.
+package filtercmd
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/gswitch/gswitch/datapath/pcapfile"
+	"github.com/gswitch/gswitch/tables/filter"
+)
+
+// ErrUsage marks an error in the command line (exit status 2).
+var ErrUsage = errors.New("usage")
+
+const usage = `Usage: gswitchctl filter [--backend cpu] [--json] [--write DIR] [--progress auto|always|never]
+                         (--filters FILE | -e 'NAME: EXPR'...) PCAP...
+
+Evaluates every filter on every packet of each capture (pcap or pcapng, told
+apart by the magic number) in one pass and prints one line per filter with
+its packet and byte (wire length) counts. FILE holds one filter per line,
+"NAME: EXPRESSION" (NAME of letters, digits, _ . -); blank lines and lines
+starting with # are ignored.
+`
+
+type exprFlags []string
+
+func (e *exprFlags) String() string     { return strings.Join(*e, "; ") }
+func (e *exprFlags) Set(v string) error { *e = append(*e, v); return nil }
+
+var lineRE = regexp.MustCompile(`^\s*([A-Za-z0-9_.-]+)\s*:\s*(.*?)\s*$`)
+
+// ParseFilterLine parses "NAME: EXPRESSION".
+func ParseFilterLine(line string) (filter.Spec, error) {
+	m := lineRE.FindStringSubmatch(line)
+	if m == nil {
+		return filter.Spec{}, fmt.Errorf("%q: want NAME: EXPRESSION (NAME of letters, digits, _ . -)", line)
+	}
+	return filter.Spec{Name: m[1], Expr: m[2]}, nil
+}
+
+// ReadFilters reads a filters file.
+func ReadFilters(r io.Reader, name string) ([]filter.Spec, error) {
+	var specs []filter.Spec
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		s, err := ParseFilterLine(line)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", name, n, err)
+		}
+		specs = append(specs, s)
+	}
+	return specs, sc.Err()
+}
+
+// Result is one filter's counts (the --json object).
+type Result struct {
+	Name       string `json:"name"`
+	Expression string `json:"expression"`
+	Packets    uint64 `json:"packets"`
+	Bytes      uint64 `json:"bytes"`
+}
+
+// Summary is the last --json object.
+type Summary struct {
+	Summary bool    `json:"summary"`
+	Packets uint64  `json:"packets"`
+	Seconds float64 `json:"seconds"`
+	Mpps    float64 `json:"mpps"`
+}
+
+type linkKey struct {
+	link      pcapfile.LinkType
+	bigEndian bool
+}
+
+// Runner evaluates a set of filters over captures.
+type Runner struct {
+	specs    []filter.Spec
+	progs    map[linkKey]*filter.Evaluator
+	counts   []Result
+	out      []uint64
+	writers  []*pcapfile.Writer
+	files    []*os.File
+	packets  uint64
+	progress func(done, total int64, packets uint64)
+	lastKey  linkKey
+	last     *filter.Evaluator
+}
+
+// NewRunner checks names and prepares counters. writeDir, if not empty,
+// receives one pcapng per filter.
+func NewRunner(specs []filter.Spec, writeDir string) (*Runner, error) {
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("%w: no filters (give --filters FILE or -e 'NAME: EXPR')", ErrUsage)
+	}
+	r := &Runner{specs: specs, progs: map[linkKey]*filter.Evaluator{}}
+	for _, s := range specs {
+		r.counts = append(r.counts, Result{Name: s.Name, Expression: s.Expr})
+	}
+	if writeDir != "" {
+		if err := os.MkdirAll(writeDir, 0o755); err != nil {
+			return nil, err
+		}
+		for _, s := range specs {
+			f, err := os.Create(filepath.Join(writeDir, s.Name+".pcapng"))
+			if err != nil {
+				r.Close()
+				return nil, err
+			}
+			r.files = append(r.files, f)
+			w, err := pcapfile.NewWriter(f)
+			if err != nil {
+				r.Close()
+				return nil, err
+			}
+			r.writers = append(r.writers, w)
+		}
+	}
+	return r, nil
+}
+
+// Compile compiles the set for a link type (once per link type and byte
+// order); the error names the filter and the position.
+func (r *Runner) Compile(link pcapfile.LinkType, bigEndian bool) (*filter.Evaluator, error) {
+	k := linkKey{link, bigEndian}
+	if ev, ok := r.progs[k]; ok {
+		return ev, nil
+	}
+	p, err := filter.Compile(r.specs, uint32(link), bigEndian, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w (link type %v)", err, link)
+	}
+	ev := filter.NewEvaluator(p)
+	r.progs[k] = ev
+	if n := p.Words(); len(r.out) < n {
+		r.out = make([]uint64, n)
+	}
+	return ev, nil
+}
+
+// Packet evaluates every filter on one packet.
+func (r *Runner) Packet(p pcapfile.Packet) error {
+	ev := r.last
+	if k := (linkKey{p.Link, p.BigEndian}); ev == nil || k != r.lastKey {
+		var err error
+		if ev, err = r.Compile(p.Link, p.BigEndian); err != nil {
+			return err
+		}
+		r.last, r.lastKey = ev, k
+	}
+	r.packets++
+	ev.Eval(p.Data, p.WireLen, r.out)
+	for w, word := range r.out[:(len(r.specs)+63)/64] {
+		for word != 0 {
+			bit := word & -word
+			i := w*64 + bitIndex(bit)
+			word ^= bit
+			r.counts[i].Packets++
+			r.counts[i].Bytes += uint64(p.WireLen)
+			if r.writers != nil {
+				if err := r.writers[i].WritePacket(p); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func bitIndex(b uint64) int {
+	n := 0
+	for b > 1 {
+		b >>= 1
+		n++
+	}
+	return n
+}
+
+// batch is a run of packets read ahead: their bytes in one slab.
+type batch struct {
+	pkts []pcapfile.Packet // Data points into slab
+	slab []byte
+	read int64 // file bytes consumed after this batch
+	err  error // the reader's error after these packets (not io.EOF)
+}
+
+const batchPackets = 4096
+
+// File reads one capture through the filters. Reading and parsing run on
+// their own goroutine, which owns the file and the pcapfile.Reader and
+// hands batches of copied packets over a channel; evaluation, counting and
+// writing stay on the caller's goroutine, in file order. A free list
+// returns spent batches to the reader; the reader stops when done is
+// closed (an evaluation error).
+func (r *Runner) File(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	cr := &countingReader{r: f}
+	rd, err := pcapfile.NewReader(cr)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if rd.Format() == pcapfile.FormatPcap || rd.LinkType() != 0 {
+		if _, err := r.Compile(rd.LinkType(), rd.BigEndian()); err != nil {
+			return err
+		}
+	}
+	full := make(chan *batch, 4)
+	free := make(chan *batch, 6)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		defer close(full)
+		for {
+			var b *batch
+			select {
+			case b = <-free:
+				b.pkts, b.slab = b.pkts[:0], b.slab[:0]
+			default:
+				b = &batch{}
+			}
+			for len(b.pkts) < batchPackets {
+				p, err := rd.Next()
+				if err != nil {
+					if err != io.EOF {
+						b.err = err
+					}
+					break
+				}
+				off := len(b.slab)
+				b.slab = append(b.slab, p.Data...)
+				p.Data = b.slab[off:len(b.slab):len(b.slab)]
+				b.pkts = append(b.pkts, p)
+			}
+			// The slab may have moved while growing: re-point the packets.
+			off := 0
+			for i := range b.pkts {
+				n := len(b.pkts[i].Data)
+				b.pkts[i].Data = b.slab[off : off+n : off+n]
+				off += n
+			}
+			b.read = cr.n
+			last := len(b.pkts) < batchPackets
+			select {
+			case full <- b:
+			case <-done:
+				return
+			}
+			if last {
+				return
+			}
+		}
+	}()
+	for b := range full {
+		for _, p := range b.pkts {
+			if err := r.Packet(p); err != nil {
+				return err
+			}
+		}
+		if r.progress != nil {
+			r.progress(b.read, size, r.packets)
+		}
+		if b.err != nil {
+			return fmt.Errorf("%s: %w", path, b.err)
+		}
+		select {
+		case free <- b:
+		default:
+		}
+	}
+	return nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Results returns the per-filter counts.
+func (r *Runner) Results() []Result { return r.counts }
+
+// Close flushes and closes the per-filter captures.
+func (r *Runner) Close() error {
+	var first error
+	for i, w := range r.writers {
+		if err := w.Flush(); err != nil && first == nil {
+			first = err
+		}
+		if err := r.files[i].Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	if len(r.writers) == 0 {
+		for _, f := range r.files {
+			f.Close()
+		}
+	}
+	r.writers, r.files = nil, nil
+	return first
+}
+
+// Run is the command: args after "filter".
+func Run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("filter", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	var exprs exprFlags
+	filtersFile := fs.String("filters", "", "file of filters, one `NAME: EXPRESSION` a line")
+	fs.Var(&exprs, "e", "a filter `NAME: EXPRESSION` (repeatable)")
+	jsonOut := fs.Bool("json", false, "one JSON object per filter, then a summary object")
+	writeDir := fs.String("write", "", "write one pcapng per filter into `DIR`")
+	backend := fs.String("backend", "cpu", "cpu (gpu: not built yet)")
+	progress := fs.String("progress", "auto", "progress on stderr: auto (when stderr is a terminal), always, never")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	if *backend != "cpu" {
+		return fmt.Errorf("%w: --backend %s: only cpu is available for filters", ErrUsage, *backend)
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("%w: no capture files", ErrUsage)
+	}
+	var specs []filter.Spec
+	if *filtersFile != "" {
+		f, err := os.Open(*filtersFile)
+		if err != nil {
+			return err
+		}
+		s, err := ReadFilters(f, *filtersFile)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+		specs = append(specs, s...)
+	}
+	for _, e := range exprs {
+		s, err := ParseFilterLine(e)
+		if err != nil {
+			return fmt.Errorf("%w: -e %v", ErrUsage, err)
+		}
+		specs = append(specs, s)
+	}
+	showProgress := false
+	switch *progress {
+	case "always":
+		showProgress = true
+	case "never":
+	case "auto":
+		if f, ok := stderr.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+				showProgress = true
+			}
+		}
+	default:
+		return fmt.Errorf("%w: --progress %s: want auto, always or never", ErrUsage, *progress)
+	}
+	// Compile for the first capture's link type before reading packets.
+	r, err := NewRunner(specs, *writeDir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if link, be, err := firstLink(fs.Arg(0)); err == nil && link != 0 {
+		if _, err := r.Compile(link, be); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	if showProgress {
+		r.progress = func(done, total int64, packets uint64) {
+			el := time.Since(start).Seconds()
+			rate := float64(packets) / max(el, 1e-9) / 1e6
+			eta := ""
+			if done > 0 && total > done {
+				eta = fmt.Sprintf(" ETA %.0fs", el*float64(total-done)/float64(done))
+			}
+			pct := 100.0
+			if total > 0 {
+				pct = 100 * float64(done) / float64(total)
+			}
+			fmt.Fprintf(stderr, "\r%5.1f%% %d packets %.2f Mpps%s   ", pct, packets, rate, eta)
+		}
+	}
+	for _, path := range fs.Args() {
+		if err := r.File(path); err != nil {
+			return err
+		}
+	}
+	if showProgress {
+		fmt.Fprintln(stderr)
+	}
+	secs := time.Since(start).Seconds()
+	if err := r.Close(); err != nil {
+		return err
+	}
+	sum := Summary{Summary: true, Packets: r.packets, Seconds: secs, Mpps: float64(r.packets) / max(secs, 1e-9) / 1e6}
+	if *jsonOut {
+		enc := json.NewEncoder(stdout)
+		for _, c := range r.Results() {
+			if err := enc.Encode(c); err != nil {
+				return err
+			}
+		}
+		return enc.Encode(sum)
+	}
+	width := 4
+	for _, c := range r.Results() {
+		width = max(width, len(c.Name))
+	}
+	for _, c := range r.Results() {
+		fmt.Fprintf(stdout, "%-*s %12d packets %14d bytes  %s\n", width, c.Name, c.Packets, c.Bytes, c.Expression)
+	}
+	fmt.Fprintf(stdout, "%d packets in %.3f s (%.2f Mpps)\n", sum.Packets, sum.Seconds, sum.Mpps)
+	return nil
+}
+
+// firstLink peeks at a capture's link type (of a pcapng file: its first
+// packet's), so that every filter is compiled before the pass starts.
+func firstLink(path string) (pcapfile.LinkType, bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false, err
+	}
+	defer f.Close()
+	rd, err := pcapfile.NewReader(f)
+	if err != nil {
+		return 0, false, err
+	}
+	if rd.Format() == pcapfile.FormatPcap {
+		return rd.LinkType(), rd.BigEndian(), nil
+	}
+	p, err := rd.Next()
+	if err != nil {
+		return 0, false, err
+	}
+	return p.Link, p.BigEndian, nil
+}

@@ -1,0 +1,5 @@
+package pcapfile
+
+import "strconv"
+
+func quoteBytes(b []byte) string { return strconv.Quote(string(b)) }

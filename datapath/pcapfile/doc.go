@@ -1,0 +1,32 @@
+// Package pcapfile reads and writes packet capture files: the classic pcap
+// format (both byte orders, microsecond and nanosecond timestamps) and
+// pcapng (sections in either byte order; several interfaces, each with its
+// own link type and timestamp resolution; enhanced, simple and obsolete
+// packet blocks). The format is told apart by the file's magic number, never
+// by its name.
+//
+// # Streaming and bounds
+//
+// A Reader holds one packet at a time: Next returns a Packet whose Data
+// aliases an internal buffer valid until the following call, so files much
+// larger than memory are read in constant space. Every length read from the
+// file is checked before it is used: a record longer than MaxPacket, a block
+// shorter than its fixed part, an interface id without an interface
+// description, a truncated header: each is an error naming the byte offset
+// in the file, never a panic or an allocation the size of a corrupted
+// length field. FuzzReader exercises this with a committed seed corpus.
+//
+// # Link types
+//
+// The link type numbers are the LINKTYPE_ values of the capture formats
+// (which for raw IP, 101, differ from some operating systems' DLT_ values).
+// The filter compiler in tables/filter takes a link type to know where the
+// link-layer payload starts; this package only carries the number.
+//
+// # Writing
+//
+// Writer writes pcapng: one section header, one interface description per
+// distinct link type (nanosecond timestamps, if_tsresol 9), and enhanced
+// packet blocks. It is the format of the per-filter capture files of
+// `gswitchctl filter --write`.
+package pcapfile

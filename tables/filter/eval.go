@@ -1,0 +1,379 @@
+package filter
+
+// Tri-state values of criteria and sub-predicates.
+const (
+	vFalse uint8 = iota
+	vTrue
+	vAbort // unknown: a load past the captured length (or a division by zero)
+)
+
+// Evaluator evaluates a Program on packets. It holds the per-packet
+// scratch (criterion values and the epoch that marks them computed for the
+// current packet); one Evaluator per goroutine.
+type Evaluator struct {
+	p     *Program
+	vals  []uint8
+	epoch []uint32
+	seen  []uint32 // per filter: walked in this packet (epoch)
+	cur   uint32
+}
+
+// NewEvaluator returns an evaluator of p.
+func NewEvaluator(p *Program) *Evaluator {
+	return &Evaluator{p: p, vals: make([]uint8, len(p.Criteria)+len(p.Nodes)), epoch: make([]uint32, len(p.Criteria)),
+		seen: make([]uint32, len(p.Roots))}
+}
+
+// Words is the number of uint64 words of a result bitmap.
+func (p *Program) Words() int { return (len(p.Roots) + 63) / 64 }
+
+// Eval evaluates every filter on one packet: data is the captured bytes,
+// wire the length on the wire. Bit i of out (len >= Words()) is set when
+// filter i accepts the packet.
+//
+// This is the CPU path: each filter runs its optimized control-flow form
+// (the program tcpdump would run), and a criterion is computed the first
+// time any filter reaches it in this packet and then shared: every
+// criterion at most once per packet, an equality group (one load, many
+// constants) at once. EvalStages is the device's three-stage form; both
+// give the same answers (FuzzEval checks it).
+func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
+	p := e.p
+	e.cur++
+	if e.cur == 0 { // wrapped: forget every mark
+		clear(e.epoch)
+		clear(e.seen)
+		e.cur = 1
+	}
+	for i := range out[:p.Words()] {
+		out[i] = 0
+	}
+	if len(p.index) == 0 {
+		for f := range p.cfgs {
+			e.walk(f, data, wire, out)
+		}
+		return
+	}
+	// Indexed filters: only those listed under the values of this packet.
+	for i := range p.index {
+		ix := &p.index[i]
+		g := &p.groups[ix.group]
+		x, ok := uint32(0), false
+		if off, aok := address(data, g.load, 0); aok {
+			x, ok = load(data, off, g.load.Size)
+		}
+		if !ok {
+			continue // unknown: no indexed test of this group is true
+		}
+		for _, f := range ix.filters[x&g.mask] {
+			if e.seen[f] != e.cur {
+				e.seen[f] = e.cur
+				e.walk(int(f), data, wire, out)
+			}
+		}
+	}
+	for _, f := range p.unindexed {
+		e.walk(int(f), data, wire, out)
+	}
+}
+
+// walk runs filter f's optimized control-flow form.
+func (e *Evaluator) walk(f int, data []byte, wire uint32, out []uint64) {
+	g := e.p.cfgs[f]
+	cur, epoch, vals := e.cur, e.epoch, e.vals
+	for _, c := range g.pre {
+		if e.get(c, data, wire) == vAbort {
+			return
+		}
+	}
+	id := g.root
+	for id >= 0 {
+		n := &g.nodes[id]
+		var v uint8
+		if epoch[n.crit] == cur {
+			v = vals[n.crit]
+		} else {
+			v = e.get(n.crit, data, wire)
+		}
+		switch v {
+		case vTrue:
+			id = n.jt
+		case vFalse:
+			id = n.jf
+		default:
+			return
+		}
+	}
+	if id == cAccept {
+		out[f/64] |= 1 << (f % 64)
+	}
+}
+
+// get returns criterion c's value for the current packet, computing it (or
+// its whole equality group) on first use.
+func (e *Evaluator) get(c int32, data []byte, wire uint32) uint8 {
+	if e.epoch[c] == e.cur {
+		return e.vals[c]
+	}
+	if g := e.p.critGroup[c]; g >= 0 {
+		e.evalGroup(&e.p.groups[g], data)
+		for _, id := range e.p.groups[g].members {
+			e.epoch[id] = e.cur
+		}
+	} else {
+		e.vals[c] = evalCrit(&e.p.Criteria[c], data, wire)
+		e.epoch[c] = e.cur
+	}
+	return e.vals[c]
+}
+
+// EvalStages evaluates the filters as gPF's three kernels do: every
+// criterion, then every sub-predicate in topological order, then each
+// filter's root. A packet on which some criterion is unknown (a load past
+// the captured length) is answered per filter by its control-flow form, as
+// libpcap's optimizer decides which of those loads remain.
+func (e *Evaluator) EvalStages(data []byte, wire uint32, out []uint64) {
+	p := e.p
+	v := e.vals
+	unknown := e.criteria(data, wire)
+	for i := range out[:p.Words()] {
+		out[i] = 0
+	}
+	if unknown {
+		e.cur++
+		if e.cur == 0 {
+			clear(e.epoch)
+			clear(e.seen)
+			e.cur = 1
+		}
+		for i := range p.Criteria {
+			e.epoch[i] = e.cur
+		}
+		for i := range p.Roots {
+			if p.cfgs[i].walk(v) {
+				out[i/64] |= 1 << (i % 64)
+			}
+		}
+		return
+	}
+	nc := len(p.Criteria)
+	for i, n := range p.Nodes {
+		a := v[n.A]
+		switch n.Op {
+		case OpAnd:
+			a &= v[n.B]
+		case OpOr:
+			a |= v[n.B]
+		default:
+			a ^= 1
+		}
+		v[nc+i] = a
+	}
+	for i, r := range p.Roots {
+		out[i/64] |= uint64(v[r]) << (i % 64)
+	}
+}
+
+// criteria evaluates every criterion into e.vals and reports whether any
+// is unknown.
+func (e *Evaluator) criteria(data []byte, wire uint32) bool {
+	p := e.p
+	v := e.vals
+	unknown := false
+	for _, i := range p.singles {
+		v[i] = evalCrit(&p.Criteria[i], data, wire)
+		unknown = unknown || v[i] == vAbort
+	}
+	for gi := range p.groups {
+		if e.evalGroup(&p.groups[gi], data) {
+			unknown = true
+		}
+	}
+	return unknown
+}
+
+// evalGroup evaluates the equality criteria of one value; it reports
+// whether the load ran past the captured length.
+func (e *Evaluator) evalGroup(g *eqGroup, data []byte) bool {
+	v := e.vals
+	x, ok := uint32(0), false
+	if off, aok := address(data, g.load, 0); aok {
+		x, ok = load(data, off, g.load.Size)
+	}
+	if !ok {
+		for _, id := range g.members {
+			v[id] = vAbort
+		}
+		return true
+	}
+	x &= g.mask
+	if g.byK == nil {
+		for j, id := range g.members {
+			if x == g.ks[j] {
+				v[id] = vTrue
+			} else {
+				v[id] = vFalse
+			}
+		}
+		return false
+	}
+	for _, id := range g.members {
+		v[id] = vFalse
+	}
+	if id, hit := g.byK[x]; hit {
+		v[id] = vTrue
+	}
+	return false
+}
+
+// Match evaluates a program's first filter.
+func (e *Evaluator) Match(data []byte, wire uint32) bool {
+	var out [1]uint64
+	if len(e.p.Roots) > 64 {
+		big := make([]uint64, e.p.Words())
+		e.Eval(data, wire, big)
+		return big[0]&1 != 0
+	}
+	e.Eval(data, wire, out[:])
+	return out[0]&1 != 0
+}
+
+func load(data []byte, off uint64, size uint8) (uint32, bool) {
+	if off+uint64(size) > uint64(len(data)) {
+		return 0, false
+	}
+	switch size {
+	case 1:
+		return uint32(data[off]), true
+	case 2:
+		return uint32(data[off])<<8 | uint32(data[off+1]), true
+	}
+	return uint32(data[off])<<24 | uint32(data[off+1])<<16 | uint32(data[off+2])<<8 | uint32(data[off+3]), true
+}
+
+// address computes a load's packet offset; idx is added to Off.
+func address(data []byte, l Load, idx uint32) (uint64, bool) {
+	if l.Base == BaseIPv4 {
+		if uint64(l.NetOff) >= uint64(len(data)) {
+			return 0, false
+		}
+		x := uint32(data[l.NetOff]&0x0f) * 4
+		return uint64(l.NetOff) + uint64(x+l.Off+idx), true
+	}
+	return uint64(l.Off) + uint64(idx), true
+}
+
+func relTrue(rel Rel, a, k uint32) uint8 {
+	var b bool
+	switch rel {
+	case RelEQ:
+		b = a == k
+	case RelGT:
+		b = a > k
+	case RelGE:
+		b = a >= k
+	case RelSet:
+		b = a&k != 0
+	}
+	if b {
+		return vTrue
+	}
+	return vFalse
+}
+
+func evalCrit(c *Criterion, data []byte, wire uint32) uint8 {
+	switch {
+	case c.Const:
+		return uint8(c.K)
+	case c.Len:
+		return relTrue(c.Rel, wire, c.K)
+	case c.expr != nil:
+		a, ok := evalArith(c.expr.l, data, wire)
+		if !ok {
+			return vAbort
+		}
+		b, ok := evalArith(c.expr.r, data, wire)
+		if !ok {
+			return vAbort
+		}
+		return relTrue(c.expr.rel, a, b)
+	}
+	off, ok := address(data, c.Load, 0)
+	if !ok {
+		return vAbort
+	}
+	x, ok := load(data, off, c.Load.Size)
+	if !ok {
+		return vAbort
+	}
+	return relTrue(c.Rel, x&c.Mask, c.K)
+}
+
+func evalArith(e *arith, data []byte, wire uint32) (uint32, bool) {
+	switch e.op {
+	case aConst:
+		return e.k, true
+	case aLen:
+		return wire, true
+	case aLoad:
+		var idx uint32
+		if e.a != nil {
+			var ok bool
+			if idx, ok = evalArith(e.a, data, wire); !ok {
+				return 0, false
+			}
+		}
+		off, ok := address(data, e.load, idx)
+		if !ok {
+			return 0, false
+		}
+		return load(data, off, e.load.Size)
+	case aNeg:
+		a, ok := evalArith(e.a, data, wire)
+		return -a, ok
+	}
+	a, ok := evalArith(e.a, data, wire)
+	if !ok {
+		return 0, false
+	}
+	b, ok := evalArith(e.b, data, wire)
+	if !ok {
+		return 0, false
+	}
+	return alu(e.op, a, b)
+}
+
+// alu is BPF's arithmetic: 32-bit unsigned, a division or modulo by zero
+// rejects the packet (false), a shift by 32 or more gives 0 (libpcap's
+// bpf_filter.c; a constant shift above 31 is a compile error).
+func alu(op aop, a, b uint32) (uint32, bool) {
+	switch op {
+	case aAdd:
+		return a + b, true
+	case aSub:
+		return a - b, true
+	case aMul:
+		return a * b, true
+	case aDiv:
+		if b == 0 {
+			return 0, false
+		}
+		return a / b, true
+	case aMod:
+		if b == 0 {
+			return 0, false
+		}
+		return a % b, true
+	case aAnd:
+		return a & b, true
+	case aOr:
+		return a | b, true
+	case aXor:
+		return a ^ b, true
+	case aLsh:
+		return a << b, true
+	case aRsh:
+		return a >> b, true
+	}
+	return 0, false
+}

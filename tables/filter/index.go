@@ -1,0 +1,107 @@
+package filter
+
+import "sort"
+
+// The filter index of the CPU path. With many filters most of them test
+// one value each against a constant of their own: an address, a port, a
+// VLAN id. A filter is indexed when a set of its equality tests cuts every
+// path of its control-flow form to accept: it can accept a packet only if
+// one of them is true. Each such test's group (one load, many constants)
+// is then computed once per packet and its value looked up: only the
+// filters listed under that value are walked, with the unindexed ones.
+// The walk itself decides, so the index only skips filters that would
+// reject; FuzzEval and TestIndexedSetEqualsUnindexed check it.
+
+// indexMinGroup is the number of constants a group needs before it is
+// worth indexing on (fewer: ether types, IP protocols, which select
+// little).
+const indexMinGroup = 8
+
+type groupIndex struct {
+	group   int32
+	filters map[uint32][]int32 // value -> filters to walk
+}
+
+// buildIndex chooses, for each filter, the largest groups whose tests cut
+// its accepting paths.
+func (p *Program) buildIndex() {
+	p.indexed = make([]bool, len(p.Roots))
+	if len(p.Roots) < 2 {
+		p.unindexed = make([]int32, len(p.Roots))
+		for i := range p.unindexed {
+			p.unindexed[i] = int32(i)
+		}
+		return
+	}
+	byGroup := map[int32]map[uint32][]int32{}
+	for f, g := range p.cfgs {
+		var gs []int32
+		seen := map[int32]bool{}
+		for _, n := range g.nodes {
+			gi := p.critGroup[n.crit]
+			if gi >= 0 && !seen[gi] && len(p.groups[gi].members) >= indexMinGroup {
+				seen[gi] = true
+				gs = append(gs, gi)
+			}
+		}
+		sort.Slice(gs, func(i, j int) bool {
+			a, b := len(p.groups[gs[i]].members), len(p.groups[gs[j]].members)
+			return a > b || a == b && gs[i] < gs[j]
+		})
+		in := map[int32]bool{}
+		cut := false
+		for _, gi := range gs {
+			in[gi] = true
+			if g.cutBy(func(c int32) bool { return in[p.critGroup[c]] }) {
+				cut = true
+				break
+			}
+		}
+		if !cut {
+			p.unindexed = append(p.unindexed, int32(f))
+			continue
+		}
+		p.indexed[f] = true
+		for _, n := range g.nodes {
+			gi := p.critGroup[n.crit]
+			if gi < 0 || !in[gi] {
+				continue
+			}
+			m := byGroup[gi]
+			if m == nil {
+				m = map[uint32][]int32{}
+				byGroup[gi] = m
+			}
+			k := p.Criteria[n.crit].K
+			if l := m[k]; len(l) == 0 || l[len(l)-1] != int32(f) {
+				m[k] = append(l, int32(f))
+			}
+		}
+	}
+	for gi, m := range byGroup {
+		p.index = append(p.index, groupIndex{group: gi, filters: m})
+	}
+	sort.Slice(p.index, func(i, j int) bool { return p.index[i].group < p.index[j].group })
+}
+
+// cutBy reports whether every path from the root to accept takes the true
+// branch of a block whose criterion is in the set.
+func (g *cfg) cutBy(in func(c int32) bool) bool {
+	seen := make([]bool, len(g.nodes))
+	var reach func(id int32) bool
+	reach = func(id int32) bool {
+		if id == cAccept {
+			return true
+		}
+		if id < 0 || seen[id] {
+			return false
+		}
+		seen[id] = true
+		n := g.nodes[id]
+		if !in(n.crit) && reach(n.jt) {
+			return true
+		}
+		return reach(n.jf)
+	}
+	return !reach(g.root)
+}
