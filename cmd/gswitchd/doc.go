@@ -69,10 +69,7 @@
 // (PORT_STATUS), the flow
 // expiry, the OpenFlow agent (passive listeners and active controllers,
 // reconnecting with back-off), the P4Runtime server, the control socket server and the metrics
-// server (metricsHandler: a Prometheus registry of the engine's, the
-// switch's and the router's collectors, which read the datapath's counters
-// at scrape time, the OpenFlow session gauges and the Go and process
-// collectors, served by promhttp). Logs are structured (log/slog, text) on stderr. SIGINT or
+// server. Logs are structured (log/slog, text) on stderr. SIGINT or
 // SIGTERM stop it gracefully: the agent's connections close, the ports
 // close (waking their readers), the control socket is removed, the
 // backend is closed; exit status 0.

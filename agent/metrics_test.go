@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func (d metricsDev) Stats() (afpacket.Stats, error) {
 // escapes: quote, backslash, newline.
 const oddPort = "eth\"1\\\n"
 
-// wantFamilies are the gswitch_ metric families of a daemon with a router
+// wantFamilies are the gswitch_ metric families of an agent with a router
 // port: the names of the hand-written text writer the collectors replaced.
 var wantFamilies = []string{
 	"gswitch_backend_fallbacks_total", "gswitch_backend_keys_total",
@@ -57,12 +57,12 @@ var wantFamilies = []string{
 	"gswitch_table_miss_drops_total", "gswitch_unsupported_actions_total",
 }
 
-// metricsDaemon is a daemon of the CPU engine, a switch of one port
+// metricsAgent is an Agent of the CPU engine, a switch of one port
 // (oddPort, a router port of 10.0.1.1/24 in table 254) and an agent
 // without sessions, its metrics listener open on a free port.
-func metricsDaemon(t *testing.T) *daemon {
+func metricsAgent(t *testing.T) *Agent {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d := &daemon{log: log}
+	d := &Agent{log: log}
 	var err error
 	if d.eng, err = gpu.Open("cpu", nil, 0, log); err != nil {
 		t.Fatal(err)
@@ -97,12 +97,12 @@ func metricsDaemon(t *testing.T) *daemon {
 	return d
 }
 
-// TestServeMetrics runs the daemon's metrics server on a real listener,
+// TestServeMetrics runs the agent's metrics server on a real listener,
 // scrapes /metrics, parses it with the library's parser, lints it, and
 // finds every gswitch_ family of the text writer it replaced with its
 // values, the port's odd name escaped.
 func TestServeMetrics(t *testing.T) {
-	d := metricsDaemon(t)
+	d := metricsAgent(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.serveMetrics(ctx) }()
