@@ -105,7 +105,7 @@ func TestAgentLifecycle(t *testing.T) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
 	}
-	if ct := resp.Header.Get("Content-Type"); ct != "text/plain; version=0.0.4" {
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4;") { // promhttp adds charset and escaping
 		t.Errorf("/metrics Content-Type %q", ct)
 	}
 	c, err := net.DialTimeout("tcp", a.P4RTAddr().String(), time.Second)

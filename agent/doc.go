@@ -126,9 +126,12 @@
 //
 // # Metrics and control socket
 //
-// /metrics (metrics.go) is one handler that writes, in order, the
-// engine's, the switch's, the OpenFlow agent's and the router's metrics in
-// the Prometheus text format. The control socket is agent/ctl: ctlSource
+// /metrics (metrics.go) is promhttp serving a Prometheus registry
+// (prometheus/client_golang) of the engine's, the switch's and the
+// router's collectors (gpu.Engine.Collector, pipeline.Switch.Collector,
+// l3.Router.Collector: const metrics read from the datapath's atomic
+// counters at scrape time, nothing added to the packets' path), the
+// OpenFlow agent's session gauges and the Go and process collectors. The control socket is agent/ctl: ctlSource
 // answers it from the switch, the engine, the router and the route
 // tables.
 package agent

@@ -3,39 +3,58 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
-	"github.com/gswitch/gswitch/datapath/pipeline"
-	"github.com/gswitch/gswitch/internal/prom"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// metricsHandler is /metrics: the Prometheus text exposition of the
-// engine, the switch, the OpenFlow agent and the router, in that order.
-// It is the one place that knows the writers, so that a registry of
-// collectors can replace it whole.
-func (d *Agent) metricsHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		if err := d.eng.WriteMetrics(w); err != nil {
-			return
+// metricsHandler is /metrics: a Prometheus registry of the engine's, the
+// switch's and (with router ports) the router's collectors, which read the
+// datapath's counters at scrape time, the OpenFlow agent's session gauges,
+// and the Go runtime and process collectors (go_*, process_*), served by
+// promhttp. A collector that fails a scrape is logged and the rest is
+// served.
+func (d *Agent) metricsHandler() (http.Handler, error) {
+	reg := prometheus.NewRegistry()
+	cs := []prometheus.Collector{
+		d.eng.Collector(),
+		d.sw.Collector(),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gswitch_openflow_connections",
+			Help: "OpenFlow sessions past the handshake (controllers and listener clients such as ovs-ofctl)."},
+			func() float64 { return float64(d.agent.Connections()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gswitch_openflow_controllers",
+			Help: "OpenFlow sessions to the configured controllers (--controller); 0 puts a standalone switch in learning mode."},
+			func() float64 { return float64(d.agent.Controllers()) }),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	}
+	if d.router != nil {
+		cs = append(cs, d.router.Collector())
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
 		}
-		_ = pipeline.WriteMetrics(w, d.sw)
-		pw := prom.New(w)
-		pw.Head("gswitch_openflow_connections", "gauge", "OpenFlow sessions past the handshake (controllers and listener clients such as ovs-ofctl).")
-		pw.Printf("gswitch_openflow_connections %d\n", d.agent.Connections())
-		pw.Head("gswitch_openflow_controllers", "gauge", "OpenFlow sessions to the configured controllers (--controller); 0 puts a standalone switch in learning mode.")
-		pw.Printf("gswitch_openflow_controllers %d\n", d.agent.Controllers())
-		if d.router != nil {
-			_ = d.router.WriteMetrics(w)
-		}
-	})
+	}
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+		ErrorHandling: promhttp.ContinueOnError,
+	}), nil
 }
 
 // serveMetrics serves /metrics on the metrics listener until ctx is done.
 func (d *Agent) serveMetrics(ctx context.Context) error {
+	h, err := d.metricsHandler()
+	if err != nil {
+		return err
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", d.metricsHandler())
+	mux.Handle("/metrics", h)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	stop := context.AfterFunc(ctx, func() { srv.Close() })
 	defer stop()

@@ -124,7 +124,7 @@
 // on the next device; a slice lookup is split over all of them). A device
 // that fails — a load or update it cannot do although the CPU accepted it, a
 // failing launch or copy at Submit or at Wait — is logged once, counted,
-// exposed by WriteMetrics (gswitch_backend_device_up 0) and taken out of
+// exposed by the Engine's metrics (Collector: gswitch_backend_device_up 0) and taken out of
 // service for good; the lookup that failed and every later one are answered
 // by the CPU, with the same answers. Open builds an Engine for --backend
 // auto|cpu|gpu. The Batcher forms batches from keys that arrive one by one,

@@ -3,12 +3,10 @@ package gpu
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 
-	"github.com/gswitch/gswitch/internal/prom"
 	"github.com/gswitch/gswitch/tables/bubble"
 	"github.com/gswitch/gswitch/tables/flow"
 	"github.com/gswitch/gswitch/tables/lpm"
@@ -439,35 +437,6 @@ func (e *Engine) Stats() EngineStats {
 		s.Devices = append(s.Devices, ds)
 	}
 	return s
-}
-
-// WriteMetrics writes the Engine's state in the Prometheus text format:
-// gswitch_backend_device_up{device="N"} (1 serving, 0 failed),
-// gswitch_backend_fallbacks_total, gswitch_backend_keys_total{backend=...}
-// and gswitch_backend_device_memory_bytes{device="N"}.
-func (e *Engine) WriteMetrics(w io.Writer) error {
-	s := e.Stats()
-	pw := prom.New(w)
-	p := pw.Printf
-	p("# HELP gswitch_backend_device_up Whether the device serves lookups (0: failed, its lookups run on the CPU).\n# TYPE gswitch_backend_device_up gauge\n")
-	for i, d := range s.Devices {
-		up := 0
-		if d.Up {
-			up = 1
-		}
-		p("gswitch_backend_device_up{device=\"%d\",name=%q} %d\n", i, d.Name, up)
-	}
-	p("# HELP gswitch_backend_device_memory_bytes Device memory held by the tables and buffers.\n# TYPE gswitch_backend_device_memory_bytes gauge\n")
-	for i, d := range s.Devices {
-		p("gswitch_backend_device_memory_bytes{device=\"%d\"} %d\n", i, d.Memory)
-	}
-	p("# HELP gswitch_backend_fallbacks_total Device lookups that failed and were answered by the CPU backend.\n# TYPE gswitch_backend_fallbacks_total counter\ngswitch_backend_fallbacks_total %d\n", s.Fallbacks)
-	p("# HELP gswitch_backend_keys_total Keys looked up, by backend.\n# TYPE gswitch_backend_keys_total counter\n")
-	p("gswitch_backend_keys_total{backend=\"cpu\"} %d\n", s.KeysOnCPU)
-	for i, d := range s.Devices {
-		p("gswitch_backend_keys_total{backend=\"device\",device=\"%d\"} %d\n", i, d.Keys)
-	}
-	return pw.Err()
 }
 
 var _ Backend = (*Engine)(nil)

@@ -101,8 +101,9 @@
 // Per reason drops (Reason), forwarded packets and bytes, frames the
 // router originated (ARP replies, advertisements, solicitations, echo
 // replies, ICMP errors), rate-limited ICMP errors and queued packets
-// (Counters, WriteMetrics); per route and per next hop, the route.Entry
-// counters.
+// (Counters, and Collector for Prometheus); per route and per next hop,
+// the route.Entry counters (the Collector reports the first
+// MaxRouteMetrics routes of each table).
 //
 // # What is not here
 //

@@ -1,105 +1,142 @@
 package pipeline
 
 import (
-	"fmt"
 	"io"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gswitch/gswitch/internal/prom"
 )
 
-// WriteMetrics writes the switch's counters in the Prometheus text format:
-// per port gswitch_port_{rx,tx}_{packets,bytes}_total and
+// switchMetric is one metric of the switch: its description and the const
+// type of its samples.
+type switchMetric struct {
+	desc *prometheus.Desc
+	typ  prometheus.ValueType
+}
+
+func metricCounter(name, help string, labels ...string) switchMetric {
+	return switchMetric{prometheus.NewDesc(name, help, labels, nil), prometheus.CounterValue}
+}
+
+func metricGauge(name, help string, labels ...string) switchMetric {
+	return switchMetric{prometheus.NewDesc(name, help, labels, nil), prometheus.GaugeValue}
+}
+
+// The switch's metrics: names, help and labels as the text writer of
+// before the client_golang collectors had them.
+var (
+	mPortRxPackets = metricCounter("gswitch_port_rx_packets_total", "Frames received.", "port", "name")
+	mPortRxBytes   = metricCounter("gswitch_port_rx_bytes_total", "Bytes received.", "port", "name")
+	mPortTxPackets = metricCounter("gswitch_port_tx_packets_total", "Frames sent.", "port", "name")
+	mPortTxBytes   = metricCounter("gswitch_port_tx_bytes_total", "Bytes sent.", "port", "name")
+	mPortRxDropped = metricCounter("gswitch_port_rx_dropped_total", "Received frames dropped (malformed, table miss, no route).", "port", "name")
+	mPortTxDropped = metricCounter("gswitch_port_tx_dropped_total", "Frames the device refused.", "port", "name")
+
+	mTableFlows          = metricGauge("gswitch_table_flows", "Flow entries in the table.", "table")
+	mTableLookups        = metricCounter("gswitch_table_lookups_total", "Packets looked up in the table.", "table")
+	mTableMatched        = metricCounter("gswitch_table_matched_total", "Packets that matched an entry of the table.", "table")
+	mTableLPM            = metricGauge("gswitch_table_lpm", "1 while the table is LPM-shaped and served by longest-prefix match, 0 while the classifier serves it.", "table")
+	mTableLPMTransitions = metricCounter("gswitch_table_lpm_transitions_total", "Changes of the table between LPM and classifier serving.", "table")
+	mTableLPMConflicts   = metricGauge("gswitch_table_lpm_conflicts", "Prefixes of the table whose priorities break longest-prefix order.", "table")
+
+	mMalformedFrames    = metricCounter("gswitch_malformed_frames_total", "Frames dropped because their headers could not be parsed, by reason.", "reason")
+	mTableMissDrops     = metricCounter("gswitch_table_miss_drops_total", "Packets dropped on a table miss without a table-miss entry.")
+	mNoRoute            = metricCounter("gswitch_no_route_total", "Outputs to a missing port, the input port, or LOCAL.")
+	mUnsupportedActions = metricCounter("gswitch_unsupported_actions_total", "Actions the datapath did not execute (groups, MPLS, PBB, fields it cannot set).")
+	mGroupDrops         = metricCounter("gswitch_group_drops_total", "Packets of a group with no live bucket.")
+	mMeterDrops         = metricCounter("gswitch_meter_drops_total", "Packets a meter's drop band dropped.")
+	mOffloadDrops       = metricCounter("gswitch_offload_drops_total", "Received frames whose checksum or segmentation offload could not be finished.")
+
+	mBatchFrames   = prometheus.NewDesc("gswitch_batch_frames", "Frames per batch run through the pipeline.", nil, nil)
+	mBatchesClosed = metricCounter("gswitch_batches_closed_total", "Batches a port loop closed, by why: full (batch size reached) or delay (the oldest frame waited the maximum delay).", "why")
+
+	mLearnedMACs = metricGauge("gswitch_learned_macs", "MAC addresses in the learning table.")
+	mStandalone  = metricGauge("gswitch_standalone", "1 while the switch acts as a learning switch (standalone fail mode, no controller).")
+
+	switchMetrics = []switchMetric{
+		mPortRxPackets, mPortRxBytes, mPortTxPackets, mPortTxBytes, mPortRxDropped, mPortTxDropped,
+		mTableFlows, mTableLookups, mTableMatched, mTableLPM, mTableLPMTransitions, mTableLPMConflicts,
+		mMalformedFrames, mTableMissDrops, mNoRoute, mUnsupportedActions, mGroupDrops, mMeterDrops, mOffloadDrops,
+		mBatchesClosed, mLearnedMACs, mStandalone,
+	}
+)
+
+// switchCollector is a Switch as a prometheus.Collector.
+type switchCollector struct{ s *Switch }
+
+// Collector returns a prometheus.Collector of the switch's counters, read
+// at each scrape from the atomics the datapath keeps (a scrape adds
+// nothing to the packets' path): per port
+// gswitch_port_{rx,tx}_{packets,bytes}_total{port,name} and
 // gswitch_port_{rx,tx}_dropped_total; per table gswitch_table_flows,
 // gswitch_table_lookups_total, gswitch_table_matched_total,
 // gswitch_table_lpm (1 while LPM-shaped and served by LPM),
 // gswitch_table_lpm_transitions_total and gswitch_table_lpm_conflicts;
 // gswitch_malformed_frames_total{reason}, gswitch_table_miss_drops_total,
 // gswitch_no_route_total, gswitch_unsupported_actions_total,
+// gswitch_{group,meter,offload}_drops_total, the histogram
+// gswitch_batch_frames, gswitch_batches_closed_total{why},
 // gswitch_learned_macs and gswitch_standalone.
-func WriteMetrics(w io.Writer, s *Switch) error {
-	pw := prom.New(w)
-	p := pw.Printf
-	head := pw.Head
-	ports := s.PortInfos()
-	portMetric := func(name, help string, v func(*PortInfo) uint64) {
-		head(name, "counter", help)
-		for i := range ports {
-			p("%s{port=\"%d\",name=%q} %d\n", name, ports[i].Desc.No, ports[i].Desc.Name, v(&ports[i]))
-		}
+func (s *Switch) Collector() prometheus.Collector { return switchCollector{s} }
+
+func (c switchCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range switchMetrics {
+		ch <- m.desc
 	}
-	portMetric("gswitch_port_rx_packets_total", "Frames received.", func(pi *PortInfo) uint64 { return pi.Stats.RxPackets })
-	portMetric("gswitch_port_rx_bytes_total", "Bytes received.", func(pi *PortInfo) uint64 { return pi.Stats.RxBytes })
-	portMetric("gswitch_port_tx_packets_total", "Frames sent.", func(pi *PortInfo) uint64 { return pi.Stats.TxPackets })
-	portMetric("gswitch_port_tx_bytes_total", "Bytes sent.", func(pi *PortInfo) uint64 { return pi.Stats.TxBytes })
-	portMetric("gswitch_port_rx_dropped_total", "Received frames dropped (malformed, table miss, no route).", func(pi *PortInfo) uint64 { return pi.Stats.RxDropped })
-	portMetric("gswitch_port_tx_dropped_total", "Frames the device refused.", func(pi *PortInfo) uint64 { return pi.Stats.TxDropped })
-	tables := s.TableInfos()
-	head("gswitch_table_flows", "gauge", "Flow entries in the table.")
-	for _, t := range tables {
-		p("gswitch_table_flows{table=\"%d\"} %d\n", t.ID, t.Active)
+	ch <- mBatchFrames
+}
+
+func (c switchCollector) Collect(ch chan<- prometheus.Metric) {
+	emit := func(m switchMetric, v float64, labels ...string) { ch <- prom.Const(m.desc, m.typ, v, labels...) }
+	for _, p := range c.s.PortInfos() {
+		no, name, st := strconv.FormatUint(uint64(p.Desc.No), 10), p.Desc.Name, &p.Stats
+		emit(mPortRxPackets, float64(st.RxPackets), no, name)
+		emit(mPortRxBytes, float64(st.RxBytes), no, name)
+		emit(mPortTxPackets, float64(st.TxPackets), no, name)
+		emit(mPortTxBytes, float64(st.TxBytes), no, name)
+		emit(mPortRxDropped, float64(st.RxDropped), no, name)
+		emit(mPortTxDropped, float64(st.TxDropped), no, name)
 	}
-	head("gswitch_table_lookups_total", "counter", "Packets looked up in the table.")
-	for _, t := range tables {
-		p("gswitch_table_lookups_total{table=\"%d\"} %d\n", t.ID, t.Lookups)
+	for _, t := range c.s.TableInfos() {
+		id := strconv.FormatUint(uint64(t.ID), 10)
+		emit(mTableFlows, float64(t.Active), id)
+		emit(mTableLookups, float64(t.Lookups), id)
+		emit(mTableMatched, float64(t.Matched), id)
+		emit(mTableLPM, prom.Bool(t.Search == "lpm"), id)
+		emit(mTableLPMTransitions, float64(t.LPM.Transitions), id)
+		emit(mTableLPMConflicts, float64(t.LPM.Conflicts), id)
 	}
-	head("gswitch_table_matched_total", "counter", "Packets that matched an entry of the table.")
-	for _, t := range tables {
-		p("gswitch_table_matched_total{table=\"%d\"} %d\n", t.ID, t.Matched)
+	k := c.s.Counters()
+	for r, n := range k.Malformed {
+		emit(mMalformedFrames, float64(n), r)
 	}
-	head("gswitch_table_lpm", "gauge", "1 while the table is LPM-shaped and served by longest-prefix match, 0 while the classifier serves it.")
-	for _, t := range tables {
-		v := 0
-		if t.Search == "lpm" {
-			v = 1
-		}
-		p("gswitch_table_lpm{table=\"%d\"} %d\n", t.ID, v)
-	}
-	head("gswitch_table_lpm_transitions_total", "counter", "Changes of the table between LPM and classifier serving.")
-	for _, t := range tables {
-		p("gswitch_table_lpm_transitions_total{table=\"%d\"} %d\n", t.ID, t.LPM.Transitions)
-	}
-	head("gswitch_table_lpm_conflicts", "gauge", "Prefixes of the table whose priorities break longest-prefix order.")
-	for _, t := range tables {
-		p("gswitch_table_lpm_conflicts{table=\"%d\"} %d\n", t.ID, t.LPM.Conflicts)
-	}
-	c := s.Counters()
-	head("gswitch_malformed_frames_total", "counter", "Frames dropped because their headers could not be parsed, by reason.")
-	for r, n := range c.Malformed {
-		p("gswitch_malformed_frames_total{reason=%q} %d\n", r, n)
-	}
-	head("gswitch_table_miss_drops_total", "counter", "Packets dropped on a table miss without a table-miss entry.")
-	p("gswitch_table_miss_drops_total %d\n", c.MissDrops)
-	head("gswitch_no_route_total", "counter", "Outputs to a missing port, the input port, or LOCAL.")
-	p("gswitch_no_route_total %d\n", c.NoRoute)
-	head("gswitch_unsupported_actions_total", "counter", "Actions the datapath did not execute (groups, MPLS, PBB, fields it cannot set).")
-	p("gswitch_unsupported_actions_total %d\n", c.Unsupported)
-	head("gswitch_group_drops_total", "counter", "Packets of a group with no live bucket.")
-	p("gswitch_group_drops_total %d\n", c.GroupDrops)
-	head("gswitch_meter_drops_total", "counter", "Packets a meter's drop band dropped.")
-	p("gswitch_meter_drops_total %d\n", c.MeterDrops)
-	head("gswitch_offload_drops_total", "counter", "Received frames whose checksum or segmentation offload could not be finished.")
-	p("gswitch_offload_drops_total %d\n", c.OffloadDrops)
-	bs := s.BatchStats()
-	head("gswitch_batch_frames", "histogram", "Frames per batch run through the pipeline.")
+	emit(mTableMissDrops, float64(k.MissDrops))
+	emit(mNoRoute, float64(k.NoRoute))
+	emit(mUnsupportedActions, float64(k.Unsupported))
+	emit(mGroupDrops, float64(k.GroupDrops))
+	emit(mMeterDrops, float64(k.MeterDrops))
+	emit(mOffloadDrops, float64(k.OffloadDrops))
+	emit(mLearnedMACs, float64(k.Learned))
+	emit(mStandalone, prom.Bool(k.Standalone))
+
+	bs := c.s.BatchStats()
+	// The count is the buckets' total (the +Inf bucket), not bs.Batches:
+	// the two are read at different instants and the library writes one
+	// value for both.
+	buckets := make(map[float64]uint64, len(bs.Bounds))
 	var cum uint64
 	for i, n := range bs.Counts {
 		cum += n
-		le := "+Inf"
 		if i < len(bs.Bounds) {
-			le = fmt.Sprint(bs.Bounds[i])
+			buckets[float64(bs.Bounds[i])] = cum
 		}
-		p("gswitch_batch_frames_bucket{le=%q} %d\n", le, cum)
 	}
-	p("gswitch_batch_frames_sum %d\ngswitch_batch_frames_count %d\n", bs.Frames, bs.Batches)
-	head("gswitch_batches_closed_total", "counter", "Batches a port loop closed, by why: full (batch size reached) or delay (the oldest frame waited the maximum delay).")
-	p("gswitch_batches_closed_total{why=\"full\"} %d\ngswitch_batches_closed_total{why=\"delay\"} %d\n", bs.Full, bs.Delay)
-	head("gswitch_learned_macs", "gauge", "MAC addresses in the learning table.")
-	p("gswitch_learned_macs %d\n", c.Learned)
-	standalone := 0
-	if c.Standalone {
-		standalone = 1
-	}
-	head("gswitch_standalone", "gauge", "1 while the switch acts as a learning switch (standalone fail mode, no controller).")
-	p("gswitch_standalone %d\n", standalone)
-	return pw.Err()
+	ch <- prom.Histogram(mBatchFrames, cum, float64(bs.Frames), buckets)
+	emit(mBatchesClosed, float64(bs.Full), "full")
+	emit(mBatchesClosed, float64(bs.Delay), "delay")
 }
+
+// WriteMetrics writes the switch's Collector in the Prometheus text format.
+func WriteMetrics(w io.Writer, s *Switch) error { return prom.WriteText(w, s.Collector()) }
