@@ -36,6 +36,7 @@ import (
 	"github.com/gswitch/gswitch/bench/lpm"
 	"github.com/gswitch/gswitch/bench/p4rt"
 	"github.com/gswitch/gswitch/bench/routes"
+	"github.com/gswitch/gswitch/cmd/gswitchctl/filtercmd"
 	"github.com/gswitch/gswitch/internal/version"
 )
 
@@ -57,6 +58,8 @@ Usage:
   gswitchctl neighbours [--socket PATH] [--json] the router's neighbour table (show neighbours)
   gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
                                                  route tables: routes, next hops, counters
+  gswitchctl filter (--filters FILE | -e 'NAME: EXPR'...) [flags] PCAP...
+                                                 many tcpdump filters in one pass over captures: counts, pcapng files
   gswitchctl chunk [flags] FILE...               content-defined chunks of files (restic/chunker's boundaries)
   gswitchctl re markers [flags] FILE...          redundancy elimination's marker positions of each file
   gswitchctl --version                           the module version, VCS revision and Go release of this build
@@ -74,7 +77,7 @@ func main() {
 	switch {
 	case err == nil:
 	case errors.Is(err, flag.ErrHelp):
-	case errors.Is(err, errUsage):
+	case errors.Is(err, errUsage), errors.Is(err, filtercmd.ErrUsage):
 		fmt.Fprintln(os.Stderr, "gswitchctl:", err)
 		os.Exit(2)
 	default: // benchutil.ErrMismatch among them
@@ -103,6 +106,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runShow(append([]string{"neighbours"}, args[1:]...), stdout, stderr)
 	case "routes":
 		return runRoutes(args[1:], stdout, stderr)
+	case "filter":
+		return filtercmd.Run(args[1:], stdout, stderr)
 	case "chunk":
 		return runChunk(args[1:], stdout, stderr)
 	case "re":
