@@ -19,6 +19,8 @@ type swPort struct {
 	config    atomic.Uint32 // OpenFlow port config bits set by PORT_MOD
 	rxDropped atomic.Uint64 // frames received and dropped: malformed, no rule, no route
 	txDropped atomic.Uint64 // frames the device refused or could not take
+
+	stages portStages // receive stages (stage.go)
 }
 
 // OpenFlow port config and state bits (enum ofp_port_config, ofp_port_state)

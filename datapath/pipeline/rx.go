@@ -16,10 +16,11 @@ const idlePoll = 200 * time.Millisecond
 // edit them, and the ring block must go back to the kernel), the tag the
 // kernel removed put back.
 type batcher struct {
-	frames [][]byte
-	arena  []byte
-	oldest time.Time
-	cap    int
+	frames  [][]byte
+	arena   []byte
+	scratch []byte // the receive stages' arena (stage.go)
+	oldest  time.Time
+	cap     int
 }
 
 func newBatcher(capacity int) *batcher {
@@ -75,6 +76,7 @@ func (b *batcher) reset() {
 	clear(b.frames)
 	b.frames = b.frames[:0]
 	b.arena = b.arena[:0]
+	b.scratch = b.scratch[:0]
 }
 
 // BlockReader is where RunPort reads a port's frames: one receive queue.
@@ -114,7 +116,7 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error 
 				}
 				if b.full() {
 					s.batches.full.Add(1)
-					s.Process(no, b.frames)
+					s.receive(no, b)
 					b.reset()
 				}
 			}
@@ -122,7 +124,7 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error 
 		}
 		if len(b.frames) > 0 && (blk == nil || time.Since(b.oldest) >= s.cfg.MaxDelay) {
 			s.batches.delay.Add(1)
-			s.Process(no, b.frames)
+			s.receive(no, b)
 			b.reset()
 		}
 	}
