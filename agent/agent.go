@@ -41,7 +41,7 @@ func Run(ctx context.Context, f *Flags, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: st.logLevel}))
 	slog.SetDefault(log)
-	d, err := start(st, log)
+	d, err := start(st, log, nil)
 	if err != nil {
 		return err
 	}
@@ -82,19 +82,32 @@ type Agent struct {
 // OpenFlow agent, the P4Runtime server and the listeners of the control
 // socket and the metrics. Nothing runs until Run. log nil: slog.Default().
 func New(cfg Config, log *slog.Logger) (*Agent, error) {
+	return NewWithDevices(cfg, log, nil)
+}
+
+// NewWithDevices is New with switch ports given by the caller instead of
+// interfaces (cfg's ports then name none of devs' numbers): benchmarks and
+// tests drive the same graph as gswitchd on devices of their own, feeding
+// frames through Switch().Process. Run reads no frames from them.
+func NewWithDevices(cfg Config, log *slog.Logger, devs map[uint32]pipeline.Device) (*Agent, error) {
 	st, err := check(cfg)
 	if err != nil {
 		return nil, err
 	}
+	for _, pc := range st.Ports {
+		if devs[pc.Number] != nil {
+			return nil, fmt.Errorf("%w: port %d is both configured and given as a device", ErrConfig, pc.Number)
+		}
+	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return start(st, log)
+	return start(st, log, devs)
 }
 
 // start opens everything that can fail at start; on an error it closes
 // what it opened.
-func start(st *settings, log *slog.Logger) (d *Agent, err error) {
+func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *Agent, err error) {
 	d = &Agent{st: st, log: log, ports: map[uint32]*afpacket.Port{}, started: time.Now(), ids: NewTableIDs()}
 	d.kfibNS = netns.None()
 	defer func() {
@@ -126,6 +139,11 @@ func start(st *settings, log *slog.Logger) (d *Agent, err error) {
 	}
 	if err := d.openPorts(); err != nil {
 		return d, err
+	}
+	for no, dev := range devs {
+		if err := d.sw.AddPort(no, dev); err != nil {
+			return d, err
+		}
 	}
 	if err := d.startRoutes(); err != nil {
 		return d, err

@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -20,11 +22,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/gswitch/gswitch/agent"
 	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/controlproto/p4rt"
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/datapath/pipeline"
-	"github.com/gswitch/gswitch/gpu"
 )
 
 // Result is one figure of bench p4rt, one JSON object with --json.
@@ -134,12 +136,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // p4Bench is a pipeline switch with two fake ports, its P4Runtime server
 // on 127.0.0.1 and a client that is primary with the pipeline committed.
 type p4Bench struct {
-	ctx  context.Context // the run's: ends the server and the client's calls
-	c    *benchutil.CommonFlags
-	eng  gpu.Backend
-	sw   *pipeline.Switch
-	out  *countDev
-	srv  *p4rt.Server
+	ctx   context.Context // the run's: ends the server and the client's calls
+	c     *benchutil.CommonFlags
+	agent *agent.Agent
+	dir   string // the agent's control socket's folder
+	sw    *pipeline.Switch
+	out   *countDev
 	conn *grpc.ClientConn
 	cl   p4v1.P4RuntimeClient
 	stop func()
@@ -170,43 +172,53 @@ func (d *countDev) count() int {
 
 func newP4Bench(ctx context.Context, c *benchutil.CommonFlags) (*p4Bench, error) {
 	b := &p4Bench{c: c, gpu: "none", out: &countDev{}}
+	// The same graph as gswitchd (agent.New): engine, pipeline, P4Runtime
+	// server and its guard, on two fake ports instead of interfaces.
+	cfg := agent.DefaultConfig()
+	cfg.Tables = p4rt.NumPipelineTables
+	cfg.Backend = "cpu"
 	if c.Backend == "gpu" {
-		eng, err := c.OpenGPU()
+		ords, err := c.Ordinals()
 		if err != nil {
 			return nil, err
 		}
-		b.eng, b.gpu = eng, eng.Device()
-	} else {
-		eng, err := gpu.Open("cpu", nil, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil {
-			return nil, err
+		cfg.Backend, cfg.GPUs, cfg.MinBatch = "gpu", ords, c.MinBatch
+	}
+	dir, err := os.MkdirTemp("", "gswitch-bench-p4rt-")
+	if err != nil {
+		return nil, err
+	}
+	b.dir = dir
+	cfg.Ports, cfg.Listen, cfg.Controllers, cfg.Metrics = nil, nil, nil, ""
+	cfg.CtlSocket = filepath.Join(dir, "ctl.sock")
+	cfg.P4RT.Listen = "127.0.0.1:0"
+	a, err := agent.NewWithDevices(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)),
+		map[uint32]pipeline.Device{1: &countDev{}, 2: b.out})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	b.agent, b.sw = a, a.Switch()
+	if c.Backend == "gpu" {
+		b.gpu = a.Engine().Device()
+		if s, ok := any(a.Engine()).(interface{ SetStreams(n, chunk int) error }); ok {
+			if err := s.SetStreams(c.Streams, c.Chunk); err != nil {
+				b.close()
+				return nil, err
+			}
 		}
-		b.eng = eng
-	}
-	var err error
-	b.sw, err = pipeline.New(pipeline.Config{DatapathID: 1, Tables: p4rt.NumPipelineTables, Classifier: b.eng,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.close()
-		return nil, err
-	}
-	_ = b.sw.AddPort(1, &countDev{})
-	_ = b.sw.AddPort(2, b.out)
-	if b.srv, err = p4rt.New(p4rt.Config{Switch: b.sw, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}); err != nil {
-		b.close()
-		return nil, err
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.close()
-		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	b.ctx = ctx
 	done := make(chan struct{})
-	go func() { _ = b.srv.Serve(ctx, l); close(done) }()
+	go func() { _ = a.Run(ctx); close(done) }()
 	b.stop = func() { cancel(); <-done }
-	if b.conn, err = grpc.Dial(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+	addr := a.P4RTAddr()
+	if addr == nil {
+		b.close()
+		return nil, fmt.Errorf("bench p4rt: the agent's P4Runtime server did not start")
+	}
+	if b.conn, err = grpc.Dial(addr.String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(256<<20), grpc.MaxCallRecvMsgSize(256<<20))); err != nil {
 		b.close()
 		return nil, err
@@ -240,9 +252,11 @@ func (b *p4Bench) close() {
 	}
 	if b.stop != nil {
 		b.stop()
+	} else if b.agent != nil {
+		b.agent.Close()
 	}
-	if c, ok := b.eng.(interface{ Close() error }); ok {
-		c.Close()
+	if b.dir != "" {
+		os.RemoveAll(b.dir)
 	}
 }
 
