@@ -3,7 +3,7 @@
 #   make test    go mod tidy -diff, vet and every test, with the race detector (what CI runs)
 #   make bench   the table benchmarks on ../shared/data, CPU backend, with --check
 #   make fuzz    each fuzz target for FUZZTIME (default 20s)
-#   make build   bin/gswitchctl
+#   make build   bin/gswitchd and bin/gswitchctl (stamped with the VCS revision: --version)
 #   make demo    gswitchd on two namespaces: a ping through it, gswitchctl's view, clean-up (root)
 #   make bench-forward  frames/s through gswitchd, Open vSwitch and the Linux bridge; FLOW_MODs/s (root)
 
@@ -11,13 +11,17 @@ GO       ?= go
 DATA     ?= ../shared/data
 FUZZTIME ?= 20s
 BENCHFLAGS ?= --check --json
+# Stamp binaries with the VCS revision (gswitchd --version), whatever
+# GOFLAGS says.
+BUILDFLAGS ?= -buildvcs=true
 
 .PHONY: all build test tidy vet fuzz demo bench bench-lpm bench-classify bench-bart bench-routes bench-forward clean
 
 all: build
 
 build:
-	$(GO) build -o bin/gswitchctl ./cmd/gswitchctl
+	$(GO) build $(BUILDFLAGS) -o bin/gswitchctl ./cmd/gswitchctl
+	$(GO) build $(BUILDFLAGS) -o bin/gswitchd ./cmd/gswitchd
 
 demo:
 	scripts/demo.sh
@@ -78,7 +82,7 @@ FWD_TARGETS ?= gswitchd,ovs,bridge,plain
 FWD_RATES   ?= 100k,250k,400k,500k,750k,1M,1.5M,2M,max
 FWD_FLAGS   ?= --json
 bench-forward: build
-	$(GO) build -o bin/gswitchd ./cmd/gswitchd
+	$(GO) build $(BUILDFLAGS) -o bin/gswitchd ./cmd/gswitchd
 	bin/gswitchctl bench forward --gswitchd bin/gswitchd --targets $(FWD_TARGETS) --rates $(FWD_RATES) $(FWD_FLAGS)
 
 clean:
