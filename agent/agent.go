@@ -123,7 +123,8 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 	if d.eng, err = gpu.Open(st.Backend, ordinals, st.MinBatch, log); err != nil {
 		return d, fmt.Errorf("backend %s: %w", st.Backend, err)
 	}
-	if err := d.reserveTableIDs(); err != nil {
+	lpmBase, err := d.reserveTableIDs()
+	if err != nil {
 		return d, err
 	}
 	if err := d.newRouter(); err != nil {
@@ -132,7 +133,7 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 	d.sw, err = pipeline.New(pipeline.Config{
 		DatapathID: st.dpid, Tables: st.Tables, MaxFlows: st.MaxFlows, Classifier: d.eng,
 		FailMode: st.failMode, MaxDelay: st.MaxDelay, BatchSize: st.BatchSize, Logger: log,
-		Router: d.pipelineRouter(),
+		Router: d.pipelineRouter(), LPMIDBase: lpmBase,
 	})
 	if err != nil {
 		return d, err

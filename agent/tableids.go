@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/lpmshape"
 )
 
 // IDRange is a range of engine table ids: N ids from First, handed to
@@ -120,24 +121,25 @@ func (a *TableIDs) insertLocked(r IDRange) {
 	a.ranges = slices.Insert(a.ranges, i, r)
 }
 
-// The fixed ranges of today's engine table ids: the pipeline numbers its
-// flow tables' images by table (0..254) and its LPM-shaped tables'
-// images 1<<24 | table<<16 | group slot (datapath/pipeline/lpmshape.go).
+// The ranges of the pipeline's engine table ids: it numbers its flow
+// tables' images by table (0..254), fixed, and its LPM-shaped tables'
+// images base | table<<16 | group slot (tables/lpmshape), with the base
+// the agent reserves here and hands to pipeline.Config.LPMIDBase.
 const (
 	flowTableIDs     = 256
-	lpmShapeIDBase   = 1 << 24
+	lpmShapeIDBase   = gpu.TableID(lpmshape.DefaultIDBase)
 	lpmShapeIDs      = 1 << 24
 	flowTablesOwner  = "flow tables"
 	lpmShapeIDsOwner = "lpm-shaped flow tables"
 	routerIDsOwner   = "router"
 )
 
-// reserveTableIDs reserves the pipeline's fixed ranges before the router
-// allocates its own.
-func (d *Agent) reserveTableIDs() error {
+// reserveTableIDs reserves the pipeline's ranges before the router
+// allocates its own, and returns the LPM-shaped tables' base.
+func (d *Agent) reserveTableIDs() (lpmBase gpu.TableID, err error) {
 	if _, err := d.ids.Reserve(flowTablesOwner, 0, flowTableIDs); err != nil {
-		return err
+		return 0, err
 	}
-	_, err := d.ids.Reserve(lpmShapeIDsOwner, lpmShapeIDBase, lpmShapeIDs)
-	return err
+	r, err := d.ids.Reserve(lpmShapeIDsOwner, lpmShapeIDBase, lpmShapeIDs)
+	return r.First, err
 }

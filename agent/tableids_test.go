@@ -14,8 +14,12 @@ import (
 // l3.DefaultTableIDBase, LPM-shaped tables from 1<<24).
 func TestTableIDsLayout(t *testing.T) {
 	d := &Agent{ids: NewTableIDs()}
-	if err := d.reserveTableIDs(); err != nil {
+	lpmBase, err := d.reserveTableIDs()
+	if err != nil {
 		t.Fatal(err)
+	}
+	if lpmBase != 1<<24 {
+		t.Fatalf("LPM-shaped tables' base %#x, want 1<<24", lpmBase)
 	}
 	r, err := d.ids.Alloc(routerIDsOwner, 2*3)
 	if err != nil {
