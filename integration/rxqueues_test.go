@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -259,13 +260,29 @@ func rxqMetrics(t *testing.T, ns, addr string) string {
 	return b.String()
 }
 
-// rxqMetric finds a sample's value on a Prometheus page.
+// rxqMetric finds a sample's value on a Prometheus page; name is the
+// sample's name and labels, in any order of the labels.
 func rxqMetric(page, name string) (uint64, bool) {
+	want := sortedLabels(name)
 	for _, l := range strings.Split(page, "\n") {
-		if v, ok := strings.CutPrefix(l, name+" "); ok {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			return n, err == nil
+		i := strings.LastIndexByte(l, ' ')
+		if i < 0 || strings.HasPrefix(l, "#") || sortedLabels(l[:i]) != want {
+			continue
 		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(l[i+1:]), 64)
+		return uint64(f), err == nil
 	}
 	return 0, false
+}
+
+// sortedLabels writes a sample name with its labels sorted (label values
+// without commas, as the ports' here).
+func sortedLabels(s string) string {
+	name, labels, ok := strings.Cut(s, "{")
+	if !ok {
+		return s
+	}
+	parts := strings.Split(strings.TrimSuffix(labels, "}"), ",")
+	slices.Sort(parts)
+	return name + "{" + strings.Join(parts, ",") + "}"
 }
