@@ -10,7 +10,7 @@
 //	gswitchctl bench routes --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--via netlink|direct] [--check] [--json]
 //	gswitchctl bench forward [--targets gswitchd,ovs,bridge,plain] [--rules 1000,10000] [--rates 250k,...,max] [--flowmods N] [--gswitchd BIN] [--backend cpu|gpu|auto] [--rounds N] [--json]
 //
-//	gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3 [--socket PATH] [--json]
+//	gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3|re [--socket PATH] [--json]
 //	gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
 //	gswitchctl chunk [flags] FILE...
 //	gswitchctl re markers [flags] FILE...
@@ -53,7 +53,7 @@ Usage:
                                                  frames/s forwarded between namespaces through gswitchd, Open
                                                  vSwitch (userspace) and the Linux bridge, loss per offered load;
                                                  FLOW_MODs/s and barrier latency (root)
-  gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3 [--socket PATH] [--json]
+  gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3|re [--socket PATH] [--json]
                                                  query a running gswitchd (control socket)
   gswitchctl neighbours [--socket PATH] [--json] the router's neighbour table (show neighbours)
   gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
