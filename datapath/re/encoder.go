@@ -139,13 +139,52 @@ func (e *Encoder) match(pay []byte, id uint64) []ref {
 		if pe-ps < e.cfg.MinMatch {
 			continue
 		}
-		if len(refs) == maxRefs {
+		if len(refs)+3 > maxRefs {
 			break
+		}
+		// A match that reaches the start of the logged payload may go on
+		// in the payload logged before it, and one that reaches its end in
+		// the payload logged after it: a segment of a stream sent again
+		// with other boundaries spans two old segments.
+		var before *ref
+		if qs == 0 && ps > done {
+			if y := e.usable(l.e.prev, id); y != nil {
+				k, j := ps, len(y.data)
+				for k > done && j > 0 && pay[k-1] == y.data[j-1] {
+					k, j = k-1, j-1
+				}
+				if ps-k > refLen {
+					before = &ref{id: y.id, src: j, n: ps - k, dst: k}
+				}
+			}
+		}
+		if before != nil {
+			refs = append(refs, *before)
 		}
 		refs = append(refs, ref{id: l.e.id, src: qs, n: pe - ps, dst: ps})
 		done = pe
+		if qe == len(q) && pe < len(pay) {
+			if y := e.usable(l.e.next, id); y != nil {
+				n := 0
+				for pe+n < len(pay) && n < len(y.data) && pay[pe+n] == y.data[n] {
+					n++
+				}
+				if n > refLen {
+					refs = append(refs, ref{id: y.id, src: 0, n: n, dst: pe})
+					done = pe + n
+				}
+			}
+		}
 	}
 	return refs
+}
+
+// usable returns x when the encoder may reference it from payload id.
+func (e *Encoder) usable(x *entry, id uint64) *entry {
+	if x == nil || x.gone || !x.acked || x.id == id {
+		return nil
+	}
+	return x
 }
 
 // build writes the encoded frame of size bytes.
