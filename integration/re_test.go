@@ -38,6 +38,7 @@ type reTopo struct {
 	h1, a, b, h2       string
 	dir                string // the files h1 serves
 	port               int    // the HTTP server's port
+	metricsPort        int    // the gswitchd's Prometheus port (in their namespaces)
 	files              map[string][]byte
 	da, db             *reDaemon
 	aCfg, bCfg, cfgDir string
@@ -59,7 +60,7 @@ func newRETopo(t *testing.T) *reTopo {
 	needTool(t, "python3", "python3")
 	id := fmt.Sprintf("%x", mrand.IntN(1<<16))
 	tp := &reTopo{id: id, h1: "reh1" + id, a: "rega" + id, b: "regb" + id, h2: "reh2" + id, dir: t.TempDir(), cfgDir: t.TempDir(),
-		port: 18000 + mrand.IntN(10000), files: map[string][]byte{}}
+		port: 18000 + mrand.IntN(10000), metricsPort: 28000 + mrand.IntN(10000), files: map[string][]byte{}}
 	t.Cleanup(func() {
 		for _, ns := range []string{tp.h1, tp.a, tp.b, tp.h2} {
 			exec.Command("ip", "netns", "del", ns).Run()
@@ -113,7 +114,8 @@ func (tp *reTopo) start(t *testing.T, ns, p1, p2, cfg string) *reDaemon {
 	bin := gswitchdBinary(t)
 	d := &reDaemon{ctl: filepath.Join(tp.cfgDir, ns+".sock"), exited: make(chan struct{})}
 	args := []string{"netns", "exec", ns, bin, "--ctl-socket", d.ctl, "--fail-mode", "standalone", "--p4rt-listen", "off",
-		"--backend", "cpu", "--max-delay", "50us", "--port", "1=" + p1, "--port", "2=" + p2}
+		"--backend", "cpu", "--max-delay", "50us", "--port", "1=" + p1, "--port", "2=" + p2,
+		"--metrics", fmt.Sprintf("127.0.0.1:%d", tp.metricsPort)}
 	if cfg != "" {
 		f := filepath.Join(tp.cfgDir, ns+".yaml")
 		if err := os.WriteFile(f, []byte(cfg), 0o644); err != nil {
@@ -236,6 +238,27 @@ func (tp *reTopo) checkFile(t *testing.T, name, path string) {
 	}
 }
 
+// restartMid downloads restart.bin at 1 MB/s and runs restart (a
+// gswitchd's stop and start) a second into it; the download must be
+// byte-exact.
+func (tp *reTopo) restartMid(t *testing.T, who string, restart func()) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "restart.bin")
+	curl := exec.Command("ip", "netns", "exec", tp.h2, "curl", "-sS", "--fail", "--max-time", "60", "--limit-rate", "1M", "-o", out,
+		fmt.Sprintf("http://10.9.0.1:%d/restart.bin", tp.port))
+	var curlOut bytes.Buffer
+	curl.Stdout, curl.Stderr = &curlOut, &curlOut
+	if err := curl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	restart()
+	if err := curl.Wait(); err != nil {
+		t.Fatalf("curl across %s's restart: %v\n%s", who, err, curlOut.String())
+	}
+	tp.checkFile(t, "restart.bin", out)
+}
+
 // reInfo reads a daemon's /v1/re.
 func (d *reDaemon) reInfo(t *testing.T) ctl.REInfo {
 	t.Helper()
@@ -248,6 +271,17 @@ func (d *reDaemon) reInfo(t *testing.T) ctl.REInfo {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func randomBytes(t *testing.T, n int) []byte {
@@ -357,6 +391,23 @@ func TestRedundancyElimination(t *testing.T) {
 	if !ra.Enabled || ra.Port != 2 || ra.Encoder.Saved == 0 || ra.Encoder.Refs == 0 || rb.Decoder.Restored == 0 {
 		t.Errorf("show re: A %+v, B %+v: want savings, references and restored frames", ra, rb)
 	}
+	// The same counters through gswitchctl and Prometheus.
+	ctlBin := gswitchctlBinary(t)
+	text := sh(t, "ip", "netns", "exec", tp.a, ctlBin, "show", "re", "--socket", tp.da.ctl)
+	js := sh(t, "ip", "netns", "exec", tp.b, ctlBin, "show", "re", "--json", "--socket", tp.db.ctl)
+	if !strings.Contains(text, "rewa") || !strings.Contains(text, "saved ") || !strings.Contains(js, `"Restored"`) {
+		t.Errorf("gswitchctl show re: A\n%s\nB --json\n%s", text, js)
+	}
+	page := sh(t, "ip", "netns", "exec", tp.a, "curl", "-sS", fmt.Sprintf("http://127.0.0.1:%d/metrics", tp.metricsPort))
+	saved := -1.0
+	for _, l := range strings.Split(page, "\n") {
+		if v, ok := strings.CutPrefix(l, `gswitch_re_saved_bytes_total{port="2"} `); ok {
+			saved, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	if want := tp.da.reInfo(t).Encoder.Saved; saved != float64(want) {
+		t.Errorf("metrics: gswitch_re_saved_bytes_total %g, want A's counter %d:\n%s", saved, want, grepLines(page, "gswitch_re_"))
+	}
 	if float64(second) > 0.08*float64(base["same.bin"]) {
 		t.Errorf("the same file fetched again carried %d WAN bytes, %.1f%% of %d: want at most 8%%", second,
 			100*float64(second)/float64(base["same.bin"]), base["same.bin"])
@@ -366,29 +417,18 @@ func TestRedundancyElimination(t *testing.T) {
 	}
 	savedLossless := 1 - float64(second)/float64(base["same.bin"])
 
-	// Restart B mid-transfer: the download stays byte-exact (curl at a
-	// limited rate, B stopped after a second and started again).
-	tp.fetch(t, "restart.bin") // logged on both sides: the restarted fetch is encoded
-	out := filepath.Join(t.TempDir(), "restart.bin")
-	curl := exec.Command("ip", "netns", "exec", tp.h2, "curl", "-sS", "--fail", "--max-time", "60", "--limit-rate", "1M", "-o", out,
-		fmt.Sprintf("http://10.9.0.1:%d/restart.bin", tp.port))
-	var curlOut bytes.Buffer
-	curl.Stdout, curl.Stderr = &curlOut, &curlOut
-	if err := curl.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second)
-	tp.db.stop(t)
-	tp.db = tp.start(t, tp.b, "rewb", "rebh2", onB)
-	if err := curl.Wait(); err != nil {
-		t.Fatalf("curl across B's restart: %v\n%s", err, curlOut.String())
-	}
-	tp.checkFile(t, "restart.bin", out)
+	// Restart B (the decoder of the download), then A (its encoder),
+	// mid-transfer: the downloads stay byte-exact.
+	tp.fetch(t, "restart.bin") // logged on both sides: the restarted fetches are encoded
+	tp.restartMid(t, "B", func() { tp.db.stop(t); tp.db = tp.start(t, tp.b, "rewb", "rebh2", onB) })
 	rb = tp.db.reInfo(t)
 	t.Logf("after B's restart: B decoder %+v, A encoder resets %d", rb.Decoder, tp.da.reInfo(t).Encoder.Resets)
 	if tp.da.reInfo(t).Encoder.Resets == 0 {
 		t.Errorf("A's encoder did not see B's new epoch")
 	}
+	tp.fetch(t, "restart.bin") // logged by the new B
+	tp.restartMid(t, "A", func() { tp.da.stop(t); tp.da = tp.start(t, tp.a, "reah1", "rewa", onA) })
+	t.Logf("after A's restart: B decoder %+v", tp.db.reInfo(t).Decoder)
 
 	// 1% loss and 1% reordering on the WAN link, both directions.
 	tp.startPair(t, reYAML(2, 0.01, 0.01, 1), reYAML(1, 0.01, 0.01, 2))
