@@ -67,6 +67,7 @@ type Agent struct {
 	routeSources                         // static routes and the kernel FIB mirror (routes.go)
 	p4           *p4rt.Server            // nil with p4rt listen off (p4rt.go)
 	p4L          net.Listener
+	re           *reLink // nil with redundancy elimination off (re.go)
 
 	runMu     sync.Mutex
 	ran       bool
@@ -187,7 +188,14 @@ func (d *Agent) openPorts() error {
 			return fmt.Errorf("port %d (%s): %w", pc.Number, pc.Interface, err)
 		}
 		d.ports[pc.Number] = p
-		if err := d.sw.AddPort(pc.Number, p); err != nil {
+		dev, err := d.reDevice(pc.Number, p)
+		if err != nil {
+			return err
+		}
+		if err := d.sw.AddPort(pc.Number, dev); err != nil {
+			return err
+		}
+		if err := d.reStage(pc.Number); err != nil {
 			return err
 		}
 		d.log.Info("port attached", "port", pc.Number, "link", p.Link().String(), "rx_queues", p.Queues())
@@ -231,6 +239,7 @@ func (d *Agent) Run(ctx context.Context) error {
 	goRun("expiry", func() error { d.sw.RunExpiry(ctx, 250*time.Millisecond); return nil })
 	d.runRouter(ctx, goRun)
 	d.runKernelFIB(ctx, goRun)
+	d.runRE(ctx, goRun)
 	targets := append(append([]string(nil), d.st.Listen...), d.st.Controllers...)
 	if len(targets) > 0 {
 		goRun("openflow", func() error { return d.agent.Run(ctx, targets...) })

@@ -53,6 +53,7 @@ type Config struct {
 	P4RT        P4RTConfig          `yaml:"p4rt"`
 	Routes      []StaticRouteConfig `yaml:"routes"`
 	KernelFIB   KernelFIBConfig     `yaml:"kernel_fib"`
+	RE          REConfig            `yaml:"re"`
 }
 
 // TLSConfig holds the files for OpenFlow over TLS ("tls:"/"ssl:"
@@ -96,6 +97,7 @@ type settings struct {
 	tlsServer *tls.Config // for ptls:/pssl: listeners; nil without such a target
 	router    routerSettings
 	p4rtTLS   *tls.Config // for the P4Runtime server; nil: plain gRPC (p4rt.go)
+	re        reSettings  // redundancy elimination (re.go)
 }
 
 // ErrConfig marks a configuration mistake (exit status 2): every error of
@@ -154,6 +156,7 @@ type Flags struct {
 	p4                                              p4rtFlags
 	rt                                              routesFlags
 	neighbours                                      string
+	re                                              reFlags
 }
 
 // newFlags returns the flags on a FlagSet of their own.
@@ -190,6 +193,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.neighbours, "neighbours", "", "how router ports resolve next hops: `own` (ARP/ND by gswitchd) or kernel (the kernel's neighbour table)")
 	f.p4.register(fs)
 	f.rt.register(fs)
+	f.re.register(fs)
 	return f
 }
 
@@ -268,6 +272,7 @@ func (f *Flags) override(c *Config) error {
 	}
 	f.p4.override(set, &c.P4RT)
 	f.rt.override(set, &c.KernelFIB)
+	f.re.override(set, &c.RE)
 	if set["gpus"] {
 		gpus, err := parseGPUs(f.gpus)
 		if err != nil {
@@ -361,6 +366,9 @@ func check(c Config) (*settings, error) {
 		return nil, err
 	}
 	if err := checkKernelFIB(&c); err != nil {
+		return nil, err
+	}
+	if st.re, err = checkRE(&c); err != nil {
 		return nil, err
 	}
 	return st, checkNumbers(&c)

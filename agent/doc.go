@@ -84,8 +84,10 @@
 // receive queue and a link watcher, the flow expiry, the router's
 // neighbour timers (and the kernel neighbour mirror in neighbour mode
 // kernel), the kernel FIB mirror, the OpenFlow agent's listeners and
-// controller connections, the P4Runtime server, the control socket server
-// and the metrics server.
+// controller connections, the P4Runtime server, the control socket server,
+// the metrics server, and with re: the WAN port's acknowledgement loop
+// (re.go: the port's device is an re.Link's encoder around the afpacket
+// port, and its decoder the port's first receive stage).
 //
 // # Stop order
 //

@@ -9,8 +9,9 @@
 //	gswitchctl bench p4rt [--entries N] [--batches 1,100,10000] [--samples N] [--tables acl,ipv4_lpm] [--backend cpu|gpu] [--json]
 //	gswitchctl bench routes --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--via netlink|direct] [--check] [--json]
 //	gswitchctl bench forward [--targets gswitchd,ovs,bridge,plain] [--rules 1000,10000] [--rates 250k,...,max] [--flowmods N] [--gswitchd BIN] [--backend cpu|gpu|auto] [--rounds N] [--json]
+//	gswitchctl bench re [--measure markers,chunk] [--payloads N] [--bytes N] [--data random,text,zeros] [--backend cpu|gpu] [--rounds N] [--json]
 //
-//	gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3 [--socket PATH] [--json]
+//	gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3|re [--socket PATH] [--json]
 //	gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
 //	gswitchctl chunk [flags] FILE...
 //	gswitchctl re markers [flags] FILE...
@@ -35,6 +36,7 @@ import (
 	"github.com/gswitch/gswitch/bench/forward"
 	"github.com/gswitch/gswitch/bench/lpm"
 	"github.com/gswitch/gswitch/bench/p4rt"
+	rebench "github.com/gswitch/gswitch/bench/re"
 	"github.com/gswitch/gswitch/bench/routes"
 	"github.com/gswitch/gswitch/cmd/gswitchctl/filtercmd"
 	"github.com/gswitch/gswitch/internal/version"
@@ -53,7 +55,9 @@ Usage:
                                                  frames/s forwarded between namespaces through gswitchd, Open
                                                  vSwitch (userspace) and the Linux bridge, loss per offered load;
                                                  FLOW_MODs/s and barrier latency (root)
-  gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3 [--socket PATH] [--json]
+  gswitchctl bench re [flags]                    Rabin fingerprinting of 1,460-byte payloads (Gbps); chunk against
+                                                 restic/chunker on the same data (MB/s, ratio, identical chunks)
+  gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3|re [--socket PATH] [--json]
                                                  query a running gswitchd (control socket)
   gswitchctl neighbours [--socket PATH] [--json] the router's neighbour table (show neighbours)
   gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
@@ -125,6 +129,7 @@ var benches = map[string]func(ctx context.Context, args []string, stdout, stderr
 	"p4rt":     p4rt.Run,
 	"routes":   routes.Run,
 	"forward":  forward.Run,
+	"re":       rebench.Run,
 	// bench forward's plain target runs it in its switch namespace
 	// (forward.PlainForwarderArgs).
 	"plain-forwarder": forward.RunPlainForwarder,
@@ -132,12 +137,12 @@ var benches = map[string]func(ctx context.Context, args []string, stdout, stderr
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: bench needs a work: lpm, classify, p4rt, routes or forward", errUsage)
+		return fmt.Errorf("%w: bench needs a work: lpm, classify, p4rt, routes, forward or re", errUsage)
 	}
 	if b, ok := benches[args[0]]; ok {
 		return b(ctx, args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("%w: unknown bench %q (want lpm, classify, p4rt, routes or forward)", errUsage, args[0])
+	return fmt.Errorf("%w: unknown bench %q (want lpm, classify, p4rt, routes, forward or re)", errUsage, args[0])
 }
 
 // parseFlags parses args into fs, refusing positional arguments.

@@ -35,11 +35,13 @@ Queries a running gswitchd over its control socket. WHAT is one of:
   stats    the switch's own counters and identity
   neighbours  the router's neighbour table (also: gswitchctl neighbours, neigh)
   l3       the router's counters: forwarded, drops by reason, frames it sent
+  re       redundancy elimination on the WAN port: bytes in/out of the encoder,
+           saved, references, raw sends, decode failures
 
 Flags (before or after WHAT):
 `
 
-var showWhats = []string{"ports", "tables", "flows", "groups", "meters", "backend", "stats", "neighbours", "l3"}
+var showWhats = []string{"ports", "tables", "flows", "groups", "meters", "backend", "stats", "neighbours", "l3", "re"}
 
 // showArgs splits show's command line: flags may come before or after WHAT.
 func showArgs(args []string, stderr io.Writer) (what, socket string, asJSON bool, err error) {
@@ -114,6 +116,8 @@ func query(ctx context.Context, c *ctl.Client, what string) (any, error) {
 		return c.Neighbours(ctx)
 	case "l3":
 		return c.L3(ctx)
+	case "re":
+		return c.RE(ctx)
 	}
 	return c.Stats(ctx)
 }
@@ -138,6 +142,8 @@ func printShow(w io.Writer, v any) {
 		printNeighbours(w, v)
 	case l3.Counters:
 		printL3(w, v)
+	case ctl.REInfo:
+		printRE(w, v)
 	}
 }
 

@@ -23,7 +23,7 @@ type Encoder struct {
 	cfg       Config
 	m         *rabin.Marker
 	log       payloadLog
-	index     map[uint64]loc // marker fingerprint → latest payload and position
+	index     map[uint64]slots // marker fingerprint → payloads and positions (remember says which)
 	epoch     uint32
 	peerEpoch uint32 // the decoder's, from its last control frame (0: none yet)
 
@@ -51,19 +51,48 @@ func NewEncoder(cfg Config) (*Encoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Encoder{cfg: cfg, m: m, log: newLog(cfg.LogBytes), index: map[uint64]loc{}, epoch: randomEpoch()}, nil
+	return &Encoder{cfg: cfg, m: m, log: newLog(cfg.LogBytes), index: map[uint64]slots{}, epoch: randomEpoch()}, nil
 }
 
 // Epoch returns the encoder's epoch.
 func (e *Encoder) Epoch() uint32 { return e.epoch }
 
+// slots are an index entry: the latest payload with the fingerprint, and
+// the one before it that was acknowledged when the latest took its place
+// (either may be empty: e nil).
+type slots struct{ latest, acked loc }
+
 // unindex drops an evicted payload's index entries that still point at it.
 func (e *Encoder) unindex(x *entry) {
 	for _, fp := range x.fps {
-		if l, ok := e.index[fp]; ok && l.e == x {
+		s, ok := e.index[fp]
+		if !ok {
+			continue
+		}
+		if s.latest.e == x {
+			s.latest = loc{}
+		}
+		if s.acked.e == x {
+			s.acked = loc{}
+		}
+		if s.latest.e == nil && s.acked.e == nil {
 			delete(e.index, fp)
+		} else {
+			e.index[fp] = s
 		}
 	}
+}
+
+// lookup returns the payload the index holds for fp that payload id may
+// reference: the latest, or else the acknowledged one before it.
+func (e *Encoder) lookup(fp, id uint64) (loc, bool) {
+	s := e.index[fp]
+	for _, l := range [2]loc{s.latest, s.acked} {
+		if l.e != nil && e.usable(l.e, id) != nil {
+			return l, true
+		}
+	}
+	return loc{}, false
 }
 
 // Encode returns the frame to send for frame: an encoded copy built in out
@@ -119,8 +148,8 @@ func (e *Encoder) match(pay []byte, id uint64) []ref {
 		if i-w+1 < done {
 			continue
 		}
-		l, ok := e.index[e.fps[k]]
-		if !ok || l.e.gone || !l.e.acked || l.e.id == id {
+		l, ok := e.lookup(e.fps[k], id)
+		if !ok {
 			continue
 		}
 		q := l.e.data
@@ -139,13 +168,52 @@ func (e *Encoder) match(pay []byte, id uint64) []ref {
 		if pe-ps < e.cfg.MinMatch {
 			continue
 		}
-		if len(refs) == maxRefs {
+		if len(refs)+3 > maxRefs {
 			break
+		}
+		// A match that reaches the start of the logged payload may go on
+		// in the payload logged before it, and one that reaches its end in
+		// the payload logged after it: a segment of a stream sent again
+		// with other boundaries spans two old segments.
+		var before *ref
+		if qs == 0 && ps > done {
+			if y := e.usable(l.e.prev, id); y != nil {
+				k, j := ps, len(y.data)
+				for k > done && j > 0 && pay[k-1] == y.data[j-1] {
+					k, j = k-1, j-1
+				}
+				if ps-k > refLen {
+					before = &ref{id: y.id, src: j, n: ps - k, dst: k}
+				}
+			}
+		}
+		if before != nil {
+			refs = append(refs, *before)
 		}
 		refs = append(refs, ref{id: l.e.id, src: qs, n: pe - ps, dst: ps})
 		done = pe
+		if qe == len(q) && pe < len(pay) {
+			if y := e.usable(l.e.next, id); y != nil {
+				n := 0
+				for pe+n < len(pay) && n < len(y.data) && pay[pe+n] == y.data[n] {
+					n++
+				}
+				if n > refLen {
+					refs = append(refs, ref{id: y.id, src: 0, n: n, dst: pe})
+					done = pe + n
+				}
+			}
+		}
 	}
 	return refs
+}
+
+// usable returns x when the encoder may reference it from payload id.
+func (e *Encoder) usable(x *entry, id uint64) *entry {
+	if x == nil || x.gone || !x.acked || x.id == id {
+		return nil
+	}
+	return x
 }
 
 // build writes the encoded frame of size bytes.
@@ -202,7 +270,16 @@ func (e *Encoder) remember(id uint64, pay []byte) {
 		return
 	}
 	for k, fp := range x.fps {
-		e.index[fp] = loc{e: x, pos: x.markers[k]}
+		// The latest payload takes the first slot; the one it displaces
+		// keeps the second if acknowledged, so that data repeating faster
+		// than acknowledgements come back (a buffer sent over and over)
+		// still finds a copy it may reference.
+		s := e.index[fp]
+		if s.latest.e != nil && !s.latest.e.gone && s.latest.e.acked {
+			s.acked = s.latest
+		}
+		s.latest = loc{e: x, pos: x.markers[k]}
+		e.index[fp] = s
 	}
 }
 

@@ -8,6 +8,12 @@ type entry struct {
 	gone    bool     // evicted: index entries pointing here are stale
 	fps     []uint64 // encoder: its markers' fingerprints, for the index
 	markers []uint16 // encoder: its markers' positions
+	// prev and next are the payloads logged just before and after this
+	// one (encoder: a match that runs off either end of this payload
+	// continues there when the bytes agree, the usual case for the next
+	// segment of the same TCP stream). The oldest entry's prev is nil, so
+	// that evicted entries are not kept alive.
+	prev, next *entry
 }
 
 // payloadLog holds payloads by id, first in first out, bounded in bytes.
@@ -30,6 +36,10 @@ func (l *payloadLog) add(e *entry, evict func(*entry)) {
 		return
 	}
 	l.byID[e.id] = e
+	if l.head < len(l.fifo) {
+		last := l.fifo[len(l.fifo)-1]
+		last.next, e.prev = e, last
+	}
 	l.fifo = append(l.fifo, e)
 	l.bytes += len(e.data)
 	for l.bytes > l.limit && l.head < len(l.fifo) {
@@ -38,6 +48,10 @@ func (l *payloadLog) add(e *entry, evict func(*entry)) {
 		l.head++
 		l.bytes -= len(o.data)
 		o.gone = true
+		if o.next != nil {
+			o.next.prev = nil
+			o.next = nil
+		}
 		if l.byID[o.id] == o {
 			delete(l.byID, o.id)
 		}
@@ -60,6 +74,7 @@ func (l *payloadLog) get(id uint64) *entry { return l.byID[id] }
 func (l *payloadLog) reset(evict func(*entry)) {
 	for _, e := range l.fifo[l.head:] {
 		e.gone = true
+		e.prev, e.next = nil, nil
 		if evict != nil {
 			evict(e)
 		}

@@ -341,3 +341,34 @@ func TestMalformedEncoded(t *testing.T) {
 		t.Fatalf("new epoch: %v %v, resets %d", v, err, l.dec.Stats.Resets.Load())
 	}
 }
+
+// segments cuts data into TCP segments of the given sizes in turn.
+func segments(data []byte, sport uint16, seq uint32, sizes ...int) [][]byte {
+	var frames [][]byte
+	for off, k := 0, 0; off < len(data); k++ {
+		end := min(off+sizes[k%len(sizes)], len(data))
+		frames = append(frames, tcpFrame([4]byte{10, 0, 0, 2}, [4]byte{10, 0, 0, 1}, 80, sport, seq+uint32(off), data[off:end]))
+		off = end
+	}
+	return frames
+}
+
+// TestResegmented: the same bytes sent again with other segment
+// boundaries (as TCP cuts a stream differently each time): a new segment
+// spans two logged ones, and the match continues from one into the next
+// (entry.prev, entry.next), so the second transfer still carries at most
+// 8% of its bytes.
+func TestResegmented(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	file := randomBytes(r, 1<<20)
+	l := newLink(t, 0, 0)
+	l.run(segments(file, 40000, 1, 1448))
+	w1 := l.wire
+	second := append(segments(file[:700], 40001, 99, 700), segments(file[700:], 40001, 799, 1448)...)
+	l.run(second)
+	share := float64(l.wire-w1) / float64(wireBytes(second))
+	t.Logf("resegmented second transfer: %.2f%% of its bytes; %d references in %d encoded frames", 100*share, l.enc.Stats.Refs.Load(), l.enc.Stats.Encoded.Load())
+	if share > 0.08 {
+		t.Errorf("resegmented second transfer carried %.1f%% of its bytes, want at most 8%%", 100*share)
+	}
+}

@@ -222,9 +222,12 @@ func NewChunker(r io.Reader, p ChunkParams) (*Chunker, error) {
 	return &Chunker{c: c, r: r, buf: make([]byte, max(2*c.limit, 1<<20))}, nil
 }
 
-// fill reads until the buffer holds a whole longest chunk or the stream ends.
+// fill reads until the buffer holds a whole longest chunk or the stream
+// ends. The unread bytes move to the buffer's start only when a longest
+// chunk no longer fits after lo: at most once per longest chunk consumed,
+// so a stream's bytes are moved at most about once each.
 func (ch *Chunker) fill() {
-	if ch.lo > 0 && ch.hi-ch.lo < ch.c.limit {
+	if ch.hi-ch.lo < ch.c.limit && len(ch.buf)-ch.lo < ch.c.limit {
 		ch.hi = copy(ch.buf, ch.buf[ch.lo:ch.hi])
 		ch.lo = 0
 	}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/gswitch/gswitch/agent/ctl"
+)
+
+// printRE writes redundancy elimination's settings and counters.
+func printRE(w io.Writer, r ctl.REInfo) {
+	if !r.Enabled {
+		fmt.Fprintln(w, "redundancy elimination\toff")
+		return
+	}
+	match := r.Match
+	if match == "" {
+		match = "every TCP segment"
+	}
+	fmt.Fprintf(w, "port\t%d (%s)\tmatch: %s\tlog %d bytes\n", r.Port, r.Interface, match, r.LogBytes)
+	if r.Impaired {
+		fmt.Fprintln(w, "impairment\ton (test stage: loss and reordering of what the port sends)")
+	}
+	e, d := r.Encoder, r.Decoder
+	pct := 0.0
+	if e.BytesIn > 0 {
+		pct = 100 * float64(e.Saved) / float64(e.BytesIn)
+	}
+	fmt.Fprintf(w, "encoder\tepoch %#x\tframes %d\tbytes in %d\tbytes out %d\tsaved %d (%.1f%%)\n", e.Epoch, e.Frames, e.BytesIn, e.BytesOut, e.Saved, pct)
+	fmt.Fprintf(w, "\t\tencoded %d\treferences %d\traw sends %d\tpassed %d\tpeer resets %d\n", e.Encoded, e.Refs, e.Raw, e.Passed, e.Resets)
+	fmt.Fprintf(w, "decoder\tepoch %#x\tframes %d\tbytes in %d\tbytes out %d\trestored %d\tplain %d\n", d.Epoch, d.Frames, d.BytesIn, d.BytesOut, d.Restored, d.Plain)
+	fmt.Fprintf(w, "\t\tdecode failures %d\t(missing %d, bad crc %d, malformed %d)\tlogged %d\tacks %d\tnaks %d\tpeer resets %d\n",
+		d.Failures, d.Missing, d.BadCRC, d.Malformed, d.Logged, d.Acks, d.Naks, d.Resets)
+}
