@@ -227,4 +227,6 @@ func (s *Server) Explain(_ context.Context, r *ExplainRequest) (*ExplainResponse
 }
 
 // String names the service for logs.
-func (s *Server) String() string { return fmt.Sprintf("pubsubapi(%d subscriptions)", s.cfg.Table.Stats().Subscriptions) }
+func (s *Server) String() string {
+	return fmt.Sprintf("pubsubapi(%d subscriptions)", s.cfg.Table.Stats().Subscriptions)
+}

@@ -121,8 +121,8 @@ func TestStageDelivers(t *testing.T) {
 		t.Fatal(err)
 	}
 	e1 := udpFrame(t, "10.0.0.1", "10.0.0.2", 7400, wire(t, `{"x": 7, "s": "abc"}`), 0) // 1 2 3
-	e2 := udpFrame(t, "fd00::1", "fd00::2", 7400, wire(t, `{"x": 9}`), 0)              // 1
-	e3 := udpFrame(t, "10.0.0.1", "10.0.0.2", 7400, wire(t, `{"x": 1}`), 0)            // none
+	e2 := udpFrame(t, "fd00::1", "fd00::2", 7400, wire(t, `{"x": 9}`), 0)               // 1
+	e3 := udpFrame(t, "10.0.0.1", "10.0.0.2", 7400, wire(t, `{"x": 1}`), 0)             // none
 	bad := udpFrame(t, "10.0.0.1", "10.0.0.2", 7400, []byte("GSEV\x01\x00\x00\x05"), 0)
 	other := udpFrame(t, "10.0.0.1", "10.0.0.2", 53, []byte("dns"), 0)
 	rest, _ := st.Rx(1, [][]byte{e1, other, e2, bad, e3}, nil)
