@@ -67,6 +67,8 @@ type Agent struct {
 	routeSources                         // static routes and the kernel FIB mirror (routes.go)
 	p4           *p4rt.Server            // nil with p4rt listen off (p4rt.go)
 	p4L          net.Listener
+	ps           *pubsubPart                   // nil with pubsub off (pubsub.go)
+	rxStages     map[uint32][]pipeline.RxStage // per port, in order (rxstages.go)
 
 	runMu     sync.Mutex
 	ran       bool
@@ -125,6 +127,9 @@ func start(st *settings, log *slog.Logger) (d *Agent, err error) {
 		return d, err
 	}
 	if err := d.openPorts(); err != nil {
+		return d, err
+	}
+	if err := d.startPubSub(); err != nil {
 		return d, err
 	}
 	if err := d.startRoutes(); err != nil {
@@ -219,6 +224,7 @@ func (d *Agent) Run(ctx context.Context) error {
 	if d.p4L != nil {
 		goRun("p4rt", func() error { return d.serveP4RT(ctx) })
 	}
+	d.runPubSub(ctx, goRun)
 	goRun("ctl socket", func() error { return ctl.Serve(ctx, d.ctlL, ctlSource{d}) })
 	if d.metL != nil {
 		goRun("metrics", func() error { return d.serveMetrics(ctx) })
@@ -269,6 +275,7 @@ func (d *Agent) close() {
 		if d.p4L != nil {
 			d.p4L.Close()
 		}
+		d.closePubSub()
 		if d.kfibNS.IsOpen() {
 			d.kfibNS.Close()
 		}

@@ -53,6 +53,7 @@ type Config struct {
 	P4RT        P4RTConfig          `yaml:"p4rt"`
 	Routes      []StaticRouteConfig `yaml:"routes"`
 	KernelFIB   KernelFIBConfig     `yaml:"kernel_fib"`
+	PubSub      PubSubConfig        `yaml:"pubsub"`
 }
 
 // TLSConfig holds the files for OpenFlow over TLS ("tls:"/"ssl:"
@@ -96,6 +97,7 @@ type settings struct {
 	tlsServer *tls.Config // for ptls:/pssl: listeners; nil without such a target
 	router    routerSettings
 	p4rtTLS   *tls.Config // for the P4Runtime server; nil: plain gRPC (p4rt.go)
+	pubsub    pubsubSettings
 }
 
 // ErrConfig marks a configuration mistake (exit status 2): every error of
@@ -361,6 +363,9 @@ func check(c Config) (*settings, error) {
 		return nil, err
 	}
 	if err := checkKernelFIB(&c); err != nil {
+		return nil, err
+	}
+	if st.pubsub, err = checkPubSub(&c); err != nil {
 		return nil, err
 	}
 	return st, checkNumbers(&c)

@@ -17,6 +17,7 @@
 //	GET /v1/meters   []pipeline.MeterInfo  every meter: flags, bands, counters
 //	GET /v1/neighbours, /v1/l3: the router's, see RouterSource
 //	GET /v1/routes[?table=N]: the route tables with counters, see RouteSource
+//	GET /v1/pubsub: content-based forwarding, see PubSubSource
 //
 // An unknown path gets 404, another method 405, both with a JSON body
 // {"error": "..."}. The protocol is read-only: configuration goes through
@@ -84,9 +85,10 @@ func Handler(src Source) http.Handler {
 	route("/v1/meters", func() any { return src.Meters() })
 	route("/v1/neighbours", func() any { return neighbours(src) })
 	route("/v1/l3", func() any { return l3Counters(src) })
+	route("/v1/pubsub", func() any { return pubsubInfo(src) })
 	mux.HandleFunc("/v1/routes", routesHandler(src))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no query %q (want /v1/ports, tables, flows, backend, stats, groups, meters, neighbours, l3 or routes)", r.URL.Path)})
+		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no query %q (want /v1/ports, tables, flows, backend, stats, groups, meters, neighbours, l3, pubsub or routes)", r.URL.Path)})
 	})
 	return mux
 }
