@@ -17,6 +17,11 @@
 // the column. Unsubscribe by ids removes all of them or none (an unknown
 // id is NOT_FOUND).
 //
+// Publisher (publish.go) is the publishers' side: one UDP datagram per
+// event, its payload the event's binary encoding (pubsub.Event.AppendWire,
+// specified in tables/pubsub's doc), sent to gswitchd's pubsub udp_port on
+// a host behind the switch.
+//
 // # Barrier
 //
 // A changing call returns only once its change is visible to the

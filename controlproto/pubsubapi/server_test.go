@@ -130,3 +130,33 @@ func TestBarrierFailure(t *testing.T) {
 		t.Errorf("failed barrier: %v", err)
 	}
 }
+
+func TestPublisher(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	p, err := Dial(pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ev := pubsub.Event{Attrs: []pubsub.Attr{{Name: "x", Value: pubsub.Int(-3)}, {Name: "s", Value: pubsub.Str("hi")}}}
+	if err := p.Publish(&ev); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2048)
+	n, _, err := pc.ReadFrom(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pubsub.DecodeWire(buf[:n])
+	if err != nil || got.String() != ev.String() {
+		t.Fatalf("received %v, %v; want %v", got.String(), err, ev.String())
+	}
+	bad := pubsub.Event{Attrs: []pubsub.Attr{{Name: "", Value: pubsub.Int(1)}}}
+	if err := p.Publish(&bad); err == nil {
+		t.Error("an invalid event was published")
+	}
+}
