@@ -12,6 +12,7 @@
 //
 //	gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3 [--socket PATH] [--json]
 //	gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
+//	gswitchctl pubsub subscribe|unsubscribe|list|stats|explain|publish|match [flags]
 //	gswitchctl chunk [flags] FILE...
 //	gswitchctl re markers [flags] FILE...
 //	gswitchctl --version
@@ -37,6 +38,7 @@ import (
 	"github.com/gswitch/gswitch/bench/p4rt"
 	"github.com/gswitch/gswitch/bench/routes"
 	"github.com/gswitch/gswitch/cmd/gswitchctl/filtercmd"
+	"github.com/gswitch/gswitch/cmd/gswitchctl/pubsubcmd"
 	"github.com/gswitch/gswitch/internal/version"
 )
 
@@ -60,6 +62,12 @@ Usage:
                                                  route tables: routes, next hops, counters
   gswitchctl filter (--filters FILE | -e 'NAME: EXPR'...) [flags] PCAP...
                                                  many tcpdump filters in one pass over captures: counts, pcapng files
+  gswitchctl pubsub subscribe|unsubscribe|list|stats|explain [flags]
+                                                 content-based forwarding: gswitchd's subscription service (gRPC)
+  gswitchctl pubsub publish --to HOST:PORT --events FILE
+                                                 send one event packet per JSON line
+  gswitchctl pubsub match --subs FILE --events FILE [--backend cpu] [--batch N]
+                                                 match events against subscriptions off-line
   gswitchctl chunk [flags] FILE...               content-defined chunks of files (restic/chunker's boundaries)
   gswitchctl re markers [flags] FILE...          redundancy elimination's marker positions of each file
   gswitchctl --version                           the module version, VCS revision and Go release of this build
@@ -77,7 +85,7 @@ func main() {
 	switch {
 	case err == nil:
 	case errors.Is(err, flag.ErrHelp):
-	case errors.Is(err, errUsage), errors.Is(err, filtercmd.ErrUsage):
+	case errors.Is(err, errUsage), errors.Is(err, filtercmd.ErrUsage), errors.Is(err, pubsubcmd.ErrUsage):
 		fmt.Fprintln(os.Stderr, "gswitchctl:", err)
 		os.Exit(2)
 	default: // benchutil.ErrMismatch among them
@@ -108,6 +116,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runRoutes(args[1:], stdout, stderr)
 	case "filter":
 		return filtercmd.Run(args[1:], stdout, stderr)
+	case "pubsub":
+		return pubsubcmd.Run(args[1:], stdout, stderr)
 	case "chunk":
 		return runChunk(args[1:], stdout, stderr)
 	case "re":

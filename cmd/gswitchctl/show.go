@@ -35,11 +35,12 @@ Queries a running gswitchd over its control socket. WHAT is one of:
   stats    the switch's own counters and identity
   neighbours  the router's neighbour table (also: gswitchctl neighbours, neigh)
   l3       the router's counters: forwarded, drops by reason, frames it sent
+  pubsub   content-based forwarding: event counters, deliveries per port, subscriptions
 
 Flags (before or after WHAT):
 `
 
-var showWhats = []string{"ports", "tables", "flows", "groups", "meters", "backend", "stats", "neighbours", "l3"}
+var showWhats = []string{"ports", "tables", "flows", "groups", "meters", "backend", "stats", "neighbours", "l3", "pubsub"}
 
 // showArgs splits show's command line: flags may come before or after WHAT.
 func showArgs(args []string, stderr io.Writer) (what, socket string, asJSON bool, err error) {
@@ -114,6 +115,8 @@ func query(ctx context.Context, c *ctl.Client, what string) (any, error) {
 		return c.Neighbours(ctx)
 	case "l3":
 		return c.L3(ctx)
+	case "pubsub":
+		return c.PubSub(ctx)
 	}
 	return c.Stats(ctx)
 }
@@ -138,6 +141,8 @@ func printShow(w io.Writer, v any) {
 		printNeighbours(w, v)
 	case l3.Counters:
 		printL3(w, v)
+	case ctl.PubSubInfo:
+		printPubSub(w, v)
 	}
 }
 
