@@ -8,6 +8,7 @@
 //	gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [--algo linear|tuple|bloom|merge] [--backend cpu] [--check] [--json]
 //	gswitchctl bench p4rt [--entries N] [--batches 1,100,10000] [--samples N] [--tables acl,ipv4_lpm] [--backend cpu|gpu] [--json]
 //	gswitchctl bench routes --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--via netlink|direct] [--check] [--json]
+//	gswitchctl bench pubsub [--sweep none|all|attrs,...] [--scale F] [--batches 1,1024,16384] [--backend cpu] [--json]
 //	gswitchctl bench forward [--targets gswitchd,ovs,bridge,plain] [--rules 1000,10000] [--rates 250k,...,max] [--flowmods N] [--gswitchd BIN] [--backend cpu|gpu|auto] [--rounds N] [--json]
 //
 //	gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3 [--socket PATH] [--json]
@@ -36,6 +37,7 @@ import (
 	"github.com/gswitch/gswitch/bench/forward"
 	"github.com/gswitch/gswitch/bench/lpm"
 	"github.com/gswitch/gswitch/bench/p4rt"
+	benchpubsub "github.com/gswitch/gswitch/bench/pubsub"
 	"github.com/gswitch/gswitch/bench/routes"
 	"github.com/gswitch/gswitch/cmd/gswitchctl/filtercmd"
 	"github.com/gswitch/gswitch/cmd/gswitchctl/pubsubcmd"
@@ -55,7 +57,9 @@ Usage:
                                                  frames/s forwarded between namespaces through gswitchd, Open
                                                  vSwitch (userspace) and the Linux bridge, loss per offered load;
                                                  FLOW_MODs/s and barrier latency (root)
-  gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3 [--socket PATH] [--json]
+  gswitchctl bench pubsub [--sweep ...] [flags]  content-based matching on CCM's scenarios: deploy, change,
+                                                 per-event latency, events/s in batches
+  gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3|pubsub [--socket PATH] [--json]
                                                  query a running gswitchd (control socket)
   gswitchctl neighbours [--socket PATH] [--json] the router's neighbour table (show neighbours)
   gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
@@ -135,6 +139,7 @@ var benches = map[string]func(ctx context.Context, args []string, stdout, stderr
 	"p4rt":     p4rt.Run,
 	"routes":   routes.Run,
 	"forward":  forward.Run,
+	"pubsub":   benchpubsub.Run,
 	// bench forward's plain target runs it in its switch namespace
 	// (forward.PlainForwarderArgs).
 	"plain-forwarder": forward.RunPlainForwarder,
@@ -142,12 +147,12 @@ var benches = map[string]func(ctx context.Context, args []string, stdout, stderr
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: bench needs a work: lpm, classify, p4rt, routes or forward", errUsage)
+		return fmt.Errorf("%w: bench needs a work: lpm, classify, p4rt, routes, forward or pubsub", errUsage)
 	}
 	if b, ok := benches[args[0]]; ok {
 		return b(ctx, args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("%w: unknown bench %q (want lpm, classify, p4rt, routes or forward)", errUsage, args[0])
+	return fmt.Errorf("%w: unknown bench %q (want lpm, classify, p4rt, routes, forward or pubsub)", errUsage, args[0])
 }
 
 // parseFlags parses args into fs, refusing positional arguments.
