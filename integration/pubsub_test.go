@@ -546,3 +546,50 @@ func sendRaw(t *testing.T, ns, to string, payload []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestPubSubThroughput measures events/s delivered through gswitchd (CPU
+// matcher): the publisher sends batches of events at rising rates to one
+// subscriber that takes all of them; it logs, per offered rate, the events
+// delivered and lost. It fails only when less than half arrive at the
+// lowest rate (a broken path, not a slow machine).
+func TestPubSubThroughput(t *testing.T) {
+	tp := pshTopo(t)
+	cfg := filepath.Join(t.TempDir(), "gswitchd.yaml")
+	yaml := fmt.Sprintf("pubsub:\n  udp_port: %d\n  subscriptions: [\"2: seq >= 0\", \"3: seq < 0\", \"4: a0 > 3\"]\np4rt:\n  listen: \"off\"\n", pshUDPPort)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startGswitchd(t, tp, "--config", cfg, "--backend", "cpu", "--log-level", "info")
+	sub := openTap(t, pshHosts[1])
+	gen := &pshEventGen{sc: ps.Scenario{Interfaces: 1, FiltersMin: 1, FiltersMax: 1, ConstraintsMin: 1, ConstraintsMax: 1,
+		Names: 6, AttrsMin: 3, AttrsMax: 5, NumericShare: 0.5, Values: 8, Words: 6, Seed: 3}}
+	const n = 20000
+	ctlBin := gswitchctlBin.build(t)
+	for i, rate := range []int{10000, 50000, 0} {
+		evs := gen.batch(n)
+		lo := gen.next - n
+		var b []byte
+		for k := range evs {
+			b = append(evs[k].AppendJSON(b), '\n')
+		}
+		f := filepath.Join(t.TempDir(), "events.jsonl")
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		sh(t, "ip", "netns", "exec", pshHosts[0], ctlBin, "pubsub", "publish", "--to",
+			fmt.Sprintf("10.77.0.200:%d", pshUDPPort), "--events", f, "--rate", fmt.Sprint(rate))
+		d := time.Since(t0)
+		time.Sleep(500 * time.Millisecond)
+		got := len(sub.got(lo, gen.next))
+		offered := "max"
+		if rate > 0 {
+			offered = fmt.Sprint(rate)
+		}
+		t.Logf("offered %s events/s: sent %d in %v (%.0f events/s, the CLI's start included), delivered %d, lost %d (%.2f%%)",
+			offered, n, d.Round(time.Millisecond), float64(n)/d.Seconds(), got, n-got, 100*float64(n-got)/n)
+		if i == 0 && got < n/2 {
+			t.Errorf("only %d of %d events delivered at %d events/s", got, n, rate)
+		}
+	}
+}

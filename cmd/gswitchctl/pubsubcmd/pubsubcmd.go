@@ -342,7 +342,9 @@ func runPublish(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	for i := range evs {
 		if *rate > 0 {
-			if d := time.Until(start.Add(time.Duration(float64(i) / *rate * float64(time.Second)))); d > 0 {
+			// Sleep only when 2ms ahead: short sleeps overshoot on a busy
+			// machine and would hold the rate below the one asked for.
+			if d := time.Until(start.Add(time.Duration(float64(i) / *rate * float64(time.Second)))); d > 2*time.Millisecond {
 				time.Sleep(d)
 			}
 		}
