@@ -37,6 +37,8 @@
 //   - throughput: MatchBatch in batches of each --batches size over
 //     --events events, --threads goroutines each matching the whole set,
 //     --rounds timed rounds: events/s (the median round) and µs per event;
+//     with one thread also events per second of the thread's CPU time
+//     (what a core that is not taken away does, on a shared machine);
 //   - check: --check events compared with the brute-force evaluator
 //     (pubsub.BruteMatch); a mismatch fails the run (exit 1).
 //
@@ -52,7 +54,7 @@
 //	 "attrs": "3-5", "constraints_per_filter": "3-5", "numeric_share": 0.5, "zipf": 0,
 //	 "deploy_ms": 310.2, "change_p50_us": 3.1,
 //	 "latency_p50_us": 12.0, "latency_p99_us": 40.1, "latency_cpu_p50_us": 11.8,
-//	 "batches": [{"batch": 1024, "events_per_sec": 95000, "us_per_event": 10.5}],
+//	 "batches": [{"batch": 1024, "events_per_sec": 95000, "us_per_event": 10.5, "events_per_cpu_sec": 99000}],
 //	 "threads": 1, "events": 20000, "rounds": 5, "ports_per_event": 2.7,
 //	 "checked": 100, "mismatches": 0, "machine": "...", "gpu": "none", "go": "go1.24", "time": "..."}
 package pubsub

@@ -26,6 +26,10 @@ type Batch struct {
 	Batch        int     `json:"batch"`
 	EventsPerSec float64 `json:"events_per_sec"`
 	USPerEvent   float64 `json:"us_per_event"`
+	// EventsPerCPUSec is events per second of the matching thread's CPU
+	// time (--threads 1 only): on a shared machine, what one core that
+	// is not taken away does.
+	EventsPerCPUSec float64 `json:"events_per_cpu_sec,omitempty"`
 }
 
 // Result is one point of the benchmark (the package doc gives its JSON).
@@ -255,10 +259,17 @@ func runPoint(f *flags, p point) (Result, error) {
 	evs = evs[:f.events]
 	ports := 0
 	for _, b := range f.batches {
-		var per []float64
+		var per, perCPU []float64
 		for range f.rounds {
 			t0 := time.Now()
+			var cpu int64
 			n := benchutil.Parallel(f.threads, func(th int) int {
+				if f.threads == 1 {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					c0 := threadCPU()
+					defer func() { cpu = threadCPU() - c0 }()
+				}
 				var out [][]uint32
 				m := 0
 				for lo := 0; lo < len(evs); lo += b {
@@ -273,9 +284,13 @@ func runPoint(f *flags, p point) (Result, error) {
 				return len(evs)
 			})
 			per = append(per, float64(n)/time.Since(t0).Seconds())
+			if cpu > 0 {
+				perCPU = append(perCPU, float64(n)/(float64(cpu)/1e9))
+			}
 		}
 		rate := benchutil.Median(per)
-		r.Batches = append(r.Batches, Batch{Batch: b, EventsPerSec: rate, USPerEvent: 1e6 / rate * float64(f.threads)})
+		r.Batches = append(r.Batches, Batch{Batch: b, EventsPerSec: rate, USPerEvent: 1e6 / rate * float64(f.threads),
+			EventsPerCPUSec: benchutil.Median(perCPU)})
 	}
 	r.PortsPerEvent = float64(ports) / float64(len(evs))
 	for i := range min(f.check, len(evs)) {
@@ -343,14 +358,14 @@ func printTable(w io.Writer, rs []Result) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	hdr := "sweep\tpoint\tifaces\tfilters\tconstraints\tdeploy ms\tchange µs\tp50 µs\tp99 µs\tcpu p50 µs"
 	for _, b := range rs[0].Batches {
-		hdr += fmt.Sprintf("\tev/s b=%d", b.Batch)
+		hdr += fmt.Sprintf("\tev/s b=%d (per cpu-s)", b.Batch)
 	}
 	fmt.Fprintln(tw, hdr+"\tports/ev\tchecked\t")
 	for _, r := range rs {
 		line := fmt.Sprintf("%s\t%s\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f", r.Sweep, r.Point, r.Interfaces, r.Filters, r.Constraints,
 			r.DeployMS, r.ChangeP50US, r.LatencyP50US, r.LatencyP99US, r.LatencyCPUP50US)
 		for _, b := range r.Batches {
-			line += fmt.Sprintf("\t%.0f", b.EventsPerSec)
+			line += fmt.Sprintf("\t%.0f (%.0f)", b.EventsPerSec, b.EventsPerCPUSec)
 		}
 		fmt.Fprintf(tw, "%s\t%.2f\t%d/%d ok\t\n", line, r.PortsPerEvent, r.Checked-r.Mismatches, r.Checked)
 	}

@@ -48,7 +48,7 @@ func TestBenchPubSubTable(t *testing.T) {
 	if err := Run(context.Background(), []string{"--scale", "0.002", "--events", "100", "--latency-samples", "50", "--rounds", "1"}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "default") || !strings.Contains(out.String(), "ev/s b=16384") {
+	if !strings.Contains(out.String(), "default") || !strings.Contains(out.String(), "ev/s b=16384 (per cpu-s)") {
 		t.Errorf("table:\n%s", out.String())
 	}
 }
