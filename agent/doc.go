@@ -74,7 +74,10 @@
 // was opened and returns the error): the engine (gpu.Open); the fixed
 // table-id ranges; the router with its allocated ids (router ports' MACs
 // read over netlink); the pipeline with the router; one afpacket port per
-// configured interface, added to the switch; the route tables of the
+// configured interface, added to the switch; content-based forwarding
+// (pubsub.go, with pubsub on: the subscription table, the event receive
+// stage on its ports through addRxStage, the gRPC service's listener); the
+// route tables of the
 // router ports, attached to the router (their images loaded into the
 // engine) with their connected routes; the static routes; the kernel FIB
 // mirror; the OpenFlow agent over ofGuard; the P4Runtime server and its
@@ -84,8 +87,8 @@
 // receive queue and a link watcher, the flow expiry, the router's
 // neighbour timers (and the kernel neighbour mirror in neighbour mode
 // kernel), the kernel FIB mirror, the OpenFlow agent's listeners and
-// controller connections, the P4Runtime server, the control socket server
-// and the metrics server.
+// controller connections, the P4Runtime server, the pubsub gRPC service,
+// the control socket server and the metrics server.
 //
 // # Stop order
 //
@@ -131,7 +134,9 @@
 // router's collectors (gpu.Engine.Collector, pipeline.Switch.Collector,
 // l3.Router.Collector: const metrics read from the datapath's atomic
 // counters at scrape time, nothing added to the packets' path), the
-// OpenFlow agent's session gauges and the Go and process collectors. The control socket is agent/ctl: ctlSource
+// OpenFlow agent's session gauges, content-based forwarding's counters
+// (eventfwd.Stage.Collector and the table's gauges, with pubsub on) and
+// the Go and process collectors. The control socket is agent/ctl: ctlSource
 // answers it from the switch, the engine, the router and the route
 // tables.
 package agent
