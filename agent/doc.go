@@ -112,6 +112,13 @@
 // the pipeline's one lock between control and datapath, the route tables'
 // writer locks, the P4Runtime server's write lock.
 //
+// Content-based forwarding adds the subscription table's lock (taken
+// shared by the receive stage for a batch's match, exclusively by a
+// change) and the gRPC service's write lock, which serializes changes
+// through their barrier: pubsubapi write lock > pubsub table lock; the
+// stage's per-port counter map lock is a leaf, and Switch.Transmit, which
+// the stage calls after matching, takes none of them.
+//
 // The agent adds two locks, both leaves (nothing else is called while
 // they are held): Agent.runMu, over Run's and Close's bookkeeping, and
 // TableIDs.mu. The order the wiring creates between the parts' locks:
