@@ -67,7 +67,9 @@ type Agent struct {
 	routeSources                         // static routes and the kernel FIB mirror (routes.go)
 	p4           *p4rt.Server            // nil with p4rt listen off (p4rt.go)
 	p4L          net.Listener
-	re           *reLink // nil with redundancy elimination off (re.go)
+	re           *reLink                       // nil with redundancy elimination off (re.go)
+	ps           *pubsubPart                   // nil with pubsub off (pubsub.go)
+	rxStages     map[uint32][]pipeline.RxStage // per port, in order (rxstages.go)
 
 	runMu     sync.Mutex
 	ran       bool
@@ -146,6 +148,9 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 		if err := d.sw.AddPort(no, dev); err != nil {
 			return d, err
 		}
+	}
+	if err := d.startPubSub(); err != nil {
+		return d, err
 	}
 	if err := d.startRoutes(); err != nil {
 		return d, err
@@ -247,6 +252,7 @@ func (d *Agent) Run(ctx context.Context) error {
 	if d.p4L != nil {
 		goRun("p4rt", func() error { return d.serveP4RT(ctx) })
 	}
+	d.runPubSub(ctx, goRun)
 	goRun("ctl socket", func() error { return ctl.Serve(ctx, d.ctlL, ctlSource{d}) })
 	if d.metL != nil {
 		goRun("metrics", func() error { return d.serveMetrics(ctx) })
@@ -297,6 +303,7 @@ func (d *Agent) close() {
 		if d.p4L != nil {
 			d.p4L.Close()
 		}
+		d.closePubSub()
 		if d.kfibNS.IsOpen() {
 			d.kfibNS.Close()
 		}

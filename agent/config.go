@@ -54,6 +54,7 @@ type Config struct {
 	Routes      []StaticRouteConfig `yaml:"routes"`
 	KernelFIB   KernelFIBConfig     `yaml:"kernel_fib"`
 	RE          REConfig            `yaml:"re"`
+	PubSub      PubSubConfig        `yaml:"pubsub"`
 }
 
 // TLSConfig holds the files for OpenFlow over TLS ("tls:"/"ssl:"
@@ -98,6 +99,7 @@ type settings struct {
 	router    routerSettings
 	p4rtTLS   *tls.Config // for the P4Runtime server; nil: plain gRPC (p4rt.go)
 	re        reSettings  // redundancy elimination (re.go)
+	pubsub    pubsubSettings
 }
 
 // ErrConfig marks a configuration mistake (exit status 2): every error of
@@ -369,6 +371,9 @@ func check(c Config) (*settings, error) {
 		return nil, err
 	}
 	if st.re, err = checkRE(&c); err != nil {
+		return nil, err
+	}
+	if st.pubsub, err = checkPubSub(&c); err != nil {
 		return nil, err
 	}
 	return st, checkNumbers(&c)

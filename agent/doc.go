@@ -74,7 +74,10 @@
 // was opened and returns the error): the engine (gpu.Open); the fixed
 // table-id ranges; the router with its allocated ids (router ports' MACs
 // read over netlink); the pipeline with the router; one afpacket port per
-// configured interface, added to the switch; the route tables of the
+// configured interface, added to the switch; content-based forwarding
+// (pubsub.go, with pubsub on: the subscription table, the event receive
+// stage on its ports through addRxStage, the gRPC service's listener); the
+// route tables of the
 // router ports, attached to the router (their images loaded into the
 // engine) with their connected routes; the static routes; the kernel FIB
 // mirror; the OpenFlow agent over ofGuard; the P4Runtime server and its
@@ -84,10 +87,11 @@
 // receive queue and a link watcher, the flow expiry, the router's
 // neighbour timers (and the kernel neighbour mirror in neighbour mode
 // kernel), the kernel FIB mirror, the OpenFlow agent's listeners and
-// controller connections, the P4Runtime server, the control socket server,
-// the metrics server, and with re: the WAN port's acknowledgement loop
-// (re.go: the port's device is an re.Link's encoder around the afpacket
-// port, and its decoder the port's first receive stage).
+// controller connections, the P4Runtime server, the pubsub gRPC service,
+// the control socket server, the metrics server, and with re: the WAN
+// port's acknowledgement loop (re.go: the port's device is an re.Link's
+// encoder around the afpacket port, and its decoder the port's first
+// receive stage).
 //
 // # Stop order
 //
@@ -111,6 +115,13 @@
 // the pipeline's one lock between control and datapath, the route tables'
 // writer locks, the P4Runtime server's write lock.
 //
+// Content-based forwarding adds the subscription table's lock (taken
+// shared by the receive stage for a batch's match, exclusively by a
+// change) and the gRPC service's write lock, which serializes changes
+// through their barrier: pubsubapi write lock > pubsub table lock; the
+// stage's per-port counter map lock is a leaf, and Switch.Transmit, which
+// the stage calls after matching, takes none of them.
+//
 // The agent adds two locks, both leaves (nothing else is called while
 // they are held): Agent.runMu, over Run's and Close's bookkeeping, and
 // TableIDs.mu. The order the wiring creates between the parts' locks:
@@ -133,7 +144,9 @@
 // router's collectors (gpu.Engine.Collector, pipeline.Switch.Collector,
 // l3.Router.Collector: const metrics read from the datapath's atomic
 // counters at scrape time, nothing added to the packets' path), the
-// OpenFlow agent's session gauges and the Go and process collectors. The control socket is agent/ctl: ctlSource
+// OpenFlow agent's session gauges, content-based forwarding's counters
+// (eventfwd.Stage.Collector and the table's gauges, with pubsub on) and
+// the Go and process collectors. The control socket is agent/ctl: ctlSource
 // answers it from the switch, the engine, the router and the route
 // tables.
 package agent

@@ -37,6 +37,7 @@ func (d *Agent) metricsHandler() (http.Handler, error) {
 		cs = append(cs, d.router.Collector())
 	}
 	cs = append(cs, d.reCollectors()...)
+	cs = append(cs, d.pubsubCollectors()...)
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)

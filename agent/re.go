@@ -197,7 +197,7 @@ func (d *Agent) reStage(no uint32) error {
 	if d.re == nil || no != d.re.port {
 		return nil
 	}
-	return d.sw.SetRxStages(no, d.re.link)
+	return d.addRxStage(no, d.re.link)
 }
 
 // runRE runs the acknowledgement loop until ctx is done.

@@ -12,6 +12,8 @@
 //	bench/forward   frames/s forwarded between network namespaces through
 //	                gswitchd, Open vSwitch, the Linux bridge and a plain
 //	                AF_PACKET forwarder; FLOW_MOD rate (gswitchctl bench forward)
+//	bench/pubsub    content-based matching on CCM's scenarios: deploy, change,
+//	                per-event latency, events/s in batches (gswitchctl bench pubsub)
 //	bench/benchutil what they share: the common flags, the lpm/classify
 //	                result and its printing, rounds and medians, the pinned
 //	                GPU batch pipe, the GPU backend choice (build tag cuda)

@@ -18,6 +18,7 @@
 //	GET /v1/neighbours, /v1/l3: the router's, see RouterSource
 //	GET /v1/routes[?table=N]: the route tables with counters, see RouteSource
 //	GET /v1/re: redundancy elimination's counters, see RESource
+//	GET /v1/pubsub: content-based forwarding, see PubSubSource
 //
 // An unknown path gets 404, another method 405, both with a JSON body
 // {"error": "..."}. The protocol is read-only: configuration goes through
@@ -86,9 +87,10 @@ func Handler(src Source) http.Handler {
 	route("/v1/neighbours", func() any { return neighbours(src) })
 	route("/v1/l3", func() any { return l3Counters(src) })
 	route("/v1/re", func() any { return reInfo(src) })
+	route("/v1/pubsub", func() any { return pubsubInfo(src) })
 	mux.HandleFunc("/v1/routes", routesHandler(src))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no query %q (want /v1/ports, tables, flows, backend, stats, groups, meters, neighbours, l3, routes or re)", r.URL.Path)})
+		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no query %q (want /v1/ports, tables, flows, backend, stats, groups, meters, neighbours, l3, pubsub, routes or re)", r.URL.Path)})
 	})
 	return mux
 }

@@ -8,11 +8,13 @@
 //	gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [--algo linear|tuple|bloom|merge] [--backend cpu] [--check] [--json]
 //	gswitchctl bench p4rt [--entries N] [--batches 1,100,10000] [--samples N] [--tables acl,ipv4_lpm] [--backend cpu|gpu] [--json]
 //	gswitchctl bench routes --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--via netlink|direct] [--check] [--json]
+//	gswitchctl bench pubsub [--sweep none|all|attrs,...] [--scale F] [--batches 1,1024,16384] [--backend cpu] [--json]
 //	gswitchctl bench forward [--targets gswitchd,ovs,bridge,plain] [--rules 1000,10000] [--rates 250k,...,max] [--flowmods N] [--gswitchd BIN] [--backend cpu|gpu|auto] [--rounds N] [--json]
 //	gswitchctl bench re [--measure markers,chunk] [--payloads N] [--bytes N] [--data random,text,zeros] [--backend cpu|gpu] [--rounds N] [--json]
 //
 //	gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3|re [--socket PATH] [--json]
 //	gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
+//	gswitchctl pubsub subscribe|unsubscribe|list|stats|explain|publish|match [flags]
 //	gswitchctl chunk [flags] FILE...
 //	gswitchctl re markers [flags] FILE...
 //	gswitchctl --version
@@ -36,9 +38,11 @@ import (
 	"github.com/gswitch/gswitch/bench/forward"
 	"github.com/gswitch/gswitch/bench/lpm"
 	"github.com/gswitch/gswitch/bench/p4rt"
+	benchpubsub "github.com/gswitch/gswitch/bench/pubsub"
 	rebench "github.com/gswitch/gswitch/bench/re"
 	"github.com/gswitch/gswitch/bench/routes"
 	"github.com/gswitch/gswitch/cmd/gswitchctl/filtercmd"
+	"github.com/gswitch/gswitch/cmd/gswitchctl/pubsubcmd"
 	"github.com/gswitch/gswitch/internal/version"
 )
 
@@ -57,13 +61,21 @@ Usage:
                                                  FLOW_MODs/s and barrier latency (root)
   gswitchctl bench re [flags]                    Rabin fingerprinting of 1,460-byte payloads (Gbps); chunk against
                                                  restic/chunker on the same data (MB/s, ratio, identical chunks)
-  gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3|re [--socket PATH] [--json]
+  gswitchctl bench pubsub [--sweep ...] [flags]  content-based matching on CCM's scenarios: deploy, change,
+                                                 per-event latency, events/s in batches
+  gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3|pubsub|re [--socket PATH] [--json]
                                                  query a running gswitchd (control socket)
   gswitchctl neighbours [--socket PATH] [--json] the router's neighbour table (show neighbours)
   gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
                                                  route tables: routes, next hops, counters
   gswitchctl filter (--filters FILE | -e 'NAME: EXPR'...) [flags] PCAP...
                                                  many tcpdump filters in one pass over captures: counts, pcapng files
+  gswitchctl pubsub subscribe|unsubscribe|list|stats|explain [flags]
+                                                 content-based forwarding: gswitchd's subscription service (gRPC)
+  gswitchctl pubsub publish --to HOST:PORT --events FILE
+                                                 send one event packet per JSON line
+  gswitchctl pubsub match --subs FILE --events FILE [--backend cpu] [--batch N]
+                                                 match events against subscriptions off-line
   gswitchctl chunk [flags] FILE...               content-defined chunks of files (restic/chunker's boundaries)
   gswitchctl re markers [flags] FILE...          redundancy elimination's marker positions of each file
   gswitchctl --version                           the module version, VCS revision and Go release of this build
@@ -81,7 +93,7 @@ func main() {
 	switch {
 	case err == nil:
 	case errors.Is(err, flag.ErrHelp):
-	case errors.Is(err, errUsage), errors.Is(err, filtercmd.ErrUsage):
+	case errors.Is(err, errUsage), errors.Is(err, filtercmd.ErrUsage), errors.Is(err, pubsubcmd.ErrUsage):
 		fmt.Fprintln(os.Stderr, "gswitchctl:", err)
 		os.Exit(2)
 	default: // benchutil.ErrMismatch among them
@@ -112,6 +124,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runRoutes(args[1:], stdout, stderr)
 	case "filter":
 		return filtercmd.Run(args[1:], stdout, stderr)
+	case "pubsub":
+		return pubsubcmd.Run(args[1:], stdout, stderr)
 	case "chunk":
 		return runChunk(args[1:], stdout, stderr)
 	case "re":
@@ -130,6 +144,7 @@ var benches = map[string]func(ctx context.Context, args []string, stdout, stderr
 	"routes":   routes.Run,
 	"forward":  forward.Run,
 	"re":       rebench.Run,
+	"pubsub":   benchpubsub.Run,
 	// bench forward's plain target runs it in its switch namespace
 	// (forward.PlainForwarderArgs).
 	"plain-forwarder": forward.RunPlainForwarder,
@@ -137,12 +152,12 @@ var benches = map[string]func(ctx context.Context, args []string, stdout, stderr
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: bench needs a work: lpm, classify, p4rt, routes, forward or re", errUsage)
+		return fmt.Errorf("%w: bench needs a work: lpm, classify, p4rt, routes, forward, re or pubsub", errUsage)
 	}
 	if b, ok := benches[args[0]]; ok {
 		return b(ctx, args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("%w: unknown bench %q (want lpm, classify, p4rt, routes, forward or re)", errUsage, args[0])
+	return fmt.Errorf("%w: unknown bench %q (want lpm, classify, p4rt, routes, forward, re or pubsub)", errUsage, args[0])
 }
 
 // parseFlags parses args into fs, refusing positional arguments.

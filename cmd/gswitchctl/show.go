@@ -37,11 +37,12 @@ Queries a running gswitchd over its control socket. WHAT is one of:
   l3       the router's counters: forwarded, drops by reason, frames it sent
   re       redundancy elimination on the WAN port: bytes in/out of the encoder,
            saved, references, raw sends, decode failures
+  pubsub   content-based forwarding: event counters, deliveries per port, subscriptions
 
 Flags (before or after WHAT):
 `
 
-var showWhats = []string{"ports", "tables", "flows", "groups", "meters", "backend", "stats", "neighbours", "l3", "re"}
+var showWhats = []string{"ports", "tables", "flows", "groups", "meters", "backend", "stats", "neighbours", "l3", "re", "pubsub"}
 
 // showArgs splits show's command line: flags may come before or after WHAT.
 func showArgs(args []string, stderr io.Writer) (what, socket string, asJSON bool, err error) {
@@ -118,6 +119,8 @@ func query(ctx context.Context, c *ctl.Client, what string) (any, error) {
 		return c.L3(ctx)
 	case "re":
 		return c.RE(ctx)
+	case "pubsub":
+		return c.PubSub(ctx)
 	}
 	return c.Stats(ctx)
 }
@@ -144,6 +147,8 @@ func printShow(w io.Writer, v any) {
 		printL3(w, v)
 	case ctl.REInfo:
 		printRE(w, v)
+	case ctl.PubSubInfo:
+		printPubSub(w, v)
 	}
 }
 

@@ -1,0 +1,60 @@
+// Package pubsub is "gswitchctl bench pubsub": content-based matching
+// (tables/pubsub, CCM's counting algorithm indexed as Siena's SFF) on
+// CCM's workloads (Margara & Cugola, DEBS'11).
+//
+//	gswitchctl bench pubsub [--sweep none|attrs|constraints|filters|interfaces|names|numeric|zipf|all]
+//	                        [--scale F] [--events N] [--batches 1,1024,16384] [--latency-samples N]
+//	                        [--rounds N] [--threads N] [--check N] [--backend cpu|gpu] [--seed N] [--json]
+//
+// The base scenario is CCM's default (pubsub.DefaultScenario: 10
+// interfaces, 22,500–27,500 filters each, 3–5 constraints per filter, about
+// 1M constraints; 100 names; events of 3–5 attributes; half numeric with
+// = != > <, half string with = != ^= *=). --scale multiplies the filters
+// per interface (0.01 for a quick run). A sweep varies one parameter of the
+// base and runs each point:
+//
+//	attrs        attributes per event: 1, 3–5 (the default), 8, 16
+//	constraints  constraints per filter: 1, 3–5, 8, 12
+//	filters      filters per interface: ×0.1, ×0.5, ×1, ×2 the default
+//	interfaces   10, 25, 50, 100 interfaces, the filters per interface scaled
+//	             so that the total stays the default's (CCM keeps the load)
+//	names        10 (at least the most constraints per filter), 100, 1,000, 10,000 names
+//	numeric      share of numeric names: 0, 0.5, 1
+//	zipf         names drawn with a Zipf distribution of exponent 1.2 and 2
+//
+// Per point it measures, on the CPU matcher:
+//
+//   - deploy: the wall time of one bulk AddSpecs of every subscription into
+//     an empty table (ms);
+//   - change: the time of one subscription change made visible (an Add of
+//     a filter of the scenario and its Remove, each timed; p50 in µs). The
+//     table's writer lock is the barrier: a change is visible to every
+//     match that starts after the writer returns;
+//   - latency: one event at a time on one locked OS thread (Table.Match),
+//     the p50 and p99 of the wall time and the p50 of the thread's CPU time
+//     per event (which leaves out the time a shared machine did not run the
+//     thread), over --latency-samples events;
+//   - throughput: MatchBatch in batches of each --batches size over
+//     --events events, --threads goroutines each matching the whole set,
+//     --rounds timed rounds: events/s (the median round) and µs per event;
+//     with one thread also events per second of the thread's CPU time
+//     (what a core that is not taken away does, on a shared machine);
+//   - check: --check events compared with the brute-force evaluator
+//     (pubsub.BruteMatch); a mismatch fails the run (exit 1).
+//
+// The GPU matcher (CCM's kernel over the device layout) is built
+// separately; in this build --backend gpu is an error saying so.
+//
+// # JSON
+//
+// With --json, one object per point:
+//
+//	{"work": "pubsub", "backend": "cpu", "sweep": "filters", "point": "x0.5",
+//	 "interfaces": 10, "filters": 124811, "constraints": 499380, "names": 100,
+//	 "attrs": "3-5", "constraints_per_filter": "3-5", "numeric_share": 0.5, "zipf": 0,
+//	 "deploy_ms": 310.2, "change_p50_us": 3.1,
+//	 "latency_p50_us": 12.0, "latency_p99_us": 40.1, "latency_cpu_p50_us": 11.8,
+//	 "batches": [{"batch": 1024, "events_per_sec": 95000, "us_per_event": 10.5, "events_per_cpu_sec": 99000}],
+//	 "threads": 1, "events": 20000, "rounds": 5, "ports_per_event": 2.7,
+//	 "checked": 100, "mismatches": 0, "machine": "...", "gpu": "none", "go": "go1.24", "time": "..."}
+package pubsub

@@ -1,0 +1,373 @@
+package pubsub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gswitch/gswitch/bench/benchutil"
+	ps "github.com/gswitch/gswitch/tables/pubsub"
+)
+
+// Batch is one batch size's throughput.
+type Batch struct {
+	Batch        int     `json:"batch"`
+	EventsPerSec float64 `json:"events_per_sec"`
+	USPerEvent   float64 `json:"us_per_event"`
+	// EventsPerCPUSec is events per second of the matching thread's CPU
+	// time (--threads 1 only): on a shared machine, what one core that
+	// is not taken away does.
+	EventsPerCPUSec float64 `json:"events_per_cpu_sec,omitempty"`
+}
+
+// Result is one point of the benchmark (the package doc gives its JSON).
+type Result struct {
+	Work            string  `json:"work"`
+	Backend         string  `json:"backend"`
+	Sweep           string  `json:"sweep"`
+	Point           string  `json:"point"`
+	Interfaces      int     `json:"interfaces"`
+	Filters         int     `json:"filters"`
+	Constraints     int     `json:"constraints"`
+	Names           int     `json:"names"`
+	Attrs           string  `json:"attrs"`
+	ConsPerFilter   string  `json:"constraints_per_filter"`
+	NumericShare    float64 `json:"numeric_share"`
+	Zipf            float64 `json:"zipf"`
+	DeployMS        float64 `json:"deploy_ms"`
+	ChangeP50US     float64 `json:"change_p50_us"`
+	LatencyP50US    float64 `json:"latency_p50_us"`
+	LatencyP99US    float64 `json:"latency_p99_us"`
+	LatencyCPUP50US float64 `json:"latency_cpu_p50_us"`
+	Batches         []Batch `json:"batches"`
+	Threads         int     `json:"threads"`
+	Events          int     `json:"events"`
+	Rounds          int     `json:"rounds"`
+	PortsPerEvent   float64 `json:"ports_per_event"`
+	Checked         int     `json:"checked"`
+	Mismatches      int     `json:"mismatches"`
+	Machine         string  `json:"machine"`
+	GPU             string  `json:"gpu"`
+	GoVersion       string  `json:"go"`
+	Time            string  `json:"time"`
+}
+
+type flags struct {
+	sweep          string
+	scale          float64
+	events         int
+	batches        []int
+	latencySamples int
+	rounds         int
+	threads        int
+	check          int
+	backend        string
+	seed           int64
+	json           bool
+}
+
+// point is one scenario of a sweep.
+type point struct {
+	sweep, name string
+	sc          ps.Scenario
+}
+
+var sweepNames = []string{"attrs", "constraints", "filters", "interfaces", "names", "numeric", "zipf"}
+
+// Run runs "gswitchctl bench pubsub" with args (the flags after "bench
+// pubsub"), the results to stdout, usage to stderr. Its errors wrap
+// benchutil.ErrUsage for a bad command line and benchutil.ErrMismatch for
+// answers that disagree with the brute-force evaluator; ctx ends the run
+// between two points.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	if f.backend == "gpu" {
+		return errors.New("bench pubsub --backend gpu: the GPU matcher is not in this build (use --backend cpu)")
+	}
+	pts, err := points(f)
+	if err != nil {
+		return err
+	}
+	var rs []Result
+	for _, p := range pts {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r, err := runPoint(f, p)
+		if err != nil {
+			return err
+		}
+		if f.json {
+			if err := json.NewEncoder(stdout).Encode(r); err != nil {
+				return err
+			}
+		}
+		rs = append(rs, r)
+	}
+	if !f.json {
+		printTable(stdout, rs)
+	}
+	for _, r := range rs {
+		if r.Mismatches > 0 {
+			return fmt.Errorf("%w: %s %s: %d of %d events", benchutil.ErrMismatch, r.Sweep, r.Point, r.Mismatches, r.Checked)
+		}
+	}
+	return nil
+}
+
+func parseFlags(args []string, stderr io.Writer) (*flags, error) {
+	f := &flags{}
+	fs := flag.NewFlagSet("gswitchctl bench pubsub", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.sweep, "sweep", "none", "none (the base scenario), all, or a comma-separated list of "+strings.Join(sweepNames, ", "))
+	fs.Float64Var(&f.scale, "scale", 1, "multiply the filters per interface by `F` (0.01: a quick run)")
+	fs.IntVar(&f.events, "events", 20000, "events per timed round: `N`")
+	batches := fs.String("batches", "1,1024,16384", "batch sizes of the throughput figures: `LIST`")
+	fs.IntVar(&f.latencySamples, "latency-samples", 2000, "events timed one at a time: `N`")
+	fs.IntVar(&f.rounds, "rounds", 5, "timed rounds; rates are the median")
+	fs.IntVar(&f.threads, "threads", 1, "matching goroutines in the throughput figures")
+	fs.IntVar(&f.check, "check", 100, "events compared with the brute-force evaluator: `N` (0: none)")
+	fs.StringVar(&f.backend, "backend", "cpu", "matcher: cpu (gpu: not in this build)")
+	fs.Int64Var(&f.seed, "seed", 1, "seed of the scenario generator")
+	fs.BoolVar(&f.json, "json", false, "print one JSON object per point")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: gswitchctl bench pubsub [flags]\n\nContent-based matching on CCM's default scenario and its sweeps: deploy time,\nchange time, per-event latency, events/s in batches.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := benchutil.ParseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	for _, s := range strings.Split(*batches, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%w: --batches %q: want positive numbers", benchutil.ErrUsage, *batches)
+		}
+		f.batches = append(f.batches, n)
+	}
+	switch {
+	case f.scale <= 0 || f.scale > 100:
+		return nil, fmt.Errorf("%w: --scale %g: want more than 0, at most 100", benchutil.ErrUsage, f.scale)
+	case f.events < 1, f.latencySamples < 1, f.rounds < 1, f.threads < 1, f.check < 0:
+		return nil, fmt.Errorf("%w: --events, --latency-samples, --rounds and --threads want at least 1, --check at least 0", benchutil.ErrUsage)
+	case f.backend != "cpu" && f.backend != "gpu":
+		return nil, fmt.Errorf("%w: --backend %q: want cpu or gpu", benchutil.ErrUsage, f.backend)
+	}
+	return f, nil
+}
+
+// points lists the scenarios the flags ask for.
+func points(f *flags) ([]point, error) {
+	base := ps.DefaultScenario()
+	base.Seed = f.seed
+	base.FiltersMin = max(1, int(float64(base.FiltersMin)*f.scale))
+	base.FiltersMax = max(base.FiltersMin, int(float64(base.FiltersMax)*f.scale))
+	if f.sweep == "none" || f.sweep == "" {
+		return []point{{"none", "default", base}}, nil
+	}
+	want := strings.Split(f.sweep, ",")
+	if f.sweep == "all" {
+		want = sweepNames
+	}
+	var pts []point
+	for _, w := range want {
+		add := func(name string, mod func(*ps.Scenario)) {
+			sc := base
+			mod(&sc)
+			pts = append(pts, point{w, name, sc})
+		}
+		switch w {
+		case "attrs":
+			for _, a := range [][2]int{{1, 1}, {3, 5}, {8, 8}, {16, 16}} {
+				add(fmt.Sprintf("%d-%d", a[0], a[1]), func(s *ps.Scenario) { s.AttrsMin, s.AttrsMax = a[0], a[1] })
+			}
+		case "constraints":
+			for _, c := range [][2]int{{1, 1}, {3, 5}, {8, 8}, {12, 12}} {
+				add(fmt.Sprintf("%d-%d", c[0], c[1]), func(s *ps.Scenario) { s.ConstraintsMin, s.ConstraintsMax = c[0], c[1] })
+			}
+		case "filters":
+			for _, m := range []float64{0.1, 0.5, 1, 2} {
+				add(fmt.Sprintf("x%g", m), func(s *ps.Scenario) {
+					s.FiltersMin, s.FiltersMax = max(1, int(float64(s.FiltersMin)*m)), max(1, int(float64(s.FiltersMax)*m))
+				})
+			}
+		case "interfaces":
+			for _, n := range []int{10, 25, 50, 100} {
+				add(strconv.Itoa(n), func(s *ps.Scenario) {
+					k := float64(s.Interfaces) / float64(n)
+					s.Interfaces = n
+					s.FiltersMin, s.FiltersMax = max(1, int(float64(s.FiltersMin)*k)), max(1, int(float64(s.FiltersMax)*k))
+				})
+			}
+		case "names":
+			for _, n := range []int{10, 100, 1000, 10000} {
+				add(strconv.Itoa(n), func(s *ps.Scenario) { s.Names = n })
+			}
+		case "numeric":
+			for _, x := range []float64{0, 0.5, 1} {
+				add(fmt.Sprint(x), func(s *ps.Scenario) { s.NumericShare = x })
+			}
+		case "zipf":
+			for _, z := range []float64{1.2, 2} {
+				add(fmt.Sprint(z), func(s *ps.Scenario) { s.Zipf = z })
+			}
+		default:
+			return nil, fmt.Errorf("%w: --sweep %q: want none, all or some of %s", benchutil.ErrUsage, w, strings.Join(sweepNames, ", "))
+		}
+	}
+	for _, p := range pts {
+		if err := p.sc.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %s %s: %v", benchutil.ErrUsage, p.sweep, p.name, err)
+		}
+	}
+	return pts, nil
+}
+
+func runPoint(f *flags, p point) (Result, error) {
+	sc := p.sc
+	r := Result{Work: "pubsub", Backend: f.backend, Sweep: p.sweep, Point: p.name, Interfaces: sc.Interfaces,
+		Attrs: fmt.Sprintf("%d-%d", sc.AttrsMin, sc.AttrsMax), ConsPerFilter: fmt.Sprintf("%d-%d", sc.ConstraintsMin, sc.ConstraintsMax),
+		NumericShare: sc.NumericShare, Zipf: sc.Zipf, Threads: f.threads, Events: f.events, Rounds: f.rounds,
+		Machine: benchutil.Machine(), GPU: "none", GoVersion: runtime.Version(), Time: time.Now().UTC().Format(time.RFC3339)}
+	specs := sc.Subscriptions()
+	evs := sc.Events(max(f.events, f.latencySamples))
+	runtime.GC()
+	tab := ps.New()
+	t0 := time.Now()
+	if _, err := tab.AddSpecs(specs); err != nil {
+		return r, err
+	}
+	r.DeployMS = float64(time.Since(t0).Microseconds()) / 1000
+	st := tab.Stats()
+	r.Filters, r.Constraints, r.Names = st.Filters, st.Constraints, st.Names
+	r.ChangeP50US = changeP50(tab, specs, f.seed)
+	r.LatencyP50US, r.LatencyP99US, r.LatencyCPUP50US = latency(tab, evs[:f.latencySamples])
+	evs = evs[:f.events]
+	ports := 0
+	for _, b := range f.batches {
+		var per, perCPU []float64
+		for range f.rounds {
+			t0 := time.Now()
+			var cpu int64
+			n := benchutil.Parallel(f.threads, func(th int) int {
+				if f.threads == 1 {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					c0 := threadCPU()
+					defer func() { cpu = threadCPU() - c0 }()
+				}
+				var out [][]uint32
+				m := 0
+				for lo := 0; lo < len(evs); lo += b {
+					out = tab.MatchBatch(evs[lo:min(lo+b, len(evs))], out)
+					for _, o := range out {
+						m += len(o)
+					}
+				}
+				if th == 0 {
+					ports = m
+				}
+				return len(evs)
+			})
+			per = append(per, float64(n)/time.Since(t0).Seconds())
+			if cpu > 0 {
+				perCPU = append(perCPU, float64(n)/(float64(cpu)/1e9))
+			}
+		}
+		rate := benchutil.Median(per)
+		r.Batches = append(r.Batches, Batch{Batch: b, EventsPerSec: rate, USPerEvent: 1e6 / rate * float64(f.threads),
+			EventsPerCPUSec: benchutil.Median(perCPU)})
+	}
+	r.PortsPerEvent = float64(ports) / float64(len(evs))
+	for i := range min(f.check, len(evs)) {
+		r.Checked++
+		if !slices.Equal(tab.Match(&evs[i]), ps.BruteMatch(specs, &evs[i])) {
+			r.Mismatches++
+		}
+	}
+	return r, nil
+}
+
+// changeP50 times subscription changes: the Add of a filter like the
+// scenario's and its Remove, 200 of each; the p50 in µs.
+func changeP50(tab *ps.Table, specs []ps.Spec, seed int64) float64 {
+	rng := rand.New(rand.NewSource(seed))
+	var lat []float64
+	for range 200 {
+		s := specs[rng.Intn(len(specs))]
+		t0 := time.Now()
+		id, err := tab.Add(s.Port, s.Filters)
+		lat = append(lat, float64(time.Since(t0).Nanoseconds())/1e3)
+		if err != nil {
+			continue
+		}
+		t0 = time.Now()
+		tab.Remove(id)
+		lat = append(lat, float64(time.Since(t0).Nanoseconds())/1e3)
+	}
+	return benchutil.Percentile(lat, 50)
+}
+
+// latency matches the events one at a time on a locked thread: wall p50,
+// p99 and thread CPU p50, in µs.
+func latency(tab *ps.Table, evs []ps.Event) (p50, p99, cpu50 float64) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var dst []uint32
+	wall := make([]float64, len(evs))
+	cpu := make([]float64, len(evs))
+	for i := range evs {
+		c0 := threadCPU()
+		t0 := time.Now()
+		dst = tab.AppendMatch(dst[:0], &evs[i])
+		t1 := time.Now()
+		cpu[i] = float64(threadCPU()-c0) / 1e3
+		wall[i] = float64(t1.Sub(t0).Nanoseconds()) / 1e3
+	}
+	return benchutil.Percentile(wall, 50), benchutil.Percentile(wall, 99), benchutil.Percentile(cpu, 50)
+}
+
+// threadCPU returns the calling thread's CPU time in ns.
+func threadCPU() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
+}
+
+func printTable(w io.Writer, rs []Result) {
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "bench pubsub (%s backend) on %s, %s, %s\n", rs[0].Backend, rs[0].Machine, rs[0].GoVersion, rs[0].Time)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	hdr := "sweep\tpoint\tifaces\tfilters\tconstraints\tdeploy ms\tchange µs\tp50 µs\tp99 µs\tcpu p50 µs"
+	for _, b := range rs[0].Batches {
+		hdr += fmt.Sprintf("\tev/s b=%d (per cpu-s)", b.Batch)
+	}
+	fmt.Fprintln(tw, hdr+"\tports/ev\tchecked\t")
+	for _, r := range rs {
+		line := fmt.Sprintf("%s\t%s\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f", r.Sweep, r.Point, r.Interfaces, r.Filters, r.Constraints,
+			r.DeployMS, r.ChangeP50US, r.LatencyP50US, r.LatencyP99US, r.LatencyCPUP50US)
+		for _, b := range r.Batches {
+			line += fmt.Sprintf("\t%.0f (%.0f)", b.EventsPerSec, b.EventsPerCPUSec)
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%d/%d ok\t\n", line, r.PortsPerEvent, r.Checked-r.Mismatches, r.Checked)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,40 @@
+// Package eventfwd is content-based forwarding's datapath: a receive stage
+// (pipeline.RxStage) that takes the event packets out of each received
+// batch, matches them against the subscriptions as one batch, and sends
+// each, unchanged, to every port whose predicate it satisfies except the
+// one it came in on. Other frames go on to the flow tables as before.
+//
+// # Event packets
+//
+// An event packet is an Ethernet frame (up to two 802.1Q/802.1ad tags)
+// carrying an unfragmented IPv4 or IPv6 UDP datagram to the configured UDP
+// port (UDPPayload; IPv6 hop-by-hop, routing and destination options
+// headers are skipped). Its payload is one event in tables/pubsub's binary
+// encoding (pubsub.DecodeWire, specified in that package's doc). A frame
+// to the port that is not an IP datagram of that shape (a fragment, a
+// truncated header, a UDP length beyond the IP payload) is not an event
+// packet and goes to the flow tables; a datagram whose payload does not
+// decode is counted as malformed and dropped. The UDP checksum is not
+// verified: the packet is forwarded unchanged and its receivers check it.
+//
+// # Matching and delivery
+//
+// Rx decodes the batch's event packets, calls the Matcher once for all of
+// them (tables/pubsub.Table.MatchBatch on the CPU; a device backend may be
+// put in with SetMatcher), groups the frames per output port in input
+// order and hands each port's frames to the Transmitter
+// (pipeline.Switch.Transmit, which copies them, pads them to the Ethernet
+// minimum and counts a missing or down port's drops). A port's events
+// leave in the order they were received within a batch.
+//
+// # Concurrency
+//
+// A port with several receive queues calls Rx from several goroutines at
+// once: each call takes its own scratch (decoded events, per-port lists)
+// from a sync.Pool. The counters are atomics; perPort's map is guarded by
+// Stage.mu, a leaf lock held only to find or create a port's counter. The
+// matcher is an atomic pointer, so SetMatcher never waits for a batch. The
+// subscription table's own lock (pubsub.Table.mu, shared for a batch)
+// orders matches against subscription changes: a change is visible to
+// every batch matched after the writer returns.
+package eventfwd
