@@ -145,7 +145,7 @@ func generate(p *afpacket.Port, dst, src net.HardwareAddr, srcPorts, batch int, 
 //     the test frames of the current step (magic and step number). Each
 //     frame also costs the ring's copy and timestamp in the switch's
 //     transmit call: 15% of gswitchd's CPU at 1.5 Mframes/s on the 2-core
-//     VM (perf, session 9), and the reader competes for the cores.
+//     VM (perf, 2026-11-22), and the reader competes for the cores.
 type sink struct {
 	p     *afpacket.Port
 	h     *netlink.Handle

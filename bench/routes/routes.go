@@ -161,7 +161,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			// measures the latency, not the lookups. 1M keys, as bench
 			// lpm: with 64K the lookup goroutine is bound by its driver
 			// calls (~9 µs a batch on the H100 host, 6,000 M/s against
-			// 11,000 with 1M, session 9), and any work beside it on the
+			// 11,000 with 1M, measured 2026-11-22), and any work beside it on the
 			// host shows as loss under updates.
 			f.Batch = 1 << 20
 		}
