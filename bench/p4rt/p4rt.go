@@ -142,10 +142,10 @@ type p4Bench struct {
 	dir   string // the agent's control socket's folder
 	sw    *pipeline.Switch
 	out   *countDev
-	conn *grpc.ClientConn
-	cl   p4v1.P4RuntimeClient
-	stop func()
-	gpu  string
+	conn  *grpc.ClientConn
+	cl    p4v1.P4RuntimeClient
+	stop  func()
+	gpu   string
 }
 
 // countDev is a port that counts what the switch sends out of it.
