@@ -17,6 +17,7 @@ import (
 	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/controlproto/p4rt"
 	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/gswitch/gswitch/datapath/filters"
 	"github.com/gswitch/gswitch/datapath/l3"
 	"github.com/gswitch/gswitch/datapath/pipeline"
 	"github.com/gswitch/gswitch/gpu"
@@ -67,6 +68,7 @@ type Agent struct {
 	routeSources                         // static routes and the kernel FIB mirror (routes.go)
 	p4           *p4rt.Server            // nil with p4rt listen off (p4rt.go)
 	p4L          net.Listener
+	filters      *filters.Set // live filters, a receive stage of every port (filters.go)
 
 	runMu     sync.Mutex
 	ran       bool
@@ -125,6 +127,9 @@ func start(st *settings, log *slog.Logger) (d *Agent, err error) {
 		return d, err
 	}
 	if err := d.openPorts(); err != nil {
+		return d, err
+	}
+	if err := d.startFilters(); err != nil {
 		return d, err
 	}
 	if err := d.startRoutes(); err != nil {
@@ -272,6 +277,7 @@ func (d *Agent) close() {
 		if d.kfibNS.IsOpen() {
 			d.kfibNS.Close()
 		}
+		d.closeFilters()
 		if d.eng != nil {
 			d.eng.Close()
 		}

@@ -53,6 +53,7 @@ type Config struct {
 	P4RT        P4RTConfig          `yaml:"p4rt"`
 	Routes      []StaticRouteConfig `yaml:"routes"`
 	KernelFIB   KernelFIBConfig     `yaml:"kernel_fib"`
+	Filters     []FilterConfig      `yaml:"filters"` // live filters (filters.go)
 }
 
 // TLSConfig holds the files for OpenFlow over TLS ("tls:"/"ssl:"
@@ -361,6 +362,9 @@ func check(c Config) (*settings, error) {
 		return nil, err
 	}
 	if err := checkKernelFIB(&c); err != nil {
+		return nil, err
+	}
+	if err := checkFilters(&c); err != nil {
 		return nil, err
 	}
 	return st, checkNumbers(&c)

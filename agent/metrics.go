@@ -36,6 +36,9 @@ func (d *Agent) metricsHandler() (http.Handler, error) {
 	if d.router != nil {
 		cs = append(cs, d.router.Collector())
 	}
+	if d.filters != nil {
+		cs = append(cs, d.filters.Collector())
+	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)

@@ -17,9 +17,11 @@
 //	GET /v1/meters   []pipeline.MeterInfo  every meter: flags, bands, counters
 //	GET /v1/neighbours, /v1/l3: the router's, see RouterSource
 //	GET /v1/routes[?table=N]: the route tables with counters, see RouteSource
+//	GET, POST, DELETE /v1/filters[/NAME]: live filters, see FilterSource
 //
 // An unknown path gets 404, another method 405, both with a JSON body
-// {"error": "..."}. The protocol is read-only: configuration goes through
+// {"error": "..."}. The protocol is read-only except for live filters
+// (FilterSource), which observe traffic: configuration goes through
 // OpenFlow. A client that cannot reach the socket gets an error that
 // says why: ErrNotRunning (no socket, or nobody answers on it) or
 // ErrPermission (the socket's mode keeps the caller out). Field names are the Go field names of the types named above;
@@ -85,8 +87,10 @@ func Handler(src Source) http.Handler {
 	route("/v1/neighbours", func() any { return neighbours(src) })
 	route("/v1/l3", func() any { return l3Counters(src) })
 	mux.HandleFunc("/v1/routes", routesHandler(src))
+	mux.HandleFunc("/v1/filters", filtersHandler(src))
+	mux.HandleFunc("/v1/filters/", filtersHandler(src))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no query %q (want /v1/ports, tables, flows, backend, stats, groups, meters, neighbours, l3 or routes)", r.URL.Path)})
+		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no query %q (want /v1/ports, tables, flows, backend, stats, groups, meters, neighbours, l3, routes or filters)", r.URL.Path)})
 	})
 	return mux
 }
