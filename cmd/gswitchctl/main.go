@@ -12,6 +12,7 @@
 //
 //	gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3 [--socket PATH] [--json]
 //	gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
+//	gswitchctl filters list|show NAME|add NAME EXPR [--ports N,...] [--capture FILE]|del NAME [--socket PATH] [--json]
 //	gswitchctl chunk [flags] FILE...
 //	gswitchctl re markers [flags] FILE...
 //	gswitchctl --version
@@ -60,6 +61,8 @@ Usage:
                                                  route tables: routes, next hops, counters
   gswitchctl filter (--filters FILE | -e 'NAME: EXPR'...) [flags] PCAP...
                                                  many tcpdump filters in one pass over captures: counts, pcapng files
+  gswitchctl filters list|show NAME|add NAME EXPR [--ports N,...] [--capture FILE]|del NAME [--socket PATH] [--json]
+                                                 live filters on a running gswitchd's ports: counters, captures
   gswitchctl chunk [flags] FILE...               content-defined chunks of files (restic/chunker's boundaries)
   gswitchctl re markers [flags] FILE...          redundancy elimination's marker positions of each file
   gswitchctl --version                           the module version, VCS revision and Go release of this build
@@ -108,6 +111,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runRoutes(args[1:], stdout, stderr)
 	case "filter":
 		return filtercmd.Run(args[1:], stdout, stderr)
+	case "filters":
+		return runFilters(args[1:], stdout, stderr)
 	case "chunk":
 		return runChunk(args[1:], stdout, stderr)
 	case "re":
