@@ -8,6 +8,7 @@
 //	gswitchctl bench classify (--classbench FILE | --synthetic N,C[,F,Cm,f]) [--algo linear|tuple|bloom|merge] [--backend cpu] [--check] [--json]
 //	gswitchctl bench p4rt [--entries N] [--batches 1,100,10000] [--samples N] [--tables acl,ipv4_lpm] [--backend cpu|gpu] [--json]
 //	gswitchctl bench routes --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--via netlink|direct] [--check] [--json]
+//	gswitchctl bench filter [--pcap FILE | --packets N] [--filters 1,100,1000 | --filters-file FILE] [--threads N] [--json]
 //	gswitchctl bench forward [--targets gswitchd,ovs,bridge,plain] [--rules 1000,10000] [--rates 250k,...,max] [--flowmods N] [--gswitchd BIN] [--backend cpu|gpu|auto] [--rounds N] [--json]
 //
 //	gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3 [--socket PATH] [--json]
@@ -33,6 +34,7 @@ import (
 
 	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/bench/classify"
+	benchfilter "github.com/gswitch/gswitch/bench/filter"
 	"github.com/gswitch/gswitch/bench/forward"
 	"github.com/gswitch/gswitch/bench/lpm"
 	"github.com/gswitch/gswitch/bench/p4rt"
@@ -50,6 +52,8 @@ Usage:
   gswitchctl bench p4rt [flags]                  P4Runtime: entries written per second, write-to-visible latency
   gswitchctl bench routes --fib FILE [flags]     routes through netlink or directly into the engine: routes/s,
                                                  update-to-visible latency, lookups under route updates
+  gswitchctl bench filter [--pcap FILE] [--filters 1,100,1000] [flags]
+                                                 many tcpdump filters on every packet of a capture (CPU), against tcpdump
   gswitchctl bench forward [--targets gswitchd,ovs,bridge] [--rules 1000,10000] [--rates ...] [flags]
                                                  frames/s forwarded between namespaces through gswitchd, Open
                                                  vSwitch (userspace) and the Linux bridge, loss per offered load;
@@ -130,6 +134,7 @@ var benches = map[string]func(ctx context.Context, args []string, stdout, stderr
 	"p4rt":     p4rt.Run,
 	"routes":   routes.Run,
 	"forward":  forward.Run,
+	"filter":   benchfilter.Run,
 	// bench forward's plain target runs it in its switch namespace
 	// (forward.PlainForwarderArgs).
 	"plain-forwarder": forward.RunPlainForwarder,
@@ -137,12 +142,12 @@ var benches = map[string]func(ctx context.Context, args []string, stdout, stderr
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: bench needs a work: lpm, classify, p4rt, routes or forward", errUsage)
+		return fmt.Errorf("%w: bench needs a work: lpm, classify, p4rt, routes, forward or filter", errUsage)
 	}
 	if b, ok := benches[args[0]]; ok {
 		return b(ctx, args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("%w: unknown bench %q (want lpm, classify, p4rt, routes or forward)", errUsage, args[0])
+	return fmt.Errorf("%w: unknown bench %q (want lpm, classify, p4rt, routes, forward or filter)", errUsage, args[0])
 }
 
 // parseFlags parses args into fs, refusing positional arguments.

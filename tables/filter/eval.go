@@ -49,9 +49,10 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 		out[i] = 0
 	}
 	if len(p.index) == 0 {
-		for f := range p.cfgs {
-			e.walk(f, data, wire, out)
+		for _, f := range p.unindexed {
+			e.walk(int(f), data, wire, out)
 		}
+		p.copyDups(out)
 		return
 	}
 	// Indexed filters: only those listed under the values of this packet.
@@ -74,6 +75,21 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 	}
 	for _, f := range p.unindexed {
 		e.walk(int(f), data, wire, out)
+	}
+	p.copyDups(out)
+}
+
+// copyDups sets the bits of filters that share another's graph.
+func (p *Program) copyDups(out []uint64) {
+	for i := range p.dupsOf {
+		d := &p.dupsOf[i]
+		c := uint32(d.canon)
+		if out[c/64]>>(c%64)&1 == 0 {
+			continue
+		}
+		for _, f := range d.fs {
+			out[f/64] |= 1 << (f % 64)
+		}
 	}
 }
 

@@ -15,7 +15,7 @@ import "sort"
 // indexMinGroup is the number of constants a group needs before it is
 // worth indexing on (fewer: ether types, IP protocols, which select
 // little).
-const indexMinGroup = 8
+const indexMinGroup = 2
 
 type groupIndex struct {
 	group   int32
@@ -26,15 +26,19 @@ type groupIndex struct {
 // its accepting paths.
 func (p *Program) buildIndex() {
 	p.indexed = make([]bool, len(p.Roots))
-	if len(p.Roots) < 2 {
-		p.unindexed = make([]int32, len(p.Roots))
-		for i := range p.unindexed {
-			p.unindexed[i] = int32(i)
+	if len(p.Roots)-len(p.dups) < 2 {
+		for i := range p.Roots {
+			if p.canon[i] == int32(i) {
+				p.unindexed = append(p.unindexed, int32(i))
+			}
 		}
 		return
 	}
 	byGroup := map[int32]map[uint32][]int32{}
 	for f, g := range p.cfgs {
+		if p.canon[f] != int32(f) {
+			continue // walked as its canon
+		}
 		var gs []int32
 		seen := map[int32]bool{}
 		for _, n := range g.nodes {
