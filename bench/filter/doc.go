@@ -18,8 +18,8 @@
 // share of the packets): mpps is the median pass's rate, mpps_cpu the
 // median rate per CPU-second of the process (getrusage), which is what
 // the evaluation costs on a machine that other work shares, and
-// mpps_file one pass that also reads the capture from the page cache
-// (pcapfile.Reader) on one thread. tcpdump_mpps is "tcpdump -r FILE
+// mpps_file the median of passes that also read the capture from the page
+// cache (pcapfile.Reader) on one thread. tcpdump_mpps is "tcpdump -r FILE
 // --count EXPR" for the set's first filter, timed the same way (median of
 // the rounds, the file in the page cache): the rate of one filter per pass
 // that tcpdump has, N filters needing N passes. With --check (the default)

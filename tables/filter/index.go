@@ -12,14 +12,30 @@ import "sort"
 // The walk itself decides, so the index only skips filters that would
 // reject; FuzzEval and TestIndexedSetEqualsUnindexed check it.
 
-// indexMinGroup is the number of constants a group needs before it is
-// worth indexing on (fewer: ether types, IP protocols, which select
-// little).
+// indexMinGroup is the number of constants a group needs to be indexed
+// on. Groups are tried largest first, so small ones (ether types, IP
+// protocols) serve only filters that no larger group cuts; with the
+// bitmap in front of the map even they pay: a walk costs more than a
+// look-up that skips it.
 const indexMinGroup = 2
 
 type groupIndex struct {
 	group   int32
 	filters map[uint32][]int32 // value -> filters to walk
+	// present has bit hashKey(v) set for every v in filters: most packets'
+	// values are in no filter, and the bitmap (8 KiB, in cache) says so
+	// without the map look-up.
+	present []uint64
+}
+
+// hashKey maps a value to a bit of groupIndex.present: exact for values
+// of 16 bits and less (ports, ether types, VLAN ids), Fibonacci hashing
+// above.
+func hashKey(v uint32) uint32 {
+	if v <= 0xffff {
+		return v
+	}
+	return (v * 2654435761) >> 16
 }
 
 // buildIndex chooses, for each filter, the largest groups whose tests cut
@@ -83,7 +99,12 @@ func (p *Program) buildIndex() {
 		}
 	}
 	for gi, m := range byGroup {
-		p.index = append(p.index, groupIndex{group: gi, filters: m})
+		ix := groupIndex{group: gi, filters: m, present: make([]uint64, 1<<16/64)}
+		for v := range m {
+			h := hashKey(v)
+			ix.present[h/64] |= 1 << (h % 64)
+		}
+		p.index = append(p.index, ix)
 	}
 	sort.Slice(p.index, func(i, j int) bool { return p.index[i].group < p.index[j].group })
 }
