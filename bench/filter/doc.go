@@ -19,10 +19,13 @@
 // median rate per CPU-second of the process (getrusage), which is what
 // the evaluation costs on a machine that other work shares, and
 // mpps_file the median of passes that also read the capture from the page
-// cache (pcapfile.Reader) on one thread. tcpdump_mpps is "tcpdump -r FILE
-// --count EXPR" for the set's first filter, timed the same way (median of
-// the rounds, the file in the page cache): the rate of one filter per pass
-// that tcpdump has, N filters needing N passes. With --check (the default)
+// cache (pcapfile.Reader) on one thread (mpps_file_cpu: per CPU-second).
+// tcpdump_mpps is "tcpdump -r FILE --count EXPR" for the set's first
+// filter, timed the same way (median of the rounds, the file in the page
+// cache), tcpdump_mpps_cpu the same per CPU-second of tcpdump's own
+// (its rusage): the rate of one filter per pass that tcpdump has, N
+// filters needing N passes. On a shared machine compare the per
+// CPU-second figures. With --check (the default)
 // the first filter's count must equal tcpdump's, or the run fails with
 // benchutil.ErrMismatch.
 //

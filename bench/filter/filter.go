@@ -35,11 +35,13 @@ type Result struct {
 	MeanBytes   float64 `json:"mean_bytes"`
 	Rounds      int     `json:"rounds"`
 	Threads     int     `json:"threads"`
-	MPPS        float64 `json:"mpps"`      // median pass, packets in memory
-	MPPSCPU     float64 `json:"mpps_cpu"`  // median, per CPU-second of the process
-	MPPSFile    float64 `json:"mpps_file"` // reading the capture and evaluating, one thread
+	MPPS        float64 `json:"mpps"`          // median pass, packets in memory
+	MPPSCPU     float64 `json:"mpps_cpu"`      // median, per CPU-second of the process
+	MPPSFile    float64 `json:"mpps_file"`     // reading the capture and evaluating, one thread
+	MPPSFileCPU float64 `json:"mpps_file_cpu"` // likewise, per CPU-second
 	TcpdumpMPPS float64 `json:"tcpdump_mpps,omitempty"`
-	Matches     uint64  `json:"matches"` // (packet, filter) matches of one pass
+	TcpdumpCPU  float64 `json:"tcpdump_mpps_cpu,omitempty"` // per CPU-second of tcpdump (its rusage)
+	Matches     uint64  `json:"matches"`                    // (packet, filter) matches of one pass
 	FirstCount  uint64  `json:"first_count"`
 	TcpdumpCnt  uint64  `json:"tcpdump_count,omitempty"`
 	CompileMS   float64 `json:"compile_ms"`
@@ -149,10 +151,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if i == 0 {
 			fmt.Fprintf(stdout, "# %s, %s, %s\n# data: %s, %d packets, mean %.0f bytes\n", r.Machine, r.GoVersion, r.Time, r.Data, r.Packets, r.MeanBytes)
 		}
-		fmt.Fprintf(stdout, "filter cpu filters=%d criteria=%d nodes=%d: %.2f Mpps (median of %d, %d thread(s)), %.2f Mpps per CPU-second, %.2f Mpps reading the file",
-			r.Filters, r.Criteria, r.Nodes, r.MPPS, r.Rounds, r.Threads, r.MPPSCPU, r.MPPSFile)
+		fmt.Fprintf(stdout, "filter cpu filters=%d criteria=%d nodes=%d: %.2f Mpps (median of %d, %d thread(s)), %.2f Mpps per CPU-second; reading the file too: %.2f Mpps, %.2f per CPU-second",
+			r.Filters, r.Criteria, r.Nodes, r.MPPS, r.Rounds, r.Threads, r.MPPSCPU, r.MPPSFile, r.MPPSFileCPU)
 		if r.TcpdumpMPPS > 0 {
-			fmt.Fprintf(stdout, "; tcpdump %.2f Mpps for one filter (%d packets; ours %d)", r.TcpdumpMPPS, r.TcpdumpCnt, r.FirstCount)
+			fmt.Fprintf(stdout, "; tcpdump, one filter: %.2f Mpps, %.2f per CPU-second (%d packets; ours %d)", r.TcpdumpMPPS, r.TcpdumpCPU, r.TcpdumpCnt, r.FirstCount)
 		}
 		fmt.Fprintf(stdout, ", compile %.0f ms\n", r.CompileMS)
 	}
@@ -238,27 +240,30 @@ func benchSet(specs []filter.Spec, pkts []packet, link uint32, big bool, data st
 		cpu = append(cpu, float64(len(pkts))/(cpuTime()-c0).Seconds()/1e6)
 	}
 	r.MPPS, r.MPPSCPU = benchutil.Median(wall), benchutil.Median(cpu)
-	var file []float64
+	var file, fileCPU []float64
 	for range rounds {
+		c0 := cpuTime()
 		rate, err := fromFile(prog, data)
 		if err != nil {
 			return r, err
 		}
 		file = append(file, rate)
+		fileCPU = append(fileCPU, float64(len(pkts))/(cpuTime()-c0).Seconds()/1e6)
 	}
-	r.MPPSFile = benchutil.Median(file)
+	r.MPPSFile, r.MPPSFileCPU = benchutil.Median(file), benchutil.Median(fileCPU)
 	if tcpdump {
-		var rates []float64
+		var rates, cpus []float64
 		for range rounds {
 			t0 := time.Now()
-			n, err := tcpdumpCount(data, specs[0].Expr)
+			n, used, err := tcpdumpCount(data, specs[0].Expr)
 			if err != nil {
 				return r, err
 			}
 			rates = append(rates, float64(len(pkts))/time.Since(t0).Seconds()/1e6)
+			cpus = append(cpus, float64(len(pkts))/used.Seconds()/1e6)
 			r.TcpdumpCnt = n
 		}
-		r.TcpdumpMPPS = benchutil.Median(rates)
+		r.TcpdumpMPPS, r.TcpdumpCPU = benchutil.Median(rates), benchutil.Median(cpus)
 	}
 	return r, nil
 }
@@ -292,19 +297,23 @@ func fromFile(prog *filter.Program, path string) (float64, error) {
 	return float64(n) / time.Since(t0).Seconds() / 1e6, nil
 }
 
-func tcpdumpCount(path, expr string) (uint64, error) {
-	out, err := exec.Command("tcpdump", "-r", path, "--count", expr).CombinedOutput()
+// tcpdumpCount runs tcpdump --count and returns its count and the CPU
+// time it used.
+func tcpdumpCount(path, expr string) (uint64, time.Duration, error) {
+	cmd := exec.Command("tcpdump", "-r", path, "--count", expr)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("tcpdump --count %q: %v: %s", expr, err, out)
+		return 0, 0, fmt.Errorf("tcpdump --count %q: %v: %s", expr, err, out)
 	}
+	used := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	for _, l := range strings.Split(string(out), "\n") {
 		if f := strings.Fields(l); len(f) >= 2 && strings.HasPrefix(f[1], "packet") {
 			if n, err := strconv.ParseUint(f[0], 10, 64); err == nil {
-				return n, nil
+				return n, used, nil
 			}
 		}
 	}
-	return 0, fmt.Errorf("tcpdump --count %q: no count in %q", expr, out)
+	return 0, 0, fmt.Errorf("tcpdump --count %q: no count in %q", expr, out)
 }
 
 func cpuTime() time.Duration {
