@@ -68,7 +68,11 @@
 // equality group's value is loaded once per packet when first needed and
 // each member compared when a filter reaches it. Filters of the same
 // boolean graph (one expression on several ports or under several names)
-// share one control-flow form, walked once, their bits copied.
+// share one control-flow form, walked once, their bits copied. Port
+// ranges, which no equality indexes, have a range index (rangeindex.go):
+// a filter each of whose accepting paths bounds a 16-bit value to a
+// narrow interval is walked only when the packet's value lies in one of
+// its intervals.
 // Short-circuiting and the index make it several times faster than the
 // three stages on a CPU; the oracle and fuzz tests check that the two
 // agree packet by packet.

@@ -55,7 +55,7 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 	for i := range out[:p.Words()] {
 		out[i] = 0
 	}
-	if len(p.index) == 0 {
+	if len(p.index) == 0 && len(p.ranges) == 0 {
 		for _, f := range p.unindexed {
 			e.walk(int(f), data, wire, out)
 		}
@@ -73,6 +73,28 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 			continue // no indexed filter tests this value
 		}
 		for _, f := range ix.filters[x] {
+			if e.seen[f] != e.cur {
+				e.seen[f] = e.cur
+				e.walk(int(f), data, wire, out)
+			}
+		}
+	}
+	// Range-indexed filters: those whose intervals hold this packet's value.
+	for i := range p.ranges {
+		ri := &p.ranges[i]
+		off, aok := address(data, ri.key.load, 0)
+		if !aok {
+			continue
+		}
+		x, ok := load(data, off, ri.key.load.Size)
+		if !ok {
+			continue // unknown: no bound of this value is true
+		}
+		x &= ri.key.mask
+		if ri.present[x/64]>>(x%64)&1 == 0 {
+			continue
+		}
+		for _, f := range ri.fs[ri.offs[x]:ri.offs[x+1]] {
 			if e.seen[f] != e.cur {
 				e.seen[f] = e.cur
 				e.walk(int(f), data, wire, out)

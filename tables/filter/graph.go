@@ -61,11 +61,13 @@ type Program struct {
 	singles   []int32 // criteria evaluated one by one
 	critGroup []int32 // per criterion: its group, or -1
 	index     []groupIndex
-	indexed   []bool  // per filter: listed in the index
-	unindexed []int32 // filters walked on every packet
-	canon     []int32 // per filter: the first filter of the same graph (itself if none before)
-	dups      []int32 // filters whose canon is another: their bit is copied
+	ranges    []rangeIndex // the range index (rangeindex.go)
+	indexed   []bool       // per filter: listed in the index
+	unindexed []int32      // filters walked on every packet
+	canon     []int32      // per filter: the first filter of the same graph (itself if none before)
+	dups      []int32      // filters whose canon is another: their bit is copied
 	dupsOf    []dupSet
+	akeys     []string // per criterion: the value it tests (cfg.go's akey)
 }
 
 // dupSet is a filter and the later filters of the same graph.

@@ -51,9 +51,23 @@ func (p *Program) buildIndex() {
 		return
 	}
 	byGroup := map[int32]map[uint32][]int32{}
+	rangeCuts := map[int32][]interval{}
+	cells := 0
 	for f, g := range p.cfgs {
 		if p.canon[f] != int32(f) {
 			continue // walked as its canon
+		}
+		if ivs := p.rangeCut(g); ivs != nil {
+			w := 0
+			for _, iv := range ivs {
+				w += int(iv.hi-iv.lo) + 1
+			}
+			if cells+w <= rangeMaxCells {
+				cells += w
+				rangeCuts[int32(f)] = ivs
+				p.indexed[f] = true
+				continue
+			}
 		}
 		var gs []int32
 		seen := map[int32]bool{}
@@ -98,6 +112,7 @@ func (p *Program) buildIndex() {
 			}
 		}
 	}
+	p.buildRangeIndex(rangeCuts)
 	for gi, m := range byGroup {
 		ix := groupIndex{group: gi, filters: m, present: make([]uint64, 1<<16/64)}
 		for v := range m {
