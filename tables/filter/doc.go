@@ -62,9 +62,9 @@
 // walked only when the packet's value of one of those groups is one of
 // its constants. Any group of two or more constants may serve (ether
 // types and IP protocols too: "tcp" is then walked on IP packets only);
-// each index group keeps a 64 Kibit bitmap of its constants (exact for
-// 16-bit values, hashed above), so that the usual value, one no filter
-// tests, costs one load and one bit test instead of a map look-up. An
+// each index group keeps a 4 Kibit bitmap of its constants' hashes, so
+// that the usual value, one no filter tests, costs one load and one bit
+// test (in the L1 cache) instead of a map look-up. An
 // equality group's value is loaded once per packet when first needed and
 // each member compared when a filter reaches it. Filters of the same
 // boolean graph (one expression on several ports or under several names)

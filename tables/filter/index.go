@@ -23,20 +23,18 @@ type groupIndex struct {
 	group   int32
 	filters map[uint32][]int32 // value -> filters to walk
 	// present has bit hashKey(v) set for every v in filters: most packets'
-	// values are in no filter, and the bitmap (8 KiB, in cache) says so
-	// without the map look-up.
+	// values are in no filter, and the bitmap (512 bytes, in cache) says
+	// so without the map look-up.
 	present []uint64
 }
 
-// hashKey maps a value to a bit of groupIndex.present: exact for values
-// of 16 bits and less (ports, ether types, VLAN ids), Fibonacci hashing
-// above.
-func hashKey(v uint32) uint32 {
-	if v <= 0xffff {
-		return v
-	}
-	return (v * 2654435761) >> 16
-}
+// presentBits is the size of an index group's bitmap: 4 Kibit (512
+// bytes), so that a dozen groups' bitmaps stay in the L1 cache.
+const presentBits = 1 << 12
+
+// hashKey maps a value to a bit of groupIndex.present (Fibonacci
+// hashing); a false positive costs one map look-up.
+func hashKey(v uint32) uint32 { return (v * 2654435761) >> 20 }
 
 // buildIndex chooses, for each filter, the largest groups whose tests cut
 // its accepting paths.
@@ -114,7 +112,7 @@ func (p *Program) buildIndex() {
 	}
 	p.buildRangeIndex(rangeCuts)
 	for gi, m := range byGroup {
-		ix := groupIndex{group: gi, filters: m, present: make([]uint64, 1<<16/64)}
+		ix := groupIndex{group: gi, filters: m, present: make([]uint64, presentBits/64)}
 		for v := range m {
 			h := hashKey(v)
 			ix.present[h/64] |= 1 << (h % 64)
