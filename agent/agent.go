@@ -17,6 +17,7 @@ import (
 	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/controlproto/p4rt"
 	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/gswitch/gswitch/datapath/filters"
 	"github.com/gswitch/gswitch/datapath/l3"
 	"github.com/gswitch/gswitch/datapath/pipeline"
 	"github.com/gswitch/gswitch/gpu"
@@ -70,6 +71,7 @@ type Agent struct {
 	re           *reLink                       // nil with redundancy elimination off (re.go)
 	ps           *pubsubPart                   // nil with pubsub off (pubsub.go)
 	rxStages     map[uint32][]pipeline.RxStage // per port, in order (rxstages.go)
+	filters      *filters.Set                  // live filters, a receive stage of every port (filters.go)
 
 	runMu     sync.Mutex
 	ran       bool
@@ -148,6 +150,9 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 		if err := d.sw.AddPort(no, dev); err != nil {
 			return d, err
 		}
+	}
+	if err := d.startFilters(); err != nil {
+		return d, err
 	}
 	if err := d.startPubSub(); err != nil {
 		return d, err
@@ -307,6 +312,7 @@ func (d *Agent) close() {
 		if d.kfibNS.IsOpen() {
 			d.kfibNS.Close()
 		}
+		d.closeFilters()
 		if d.eng != nil {
 			d.eng.Close()
 		}

@@ -55,6 +55,7 @@ type Config struct {
 	KernelFIB   KernelFIBConfig     `yaml:"kernel_fib"`
 	RE          REConfig            `yaml:"re"`
 	PubSub      PubSubConfig        `yaml:"pubsub"`
+	Filters     []FilterConfig      `yaml:"filters"` // live filters (filters.go)
 }
 
 // TLSConfig holds the files for OpenFlow over TLS ("tls:"/"ssl:"
@@ -374,6 +375,9 @@ func check(c Config) (*settings, error) {
 		return nil, err
 	}
 	if st.pubsub, err = checkPubSub(&c); err != nil {
+		return nil, err
+	}
+	if err := checkFilters(&c); err != nil {
 		return nil, err
 	}
 	return st, checkNumbers(&c)

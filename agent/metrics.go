@@ -38,6 +38,9 @@ func (d *Agent) metricsHandler() (http.Handler, error) {
 	}
 	cs = append(cs, d.reCollectors()...)
 	cs = append(cs, d.pubsubCollectors()...)
+	if d.filters != nil {
+		cs = append(cs, d.filters.Collector())
+	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)

@@ -19,9 +19,11 @@
 //	GET /v1/routes[?table=N]: the route tables with counters, see RouteSource
 //	GET /v1/re: redundancy elimination's counters, see RESource
 //	GET /v1/pubsub: content-based forwarding, see PubSubSource
+//	GET, POST, DELETE /v1/filters[/NAME]: live filters, see FilterSource
 //
 // An unknown path gets 404, another method 405, both with a JSON body
-// {"error": "..."}. The protocol is read-only: configuration goes through
+// {"error": "..."}. The protocol is read-only except for live filters
+// (FilterSource), which observe traffic: configuration goes through
 // OpenFlow. A client that cannot reach the socket gets an error that
 // says why: ErrNotRunning (no socket, or nobody answers on it) or
 // ErrPermission (the socket's mode keeps the caller out). Field names are the Go field names of the types named above;
@@ -89,8 +91,10 @@ func Handler(src Source) http.Handler {
 	route("/v1/re", func() any { return reInfo(src) })
 	route("/v1/pubsub", func() any { return pubsubInfo(src) })
 	mux.HandleFunc("/v1/routes", routesHandler(src))
+	mux.HandleFunc("/v1/filters", filtersHandler(src))
+	mux.HandleFunc("/v1/filters/", filtersHandler(src))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no query %q (want /v1/ports, tables, flows, backend, stats, groups, meters, neighbours, l3, pubsub, routes or re)", r.URL.Path)})
+		writeJSON(w, http.StatusNotFound, errorBody{fmt.Sprintf("no query %q (want /v1/ports, tables, flows, backend, stats, groups, meters, neighbours, l3, pubsub, routes, re or filters)", r.URL.Path)})
 	})
 	return mux
 }

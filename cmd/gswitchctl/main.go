@@ -9,12 +9,14 @@
 //	gswitchctl bench p4rt [--entries N] [--batches 1,100,10000] [--samples N] [--tables acl,ipv4_lpm] [--backend cpu|gpu] [--json]
 //	gswitchctl bench routes --fib FILE [--family 4|6] [--updates-per-sec N] [--backend cpu|gpu] [--via netlink|direct] [--check] [--json]
 //	gswitchctl bench pubsub [--sweep none|all|attrs,...] [--scale F] [--batches 1,1024,16384] [--backend cpu] [--json]
+//	gswitchctl bench filter [--pcap FILE | --packets N] [--filters 1,100,1000 | --filters-file FILE] [--threads N] [--json]
 //	gswitchctl bench forward [--targets gswitchd,ovs,bridge,plain] [--rules 1000,10000] [--rates 250k,...,max] [--flowmods N] [--gswitchd BIN] [--backend cpu|gpu|auto] [--rounds N] [--json]
 //	gswitchctl bench re [--measure markers,chunk] [--payloads N] [--bytes N] [--data random,text,zeros] [--backend cpu|gpu] [--rounds N] [--json]
 //
 //	gswitchctl show ports|tables|flows|groups|meters|backend|stats|neighbours|l3|re [--socket PATH] [--json]
 //	gswitchctl routes [--socket PATH] [--json] [--table N] [--limit N]
 //	gswitchctl pubsub subscribe|unsubscribe|list|stats|explain|publish|match [flags]
+//	gswitchctl filters list|show NAME|add NAME EXPR [--ports N,...] [--capture FILE]|del NAME [--socket PATH] [--json]
 //	gswitchctl chunk [flags] FILE...
 //	gswitchctl re markers [flags] FILE...
 //	gswitchctl --version
@@ -35,6 +37,7 @@ import (
 
 	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/bench/classify"
+	benchfilter "github.com/gswitch/gswitch/bench/filter"
 	"github.com/gswitch/gswitch/bench/forward"
 	"github.com/gswitch/gswitch/bench/lpm"
 	"github.com/gswitch/gswitch/bench/p4rt"
@@ -55,6 +58,8 @@ Usage:
   gswitchctl bench p4rt [flags]                  P4Runtime: entries written per second, write-to-visible latency
   gswitchctl bench routes --fib FILE [flags]     routes through netlink or directly into the engine: routes/s,
                                                  update-to-visible latency, lookups under route updates
+  gswitchctl bench filter [--pcap FILE] [--filters 1,100,1000] [flags]
+                                                 many tcpdump filters on every packet of a capture (CPU), against tcpdump
   gswitchctl bench forward [--targets gswitchd,ovs,bridge] [--rules 1000,10000] [--rates ...] [flags]
                                                  frames/s forwarded between namespaces through gswitchd, Open
                                                  vSwitch (userspace) and the Linux bridge, loss per offered load;
@@ -76,6 +81,8 @@ Usage:
                                                  send one event packet per JSON line
   gswitchctl pubsub match --subs FILE --events FILE [--backend cpu] [--batch N]
                                                  match events against subscriptions off-line
+  gswitchctl filters list|show NAME|add NAME EXPR [--ports N,...] [--capture FILE]|del NAME [--socket PATH] [--json]
+                                                 live filters on a running gswitchd's ports: counters, captures
   gswitchctl chunk [flags] FILE...               content-defined chunks of files (restic/chunker's boundaries)
   gswitchctl re markers [flags] FILE...          redundancy elimination's marker positions of each file
   gswitchctl --version                           the module version, VCS revision and Go release of this build
@@ -126,6 +133,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return filtercmd.Run(args[1:], stdout, stderr)
 	case "pubsub":
 		return pubsubcmd.Run(args[1:], stdout, stderr)
+	case "filters":
+		return runFilters(args[1:], stdout, stderr)
 	case "chunk":
 		return runChunk(args[1:], stdout, stderr)
 	case "re":
@@ -145,6 +154,7 @@ var benches = map[string]func(ctx context.Context, args []string, stdout, stderr
 	"forward":  forward.Run,
 	"re":       rebench.Run,
 	"pubsub":   benchpubsub.Run,
+	"filter":   benchfilter.Run,
 	// bench forward's plain target runs it in its switch namespace
 	// (forward.PlainForwarderArgs).
 	"plain-forwarder": forward.RunPlainForwarder,
@@ -152,12 +162,12 @@ var benches = map[string]func(ctx context.Context, args []string, stdout, stderr
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: bench needs a work: lpm, classify, p4rt, routes, forward, re or pubsub", errUsage)
+		return fmt.Errorf("%w: bench needs a work: lpm, classify, p4rt, routes, forward, re, pubsub or filter", errUsage)
 	}
 	if b, ok := benches[args[0]]; ok {
 		return b(ctx, args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("%w: unknown bench %q (want lpm, classify, p4rt, routes, forward, re or pubsub)", errUsage, args[0])
+	return fmt.Errorf("%w: unknown bench %q (want lpm, classify, p4rt, routes, forward, re, pubsub or filter)", errUsage, args[0])
 }
 
 // parseFlags parses args into fs, refusing positional arguments.

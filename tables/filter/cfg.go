@@ -130,10 +130,13 @@ func (b *cfgBuilder) decided(facts map[fact]bool, c int32) (bool, bool) {
 }
 
 func (p *Program) buildCFG(f int) *cfg {
-	b := &cfgBuilder{crits: p.Criteria}
-	for i := range p.Criteria {
-		b.akeys = append(b.akeys, akey(&p.Criteria[i]))
+	if len(p.akeys) != len(p.Criteria) { // once per program, shared by every filter's form
+		p.akeys = make([]string, len(p.Criteria))
+		for i := range p.Criteria {
+			p.akeys[i] = akey(&p.Criteria[i])
+		}
 	}
+	b := &cfgBuilder{crits: p.Criteria, akeys: p.akeys}
 	root := b.build(p, p.Roots[f], cAccept, cReject)
 	o := &optimizer{b: b, root: root}
 	for iter := 0; iter < 100; iter++ {

@@ -16,12 +16,18 @@ type Evaluator struct {
 	epoch []uint32
 	seen  []uint32 // per filter: walked in this packet (epoch)
 	cur   uint32
+	// Per equality group: its masked value in this packet (gepoch ==
+	// cur), or gok false for a load past the captured length.
+	gval   []uint32
+	gok    []bool
+	gepoch []uint32
 }
 
 // NewEvaluator returns an evaluator of p.
 func NewEvaluator(p *Program) *Evaluator {
 	return &Evaluator{p: p, vals: make([]uint8, len(p.Criteria)+len(p.Nodes)), epoch: make([]uint32, len(p.Criteria)),
-		seen: make([]uint32, len(p.Roots))}
+		seen: make([]uint32, len(p.Roots)), gval: make([]uint32, len(p.groups)), gok: make([]bool, len(p.groups)),
+		gepoch: make([]uint32, len(p.groups))}
 }
 
 // Words is the number of uint64 words of a result bitmap.
@@ -43,29 +49,52 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 	if e.cur == 0 { // wrapped: forget every mark
 		clear(e.epoch)
 		clear(e.seen)
+		clear(e.gepoch)
 		e.cur = 1
 	}
 	for i := range out[:p.Words()] {
 		out[i] = 0
 	}
-	if len(p.index) == 0 {
-		for f := range p.cfgs {
-			e.walk(f, data, wire, out)
+	if len(p.index) == 0 && len(p.ranges) == 0 {
+		for _, f := range p.unindexed {
+			e.walk(int(f), data, wire, out)
 		}
+		p.copyDups(out)
 		return
 	}
 	// Indexed filters: only those listed under the values of this packet.
 	for i := range p.index {
 		ix := &p.index[i]
-		g := &p.groups[ix.group]
-		x, ok := uint32(0), false
-		if off, aok := address(data, g.load, 0); aok {
-			x, ok = load(data, off, g.load.Size)
-		}
+		x, ok := e.groupValue(ix.group, data)
 		if !ok {
 			continue // unknown: no indexed test of this group is true
 		}
-		for _, f := range ix.filters[x&g.mask] {
+		if h := hashKey(x); ix.present[h/64]>>(h%64)&1 == 0 {
+			continue // no indexed filter tests this value
+		}
+		for _, f := range ix.filters[x] {
+			if e.seen[f] != e.cur {
+				e.seen[f] = e.cur
+				e.walk(int(f), data, wire, out)
+			}
+		}
+	}
+	// Range-indexed filters: those whose intervals hold this packet's value.
+	for i := range p.ranges {
+		ri := &p.ranges[i]
+		off, aok := address(data, ri.key.load, 0)
+		if !aok {
+			continue
+		}
+		x, ok := load(data, off, ri.key.load.Size)
+		if !ok {
+			continue // unknown: no bound of this value is true
+		}
+		x &= ri.key.mask
+		if ri.present[x/64]>>(x%64)&1 == 0 {
+			continue
+		}
+		for _, f := range ri.fs[ri.offs[x]:ri.offs[x+1]] {
 			if e.seen[f] != e.cur {
 				e.seen[f] = e.cur
 				e.walk(int(f), data, wire, out)
@@ -74,6 +103,21 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 	}
 	for _, f := range p.unindexed {
 		e.walk(int(f), data, wire, out)
+	}
+	p.copyDups(out)
+}
+
+// copyDups sets the bits of filters that share another's graph.
+func (p *Program) copyDups(out []uint64) {
+	for i := range p.dupsOf {
+		d := &p.dupsOf[i]
+		c := uint32(d.canon)
+		if out[c/64]>>(c%64)&1 == 0 {
+			continue
+		}
+		for _, f := range d.fs {
+			out[f/64] |= 1 << (f % 64)
+		}
 	}
 }
 
@@ -116,15 +160,38 @@ func (e *Evaluator) get(c int32, data []byte, wire uint32) uint8 {
 		return e.vals[c]
 	}
 	if g := e.p.critGroup[c]; g >= 0 {
-		e.evalGroup(&e.p.groups[g], data)
-		for _, id := range e.p.groups[g].members {
-			e.epoch[id] = e.cur
+		// One load per group and packet; each member compared when a
+		// filter reaches it.
+		x, ok := e.groupValue(g, data)
+		switch {
+		case !ok:
+			e.vals[c] = vAbort
+		case x == e.p.Criteria[c].K:
+			e.vals[c] = vTrue
+		default:
+			e.vals[c] = vFalse
 		}
+		e.epoch[c] = e.cur
 	} else {
 		e.vals[c] = evalCrit(&e.p.Criteria[c], data, wire)
 		e.epoch[c] = e.cur
 	}
 	return e.vals[c]
+}
+
+// groupValue returns equality group gi's masked value in this packet.
+func (e *Evaluator) groupValue(gi int32, data []byte) (uint32, bool) {
+	if e.gepoch[gi] == e.cur {
+		return e.gval[gi], e.gok[gi]
+	}
+	g := &e.p.groups[gi]
+	x, ok := uint32(0), false
+	if off, aok := address(data, g.load, 0); aok {
+		x, ok = load(data, off, g.load.Size)
+	}
+	x &= g.mask
+	e.gval[gi], e.gok[gi], e.gepoch[gi] = x, ok, e.cur
+	return x, ok
 }
 
 // EvalStages evaluates the filters as gPF's three kernels do: every
@@ -144,6 +211,7 @@ func (e *Evaluator) EvalStages(data []byte, wire uint32, out []uint64) {
 		if e.cur == 0 {
 			clear(e.epoch)
 			clear(e.seen)
+			clear(e.gepoch)
 			e.cur = 1
 		}
 		for i := range p.Criteria {

@@ -61,8 +61,19 @@ type Program struct {
 	singles   []int32 // criteria evaluated one by one
 	critGroup []int32 // per criterion: its group, or -1
 	index     []groupIndex
-	indexed   []bool  // per filter: listed in the index
-	unindexed []int32 // filters walked on every packet
+	ranges    []rangeIndex // the range index (rangeindex.go)
+	indexed   []bool       // per filter: listed in the index
+	unindexed []int32      // filters walked on every packet
+	canon     []int32      // per filter: the first filter of the same graph (itself if none before)
+	dups      []int32      // filters whose canon is another: their bit is copied
+	dupsOf    []dupSet
+	akeys     []string // per criterion: the value it tests (cfg.go's akey)
+}
+
+// dupSet is a filter and the later filters of the same graph.
+type dupSet struct {
+	canon int32
+	fs    []uint32
 }
 
 // eqGroup is the equality criteria of one (load, mask): one load, then a
@@ -205,7 +216,33 @@ func Compile(specs []Spec, link uint32, bigEndian bool, names *Names) (*Program,
 		}
 	}
 	prog.cfgs = make([]*cfg, len(prog.Roots))
+	prog.canon = make([]int32, len(prog.Roots))
+	byRoot := map[int32]int32{}
 	for i := range prog.Roots {
+		// Filters of one boolean graph (the same expression, on other
+		// ports or under other names) share one control-flow form, walked
+		// once per packet.
+		if j, ok := byRoot[prog.Roots[i]]; ok {
+			prog.cfgs[i], prog.canon[i] = prog.cfgs[j], j
+			prog.dups = append(prog.dups, int32(i))
+			if len(prog.dupsOf) == 0 || prog.dupsOf[len(prog.dupsOf)-1].canon != j {
+				k := -1
+				for x := range prog.dupsOf {
+					if prog.dupsOf[x].canon == j {
+						k = x
+					}
+				}
+				if k < 0 {
+					prog.dupsOf = append(prog.dupsOf, dupSet{canon: j})
+					k = len(prog.dupsOf) - 1
+				}
+				prog.dupsOf[k].fs = append(prog.dupsOf[k].fs, uint32(i))
+			} else {
+				prog.dupsOf[len(prog.dupsOf)-1].fs = append(prog.dupsOf[len(prog.dupsOf)-1].fs, uint32(i))
+			}
+			continue
+		}
+		byRoot[prog.Roots[i]], prog.canon[i] = int32(i), int32(i)
 		prog.cfgs[i] = prog.buildCFG(i)
 		if prog.cfgs[i].root == cReject {
 			// tcpdump refuses such a program; so does gswitch.

@@ -12,29 +12,61 @@ import "sort"
 // The walk itself decides, so the index only skips filters that would
 // reject; FuzzEval and TestIndexedSetEqualsUnindexed check it.
 
-// indexMinGroup is the number of constants a group needs before it is
-// worth indexing on (fewer: ether types, IP protocols, which select
-// little).
-const indexMinGroup = 8
+// indexMinGroup is the number of constants a group needs to be indexed
+// on. Groups are tried largest first, so small ones (ether types, IP
+// protocols) serve only filters that no larger group cuts; with the
+// bitmap in front of the map even they pay: a walk costs more than a
+// look-up that skips it.
+const indexMinGroup = 2
 
 type groupIndex struct {
 	group   int32
 	filters map[uint32][]int32 // value -> filters to walk
+	// present has bit hashKey(v) set for every v in filters: most packets'
+	// values are in no filter, and the bitmap (512 bytes, in cache) says
+	// so without the map look-up.
+	present []uint64
 }
+
+// presentBits is the size of an index group's bitmap: 4 Kibit (512
+// bytes), so that a dozen groups' bitmaps stay in the L1 cache.
+const presentBits = 1 << 12
+
+// hashKey maps a value to a bit of groupIndex.present (Fibonacci
+// hashing); a false positive costs one map look-up.
+func hashKey(v uint32) uint32 { return (v * 2654435761) >> 20 }
 
 // buildIndex chooses, for each filter, the largest groups whose tests cut
 // its accepting paths.
 func (p *Program) buildIndex() {
 	p.indexed = make([]bool, len(p.Roots))
-	if len(p.Roots) < 2 {
-		p.unindexed = make([]int32, len(p.Roots))
-		for i := range p.unindexed {
-			p.unindexed[i] = int32(i)
+	if len(p.Roots)-len(p.dups) < 2 {
+		for i := range p.Roots {
+			if p.canon[i] == int32(i) {
+				p.unindexed = append(p.unindexed, int32(i))
+			}
 		}
 		return
 	}
 	byGroup := map[int32]map[uint32][]int32{}
+	rangeCuts := map[int32][]interval{}
+	cells := 0
 	for f, g := range p.cfgs {
+		if p.canon[f] != int32(f) {
+			continue // walked as its canon
+		}
+		if ivs := p.rangeCut(g); ivs != nil {
+			w := 0
+			for _, iv := range ivs {
+				w += int(iv.hi-iv.lo) + 1
+			}
+			if cells+w <= rangeMaxCells {
+				cells += w
+				rangeCuts[int32(f)] = ivs
+				p.indexed[f] = true
+				continue
+			}
+		}
 		var gs []int32
 		seen := map[int32]bool{}
 		for _, n := range g.nodes {
@@ -78,8 +110,14 @@ func (p *Program) buildIndex() {
 			}
 		}
 	}
+	p.buildRangeIndex(rangeCuts)
 	for gi, m := range byGroup {
-		p.index = append(p.index, groupIndex{group: gi, filters: m})
+		ix := groupIndex{group: gi, filters: m, present: make([]uint64, presentBits/64)}
+		for v := range m {
+			h := hashKey(v)
+			ix.present[h/64] |= 1 << (h % 64)
+		}
+		p.index = append(p.index, ix)
 	}
 	sort.Slice(p.index, func(i, j int) bool { return p.index[i].group < p.index[j].group })
 }

@@ -1,0 +1,35 @@
+// Package filter is "gswitchctl bench filter": gPF's many-filter CPU
+// evaluation (tables/filter's Evaluator.Eval) on a capture, against
+// tcpdump on the same file.
+//
+// # What it measures
+//
+// The packets come from --pcap FILE, or from a synthetic capture of
+// --packets frames it writes to a temporary pcap (Ethernet: IPv4 TCP, UDP
+// and ICMP between 10.0.0.0/16 hosts, IPv6 UDP, ARP and VLAN-tagged IPv4,
+// 60 to 130 bytes, mean about 80). The filters are --filters-file's
+// (NAME: EXPRESSION lines), or for each count of --filters (default
+// 1,100,1000) a typical monitoring set of that many (Specs: hosts, nets,
+// ports, port ranges, TCP flags, VLANs, ICMP or ARP of a host), compiled
+// once for the capture's link type.
+//
+// For each set it times --rounds passes of Eval over every packet (held
+// in memory; --threads goroutines, each with its own Evaluator, over a
+// share of the packets): mpps is the median pass's rate, mpps_cpu the
+// median rate per CPU-second of the process (getrusage), which is what
+// the evaluation costs on a machine that other work shares, and
+// mpps_file the median of passes that also read the capture from the page
+// cache (pcapfile.Reader) on one thread (mpps_file_cpu: per CPU-second).
+// tcpdump_mpps is "tcpdump -r FILE --count EXPR" for the set's first
+// filter, timed the same way (median of the rounds, the file in the page
+// cache), tcpdump_mpps_cpu the same per CPU-second of tcpdump's own
+// (its rusage): the rate of one filter per pass that tcpdump has, N
+// filters needing N passes. On a shared machine compare the per
+// CPU-second figures. With --check (the default)
+// the first filter's count must equal tcpdump's, or the run fails with
+// benchutil.ErrMismatch.
+//
+// # JSON
+//
+// With --json, one Result per filter set per line.
+package filter

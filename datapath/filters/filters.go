@@ -1,0 +1,347 @@
+package filters
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/bits"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gswitch/gswitch/datapath/pcapfile"
+	"github.com/gswitch/gswitch/tables/filter"
+)
+
+// Config is one live filter. Ports empty: every port.
+type Config struct {
+	Name       string
+	Expression string
+	Ports      []uint32
+	Capture    *CaptureConfig // nil: count only
+}
+
+// CaptureConfig is a filter's capture file: pcapng, rotated when it would
+// grow past MaxBytes (0: never), keeping MaxFiles files in all (0: 1 when
+// MaxBytes is 0, else 2).
+type CaptureConfig struct {
+	File     string
+	MaxBytes int64
+	MaxFiles int
+}
+
+// Info is a filter's description and counters (gswitchctl filters, the
+// control socket's /v1/filters).
+type Info struct {
+	Name       string
+	Expression string
+	Ports      []uint32 // empty: every port
+	Packets    uint64
+	Bytes      uint64
+	Capture    string `json:",omitempty"` // the capture file; empty: none
+	Captured   uint64 `json:",omitempty"` // packets written to the capture
+	Dropped    uint64 `json:",omitempty"` // packets the capture's full queue dropped
+	WriteError string `json:",omitempty"` // the capture's first write error
+	Added      time.Time
+}
+
+// ErrNotFound is Delete's and Info's error for a name no filter has.
+var ErrNotFound = errors.New("no such filter")
+
+// ErrExists is Add's error for a name in use.
+var ErrExists = errors.New("filter exists")
+
+// entry is one filter: its configuration, counters and capture, shared by
+// every compiled generation that includes it.
+type entry struct {
+	cfg     Config
+	added   time.Time
+	packets atomic.Uint64
+	bytes   atomic.Uint64
+	capture *capture // nil: none
+}
+
+// portProg is one port's compiled filters.
+type portProg struct {
+	prog    *filter.Program
+	entries []*entry // filter i of prog
+	pool    sync.Pool
+}
+
+// scratch is one receive loop's per-batch state, pooled per portProg.
+type scratch struct {
+	ev      *filter.Evaluator
+	out     []uint64
+	packets []uint64
+	bytes   []uint64
+}
+
+// generation is an immutable compiled set.
+type generation struct {
+	ports map[uint32]*portProg // ports that some filter names
+	all   *portProg            // filters of every port, for ports not in ports; nil: none
+}
+
+// Set is the live filters of a switch (a pipeline.RxStage). The zero Set
+// is not usable: use New.
+type Set struct {
+	mu      sync.Mutex // serializes Add, Delete, Close
+	entries map[string]*entry
+	order   []string // names in the order added
+	gen     atomic.Pointer[generation]
+	names   *filter.Names
+	log     *slog.Logger
+	queue   int
+}
+
+// Options tune a Set. Zero values take defaults.
+type Options struct {
+	Names      *filter.Names // port and protocol names; nil: the system's
+	Logger     *slog.Logger  // nil: slog.Default()
+	QueueDepth int           // capture queue, in packets (default 4096)
+}
+
+// New returns an empty set.
+func New(o Options) *Set {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.QueueDepth <= 0 {
+		o.QueueDepth = 4096
+	}
+	if o.Names == nil {
+		o.Names = filter.SystemNames()
+	}
+	s := &Set{entries: map[string]*entry{}, names: o.Names, log: o.Logger, queue: o.QueueDepth}
+	s.gen.Store(&generation{})
+	return s
+}
+
+// Check compiles one filter alone: nil, or the error Add would give.
+func (s *Set) Check(c Config) error {
+	_, err := filter.Compile([]filter.Spec{{Name: c.Name, Expr: c.Expression}}, filter.LinkEthernet, false, s.names)
+	if err != nil {
+		return err
+	}
+	if c.Capture != nil {
+		if c.Capture.File == "" {
+			return fmt.Errorf("filter %s: capture without a file", c.Name)
+		}
+		if c.Capture.MaxBytes < 0 || c.Capture.MaxFiles < 0 {
+			return fmt.Errorf("filter %s: capture max_bytes and max_files must not be negative", c.Name)
+		}
+	}
+	return nil
+}
+
+// Add adds a filter, evaluated from the next batch on. A bad expression
+// is an error naming the filter and the position; a name in use is
+// ErrExists; either changes nothing.
+func (s *Set) Add(c Config) error {
+	if err := s.Check(c); err != nil {
+		return err
+	}
+	c.Ports = slices.Clone(c.Ports)
+	slices.Sort(c.Ports)
+	c.Ports = slices.Compact(c.Ports)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.entries[c.Name]; ok {
+		return fmt.Errorf("filter %s: %w", c.Name, ErrExists)
+	}
+	e := &entry{cfg: c, added: time.Now()}
+	next := maps(s.entries)
+	next[c.Name] = e
+	g, err := s.compile(next, append(slices.Clone(s.order), c.Name))
+	if err != nil {
+		return err
+	}
+	if c.Capture != nil {
+		if e.capture, err = openCapture(*c.Capture, s.queue, s.log.With("filter", c.Name)); err != nil {
+			return fmt.Errorf("filter %s: %w", c.Name, err)
+		}
+	}
+	s.entries = next
+	s.order = append(s.order, c.Name)
+	s.gen.Store(g)
+	return nil
+}
+
+// Delete removes a filter from the next batch on and closes its capture
+// (after writing what is queued).
+func (s *Set) Delete(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[name]
+	if !ok {
+		return fmt.Errorf("filter %s: %w", name, ErrNotFound)
+	}
+	next := maps(s.entries)
+	delete(next, name)
+	order := slices.DeleteFunc(slices.Clone(s.order), func(n string) bool { return n == name })
+	g, err := s.compile(next, order)
+	if err != nil {
+		return err // cannot happen: each filter compiled on its own
+	}
+	s.entries, s.order = next, order
+	s.gen.Store(g)
+	if e.capture != nil {
+		e.capture.close()
+	}
+	return nil
+}
+
+// Close stops every capture writer after it has written what is queued.
+// Rx keeps counting afterwards but captures nothing.
+func (s *Set) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.entries {
+		if e.capture != nil {
+			e.capture.close()
+		}
+	}
+}
+
+func maps(m map[string]*entry) map[string]*entry {
+	n := make(map[string]*entry, len(m)+1)
+	for k, v := range m {
+		n[k] = v
+	}
+	return n
+}
+
+// compile builds the generation of entries (names in order).
+func (s *Set) compile(entries map[string]*entry, order []string) (*generation, error) {
+	g := &generation{ports: map[uint32]*portProg{}}
+	var all []*entry
+	named := map[uint32][]*entry{}
+	for _, n := range order {
+		e := entries[n]
+		if len(e.cfg.Ports) == 0 {
+			all = append(all, e)
+			continue
+		}
+		for _, p := range e.cfg.Ports {
+			named[p] = append(named[p], e)
+		}
+	}
+	var err error
+	if len(all) > 0 {
+		if g.all, err = s.program(all); err != nil {
+			return nil, err
+		}
+	}
+	for p, es := range named {
+		// A port's filters: those naming it and those of every port, in
+		// the order added.
+		es = append(es, all...)
+		sort.SliceStable(es, func(i, j int) bool { return es[i].added.Before(es[j].added) })
+		if g.ports[p], err = s.program(es); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+func (s *Set) program(es []*entry) (*portProg, error) {
+	specs := make([]filter.Spec, len(es))
+	for i, e := range es {
+		specs[i] = filter.Spec{Name: e.cfg.Name, Expr: e.cfg.Expression}
+	}
+	p, err := filter.Compile(specs, filter.LinkEthernet, false, s.names)
+	if err != nil {
+		return nil, err
+	}
+	pp := &portProg{prog: p, entries: es}
+	pp.pool.New = func() any {
+		return &scratch{ev: filter.NewEvaluator(p), out: make([]uint64, p.Words()),
+			packets: make([]uint64, len(es)), bytes: make([]uint64, len(es))}
+	}
+	return pp, nil
+}
+
+// Rx evaluates the port's filters on a batch (pipeline.RxStage); frames
+// pass unchanged.
+func (s *Set) Rx(port uint32, frames [][]byte, scratchBuf []byte) ([][]byte, []byte) {
+	g := s.gen.Load()
+	pp := g.ports[port]
+	if pp == nil {
+		pp = g.all
+	}
+	if pp == nil || len(frames) == 0 {
+		return frames, scratchBuf
+	}
+	sc := pp.pool.Get().(*scratch)
+	var now int64
+	for _, f := range frames {
+		sc.ev.Eval(f, uint32(len(f)), sc.out)
+		for w, word := range sc.out {
+			for word != 0 {
+				i := w*64 + bits.TrailingZeros64(word)
+				word &= word - 1
+				sc.packets[i]++
+				sc.bytes[i] += uint64(len(f))
+				if c := pp.entries[i].capture; c != nil {
+					if now == 0 {
+						now = time.Now().UnixNano()
+					}
+					c.offer(f, now)
+				}
+			}
+		}
+	}
+	for i, n := range sc.packets {
+		if n != 0 {
+			pp.entries[i].packets.Add(n)
+			pp.entries[i].bytes.Add(sc.bytes[i])
+			sc.packets[i], sc.bytes[i] = 0, 0
+		}
+	}
+	pp.pool.Put(sc)
+	return frames, scratchBuf
+}
+
+// Filters describes every filter, in the order added.
+func (s *Set) Filters() []Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Info, 0, len(s.order))
+	for _, n := range s.order {
+		out = append(out, s.entries[n].info())
+	}
+	return out
+}
+
+// Info describes one filter.
+func (s *Set) Info(name string) (Info, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[name]
+	if !ok {
+		return Info{}, fmt.Errorf("filter %s: %w", name, ErrNotFound)
+	}
+	return e.info(), nil
+}
+
+func (e *entry) info() Info {
+	in := Info{Name: e.cfg.Name, Expression: e.cfg.Expression, Ports: slices.Clone(e.cfg.Ports),
+		Packets: e.packets.Load(), Bytes: e.bytes.Load(), Added: e.added}
+	if in.Ports == nil {
+		in.Ports = []uint32{}
+	}
+	if c := e.capture; c != nil {
+		in.Capture = c.cfg.File
+		in.Captured = c.written.Load()
+		in.Dropped = c.dropped.Load()
+		if err := c.err.Load(); err != nil {
+			in.WriteError = (*err).Error()
+		}
+	}
+	return in
+}
+
+// packetOf is a queued capture record.
+type packetOf = pcapfile.Packet

@@ -1,0 +1,372 @@
+package filters
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/gswitch/gswitch/datapath/pcapfile"
+	"github.com/gswitch/gswitch/tables/filter"
+)
+
+// frame builds an Ethernet/IPv4/UDP or TCP frame, VLAN-tagged when vid > 0.
+func frame(src, dst byte, proto uint8, sport, dport uint16, vid uint16, payload int) []byte {
+	var b []byte
+	b = append(b, 0x02, 0, 0, 0, 0, dst, 0x02, 0, 0, 0, 0, src)
+	if vid > 0 {
+		b = binary.BigEndian.AppendUint16(b, 0x8100)
+		b = binary.BigEndian.AppendUint16(b, vid)
+	}
+	b = binary.BigEndian.AppendUint16(b, 0x0800)
+	l4 := 8
+	if proto == 6 {
+		l4 = 20
+	}
+	ip := make([]byte, 20)
+	ip[0] = 0x45
+	binary.BigEndian.PutUint16(ip[2:], uint16(20+l4+payload))
+	ip[8], ip[9] = 64, proto
+	copy(ip[12:], []byte{10, 0, 0, src})
+	copy(ip[16:], []byte{10, 0, 0, dst})
+	b = append(b, ip...)
+	t := make([]byte, l4+payload)
+	binary.BigEndian.PutUint16(t, sport)
+	binary.BigEndian.PutUint16(t[2:], dport)
+	if proto == 6 {
+		t[12] = 5 << 4
+		t[13] = 0x02
+	}
+	return append(b, t...)
+}
+
+func randomFrames(r *rand.Rand, n int) [][]byte {
+	var out [][]byte
+	for range n {
+		proto := uint8(17)
+		if r.IntN(2) == 0 {
+			proto = 6
+		}
+		var vid uint16
+		if r.IntN(4) == 0 {
+			vid = uint16(1 + r.IntN(3))
+		}
+		out = append(out, frame(byte(1+r.IntN(4)), byte(1+r.IntN(4)), proto, uint16(1000+r.IntN(4)),
+			uint16(80+r.IntN(3)), vid, r.IntN(64)))
+	}
+	return out
+}
+
+var testFilters = []Config{
+	{Name: "h1", Expression: "host 10.0.0.1"},
+	{Name: "tcp80", Expression: "tcp dst port 80", Ports: []uint32{1}},
+	{Name: "udp", Expression: "udp", Ports: []uint32{2}},
+	{Name: "vlan2", Expression: "vlan 2 and ip"},
+	{Name: "big", Expression: "greater 80 and not port 81"},
+}
+
+// oracle counts one filter alone over frames.
+func oracle(t *testing.T, expr string, frames [][]byte) (pk, by uint64) {
+	t.Helper()
+	p, err := filter.CompileOne(expr, filter.LinkEthernet, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := filter.NewEvaluator(p)
+	for _, f := range frames {
+		if ev.Match(f, uint32(len(f))) {
+			pk++
+			by += uint64(len(f))
+		}
+	}
+	return
+}
+
+func TestCountsPerPort(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	for _, c := range testFilters {
+		if err := s.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	byPort := map[uint32][][]byte{}
+	for port := uint32(1); port <= 3; port++ {
+		fs := randomFrames(r, 500)
+		byPort[port] = fs
+		for i := 0; i < len(fs); i += 32 {
+			batch := fs[i:min(i+32, len(fs))]
+			before := append([][]byte(nil), batch...)
+			got, _ := s.Rx(port, batch, nil)
+			if len(got) != len(before) {
+				t.Fatalf("Rx changed the batch: %d frames of %d", len(got), len(before))
+			}
+			for j := range got {
+				if !bytes.Equal(got[j], before[j]) {
+					t.Fatal("Rx changed a frame")
+				}
+			}
+		}
+	}
+	for _, in := range s.Filters() {
+		var c Config
+		for _, tc := range testFilters {
+			if tc.Name == in.Name {
+				c = tc
+			}
+		}
+		var wp, wb uint64
+		for port, fs := range byPort {
+			if len(c.Ports) > 0 && c.Ports[0] != port {
+				continue
+			}
+			p, b := oracle(t, c.Expression, fs)
+			wp, wb = wp+p, wb+b
+		}
+		if in.Packets != wp || in.Bytes != wb {
+			t.Errorf("%s: %d packets %d bytes, want %d %d", in.Name, in.Packets, in.Bytes, wp, wb)
+		}
+		if wp == 0 {
+			t.Errorf("%s: the test matches nothing", in.Name)
+		}
+	}
+}
+
+func TestBadExpressionChangesNothing(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	if err := s.Add(Config{Name: "ok", Expression: "udp"}); err != nil {
+		t.Fatal(err)
+	}
+	g := s.gen.Load()
+	err := s.Add(Config{Name: "bad", Expression: "tcp port 80 and and"})
+	if err == nil || !strings.Contains(err.Error(), "filter bad") || !strings.Contains(err.Error(), "position") ||
+		strings.Contains(err.Error(), "\n") {
+		t.Fatalf("error %v: want one line naming the filter and the position", err)
+	}
+	if s.gen.Load() != g || len(s.Filters()) != 1 {
+		t.Fatal("a failed add changed the set")
+	}
+	if err := s.Add(Config{Name: "ok", Expression: "tcp"}); !errors.Is(err, ErrExists) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	if err := s.Delete("nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("delete unknown: %v", err)
+	}
+}
+
+// TestHotSwapLosesNothing: a filter present throughout counts every frame
+// exactly once while others are added and deleted concurrently with Rx.
+func TestHotSwapLosesNothing(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	if err := s.Add(Config{Name: "all", Expression: "ip or vlan"}); err != nil {
+		t.Fatal(err)
+	}
+	fs := randomFrames(rand.New(rand.NewPCG(3, 4)), 64)
+	var sent atomic.Uint64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for q := range 2 { // two receive queues of one port
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			batch := make([][]byte, len(fs))
+			for !stop.Load() {
+				copy(batch, fs)
+				s.Rx(uint32(1+q%2), batch, nil)
+				sent.Add(uint64(len(fs)))
+			}
+		}()
+	}
+	for i := range 200 {
+		name := fmt.Sprintf("x%d", i/2)
+		if i%2 == 0 {
+			if err := s.Add(Config{Name: name, Expression: "udp or tcp", Ports: []uint32{uint32(1 + i%3)}}); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := s.Delete(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	in, err := s.Info("all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Packets != sent.Load() {
+		t.Fatalf("all counted %d of %d frames", in.Packets, sent.Load())
+	}
+}
+
+// TestAddVisibleNextBatch: a filter added between two batches counts the
+// second whole.
+func TestAddVisibleNextBatch(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	fs := randomFrames(rand.New(rand.NewPCG(5, 6)), 100)
+	s.Rx(1, fs, nil)
+	if err := s.Add(Config{Name: "n", Expression: "ip or vlan"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Rx(1, fs, nil)
+	if in, _ := s.Info("n"); in.Packets != 100 {
+		t.Fatalf("counted %d, want 100", in.Packets)
+	}
+	if err := s.Delete("n"); err != nil {
+		t.Fatal(err)
+	}
+	s.Rx(1, fs, nil)
+	if len(s.Filters()) != 0 {
+		t.Fatal("deleted filter listed")
+	}
+}
+
+func readCapture(t *testing.T, path string) [][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := pcapfile.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for {
+		p, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Link != pcapfile.LinkEthernet || int(p.WireLen) != len(p.Data) {
+			t.Fatalf("record link %v wire %d len %d", p.Link, p.WireLen, len(p.Data))
+		}
+		out = append(out, p.Data)
+	}
+}
+
+func TestCaptureAndRotation(t *testing.T) {
+	dir := t.TempDir()
+	s := New(Options{})
+	file := filepath.Join(dir, "c.pcapng")
+	if err := s.Add(Config{Name: "c", Expression: "tcp", Capture: &CaptureConfig{File: file, MaxBytes: 4096, MaxFiles: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	fs := randomFrames(rand.New(rand.NewPCG(7, 8)), 300)
+	var want [][]byte
+	p, _ := filter.CompileOne("tcp", filter.LinkEthernet, false, nil)
+	ev := filter.NewEvaluator(p)
+	for _, f := range fs {
+		if ev.Match(f, uint32(len(f))) {
+			want = append(want, f)
+		}
+	}
+	for i := 0; i < len(fs); i += 16 {
+		s.Rx(1, fs[i:min(i+16, len(fs))], nil)
+	}
+	if err := s.Delete("c"); err != nil { // flushes and closes
+		t.Fatal(err)
+	}
+	var got [][]byte
+	for _, name := range []string{file + ".2", file + ".1", file} {
+		st, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size() > 4096 {
+			t.Errorf("%s: %d bytes, over max_bytes", name, st.Size())
+		}
+		got = append(got, readCapture(t, name)...)
+	}
+	if _, err := os.Stat(file + ".3"); err == nil {
+		t.Error("more files kept than max_files")
+	}
+	// The kept files hold the last packets, in order.
+	if len(got) == 0 || len(got) >= len(want) {
+		t.Fatalf("kept %d of %d packets: rotation did not drop the oldest files", len(got), len(want))
+	}
+	tail := want[len(want)-len(got):]
+	for i := range got {
+		if !bytes.Equal(got[i], tail[i]) {
+			t.Fatalf("packet %d differs", i)
+		}
+	}
+}
+
+func TestCaptureWhole(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "w.pcapng")
+	s := New(Options{QueueDepth: 1 << 16})
+	if err := s.Add(Config{Name: "w", Expression: "udp and dst port 81", Capture: &CaptureConfig{File: file}}); err != nil {
+		t.Fatal(err)
+	}
+	fs := randomFrames(rand.New(rand.NewPCG(9, 10)), 400)
+	s.Rx(2, fs, nil)
+	s.Close()
+	in, _ := s.Info("w")
+	got := readCapture(t, file)
+	if uint64(len(got)) != in.Packets || in.Captured != in.Packets || in.Dropped != 0 {
+		t.Fatalf("captured %d (file %d) dropped %d of %d", in.Captured, len(got), in.Dropped, in.Packets)
+	}
+	wp, _ := oracle(t, "udp and dst port 81", fs)
+	if wp != in.Packets || wp == 0 {
+		t.Fatalf("counted %d, oracle %d", in.Packets, wp)
+	}
+}
+
+// TestCaptureQueueFullDrops: a capture whose queue is full drops and
+// counts, and never blocks Rx.
+func TestCaptureQueueFullDrops(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "d.pcapng")
+	s := New(Options{QueueDepth: 1})
+	if err := s.Add(Config{Name: "d", Expression: "ip", Capture: &CaptureConfig{File: file}}); err != nil {
+		t.Fatal(err)
+	}
+	fs := randomFrames(rand.New(rand.NewPCG(11, 12)), 2000)
+	s.Rx(1, fs, nil)
+	s.Close()
+	in, _ := s.Info("d")
+	if wp, _ := oracle(t, "ip", fs); in.Captured+in.Dropped != in.Packets || in.Packets != wp {
+		t.Fatalf("captured %d + dropped %d != %d", in.Captured, in.Dropped, in.Packets)
+	}
+	if got := readCapture(t, file); uint64(len(got)) != in.Captured {
+		t.Fatalf("file holds %d, captured %d", len(got), in.Captured)
+	}
+	t.Logf("captured %d dropped %d", in.Captured, in.Dropped)
+}
+
+func TestCollector(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	if err := s.Add(Config{Name: "u", Expression: "udp"}); err != nil {
+		t.Fatal(err)
+	}
+	fs := [][]byte{frame(1, 2, 17, 1, 2, 0, 10), frame(1, 2, 6, 1, 2, 0, 10)}
+	s.Rx(1, fs, nil)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s.Collector())
+	want := `
+# HELP gswitch_filter_packets_total Packets a live filter accepted (frames received on its ports).
+# TYPE gswitch_filter_packets_total counter
+gswitch_filter_packets_total{filter="u"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "gswitch_filter_packets_total"); err != nil {
+		t.Fatal(err)
+	}
+}
