@@ -62,3 +62,33 @@ var Flowsm90 string
 //
 //go:embed flow_compute80.ptx
 var Flowcompute80 string
+
+// RabinSource is the CUDA C source of the Rabin markers kernels.
+//
+//go:embed rabin.cu
+var RabinSource string
+
+// Rabinsm90 is rabin.cu compiled with nvcc -ptx -arch=sm_90 (H100, H200).
+//
+//go:embed rabin_sm90.ptx
+var Rabinsm90 string
+
+// Rabincompute80 is rabin.cu compiled with nvcc -ptx -arch=compute_80.
+//
+//go:embed rabin_compute80.ptx
+var Rabincompute80 string
+
+// PubsubSource is the CUDA C source of the CCM matching kernels.
+//
+//go:embed pubsub.cu
+var PubsubSource string
+
+// Pubsubsm90 is pubsub.cu compiled with nvcc -ptx -arch=sm_90 (H100, H200).
+//
+//go:embed pubsub_sm90.ptx
+var Pubsubsm90 string
+
+// Pubsubcompute80 is pubsub.cu compiled with nvcc -ptx -arch=compute_80.
+//
+//go:embed pubsub_compute80.ptx
+var Pubsubcompute80 string
