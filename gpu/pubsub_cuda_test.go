@@ -19,7 +19,9 @@ import (
 func randomPubsub(rng *rand.Rand, ports, filters, maxCons, nev int) ([]pubsub.Spec, []pubsub.Event) {
 	const names = 12
 	words := []string{"", "a", "ab", "abc", "b", "ba", "abcd", "xyz", "zzzz", "hello", "help", "lo"}
-	typeOf := func(n int) pubsub.Type { return []pubsub.Type{pubsub.TypeInt, pubsub.TypeFloat, pubsub.TypeString, pubsub.TypeBool}[n%4] }
+	typeOf := func(n int) pubsub.Type {
+		return []pubsub.Type{pubsub.TypeInt, pubsub.TypeFloat, pubsub.TypeString, pubsub.TypeBool}[n%4]
+	}
 	value := func(n int, other bool) pubsub.Value {
 		t := typeOf(n)
 		if other {
