@@ -145,7 +145,7 @@ func (m *CUDAMatcher) load(l *pubsub.Layout) error {
 	m.ports = append([]uint32(nil), w[pubsub.RegionPorts]...)
 	m.portWords = max(1, (len(m.ports)+31)/32)
 	m.names = l.Names
-	fixed := 4 * (m.portWords + 2)
+	fixed := 4*(m.portWords+2) + 256
 	limit := m.smemMax
 	if pubsubSmemLimit > 0 {
 		limit = min(limit, pubsubSmemLimit)
@@ -178,7 +178,7 @@ func (m *CUDAMatcher) load(l *pubsub.Layout) error {
 // to exercise the device-memory counters and the full scan.
 var pubsubSmemLimit, pubsubTouchedCap int
 
-func (m *CUDAMatcher) smem() int { return 4 * (m.smemCnt + m.touched + m.portWords + 2) }
+func (m *CUDAMatcher) smem() int { return 4*(m.smemCnt+m.touched+m.portWords+2) + 256 }
 
 // Name returns "cuda".
 func (m *CUDAMatcher) Name() string { return "cuda" }
@@ -275,7 +275,7 @@ func (m *CUDAMatcher) check(b *EventBatch) (*eventTwin, error) {
 		if r[0] >= nn {
 			return nil, fmt.Errorf("gpu: cuda: event batch: attribute %d names index %d of %d", a, r[0], nn)
 		}
-		if r[1] == uint32(pubsub.TypeString) && (uint64(r[2])+uint64(r[3]) > uint64(b.StrBytes)) {
+		if r[1] == uint32(pubsub.TypeString) && (uint64(r[2])+uint64(r[3]) > uint64(b.StrBytes) || r[3] > pubsub.MaxString) {
 			return nil, fmt.Errorf("gpu: cuda: event batch: attribute %d's string outside the batch", a)
 		}
 	}

@@ -32,7 +32,9 @@
 // A block per event (grid-stride over the events of the launch, so many
 // events per launch); the counters are the block's own slice, in shared
 // memory when they fit, cleared again by the threads that read them.
-// Dynamic shared memory: smem_cnt + touched_cap + port_words + 2 words.
+// Dynamic shared memory: smem_cnt + touched_cap + port_words + 2 words, then
+// 256 bytes for the string value being matched (strings are at most 255
+// bytes: pubsub.MaxString).
 #include <stdint.h>
 
 __device__ __forceinline__ int cls(uint32_t t) { return t == 2 ? 1 : (int)t; }
@@ -47,9 +49,11 @@ __device__ __forceinline__ double as_double(uint32_t t, uint32_t lo, uint32_t hi
 __device__ int strcmp3(const uint8_t* a, uint32_t la, const uint8_t* b, uint32_t lb)
 {
 	const uint32_t m = la < lb ? la : lb;
-	for (uint32_t i = 0; i < m; i++)
-		if (a[i] != b[i])
-			return a[i] < b[i] ? -1 : 1;
+	for (uint32_t i = 0; i < m; i++) {
+		const uint8_t x = a[i], y = __ldg(b + i);
+		if (x != y)
+			return x < y ? -1 : 1;
+	}
 	return la < lb ? -1 : la > lb ? 1 : 0;
 }
 
@@ -59,7 +63,7 @@ __device__ bool contains(const uint8_t* a, uint32_t la, const uint8_t* b, uint32
 		return false;
 	for (uint32_t i = 0; i + lb <= la; i++) {
 		uint32_t j = 0;
-		while (j < lb && a[i + j] == b[j])
+		while (j < lb && a[i + j] == __ldg(b + j))
 			j++;
 		if (j == lb)
 			return true;
@@ -69,16 +73,15 @@ __device__ bool contains(const uint8_t* a, uint32_t la, const uint8_t* b, uint32
 
 // eval is pubsub.Constraint.Eval: event value (at, alo, ahi) against the
 // constraint record c.
-__device__ bool eval(const uint32_t* c, const uint8_t* strs, uint32_t at, uint32_t alo, uint32_t ahi,
-		     const uint8_t* ev_str)
+__device__ bool eval(uint32_t c0, uint32_t c1, uint32_t c2, const uint8_t* __restrict__ strs, uint32_t at, uint32_t alo,
+		     uint32_t ahi, const uint8_t* a)
 {
-	const uint32_t ct = c[0] >> 4 & 15, op = c[0] & 15;
+	const uint32_t ct = c0 >> 4 & 15, op = c0 & 15;
 	if (cls(at) != cls(ct))
 		return false;
 	const bool str = cls(at) == 3;
-	const uint8_t* a = ev_str + alo;
-	const uint8_t* b = strs + c[1];
-	const uint32_t la = str ? ahi : 0, lb = str ? c[2] : 0;
+	const uint8_t* b = strs + c1;
+	const uint32_t la = str ? ahi : 0, lb = str ? c2 : 0;
 	switch (op) {
 	case 6: // ^=
 		return lb <= la && strcmp3(a, lb, b, lb) == 0;
@@ -91,10 +94,10 @@ __device__ bool eval(const uint32_t* c, const uint8_t* strs, uint32_t at, uint32
 	if (str) {
 		r = strcmp3(a, la, b, lb);
 	} else if (cls(at) == 1 && !(at == 1 && ct == 1)) {
-		const double x = as_double(at, alo, ahi), y = as_double(ct, c[1], c[2]);
+		const double x = as_double(at, alo, ahi), y = as_double(ct, c1, c2);
 		r = x < y ? -1 : x > y ? 1 : 0;
 	} else {
-		const int64_t x = (int64_t)((uint64_t)ahi << 32 | alo), y = (int64_t)((uint64_t)c[2] << 32 | c[1]);
+		const int64_t x = (int64_t)((uint64_t)ahi << 32 | alo), y = (int64_t)((uint64_t)c2 << 32 | c1);
 		r = x < y ? -1 : x > y ? 1 : 0;
 	}
 	switch (op) {
@@ -127,6 +130,7 @@ extern "C" __global__ void pubsub_match(const uint32_t* __restrict__ names, cons
 	uint32_t* touched = sm + smem_cnt;
 	uint32_t* ports = touched + touched_cap;
 	uint32_t* ntouched = ports + port_words; // [0] count, [1] overflow
+	uint8_t* sstr = reinterpret_cast<uint8_t*>(ntouched + 2); // the attribute's string, 256 bytes
 	const int per = 32 / cnt_bits, lg = cnt_bits == 4 ? 3 : 2;
 	const uint32_t fmask = (1u << cnt_bits) - 1;
 	if (smem_cnt > 0)
@@ -143,11 +147,17 @@ extern "C" __global__ void pubsub_match(const uint32_t* __restrict__ names, cons
 			const uint32_t ni = attrs[4 * a], at = attrs[4 * a + 1], alo = attrs[4 * a + 2],
 				       ahi = attrs[4 * a + 3];
 			const uint32_t off = names[2 * ni], k = names[2 * ni + 1];
+			if (at == 3) { // the string into shared memory (at most 255 bytes)
+				for (uint32_t i = threadIdx.x; i < ahi && i < 256; i += blockDim.x)
+					sstr[i] = ev_str[alo + i];
+				__syncthreads();
+			}
 			for (uint32_t i = off + threadIdx.x; i < off + k; i += blockDim.x) {
 				const uint32_t* c = cons + 3 * (size_t)i;
-				if (!eval(c, strs, at, alo, ahi, ev_str))
+				const uint32_t c0 = __ldg(c), c1 = __ldg(c + 1), c2 = __ldg(c + 2);
+				if (!eval(c0, c1, c2, strs, at, alo, ahi, sstr))
 					continue;
-				const uint32_t s = c[0] >> 8;
+				const uint32_t s = c0 >> 8;
 				const uint32_t sh = (s & (per - 1)) * cnt_bits;
 				const uint32_t old = atomicAdd(&cnt[s >> lg], 1u << sh);
 				if ((old >> sh & fmask) == 0) {
@@ -158,9 +168,12 @@ extern "C" __global__ void pubsub_match(const uint32_t* __restrict__ names, cons
 						ntouched[1] = 1;
 				}
 			}
+			if (at == 3)
+				__syncthreads(); // before the next string overwrites sstr
 		}
 		__syncthreads();
 		const uint32_t nt = min(ntouched[0], (uint32_t)touched_cap);
+		const bool ovf = ntouched[1] != 0; // read here: thread 0 clears it after the next barrier
 		for (uint32_t j = threadIdx.x; j < nt; j += blockDim.x) {
 			const uint32_t s = touched[j];
 			const uint32_t sh = (s & (per - 1)) * cnt_bits;
@@ -170,7 +183,7 @@ extern "C" __global__ void pubsub_match(const uint32_t* __restrict__ names, cons
 				atomicOr(&ports[(f >> 8) >> 5], 1u << ((f >> 8) & 31));
 		}
 		__syncthreads();
-		if (ntouched[1]) { // more filters than touched_cap: scan every counter
+		if (ovf) { // more filters than touched_cap: scan every counter
 			for (int w = threadIdx.x; w < cnt_words; w += blockDim.x) {
 				const uint32_t x = cnt[w];
 				if (x == 0)
