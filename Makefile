@@ -128,3 +128,5 @@ kernels:
 	cd kernels && $(NVCC) -ptx -arch=compute_80 -o rabin_compute80.ptx rabin.cu
 	cd kernels && $(NVCC) -ptx -arch=sm_90 -o pubsub_sm90.ptx pubsub.cu
 	cd kernels && $(NVCC) -ptx -arch=compute_80 -o pubsub_compute80.ptx pubsub.cu
+	cd kernels && $(NVCC) -ptx -arch=sm_90 -o filter_sm90.ptx filter.cu
+	cd kernels && $(NVCC) -ptx -arch=compute_80 -o filter_compute80.ptx filter.cu

@@ -7,13 +7,15 @@ package gpu
 #include <stdlib.h>
 
 // gs_aux_queue queues, in stream st with the context made current on the
-// calling thread, ncopy host-to-device copies (hsrc[i] -> ddst[i], nbytes[i]
-// bytes, zero-length ones skipped), one launch of fn (params), one
-// device-to-host copy (dsrc -> hdst, outBytes; none if 0) and the record of
-// ev: the shape of every batch of the markers, matching and filter kernels.
+// calling thread: ncopy host-to-device copies (hsrc[i] -> ddst[i], nbytes[i]
+// bytes, zero-length ones skipped), nzero device words zeroed (zptr[i],
+// zwords[i]), one launch of fn (params; none if grid is 0), nout
+// device-to-host copies (osrc[i] -> odst[i], obytes[i]) and the record of ev:
+// the shape of every batch of the markers, matching and filter kernels.
 static CUresult gs_aux_queue(CUcontext ctx, CUstream st, int ncopy, CUdeviceptr *ddst, void **hsrc, size_t *nbytes,
+	int nzero, CUdeviceptr *zptr, size_t *zwords,
 	CUfunction fn, unsigned grid, unsigned block, unsigned smem, void **params,
-	void *hdst, CUdeviceptr dsrc, size_t outBytes, CUevent ev)
+	int nout, void **odst, CUdeviceptr *osrc, size_t *obytes, CUevent ev)
 {
 	CUresult r = cuCtxSetCurrent(ctx);
 	if (r != CUDA_SUCCESS)
@@ -25,13 +27,22 @@ static CUresult gs_aux_queue(CUcontext ctx, CUstream st, int ncopy, CUdeviceptr 
 		if (r != CUDA_SUCCESS)
 			return r;
 	}
+	for (int i = 0; i < nzero; i++) {
+		if (zwords[i] == 0)
+			continue;
+		r = cuMemsetD32Async(zptr[i], 0, zwords[i], st);
+		if (r != CUDA_SUCCESS)
+			return r;
+	}
 	if (grid > 0) {
 		r = cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, smem, st, params, NULL);
 		if (r != CUDA_SUCCESS)
 			return r;
 	}
-	if (outBytes > 0) {
-		r = cuMemcpyDtoHAsync(hdst, dsrc, outBytes, st);
+	for (int i = 0; i < nout; i++) {
+		if (obytes[i] == 0)
+			continue;
+		r = cuMemcpyDtoHAsync(odst[i], osrc[i], obytes[i], st);
 		if (r != CUDA_SUCCESS)
 			return r;
 	}
@@ -98,36 +109,57 @@ func (c *CUDA) loadAux(base string, sm90, compute80 string) (cu.Module, string, 
 	return m, which, nil
 }
 
-// auxCopy is one host-to-device copy of a queued batch.
+// auxCopy is one copy of a queued batch (host to device for the inputs,
+// device to host for the outputs) or, among the zeroed, n words of dst.
 type auxCopy struct {
 	dst cu.DevicePtr
 	src unsafe.Pointer
 	n   int64
 }
 
-// auxQueue queues the copies, a launch of fn over grid blocks of block
-// threads with params (each a pointer to the argument's value, in
-// C-allocated memory), the copy of outBytes from dsrc to hdst and the
-// record of ev, in st.
-func (c *CUDA) auxQueue(st cu.Stream, copies []auxCopy, fn cu.Function, grid, block, smem int, params []unsafe.Pointer,
-	hdst unsafe.Pointer, dsrc cu.DevicePtr, outBytes int64, ev cu.Event) error {
-	n := len(copies)
-	// cgo: Go memory passed to C may not hold Go pointers, so the
-	// pointer arrays live in C memory.
-	k := n + 1
-	mem := C.malloc(C.size_t(8 * (3*k + len(params) + 1)))
+// auxOut is one device-to-host copy of a queued batch.
+type auxOut struct {
+	dst unsafe.Pointer
+	src cu.DevicePtr
+	n   int64
+}
+
+// auxQueue queues the copies in, the zeroing of zero (dst, n words), a
+// launch of fn over grid blocks of block threads with params (each a
+// pointer to the argument's value, in C memory: cArgs), the copies out and
+// the record of ev, in st.
+func (c *CUDA) auxQueue(st cu.Stream, copies []auxCopy, zero []auxCopy, fn cu.Function, grid, block, smem int,
+	params []unsafe.Pointer, outs []auxOut, ev cu.Event) error {
+	// cgo: memory passed to C may not hold Go pointers, so the pointer
+	// arrays live in C memory.
+	n, z, o := len(copies), len(zero), len(outs)
+	slots := 3*(n+1) + 2*(z+1) + 3*(o+1) + len(params) + 1
+	mem := C.malloc(C.size_t(8 * slots))
 	defer C.free(mem)
-	dd := unsafe.Slice((*C.CUdeviceptr)(mem), k)
-	hs := unsafe.Slice((*unsafe.Pointer)(unsafe.Add(mem, 8*k)), k)
-	nb := unsafe.Slice((*C.size_t)(unsafe.Add(mem, 16*k)), k)
-	pp := unsafe.Slice((*unsafe.Pointer)(unsafe.Add(mem, 24*k)), len(params)+1)
+	at := 0
+	next := func(k int) unsafe.Pointer { p := unsafe.Add(mem, 8*at); at += k; return p }
+	dd := unsafe.Slice((*C.CUdeviceptr)(next(n+1)), n+1)
+	hs := unsafe.Slice((*unsafe.Pointer)(next(n+1)), n+1)
+	nb := unsafe.Slice((*C.size_t)(next(n+1)), n+1)
+	zp := unsafe.Slice((*C.CUdeviceptr)(next(z+1)), z+1)
+	zw := unsafe.Slice((*C.size_t)(next(z+1)), z+1)
+	od := unsafe.Slice((*unsafe.Pointer)(next(o+1)), o+1)
+	osrc := unsafe.Slice((*C.CUdeviceptr)(next(o+1)), o+1)
+	ob := unsafe.Slice((*C.size_t)(next(o+1)), o+1)
+	pp := unsafe.Slice((*unsafe.Pointer)(next(len(params)+1)), len(params)+1)
 	for i, cp := range copies {
 		dd[i], hs[i], nb[i] = cDev(cp.dst), cp.src, C.size_t(cp.n)
 	}
+	for i, zc := range zero {
+		zp[i], zw[i] = cDev(zc.dst), C.size_t(zc.n)
+	}
+	for i, oc := range outs {
+		od[i], osrc[i], ob[i] = oc.dst, cDev(oc.src), C.size_t(oc.n)
+	}
 	copy(pp, params)
 	runtime.LockOSThread()
-	r := C.gs_aux_queue(cContext(c.ctx), cStream(st), C.int(n), &dd[0], &hs[0], &nb[0],
-		cFunc(fn), C.uint(grid), C.uint(block), C.uint(smem), &pp[0], hdst, cDev(dsrc), C.size_t(outBytes), cEvent(ev))
+	r := C.gs_aux_queue(cContext(c.ctx), cStream(st), C.int(n), &dd[0], &hs[0], &nb[0], C.int(z), &zp[0], &zw[0],
+		cFunc(fn), C.uint(grid), C.uint(block), C.uint(smem), &pp[0], C.int(o), &od[0], &osrc[0], &ob[0], cEvent(ev))
 	runtime.UnlockOSThread()
 	if !cuOK(r) {
 		return cuErr(r)

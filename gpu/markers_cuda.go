@@ -217,8 +217,8 @@ func (r *RabinMarkers) Submit(b *MarkerBatch) error {
 	st := r.streams[int(r.rr.Add(1))%len(r.streams)]
 	copies := []auxCopy{{t.dbuf.p, t.hbuf.p, int64(b.Bytes)}, {t.doffs.p, t.hoffs.p, 4 * int64(b.N)},
 		{t.dlens.p, t.hlens.p, 4 * int64(b.N)}}
-	if err := r.c.auxQueue(st, copies, r.fn, grid, block, 0, params, t.hbm.p, t.dbm.p,
-		4*int64(rabin.BitmapWords(b.Bytes)), t.ev); err != nil {
+	outs := []auxOut{{t.hbm.p, t.dbm.p, 4 * int64(rabin.BitmapWords(b.Bytes))}}
+	if err := r.c.auxQueue(st, copies, nil, r.fn, grid, block, 0, params, outs, t.ev); err != nil {
 		b.err = fmt.Errorf("gpu: cuda: markers: %v", err)
 		return b.err
 	}

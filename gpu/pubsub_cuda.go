@@ -313,8 +313,8 @@ func (m *CUDAMatcher) Submit(b *EventBatch) error {
 	copies := []auxCopy{{t.doff.p, t.hoff.p, 4 * int64(b.N+1)}, {t.dattrs.p, t.hattrs.p, 4 * AttrWords * int64(b.Off[b.N])},
 		{t.dstr.p, t.hstr.p, int64(b.StrBytes)}}
 	grid := min(b.N, m.grid)
-	if err := m.c.auxQueue(st, copies, m.fn, grid, m.block, m.smem(), params, t.hout.p, t.dout.p,
-		4*int64(m.portWords)*int64(b.N), t.ev); err != nil {
+	outs := []auxOut{{t.hout.p, t.dout.p, 4 * int64(m.portWords) * int64(b.N)}}
+	if err := m.c.auxQueue(st, copies, nil, m.fn, grid, m.block, m.smem(), params, outs, t.ev); err != nil {
 		b.err = fmt.Errorf("gpu: cuda: matching: %v", err)
 		return b.err
 	}

@@ -92,3 +92,18 @@ var Pubsubsm90 string
 //
 //go:embed pubsub_compute80.ptx
 var Pubsubcompute80 string
+
+// FilterSource is the CUDA C source of the gPF filter kernel.
+//
+//go:embed filter.cu
+var FilterSource string
+
+// Filtersm90 is filter.cu compiled with nvcc -ptx -arch=sm_90 (H100, H200).
+//
+//go:embed filter_sm90.ptx
+var Filtersm90 string
+
+// Filtercompute80 is filter.cu compiled with nvcc -ptx -arch=compute_80.
+//
+//go:embed filter_compute80.ptx
+var Filtercompute80 string

@@ -11,7 +11,7 @@
 #   3. compute-sanitizer memcheck, synccheck and racecheck on the tests of
 #      gpu.test named by SANITIZER_RUN (default the flow tests and the
 #      markers and matching tests: TestCUDAFlowRejects|TestCUDAFlowACL1|
-#      TestCUDARabinMarkers|TestCUDAPubsubRandom).
+#      TestCUDARabinMarkers|TestCUDAPubsubRandom|TestCUDAFilterCaptures).
 #
 # It ends with a summary table and exits non-zero if any step failed. Where
 # OUT is set (the device tool), it leaves there device-check.log and
@@ -56,7 +56,7 @@ note() { summary+=("$1"); echo "== $1" | tee -a "$LOG"; }
 # 1. PTX.
 "$NVCC" --version | tail -2 | tee -a "$LOG"
 ptx_ok=1
-for k in gamt flow rabin pubsub; do
+for k in gamt flow rabin pubsub filter; do
 	for arch in sm_90:sm90 compute_80:compute80; do
 		a=${arch%%:*} f=${k}_${arch##*:}.ptx
 		if ! (cd kernels && "$NVCC" -ptx -arch="$a" -o "$PTX_DIR/$f" "$k.cu") >>"$LOG" 2>&1; then
@@ -119,7 +119,7 @@ if [ "$SANITIZE" = 1 ] && [ -x "$BIN/gpu.test" ]; then
 		(
 			cd gpu && timeout "${SANITIZER_TIMEOUT:-400}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
 				"$BIN/gpu.test" -test.count=1 -test.v \
-				-test.run "${SANITIZER_RUN:-TestCUDAFlowRejects|TestCUDAFlowACL1|TestCUDARabinMarkers|TestCUDAPubsubRandom}"
+				-test.run "${SANITIZER_RUN:-TestCUDAFlowRejects|TestCUDAFlowACL1|TestCUDARabinMarkers|TestCUDAPubsubRandom|TestCUDAFilterCaptures}"
 			echo "rc=$?"
 		) >"${LOG%.log}-sanitizer-$tool.log" 2>&1 &
 	done
