@@ -35,8 +35,8 @@ type CUDAFilter struct {
 	nvals   int
 	block   int
 	grid    int
-	smem    int // dynamic shared memory (0: gvals)
-	gvals   devBuf
+	smem    int      // dynamic shared memory (0: gvals)
+	gvals   []devBuf // per stream: the values' scratch when smem is 0 (a stream's kernels run one at a time)
 	streams []cu.Stream
 	rr      atomic.Uint32
 	once    sync.Once
@@ -98,8 +98,12 @@ func (c *CUDA) PacketFilter(p *filter.Program, streams, maxRow int) (*CUDAFilter
 			f.grid = per * c.sms
 		} else {
 			f.block, f.grid = 128, 2*c.sms
-			if f.gvals, err = c.alloc(int64(f.nvals) * int64(f.block*f.grid)); err != nil {
-				return err
+			for i := 0; i < streams; i++ {
+				g, err := c.alloc(int64(f.nvals) * int64(f.block*f.grid))
+				if err != nil {
+					return err
+				}
+				f.gvals = append(f.gvals, g)
 			}
 		}
 		words := [][]uint32{l.Criteria, l.Exprs, l.Nodes, l.Roots, l.CFGIndex, l.CFGNodes}
@@ -221,7 +225,11 @@ func (f *CUDAFilter) twin(b *PacketBatch) (*packetTwin, error) {
 	return t, nil
 }
 
-func (f *CUDAFilter) params(a *cArgs, t *packetTwin, b *PacketBatch) []unsafe.Pointer {
+func (f *CUDAFilter) params(a *cArgs, t *packetTwin, b *PacketBatch, stream int) []unsafe.Pointer {
+	gvals := uint64(0)
+	if f.smem == 0 {
+		gvals = uint64(f.gvals[stream].p)
+	}
 	at := func(i int) uint64 { return uint64(f.img.p) + uint64(4*f.base[i]) }
 	smemVals := uint32(0)
 	if f.smem > 0 {
@@ -229,7 +237,7 @@ func (f *CUDAFilter) params(a *cArgs, t *packetTwin, b *PacketBatch) []unsafe.Po
 	}
 	return []unsafe.Pointer{a.u64(at(0)), a.u64(at(1)), a.u64(at(2)), a.u64(at(3)), a.u64(at(4)), a.u64(at(5)),
 		a.u32(uint32(f.nc)), a.u32(uint32(f.nn)), a.u32(uint32(f.nf)), a.u64(uint64(t.ddata.p)), a.u32(uint32(b.Snap)),
-		a.u64(uint64(t.dcap.p)), a.u64(uint64(t.dwire.p)), a.u32(uint32(b.N)), a.u64(uint64(f.gvals.p)), a.u32(smemVals),
+		a.u64(uint64(t.dcap.p)), a.u64(uint64(t.dwire.p)), a.u32(uint32(b.N)), a.u64(gvals), a.u32(smemVals),
 		a.u64(uint64(t.dbits.p)), a.u32(uint32(b.BitWords)), a.u64(uint64(t.dcnt.p))}
 }
 
@@ -249,8 +257,9 @@ func (f *CUDAFilter) Submit(b *PacketBatch) error {
 	}
 	a := newCArgs(20)
 	defer a.free()
-	params := f.params(a, t, b)
-	st := f.streams[int(f.rr.Add(1))%len(f.streams)]
+	si := int(f.rr.Add(1)) % len(f.streams)
+	params := f.params(a, t, b, si)
+	st := f.streams[si]
 	in := []auxCopy{{t.ddata.p, t.hdata.p, int64(b.N) * int64(b.Snap)}, {t.dcap.p, t.hcap.p, 4 * int64(b.N)},
 		{t.dwire.p, t.hwire.p, 4 * int64(b.N)}}
 	zero := []auxCopy{{t.dcnt.p, nil, int64(f.nf)}}
@@ -292,7 +301,7 @@ func (f *CUDAFilter) KernelTime(b *PacketBatch, iters int) (float64, error) {
 	}
 	a := newCArgs(20)
 	defer a.free()
-	params := f.params(a, t, b)
+	params := f.params(a, t, b, 0)
 	grid := f.gridFor(b.N)
 	var ms float64
 	err = f.c.do(func() error {
@@ -313,7 +322,9 @@ func (f *CUDAFilter) Close() error {
 			}
 			f.streams = nil
 			f.c.free(&f.img)
-			f.c.free(&f.gvals)
+			for i := range f.gvals {
+				f.c.free(&f.gvals[i])
+			}
 			if f.mod != (cu.Module{}) {
 				f.mod.Unload()
 			}

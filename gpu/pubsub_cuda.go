@@ -124,8 +124,13 @@ func (m *CUDAMatcher) load(l *pubsub.Layout) error {
 	m.c.free(&m.img)
 	m.c.free(&m.gcnt)
 	var err error
-	if m.img, err = m.c.alloc(4 * int64(total)); err != nil {
+	// 2 words of padding: the kernel reads a short constraint string as the
+	// 3 words that hold it, which may reach past the strings region.
+	if m.img, err = m.c.alloc(4 * int64(total+2)); err != nil {
 		return err
+	}
+	if err := cu.MemsetD32(m.img.p, 0, int64(total+2)); err != nil {
+		return fmt.Errorf("gpu: cuda: %v", err)
 	}
 	for r, ws := range w {
 		if err := upload(m.img.p+cu.DevicePtr(4*m.base[r]), ws); err != nil {

@@ -18,7 +18,7 @@ import (
 // events with unknown names, repeated names and values of another class.
 func randomPubsub(rng *rand.Rand, ports, filters, maxCons, nev int) ([]pubsub.Spec, []pubsub.Event) {
 	const names = 12
-	words := []string{"", "a", "ab", "abc", "b", "ba", "abcd", "xyz", "zzzz", "hello", "help", "lo"}
+	words := []string{"", "a", "ab", "abc", "b", "ba", "abcd", "xyz", "zzzz", "hello", "help", "lo", "abcdefgh", "abcdefghij", "helloworld", "bcdefghi"}
 	typeOf := func(n int) pubsub.Type {
 		return []pubsub.Type{pubsub.TypeInt, pubsub.TypeFloat, pubsub.TypeString, pubsub.TypeBool}[n%4]
 	}
