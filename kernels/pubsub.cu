@@ -12,8 +12,7 @@
 //   cons     the constraints region: 3 words per constraint, word 0 =
 //            slot<<8 | type<<4 | op, words 1, 2 the value (int64 or float64
 //            bits; for a string its byte offset in strs and its length);
-//   strs     the strings region, as bytes, 4-byte aligned, with at least 8
-//            readable bytes after it;
+//   strs     the strings region, as bytes;
 //   filters  the filters region: per slot, port index<<8 | constraints (0:
 //            a free slot);
 //   ev_off   n+1 offsets: event k's attributes are attrs[4*ev_off[k] ..
@@ -46,39 +45,25 @@ __device__ __forceinline__ double as_double(uint32_t t, uint32_t lo, uint32_t hi
 	return t == 1 ? (double)(int64_t)v : __longlong_as_double((long long)v);
 }
 
-// CStr is a constraint's string: up to 8 bytes held in two registers (one
-// round of loads from the strings region instead of a dependent load per
-// byte), longer ones read byte by byte.
-struct CStr {
-	const uint8_t* p;
-	uint32_t lo, hi;
-	bool reg;
-	__device__ __forceinline__ uint32_t at(uint32_t i) const
-	{
-		return reg ? ((i < 4 ? lo : hi) >> (8 * (i & 3))) & 0xff : __ldg(p + i);
-	}
-};
-
-// strcmp3 compares a[0:la] (shared memory) with b[off:off+lb] in byte
-// order: -1, 0 or 1.
-__device__ int strcmp3(const uint8_t* a, uint32_t la, const CStr& b, uint32_t off, uint32_t lb)
+// strcmp3 compares a[0:la] with b[0:lb] in byte order: -1, 0 or 1.
+__device__ int strcmp3(const uint8_t* a, uint32_t la, const uint8_t* b, uint32_t lb)
 {
 	const uint32_t m = la < lb ? la : lb;
 	for (uint32_t i = 0; i < m; i++) {
-		const uint32_t x = a[i], y = b.at(off + i);
+		const uint8_t x = a[i], y = __ldg(b + i);
 		if (x != y)
 			return x < y ? -1 : 1;
 	}
 	return la < lb ? -1 : la > lb ? 1 : 0;
 }
 
-__device__ bool contains(const uint8_t* a, uint32_t la, const CStr& b, uint32_t lb)
+__device__ bool contains(const uint8_t* a, uint32_t la, const uint8_t* b, uint32_t lb)
 {
 	if (lb > la)
 		return false;
 	for (uint32_t i = 0; i + lb <= la; i++) {
 		uint32_t j = 0;
-		while (j < lb && a[i + j] == b.at(j))
+		while (j < lb && a[i + j] == __ldg(b + j))
 			j++;
 		if (j == lb)
 			return true;
@@ -95,28 +80,19 @@ __device__ bool eval(uint32_t c0, uint32_t c1, uint32_t c2, const uint8_t* __res
 	if (cls(at) != cls(ct))
 		return false;
 	const bool str = cls(at) == 3;
+	const uint8_t* b = strs + c1;
 	const uint32_t la = str ? ahi : 0, lb = str ? c2 : 0;
-	CStr b = {strs + c1, 0, 0, false};
-	if (str && lb <= 8) {
-		// The three words that hold bytes c1 .. c1+7 (the image is padded
-		// past its end so that the last may be read).
-		const uint32_t* w = reinterpret_cast<const uint32_t*>(strs) + (c1 >> 2);
-		const uint32_t w0 = __ldg(w), w1 = __ldg(w + 1), w2 = __ldg(w + 2), sh = 8 * (c1 & 3);
-		b.lo = __funnelshift_r(w0, w1, sh);
-		b.hi = __funnelshift_r(w1, w2, sh);
-		b.reg = true;
-	}
 	switch (op) {
 	case 6: // ^=
-		return lb <= la && strcmp3(a, lb, b, 0, lb) == 0;
+		return lb <= la && strcmp3(a, lb, b, lb) == 0;
 	case 7: // $=
-		return lb <= la && strcmp3(a + la - lb, lb, b, 0, lb) == 0;
+		return lb <= la && strcmp3(a + la - lb, lb, b, lb) == 0;
 	case 8: // *=
 		return contains(a, la, b, lb);
 	}
 	int r;
 	if (str) {
-		r = strcmp3(a, la, b, 0, lb);
+		r = strcmp3(a, la, b, lb);
 	} else if (cls(at) == 1 && !(at == 1 && ct == 1)) {
 		const double x = as_double(at, alo, ahi), y = as_double(ct, c1, c2);
 		r = x < y ? -1 : x > y ? 1 : 0;
