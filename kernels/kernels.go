@@ -14,6 +14,13 @@
 // flow_lookup_split with flow_ranks (the comparison: several threads per
 // packet). Its header comment gives the ABI.
 //
+// rabin.cu: rabin_markers and rabin_markers_w16/w32/w48/w64 (Rabin
+// fingerprint markers of packed payloads, a thread per payload); pubsub.cu:
+// pubsub_match (CCM counting, a block per event); filter.cu: gpf_filter (gPF's
+// criteria, sub-predicate and filter stages fused, a thread per packet). Each
+// header comment gives the ABI; package gpu loads these modules on first
+// use.
+//
 // layout.h: the layout constants both read (regions, header, descriptor and
 // entry words of package flow's image, package lpm's entry encoding, package
 // gpu's device descriptors), generated from the Go constants by
