@@ -165,7 +165,8 @@ func (c *CPUFilter) NewBatch(capacity int, bits bool) (*PacketBatch, error) {
 
 // Submit evaluates the batch.
 func (c *CPUFilter) Submit(b *PacketBatch) error {
-	if b.N > len(b.Caplen) || b.Filters != len(c.P.Roots) {
+	if b.N < 0 || b.N > len(b.Caplen) || b.N > len(b.Wire) || len(b.Data) < b.N*b.Snap || b.Filters != len(c.P.Roots) ||
+		len(b.Counts) < b.Filters || len(b.Bits) < b.N*b.BitWords {
 		b.err = fmt.Errorf("gpu: packet batch of %d packets, %d filters, for a set of %d", b.N, b.Filters, len(c.P.Roots))
 		return b.err
 	}

@@ -219,7 +219,7 @@ func (f *CUDAFilter) twin(b *PacketBatch) (*packetTwin, error) {
 	if t == nil {
 		return nil, fmt.Errorf("gpu: cuda: a packet batch this filter did not make")
 	}
-	if b.N < 0 || b.N > len(b.Caplen) || b.Filters != f.nf {
+	if b.N < 0 || b.N > len(b.Caplen) || b.Filters != f.nf || len(b.Data) < b.N*b.Snap || b.Snap > f.maxRow {
 		return nil, fmt.Errorf("gpu: cuda: packet batch of %d packets outside its capacity", b.N)
 	}
 	return t, nil
