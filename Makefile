@@ -128,3 +128,9 @@ kernels:
 	cd kernels && $(NVCC) -ptx -arch=compute_80 -o gamt_compute80.ptx gamt.cu
 	cd kernels && $(NVCC) -ptx -arch=sm_90 -o flow_sm90.ptx flow.cu
 	cd kernels && $(NVCC) -ptx -arch=compute_80 -o flow_compute80.ptx flow.cu
+	cd kernels && $(NVCC) -ptx -arch=sm_90 -o rabin_sm90.ptx rabin.cu
+	cd kernels && $(NVCC) -ptx -arch=compute_80 -o rabin_compute80.ptx rabin.cu
+	cd kernels && $(NVCC) -ptx -arch=sm_90 -o pubsub_sm90.ptx pubsub.cu
+	cd kernels && $(NVCC) -ptx -arch=compute_80 -o pubsub_compute80.ptx pubsub.cu
+	cd kernels && $(NVCC) -ptx -arch=sm_90 -o filter_sm90.ptx filter.cu
+	cd kernels && $(NVCC) -ptx -arch=compute_80 -o filter_compute80.ptx filter.cu

@@ -149,6 +149,47 @@
 // error instead. A cuda build still needs the driver library
 // (libcuda.so.1) to start at all.
 //
+// # Markers, matching and filtering (the payload kernels)
+//
+// Three more workloads run beside the tables, each behind a small interface
+// with a CPU implementation (always built, the reference) and a CUDA one:
+//
+//   - Markers (markers.go): Rabin fingerprint markers of payloads packed as
+//     rabin.Pack lays them out, the bitmap of rabin.Marker.Bitmap; CPUMarkers
+//     and CUDA.RabinMarkers (kernels/rabin.cu: a thread per payload, the
+//     tables in shared memory, the payload read 16 bytes at a time, and for
+//     windows of 16, 32, 48 or 64 bytes the byte leaving the window taken
+//     from the last blocks kept in registers). StreamMarkers cuts a stream
+//     into 64 KiB payloads that start w−1 bytes early, for gswitchctl re
+//     markers and chunk --backend gpu.
+//   - EventMatcher (pubsub.go): CCM content-based matching over a
+//     pubsub.Layout; CPUEventMatcher and CUDA.PubsubMatcher
+//     (kernels/pubsub.cu: a block per event, the constraints of each
+//     attribute's name evaluated in parallel, per-filter counters in the
+//     block's shared memory when they fit, else a device slice per block,
+//     the filters whose counter left zero remembered and checked, a full
+//     scan past that list's capacity). EncodeEvents selects attributes by
+//     name on the host, as CCM does.
+//   - PacketFilter (filter.go): gPF filtering over a filter.Layout;
+//     CPUFilter (EvalStages) and CUDA.PacketFilter (kernels/filter.cu: the
+//     three stages fused, a thread per packet, its values in shared memory
+//     or a per-stream device scratch, per-filter counters by warp ballots).
+//     Packets travel reduced: FilterSnap bounds the bytes criteria read.
+//
+// Their modules load on first use (loadAux; an empty embedded PTX is an
+// error then, not at NewCUDA). Their batches live in page-locked memory with
+// device twins and an event; Submit queues copy-in, kernel and copy-out with
+// one cgo call (auxQueue) in the next of the object's own streams, on the
+// caller's goroutine with the context made current on its thread (like
+// Submit of the tables' batches), and Wait synchronizes on the event; setup
+// and freeing hop to the owning goroutine (c.do). A batch belongs to the
+// object between Submit and Wait; different batches may be used from
+// different goroutines. KernelTime times the kernel alone with events. The
+// CUDA tests compare every answer with the CPU implementation's bit for bit
+// (TestCUDARabinMarkers, TestCUDAPubsubRandom, TestCUDAPubsubScenario,
+// TestCUDAFilterCaptures) and the benchmarks print kernel-only and
+// end-to-end rates (docs/bench/2026-11-25-h100-kern-run*.txt).
+//
 // # Building the cuda variant
 //
 // gorgonia.org/cu v0.9.6 calls CUDA 12 driver signatures. gpu/cudacompat

@@ -14,6 +14,13 @@
 // flow_lookup_split with flow_ranks (the comparison: several threads per
 // packet). Its header comment gives the ABI.
 //
+// rabin.cu: rabin_markers and rabin_markers_w16/w32/w48/w64 (Rabin
+// fingerprint markers of packed payloads, a thread per payload); pubsub.cu:
+// pubsub_match (CCM counting, a block per event); filter.cu: gpf_filter (gPF's
+// criteria, sub-predicate and filter stages fused, a thread per packet). Each
+// header comment gives the ABI; package gpu loads these modules on first
+// use.
+//
 // layout.h: the layout constants both read (regions, header, descriptor and
 // entry words of package flow's image, package lpm's entry encoding, package
 // gpu's device descriptors), generated from the Go constants by
@@ -62,3 +69,48 @@ var Flowsm90 string
 //
 //go:embed flow_compute80.ptx
 var Flowcompute80 string
+
+// RabinSource is the CUDA C source of the Rabin markers kernels.
+//
+//go:embed rabin.cu
+var RabinSource string
+
+// Rabinsm90 is rabin.cu compiled with nvcc -ptx -arch=sm_90 (H100, H200).
+//
+//go:embed rabin_sm90.ptx
+var Rabinsm90 string
+
+// Rabincompute80 is rabin.cu compiled with nvcc -ptx -arch=compute_80.
+//
+//go:embed rabin_compute80.ptx
+var Rabincompute80 string
+
+// PubsubSource is the CUDA C source of the CCM matching kernels.
+//
+//go:embed pubsub.cu
+var PubsubSource string
+
+// Pubsubsm90 is pubsub.cu compiled with nvcc -ptx -arch=sm_90 (H100, H200).
+//
+//go:embed pubsub_sm90.ptx
+var Pubsubsm90 string
+
+// Pubsubcompute80 is pubsub.cu compiled with nvcc -ptx -arch=compute_80.
+//
+//go:embed pubsub_compute80.ptx
+var Pubsubcompute80 string
+
+// FilterSource is the CUDA C source of the gPF filter kernel.
+//
+//go:embed filter.cu
+var FilterSource string
+
+// Filtersm90 is filter.cu compiled with nvcc -ptx -arch=sm_90 (H100, H200).
+//
+//go:embed filter_sm90.ptx
+var Filtersm90 string
+
+// Filtercompute80 is filter.cu compiled with nvcc -ptx -arch=compute_80.
+//
+//go:embed filter_compute80.ptx
+var Filtercompute80 string

@@ -8,8 +8,10 @@
 #      go test -c -tags cuda; see below) in its package's folder, with
 #      GSWITCH_PTX_DIR set to the fresh PTX (TestCUDAEmbeddedPTX compares
 #      it with the embedded copy) and the data sets from $DATA.
-#   3. compute-sanitizer memcheck, synccheck and racecheck on the flow
-#      tests of gpu.test (TestCUDAFlowRejects|TestCUDAFlowACL1).
+#   3. compute-sanitizer memcheck, synccheck and racecheck on the tests of
+#      gpu.test named by SANITIZER_RUN (default the flow tests and the
+#      markers and matching tests: TestCUDAFlowRejects|TestCUDAFlowACL1|
+#      TestCUDARabinMarkers|TestCUDAPubsubRandom|TestCUDAFilterCaptures).
 #
 # It ends with a summary table and exits non-zero if any step failed. Where
 # OUT is set (the device tool), it leaves there device-check.log and
@@ -31,7 +33,8 @@
 # RUN_<name> (the -test.run pattern for binary <name>, default all; the
 # pipeline's CPU tests need ../shared/data, so RUN_datapath_pipeline
 # defaults to CUDA), TEST_TIMEOUT (10m), SANITIZE (1; 0 skips step 3),
-# SANITIZER_TIMEOUT (400 seconds).
+# SANITIZER_TIMEOUT (400 seconds), SANITIZER_RUN (the tests of step 3),
+# SANITIZER_TOOLS (memcheck synccheck racecheck).
 set -u
 cd "${ROOT:-.}" || exit 2
 BIN=${BIN:-.cuda/bin}
@@ -53,7 +56,7 @@ note() { summary+=("$1"); echo "== $1" | tee -a "$LOG"; }
 # 1. PTX.
 "$NVCC" --version | tail -2 | tee -a "$LOG"
 ptx_ok=1
-for k in gamt flow; do
+for k in gamt flow rabin pubsub filter; do
 	for arch in sm_90:sm90 compute_80:compute80; do
 		a=${arch%%:*} f=${k}_${arch##*:}.ptx
 		if ! (cd kernels && "$NVCC" -ptx -arch="$a" -o "$PTX_DIR/$f" "$k.cu") >>"$LOG" 2>&1; then
@@ -76,6 +79,7 @@ export GSWITCH_PTX_DIR=$PTX_DIR
 [ -f "$DATA/bgp-full-table.txt.gz" ] && export GSWITCH_BGP=$PWD/$DATA/bgp-full-table.txt.gz
 [ -f "$DATA/acl1_20000.txt" ] && export GSWITCH_ACL1=$PWD/$DATA/acl1_20000.txt
 : "${RUN_datapath_pipeline:=CUDA}"
+: "${RUN_cmd_gswitchctl:=CUDA}"
 # Tests without an override read the data sets through shareddata.Path:
 # ../shared/data beside the checkout (found by go.mod), which does not
 # travel to the device machine; link DATA's copies there when it is missing.
@@ -110,15 +114,17 @@ done
 # SANITIZER_TIMEOUT seconds (default 400).
 if [ "$SANITIZE" = 1 ] && [ -x "$BIN/gpu.test" ]; then
 	t0=$(date +%s)
-	for tool in memcheck synccheck racecheck; do
+	tools=${SANITIZER_TOOLS:-memcheck synccheck racecheck}
+	for tool in $tools; do
 		(
 			cd gpu && timeout "${SANITIZER_TIMEOUT:-400}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
-				"$BIN/gpu.test" -test.count=1 -test.run 'TestCUDAFlowRejects|TestCUDAFlowACL1'
+				"$BIN/gpu.test" -test.count=1 -test.v \
+				-test.run "${SANITIZER_RUN:-TestCUDAFlowRejects|TestCUDAFlowACL1|TestCUDARabinMarkers|TestCUDAPubsubRandom|TestCUDAFilterCaptures}"
 			echo "rc=$?"
 		) >"${LOG%.log}-sanitizer-$tool.log" 2>&1 &
 	done
 	wait
-	for tool in memcheck synccheck racecheck; do
+	for tool in $tools; do
 		l=${LOG%.log}-sanitizer-$tool.log
 		rc=$(sed -n 's/^rc=//p' "$l" | tail -1)
 		[ "$rc" = 0 ] || fail=1

@@ -10,10 +10,11 @@ import (
 	"io"
 	"os"
 
+	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/rabin"
 )
 
-const chunkUsage = `gswitchctl chunk [--pol HEX] [--min N] [--max N] [--avg-bits B] [--backend cpu] [--json] [--dedup] FILE...
+const chunkUsage = `gswitchctl chunk [--pol HEX] [--min N] [--max N] [--avg-bits B] [--backend cpu|gpu] [--json] [--dedup] FILE...
 
 Cuts each file into content-defined chunks, as github.com/restic/chunker v0.4.0
 does with the same polynomial, boundaries and average bits (NewWithBoundaries,
@@ -22,6 +23,11 @@ SetAverageBits), and prints one line per chunk: FILE OFFSET LENGTH CUT, or with
 (for a file's last chunk, restic's rolling state at the end). With --dedup it
 prints instead, per file and in total, how many of the bytes are chunks seen
 before (SHA-256 of each chunk, across all the files given).
+
+With --backend gpu (a build with -tags cuda) GPU 0 computes the markers of
+every 64-byte window of the file (kernels/rabin.cu, the file cut into 64 KiB
+payloads) and the CPU picks the cuts from them: the same chunks as the CPU's.
+The file is read whole into memory, and --avg-bits is at most 32 there.
 `
 
 // chunkFlags are gswitchctl chunk's flags.
@@ -33,6 +39,7 @@ type chunkFlags struct {
 	backend string
 	json    bool
 	dedup   bool
+	markers gpu.Markers // --backend gpu: the markers of the 64-byte windows
 }
 
 func runChunk(args []string, stdout, stderr io.Writer) error {
@@ -44,7 +51,7 @@ func runChunk(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.min, "min", rabin.DefaultMinSize, "smallest chunk in bytes (at least the 64-byte window)")
 	fs.IntVar(&f.max, "max", rabin.DefaultMaxSize, "largest chunk in bytes")
 	fs.IntVar(&f.avgBits, "avg-bits", rabin.DefaultAvgBits, "cut where the fingerprint's low B bits are zero: chunks of about 2^B bytes past --min")
-	fs.StringVar(&f.backend, "backend", "cpu", "cpu (the cut search is sequential per stream)")
+	fs.StringVar(&f.backend, "backend", "cpu", "cpu, or gpu: markers on the GPU, cuts picked on the CPU (a build with -tags cuda)")
 	fs.BoolVar(&f.json, "json", false, "one JSON object per line")
 	fs.BoolVar(&f.dedup, "dedup", false, "report the bytes of repeated chunks instead of the chunks")
 	if err := fs.Parse(args); err != nil {
@@ -56,8 +63,8 @@ func runChunk(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() == 0 {
 		return fmt.Errorf("%w: chunk: no file given", errUsage)
 	}
-	if f.backend != "cpu" {
-		return fmt.Errorf("%w: chunk: --backend %q: chunking runs on the cpu (the GPU computes markers: gswitchctl re markers)", errUsage, f.backend)
+	if f.backend != "cpu" && f.backend != "gpu" {
+		return fmt.Errorf("%w: chunk: --backend %q: want cpu or gpu", errUsage, f.backend)
 	}
 	pol, err := rabin.ParsePol(f.pol, 9, rabin.MaxChunkPolDeg)
 	if err != nil {
@@ -66,6 +73,21 @@ func runChunk(args []string, stdout, stderr io.Writer) error {
 	p := rabin.ChunkParams{Pol: pol, Min: f.min, Max: f.max, AvgBits: f.avgBits}
 	if _, err := rabin.NewCutter(p); err != nil {
 		return fmt.Errorf("%w: chunk: %v", errUsage, err)
+	}
+	if f.backend == "gpu" {
+		if f.avgBits > 32 {
+			return fmt.Errorf("%w: chunk: --backend gpu takes --avg-bits up to 32", errUsage)
+		}
+		m, err := rabin.NewMarker(pol, rabin.ChunkWindow, f.avgBits)
+		if err != nil {
+			return fmt.Errorf("%w: chunk: %v", errUsage, err)
+		}
+		mk, err := gpu.OpenMarkers("gpu", m)
+		if err != nil {
+			return fmt.Errorf("chunk: --backend gpu: %w", err)
+		}
+		defer mk.Close()
+		f.markers = mk
 	}
 	out := bufio.NewWriterSize(stdout, 1<<16)
 	defer out.Flush()
@@ -103,24 +125,8 @@ func (d *dedupCount) add(o dedupCount) {
 
 func chunkFile(name string, p rabin.ChunkParams, out io.Writer, f chunkFlags, seen map[[sha256.Size]byte]bool) (dedupCount, error) {
 	var c dedupCount
-	fh, err := os.Open(name)
-	if err != nil {
-		return c, fmt.Errorf("chunk: %w", err)
-	}
-	defer fh.Close()
-	ch, err := rabin.NewChunker(fh, p)
-	if err != nil {
-		return c, err
-	}
 	enc := json.NewEncoder(out)
-	for {
-		k, err := ch.Next()
-		if errors.Is(err, io.EOF) {
-			return c, nil
-		}
-		if err != nil {
-			return c, fmt.Errorf("chunk: %s: %w", name, err)
-		}
+	emit := func(k rabin.Chunk) error {
 		c.Bytes += int64(k.Length)
 		c.Chunks++
 		switch {
@@ -131,20 +137,93 @@ func chunkFile(name string, p rabin.ChunkParams, out io.Writer, f chunkFlags, se
 				c.RepeatedChunks++
 			}
 			seen[sum] = true
+			return nil
 		case f.json:
-			err = enc.Encode(struct {
+			return enc.Encode(struct {
 				File   string `json:"file"`
 				Offset int64  `json:"offset"`
 				Length int    `json:"length"`
 				Cut    uint64 `json:"cut"`
 			}{name, k.Start, k.Length, k.Cut})
-		default:
-			_, err = fmt.Fprintf(out, "%s %d %d %#x\n", name, k.Start, k.Length, k.Cut)
+		}
+		_, err := fmt.Fprintf(out, "%s %d %d %#x\n", name, k.Start, k.Length, k.Cut)
+		return err
+	}
+	if f.markers != nil {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return c, fmt.Errorf("chunk: %w", err)
+		}
+		if err := markerChunks(f.markers, p, data, emit); err != nil {
+			return c, fmt.Errorf("chunk: %s: %w", name, err)
+		}
+		return c, nil
+	}
+	fh, err := os.Open(name)
+	if err != nil {
+		return c, fmt.Errorf("chunk: %w", err)
+	}
+	defer fh.Close()
+	ch, err := rabin.NewChunker(fh, p)
+	if err != nil {
+		return c, err
+	}
+	for {
+		k, err := ch.Next()
+		if errors.Is(err, io.EOF) {
+			return c, nil
 		}
 		if err != nil {
+			return c, fmt.Errorf("chunk: %s: %w", name, err)
+		}
+		if err := emit(k); err != nil {
 			return c, err
 		}
 	}
+}
+
+// markerChunks cuts data into the chunks rabin.Chunker gives, from the
+// markers mk computes (its Marker: window rabin.ChunkWindow, mask
+// p.AvgBits): a chunk of length L may end where the window ending at its
+// byte L−1 is a marker, for L from p.Min to the longest chunk, the first
+// such L wins; with none, a full-length chunk or, at the end, the rest.
+func markerChunks(mk gpu.Markers, p rabin.ChunkParams, data []byte, emit func(rabin.Chunk) error) error {
+	cutter, err := rabin.NewCutter(p)
+	if err != nil {
+		return err
+	}
+	t, err := rabin.NewTables(p.Pol, rabin.ChunkWindow)
+	if err != nil {
+		return err
+	}
+	marks, err := gpu.StreamMarkers(mk, rabin.ChunkWindow, data, nil)
+	if err != nil {
+		return err
+	}
+	limit, mi := cutter.Limit(), 0
+	for start := 0; start < len(data); {
+		rest := data[start:]
+		end := min(len(rest), limit) // candidate lengths p.Min..end
+		for mi < len(marks) && int(marks[mi]) < start+p.Min-1 {
+			mi++
+		}
+		var k rabin.Chunk
+		switch {
+		case mi < len(marks) && int(marks[mi]) <= start+end-1:
+			e := int(marks[mi])
+			k = rabin.Chunk{Length: e + 1 - start, Cut: t.Fingerprint(data[e+1-rabin.ChunkWindow : e+1])}
+		case len(rest) >= limit:
+			k = rabin.Chunk{Length: limit, Cut: t.Fingerprint(rest[limit-rabin.ChunkWindow : limit])}
+		default:
+			k = rabin.Chunk{Length: len(rest), Cut: cutter.LastCut(rest)}
+		}
+		k.Start, k.Data = int64(start), rest[:k.Length]
+		if err := emit(k); err != nil {
+			return err
+		}
+		start += k.Length
+	}
+	return nil
 }
 
 func writeDedup(out io.Writer, name string, c dedupCount, asJSON bool) error {

@@ -14,6 +14,8 @@ import (
 
 	restic "github.com/restic/chunker"
 
+	"github.com/gswitch/gswitch/gpu"
+
 	"github.com/gswitch/gswitch/tables/rabin"
 )
 
@@ -118,7 +120,7 @@ func TestChunkDedupAndErrors(t *testing.T) {
 	}
 	for _, bad := range [][]string{
 		{"--min", "10", a}, {"--pol", "0x3DA3358B4DC172", a}, {"--pol", "0xc000000000000003", a},
-		{"--backend", "gpu", a}, {"--avg-bits", "0", a}, {},
+		{"--backend", "fpga", a}, {"--avg-bits", "0", a}, {},
 	} {
 		if err := runChunk(bad, io.Discard, io.Discard); !errors.Is(err, errUsage) {
 			t.Errorf("chunk %v: %v, want a usage error", bad, err)
@@ -177,5 +179,62 @@ func TestREMarkersCommand(t *testing.T) {
 	}
 	if err := runRE([]string{"frobnicate"}, io.Discard, io.Discard); !errors.Is(err, errUsage) {
 		t.Errorf("unknown re command: %v", err)
+	}
+}
+
+// TestMarkerChunksEqualChunker checks the cut selection of --backend gpu
+// (markerChunks) with the CPU's markers against rabin.Chunker: the same
+// chunks and cuts on random, text, all-zero, short and empty data.
+func TestMarkerChunksEqualChunker(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	random := make([]byte, 3<<20)
+	for i := range random {
+		random[i] = byte(r.Uint32())
+	}
+	text := []byte(strings.Repeat("GET /index.html HTTP/1.1\r\nHost: h2\r\n\r\n", 40000))
+	for _, p := range []rabin.ChunkParams{
+		{Pol: rabin.DefaultPol, Min: 4096, Max: 65536, AvgBits: 12},
+		{Pol: rabin.DefaultPol, Min: 64, Max: 1000, AvgBits: 6},
+		{Pol: rabin.DefaultPol, Min: 9000, Max: 5000, AvgBits: 14},
+	} {
+		m, err := rabin.NewMarker(p.Pol, rabin.ChunkWindow, p.AvgBits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, data := range map[string][]byte{"random": random, "text": text, "zeros": make([]byte, 1<<20), "short": random[:100], "empty": nil} {
+			var got []rabin.Chunk
+			err := markerChunks(gpu.CPUMarkers{M: m}, p, data, func(k rabin.Chunk) error {
+				k.Data = nil
+				got = append(got, k)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch, err := rabin.NewChunker(bytes.NewReader(data), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []rabin.Chunk
+			for {
+				k, err := ch.Next()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				k.Data = nil
+				want = append(want, k)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%+v %s: %d chunks, want %d", p, name, len(got), len(want))
+			}
+			for i := range got {
+				if got[i].Start != want[i].Start || got[i].Length != want[i].Length || got[i].Cut != want[i].Cut {
+					t.Fatalf("%+v %s: chunk %d = %+v, want %+v", p, name, i, got[i], want[i])
+				}
+			}
+		}
 	}
 }

@@ -1,0 +1,337 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/gswitch/gswitch/kernels"
+	"github.com/gswitch/gswitch/tables/filter"
+)
+
+// CUDAFilter is gPF filtering on the GPU: a filter set's layout in device
+// memory (its word arrays end to end) and the kernel gpf_filter, a thread
+// per packet keeping its criteria and sub-predicate values in shared
+// memory when a block of at least one warp fits, else in a device scratch.
+// Batches (PacketBatch, reduced packets in page-locked rows) are queued
+// round robin over its streams from the caller's goroutine: rows, lengths
+// in; the batch's counters zeroed; the kernel; counters (and bitmaps) out.
+type CUDAFilter struct {
+	c       *CUDA
+	mod     cu.Module
+	fn      cu.Function
+	ptx     string
+	l       *filter.Layout
+	maxRow  int
+	img     devBuf
+	base    [6]int64 // word offsets of Criteria, Exprs, Nodes, Roots, CFGIndex, CFGNodes
+	nc, nn  int
+	nf      int
+	nvals   int
+	block   int
+	grid    int
+	smem    int      // dynamic shared memory (0: gvals)
+	gvals   []devBuf // per stream: the values' scratch when smem is 0 (a stream's kernels run one at a time)
+	streams []cu.Stream
+	rr      atomic.Uint32
+	once    sync.Once
+}
+
+type packetTwin struct {
+	hdata, hcap, hwire, hbits, hcnt hostBuf
+	ddata, dcap, dwire, dbits, dcnt devBuf
+	ev                              cu.Event
+	submitted                       bool
+}
+
+// PacketFilter loads the filter kernel and p's layout; batches go over
+// streams streams (1..16); maxRow is the row size of sets that need whole
+// packets (0: 2048).
+func (c *CUDA) PacketFilter(p *filter.Program, streams, maxRow int) (*CUDAFilter, error) {
+	if streams < 1 || streams > 16 {
+		return nil, fmt.Errorf("gpu: cuda: filtering over %d streams: want 1..16", streams)
+	}
+	if maxRow <= 0 {
+		maxRow = 2048
+	}
+	l := p.Layout()
+	f := &CUDAFilter{c: c, l: l, maxRow: maxRow, nc: int(l.Header[filter.HdrCriteria]), nn: int(l.Header[filter.HdrNodes]),
+		nf: int(l.Header[filter.HdrFilters])}
+	f.nvals = max(1, f.nc+f.nn)
+	err := c.do(func() error {
+		var err error
+		if f.mod, f.ptx, err = c.loadAux("filter", kernels.Filtersm90, kernels.Filtercompute80); err != nil {
+			return err
+		}
+		if f.fn, err = f.mod.Function("gpf_filter"); err != nil {
+			return fmt.Errorf("gpu: cuda: kernel gpf_filter: %v", err)
+		}
+		dev, err := cu.CurrentDevice()
+		if err != nil {
+			return err
+		}
+		smax := max(smemMax(int(dev)), 48<<10)
+		if filterSmemLimit > 0 {
+			smax = filterSmemLimit
+		}
+		// A block of 32..128 threads with its values in shared memory.
+		f.block = 128
+		for f.block > 32 && f.block*f.nvals > smax {
+			f.block /= 2
+		}
+		if f.block*f.nvals <= smax {
+			f.smem = f.block * f.nvals
+			if f.smem > 48<<10 {
+				if err := smemOptIn(f.fn, f.smem); err != nil {
+					return err
+				}
+			}
+			per, err := f.fn.MaxActiveBlocksPerMultiProcessor(f.block, int64(f.smem))
+			if err != nil || per < 1 {
+				per = 1
+			}
+			f.grid = per * c.sms
+		} else {
+			f.block, f.grid = 128, 2*c.sms
+			for i := 0; i < streams; i++ {
+				g, err := c.alloc(int64(f.nvals) * int64(f.block*f.grid))
+				if err != nil {
+					return err
+				}
+				f.gvals = append(f.gvals, g)
+			}
+		}
+		words := [][]uint32{l.Criteria, l.Exprs, l.Nodes, l.Roots, l.CFGIndex, l.CFGNodes}
+		total := 0
+		for i, w := range words {
+			f.base[i] = int64(total)
+			total += len(w)
+		}
+		if f.img, err = c.alloc(4 * int64(total)); err != nil {
+			return err
+		}
+		for i, w := range words {
+			if err := upload(f.img.p+cu.DevicePtr(4*f.base[i]), w); err != nil {
+				return fmt.Errorf("gpu: cuda: %v", err)
+			}
+		}
+		for i := 0; i < streams; i++ {
+			s, err := cu.MakeStream(cu.NonBlocking)
+			if err != nil {
+				return fmt.Errorf("gpu: cuda: stream: %v", err)
+			}
+			f.streams = append(f.streams, s)
+		}
+		return nil
+	})
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// filterSmemLimit, when set (by tests), caps the shared memory the values
+// may take, to exercise the device scratch.
+var filterSmemLimit int
+
+// Name returns "cuda".
+func (f *CUDAFilter) Name() string { return "cuda" }
+
+// Describe says how the kernel runs.
+func (f *CUDAFilter) Describe() string {
+	where := fmt.Sprintf("shared memory (%d bytes a block)", f.smem)
+	if f.smem == 0 {
+		where = "device memory"
+	}
+	return fmt.Sprintf("gpf_filter (%s): %d filters, %d criteria, %d sub-predicates, values in %s, blocks of %d, %d blocks",
+		f.ptx, f.nf, f.nc, f.nn, where, f.block, f.grid)
+}
+
+// NewBatch allocates a batch of capacity packets in page-locked memory
+// and its device twin.
+func (f *CUDAFilter) NewBatch(capacity int, bits bool) (*PacketBatch, error) {
+	b, err := newPacketBatch(f.l, f.maxRow, capacity, bits)
+	if err != nil {
+		return nil, err
+	}
+	t := &packetTwin{}
+	err = f.c.do(func() error {
+		var err error
+		for _, a := range []struct {
+			h *hostBuf
+			d *devBuf
+			n int64
+		}{{&t.hdata, &t.ddata, int64(capacity) * int64(b.Snap)}, {&t.hcap, &t.dcap, 4 * int64(capacity)},
+			{&t.hwire, &t.dwire, 4 * int64(capacity)}, {&t.hbits, &t.dbits, 4 * int64(len(b.Bits))},
+			{&t.hcnt, &t.dcnt, 4 * int64(f.nf)}} {
+			if *a.h, err = allocHost(max(a.n, 4)); err != nil {
+				return err
+			}
+			if *a.d, err = f.c.alloc(a.n); err != nil {
+				return err
+			}
+		}
+		t.ev, err = cu.MakeEvent(cu.DisableTiming)
+		return err
+	})
+	if err != nil {
+		f.c.do(func() error { t.release(f.c); return nil })
+		return nil, err
+	}
+	b.Data = t.hdata.bytes(int64(capacity) * int64(b.Snap))
+	b.Caplen, b.Wire = wordsAt(t.hcap.p, capacity), wordsAt(t.hwire.p, capacity)
+	if bits {
+		b.Bits = wordsAt(t.hbits.p, len(b.Bits))
+	}
+	b.Counts = wordsAt(t.hcnt.p, f.nf)
+	b.impl = t
+	return b, nil
+}
+
+func (t *packetTwin) release(c *CUDA) {
+	for _, h := range []*hostBuf{&t.hdata, &t.hcap, &t.hwire, &t.hbits, &t.hcnt} {
+		h.free()
+	}
+	for _, d := range []*devBuf{&t.ddata, &t.dcap, &t.dwire, &t.dbits, &t.dcnt} {
+		c.free(d)
+	}
+	if t.ev != (cu.Event{}) {
+		cu.DestroyEvent(&t.ev)
+	}
+}
+
+// FreeBatch frees b's memory.
+func (f *CUDAFilter) FreeBatch(b *PacketBatch) {
+	if t, ok := b.impl.(*packetTwin); ok {
+		f.c.do(func() error { t.release(f.c); return nil })
+		b.impl = nil
+	}
+}
+
+func (f *CUDAFilter) twin(b *PacketBatch) (*packetTwin, error) {
+	t, _ := b.impl.(*packetTwin)
+	if t == nil {
+		return nil, fmt.Errorf("gpu: cuda: a packet batch this filter did not make")
+	}
+	if b.N < 0 || b.N > len(b.Caplen) || b.Filters != f.nf || len(b.Data) < b.N*b.Snap || b.Snap > f.maxRow {
+		return nil, fmt.Errorf("gpu: cuda: packet batch of %d packets outside its capacity", b.N)
+	}
+	return t, nil
+}
+
+func (f *CUDAFilter) params(a *cArgs, t *packetTwin, b *PacketBatch, stream int) []unsafe.Pointer {
+	gvals := uint64(0)
+	if f.smem == 0 {
+		gvals = uint64(f.gvals[stream].p)
+	}
+	at := func(i int) uint64 { return uint64(f.img.p) + uint64(4*f.base[i]) }
+	smemVals := uint32(0)
+	if f.smem > 0 {
+		smemVals = 1
+	}
+	return []unsafe.Pointer{a.u64(at(0)), a.u64(at(1)), a.u64(at(2)), a.u64(at(3)), a.u64(at(4)), a.u64(at(5)),
+		a.u32(uint32(f.nc)), a.u32(uint32(f.nn)), a.u32(uint32(f.nf)), a.u64(uint64(t.ddata.p)), a.u32(uint32(b.Snap)),
+		a.u64(uint64(t.dcap.p)), a.u64(uint64(t.dwire.p)), a.u32(uint32(b.N)), a.u64(gvals), a.u32(smemVals),
+		a.u64(uint64(t.dbits.p)), a.u32(uint32(b.BitWords)), a.u64(uint64(t.dcnt.p))}
+}
+
+func (f *CUDAFilter) gridFor(n int) int { return max(1, min((n+f.block-1)/f.block, f.grid)) }
+
+// Submit queues b: rows and lengths in, counters zeroed, the kernel,
+// counters and bitmaps out, in the next stream.
+func (f *CUDAFilter) Submit(b *PacketBatch) error {
+	t, err := f.twin(b)
+	if err != nil {
+		b.err = err
+		return err
+	}
+	t.submitted, b.err = false, nil
+	if f.c.closed.Load() {
+		return ErrClosed
+	}
+	a := newCArgs(20)
+	defer a.free()
+	si := int(f.rr.Add(1)) % len(f.streams)
+	params := f.params(a, t, b, si)
+	st := f.streams[si]
+	in := []auxCopy{{t.ddata.p, t.hdata.p, int64(b.N) * int64(b.Snap)}, {t.dcap.p, t.hcap.p, 4 * int64(b.N)},
+		{t.dwire.p, t.hwire.p, 4 * int64(b.N)}}
+	zero := []auxCopy{{t.dcnt.p, nil, int64(f.nf)}}
+	outs := []auxOut{{t.hcnt.p, t.dcnt.p, 4 * int64(f.nf)}, {t.hbits.p, t.dbits.p, 4 * int64(b.N) * int64(b.BitWords)}}
+	grid := 0
+	if b.N > 0 {
+		grid = f.gridFor(b.N)
+	}
+	if err := f.c.auxQueue(st, in, zero, f.fn, grid, f.block, f.smem, params, outs, t.ev); err != nil {
+		b.err = fmt.Errorf("gpu: cuda: filtering: %v", err)
+		return b.err
+	}
+	t.submitted = true
+	return nil
+}
+
+// Wait waits for b's answers.
+func (f *CUDAFilter) Wait(b *PacketBatch) error {
+	t, _ := b.impl.(*packetTwin)
+	if t == nil {
+		return fmt.Errorf("gpu: cuda: a packet batch this filter did not make")
+	}
+	if b.err != nil || !t.submitted {
+		return b.err
+	}
+	t.submitted = false
+	if err := f.c.auxWait(t.ev); err != nil {
+		b.err = fmt.Errorf("gpu: cuda: filtering: %v", err)
+	}
+	return b.err
+}
+
+// KernelTime times iters launches of the kernel alone over b (submitted
+// and waited for once) and returns the milliseconds per launch.
+func (f *CUDAFilter) KernelTime(b *PacketBatch, iters int) (float64, error) {
+	t, err := f.twin(b)
+	if err != nil || b.N == 0 {
+		return 0, err
+	}
+	a := newCArgs(20)
+	defer a.free()
+	params := f.params(a, t, b, 0)
+	grid := f.gridFor(b.N)
+	var ms float64
+	err = f.c.do(func() error {
+		ms, err = timeEvents(f.streams[0], iters, func(st cu.Stream) error {
+			return f.fn.Launch(grid, 1, 1, f.block, 1, 1, f.smem, st, params)
+		})
+		return err
+	})
+	return ms, err
+}
+
+// Close frees the layout, scratch and streams.
+func (f *CUDAFilter) Close() error {
+	f.once.Do(func() {
+		f.c.do(func() error {
+			for i := range f.streams {
+				f.streams[i].Destroy()
+			}
+			f.streams = nil
+			f.c.free(&f.img)
+			for i := range f.gvals {
+				f.c.free(&f.gvals[i])
+			}
+			if f.mod != (cu.Module{}) {
+				f.mod.Unload()
+			}
+			return nil
+		})
+	})
+	return nil
+}
+
+var _ PacketFilter = (*CUDAFilter)(nil)

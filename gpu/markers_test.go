@@ -1,0 +1,166 @@
+package gpu
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/gswitch/gswitch/tables/rabin"
+)
+
+// markerLengths are payload lengths around every edge the kernels have: the
+// window, 16-byte blocks, 32-bit bitmap words.
+func markerLengths(rng *rand.Rand, n int) []int {
+	ls := []int{0, 1, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65, 95, 96, 97, 1460, 1500, 9000}
+	for len(ls) < n {
+		ls = append(ls, rng.IntN(3000))
+	}
+	rng.Shuffle(len(ls), func(i, j int) { ls[i], ls[j] = ls[j], ls[i] })
+	return ls
+}
+
+// randomPayloads makes payloads of the given lengths: random bytes, some
+// with repeated stretches (so that markers repeat too).
+func randomPayloads(rng *rand.Rand, lens []int) [][]byte {
+	ps := make([][]byte, len(lens))
+	for i, n := range lens {
+		p := make([]byte, n)
+		for j := range p {
+			p[j] = byte(rng.UintN(256))
+		}
+		if n > 200 && i%3 == 0 {
+			copy(p[n/2:], p[:n/2])
+		}
+		ps[i] = p
+	}
+	return ps
+}
+
+// testMarkers compares mk's bitmaps with rabin.Marker.Bitmap over Pack of
+// the same payloads, bit for bit, for several windows and masks, with
+// several batches in flight at once.
+func testMarkers(t *testing.T, open func(m *rabin.Marker) Markers) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, w := range []int{16, 31, 48, 64} {
+		for _, bits := range []int{3, 8, 13} {
+			m, err := rabin.NewMarker(rabin.DefaultPol, w, bits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mk := open(m)
+			const nb = 3
+			var batches []*MarkerBatch
+			var want [][]uint32
+			for k := 0; k < nb; k++ {
+				ps := randomPayloads(rng, markerLengths(rng, 300))
+				b, err := mk.NewBatch(1<<20, 400)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range ps {
+					if !b.Add(p) {
+						t.Fatalf("payload of %d bytes did not fit", len(p))
+					}
+				}
+				buf, offs, lens := rabin.Pack(nil, nil, nil, ps...)
+				if !slices.Equal(offs, b.Offs[:b.N]) || !slices.Equal(lens, b.Lens[:b.N]) || b.Bytes != len(buf) {
+					t.Fatalf("Add packs unlike rabin.Pack")
+				}
+				wb := make([]uint32, rabin.BitmapWords(len(buf)))
+				if err := m.Bitmap(buf, offs, lens, wb); err != nil {
+					t.Fatal(err)
+				}
+				for i := range b.Bitmap {
+					b.Bitmap[i] = 0xdeadbeef // poison: every word must be written
+				}
+				if err := mk.Submit(b); err != nil {
+					t.Fatal(err)
+				}
+				batches, want = append(batches, b), append(want, wb)
+			}
+			for k, b := range batches {
+				if err := mk.Wait(b); err != nil {
+					t.Fatal(err)
+				}
+				got := b.Bitmap[:rabin.BitmapWords(b.Bytes)]
+				if i := firstDiff(got, want[k]); i >= 0 {
+					t.Fatalf("%s: w=%d bits=%d batch %d: bitmap word %d = %#x, want %#x", mk.Name(), w, bits, k, i, got[i], want[k][i])
+				}
+				pos := MarkerPositions(nil, b)
+				for j := 0; j < b.N; j++ {
+					p := b.Buf[b.Offs[j] : b.Offs[j]+b.Lens[j]]
+					if w := m.Markers(nil, p); !slices.Equal(pos[j], w) && len(pos[j])+len(w) > 0 {
+						t.Fatalf("payload %d: positions %v, want %v", j, pos[j], w)
+					}
+				}
+				mk.FreeBatch(b)
+			}
+			if err := mk.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func firstDiff(a, b []uint32) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
+}
+
+func TestCPUMarkers(t *testing.T) {
+	testMarkers(t, func(m *rabin.Marker) Markers { return CPUMarkers{m} })
+}
+
+func TestMarkerBatchRejects(t *testing.T) {
+	m, err := rabin.NewMarker(rabin.DefaultPol, 48, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := CPUMarkers{m}
+	b, _ := mk.NewBatch(100, 2)
+	if !b.Add(make([]byte, 40)) || b.Add(make([]byte, 80)) || !b.Add(make([]byte, 30)) || b.Add(nil) {
+		t.Fatal("Add: wrong fit")
+	}
+	b.Offs[1] = 33 // unaligned
+	if err := mk.Submit(b); err == nil {
+		t.Error("unaligned payload accepted")
+	}
+	b.Offs[1] = 64
+	b.Lens[1] = 40 // past Bytes (94)
+	if err := mk.Submit(b); err == nil {
+		t.Error("payload past the batch accepted")
+	}
+	b.N = 3
+	if err := mk.Submit(b); err == nil {
+		t.Error("N past the capacity accepted")
+	}
+}
+
+// TestStreamMarkers checks that the segmented stream gives the markers of
+// the whole stream taken as one payload.
+func TestStreamMarkers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 10, 63, 64, StreamSegment - 1, StreamSegment, StreamSegment + 1, 300*StreamSegment + 12345} {
+		data := randomPayloads(rng, []int{n})[0]
+		for _, w := range []int{1, 48, 64} {
+			m, err := rabin.NewMarker(rabin.DefaultPol, w, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := StreamMarkers(CPUMarkers{m}, w, data, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := m.Markers(nil, data); !slices.Equal(got, want) && len(got)+len(want) > 0 {
+				t.Fatalf("n=%d w=%d: %d markers, want %d", n, w, len(got), len(want))
+			}
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/gswitch/gswitch/tables/pubsub"
+)
+
+// Content-based matching (CCM): an EventMatcher answers, for each event of a
+// batch, the sorted ports whose subscriptions it satisfies — what
+// pubsub.Table.MatchBatch answers on the CPU (CPUEventMatcher). The CUDA
+// one (CUDA.PubsubMatcher, kernel pubsub_match of kernels/pubsub.cu) holds
+// the table's device layout (pubsub.Layout) and evaluates, per event, the
+// constraints of its attributes' names, counting per filter; events go
+// through EventBatch, encoded on the host by name (EncodeEvents).
+
+// EventMatcher matches batches of events.
+type EventMatcher interface {
+	Name() string
+	// Match returns out with out[i] the sorted ports of evs[i].
+	Match(evs []pubsub.Event, out [][]uint32) ([][]uint32, error)
+	Close() error
+}
+
+// CPUEventMatcher is pubsub.Table.MatchBatch.
+type CPUEventMatcher struct{ T *pubsub.Table }
+
+// Name returns "cpu".
+func (c CPUEventMatcher) Name() string { return "cpu" }
+
+// Match matches the events on the caller's goroutine.
+func (c CPUEventMatcher) Match(evs []pubsub.Event, out [][]uint32) ([][]uint32, error) {
+	return c.T.MatchBatch(evs, out), nil
+}
+
+// Close does nothing.
+func (c CPUEventMatcher) Close() error { return nil }
+
+// AttrWords is the size of an encoded event attribute: name index, type,
+// value low and high word (a string: its offset in the batch's bytes, its
+// length).
+const AttrWords = 4
+
+// EventBatch is a batch of encoded events: Off[k]..Off[k+1] index event
+// k's attributes in Attrs (AttrWords each), string values in Str. Out
+// receives PortWords words per event: bit p set when a filter of the
+// layout's port index p matched.
+type EventBatch struct {
+	Off       []uint32 // N+1 used
+	Attrs     []uint32 // AttrWords*Off[N] used
+	Str       []byte   // StrBytes used
+	Out       []uint32
+	N         int
+	StrBytes  int
+	PortWords int
+
+	impl any
+	err  error
+}
+
+// EncodeEvents encodes evs into b (replacing its contents) for a layout's
+// name table: attributes whose name no constraint uses are left out (they
+// satisfy nothing), and of two attributes of one name the first counts, as
+// pubsub.Event.Get reads it. It returns how many events fit (all, unless b
+// is full).
+func EncodeEvents(b *EventBatch, names map[string]uint32, evs []pubsub.Event) int {
+	b.N, b.StrBytes = 0, 0
+	if len(b.Off) == 0 {
+		return 0
+	}
+	b.Off[0] = 0
+	na := 0
+	for k := range evs {
+		if k+1 >= len(b.Off) {
+			return k
+		}
+		e := &evs[k]
+		s0 := b.StrBytes
+		full := false
+		for i, a := range e.Attrs {
+			ni, ok := names[a.Name]
+			if !ok || slices.IndexFunc(e.Attrs[:i], func(x pubsub.Attr) bool { return x.Name == a.Name }) >= 0 {
+				continue
+			}
+			if AttrWords*(na+1) > len(b.Attrs) {
+				full = true
+				break
+			}
+			r := b.Attrs[AttrWords*na : AttrWords*(na+1)]
+			v := a.Value
+			r[0], r[1] = ni, uint32(v.Type)
+			switch v.Type {
+			case pubsub.TypeInt, pubsub.TypeBool:
+				r[2], r[3] = uint32(v.Int), uint32(uint64(v.Int)>>32)
+			case pubsub.TypeFloat:
+				f := math.Float64bits(v.Float)
+				r[2], r[3] = uint32(f), uint32(f>>32)
+			case pubsub.TypeString:
+				if b.StrBytes+len(v.Str) > len(b.Str) {
+					full = true
+				} else {
+					r[2], r[3] = uint32(b.StrBytes), uint32(len(v.Str))
+					b.StrBytes += copy(b.Str[b.StrBytes:], v.Str)
+				}
+			default:
+				continue
+			}
+			if full {
+				break
+			}
+			na++
+		}
+		if full {
+			b.StrBytes = s0
+			return k
+		}
+		b.N = k + 1
+		b.Off[k+1] = uint32(na)
+	}
+	return len(evs)
+}
+
+// DecodePorts appends to dst[k] the sorted ports of event k of b, after
+// Wait, from the layout's ports region (port index → port).
+func DecodePorts(dst [][]uint32, b *EventBatch, ports []uint32) ([][]uint32, error) {
+	for k := 0; k < b.N; k++ {
+		var ps []uint32
+		for w := 0; w < b.PortWords; w++ {
+			x := b.Out[k*b.PortWords+w]
+			for x != 0 {
+				i := w*32 + trailingZeros(x)
+				x &= x - 1
+				if i >= len(ports) {
+					return dst, fmt.Errorf("gpu: event %d matched port index %d of %d", k, i, len(ports))
+				}
+				ps = append(ps, ports[i])
+			}
+		}
+		slices.Sort(ps)
+		dst = append(dst, slices.Compact(ps))
+	}
+	return dst, nil
+}
+
+func trailingZeros(x uint32) int {
+	n := 0
+	for x&1 == 0 {
+		x >>= 1
+		n++
+	}
+	return n
+}
+
+var _ EventMatcher = CPUEventMatcher{}

@@ -1,0 +1,220 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/gswitch/gswitch/tables/pubsub"
+)
+
+// randomPubsub makes subscriptions and events over names of every type,
+// with every operator that applies, numbers as integers and floats, and
+// events with unknown names, repeated names and values of another class.
+func randomPubsub(rng *rand.Rand, ports, filters, maxCons, nev int) ([]pubsub.Spec, []pubsub.Event) {
+	const names = 12
+	words := []string{"", "a", "ab", "abc", "b", "ba", "abcd", "xyz", "zzzz", "hello", "help", "lo", "abcdefgh", "abcdefghij", "helloworld", "bcdefghi"}
+	typeOf := func(n int) pubsub.Type {
+		return []pubsub.Type{pubsub.TypeInt, pubsub.TypeFloat, pubsub.TypeString, pubsub.TypeBool}[n%4]
+	}
+	value := func(n int, other bool) pubsub.Value {
+		t := typeOf(n)
+		if other {
+			t = typeOf(rng.IntN(4))
+		}
+		switch t {
+		case pubsub.TypeInt:
+			return pubsub.Int(int64(rng.IntN(7)) - 3)
+		case pubsub.TypeFloat:
+			return pubsub.Float(float64(rng.IntN(13)-6) / 2)
+		case pubsub.TypeString:
+			return pubsub.Str(words[rng.IntN(len(words))])
+		}
+		return pubsub.Bool(rng.IntN(2) == 0)
+	}
+	var specs []pubsub.Spec
+	for f := 0; f < filters; f++ {
+		k := 1 + rng.IntN(maxCons)
+		var flt pubsub.Filter
+		for i := 0; i < k; i++ {
+			n := rng.IntN(names)
+			v := value(n, false)
+			if v.Type == pubsub.TypeInt && rng.IntN(2) == 0 {
+				v = pubsub.Float(float64(v.Int) + 0.5*float64(rng.IntN(2)))
+			}
+			var op pubsub.Op
+			for {
+				op = pubsub.Op(rng.IntN(9))
+				if op.Applies(v.Type) {
+					break
+				}
+			}
+			flt = append(flt, pubsub.Constraint{Name: fmt.Sprintf("n%d", n), Op: op, Value: v})
+		}
+		specs = append(specs, pubsub.Spec{Port: uint32(1 + rng.IntN(ports)), Filters: []pubsub.Filter{flt}})
+	}
+	evs := make([]pubsub.Event, nev)
+	for i := range evs {
+		for _, n := range rng.Perm(names)[:1+rng.IntN(6)] {
+			evs[i].Attrs = append(evs[i].Attrs, pubsub.Attr{Name: fmt.Sprintf("n%d", n), Value: value(n, rng.IntN(8) == 0)})
+		}
+		if rng.IntN(10) == 0 {
+			evs[i].Attrs = append(evs[i].Attrs, pubsub.Attr{Name: "unknown", Value: pubsub.Int(1)})
+		}
+	}
+	return specs, evs
+}
+
+func pubsubTable(t *testing.T, specs []pubsub.Spec) *pubsub.Table {
+	tb := pubsub.New()
+	if _, err := tb.AddSpecs(specs); err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+func comparePubsub(t *testing.T, name string, m *CUDAMatcher, tb *pubsub.Table, evs []pubsub.Event) {
+	t.Helper()
+	got, err := m.Match(evs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tb.MatchBatch(evs, nil)
+	matched := 0
+	for i := range evs {
+		if !slices.Equal(got[i], want[i]) && len(got[i])+len(want[i]) > 0 {
+			t.Fatalf("%s: event %d %v: gpu %v, cpu %v", name, i, evs[i].String(), got[i], want[i])
+		}
+		if len(want[i]) > 0 {
+			matched++
+		}
+	}
+	t.Logf("%s: %d events equal (%d match some port); %s", name, len(evs), matched, m.Describe())
+}
+
+// TestCUDAPubsubRandom compares the GPU's answers with the CPU matcher's on
+// random subscriptions and events: 4-bit and 8-bit counters, in shared and
+// in device memory, with the per-event slot list and with the full scan.
+func TestCUDAPubsubRandom(t *testing.T) {
+	c := newTestCUDA(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, cs := range []struct {
+		maxCons, smem, touched int
+	}{{5, 0, 0}, {40, 0, 0}, {5, 1024, 0}, {40, 1024, 0}, {5, 0, 7}, {5, 1024, 3}} {
+		pubsubSmemLimit, pubsubTouchedCap = cs.smem, cs.touched
+		specs, evs := randomPubsub(rng, 70, 3000, cs.maxCons, 5000)
+		tb := pubsubTable(t, specs)
+		m, err := c.PubsubMatcher(tb.Layout(), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		comparePubsub(t, fmt.Sprintf("random maxCons=%d smem=%d touched=%d", cs.maxCons, cs.smem, cs.touched), m, tb, evs)
+		m.Close()
+	}
+	pubsubSmemLimit, pubsubTouchedCap = 0, 0
+}
+
+// TestCUDAPubsubScenario compares the answers on CCM's default scenario
+// (10 interfaces, about 1M constraints) and benchmarks it: events/s in
+// batches of 16K and 1K (4 streams, 8 batches in flight; kernel only and
+// end to end), single-event latency, and the CPU matcher on one core.
+func TestCUDAPubsubScenario(t *testing.T) {
+	c := newTestCUDA(t)
+	sc := pubsub.DefaultScenario()
+	tb := pubsubTable(t, sc.Subscriptions())
+	m, err := c.PubsubMatcher(tb.Layout(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	evs := sc.Events(20000)
+	comparePubsub(t, "CCM default scenario", m, tb, evs)
+	if testing.Short() {
+		return
+	}
+	t0 := time.Now()
+	tb.MatchBatch(evs[:2000], nil)
+	cpu := 2000 / time.Since(t0).Seconds()
+	for _, per := range []int{16 << 10, 1 << 10} {
+		const nb = 8
+		var bs []*EventBatch
+		for i := 0; i < nb; i++ {
+			b, err := m.NewEventBatch(per, 8*per, 64*per)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.FreeEventBatch(b)
+			if k := EncodeEvents(b, m.Names(), evs[(i*per)%len(evs):][:min(per, len(evs)-(i*per)%len(evs))]); k == 0 {
+				t.Fatal("nothing encoded")
+			}
+			bs = append(bs, b)
+		}
+		if err := m.Submit(bs[0]); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Wait(bs[0]); err != nil {
+			t.Fatal(err)
+		}
+		ms, err := m.KernelTime(bs[0], 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rounds := max(2, 200000/(per*nb))
+		n := 0
+		t0 := time.Now()
+		for i := 0; i < rounds*nb; i++ {
+			b := bs[i%nb]
+			if i >= nb {
+				if err := m.Wait(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := m.Submit(b); err != nil {
+				t.Fatal(err)
+			}
+			n += b.N
+		}
+		for _, b := range bs {
+			if err := m.Wait(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e2e := float64(n) / time.Since(t0).Seconds()
+		t.Logf("BENCH pubsub CCM default (%d filters, %d constraints) on %s: batches of %d: kernel %.2f M events/s (%.3f ms per batch), end to end %.2f M events/s; CPU matcher one core %.3f M events/s; GPU/CPU %.0fx",
+			tb.Stats().Filters, tb.Stats().Constraints, c.Device(), bs[0].N, float64(bs[0].N)/ms/1e3, ms, e2e/1e6, cpu/1e6, e2e/cpu)
+	}
+	// Single-event latency: encode, submit, wait, decode.
+	b, err := m.NewEventBatch(1, 16, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.FreeEventBatch(b)
+	var lat []time.Duration
+	for i := 0; i < 2000; i++ {
+		t0 := time.Now()
+		EncodeEvents(b, m.Names(), evs[i:i+1])
+		if err := m.Submit(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Wait(b); err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodePorts(nil, b, m.Ports())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+		if want := tb.Match(&evs[i]); !slices.Equal(got[0], want) && len(got[0])+len(want) > 0 {
+			t.Fatalf("single event %d: gpu %v, cpu %v", i, got[0], want)
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	ms1, _ := m.KernelTime(b, 100)
+	t.Logf("BENCH pubsub CCM default single event on %s: latency p50 %.1f µs, p99 %.1f µs (encode, copy in, kernel, copy out, decode); kernel alone %.1f µs",
+		c.Device(), float64(lat[len(lat)/2].Nanoseconds())/1e3, float64(lat[len(lat)*99/100].Nanoseconds())/1e3, ms1*1e3)
+}

@@ -1,0 +1,277 @@
+// gPF multi-match packet filtering (Kim et al.): every filter of a compiled
+// set evaluated on every packet in three stages — criteria (the elementary
+// tests of packet fields), sub-predicates (AND, OR, NOT of earlier values)
+// and filters (a root value each) — fused into one kernel, a thread per
+// packet. Package tables/filter has the device layout and its CPU twin,
+// LayoutEvaluator, equal to Evaluator.EvalStages bit for bit.
+//
+// ABI: gpf_filter(crit, exprs, nodes, roots, cfgidx, cfgnodes, nc, nn, nf,
+//                 pkts, snap, caplen, wire, n, gvals, smem_vals, bits,
+//                 bit_words, counts)
+//   crit..cfgnodes  the layout's word arrays (filter.Layout), nc criteria,
+//            nn sub-predicates, nf filters;
+//   pkts     n rows of snap bytes: the reduced packets (each packet's first
+//            snap bytes, which hold every byte a criterion can read; the
+//            host sends whole packets when a criterion's offset depends on
+//            packet data beyond an IPv4 header length);
+//   caplen, wire  per packet: the captured length (loads past it make a
+//            criterion unknown) and the length on the wire;
+//   gvals    scratch for the values when smem_vals is 0: (nc+nn) bytes per
+//            thread of the grid, value-major (coalesced);
+//   smem_vals  non-zero: the values in dynamic shared memory, (nc+nn) x
+//            blockDim bytes;
+//   bits     bit_words words per packet (0: none): bit f set when filter f
+//            matched;
+//   counts   nf words: each incremented by the packets filter f matched
+//            (one atomic per warp and filter, the warp's matches counted by
+//            a ballot).
+// A packet with an unknown criterion (a load past its captured length, a
+// division by zero) is decided per filter by the filter's control-flow
+// blocks, as libpcap's BPF program would (LayoutEvaluator.walk).
+// Values: 0 false, 1 true, 2 unknown.
+#include <stdint.h>
+
+#define V_FALSE 0
+#define V_TRUE 1
+#define V_ABORT 2
+#define MAX_STACK 32
+
+struct Pkt {
+	const uint8_t* d;
+	uint32_t len;  // captured length
+	uint32_t snap; // bytes present
+};
+
+__device__ __forceinline__ bool ld(const Pkt& p, uint64_t off, uint32_t size, uint32_t* x)
+{
+	if (off + size > p.len || off + size > p.snap)
+		return false;
+	const uint8_t* b = p.d + off;
+	*x = size == 1 ? b[0] : size == 2 ? (uint32_t)b[0] << 8 | b[1] : (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+	return true;
+}
+
+__device__ __forceinline__ bool addr(const Pkt& p, uint32_t base, uint32_t netoff, uint32_t off, uint32_t idx, uint64_t* a)
+{
+	if (base == 1) { // BaseIPv4
+		if ((uint64_t)netoff >= p.len || netoff >= p.snap)
+			return false;
+		const uint32_t x = (uint32_t)(p.d[netoff] & 0x0f) * 4;
+		*a = (uint64_t)netoff + (uint64_t)(uint32_t)(x + off + idx);
+		return true;
+	}
+	*a = (uint64_t)off + idx;
+	return true;
+}
+
+__device__ __forceinline__ uint8_t rel_true(uint32_t rel, uint32_t a, uint32_t k)
+{
+	bool b = false;
+	switch (rel) {
+	case 0:
+		b = a == k;
+		break;
+	case 1:
+		b = a > k;
+		break;
+	case 2:
+		b = a >= k;
+		break;
+	case 3:
+		b = (a & k) != 0;
+		break;
+	}
+	return b ? V_TRUE : V_FALSE;
+}
+
+__device__ bool alu(uint32_t op, uint32_t a, uint32_t b, uint32_t* r)
+{
+	switch (op) {
+	case 3:
+		*r = a + b;
+		return true;
+	case 4:
+		*r = a - b;
+		return true;
+	case 5:
+		*r = a * b;
+		return true;
+	case 6:
+		if (b == 0)
+			return false;
+		*r = a / b;
+		return true;
+	case 7:
+		if (b == 0)
+			return false;
+		*r = a % b;
+		return true;
+	case 8:
+		*r = a & b;
+		return true;
+	case 9:
+		*r = a | b;
+		return true;
+	case 10:
+		*r = a ^ b;
+		return true;
+	case 11:
+		*r = b >= 32 ? 0 : a << b;
+		return true;
+	case 12:
+		*r = b >= 32 ? 0 : a >> b;
+		return true;
+	}
+	return false;
+}
+
+__device__ uint8_t crit_expr(const uint32_t* __restrict__ exprs, uint32_t pc0, uint32_t npc, uint32_t rel, const Pkt& p,
+			     uint32_t wire)
+{
+	uint32_t st[MAX_STACK];
+	int sp = 0;
+	for (uint32_t pc = pc0; pc < pc0 + npc; pc++) {
+		const uint32_t* in = exprs + 3 * (size_t)pc;
+		const uint32_t op = in[0] & 0xff;
+		if (op == 0) { // const
+			if (sp >= MAX_STACK)
+				return V_ABORT;
+			st[sp++] = in[1];
+		} else if (op == 1) { // len
+			if (sp >= MAX_STACK)
+				return V_ABORT;
+			st[sp++] = wire;
+		} else if (op == 2) { // load: pop index, push value
+			if (sp < 1)
+				return V_ABORT;
+			uint64_t a;
+			uint32_t x;
+			if (!addr(p, in[0] >> 8 & 0xff, in[2], in[1], st[sp - 1], &a) || !ld(p, a, in[0] >> 16 & 0xff, &x))
+				return V_ABORT;
+			st[sp - 1] = x;
+		} else if (op == 13) { // neg
+			if (sp < 1)
+				return V_ABORT;
+			st[sp - 1] = 0u - st[sp - 1];
+		} else {
+			if (sp < 2)
+				return V_ABORT;
+			uint32_t r;
+			if (!alu(op, st[sp - 2], st[sp - 1], &r))
+				return V_ABORT;
+			st[sp - 2] = r;
+			sp--;
+		}
+	}
+	if (sp < 2)
+		return V_ABORT;
+	return rel_true(rel, st[sp - 2], st[sp - 1]);
+}
+
+__device__ __forceinline__ uint8_t criterion(const uint32_t* __restrict__ w, const uint32_t* __restrict__ exprs, const Pkt& p,
+					     uint32_t wire)
+{
+	const uint32_t w0 = __ldg(w), rel = w0 >> 4 & 0xf;
+	switch (w0 & 0xf) {
+	case 2: // const
+		return (uint8_t)__ldg(w + 4);
+	case 1: // len
+		return rel_true(rel, wire, __ldg(w + 4));
+	case 3: // expr
+		return crit_expr(exprs, __ldg(w + 4), __ldg(w + 5), rel, p, wire);
+	}
+	uint64_t a;
+	uint32_t x;
+	if (!addr(p, w0 >> 8 & 0xff, __ldg(w + 1), __ldg(w + 2), 0, &a) || !ld(p, a, w0 >> 16 & 0xff, &x))
+		return V_ABORT;
+	return rel_true(rel, x & __ldg(w + 3), __ldg(w + 4));
+}
+
+extern "C" __global__ void gpf_filter(const uint32_t* __restrict__ crit, const uint32_t* __restrict__ exprs,
+				      const uint32_t* __restrict__ nodes, const uint32_t* __restrict__ roots,
+				      const uint32_t* __restrict__ cfgidx, const uint32_t* __restrict__ cfgnodes, int nc,
+				      int nn, int nf, const uint8_t* __restrict__ pkts, int snap,
+				      const uint32_t* __restrict__ caplen, const uint32_t* __restrict__ wire, int n,
+				      uint8_t* gvals, int smem_vals, uint32_t* __restrict__ bits, int bit_words,
+				      uint32_t* __restrict__ counts)
+{
+	extern __shared__ uint8_t smv[];
+	const int lane = threadIdx.x & 31;
+	const size_t gtid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	const size_t stride = (size_t)gridDim.x * blockDim.x;
+	uint8_t* vals;
+	size_t vs;
+	if (smem_vals) {
+		vals = smv + threadIdx.x;
+		vs = blockDim.x;
+	} else {
+		vals = gvals + gtid;
+		vs = stride;
+	}
+	// The loop is uniform per warp (k0 is the warp's first packet), so that
+	// every lane takes part in the ballots.
+	for (size_t k0 = gtid - lane; k0 < (size_t)n; k0 += stride) {
+		const size_t k = k0 + lane;
+		const bool active = k < (size_t)n;
+		bool unknown = false;
+		Pkt p = {pkts, 0, 0};
+		uint32_t wl = 0;
+		if (active) {
+			p.d = pkts + k * (size_t)snap;
+			p.len = caplen[k];
+			p.snap = (uint32_t)snap;
+			wl = wire[k];
+			for (int i = 0; i < nc; i++) {
+				const uint8_t v = criterion(crit + 6 * (size_t)i, exprs, p, wl);
+				vals[i * vs] = v;
+				unknown |= v == V_ABORT;
+			}
+			if (!unknown) {
+				for (int i = 0; i < nn; i++) {
+					const uint32_t* nd = nodes + 3 * (size_t)i;
+					const uint32_t op = __ldg(nd);
+					uint8_t a = vals[__ldg(nd + 1) * vs];
+					if (op == 1) // OpAnd
+						a &= vals[__ldg(nd + 2) * vs];
+					else if (op == 2) // OpOr
+						a |= vals[__ldg(nd + 2) * vs];
+					else
+						a ^= 1;
+					vals[(nc + i) * vs] = a;
+				}
+			}
+		}
+		uint32_t acc = 0;
+		for (int f = 0; f < nf; f++) {
+			bool m = false;
+			if (active) {
+				if (!unknown) {
+					m = vals[__ldg(roots + f) * vs] == V_TRUE;
+				} else {
+					const uint32_t* ix = cfgidx + 4 * (size_t)f;
+					const uint32_t first = __ldg(ix), pre = __ldg(ix + 3);
+					uint32_t id = __ldg(ix + 2);
+					if (pre != 0xffffffffu && vals[pre * vs] == V_ABORT)
+						id = 0xffffffffu;
+					while (id != 0xfffffffeu && id != 0xffffffffu) {
+						const uint32_t* nd = cfgnodes + 3 * (size_t)(first + id);
+						const uint8_t v = vals[__ldg(nd) * vs];
+						id = v == V_TRUE ? __ldg(nd + 1) : v == V_FALSE ? __ldg(nd + 2) : 0xffffffffu;
+					}
+					m = id == 0xfffffffeu;
+				}
+			}
+			const uint32_t b = __ballot_sync(0xffffffffu, m);
+			if (lane == 0 && b)
+				atomicAdd(counts + f, __popc(b));
+			if (bit_words) {
+				acc |= (uint32_t)m << (f & 31);
+				if ((f & 31) == 31 || f == nf - 1) {
+					if (active)
+						bits[k * (size_t)bit_words + (f >> 5)] = acc;
+					acc = 0;
+				}
+			}
+		}
+	}
+}
