@@ -164,3 +164,21 @@ func TestRulesetFlowModsAndOVS(t *testing.T) {
 		t.Errorf("flag bit 12: %v", err)
 	}
 }
+
+// TestRulesetOverOpenFlow: what the FLOW_MODs carry is the rule set itself
+// (a field the OpenFlow 1.3 codec leaves out would make the switch's rules
+// differ from the oracle's).
+func TestRulesetOverOpenFlow(t *testing.T) {
+	for _, spec := range []string{"synthetic:2000,64", "classbench:" + acl1} {
+		rs, err := loadRuleset(spec, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range rs.flowMods(2, 1)[:len(rs.rules)] {
+			fm, oerr := openflow.DecodeFlowMod(m)
+			if oerr != nil || fm.Match != rs.rules[i].Match || fm.Priority != rs.rules[i].Priority {
+				t.Fatalf("%s rule %d: %v: sent %s, decoded %s", spec, i, oerr, rs.rules[i].Match.String(), fm.Match.String())
+			}
+		}
+	}
+}

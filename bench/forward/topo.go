@@ -608,12 +608,15 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]Step, error) {
 			sent += perPair[k]
 			want += fsets[k].expected(perPair[k])
 			misrouted += pr.sink.misrouted.Load()
-			if n > fsets[k].expected(perPair[k]) {
-				return steps, fmt.Errorf("%s: pair %d's sink counted %d frames; of the %d sent, the rules forward %d: frames the rules drop, or frames other than the test traffic, reached it (--sink counter counts every frame; --sink ring checks each)", target, k, n, perPair[k], fsets[k].expected(perPair[k]))
+			if n > fsets[k].expected(perPair[k]) && err == nil {
+				err = fmt.Errorf("%s: pair %d's sink counted %d frames; of the %d sent, the rules forward %d: frames the rules drop, or frames other than the test traffic, reached it (--sink counter counts every frame; --sink ring checks each)", target, k, n, perPair[k], fsets[k].expected(perPair[k]))
 			}
 		}
 		if misrouted > 0 && e.f.check {
-			return steps, fmt.Errorf("%s: --check: %d frames arrived although their rule drops them", target, misrouted)
+			err = fmt.Errorf("%s: --check: %d frames arrived although their rule drops them", target, misrouted)
+		}
+		if err != nil {
+			return steps, err
 		}
 		s := Step{
 			Bench: "forward", Target: target, Backend: backend, Rules: rules, Ruleset: e.f.ruleset, Round: e.round, AskedPPS: rate,
