@@ -117,7 +117,7 @@ func start(st *settings, log *slog.Logger) (d *Agent, err error) {
 		return d, err
 	}
 	d.sw, err = pipeline.New(pipeline.Config{
-		DatapathID: st.dpid, Tables: st.Tables, MaxFlows: st.MaxFlows, Classifier: d.eng,
+		DatapathID: st.dpid, Tables: st.Tables, MaxFlows: st.MaxFlows, Classifier: d.eng, Algo: st.algo,
 		FailMode: st.failMode, MaxDelay: st.MaxDelay, BatchSize: st.BatchSize, Logger: log,
 		Router: d.pipelineRouter(),
 	})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/bench/benchutil"
+	"github.com/gswitch/gswitch/tables/flow"
 )
 
 // lossThresholdPct is the loss under which a step counts as lossless.
@@ -47,6 +48,7 @@ type fwdFlags struct {
 	flows        int    // rule-set traffic: frame templates per pair
 	check        bool   // rule-set traffic: fail on any frame the rules drop that arrived
 	switchCPUs   string // taskset -c LIST for the switch under test (gswitchd, plain); empty: any
+	classifier   string // gswitchd's --classifier
 }
 
 // fwdTargets: gswitchd runs with --backend; gswitchd-cpu and gswitchd-gpu
@@ -84,6 +86,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs.StringVar(&f.ruleset, "ruleset", "trivial", "table 0's rules: `SET` of trivial (--rules: N-1 exact ipv4_dst rules that miss plus an in_port rule per pair), synthetic:N,C[,F,Cm,f] (GSwitch §6: N rules in C classes) or classbench:FILE (e.g. ../shared/data/classbench/acl1_20000.txt); with a rule set, each rule goes to table 1 (in_port to the pair's other port) or drops (one in 8), and the traffic hits the rules uniformly")
 	fs.IntVar(&f.flows, "flows", 65536, "rule-set traffic: different frames (headers) per pair, sent in turn, a power of two")
 	fs.BoolVar(&f.check, "check", false, "rule-set traffic: with --sink ring, check every frame that arrives against the rules (a frame its rule drops must not arrive) and fail the run on any; with either sink, fail when more frames arrive than the rules forward")
+	fs.StringVar(&f.classifier, "classifier", "merge", "gswitchd's --classifier, its flow tables' search: `ALGO` of linear, tuple, bloom or merge (the fastest on many classes)")
 	fs.StringVar(&f.switchCPUs, "switch-cpus", "", "run gswitchd and plain on these cores only: `LIST` for taskset -c (e.g. 0-3); empty: any core")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per step, per flow-mod run and (with --rounds above 1) per median instead of tables")
 	if err := fs.Parse(args); err != nil {
@@ -136,6 +139,9 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 		return nil, fmt.Errorf("%w: --flows %d: a power of two, 1 to 4M", benchutil.ErrUsage, f.flows)
 	case strings.ContainsAny(f.switchCPUs, " \t;&|$`'\""):
 		return nil, fmt.Errorf("%w: --switch-cpus %q: a core list such as 0-3 or 0,2,4", benchutil.ErrUsage, f.switchCPUs)
+	}
+	if _, err := flow.ParseAlgo(f.classifier); err != nil {
+		return nil, fmt.Errorf("%w: --classifier: %v", benchutil.ErrUsage, err)
 	}
 	if err := parseRuleset(f.ruleset); err != nil {
 		return nil, fmt.Errorf("%w: --ruleset: %v", benchutil.ErrUsage, err)
@@ -274,6 +280,13 @@ type Step struct {
 	// on the CPU and on GPUs over the step.
 	SwitchKeysOnCPU uint64 `json:"switch_keys_cpu,omitempty"`
 	SwitchKeysOnGPU uint64 `json:"switch_keys_gpu,omitempty"`
+	// gswitchd's per-frame latency over the step (its histogram
+	// gswitch_frame_latency_seconds: receive ring to the end of the
+	// pipeline), p50 and p99 in µs; HalfLossless marks the step run after
+	// the series at half its max_lossless_pps (not part of the series).
+	LatencyP50us float64 `json:"latency_p50_us,omitempty"`
+	LatencyP99us float64 `json:"latency_p99_us,omitempty"`
+	HalfLossless bool    `json:"half_lossless,omitempty"`
 	// CPU over the step and its settle time: cores the whole machine kept
 	// busy (/proc/stat: senders, sinks, the kernel's veth work, the switch)
 	// and cores gswitchd's process used (its user and system time).

@@ -54,6 +54,7 @@ type fwdEnv struct {
 
 	gswitchdBin string
 	ctlSocket   string   // the running gswitchd's control socket; empty when none runs
+	metricsAddr string   // the running gswitchd's metrics listener (switch namespace); empty when none runs
 	swPid       int      // the running gswitchd's process id
 	cleanups    []func() // run in reverse by close
 }
@@ -465,8 +466,9 @@ func (e *fwdEnv) startGswitchd(maxFlows int, backend string) (*daemonProc, *ofCl
 	}
 	d, err := e.start(e.sw, "gswitchd", append(args,
 		"--listen", fmt.Sprintf("ptcp:%d:127.0.0.1", port), "--fail-mode", "secure", "--datapath-id", "1",
-		"--backend", backend, "--max-delay", e.f.maxDelay, "--rx-queues", fmt.Sprint(e.f.rxQueues), "--max-flows", fmt.Sprint(maxFlows+16),
-		"--ctl-socket", filepath.Join(e.dir, "gswitchd.sock"), "--log-level", "warn")...)
+		"--backend", backend, "--classifier", e.f.classifier, "--max-delay", e.f.maxDelay, "--rx-queues", fmt.Sprint(e.f.rxQueues), "--max-flows", fmt.Sprint(maxFlows+16),
+		"--ctl-socket", filepath.Join(e.dir, "gswitchd.sock"), "--log-level", "warn",
+		"--metrics", fmt.Sprintf("127.0.0.1:%d", port+1))...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -476,6 +478,7 @@ func (e *fwdEnv) startGswitchd(maxFlows int, backend string) (*daemonProc, *ofCl
 		return nil, nil, fmt.Errorf("gswitchd: %w", err)
 	}
 	e.ctlSocket = filepath.Join(e.dir, "gswitchd.sock")
+	e.metricsAddr = fmt.Sprintf("127.0.0.1:%d", port+1)
 	e.swPid = d.cmd.Process.Pid
 	return d, c, nil
 }
@@ -516,7 +519,7 @@ func (e *fwdEnv) runGswitchd(target, backend string) ([]Step, []FlowMods, error)
 		}
 		c.conn.Close()
 		d.stop()
-		e.ctlSocket, e.swPid = "", 0
+		e.ctlSocket, e.metricsAddr, e.swPid = "", "", 0
 		if err != nil {
 			return steps, nil, err
 		}
@@ -528,7 +531,7 @@ func (e *fwdEnv) runGswitchd(target, backend string) ([]Step, []FlowMods, error)
 	if err != nil {
 		return steps, nil, err
 	}
-	defer func() { d.stop(); e.ctlSocket, e.swPid = "", 0 }()
+	defer func() { d.stop(); e.ctlSocket, e.metricsAddr, e.swPid = "", "", 0 }()
 	defer c.conn.Close()
 	fm, err := e.flowModRun(c, target, backend)
 	if err != nil {
@@ -553,96 +556,6 @@ func (e *fwdEnv) flowModRun(c *ofClient, target, backend string) (FlowMods, erro
 		FlowModsPerSec: rate, BarrierP50us: durPercentile(lat, 50), BarrierP99us: durPercentile(lat, 99),
 		BarrierMaxus: durPercentile(lat, 100), Machine: benchutil.Machine(), Time: time.Now().UTC().Format(time.RFC3339),
 	}, nil
-}
-
-// series runs the warm-up and one step per rate.
-func (e *fwdEnv) series(target, backend string, rules int) ([]Step, error) {
-	// Warm-up (not counted): lets the bridge and OVS learn and cache the
-	// flows, and gswitchd settle after its start and the rule installation
-	// (with a 0.5 s warm-up the first step lost 2-3% in gswitchd's
-	// receive ring, at rates the later steps passed without loss).
-	fsets := e.frames
-	if rules == 0 { // plain, the bridge: no rules, every frame forwarded
-		fsets = make([]*frameSet, len(e.frames))
-		for k, fs := range e.frames {
-			fsets[k] = fs.forwardAll()
-		}
-	}
-	for k, pr := range e.pairs {
-		pr.sink.fs.Store(fsets[k])
-	}
-	e.step++
-	if _, _, err := e.generateAll(fsets, 20000, 1500*time.Millisecond); err != nil {
-		return nil, err
-	}
-	time.Sleep(e.f.settle)
-	for k, pr := range e.pairs {
-		if n, err := pr.sink.frames(); err != nil {
-			return nil, err
-		} else if n == 0 {
-			return nil, fmt.Errorf("%s with %d rules forwarded none of the warm-up frames of pair %d: is the switch forwarding p%d to p%d?", target, rules, k, 2*k+1, 2*k+2)
-		}
-	}
-	var steps []Step
-	for _, rate := range e.f.rates {
-		if err := e.ctx.Err(); err != nil {
-			return steps, err
-		}
-		e.step++
-		before := e.sinkRingDrops()
-		backlog0 := backlogDrops()
-		sw0 := e.switchCounters()
-		cpu0 := readCPU(e.swPid)
-		perPair, dur, err := e.generateAll(fsets, rate, e.f.duration)
-		if err != nil {
-			return steps, err
-		}
-		time.Sleep(e.f.settle)
-		var got, sent, want, misrouted uint64
-		for k, pr := range e.pairs {
-			n, err := pr.sink.frames()
-			if err != nil {
-				return steps, err
-			}
-			got += n
-			sent += perPair[k]
-			want += fsets[k].expected(perPair[k])
-			misrouted += pr.sink.misrouted.Load()
-			if n > fsets[k].expected(perPair[k]) && err == nil {
-				err = fmt.Errorf("%s: pair %d's sink counted %d frames; of the %d sent, the rules forward %d: frames the rules drop, or frames other than the test traffic, reached it (--sink counter counts every frame; --sink ring checks each)", target, k, n, perPair[k], fsets[k].expected(perPair[k]))
-			}
-		}
-		if misrouted > 0 && e.f.check {
-			err = fmt.Errorf("%s: --check: %d frames arrived although their rule drops them", target, misrouted)
-		}
-		if err != nil {
-			return steps, err
-		}
-		s := Step{
-			Bench: "forward", Target: target, Backend: backend, Rules: rules, Ruleset: e.f.ruleset, Round: e.round, AskedPPS: rate,
-			Pairs: len(e.pairs), RxQueues: e.f.rxQueues, Sink: e.f.sink,
-			OfferedPPS: float64(sent) / dur.Seconds(), ForwardedPPS: float64(got) / dur.Seconds(),
-			Sent: sent, Received: got, Expected: want, DroppedByRule: sent - want, Misrouted: misrouted,
-			LossPct: lossPct(want, got), FrameBytes: wireLen,
-			DurationS: dur.Seconds(), SinkRingDrops: e.sinkRingDrops() - before,
-			BacklogDrops: backlogDrops() - backlog0,
-			Machine:      benchutil.Machine(), Time: time.Now().UTC().Format(time.RFC3339),
-		}
-		if sw1 := e.switchCounters(); sw0 != nil && sw1 != nil {
-			s.SwitchRx, s.SwitchRxDropped, s.SwitchTx = sw1[0]-sw0[0], sw1[1]-sw0[1], sw1[2]-sw0[2]
-			s.SwitchKeysOnCPU, s.SwitchKeysOnGPU = sw1[3]-sw0[3], sw1[4]-sw0[4]
-		}
-		s.BusyCores, s.StealCores, s.SwitchCores = readCPU(e.swPid).since(cpu0)
-		fmt.Fprintf(e.log, "bench forward: round %d %s rules=%d asked=%d offered=%.0f forwarded=%.0f loss=%.3f%% (backlog drops %d, sink ring drops %d, switch rx %d rx-dropped %d tx %d, keys cpu %d gpu %d; busy cores %.1f, stolen %.1f, switch %.1f)\n",
-			e.round, target, rules, rate, s.OfferedPPS, s.ForwardedPPS, s.LossPct, s.BacklogDrops, s.SinkRingDrops, s.SwitchRx, s.SwitchRxDropped, s.SwitchTx,
-			s.SwitchKeysOnCPU, s.SwitchKeysOnGPU, s.BusyCores, s.StealCores, s.SwitchCores)
-		steps = append(steps, s)
-	}
-	ml := maxLossless(steps)
-	for i := range steps {
-		steps[i].MaxLosslessPPS = ml
-	}
-	return steps, nil
 }
 
 // generateAll starts counting a new step (e.step) on every sink and runs
