@@ -18,7 +18,8 @@ import (
 // sink and --check: every frame that arrives is checked against the rules
 // (a frame whose rule drops it must not arrive; the bench fails the run if
 // one does), and the frames the rules forward must nearly all arrive, the
-// dropped ones counted.
+// dropped ones counted. The latency step at half the lossless rate
+// reports gswitchd's per-frame latency.
 func TestBenchForwardRuleset(t *testing.T) {
 	needRoot(t)
 	ctl := gswitchctlBinary(t)
@@ -45,14 +46,14 @@ func benchForwardRuleset(t *testing.T, ctl, gsw, set string) (lossy string) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, ctl, "bench", "forward", "--targets", "gswitchd-cpu", "--gswitchd", gsw,
 		"--ruleset", set, "--pairs", "2", "--flows", "4096", "--rates", "4k", "--duration", "1s",
-		"--flowmods", "0", "--sink", "ring", "--check", "--json")
+		"--flowmods", "0", "--sink", "ring", "--check", "--latency-step", "--json")
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("bench forward: %v\n%s\n%s", err, out, stderr.String())
 	}
-	steps := 0
+	steps, halves, wantHalf := 0, 0, 0
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	for sc.Scan() {
 		var m map[string]any
@@ -63,7 +64,21 @@ func benchForwardRuleset(t *testing.T, ctl, gsw, set string) (lossy string) {
 			t.Errorf("unexpected line %s", sc.Text())
 			continue
 		}
+		if m["half_lossless"] == true {
+			// The latency step at half the lossless rate: gswitchd's
+			// histogram saw its frames.
+			halves++
+			p50, _ := m["latency_p50_us"].(float64)
+			p99, _ := m["latency_p99_us"].(float64)
+			if p50 <= 0 || p99 < p50 || m["asked_pps"].(float64) > 2100 {
+				t.Errorf("latency step %s", sc.Text())
+			}
+			continue
+		}
 		steps++
+		if ml, _ := m["max_lossless_pps"].(float64); ml > 0 {
+			wantHalf = 1
+		}
 		sent, _ := m["sent"].(float64)
 		want, _ := m["expected"].(float64)
 		got, _ := m["received"].(float64)
@@ -81,8 +96,8 @@ func benchForwardRuleset(t *testing.T, ctl, gsw, set string) (lossy string) {
 			lossy = sc.Text() + "\n" + stderr.String()
 		}
 	}
-	if steps != 1 {
-		t.Errorf("%d steps, want 1:\n%s", steps, out)
+	if steps != 1 || halves != wantHalf {
+		t.Errorf("%d steps and %d latency steps, want 1 and %d:\n%s", steps, halves, wantHalf, out)
 	}
 	return lossy
 }

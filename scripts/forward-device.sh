@@ -26,7 +26,7 @@ for rs in synthetic:131072,512 classbench:bin/acl1_20000.txt; do
   tag=${rs%%:*}
   timeout 200 taskset -c 4-15 bin/gswitchctl bench forward --targets plain,gswitchd-cpu,gswitchd-gpu --gswitchd bin/gswitchd-cuda \
     --pairs 8 --ruleset "$rs" --switch-cpus 0-3 --min-batch 128 --rates 500k,1M,2M,3M,4M,max --duration 2s \
-    --flowmods 0 --json > "$OUT/forward-$tag.jsonl" 2> "$OUT/forward-$tag.log"
+    --flowmods 0 --latency-step --json > "$OUT/forward-$tag.jsonl" 2> "$OUT/forward-$tag.log"
   echo "$rs rc $?" >> "$OUT/machine.txt"
   grep "round 1" "$OUT/forward-$tag.log" | cut -c1-250
   tail -2 "$OUT/forward-$tag.log"

@@ -71,8 +71,8 @@
 // gswitch_frame_latency_seconds (kernel receive timestamp to the end of the
 // frame's batch in the pipeline) before and after and reports the step's
 // latency_p50_us and latency_p99_us (interpolated in √2-wide buckets).
-// After a gswitchd series with a lossless rate, one more step runs at half
-// that rate (half_lossless: true, not part of the series): the latency of
+// With --latency-step, after a gswitchd series with a lossless rate, one
+// more step runs at half that rate (half_lossless: true, not part of the series): the latency of
 // a switch that is not overloaded.
 //
 // gswitchd is started afresh for each rule count, its rules installed over

@@ -49,6 +49,7 @@ type fwdFlags struct {
 	check        bool   // rule-set traffic: fail on any frame the rules drop that arrived
 	switchCPUs   string // taskset -c LIST for the switch under test (gswitchd, plain); empty: any
 	classifier   string // gswitchd's --classifier
+	latencyStep  bool   // after a gswitchd series, a step at half its lossless rate
 }
 
 // fwdTargets: gswitchd runs with --backend; gswitchd-cpu and gswitchd-gpu
@@ -87,6 +88,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs.IntVar(&f.flows, "flows", 65536, "rule-set traffic: different frames (headers) per pair, sent in turn, a power of two")
 	fs.BoolVar(&f.check, "check", false, "rule-set traffic: with --sink ring, check every frame that arrives against the rules (a frame its rule drops must not arrive) and fail the run on any; with either sink, fail when more frames arrive than the rules forward")
 	fs.StringVar(&f.classifier, "classifier", "merge", "gswitchd's --classifier, its flow tables' search: `ALGO` of linear, tuple, bloom or merge (the fastest on many classes)")
+	fs.BoolVar(&f.latencyStep, "latency-step", false, "after each gswitchd series with a lossless rate, one more step at half that rate (half_lossless: its latency_p50_us and latency_p99_us are the latency of a switch that is not overloaded)")
 	fs.StringVar(&f.switchCPUs, "switch-cpus", "", "run gswitchd and plain on these cores only: `LIST` for taskset -c (e.g. 0-3); empty: any core")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per step, per flow-mod run and (with --rounds above 1) per median instead of tables")
 	if err := fs.Parse(args); err != nil {

@@ -52,7 +52,7 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]Step, error) {
 	}
 	// The latency step: gswitchd at half its lossless rate, where the
 	// latency is not the queueing of an overloaded switch.
-	if isGswitchd(target) && ml > 0 && e.metricsAddr != "" {
+	if e.f.latencyStep && isGswitchd(target) && ml > 0 && e.metricsAddr != "" {
 		s, err := e.stepOnce(target, backend, rules, int64(ml/2), fsets)
 		if err != nil {
 			return steps, err
