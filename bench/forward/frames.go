@@ -101,8 +101,9 @@ func markOf(d []byte) (step uint32, seq uint32, ok bool) {
 
 // ruleFrames builds pair k's templates (n, a power of two) for rule set rs,
 // with oracle the rules in a tuple-space table and id2rule its ids' rule
-// indices.
-func ruleFrames(rs *ruleSet, oracle *flow.Table, id2rule map[flow.RuleID]int, k, n int, src, dst []byte) (*frameSet, error) {
+// indices. The frames' MACs are the rules' or random (see randomKey), not
+// the generator's.
+func ruleFrames(rs *ruleSet, oracle *flow.Table, id2rule map[flow.RuleID]int, k, n int) (*frameSet, error) {
 	rng := rand.New(rand.NewPCG(rulesetSeed+1, uint64(k)))
 	inPort := uint32(2*k + 1)
 	fs := &frameSet{tmpl: make([][]byte, n), markOff: make([]int, n), fwd: make([]bool, n), fwdUpTo: make([]uint64, n+1)}
@@ -138,7 +139,7 @@ func ruleFrames(rs *ruleSet, oracle *flow.Table, id2rule map[flow.RuleID]int, k,
 }
 
 // ruleSetFrames builds every pair's templates at once (a goroutine each).
-func ruleSetFrames(rs *ruleSet, pairs []*fwdPair, flows int) ([]*frameSet, error) {
+func ruleSetFrames(rs *ruleSet, pairs, flows int) ([]*frameSet, error) {
 	if flows < 1 || bits.OnesCount(uint(flows)) != 1 {
 		return nil, fmt.Errorf("--flows %d: a power of two", flows)
 	}
@@ -154,14 +155,14 @@ func ruleSetFrames(rs *ruleSet, pairs []*fwdPair, flows int) ([]*frameSet, error
 		}
 		id2rule[id] = i // a rule with an earlier one's match and priority replaces it, as a FLOW_MOD add does
 	}
-	out := make([]*frameSet, len(pairs))
-	errs := make([]error, len(pairs))
+	out := make([]*frameSet, pairs)
+	errs := make([]error, pairs)
 	var wg sync.WaitGroup
-	for k, pr := range pairs {
+	for k := range pairs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[k], errs[k] = ruleFrames(rs, oracle, id2rule, k, flows, pr.genMAC, benchDstMACBytes())
+			out[k], errs[k] = ruleFrames(rs, oracle, id2rule, k, flows)
 		}()
 	}
 	wg.Wait()
@@ -171,10 +172,6 @@ func ruleSetFrames(rs *ruleSet, pairs []*fwdPair, flows int) ([]*frameSet, error
 		}
 	}
 	return out, nil
-}
-
-func benchDstMACBytes() []byte {
-	return []byte{0x02, 0, 0, 0, 0, 0xfe}
 }
 
 // randomKey is a random base header on inPort: locally administered

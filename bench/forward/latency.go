@@ -61,7 +61,15 @@ func (e *fwdEnv) scrapeLatency() *latHist {
 }
 
 // parseLatency finds the latency histogram in a Prometheus text page.
-func parseLatency(r io.Reader) (*latHist, error) {
+func parseLatency(r io.Reader) (_ *latHist, err error) {
+	// expfmt's parser (prometheus/common v0.66.1) panics on some malformed
+	// pages (a label block before any metric name, FuzzParseLatency's
+	// corpus): such a page is an error here.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("malformed metrics page (%v)", p)
+		}
+	}()
 	p := expfmt.NewTextParser(model.LegacyValidation)
 	mfs, err := p.TextToMetricFamilies(r)
 	if err != nil {

@@ -3,6 +3,7 @@ package forward
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -62,8 +63,8 @@ func parseRuleset(s string) error {
 // loadRuleset builds the rule set of a non-trivial --ruleset for 'pairs'
 // port pairs. Synthetic rules that match in_port (a random 32-bit value in
 // GSwitch's generator) are moved onto a generator port, rule i onto pair
-// i mod pairs, keeping its class.
-func loadRuleset(spec string, pairs int) (*ruleSet, error) {
+// i mod pairs, keeping its class. What it leaves out is said on log.
+func loadRuleset(spec string, pairs int, log io.Writer) (*ruleSet, error) {
 	kind, arg, _ := strings.Cut(spec, ":")
 	rs := &ruleSet{spec: spec}
 	switch kind {
@@ -117,7 +118,7 @@ func loadRuleset(spec string, pairs int) (*ruleSet, error) {
 		kept = append(kept, exp...)
 	}
 	if left > 0 {
-		fmt.Fprintf(os.Stderr, "bench forward: --ruleset %s: %d of %d entries left out (port masks OpenFlow 1.3 cannot carry, over %d ports), %d entries after expanding the others\n", spec, left, len(rs.rules), maxPortExpand, len(kept))
+		fmt.Fprintf(log, "bench forward: --ruleset %s: %d of %d entries left out (port masks OpenFlow 1.3 cannot carry, over %d ports), %d entries after expanding the others\n", spec, left, len(rs.rules), maxPortExpand, len(kept))
 	}
 	rs.rules = kept
 	if len(rs.rules) == 0 {

@@ -3,7 +3,7 @@ package forward
 import (
 	"bytes"
 	"errors"
-	"net"
+	"io"
 	"strings"
 	"testing"
 
@@ -42,15 +42,11 @@ func TestRuleFrames(t *testing.T) {
 	for _, spec := range []string{"synthetic:2000,64", "classbench:" + acl1} {
 		t.Run(spec, func(t *testing.T) {
 			const pairs, n = 3, 512
-			rs, err := loadRuleset(spec, pairs)
+			rs, err := loadRuleset(spec, pairs, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var prs []*fwdPair
-			for k := range pairs {
-				prs = append(prs, &fwdPair{genMAC: net.HardwareAddr{2, 0, 0, 0, byte(k), 1}})
-			}
-			sets, err := ruleSetFrames(rs, prs, n)
+			sets, err := ruleSetFrames(rs, pairs, n)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +99,7 @@ func TestRuleFrames(t *testing.T) {
 }
 
 func TestRulesetFlowModsAndOVS(t *testing.T) {
-	rs, err := loadRuleset("synthetic:300,30", 2)
+	rs, err := loadRuleset("synthetic:300,30", 2, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +124,7 @@ func TestRulesetFlowModsAndOVS(t *testing.T) {
 			t.Errorf("table 1 rule %d: %+v", k, fm)
 		}
 	}
-	rs1, err := loadRuleset("synthetic:300,30", 1)
+	rs1, err := loadRuleset("synthetic:300,30", 1, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +166,7 @@ func TestRulesetFlowModsAndOVS(t *testing.T) {
 // differ from the oracle's).
 func TestRulesetOverOpenFlow(t *testing.T) {
 	for _, spec := range []string{"synthetic:2000,64", "classbench:" + acl1} {
-		rs, err := loadRuleset(spec, 2)
+		rs, err := loadRuleset(spec, 2, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}

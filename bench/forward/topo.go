@@ -198,11 +198,11 @@ func (e *fwdEnv) makeTraffic() error {
 		return nil
 	}
 	t0 := time.Now()
-	rs, err := loadRuleset(e.f.ruleset, len(e.pairs))
+	rs, err := loadRuleset(e.f.ruleset, len(e.pairs), e.log)
 	if err != nil {
 		return fmt.Errorf("--ruleset: %w", err)
 	}
-	if e.frames, err = ruleSetFrames(rs, e.pairs, e.f.flows); err != nil {
+	if e.frames, err = ruleSetFrames(rs, len(e.pairs), e.f.flows); err != nil {
 		return fmt.Errorf("--ruleset %s: %w", e.f.ruleset, err)
 	}
 	e.rs = rs
