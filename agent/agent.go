@@ -136,7 +136,7 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 		return d, err
 	}
 	d.sw, err = pipeline.New(pipeline.Config{
-		DatapathID: st.dpid, Tables: st.Tables, MaxFlows: st.MaxFlows, Classifier: d.eng,
+		DatapathID: st.dpid, Tables: st.Tables, MaxFlows: st.MaxFlows, Classifier: d.eng, Algo: st.algo,
 		FailMode: st.failMode, MaxDelay: st.MaxDelay, BatchSize: st.BatchSize, Logger: log,
 		Router: d.pipelineRouter(), LPMIDBase: lpmBase,
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/datapath/pipeline"
+	"github.com/gswitch/gswitch/tables/flow"
 	"github.com/gswitch/gswitch/tables/rule"
 )
 
@@ -46,6 +47,7 @@ type Config struct {
 	BatchSize   int                 `yaml:"batch_size"`
 	Tables      int                 `yaml:"tables"`
 	MaxFlows    int                 `yaml:"max_flows"`
+	Classifier  string              `yaml:"classifier"` // the flow tables' search: linear, tuple (empty: tuple), bloom or merge
 	Metrics     string              `yaml:"metrics"`
 	CtlSocket   string              `yaml:"ctl_socket"`
 	LogLevel    string              `yaml:"log_level"`
@@ -93,6 +95,7 @@ func (c *Config) rxQueues(pc PortConfig) int {
 type settings struct {
 	Config
 	dpid      uint64
+	algo      flow.Algo // Classifier
 	failMode  pipeline.FailMode
 	logLevel  slog.Level
 	tlsClient *tls.Config // for tls:/ssl: controllers; nil without such a target
@@ -153,6 +156,7 @@ type Flags struct {
 	tlsKey, tlsCert, tlsCA                          string
 	maxDelay                                        time.Duration
 	minBatch, batchSize, tables, maxFlows, rxQueues int
+	classifier                                      string
 	ports, controllers, listen                      multiFlag
 	printConfig                                     bool
 	routerPorts                                     multiFlag
@@ -188,6 +192,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.IntVar(&f.rxQueues, "rx-queues", 0, "receive queues per port: `N` (1..64) AF_PACKET rings in a PACKET_FANOUT group, each read by its own goroutine; 1: one ring, no fanout")
 	fs.IntVar(&f.tables, "tables", 0, "number of OpenFlow flow tables: `N` (1..254)")
 	fs.IntVar(&f.maxFlows, "max-flows", 0, "flow entries per table at most: `N`")
+	fs.StringVar(&f.classifier, "classifier", "", "the flow tables' search: `ALGO` of linear, tuple (the default), bloom or merge (merged tuple search, fastest on many classes)")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics on http://`ADDR`/metrics (e.g. :9100; empty: off)")
 	fs.StringVar(&f.ctl, "ctl-socket", "", "control socket for gswitchctl: `PATH` (mode 0600)")
 	fs.StringVar(&f.lv, "log-level", "", "log level: `debug`, info, warn or error")
@@ -257,6 +262,7 @@ func (f *Flags) override(c *Config) error {
 	setIf(set, "batch-size", &c.BatchSize, f.batchSize)
 	setIf(set, "tables", &c.Tables, f.tables)
 	setIf(set, "max-flows", &c.MaxFlows, f.maxFlows)
+	setIf(set, "classifier", &c.Classifier, f.classifier)
 	setIf(set, "max-delay", &c.MaxDelay, f.maxDelay)
 	setIf(set, "rx-queues", &c.RxQueues, f.rxQueues)
 	setIf(set, "tls-private-key", &c.TLS.PrivateKey, f.tlsKey)
@@ -346,6 +352,12 @@ func check(c Config) (*settings, error) {
 	}
 	if st.failMode, err = pipeline.ParseFailMode(c.FailMode); err != nil {
 		return nil, configErr("%v", err)
+	}
+	st.algo = flow.Tuple
+	if c.Classifier != "" {
+		if st.algo, err = flow.ParseAlgo(c.Classifier); err != nil {
+			return nil, configErr("classifier: %v", err)
+		}
 	}
 	if err := st.logLevel.UnmarshalText([]byte(c.LogLevel)); err != nil {
 		return nil, configErr("log level %q: want debug, info, warn or error", c.LogLevel)

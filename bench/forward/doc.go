@@ -32,6 +32,49 @@
 // counters, the kernel's backlog drops and the cores busy (machine,
 // switch, hypervisor steal).
 //
+// # Rule sets where classification matters
+//
+// With --ruleset synthetic:N,C[,F,Cm,f] (GSwitch §6's generator, as bench
+// classify) or classbench:FILE (ClassBench, e.g. acl1), table 0 holds the
+// rule set, each rule's instruction goto_table:1 or, for one rule in 8
+// drawn at random, none (a drop), and table 1 maps in_port 2k+1 to the
+// pair's other port 2k+2 (ruleset.go). The rules are what OpenFlow 1.3
+// carries: no tcp_flags match, and a ClassBench port range's masked
+// entries expanded into exact ports up to 64 a mask (larger ones left out
+// and counted); a synthetic rule matching in_port is moved onto a
+// generator's port (rule i onto pair i mod pairs), keeping its class. Open
+// vSwitch gets the same two tables as an ovs-ofctl file.
+//
+// The traffic (frames.go): per pair, --flows different 60-byte frames
+// (64 on the wire), each a random header with a random eligible rule's
+// matched bits laid over it, so the frames hit the rules uniformly and no
+// per-flow cache helps; the generator sends them in order, over and over.
+// Each template is parsed with the datapath's own key extractor and looked
+// up in a tuple-space table of the same rules (the oracle) to know whether
+// its frames must leave by the pair's sink port or be dropped by their
+// rule. A step reports sent, expected (what the rules forward),
+// dropped_by_rule and received, and loss_pct against expected; a sink that
+// counts more than expected fails the run. With --sink ring and --check,
+// every arriving frame is checked by its mark (step and sequence number in
+// the TCP sequence and acknowledgement numbers, or the last 8 bytes):
+// one whose rule drops it is counted as misrouted and fails the run.
+//
+// Targets gswitchd-cpu and gswitchd-gpu are gswitchd with the CPU and the
+// GPU backend (gswitchd alone takes --backend); --classifier picks
+// gswitchd's flow-table search (merge, the fastest on many classes, by
+// default); --switch-cpus holds gswitchd and plain to a core list
+// (taskset), so that the CPU and GPU paths are compared on equal cores.
+//
+// # Latency
+//
+// gswitchd runs with a metrics listener; each step scrapes its histogram
+// gswitch_frame_latency_seconds (kernel receive timestamp to the end of the
+// frame's batch in the pipeline) before and after and reports the step's
+// latency_p50_us and latency_p99_us (interpolated in √2-wide buckets).
+// With --latency-step, after a gswitchd series with a lossless rate, one
+// more step runs at half that rate (half_lossless: true, not part of the series): the latency of
+// a switch that is not overloaded.
+//
 // gswitchd is started afresh for each rule count, its rules installed over
 // OpenFlow before the series. Besides the series, gswitchd and Open
 // vSwitch each take --flowmods FLOW_MODs in batches of --flowmod-batch, a

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/bench/benchutil"
+	"github.com/gswitch/gswitch/tables/flow"
 )
 
 // lossThresholdPct is the loss under which a step counts as lossless.
@@ -43,15 +44,29 @@ type fwdFlags struct {
 	sink         string // counter or ring
 	rounds       int    // times the whole target list runs, alternating its order
 	json         bool
+	ruleset      string // trivial, synthetic:N,C[,...] or classbench:FILE
+	flows        int    // rule-set traffic: frame templates per pair
+	check        bool   // rule-set traffic: fail on any frame the rules drop that arrived
+	switchCPUs   string // taskset -c LIST for the switch under test (gswitchd, plain); empty: any
+	classifier   string // gswitchd's --classifier
+	latencyStep  bool   // after a gswitchd series, a step at half its lossless rate
 }
 
-var fwdTargets = []string{"gswitchd", "ovs", "bridge", "plain"}
+// fwdTargets: gswitchd runs with --backend; gswitchd-cpu and gswitchd-gpu
+// with the CPU and the GPU backend whatever --backend says.
+var fwdTargets = []string{"gswitchd", "gswitchd-cpu", "gswitchd-gpu", "ovs", "bridge", "plain"}
+
+// isGswitchd reports whether target is one of gswitchd's.
+func isGswitchd(target string) bool { return strings.HasPrefix(target, "gswitchd") }
+
+// trivial reports whether the run uses the trivial rule set (--rules).
+func (f *fwdFlags) trivial() bool { return f.ruleset == "trivial" }
 
 func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs := flag.NewFlagSet("bench forward", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := &fwdFlags{}
-	targets := fs.String("targets", "gswitchd,ovs,bridge,plain", "switches to measure, in this order: `LIST` of gswitchd, ovs (Open vSwitch, userspace datapath), bridge (Linux bridge), plain (the floor: a Go forwarder of the same AF_PACKET ports with no tables, each frame sent on from the receive ring)")
+	targets := fs.String("targets", "gswitchd,ovs,bridge,plain", "switches to measure, in this order: `LIST` of gswitchd (its --backend), gswitchd-cpu, gswitchd-gpu (gswitchd with that backend), ovs (Open vSwitch, userspace datapath), bridge (Linux bridge), plain (the floor: a Go forwarder of the same AF_PACKET ports with no tables, each frame sent on from the receive ring)")
 	rules := fs.String("rules", "1000,10000", "installed OpenFlow rule counts, one series each: `LIST` (N-1 exact ipv4_dst rules that do not match the traffic plus one in_port=1,actions=output:2; k/M suffixes)")
 	rates := fs.String("rates", "250k,500k,1M,1.5M,2M,max", "offered loads in frames/s, one step each: `LIST` (k/M suffixes; max: as fast as the sender can)")
 	fs.DurationVar(&f.duration, "duration", 3*time.Second, "traffic time of each step")
@@ -69,6 +84,12 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs.IntVar(&f.batch, "batch", 64, "frames per sendmmsg of the generator")
 	fs.StringVar(&f.sink, "sink", "counter", "how each sink counts what reaches it: counter (its interface's rx_packets; no socket, so the sink's receive costs the switch under test least) or ring (an AF_PACKET ring counting only this step's test frames; its copy runs in the switch's transmit call)")
 	fs.IntVar(&f.rounds, "rounds", 1, "run the target list `N` times, in turn forwards and backwards (gswitchd,plain then plain,gswitchd ...), and print each target's medians over the rounds (the FLOW_MOD runs: first round only)")
+	fs.StringVar(&f.ruleset, "ruleset", "trivial", "table 0's rules: `SET` of trivial (--rules: N-1 exact ipv4_dst rules that miss plus an in_port rule per pair), synthetic:N,C[,F,Cm,f] (GSwitch §6: N rules in C classes) or classbench:FILE (e.g. ../shared/data/classbench/acl1_20000.txt); with a rule set, each rule goes to table 1 (in_port to the pair's other port) or drops (one in 8), and the traffic hits the rules uniformly")
+	fs.IntVar(&f.flows, "flows", 65536, "rule-set traffic: different frames (headers) per pair, sent in turn, a power of two")
+	fs.BoolVar(&f.check, "check", false, "rule-set traffic: with --sink ring, check every frame that arrives against the rules (a frame its rule drops must not arrive) and fail the run on any; with either sink, fail when more frames arrive than the rules forward")
+	fs.StringVar(&f.classifier, "classifier", "merge", "gswitchd's --classifier, its flow tables' search: `ALGO` of linear, tuple, bloom or merge (the fastest on many classes)")
+	fs.BoolVar(&f.latencyStep, "latency-step", false, "after each gswitchd series with a lossless rate, one more step at half that rate (half_lossless: its latency_p50_us and latency_p99_us are the latency of a switch that is not overloaded)")
+	fs.StringVar(&f.switchCPUs, "switch-cpus", "", "run gswitchd and plain on these cores only: `LIST` for taskset -c (e.g. 0-3); empty: any core")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per step, per flow-mod run and (with --rounds above 1) per median instead of tables")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -108,7 +129,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 		return nil, fmt.Errorf("%w: --pairs %d: 1 to 32", benchutil.ErrUsage, f.pairs)
 	case f.pairs > 1 && (slices.Contains(f.targets, "ovs") || slices.Contains(f.targets, "bridge")):
 		return nil, fmt.Errorf("%w: --pairs %d: only with --targets gswitchd and plain (the bridge would flood every frame to all the pairs' ports)", benchutil.ErrUsage, f.pairs)
-	case slices.Min(f.rules) < f.pairs:
+	case f.ruleset == "trivial" && slices.Min(f.rules) < f.pairs:
 		return nil, fmt.Errorf("%w: --rules %d: at least one rule per pair (%d)", benchutil.ErrUsage, slices.Min(f.rules), f.pairs)
 	case f.rxQueues < 1 || f.rxQueues > 64:
 		return nil, fmt.Errorf("%w: --rx-queues %d: 1 to 64", benchutil.ErrUsage, f.rxQueues)
@@ -116,6 +137,16 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 		return nil, fmt.Errorf("%w: --sink %q: counter or ring", benchutil.ErrUsage, f.sink)
 	case f.backend != "cpu" && f.backend != "gpu" && f.backend != "auto":
 		return nil, fmt.Errorf("%w: --backend %q: cpu, gpu or auto", benchutil.ErrUsage, f.backend)
+	case f.flows < 1 || f.flows > 1<<22 || f.flows&(f.flows-1) != 0:
+		return nil, fmt.Errorf("%w: --flows %d: a power of two, 1 to 4M", benchutil.ErrUsage, f.flows)
+	case strings.ContainsAny(f.switchCPUs, " \t;&|$`'\""):
+		return nil, fmt.Errorf("%w: --switch-cpus %q: a core list such as 0-3 or 0,2,4", benchutil.ErrUsage, f.switchCPUs)
+	}
+	if _, err := flow.ParseAlgo(f.classifier); err != nil {
+		return nil, fmt.Errorf("%w: --classifier: %v", benchutil.ErrUsage, err)
+	}
+	if err := parseRuleset(f.ruleset); err != nil {
+		return nil, fmt.Errorf("%w: --ruleset: %v", benchutil.ErrUsage, err)
 	}
 	return f, nil
 }
@@ -126,7 +157,7 @@ func parseTargets(s string) ([]string, error) {
 	for _, t := range strings.Split(s, ",") {
 		t = strings.TrimSpace(t)
 		if !slices.Contains(fwdTargets, t) {
-			return nil, fmt.Errorf("unknown target %q (want gswitchd, ovs, bridge or plain)", t)
+			return nil, fmt.Errorf("unknown target %q (want gswitchd, gswitchd-cpu, gswitchd-gpu, ovs, bridge or plain)", t)
 		}
 		if slices.Contains(out, t) {
 			return nil, fmt.Errorf("target %q twice", t)
@@ -212,18 +243,27 @@ func parseRates(s string) ([]int64, error) {
 
 // Step is one offered-load step, one JSON line with --json.
 type Step struct {
-	Bench          string  `json:"bench"`     // forward
-	Target         string  `json:"target"`    // gswitchd | ovs | bridge | plain
-	Backend        string  `json:"backend"`   // gswitchd's backend; empty otherwise
-	Rules          int     `json:"rules"`     // installed rules (0 for the bridge and plain)
-	Round          int     `json:"round"`     // 1..--rounds
-	Pairs          int     `json:"pairs"`     // generator/sink pairs (port pairs of the switch)
-	RxQueues       int     `json:"rx_queues"` // gswitchd's receive queues per port
-	AskedPPS       int64   `json:"asked_pps"`
-	OfferedPPS     float64 `json:"offered_pps"`   // frames the sender's kernel accepted per second
-	ForwardedPPS   float64 `json:"forwarded_pps"` // frames the sink received per second of the step
-	Sent           uint64  `json:"sent"`
-	Received       uint64  `json:"received"`
+	Bench        string  `json:"bench"`     // forward
+	Target       string  `json:"target"`    // gswitchd | ovs | bridge | plain
+	Backend      string  `json:"backend"`   // gswitchd's backend; empty otherwise
+	Rules        int     `json:"rules"`     // installed rules (0 for the bridge and plain)
+	Ruleset      string  `json:"ruleset"`   // --ruleset: trivial, synthetic:N,C or classbench:FILE
+	Round        int     `json:"round"`     // 1..--rounds
+	Pairs        int     `json:"pairs"`     // generator/sink pairs (port pairs of the switch)
+	RxQueues     int     `json:"rx_queues"` // gswitchd's receive queues per port
+	AskedPPS     int64   `json:"asked_pps"`
+	OfferedPPS   float64 `json:"offered_pps"`   // frames the sender's kernel accepted per second
+	ForwardedPPS float64 `json:"forwarded_pps"` // frames the sink received per second of the step
+	Sent         uint64  `json:"sent"`
+	Received     uint64  `json:"received"`
+	// Expected is the frames the rules forward of those sent (all of them
+	// for the trivial set and for targets without rules), DroppedByRule
+	// the rest; loss_pct is Received against Expected. Misrouted (ring
+	// sink, rule-set traffic) counts frames that arrived although their
+	// rule drops them.
+	Expected       uint64  `json:"expected"`
+	DroppedByRule  uint64  `json:"dropped_by_rule"`
+	Misrouted      uint64  `json:"misrouted"`
 	LossPct        float64 `json:"loss_pct"`
 	MaxLosslessPPS float64 `json:"max_lossless_pps"` // the series': highest offered_pps with loss < 0.1%
 	FrameBytes     int     `json:"frame_bytes"`      // on the wire, FCS included
@@ -242,6 +282,13 @@ type Step struct {
 	// on the CPU and on GPUs over the step.
 	SwitchKeysOnCPU uint64 `json:"switch_keys_cpu,omitempty"`
 	SwitchKeysOnGPU uint64 `json:"switch_keys_gpu,omitempty"`
+	// gswitchd's per-frame latency over the step (its histogram
+	// gswitch_frame_latency_seconds: receive ring to the end of the
+	// pipeline), p50 and p99 in µs; HalfLossless marks the step run after
+	// the series at half its max_lossless_pps (not part of the series).
+	LatencyP50us float64 `json:"latency_p50_us,omitempty"`
+	LatencyP99us float64 `json:"latency_p99_us,omitempty"`
+	HalfLossless bool    `json:"half_lossless,omitempty"`
 	// CPU over the step and its settle time: cores the whole machine kept
 	// busy (/proc/stat: senders, sinks, the kernel's veth work, the switch)
 	// and cores gswitchd's process used (its user and system time).

@@ -111,9 +111,16 @@ func (e *fwdEnv) runOVS() ([]Step, []FlowMods, error) {
 		return e.ovsCmd(append([]string{"ovs-ofctl", "-O", "OpenFlow13"}, args...)...)
 	}
 	var steps []Step
-	for _, n := range e.f.rules {
+	for _, n := range e.ruleCounts() {
 		file := filepath.Join(e.dir, fmt.Sprintf("rules-%d.txt", n))
-		if err := os.WriteFile(file, []byte(ruleFile(n)), 0o644); err != nil {
+		text := ruleFile(n)
+		if e.rs != nil {
+			var err error
+			if text, err = e.rs.ovsFile(); err != nil {
+				return steps, nil, fmt.Errorf("ovs: %w", err)
+			}
+		}
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 			return steps, nil, err
 		}
 		if err := ofctl("del-flows", mgmt); err != nil {

@@ -127,7 +127,8 @@ func (e *fwdEnv) runPlain() ([]Step, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plain: finding the running program's binary: %w", err)
 	}
-	args := append([]string{self}, PlainForwarderArgs...)
+	args := append(e.tasksetArgs(), self)
+	args = append(args, PlainForwarderArgs...)
 	args = append(args, "--pairs", fmt.Sprint(len(e.pairs)), "--max-delay", e.f.maxDelay)
 	if e.f.batchSize > 0 {
 		args = append(args, "--batch-size", fmt.Sprint(e.f.batchSize))

@@ -47,8 +47,14 @@ type fwdEnv struct {
 	pairs   []*fwdPair
 	dstMAC  net.HardwareAddr // the test frames' destination: see benchDstMAC
 
+	// The traffic: each pair's frames (with what the rules do with them)
+	// and the rule set of a --ruleset other than trivial (nil: trivial).
+	frames []*frameSet
+	rs     *ruleSet
+
 	gswitchdBin string
 	ctlSocket   string   // the running gswitchd's control socket; empty when none runs
+	metricsAddr string   // the running gswitchd's metrics listener (switch namespace); empty when none runs
 	swPid       int      // the running gswitchd's process id
 	cleanups    []func() // run in reverse by close
 }
@@ -109,7 +115,7 @@ func newFwdEnv(ctx context.Context, f *fwdFlags, log io.Writer) (_ *fwdEnv, err 
 			e.close()
 		}
 	}()
-	if slices.Contains(f.targets, "gswitchd") {
+	if slices.ContainsFunc(f.targets, isGswitchd) {
 		if e.gswitchdBin, err = e.buildGswitchd(); err != nil {
 			return nil, err
 		}
@@ -177,7 +183,46 @@ func newFwdEnv(ctx context.Context, f *fwdFlags, log io.Writer) (_ *fwdEnv, err 
 			}
 		}
 	}
+	if err := e.makeTraffic(); err != nil {
+		return nil, err
+	}
 	return e, nil
+}
+
+// makeTraffic loads the rule set and builds each pair's frames.
+func (e *fwdEnv) makeTraffic() error {
+	if e.f.trivial() {
+		for _, pr := range e.pairs {
+			e.frames = append(e.frames, trivialFrames(e.dstMAC, pr.genMAC, e.f.srcPorts))
+		}
+		return nil
+	}
+	t0 := time.Now()
+	rs, err := loadRuleset(e.f.ruleset, len(e.pairs), e.log)
+	if err != nil {
+		return fmt.Errorf("--ruleset: %w", err)
+	}
+	if e.frames, err = ruleSetFrames(rs, len(e.pairs), e.f.flows); err != nil {
+		return fmt.Errorf("--ruleset %s: %w", e.f.ruleset, err)
+	}
+	e.rs = rs
+	var fwd, n uint64
+	for _, fs := range e.frames {
+		fwd += fs.expected(uint64(len(fs.tmpl)))
+		n += uint64(len(fs.tmpl))
+	}
+	fmt.Fprintf(e.log, "bench forward: --ruleset %s: %d rules; %d frames per pair, %.1f%% of them forwarded by their rule (%v)\n",
+		e.f.ruleset, len(rs.rules), e.f.flows, 100*float64(fwd)/float64(n), time.Since(t0).Round(time.Millisecond))
+	return nil
+}
+
+// ruleCounts is the series each rule-installing target runs: --rules, or
+// the rule set once.
+func (e *fwdEnv) ruleCounts() []int {
+	if e.rs != nil {
+		return []int{len(e.rs.rules)}
+	}
+	return e.f.rules
 }
 
 // disableIPv6 keeps the kernel's own IPv6 traffic (router solicitations,
@@ -388,7 +433,11 @@ func (e *fwdEnv) dialOF(port int, d *daemonProc) (*ofClient, error) {
 func (e *fwdEnv) runTarget(target string) ([]Step, []FlowMods, error) {
 	switch target {
 	case "gswitchd":
-		return e.runGswitchd()
+		return e.runGswitchd(target, e.f.backend)
+	case "gswitchd-cpu":
+		return e.runGswitchd(target, "cpu")
+	case "gswitchd-gpu":
+		return e.runGswitchd(target, "gpu")
 	case "ovs":
 		return e.runOVS()
 	case "bridge":
@@ -403,9 +452,9 @@ func (e *fwdEnv) runTarget(target string) ([]Step, []FlowMods, error) {
 
 // startGswitchd runs gswitchd in the switch namespace with p1, p2, ... as
 // ports 1, 2, ... and an OpenFlow listener, and connects to it.
-func (e *fwdEnv) startGswitchd(maxFlows int) (*daemonProc, *ofClient, error) {
+func (e *fwdEnv) startGswitchd(maxFlows int, backend string) (*daemonProc, *ofClient, error) {
 	port := 16000 + rand.IntN(20000)
-	args := []string{e.gswitchdBin}
+	args := append(e.tasksetArgs(), e.gswitchdBin)
 	for i := 1; i <= 2*len(e.pairs); i++ {
 		args = append(args, "--port", fmt.Sprintf("%d=p%d", i, i))
 	}
@@ -417,8 +466,9 @@ func (e *fwdEnv) startGswitchd(maxFlows int) (*daemonProc, *ofClient, error) {
 	}
 	d, err := e.start(e.sw, "gswitchd", append(args,
 		"--listen", fmt.Sprintf("ptcp:%d:127.0.0.1", port), "--fail-mode", "secure", "--datapath-id", "1",
-		"--backend", e.f.backend, "--max-delay", e.f.maxDelay, "--rx-queues", fmt.Sprint(e.f.rxQueues), "--max-flows", fmt.Sprint(maxFlows+16),
-		"--ctl-socket", filepath.Join(e.dir, "gswitchd.sock"), "--log-level", "warn")...)
+		"--backend", backend, "--classifier", e.f.classifier, "--max-delay", e.f.maxDelay, "--rx-queues", fmt.Sprint(e.f.rxQueues), "--max-flows", fmt.Sprint(maxFlows+16),
+		"--ctl-socket", filepath.Join(e.dir, "gswitchd.sock"), "--log-level", "warn",
+		"--metrics", fmt.Sprintf("127.0.0.1:%d", port+1))...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -428,29 +478,48 @@ func (e *fwdEnv) startGswitchd(maxFlows int) (*daemonProc, *ofClient, error) {
 		return nil, nil, fmt.Errorf("gswitchd: %w", err)
 	}
 	e.ctlSocket = filepath.Join(e.dir, "gswitchd.sock")
+	e.metricsAddr = fmt.Sprintf("127.0.0.1:%d", port+1)
 	e.swPid = d.cmd.Process.Pid
 	return d, c, nil
 }
 
-func (e *fwdEnv) runGswitchd() ([]Step, []FlowMods, error) {
+// tasksetArgs is the command prefix that holds the switch under test to
+// --switch-cpus (none without it).
+func (e *fwdEnv) tasksetArgs() []string {
+	if e.f.switchCPUs == "" {
+		return nil
+	}
+	return []string{"taskset", "-c", e.f.switchCPUs}
+}
+
+// flowModsFor is the FLOW_MODs of a series with n rules: --rules' trivial
+// set, or the rule set.
+func (e *fwdEnv) flowModsFor(n int) [][]byte {
+	if e.rs != nil {
+		return e.rs.flowMods(len(e.pairs), 100)
+	}
+	return ruleFlowMods(n, len(e.pairs), 100)
+}
+
+func (e *fwdEnv) runGswitchd(target, backend string) ([]Step, []FlowMods, error) {
 	var steps []Step
-	for _, n := range e.f.rules {
-		d, c, err := e.startGswitchd(n)
+	for _, n := range e.ruleCounts() {
+		d, c, err := e.startGswitchd(n, backend)
 		if err != nil {
 			return steps, nil, err
 		}
-		if _, _, err := c.installFlowMods(ruleFlowMods(n, len(e.pairs), 100), 1000); err != nil {
+		if _, _, err := c.installFlowMods(e.flowModsFor(n), 1000); err != nil {
 			d.stop()
 			return steps, nil, fmt.Errorf("installing %d rules: %w", n, err)
 		}
-		s, err := e.series("gswitchd", e.f.backend, n)
+		s, err := e.series(target, backend, n)
 		steps = append(steps, s...)
 		if err == nil {
 			err = d.exited()
 		}
 		c.conn.Close()
 		d.stop()
-		e.ctlSocket, e.swPid = "", 0
+		e.ctlSocket, e.metricsAddr, e.swPid = "", "", 0
 		if err != nil {
 			return steps, nil, err
 		}
@@ -458,13 +527,13 @@ func (e *fwdEnv) runGswitchd() ([]Step, []FlowMods, error) {
 	if e.f.flowmods == 0 || e.round > 1 {
 		return steps, nil, nil
 	}
-	d, c, err := e.startGswitchd(e.f.flowmods)
+	d, c, err := e.startGswitchd(e.f.flowmods, backend)
 	if err != nil {
 		return steps, nil, err
 	}
-	defer func() { d.stop(); e.ctlSocket, e.swPid = "", 0 }()
+	defer func() { d.stop(); e.ctlSocket, e.metricsAddr, e.swPid = "", "", 0 }()
 	defer c.conn.Close()
-	fm, err := e.flowModRun(c, "gswitchd", e.f.backend)
+	fm, err := e.flowModRun(c, target, backend)
 	if err != nil {
 		return steps, nil, err
 	}
@@ -489,87 +558,18 @@ func (e *fwdEnv) flowModRun(c *ofClient, target, backend string) (FlowMods, erro
 	}, nil
 }
 
-// series runs the warm-up and one step per rate.
-func (e *fwdEnv) series(target, backend string, rules int) ([]Step, error) {
-	// Warm-up (not counted): lets the bridge and OVS learn and cache the
-	// flows, and gswitchd settle after its start and the rule installation
-	// (with a 0.5 s warm-up the first step lost 2-3% in gswitchd's
-	// receive ring, at rates the later steps passed without loss).
-	e.step++
-	if _, _, err := e.generateAll(20000, 1500*time.Millisecond); err != nil {
-		return nil, err
-	}
-	time.Sleep(e.f.settle)
-	for k, pr := range e.pairs {
-		if n, err := pr.sink.frames(); err != nil {
-			return nil, err
-		} else if n == 0 {
-			return nil, fmt.Errorf("%s with %d rules forwarded none of the warm-up frames of pair %d: is the switch forwarding p%d to p%d?", target, rules, k, 2*k+1, 2*k+2)
-		}
-	}
-	var steps []Step
-	for _, rate := range e.f.rates {
-		if err := e.ctx.Err(); err != nil {
-			return steps, err
-		}
-		e.step++
-		before := e.sinkRingDrops()
-		backlog0 := backlogDrops()
-		sw0 := e.switchCounters()
-		cpu0 := readCPU(e.swPid)
-		sent, dur, err := e.generateAll(rate, e.f.duration)
-		if err != nil {
-			return steps, err
-		}
-		time.Sleep(e.f.settle)
-		var got uint64
-		for _, pr := range e.pairs {
-			n, err := pr.sink.frames()
-			if err != nil {
-				return steps, err
-			}
-			got += n
-		}
-		if got > sent {
-			return steps, fmt.Errorf("%s: the sinks counted %d frames of %d sent: frames other than the test traffic reached them (--sink counter counts every frame; --sink ring checks each)", target, got, sent)
-		}
-		s := Step{
-			Bench: "forward", Target: target, Backend: backend, Rules: rules, Round: e.round, AskedPPS: rate,
-			Pairs: len(e.pairs), RxQueues: e.f.rxQueues, Sink: e.f.sink,
-			OfferedPPS: float64(sent) / dur.Seconds(), ForwardedPPS: float64(got) / dur.Seconds(),
-			Sent: sent, Received: got, LossPct: lossPct(sent, got), FrameBytes: wireLen,
-			DurationS: dur.Seconds(), SinkRingDrops: e.sinkRingDrops() - before,
-			BacklogDrops: backlogDrops() - backlog0,
-			Machine:      benchutil.Machine(), Time: time.Now().UTC().Format(time.RFC3339),
-		}
-		if sw1 := e.switchCounters(); sw0 != nil && sw1 != nil {
-			s.SwitchRx, s.SwitchRxDropped, s.SwitchTx = sw1[0]-sw0[0], sw1[1]-sw0[1], sw1[2]-sw0[2]
-			s.SwitchKeysOnCPU, s.SwitchKeysOnGPU = sw1[3]-sw0[3], sw1[4]-sw0[4]
-		}
-		s.BusyCores, s.StealCores, s.SwitchCores = readCPU(e.swPid).since(cpu0)
-		fmt.Fprintf(e.log, "bench forward: round %d %s rules=%d asked=%d offered=%.0f forwarded=%.0f loss=%.3f%% (backlog drops %d, sink ring drops %d, switch rx %d rx-dropped %d tx %d, keys cpu %d gpu %d; busy cores %.1f, stolen %.1f, switch %.1f)\n",
-			e.round, target, rules, rate, s.OfferedPPS, s.ForwardedPPS, s.LossPct, s.BacklogDrops, s.SinkRingDrops, s.SwitchRx, s.SwitchRxDropped, s.SwitchTx,
-			s.SwitchKeysOnCPU, s.SwitchKeysOnGPU, s.BusyCores, s.StealCores, s.SwitchCores)
-		steps = append(steps, s)
-	}
-	ml := maxLossless(steps)
-	for i := range steps {
-		steps[i].MaxLosslessPPS = ml
-	}
-	return steps, nil
-}
-
 // generateAll starts counting a new step (e.step) on every sink and runs
 // every pair's generator at once, each at rate/pairs frames/s (0: as fast
-// as each can), for dur. It returns the frames sent in all and the longest
-// generator's time.
-func (e *fwdEnv) generateAll(rate int64, dur time.Duration) (uint64, time.Duration, error) {
+// as each can), for dur. It returns the frames each pair sent and the
+// longest generator's time.
+func (e *fwdEnv) generateAll(fsets []*frameSet, rate int64, dur time.Duration) ([]uint64, time.Duration, error) {
 	for _, pr := range e.pairs {
 		if err := pr.sink.begin(e.step); err != nil {
-			return 0, 0, err
+			return nil, 0, err
 		}
 	}
 	type res struct {
+		k    int
 		sent uint64
 		d    time.Duration
 		err  error
@@ -579,18 +579,18 @@ func (e *fwdEnv) generateAll(rate int64, dur time.Duration) (uint64, time.Durati
 	if rate > 0 {
 		per = max(per, 1)
 	}
-	for _, pr := range e.pairs {
+	for k, pr := range e.pairs {
 		go func() {
-			sent, d, err := generate(pr.genPort, e.dstMAC, pr.genMAC, e.f.srcPorts, e.f.batch, e.step, per, dur)
-			out <- res{sent, d, err}
+			sent, d, err := generate(pr.genPort, fsets[k], e.f.batch, e.step, per, dur)
+			out <- res{k, sent, d, err}
 		}()
 	}
-	var sent uint64
+	sent := make([]uint64, len(e.pairs))
 	var longest time.Duration
 	var first error
 	for range e.pairs {
 		r := <-out
-		sent += r.sent
+		sent[r.k] = r.sent
 		longest = max(longest, r.d)
 		if first == nil {
 			first = r.err

@@ -81,14 +81,12 @@ func framesDue(rate int64, elapsed time.Duration) int64 {
 }
 
 // generate sends test frames for 'dur' at 'rate' frames/s (0: as fast as
-// Send returns), in batches of at most 'batch', cycling the source ports.
-// It returns the frames the kernel accepted and the time it sent for.
-func generate(p *afpacket.Port, dst, src net.HardwareAddr, srcPorts, batch int, step uint32, rate int64, dur time.Duration) (uint64, time.Duration, error) {
+// Send returns), in batches of at most 'batch', cycling fs's templates in
+// order from the first. It returns the frames the kernel accepted and the
+// time it sent for.
+func generate(p *afpacket.Port, fs *frameSet, batch int, step uint32, rate int64, dur time.Duration) (uint64, time.Duration, error) {
 	frames := make([][]byte, batch)
-	tmpl := make([][]byte, srcPorts)
-	for i := range tmpl {
-		tmpl[i] = testFrame(dst, src, uint16(udpSrcPort0+i))
-	}
+	tmpl := fs.tmpl
 	for i := range frames {
 		frames[i] = make([]byte, frameLen)
 	}
@@ -121,8 +119,9 @@ func generate(p *afpacket.Port, dst, src net.HardwareAddr, srcPorts, batch int, 
 			n = min(n, due)
 		}
 		for i := range n {
-			copy(frames[i], tmpl[seq%uint64(srcPorts)])
-			stamp(frames[i], step, seq)
+			t := int(seq % uint64(len(tmpl)))
+			copy(frames[i], tmpl[t])
+			fs.stamp(frames[i], t, step, seq)
 			seq++
 		}
 		k, err := p.Send(frames[:n])
@@ -151,8 +150,13 @@ type sink struct {
 	h     *netlink.Handle
 	step  atomic.Uint32
 	count atomic.Uint64 // ring: the step's test frames
-	rx0   uint64        // counter: rx_packets at begin
-	done  chan struct{} // ring: closed when its reader has stopped
+	// ring, rule-set traffic: the pair's templates (set before the first
+	// step, read-only after) and the step's frames that arrived although
+	// the rules drop them.
+	fs        atomic.Pointer[frameSet]
+	misrouted atomic.Uint64
+	rx0       uint64        // counter: rx_packets at begin
+	done      chan struct{} // ring: closed when its reader has stopped
 }
 
 func startRingSink(p *afpacket.Port) *sink {
@@ -225,14 +229,27 @@ func (s *sink) loop() {
 			continue // the timeout: nothing arrived
 		}
 		step := s.step.Load()
-		var n uint64
+		fs := s.fs.Load()
+		var n, bad uint64
 		for b.Next(&f) {
-			if isTestFrame(f.Data, step) {
-				n++
+			if fs == nil || fs.markOff == nil {
+				if isTestFrame(f.Data, step) {
+					n++
+				}
+				continue
+			}
+			st, seq, ok := markOf(f.Data)
+			if !ok || st != step {
+				continue
+			}
+			n++
+			if fs.fwd != nil && !fs.fwd[int(uint64(seq)%uint64(len(fs.tmpl)))] {
+				bad++
 			}
 		}
 		b.Release()
 		s.count.Add(n)
+		s.misrouted.Add(bad)
 	}
 }
 
@@ -248,6 +265,7 @@ func (s *sink) begin(step uint32) error {
 	if s.p != nil {
 		s.step.Store(step)
 		s.count.Store(0)
+		s.misrouted.Store(0)
 		return nil
 	}
 	n, err := s.rxPackets()

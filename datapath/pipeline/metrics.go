@@ -50,6 +50,7 @@ var (
 	mOffloadDrops       = metricCounter("gswitch_offload_drops_total", "Received frames whose checksum or segmentation offload could not be finished.")
 
 	mBatchFrames   = prometheus.NewDesc("gswitch_batch_frames", "Frames per batch run through the pipeline.", nil, nil)
+	mFrameLatency  = prometheus.NewDesc("gswitch_frame_latency_seconds", "Per-frame latency from the kernel's receive timestamp (the receive ring) to the end of its batch's run through the pipeline (transmitted or dropped).", nil, nil)
 	mBatchesClosed = metricCounter("gswitch_batches_closed_total", "Batches a port loop closed, by why: full (batch size reached) or delay (the oldest frame waited the maximum delay).", "why")
 
 	mLearnedMACs = metricGauge("gswitch_learned_macs", "MAC addresses in the learning table.")
@@ -77,7 +78,9 @@ type switchCollector struct{ s *Switch }
 // gswitch_malformed_frames_total{reason}, gswitch_table_miss_drops_total,
 // gswitch_no_route_total, gswitch_unsupported_actions_total,
 // gswitch_{group,meter,offload}_drops_total, the histogram
-// gswitch_batch_frames, gswitch_batches_closed_total{why},
+// gswitch_batch_frames, the histogram gswitch_frame_latency_seconds (per
+// frame, receive ring to the end of the pipeline: latency.go),
+// gswitch_batches_closed_total{why},
 // gswitch_learned_macs and gswitch_standalone.
 func (s *Switch) Collector() prometheus.Collector { return switchCollector{s} }
 
@@ -86,6 +89,7 @@ func (c switchCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- m.desc
 	}
 	ch <- mBatchFrames
+	ch <- mFrameLatency
 }
 
 func (c switchCollector) Collect(ch chan<- prometheus.Metric) {
@@ -134,6 +138,16 @@ func (c switchCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prom.Histogram(mBatchFrames, cum, float64(bs.Frames), buckets)
+	ls := c.s.LatencyStats()
+	lb := make(map[float64]uint64, len(ls.Bounds))
+	cum = 0
+	for i, n := range ls.Counts {
+		cum += n
+		if i < len(ls.Bounds) {
+			lb[ls.Bounds[i].Seconds()] = cum
+		}
+	}
+	ch <- prom.Histogram(mFrameLatency, cum, ls.Sum.Seconds(), lb)
 	emit(mBatchesClosed, float64(bs.Full), "full")
 	emit(mBatchesClosed, float64(bs.Delay), "delay")
 }

@@ -17,6 +17,7 @@ const idlePoll = 200 * time.Millisecond
 // kernel removed put back.
 type batcher struct {
 	frames  [][]byte
+	rxAt    []int64 // the frames' kernel receive times (Unix ns; 0: unknown), for the latency histogram
 	arena   []byte
 	scratch []byte // the receive stages' arena (stage.go)
 	oldest  time.Time
@@ -55,6 +56,9 @@ func (b *batcher) add(f *afpacket.Frame, now time.Time) bool {
 			// The segments follow the (unused) copy in the arena.
 			b.arena, b.frames, err = afpacket.AppendFinished(b.arena, b.frames, frame, o)
 			if err == nil {
+				for len(b.rxAt) < len(b.frames) {
+					b.rxAt = append(b.rxAt, rxNanos(f))
+				}
 				return true
 			}
 		}
@@ -67,7 +71,16 @@ func (b *batcher) add(f *afpacket.Frame, now time.Time) bool {
 		}
 	}
 	b.frames = append(b.frames, frame)
+	b.rxAt = append(b.rxAt, rxNanos(f))
 	return true
+}
+
+// rxNanos is f's kernel receive time in Unix nanoseconds, 0 if it has none.
+func rxNanos(f *afpacket.Frame) int64 {
+	if f.Time.IsZero() {
+		return 0
+	}
+	return f.Time.UnixNano()
 }
 
 func (b *batcher) full() bool { return len(b.frames) >= b.cap }
@@ -75,6 +88,7 @@ func (b *batcher) full() bool { return len(b.frames) >= b.cap }
 func (b *batcher) reset() {
 	clear(b.frames)
 	b.frames = b.frames[:0]
+	b.rxAt = b.rxAt[:0]
 	b.arena = b.arena[:0]
 	b.scratch = b.scratch[:0]
 }
@@ -117,6 +131,7 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error 
 				if b.full() {
 					s.batches.full.Add(1)
 					s.receive(no, b)
+					s.latency.observe(b.rxAt, time.Now())
 					b.reset()
 				}
 			}
@@ -125,6 +140,7 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error 
 		if len(b.frames) > 0 && (blk == nil || time.Since(b.oldest) >= s.cfg.MaxDelay) {
 			s.batches.delay.Add(1)
 			s.receive(no, b)
+			s.latency.observe(b.rxAt, time.Now())
 			b.reset()
 		}
 	}

@@ -94,7 +94,8 @@ type Config struct {
 	Tables int
 	// MaxFlows bounds each table's entries (default 65536).
 	MaxFlows int
-	// Algo is the classifier of every table (default tuple search).
+	// Algo is the classifier of every table (the zero value is
+	// flow.Linear: the agent sets it from its classifier setting).
 	Algo flow.Algo
 	// Classifier serves the lookups (required).
 	Classifier Classifier
@@ -183,6 +184,7 @@ type Switch struct {
 
 	offloadDrops atomic.Uint64 // received frames whose checksum/GSO offload could not be finished
 	batches      batchStats    // batches Process ran
+	latency      latencyStats  // per-frame latency, receive ring to the end of the pipeline (latency.go)
 }
 
 type controllerBox struct{ c Controller }

@@ -1,0 +1,55 @@
+package forward
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gswitch/gswitch/tables/flow"
+)
+
+// FuzzMarkOf: the sink's reading of a received frame's mark never panics,
+// and a rule-set frame's mark reads back as stamped.
+func FuzzMarkOf(f *testing.F) {
+	var k flow.Key
+	_ = k.SetUint(flow.FieldEthType, flow.EthTypeIPv4)
+	for _, proto := range []uint64{flow.IPProtoTCP, flow.IPProtoUDP, flow.IPProtoICMP, 47} {
+		_ = k.SetUint(flow.FieldIPProto, proto)
+		fr, _ := frameOf(&k)
+		f.Add(fr)
+	}
+	f.Add([]byte{})
+	f.Add(make([]byte, 13))
+	f.Fuzz(func(t *testing.T, d []byte) {
+		markOf(d)
+		if len(d) < 64 {
+			return
+		}
+		var k flow.Key
+		_ = k.SetUint(flow.FieldEthType, flow.EthTypeIPv4)
+		_ = k.SetUint(flow.FieldIPProto, uint64(d[0]))
+		_ = k.SetUint(flow.FieldVlanVID, uint64(d[1]&1)<<12|uint64(d[2]))
+		fr, off := frameOf(&k)
+		fs := &frameSet{tmpl: [][]byte{fr}, markOff: []int{off}}
+		fs.stamp(fr, 0, uint32(d[3]), uint64(d[4]))
+		if st, seq, ok := markOf(fr); !ok || st != uint32(d[3]) || seq != uint32(d[4]) {
+			t.Fatalf("proto %d: mark %v %d %d", d[0], ok, st, seq)
+		}
+	})
+}
+
+// FuzzParseLatency: a metrics page of any content is an error or a
+// histogram whose quantiles are finite and ordered.
+func FuzzParseLatency(f *testing.F) {
+	f.Add("gswitch_frame_latency_seconds_bucket{le=\"1e-05\"} 3\ngswitch_frame_latency_seconds_bucket{le=\"+Inf\"} 4\ngswitch_frame_latency_seconds_sum 1\ngswitch_frame_latency_seconds_count 4\n")
+	f.Add("# TYPE gswitch_frame_latency_seconds histogram\ngswitch_frame_latency_seconds_count 0\n")
+	f.Add("x 1\n")
+	f.Fuzz(func(t *testing.T, page string) {
+		h, err := parseLatency(strings.NewReader(page))
+		if err != nil {
+			return
+		}
+		if p50, p99 := h.quantile(0.5), h.quantile(0.99); p50 < 0 || p99 < 0 {
+			t.Fatalf("quantiles %v %v", p50, p99)
+		}
+	})
+}

@@ -1,0 +1,59 @@
+package forward
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestLatencyQuantiles(t *testing.T) {
+	page := func(c1, c2, c3, inf uint64) string {
+		return `# HELP gswitch_frame_latency_seconds x
+# TYPE gswitch_frame_latency_seconds histogram
+gswitch_frame_latency_seconds_bucket{le="1e-05"} ` + itoa(c1) + `
+gswitch_frame_latency_seconds_bucket{le="2e-05"} ` + itoa(c2) + `
+gswitch_frame_latency_seconds_bucket{le="4e-05"} ` + itoa(c3) + `
+gswitch_frame_latency_seconds_bucket{le="+Inf"} ` + itoa(inf) + `
+gswitch_frame_latency_seconds_sum 0.1
+gswitch_frame_latency_seconds_count ` + itoa(inf) + `
+`
+	}
+	h0, err := parseLatency(strings.NewReader(page(10, 10, 10, 10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1, err := parseLatency(strings.NewReader(page(10, 60, 109, 110)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := h1.since(h0) // 50 in (10, 20] µs, 49 in (20, 40], 1 beyond
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+	if p := d.quantile(0.5); !near(p, 20) {
+		t.Errorf("p50 %v µs, want 20", p)
+	}
+	if p := d.quantile(0.25); !near(p, 15) {
+		t.Errorf("p25 %v µs, want 15", p)
+	}
+	if p := d.quantile(0.995); !near(p, 40) {
+		t.Errorf("p99.5 %v µs, want the last finite bound 40", p)
+	}
+	if (&latHist{}).quantile(0.5) != 0 || h0.since(h0).quantile(0.99) != 0 || d.since(nil) != nil {
+		t.Error("empty histograms")
+	}
+	if _, err := parseLatency(strings.NewReader("other_metric 1\n")); err == nil {
+		t.Error("a page without the histogram")
+	}
+}
+
+func itoa(n uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package pipeline
+
+import (
+	"testing"
+	"time"
+)
+
+func TestLatencyObserve(t *testing.T) {
+	var l latencyStats
+	done := time.Unix(1000, 0)
+	at := func(d time.Duration) int64 { return done.Add(-d).UnixNano() }
+	l.observe([]int64{at(500 * time.Nanosecond), at(time.Microsecond), at(1001 * time.Nanosecond), at(30 * time.Microsecond),
+		at(2 * time.Second), 0, done.Add(time.Second).UnixNano(), at(2 * time.Minute)}, done)
+	s := &Switch{}
+	s.latency.observe(nil, done) // nothing recorded: no frames
+	if st := s.LatencyStats(); st.Frames != 0 || st.Sum != 0 {
+		t.Errorf("empty: %+v", st)
+	}
+	s.latency = latencyStats{}
+	st := func() LatencyStats {
+		s2 := &Switch{}
+		for i := range l.buckets {
+			s2.latency.buckets[i].Store(l.buckets[i].Load())
+		}
+		s2.latency.count.Store(l.count.Load())
+		s2.latency.sumNs.Store(l.sumNs.Load())
+		return s2.LatencyStats()
+	}()
+	// 0, a time after done and one beyond maxLatency are not recorded.
+	if st.Frames != 5 || st.Sum != 500*time.Nanosecond+time.Microsecond+1001*time.Nanosecond+30*time.Microsecond+2*time.Second {
+		t.Fatalf("frames %d sum %v", st.Frames, st.Sum)
+	}
+	if st.Bounds[0] != time.Microsecond || st.Counts[0] != 2 || st.Counts[1] != 1 {
+		t.Errorf("first buckets: bounds %v counts %v", st.Bounds[:3], st.Counts[:3])
+	}
+	// 30 µs lies in the bucket whose bound is the first >= 30 µs.
+	for i, b := range st.Bounds {
+		if b >= 30*time.Microsecond {
+			if st.Counts[i] != 1 || st.Bounds[i-1] >= 30*time.Microsecond {
+				t.Errorf("30µs: bucket %d (≤%v) has %d", i, b, st.Counts[i])
+			}
+			break
+		}
+	}
+	if st.Counts[len(st.Counts)-1] != 1 || st.Bounds[len(st.Bounds)-1] < time.Second {
+		t.Errorf("2 s is in the last bucket past %v: %v", st.Bounds[len(st.Bounds)-1], st.Counts[len(st.Counts)-1])
+	}
+	for i := 1; i < len(st.Bounds); i++ {
+		if st.Bounds[i] <= st.Bounds[i-1] {
+			t.Fatalf("bounds not ascending at %d: %v", i, st.Bounds)
+		}
+	}
+}
+
+func TestLatencyObserveAllocs(t *testing.T) {
+	var l latencyStats
+	rx := make([]int64, 256)
+	now := time.Now()
+	for i := range rx {
+		rx[i] = now.Add(-time.Duration(i) * time.Microsecond).UnixNano()
+	}
+	if n := testing.AllocsPerRun(100, func() { l.observe(rx, now) }); n != 0 {
+		t.Errorf("%v allocations per batch", n)
+	}
+}
