@@ -7,11 +7,11 @@ import (
 	"github.com/gswitch/gswitch/tables/flow"
 )
 
-// TestClassifierSetting: the flow tables' search is tuple by default,
+// TestClassifierSetting: the flow tables' search is linear by default (as before the setting),
 // --classifier names another, and an unknown name is a configuration error.
 func TestClassifierSetting(t *testing.T) {
 	st, err := loadArgs(t, "--port", "1=lo")
-	if err != nil || st.algo != flow.Tuple {
+	if err != nil || st.algo != flow.Linear {
 		t.Fatalf("default: %v, %v", st.algo, err)
 	}
 	for name, want := range map[string]flow.Algo{"merge": flow.Merge, "linear": flow.Linear, "Bloom": flow.Bloom, "tuple": flow.Tuple} {

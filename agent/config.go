@@ -47,7 +47,7 @@ type Config struct {
 	BatchSize   int                 `yaml:"batch_size"`
 	Tables      int                 `yaml:"tables"`
 	MaxFlows    int                 `yaml:"max_flows"`
-	Classifier  string              `yaml:"classifier"` // the flow tables' search: linear, tuple (empty: tuple), bloom or merge
+	Classifier  string              `yaml:"classifier"` // the flow tables' search: linear, tuple, bloom or merge (empty: linear)
 	Metrics     string              `yaml:"metrics"`
 	CtlSocket   string              `yaml:"ctl_socket"`
 	LogLevel    string              `yaml:"log_level"`
@@ -192,7 +192,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.IntVar(&f.rxQueues, "rx-queues", 0, "receive queues per port: `N` (1..64) AF_PACKET rings in a PACKET_FANOUT group, each read by its own goroutine; 1: one ring, no fanout")
 	fs.IntVar(&f.tables, "tables", 0, "number of OpenFlow flow tables: `N` (1..254)")
 	fs.IntVar(&f.maxFlows, "max-flows", 0, "flow entries per table at most: `N`")
-	fs.StringVar(&f.classifier, "classifier", "", "the flow tables' search: `ALGO` of linear, tuple (the default), bloom or merge (merged tuple search, fastest on many classes)")
+	fs.StringVar(&f.classifier, "classifier", "", "the flow tables' search: `ALGO` of linear (the default), tuple, bloom or merge (merged tuple search, fastest on many classes)")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics on http://`ADDR`/metrics (e.g. :9100; empty: off)")
 	fs.StringVar(&f.ctl, "ctl-socket", "", "control socket for gswitchctl: `PATH` (mode 0600)")
 	fs.StringVar(&f.lv, "log-level", "", "log level: `debug`, info, warn or error")
@@ -353,7 +353,7 @@ func check(c Config) (*settings, error) {
 	if st.failMode, err = pipeline.ParseFailMode(c.FailMode); err != nil {
 		return nil, configErr("%v", err)
 	}
-	st.algo = flow.Tuple
+	st.algo = flow.Linear // gswitchd's search before the setting existed
 	if c.Classifier != "" {
 		if st.algo, err = flow.ParseAlgo(c.Classifier); err != nil {
 			return nil, configErr("classifier: %v", err)
