@@ -3,6 +3,7 @@ package re
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 )
@@ -59,11 +60,12 @@ func (l *Link) Send(frames [][]byte) (int, error) {
 	b.frames = b.frames[:0]
 	b.arena = b.arena[:0]
 	for _, f := range frames {
+		// An encoded frame is shorter than f: room for len(f) bytes past the
+		// arena's end (no zeroing), where Encode writes it.
 		start := len(b.arena)
-		b.arena = append(b.arena, make([]byte, len(f)+shimLen+refLen)...)
-		res, encoded := l.Enc.Encode(f, b.arena[start:start])
+		b.arena = slices.Grow(b.arena, len(f))
+		res, encoded := l.Enc.Encode(f, b.arena[start:start:start+len(f)])
 		if !encoded {
-			b.arena = b.arena[:start]
 			b.frames = append(b.frames, f)
 			continue
 		}
@@ -97,33 +99,32 @@ func (l *Link) send(frames [][]byte) (int, error) {
 // replaced by their restored copies (written into scratch), control frames
 // go to the encoder, and frames that cannot be restored are dropped.
 func (l *Link) Rx(port uint32, frames [][]byte, scratch []byte) ([][]byte, []byte) {
+	if len(frames) == 0 {
+		return frames, scratch
+	}
+	if f := frames[len(frames)-1]; len(f) >= 12 { // the peer's address, once a batch
+		l.peer.Lock()
+		copy(l.peerMAC[:], f[6:12])
+		l.peer.Unlock()
+	}
 	kept := frames[:0]
 	for _, f := range frames {
-		if len(f) >= 12 {
-			l.peer.Lock()
-			copy(l.peerMAC[:], f[6:12])
-			l.peer.Unlock()
-		}
+		// Room past scratch's end (no zeroing) for a restored frame; a larger
+		// one the decoder allocates on its own.
+		const room = 1600
 		start := len(scratch)
-		scratch = append(scratch, make([]byte, 1600)...)
-		res, v, _ := l.Dec.Receive(f, scratch[start:start])
+		scratch = slices.Grow(scratch, room)
+		res, v, _ := l.Dec.Receive(f, scratch[start:start:start+room])
 		switch v {
 		case Plain:
-			scratch = scratch[:start]
 			kept = append(kept, f)
 		case Restored:
-			if len(res) > 1600 { // grew past the room given: a copy of its own
-				scratch = scratch[:start]
-				kept = append(kept, res)
-				continue
+			if len(res) <= room {
+				scratch = scratch[:start+len(res)]
 			}
-			scratch = scratch[:start+len(res)]
 			kept = append(kept, res)
 		case Control:
-			scratch = scratch[:start]
 			l.Enc.HandleControl(f) // a malformed one changes nothing
-		default:
-			scratch = scratch[:start]
 		}
 	}
 	clear(frames[len(kept):])
