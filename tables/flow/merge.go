@@ -12,7 +12,7 @@ import (
 // masks, and each entry carries its rule's mask and value, so that rules of
 // many masks share one cuckoo table. A lookup costs one class per merged
 // mask instead of one per distinct mask: acl1's 217 masks and the synthetic
-// sets' 512 become a few dozen classes (see the README's figures).
+// sets' 512 become a few dozen classes (see docs/benchmarks.md, "Merged classes").
 //
 // Placement. A rule may go into any class whose mask is within its own
 // (every class-mask bit is a rule-mask bit), as long as fewer than
