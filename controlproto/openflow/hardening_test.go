@@ -55,6 +55,30 @@ func TestErrorModelDeviations(t *testing.T) {
 	c.send(ex)
 	c.expectError(ex, ofp.ErrTypeBadRequest, ofp.ErrCodeBadRequestBadExperimenter)
 
+	// A FLOW_MOD whose flow stats entry would not fit a multipart reply
+	// (its actions make it long): OFPBAC_TOO_MANY, not FLOW_MOD_FAILED/UNKNOWN.
+	as := make([]rule.Action, 4091)
+	for i := range as {
+		as[i] = rule.Action{Kind: rule.ActOutput, Port: 1, MaxLen: rule.MaxLenNoBuffer}
+	}
+	big := EncodeFlowMod(6, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, BufferID: rule.NoBuffer,
+		OutPort: rule.PortAny, OutGroup: rule.GroupAny, Instructions: rule.Instructions{Has: rule.HasApplyActions, Apply: as}})
+	if len(big) <= maxFlowMod || len(big) > 0xffff {
+		t.Fatalf("test FLOW_MOD of %d bytes", len(big))
+	}
+	c.send(big)
+	c.expectError(big, ofp.ErrTypeBadAction, ofp.ErrCodeBadActionTooMany)
+	ok := EncodeFlowMod(7, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, BufferID: rule.NoBuffer,
+		OutPort: rule.PortAny, OutGroup: rule.GroupAny, Instructions: rule.Instructions{Has: rule.HasApplyActions, Apply: as[:4000]}})
+	c.send(ok)
+	fs := flowStatsRequest(8)
+	c.send(fs)
+	if r := c.expect(of.TypeMultipartReply, 8); len(r) != mpHeaderLen+len(ok) {
+		t.Errorf("flow stats of %d bytes for a FLOW_MOD of %d", len(r), len(ok))
+	}
+	c.send(EncodeFlowMod(9, &rule.FlowMod{Command: rule.FlowDelete, TableID: rule.TableAll, BufferID: rule.NoBuffer,
+		OutPort: rule.PortAny, OutGroup: rule.GroupAny}))
+
 	// None of them changed anything: a barrier, and the group is absent.
 	c.send(msg(of.TypeBarrierRequest, 5, ""))
 	c.expect(of.TypeBarrierReply, 5)
