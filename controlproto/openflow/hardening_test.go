@@ -242,7 +242,8 @@ func TestPeerThatStopsReadingIsDropped(t *testing.T) {
 // request cannot be queued (the queue is full of packet-ins a peer that
 // stopped reading never took).
 func TestEchoTimeoutWithFullQueue(t *testing.T) {
-	a := NewAgent(newTableSwitch(1, 8), Options{EchoInterval: 50 * time.Millisecond, EchoTimeout: 100 * time.Millisecond,
+	// The echo is due well after the queue is full (300 ms).
+	a := NewAgent(newTableSwitch(1, 8), Options{EchoInterval: 300 * time.Millisecond, EchoTimeout: 100 * time.Millisecond,
 		WriteTimeout: time.Hour, PacketInRate: -1, Logf: func(string, ...any) {}})
 	sc, cc := net.Pipe() // unbuffered: nothing is written while the peer does not read
 	defer cc.Close()
