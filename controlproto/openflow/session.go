@@ -43,6 +43,7 @@ type session struct {
 	once sync.Once
 
 	lastRecv    atomic.Int64  // unix nanos of the last message received
+	lastWrite   atomic.Int64  // unix nanos of the last whole write
 	queued      atomic.Int64  // bytes in out and in the writer's hands
 	why         atomic.Value  // error: why the agent dropped the connection
 	drained     chan struct{} // the writer finished a write (cap 1)
@@ -147,6 +148,9 @@ func (s *session) writer() {
 			s.conn.SetWriteDeadline(time.Now().Add(s.a.opts.WriteTimeout))
 			_, err := s.conn.Write(m)
 			s.queued.Add(-int64(len(m)))
+			if err == nil {
+				s.lastWrite.Store(time.Now().UnixNano())
+			}
 			select {
 			case s.drained <- struct{}{}:
 			default:
@@ -231,12 +235,15 @@ func (s *session) sendAsync(m []byte) bool {
 // connection when nothing arrives within EchoTimeout after it. The timeout
 // runs from the moment the echo was due, whether or not the request could
 // be queued: a peer that stops reading fills the queue, and must not
-// thereby escape the check.
+// thereby escape the check. A peer that reads, only slowly (a write
+// completed since the echo was due but could not be queued), gets the
+// echo queued then, timed from then.
 func (s *session) keepalive() {
 	iv, to := s.a.opts.EchoInterval, s.a.opts.EchoTimeout
 	t := time.NewTicker(max(min(iv, to)/4, time.Millisecond))
 	defer t.Stop()
 	var echoAt int64 // unix nanos of the outstanding echo request, 0 if none
+	queued := false  // the outstanding echo request was queued
 	for {
 		select {
 		case <-s.done:
@@ -247,15 +254,18 @@ func (s *session) keepalive() {
 		switch {
 		case echoAt != 0 && last >= echoAt:
 			echoAt = 0
+		case echoAt != 0 && !queued && s.lastWrite.Load() > echoAt:
+			// The queue was full when the echo was due, but the peer has
+			// read since: it is alive, only slow. Queue the echo now and
+			// time it from here.
+			queued, echoAt = s.sendAsync(newMsg(of.TypeEchoRequest, s.a.nextXid()).finish()), now
 		case echoAt != 0 && now-echoAt >= int64(to):
 			s.a.opts.Logf("openflow: controller %s: no reply to echo for %v; dropping the connection", s.conn.RemoteAddr(), to)
 			s.why.Store(fmt.Errorf("openflow: no reply to echo for %v", to))
 			s.close()
 			return
 		case echoAt == 0 && now-last >= int64(iv):
-			e := newMsg(of.TypeEchoRequest, s.a.nextXid())
-			s.sendAsync(e.finish())
-			echoAt = now
+			queued, echoAt = s.sendAsync(newMsg(of.TypeEchoRequest, s.a.nextXid()).finish()), now
 		}
 	}
 }
