@@ -166,9 +166,13 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 	if err := d.startKernelFIB(); err != nil {
 		return d, err
 	}
-	d.agent = openflow.NewAgent(ofGuard{d.sw, func() *p4rt.Server { return d.p4 }}, openflow.Options{Logf: func(format string, args ...any) {
+	ofOpts := st.OpenFlow.options()
+	ofOpts.Logf = func(format string, args ...any) {
 		log.Info(fmt.Sprintf(format, args...), "component", "openflow")
-	}, TLSClient: st.tlsClient, TLSServer: st.tlsServer})
+	}
+	ofOpts.TLSClient, ofOpts.TLSServer = st.tlsClient, st.tlsServer
+	d.agent = openflow.NewAgent(ofGuard{d.sw, func() *p4rt.Server { return d.p4 }}, ofOpts)
+	warnPlaintext(log, st.Listen)
 	if err := d.startP4RT(); err != nil {
 		return d, err
 	}
@@ -332,7 +336,8 @@ func (s ctlSource) Meters() []pipeline.MeterInfo     { return s.d.sw.Meters() }
 func (s ctlSource) Stats() ctl.Stats {
 	d := s.d
 	return ctl.Stats{DatapathID: d.st.dpid, Uptime: time.Since(d.started), Backend: d.eng.Device(),
-		Controller: d.agent.Connections(), Counters: d.sw.Counters()}
+		Controller: d.agent.Connections(), PacketInsLimited: d.agent.PacketInsLimited(), OutputDrops: d.agent.OutputDrops(),
+		Counters: d.sw.Counters()}
 }
 func (s ctlSource) Neighbours() []l3.NeighInfo { return s.d.neighbours() }
 func (s ctlSource) L3Counters() l3.Counters    { return s.d.l3Counters() }

@@ -100,7 +100,7 @@ func TestAgentLifecycle(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{"gswitch_openflow_connections 0\n", "gswitch_openflow_controllers 0\n", "# TYPE gswitch_openflow_connections gauge"} {
+	for _, want := range []string{"gswitch_openflow_connections 0\n", "gswitch_openflow_controllers 0\n", "gswitch_openflow_packet_in_rate_limited_total 0\n", "gswitch_openflow_output_drops_total 0\n", "# TYPE gswitch_openflow_connections gauge"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}

@@ -37,6 +37,7 @@ type Config struct {
 	Ports       []PortConfig        `yaml:"ports"`
 	Controllers []string            `yaml:"controllers"`
 	Listen      []string            `yaml:"listen"`
+	OpenFlow    OpenFlowConfig      `yaml:"openflow"` // connection limits (openflowlimits.go)
 	TLS         TLSConfig           `yaml:"tls"`
 	FailMode    string              `yaml:"fail_mode"`
 	Backend     string              `yaml:"backend"`
@@ -164,6 +165,7 @@ type Flags struct {
 	rt                                              routesFlags
 	neighbours                                      string
 	re                                              reFlags
+	of                                              ofFlags
 }
 
 // newFlags returns the flags on a FlagSet of their own.
@@ -202,6 +204,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	f.p4.register(fs)
 	f.rt.register(fs)
 	f.re.register(fs)
+	f.of.register(fs)
 	return f
 }
 
@@ -282,6 +285,7 @@ func (f *Flags) override(c *Config) error {
 	f.p4.override(set, &c.P4RT)
 	f.rt.override(set, &c.KernelFIB)
 	f.re.override(set, &c.RE)
+	f.of.override(set, &c.OpenFlow)
 	if set["gpus"] {
 		gpus, err := parseGPUs(f.gpus)
 		if err != nil {
@@ -366,6 +370,9 @@ func check(c Config) (*settings, error) {
 		return nil, err
 	}
 	if err := checkTargets(c.Controllers, c.Listen); err != nil {
+		return nil, err
+	}
+	if err := c.OpenFlow.check(); err != nil {
 		return nil, err
 	}
 	if st.tlsClient, st.tlsServer, err = loadTLS(c); err != nil {

@@ -30,6 +30,12 @@ func (d *Agent) metricsHandler() (http.Handler, error) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gswitch_openflow_controllers",
 			Help: "OpenFlow sessions to the configured controllers (--controller); 0 puts a standalone switch in learning mode."},
 			func() float64 { return float64(d.agent.Controllers()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "gswitch_openflow_packet_in_rate_limited_total",
+			Help: "Packet-ins not sent to an OpenFlow connection because of its rate limit (controller_rate_limit), summed over connections."},
+			func() float64 { return float64(d.agent.PacketInsLimited()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "gswitch_openflow_output_drops_total",
+			Help: "OpenFlow connections dropped because the peer stopped reading (write_timeout, max_output_bytes)."},
+			func() float64 { return float64(d.agent.OutputDrops()) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	}

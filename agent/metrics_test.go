@@ -49,6 +49,7 @@ var wantFamilies = []string{
 	"gswitch_l3_icmp_rate_limited_total", "gswitch_l3_neighbours", "gswitch_l3_queued_total", "gswitch_l3_sent_total",
 	"gswitch_learned_macs", "gswitch_malformed_frames_total", "gswitch_meter_drops_total", "gswitch_no_route_total",
 	"gswitch_offload_drops_total", "gswitch_openflow_connections", "gswitch_openflow_controllers",
+	"gswitch_openflow_output_drops_total", "gswitch_openflow_packet_in_rate_limited_total",
 	"gswitch_port_rx_bytes_total", "gswitch_port_rx_dropped_total", "gswitch_port_rx_packets_total",
 	"gswitch_port_tx_bytes_total", "gswitch_port_tx_dropped_total", "gswitch_port_tx_packets_total",
 	"gswitch_route_bytes_total", "gswitch_route_nexthop_packets_total", "gswitch_route_packets_total",

@@ -52,7 +52,12 @@ type Stats struct {
 	Uptime     time.Duration
 	Backend    string // what serves lookups (gpu.Engine.Device)
 	Controller int    // controller connections past the handshake
-	Counters   pipeline.Counters
+	// PacketInsLimited counts packet-ins not sent because of a
+	// connection's rate limit (controller_rate_limit); OutputDrops the
+	// OpenFlow connections dropped because the peer stopped reading.
+	PacketInsLimited uint64
+	OutputDrops      uint64
+	Counters         pipeline.Counters
 }
 
 // Source is what the server reports on: the daemon implements it over a

@@ -284,6 +284,8 @@ func printStats(w io.Writer, s ctl.Stats) {
 	fmt.Fprintf(w, "uptime:\t%s\n", s.Uptime.Round(time.Second))
 	fmt.Fprintf(w, "backend:\t%s\n", s.Backend)
 	fmt.Fprintf(w, "controller connections:\t%d\n", s.Controller)
+	fmt.Fprintf(w, "packet-ins rate-limited:\t%d\n", s.PacketInsLimited)
+	fmt.Fprintf(w, "connections dropped (peer not reading):\t%d\n", s.OutputDrops)
 	fmt.Fprintf(w, "fail mode:\t%s (standalone now: %v)\n", c.FailMode, c.Standalone)
 	fmt.Fprintf(w, "learned MACs:\t%d\n", c.Learned)
 	fmt.Fprintf(w, "table-miss drops:\t%d\n", c.MissDrops)

@@ -27,9 +27,34 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the wait between attempts of an
 	// active connection; it doubles after each failure (default 1 s, 16 s).
 	MinBackoff, MaxBackoff time.Duration
-	// MaxMultipartRequest bounds the bytes of a multipart request
-	// assembled from REQ_MORE parts (default 1 MiB).
+	// WriteTimeout bounds every write to a connection, and the wait of a
+	// reply for room in the output queue: a peer that reads nothing for
+	// this long is dropped (default 10 s).
+	WriteTimeout time.Duration
+	// MaxOutputBytes bounds the bytes queued for a connection's writer
+	// (default 4 MiB). A reply that does not fit waits for the writer,
+	// and the connection's requests are not read meanwhile; one that
+	// waits WriteTimeout closes the connection. Asynchronous messages
+	// (packet-in, flow-removed, port-status, echo requests) that do not
+	// fit are dropped.
+	MaxOutputBytes int
+	// PacketInRate limits the packet-ins sent to each connection, in
+	// packets a second, with bursts of PacketInBurst (as Open vSwitch's
+	// controller_rate_limit and controller_burst_limit); over the limit
+	// they are dropped and counted (PacketInsLimited). Default 1000 a
+	// second, bursts of a quarter of the rate (at least 1); a negative
+	// PacketInRate turns the limit off.
+	PacketInRate  int
+	PacketInBurst int
+	// MaxMultipartRequest bounds the bytes of the multipart requests a
+	// connection is assembling from REQ_MORE parts, all open ones
+	// together (default 1 MiB); a part beyond it gets
+	// OFPBRC_MULTIPART_BUFFER_OVERFLOW and its request is dropped.
 	MaxMultipartRequest int
+	// MaxMultipartOpen bounds the multipart requests a connection may
+	// have open (REQ_MORE parts received, the last part not yet) at once
+	// (default 16); one more gets OFPBRC_MULTIPART_BUFFER_OVERFLOW.
+	MaxMultipartOpen int
 	// Logf logs connection events (default log.Printf).
 	Logf func(format string, args ...any)
 	// TLSClient configures active "ssl:"/"tls:" connections (with the
@@ -53,6 +78,19 @@ func (o *Options) normalize() {
 	def(&o.HelloTimeout, 10*time.Second)
 	def(&o.MinBackoff, time.Second)
 	def(&o.MaxBackoff, 16*time.Second)
+	def(&o.WriteTimeout, 10*time.Second)
+	if o.MaxOutputBytes <= 0 {
+		o.MaxOutputBytes = 4 << 20
+	}
+	if o.PacketInRate == 0 {
+		o.PacketInRate = 1000
+	}
+	if o.PacketInBurst <= 0 {
+		o.PacketInBurst = max(1, o.PacketInRate/4)
+	}
+	if o.MaxMultipartOpen <= 0 {
+		o.MaxMultipartOpen = 16
+	}
 	if o.MaxBackoff < o.MinBackoff {
 		o.MaxBackoff = o.MinBackoff
 	}
@@ -71,6 +109,9 @@ type Agent struct {
 	sw   Switch
 	opts Options
 	xid  atomic.Uint32 // xids of the agent's own requests and async messages
+
+	pinLimited  atomic.Uint64 // packet-ins dropped by PacketInRate
+	outputDrops atomic.Uint64 // connections closed by WriteTimeout/MaxOutputBytes
 
 	mu       sync.Mutex // guards the fields below
 	sessions map[*session]struct{}
@@ -94,6 +135,15 @@ func (a *Agent) Serve(ctx context.Context, conn net.Conn) error {
 	s := newSession(a, conn)
 	return s.run(ctx)
 }
+
+// PacketInsLimited returns the number of packet-ins not sent to a
+// connection because of its rate limit (Options.PacketInRate), summed over
+// connections.
+func (a *Agent) PacketInsLimited() uint64 { return a.pinLimited.Load() }
+
+// OutputDrops returns the number of connections closed because their peer
+// stopped reading (Options.WriteTimeout, MaxOutputBytes).
+func (a *Agent) OutputDrops() uint64 { return a.outputDrops.Load() }
 
 // Connections returns the number of connections past the handshake.
 func (a *Agent) Connections() int {
@@ -168,16 +218,22 @@ func (a *Agent) roleOf(s *session) Role {
 // broadcast queues an async message for every connection whose role and
 // async configuration accept it; pick returns the mask for a config and
 // role index. It returns the number of connections it was queued on.
-func (a *Agent) broadcast(reason uint8, pick func(*AsyncConfig) [2]uint32, encode func(cfg SwitchConfig) []byte) int {
+// With limit, each connection's packet-in rate limit applies.
+func (a *Agent) broadcast(reason uint8, limit bool, pick func(*AsyncConfig) [2]uint32, encode func(cfg SwitchConfig) []byte) int {
 	a.mu.Lock()
 	var to []*session
 	var cfgs []SwitchConfig
+	now := time.Now()
 	for s := range a.sessions {
 		i := 0
 		if s.role == RoleSlave {
 			i = 1
 		}
 		if reason < 32 && pick(&s.async)[i]&(1<<reason) != 0 {
+			if limit && !s.pinBucket.allow(now) {
+				a.pinLimited.Add(1)
+				continue
+			}
 			to = append(to, s)
 			cfgs = append(cfgs, s.config)
 		}
@@ -194,13 +250,14 @@ func (a *Agent) broadcast(reason uint8, pick func(*AsyncConfig) [2]uint32, encod
 
 // PacketIn sends a packet to the controllers that want it (by role and
 // async configuration), and returns to how many. A connection whose output
-// queue is full drops it. A packet-in of reason OFPR_INVALID_TTL (which a
+// queue is full drops it, and so does one over its packet-in rate limit
+// (Options.PacketInRate; counted by PacketInsLimited). A packet-in of reason OFPR_INVALID_TTL (which a
 // connection receives only after SET_ASYNC asks for it: DefaultAsync
 // leaves it out, as Open vSwitch does) carries at most the connection's
 // miss_send_len bytes (SET_CONFIG; 128 by default), as no output action
 // gave it a max_len.
 func (a *Agent) PacketIn(pi *rule.PacketIn) int {
-	return a.broadcast(pi.Reason, func(c *AsyncConfig) [2]uint32 { return c.PacketIn },
+	return a.broadcast(pi.Reason, true, func(c *AsyncConfig) [2]uint32 { return c.PacketIn },
 		func(cfg SwitchConfig) []byte {
 			if pi.Reason == rule.ReasonInvalidTTL {
 				p := *pi
@@ -214,13 +271,13 @@ func (a *Agent) PacketIn(pi *rule.PacketIn) int {
 // FlowRemoved notifies the controllers that want it of a removed flow.
 // The caller sends it only for entries with FlagSendFlowRem.
 func (a *Agent) FlowRemoved(fr *rule.FlowRemoved) int {
-	return a.broadcast(fr.Reason, func(c *AsyncConfig) [2]uint32 { return c.FlowRemoved },
+	return a.broadcast(fr.Reason, false, func(c *AsyncConfig) [2]uint32 { return c.FlowRemoved },
 		func(SwitchConfig) []byte { return EncodeFlowRemoved(0, fr) })
 }
 
 // PortStatus notifies the controllers that want it of a port change.
 func (a *Agent) PortStatus(ps *rule.PortStatus) int {
-	return a.broadcast(ps.Reason, func(c *AsyncConfig) [2]uint32 { return c.PortStatus },
+	return a.broadcast(ps.Reason, false, func(c *AsyncConfig) [2]uint32 { return c.PortStatus },
 		func(SwitchConfig) []byte { return EncodePortStatus(0, ps) })
 }
 

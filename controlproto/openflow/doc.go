@@ -45,12 +45,21 @@
 // BARRIER_REPLY, is sent only after every earlier message was handled; the
 // barrier also waits for Switch.Barrier, which returns when earlier changes
 // are visible to the datapath. Replies go through a bounded queue drained by
-// a writer goroutine. Handshake: HELLO with a version bitmap naming 1.3
-// only; a peer whose bitmap (or, without one, whose version) excludes 1.3
-// gets HELLO_FAILED/OFPHFC_INCOMPATIBLE with a text explanation and is
-// dropped. Keepalive: after Options.EchoInterval without any message the
-// agent sends ECHO_REQUEST, and drops the connection when nothing arrives
-// within EchoTimeout. Handled: ECHO, FEATURES, GET_CONFIG/SET_CONFIG
+// a writer goroutine: at most outQueue messages and Options.MaxOutputBytes
+// bytes. A reply that does not fit waits for the writer, so the reading
+// goroutine stops reading and a peer's unread requests stay in its own
+// socket; every write has the deadline Options.WriteTimeout, and a reply
+// that waits that long for room closes the connection (ErrNotReading,
+// Agent.OutputDrops): a peer that stops reading is dropped, and its
+// connection pins at most one reply being built and MaxOutputBytes.
+// Handshake: HELLO within Options.HelloTimeout, with a version bitmap
+// naming 1.3 only; a peer whose bitmap (or, without one, whose version)
+// excludes 1.3 gets HELLO_FAILED/OFPHFC_INCOMPATIBLE with a text
+// explanation and is dropped. Keepalive: after Options.EchoInterval
+// without any message the agent sends ECHO_REQUEST, and drops the
+// connection when nothing arrives within EchoTimeout; the timeout runs
+// from when the request was due, whether or not it could be queued.
+// Handled: ECHO, FEATURES, GET_CONFIG/SET_CONFIG
 // (miss_send_len, which also cuts packet-ins of reason INVALID_TTL; only
 // OFPC_FRAG_NORMAL: OpenFlow 1.3 has no OFPC_INVALID_TTL_TO_CONTROLLER,
 // SET_ASYNC's OFPR_INVALID_TTL bit asks for those packet-ins, off by
@@ -60,12 +69,16 @@
 // reply describes what this package decodes); GROUP_MOD, METER_MOD,
 // PORT_MOD, TABLE_MOD, QUEUE_GET_CONFIG and the group, meter and queue
 // multipart requests when the Switch has the optional interfaces (below).
-// Requests in several parts (OFPMPF_REQ_MORE) are joined up to Options.MaxMultipartRequest bytes;
+// Requests in several parts (OFPMPF_REQ_MORE) are joined per xid, several
+// open at once (Options.MaxMultipartOpen, Options.MaxMultipartRequest bytes
+// in all) and interleaved with other requests, as in Open vSwitch;
 // replies longer than a message are split with OFPMPF_REPLY_MORE. Every
 // other message type gets OFPBRC_BAD_TYPE, other multipart types
-// OFPBRC_BAD_MULTIPART, experimenter ones OFPBRC_BAD_EXPERIMENTER, a wrong
+// OFPBRC_BAD_MULTIPART, experimenter ones OFPBRC_BAD_EXPERIMENTER
+// (OFPBRC_BAD_LEN when shorter than ofp_experimenter_header), a wrong
 // version OFPBRC_BAD_VERSION, and every error carries the offending xid and
-// the first 64 bytes of the message.
+// the first 64 bytes of the message. testdata/malformed holds a golden
+// corpus of malformed messages and their exact errors (TestMalformedCorpus).
 //
 // Agent (agent.go, target.go). An Agent serves one Switch over any number of
 // connections: passive ("ptcp:PORT[:IP]", "pssl:", ServeListener), active
@@ -80,7 +93,11 @@
 // OFPBRC_IS_SLAVE). PacketIn, FlowRemoved and PortStatus send the
 // asynchronous messages to the connections whose role and async
 // configuration (DefaultAsync until SET_ASYNC) accept their reason; a
-// connection whose queue is full drops them rather than stall the caller.
+// connection whose queue is full drops them rather than stall the caller,
+// and packet-ins are limited per connection by a token bucket
+// (Options.PacketInRate and PacketInBurst, as Open vSwitch's
+// controller_rate_limit and controller_burst_limit; ratelimit.go), the
+// excess counted by Agent.PacketInsLimited.
 //
 // # Groups, meters, ports, tables and queues
 //
@@ -139,7 +156,8 @@
 //
 // A Switch is called from every connection's goroutine and must be safe
 // for concurrent use. Agent.mu guards the connection set, each
-// connection's role and async configuration, and the generation id; it is
+// connection's role, async configuration and packet-in token bucket, and
+// the generation id; it is
 // never held while calling the Switch or writing to a connection. A
 // session's SwitchConfig, Features copy and pending multipart request
 // belong to its reading goroutine.

@@ -10,16 +10,17 @@ import (
 
 const flowModFixed = 48 // ofp_flow_mod up to its match
 
+// maxFlowMod bounds the FLOW_MOD the agent accepts: its flow stats entry
+// (the same match and instructions after 48 fixed bytes, as many as the
+// FLOW_MOD's) must fit in one multipart reply.
+const maxFlowMod = maxReplyBody
+
 // DecodeFlowMod decodes and checks a whole OFPT_FLOW_MOD message (header
 // included). It checks everything that does not depend on the switch;
 // CheckTables checks table ids against the switch's table count.
 func DecodeFlowMod(msg []byte) (*rule.FlowMod, *Error) {
 	if len(msg) < flowModFixed+8 {
 		return nil, badRequest(ofp.ErrCodeBadRequestLen, "flow_mod of %d bytes", len(msg))
-	}
-	if len(msg) > maxReplyBody {
-		// Its flow stats entry would not fit in one multipart reply.
-		return nil, flowModFailed(ofp.ErrCodeFlowModFailedUnknown, "flow_mod of %d bytes: at most %d are supported", len(msg), maxReplyBody)
 	}
 	fm := &rule.FlowMod{
 		Cookie:      be64(msg[8:]),
@@ -49,6 +50,15 @@ func DecodeFlowMod(msg []byte) (*rule.FlowMod, *Error) {
 	fm.Echo.Instructions = append([]byte(nil), rest...)
 	if fm.Command.IsDelete() {
 		return fm, nil
+	}
+	if len(msg) > maxFlowMod {
+		// Its flow stats entry would not fit in one multipart reply. A
+		// match is at most a few hundred bytes (a field may not repeat),
+		// so what makes it this long is its actions: OFPBAC_TOO_MANY,
+		// "can't handle this many actions" (OpenFlow 1.3.5 §7.4.4.1),
+		// the precise code, where an earlier version said
+		// OFPFMFC_UNKNOWN.
+		return nil, badAction(ofp.ErrCodeBadActionTooMany, "flow_mod of %d bytes: at most %d are supported", len(msg), maxFlowMod)
 	}
 	return fm, checkFlowModInstructions(fm)
 }

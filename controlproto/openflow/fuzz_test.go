@@ -285,3 +285,46 @@ func FuzzSessionFull(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMultipartParts feeds a session a sequence of multipart request
+// parts, interleaved by xid: each chunk of the input is xid (1 byte), type
+// (1 byte, mod 16), flags (1 byte) and a body length (1 byte) then the
+// body. Every reply is well formed, the requests held open stay within
+// MaxMultipartOpen and MaxMultipartRequest bytes, and the bytes counted
+// are the bytes held.
+func FuzzMultipartParts(f *testing.F) {
+	f.Add([]byte{1, 4, 1, 4, 0, 0, 0, 2, 2, 3, 0, 0, 1, 4, 0, 4, 0, 0, 0, 0})
+	f.Add([]byte{1, 4, 1, 4, 0, 0, 0, 2, 1, 3, 0, 0})
+	f.Add([]byte{1, 1, 1, 8, 0xff, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 2, 4, 1, 4, 0, 0, 0, 1, 1, 1, 0, 0})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		sw := newFullSwitch(2, 8)
+		s := newSession(NewAgent(sw, Options{MaxMultipartOpen: 3, MaxMultipartRequest: 64}), nil)
+		s.feat = sw.Features()
+		for len(in) >= 4 {
+			n := min(int(in[3]), len(in)-4)
+			e := newMsg(of.TypeMultipartRequest, uint32(in[0]))
+			e.u16(uint16(in[1] % 16))
+			e.u16(uint16(in[2] & 1))
+			e.pad(4)
+			e.raw(in[4 : 4+n])
+			m := e.finish()
+			in = in[4+n:]
+			for _, r := range s.handle(m) {
+				h, ok := ParseHeader(r)
+				if !ok || int(h.Length) != len(r) || h.Version != Version {
+					t.Fatalf("malformed reply %x", r)
+				}
+				if h.Type == of.TypeError {
+					checkErrorReply(t, m, r)
+				}
+			}
+			held := 0
+			for _, p := range s.mp {
+				held += len(p.body)
+			}
+			if held != s.mpLen || held > 64 || len(s.mp) > 3 {
+				t.Fatalf("%d requests open holding %d bytes (counted %d)", len(s.mp), held, s.mpLen)
+			}
+		}
+	})
+}

@@ -87,7 +87,18 @@ func decodeBuckets(b []byte) ([]rule.Bucket, *Error) {
 // ordinary ids or ANY (OFPGMFC_BAD_WATCH); a fast-failover bucket watches
 // something; no bucket watches or forwards to its own group
 // (OFPGMFC_LOOP).
+//
+// A bucket of an all, indirect or fast-failover group with a weight gets
+// OFPGMFC_INVALID_GROUP: OpenFlow 1.3.5 §7.3.4.2 defines weight "only for
+// select groups", and Open vSwitch (lib/ofp-group.c) answers this code.
 func checkBuckets(g *rule.Group) *Error {
+	if g.Type != rule.GroupTypeSelect {
+		for i := range g.Buckets {
+			if g.Buckets[i].Weight != 0 {
+				return groupModFailed(ofp.ErrCodeGroupModFailedInvalidGroup, "bucket %d of a group of type %d has weight %d: weights are for select groups", i, g.Type, g.Buckets[i].Weight)
+			}
+		}
+	}
 	if err := rule.CheckGroup(g); err != nil {
 		return ErrorFor(err, groupModFailed(ofp.ErrCodeGroupModFailedInvalidGroup, "group_mod"))
 	}

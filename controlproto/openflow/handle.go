@@ -80,7 +80,18 @@ func handleEcho(_ *session, msg []byte) ([][]byte, *Error) {
 	return one(r)
 }
 
-func handleExperimenter(*session, []byte) ([][]byte, *Error) {
+// experimenterLen is ofp_experimenter_header: the header, experimenter
+// and exp_type.
+const experimenterLen = 16
+
+// handleExperimenter refuses experimenter messages: one shorter than its
+// fixed part is OFPBRC_BAD_LEN (§7.4.4.1: "wrong request length for
+// type"), any other OFPBRC_BAD_EXPERIMENTER (no experimenter is
+// supported).
+func handleExperimenter(_ *session, msg []byte) ([][]byte, *Error) {
+	if len(msg) < experimenterLen {
+		return nil, badRequest(ofp.ErrCodeBadRequestLen, "experimenter message of %d bytes, want at least %d", len(msg), experimenterLen)
+	}
 	return nil, badRequest(ofp.ErrCodeBadRequestBadExperimenter, "experimenter messages are not supported")
 }
 
@@ -206,30 +217,54 @@ func handleSetAsync(s *session, msg []byte) ([][]byte, *Error) {
 }
 
 // handleMultipart assembles REQ_MORE parts (same xid and type, bodies
-// concatenated, at most MaxMultipartRequest bytes) and answers the whole
-// request.
+// concatenated) and answers each request when its last part arrives.
+// Several requests may be open at once, told apart by xid, as in Open
+// vSwitch (OpenFlow 1.3.5 §7.3.5 asks only that a request's parts share
+// its xid and type): a request of another xid, in several parts or in
+// one, is answered in turn and leaves the open ones open. At most
+// MaxMultipartOpen requests may be open and MaxMultipartRequest bytes
+// held for them (OFPBRC_MULTIPART_BUFFER_OVERFLOW); a part whose type
+// differs from its request's gets OFPBRC_BAD_MULTIPART, and either error
+// drops the request.
 func handleMultipart(s *session, msg []byte) ([][]byte, *Error) {
 	r, err := parseMultipart(msg)
 	if err != nil {
-		s.mp = nil
 		return nil, err
 	}
-	if p := s.mp; p != nil {
-		s.mp = nil
-		if p.xid != r.xid || p.typ != r.typ {
-			return nil, badRequest(ofp.ErrCodeBadRequestBadMultipart, "multipart part of xid %d type %d while xid %d type %d is open", r.xid, r.typ, p.xid, p.typ)
+	if p := s.mp[r.xid]; p != nil {
+		s.dropMultipart(r.xid)
+		if p.typ != r.typ {
+			return nil, badRequest(ofp.ErrCodeBadRequestBadMultipart, "multipart part of type %d for xid %d of type %d", r.typ, r.xid, p.typ)
 		}
-		if len(p.body)+len(r.body) > s.a.opts.MaxMultipartRequest {
-			return nil, badRequest(ofp.ErrCodeBadRequestMultipartBufferOverflow, "multipart request over %d bytes", s.a.opts.MaxMultipartRequest)
+		if s.mpLen+len(p.body)+len(r.body) > s.a.opts.MaxMultipartRequest {
+			return nil, badRequest(ofp.ErrCodeBadRequestMultipartBufferOverflow, "multipart requests over %d bytes", s.a.opts.MaxMultipartRequest)
 		}
 		r.body = append(p.body, r.body...)
 	}
 	if r.flags&mpMore != 0 {
+		if len(s.mp) >= s.a.opts.MaxMultipartOpen {
+			return nil, badRequest(ofp.ErrCodeBadRequestMultipartBufferOverflow, "%d multipart requests open", len(s.mp))
+		}
+		if s.mpLen+len(r.body) > s.a.opts.MaxMultipartRequest {
+			return nil, badRequest(ofp.ErrCodeBadRequestMultipartBufferOverflow, "multipart requests over %d bytes", s.a.opts.MaxMultipartRequest)
+		}
 		r.body = append([]byte(nil), r.body...)
-		s.mp = &r
+		if s.mp == nil {
+			s.mp = map[uint32]*mpRequest{}
+		}
+		s.mp[r.xid] = &r
+		s.mpLen += len(r.body)
 		return nil, nil
 	}
 	return s.multipart(&r)
+}
+
+// dropMultipart forgets the open request of xid.
+func (s *session) dropMultipart(xid uint32) {
+	if p := s.mp[xid]; p != nil {
+		s.mpLen -= len(p.body)
+		delete(s.mp, xid)
+	}
 }
 
 // multipart answers one whole multipart request.

@@ -204,7 +204,11 @@ func DecodePacketOut(msg []byte) (*rule.PacketOut, *Error) {
 	if 24+n > len(msg) {
 		return nil, badRequest(ofp.ErrCodeBadRequestLen, "actions_len %d beyond the message", n)
 	}
-	if !(po.InPort != 0 && po.InPort <= rule.PortMax) && po.InPort != rule.PortController && po.InPort != rule.PortLocal && po.InPort != rule.PortAny {
+	// OpenFlow 1.3.5 §7.3.7: in_port "must be set to either a valid
+	// standard switch port or OFPP_CONTROLLER" (LOCAL is accepted too, as
+	// in Open vSwitch); anything else, OFPP_ANY included, is
+	// OFPBRC_BAD_PORT, Open vSwitch's code for a bad in_port.
+	if !(po.InPort != 0 && po.InPort <= rule.PortMax) && po.InPort != rule.PortController && po.InPort != rule.PortLocal {
 		return nil, badRequest(ofp.ErrCodeBadRequestBadPort, "in_port %#x", po.InPort)
 	}
 	var err *Error

@@ -270,9 +270,9 @@ func TestMultipart(t *testing.T) {
 	if r := c.expect(of.TypeMultipartReply, 5); len(r) != mpHeaderLen+112 || be32(r[16:]) != 2 {
 		t.Errorf("port stats in two parts: %x", r)
 	}
-	// A part of another request while one is open.
+	// A part of the same xid but another type: BAD_MULTIPART.
 	c.send(msg(of.TypeMultipartRequest, 6, "00 04 00 01 00 00 00 00 00 00 00 02"))
-	other := msg(of.TypeMultipartRequest, 7, "00 03 00 00 00 00 00 00")
+	other := msg(of.TypeMultipartRequest, 6, "00 03 00 00 00 00 00 00")
 	c.send(other)
 	c.expectError(other, ofp.ErrTypeBadRequest, ofp.ErrCodeBadRequestBadMultipart)
 	for _, m := range [][]byte{
@@ -290,6 +290,37 @@ func TestMultipart(t *testing.T) {
 		}
 		c.expectError(m, ofp.ErrTypeBadRequest, code)
 	}
+}
+
+// TestMultipartInterleaved: requests of other xids, whole or in parts,
+// while a REQ_MORE request is open are answered, and so is the open one
+// (as Open vSwitch does).
+func TestMultipartInterleaved(t *testing.T) {
+	c := startSession(t, newTestAgent(newTableSwitch(3, 8)))
+	c.send(msg(of.TypeMultipartRequest, 1, "00 04 00 01 00 00 00 00 00 00 00 02")) // port stats, part 1
+	c.send(msg(of.TypeMultipartRequest, 2, "00 03 00 00 00 00 00 00"))             // table stats, whole
+	if r := c.expect(of.TypeMultipartReply, 2); len(r) != mpHeaderLen+3*24 {
+		t.Errorf("table stats of %d bytes", len(r))
+	}
+	c.send(msg(of.TypeMultipartRequest, 3, "00 04 00 01 00 00 00 00 00 00 00 01")) // port stats, part 1
+	c.send(msg(of.TypeMultipartRequest, 1, "00 04 00 00 00 00 00 00 00 00 00 00")) // xid 1, last part
+	if r := c.expect(of.TypeMultipartReply, 1); len(r) != mpHeaderLen+112 || be32(r[16:]) != 2 {
+		t.Errorf("port stats of xid 1: %x", r)
+	}
+	c.send(msg(of.TypeMultipartRequest, 3, "00 04 00 00 00 00 00 00 00 00 00 00")) // xid 3, last part
+	if r := c.expect(of.TypeMultipartReply, 3); len(r) != mpHeaderLen+112 || be32(r[16:]) != 1 {
+		t.Errorf("port stats of xid 3: %x", r)
+	}
+	// At most MaxMultipartOpen open at once.
+	a := NewAgent(newTableSwitch(1, 8), Options{MaxMultipartOpen: 2, Logf: func(string, ...any) {}})
+	c = startSession(t, a)
+	c.send(msg(of.TypeMultipartRequest, 10, "00 04 00 01 00 00 00 00 00 00 00 02"))
+	c.send(msg(of.TypeMultipartRequest, 11, "00 04 00 01 00 00 00 00 00 00 00 02"))
+	third := msg(of.TypeMultipartRequest, 12, "00 04 00 01 00 00 00 00 00 00 00 02")
+	c.send(third)
+	c.expectError(third, ofp.ErrTypeBadRequest, ofp.ErrCodeBadRequestMultipartBufferOverflow)
+	c.send(msg(of.TypeMultipartRequest, 11, "00 04 00 00 00 00 00 00 00 00 00 00"))
+	c.expect(of.TypeMultipartReply, 11)
 }
 
 func TestMultipartReplySplit(t *testing.T) {

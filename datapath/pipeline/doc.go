@@ -113,11 +113,13 @@
 // (packet.Parse) before the next table's lookup, so that, say, pop_mpls to
 // 0x0800 and goto_table match the IPv4 header. Every edit checks the
 // frame's bounds first; an action the frame cannot take (pop_mpls on a
-// frame without MPLS) is counted as unsupported and skipped. Set-field on
-// the one field the datapath cannot write (eth_type) is
-// refused when the FLOW_MOD, GROUP_MOD or PACKET_OUT arrives, with
-// rule.BadSetField (support.go; OpenFlow sends OFPBAC_BAD_SET_TYPE);
-// every other action of the model is executed. Outputs copy the frame as it is at that moment, padded
+// frame without MPLS) is counted as unsupported and skipped. Set-field
+// writes every header field OpenFlow 1.3 allows, eth_type included (the
+// type after the VLAN tags; the frame is parsed again by it); set-field
+// on a field no frame carries (in_port) is refused when the FLOW_MOD,
+// GROUP_MOD or PACKET_OUT arrives, with rule.BadSetField (support.go;
+// OpenFlow sends OFPBAC_BAD_SET_TYPE); every other action of the model is
+// executed. Outputs copy the frame as it is at that moment, padded
 // with zeros to 60 bytes (a pop may leave it shorter; a NIC would pad it
 // on the wire, a veth does not); each port's frames leave in one afpacket
 // Send (sendmmsg) per batch. A packet-in carries the frame as it is, but

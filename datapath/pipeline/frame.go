@@ -123,6 +123,8 @@ func setField(frame []byte, f flow.Field, v []byte) bool {
 		return len(v) == 6 && copy(frame[0:6], v) == 6
 	case flow.FieldEthSrc:
 		return len(v) == 6 && copy(frame[6:12], v) == 6
+	case flow.FieldEthType:
+		return setEthType(frame, &l, v)
 	case flow.FieldVlanVID, flow.FieldVlanPCP:
 		return setVLAN(frame, &l, f, v)
 	case flow.FieldIPv4Src, flow.FieldIPv4Dst:

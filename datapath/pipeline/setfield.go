@@ -7,7 +7,7 @@ import (
 	"github.com/gswitch/gswitch/tables/flow"
 )
 
-// This file holds set-field on ARP, ICMPv4, ICMPv6, the IPv6 flow label,
+// This file holds set-field on eth_type, ARP, ICMPv4, ICMPv6, the IPv6 flow label,
 // neighbour discovery and the SCTP ports. Offsets are checked before use; checksums are
 // updated incrementally (replace16).
 
@@ -208,5 +208,21 @@ func setSCTPPort(frame []byte, l *layout, f flow.Field, v []byte) bool {
 	}
 	copy(p[off:off+2], v)
 	binary.LittleEndian.PutUint32(p[8:], old^oldCorrect^sctpCRC(p))
+	return true
+}
+
+// setEthType writes eth_type: the Ethernet type after the VLAN tags (the
+// one a match's eth_type sees), as Open vSwitch's set_field:dl_type does.
+// Nothing else changes: the headers behind it are not converted, so the
+// frame is parsed again (by the new type) before any later lookup, and a
+// later set_field on a field of the new type edits those bytes as such.
+// No checksum covers it. OpenFlow 1.3.5 §7.2.5 lists eth_type among the
+// fields set-field may write (every header field but in_port, in_phy_port
+// and ipv6_exthdr); its prerequisite checks are the codec's.
+func setEthType(frame []byte, l *layout, v []byte) bool {
+	if len(v) != 2 || l.l3 < 14 || l.l3 > len(frame) {
+		return false
+	}
+	copy(frame[l.l3-2:l.l3], v)
 	return true
 }

@@ -8,7 +8,7 @@ import (
 // settable is the set of fields set_field can write: header fields that
 // setField edits and the pipeline fields metadata and tunnel_id.
 var settable = map[flow.Field]bool{
-	flow.FieldEthDst: true, flow.FieldEthSrc: true, flow.FieldVlanVID: true, flow.FieldVlanPCP: true,
+	flow.FieldEthDst: true, flow.FieldEthSrc: true, flow.FieldEthType: true, flow.FieldVlanVID: true, flow.FieldVlanPCP: true,
 	flow.FieldIPDSCP: true, flow.FieldIPECN: true, flow.FieldIPProto: true, flow.FieldIPv4Src: true, flow.FieldIPv4Dst: true,
 	flow.FieldTCPSrc: true, flow.FieldTCPDst: true, flow.FieldUDPSrc: true, flow.FieldUDPDst: true,
 	flow.FieldSCTPSrc: true, flow.FieldSCTPDst: true,
@@ -22,8 +22,11 @@ var settable = map[flow.Field]bool{
 
 // checkActions refuses, when a FLOW_MOD, GROUP_MOD or PACKET_OUT arrives,
 // the actions this datapath would not execute: set_field on a field it
-// cannot write (eth_type) gets
-// OFPBAC_BAD_SET_TYPE; every other action kind the codec decodes is
+// cannot write gets rule.BadSetField (OFPBAC_BAD_SET_TYPE). Every header
+// field OpenFlow 1.3 lets set_field write is settable (eth_type included),
+// so only the pipeline fields a packet arrives with (in_port, in_phy_port)
+// and the ipv6_exthdr pseudo-field, which the OpenFlow codec already
+// refuses, reach this error; every other action kind the codec decodes is
 // executed.
 func checkActions(as []rule.Action) error {
 	for i := range as {
