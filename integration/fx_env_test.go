@@ -342,22 +342,30 @@ func (c *fxController) waitConnected(since time.Time, d time.Duration) bool {
 	})
 }
 
-// send writes one message on the current connection and returns its xid.
+// send writes one message on the current connection and returns its xid;
+// it fails the test on an error (call it from the test's goroutine).
 func (c *fxController) send(typ uint8, body []byte) uint32 {
+	xid, err := c.trySend(typ, body)
+	if err != nil {
+		c.t.Fatalf("controller: send: %v", err)
+	}
+	return xid
+}
+
+// trySend is send for other goroutines: it returns the error.
+func (c *fxController) trySend(typ uint8, body []byte) (uint32, error) {
 	c.mu.Lock()
 	cn := c.conn
 	c.xid++
 	xid := c.xid
 	c.mu.Unlock()
 	if cn == nil {
-		c.t.Fatalf("controller: no connection to send on")
+		return 0, fmt.Errorf("no connection to send on")
 	}
 	b := append(ofHeader(typ, 8+len(body), xid), body...)
 	cn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if _, err := cn.Write(b); err != nil {
-		c.t.Fatalf("controller: send: %v", err)
-	}
-	return xid
+	_, err := cn.Write(b)
+	return xid, err
 }
 
 // find returns the first message ok accepts.
