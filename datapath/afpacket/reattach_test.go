@@ -166,3 +166,46 @@ func testReattach(t *testing.T, queues int) {
 		t.Errorf("no fanout group after re-attachment")
 	}
 }
+
+// TestReattachHeldBlock: a block the reader holds while the port
+// re-attaches stays readable (its ring is unmapped only when it is
+// released), and the next ReadBlock reads the new interface.
+func TestReattachHeldBlock(t *testing.T) {
+	tn := newTestNet(t)
+	p := openPort(t, tn.host, Config{})
+	ps := tn.peerSocket(t)
+	ps.send(t, testFrame(tn.hostMAC, tn.peerMAC, 1), testFrame(tn.hostMAC, tn.peerMAC, 2))
+	var b *Block
+	waitFor(t, "a block", func() bool {
+		var err error
+		b, err = p.ReadBlock(50 * time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b != nil
+	})
+	newIndex := tn.recreate(t)
+	waitFor(t, "re-attachment", func() bool { return p.Link().Index == newIndex && !p.Link().Deleted })
+	var f Frame
+	n := 0
+	for b.Next(&f) {
+		if _, ok := testSeq(f.Data); ok {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("the held block has no test frame")
+	}
+	b.Release()
+	if b2, err := p.ReadBlock(0); err == ErrBusy {
+		t.Fatal("the queue still counts the old block as held")
+	} else if b2 != nil {
+		b2.Release()
+	}
+	ps2 := tn.peerSocket(t)
+	ps2.send(t, testFrame(tn.hostMAC, tn.peerMAC, 9))
+	seqs, _, _ := receiveTest(t, p, 1, time.Second)
+	if len(seqs) != 1 || seqs[0] != 9 {
+		t.Fatalf("after the re-attachment: %v, want frame 9", seqs)
+	}
+}
