@@ -479,7 +479,9 @@ func flowModBody(cmd uint8, f ofFlow) []byte {
 }
 
 func (c *fxController) addFlow(f ofFlow) uint32 { return c.send(ofptFlowMod, flowModBody(ofpfcAdd, f)) }
-func (c *fxController) delFlows() uint32       { return c.send(ofptFlowMod, flowModBody(ofpfcDelete, ofFlow{})) }
+func (c *fxController) delFlows() uint32 {
+	return c.send(ofptFlowMod, flowModBody(ofpfcDelete, ofFlow{}))
+}
 func (c *fxController) delFlow(f ofFlow) uint32 {
 	b := flowModBody(ofpfcDelete, f)
 	b[16] = 0 // table 0

@@ -244,6 +244,9 @@ func TestFxKillRestart(t *testing.T) {
 	}
 	restart := time.Now()
 	fxStart(t, tp, ctlPath, "--controller", c.target(), "--fail-mode", "secure", "--max-flows", "100000")
+	if fi, err := os.Lstat(ctlPath); err != nil || fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o600 {
+		t.Errorf("control socket after the restart: %v, %v; want a socket with mode 0600", fi, err)
+	}
 	cl := ctl.NewClient(ctlPath)
 	defer cl.Close()
 	ports, err := cl.Ports(context.Background())
@@ -252,6 +255,11 @@ func TestFxKillRestart(t *testing.T) {
 	}
 	if len(ports) != 2 {
 		t.Fatalf("%d ports after the restart, want 2", len(ports))
+	}
+	for _, p := range ports {
+		if !p.Up {
+			t.Errorf("port %d (%s) not up after the restart", p.Desc.No, p.Desc.Name)
+		}
 	}
 	if !c.waitConnected(restart, 20*time.Second) {
 		t.Fatal("the restarted gswitchd did not connect to the controller")
