@@ -326,13 +326,6 @@ func (c *fxController) serve(cn net.Conn) {
 	}
 }
 
-// connected reports whether a connection is past the handshake.
-func (c *fxController) connected() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.conn != nil
-}
-
 // waitConnected waits for a handshake after 'since'.
 func (c *fxController) waitConnected(since time.Time, d time.Duration) bool {
 	return waitFor(d, func() bool {
@@ -479,16 +472,6 @@ func flowModBody(cmd uint8, f ofFlow) []byte {
 }
 
 func (c *fxController) addFlow(f ofFlow) uint32 { return c.send(ofptFlowMod, flowModBody(ofpfcAdd, f)) }
-func (c *fxController) delFlows() uint32 {
-	return c.send(ofptFlowMod, flowModBody(ofpfcDelete, ofFlow{}))
-}
-func (c *fxController) delFlow(f ofFlow) uint32 {
-	b := flowModBody(ofpfcDelete, f)
-	b[16] = 0 // table 0
-	b[17] = 4 // OFPFC_DELETE_STRICT
-	return c.send(ofptFlowMod, b)
-}
-
 // fxFlows returns the flow entries gswitchd reports on its control socket.
 func fxFlows(t *testing.T, ctlPath string) int {
 	t.Helper()
