@@ -472,6 +472,7 @@ func flowModBody(cmd uint8, f ofFlow) []byte {
 }
 
 func (c *fxController) addFlow(f ofFlow) uint32 { return c.send(ofptFlowMod, flowModBody(ofpfcAdd, f)) }
+
 // fxFlows returns the flow entries gswitchd reports on its control socket.
 func fxFlows(t *testing.T, ctlPath string) int {
 	t.Helper()
