@@ -49,11 +49,13 @@ func TestFxPortRecreate(t *testing.T) {
 			return ps.reason == reason && ps.no == 2 && ps.name == "swp2"
 		}
 	}
+	t.Logf("%v: swp2 deleted", time.Since(start))
 	del, ok := c.waitMsg(10*time.Second, isStatus(ofpprDelete))
 	if !ok {
 		t.Fatal("no PORT_STATUS DELETE for swp2")
 	}
 	tp.addHostLink(t, 2)
+	t.Logf("%v: swp2 re-created", time.Since(start))
 	add, ok := c.waitMsg(10*time.Second, isStatus(ofpprAdd))
 	if !ok {
 		t.Fatal("no PORT_STATUS ADD for the re-created swp2 (the port was not re-attached)")
@@ -68,9 +70,11 @@ func TestFxPortRecreate(t *testing.T) {
 	if n := fxFlows(t, ctlPath); n != 2 {
 		t.Errorf("%d flows after the re-attachment, want the 2 installed", n)
 	}
+	t.Logf("%v: PORT_STATUS ADD", time.Since(start))
 	if !waitFor(10*time.Second, func() bool { return tp.ping(t, 1, "10.0.0.2", 1) == nil }) {
 		t.Fatal("forwarding did not resume through the re-created swp2")
 	}
+	t.Logf("%v: forwarding resumed", time.Since(start))
 	cl := ctl.NewClient(ctlPath)
 	defer cl.Close()
 	ports, err := cl.Ports(context.Background())
