@@ -391,6 +391,12 @@ func TestFxSoak(t *testing.T) {
 	t.Logf("soak %v: %d cycles, %d FLOW_MODs, %d route changes; steady traffic: %d/%d frames (switch), %d/%d datagrams (router)",
 		dur, cycles, flowMods, routeOps, steadyL2.Load(), steadySentL2.Load(), steadyL3.Load(), steadySentL3.Load())
 
+	var trace []string
+	for _, s := range samples {
+		trace = append(trace, fmt.Sprintf("%v:%.0fMiB/%.0f", s.at.Round(time.Second), s.rss/(1<<20), s.goroutines))
+	}
+	t.Logf("samples (time: RSS/goroutines): %s", strings.Join(trace, " "))
+
 	// The process: never restarted.
 	if !p.running() {
 		fail("gswitchd exited: %v", p.err)
