@@ -142,8 +142,10 @@ func (b *Block) Release() {
 }
 
 // ReadBlock returns the queue's next block of frames, waiting for one up
-// to 'timeout' (0: do not wait; negative: until a block or Close). It
-// returns nil and no error when the time passes without a block. The block
+// to 'timeout' (0: do not wait; negative: until a block, Close or a
+// re-attachment). It returns nil and no error when the time passes without
+// a block, and when the port re-attached to a re-created interface during
+// the wait (reattach.go: the next call reads the new ring). The block
 // must be released before the next ReadBlock; a queue has one reader at a
 // time (ErrBusy otherwise), and the queues of a port are read
 // independently.
