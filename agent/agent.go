@@ -184,8 +184,20 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 		if d.metL, err = net.Listen("tcp", st.Metrics); err != nil {
 			return d, fmt.Errorf("metrics: %w", err)
 		}
+		if beyondLoopback(d.metL.Addr()) {
+			log.Warn("the metrics listener is reachable beyond loopback: anyone who can reach it reads the switch's counters (give a loopback address such as 127.0.0.1:9100, or firewall it)",
+				"metrics", d.metL.Addr().String())
+		}
 	}
 	return d, nil
+}
+
+// beyondLoopback reports whether a listener's address accepts connections
+// from other hosts: any address but a loopback one (an unspecified address,
+// as ":9100" gives, listens on every interface).
+func beyondLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return !ok || !ta.IP.IsLoopback()
 }
 
 // blockTimeout is the ring's block retire timeout for a batch delay: the

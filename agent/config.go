@@ -195,7 +195,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.IntVar(&f.tables, "tables", 0, "number of OpenFlow flow tables: `N` (1..254)")
 	fs.IntVar(&f.maxFlows, "max-flows", 0, "flow entries per table at most: `N`")
 	fs.StringVar(&f.classifier, "classifier", "", "the flow tables' search: `ALGO` of linear (the default), tuple, bloom or merge (merged tuple search, fastest on many classes)")
-	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics on http://`ADDR`/metrics (e.g. :9100; empty: off)")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics on http://`ADDR`/metrics (e.g. 127.0.0.1:9100; empty: off, the default; an address beyond loopback is warned about)")
 	fs.StringVar(&f.ctl, "ctl-socket", "", "control socket for gswitchctl: `PATH` (mode 0600)")
 	fs.StringVar(&f.lv, "log-level", "", "log level: `debug`, info, warn or error")
 	fs.BoolVar(&f.printConfig, "print-config", false, "print the effective configuration as YAML and exit")

@@ -82,9 +82,12 @@
 // engine) with their connected routes; the static routes; the kernel FIB
 // mirror; the OpenFlow agent over ofGuard; the P4Runtime server and its
 // listener (the default address in use: P4Runtime off, with a warning);
-// the switch's controllers; the control socket (mode 0600); the metrics
-// listener. Run then starts the goroutines: per port one datapath loop per
-// receive queue and a link watcher, the flow expiry, the router's
+// the switch's controllers; the control socket (mode 0600 from its bind;
+// only a stale socket at its path is replaced); the metrics listener (a
+// warning when it is reachable beyond loopback). Run then starts the
+// goroutines: per port one datapath loop per receive queue and a link
+// watcher (a port whose interface is deleted and re-created is re-attached
+// by afpacket under the same Port, so these loops never change), the flow expiry, the router's
 // neighbour timers (and the kernel neighbour mirror in neighbour mode
 // kernel), the kernel FIB mirror, the OpenFlow agent's listeners and
 // controller connections, the P4Runtime server, the pubsub gRPC service,

@@ -66,7 +66,9 @@ func (d *Agent) serveMetrics(ctx context.Context) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// Timeouts bound what a slow or stuck scraper holds: 5 s for the
+	// request's headers, 30 s to write the page, 60 s idle.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second}
 	stop := context.AfterFunc(ctx, func() { srv.Close() })
 	defer stop()
 	if err := srv.Serve(d.metL); !errors.Is(err, http.ErrServerClosed) {

@@ -164,3 +164,21 @@ gswitch_route_packets_total{prefix="10.0.1.0/24",table="254"} 0
 		t.Fatal(err)
 	}
 }
+
+// TestBeyondLoopback: only a loopback metrics address goes without the
+// start-up warning; ":PORT" (every interface) and a host address get it.
+func TestBeyondLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{"127.0.0.1:0": false, "[::1]:0": false, ":0": true, "0.0.0.0:0": true} {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			if addr == "[::1]:0" {
+				continue // no IPv6 loopback here
+			}
+			t.Fatal(err)
+		}
+		if got := beyondLoopback(l.Addr()); got != want {
+			t.Errorf("beyondLoopback(%s listening as %s) = %v, want %v", addr, l.Addr(), got, want)
+		}
+		l.Close()
+	}
+}

@@ -5,7 +5,9 @@
 //
 // HTTP/1.1 over a Unix stream socket (default /run/gswitchd.sock, created
 // with mode 0600 so that only root, or the daemon's user, can open it;
-// the file-system permission is the access control). Every query is a GET
+// the file-system permission is the access control). The mode is set by
+// the umask at bind time, not by a chmod afterwards, and Listen replaces
+// only a stale socket at the path, never a file of another kind. Every query is a GET
 // whose response is one JSON document (Content-Type application/json):
 //
 //	GET /v1/ports    []pipeline.PortInfo   ports: ofp_port description, link up, counters
@@ -39,6 +41,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -114,25 +117,74 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// Listen creates the socket at path with mode 0600, replacing a stale
-// socket file (one nobody answers on); a live one is an error.
+// SocketMode is the control socket's mode: the daemon's user only (root,
+// as gswitchd runs), since whoever can open it can read the switch's whole
+// state and change its filters and routes.
+const SocketMode = 0o600
+
+// Listen creates the socket at path with mode SocketMode from the start
+// (the umask is narrowed around the bind, so there is no moment when a
+// wider mode lets another user connect), replacing only a stale socket
+// (one nobody answers on). A live socket is an error, and so is anything
+// at path that is not a socket (a regular file, a directory, a symbolic
+// link): gswitchd never deletes what it did not create.
 func Listen(path string) (net.Listener, error) {
-	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("ctl: %s: another gswitchd answers on it", path)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != os.ModeSocket {
+			return nil, fmt.Errorf("ctl: %s exists and is not a socket (%s): refusing to replace it", path, kindOf(fi.Mode()))
+		}
+		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("ctl: %s: another gswitchd answers on it", path)
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("ctl: removing the stale socket: %w", err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("ctl: %w", err)
 	}
-	l, err := net.Listen("unix", path)
+	l, err := listenUmask(path, 0o777&^SocketMode)
 	if err != nil {
 		return nil, fmt.Errorf("ctl: %w", err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	// The umask already gave the mode; this only guards against a umask
+	// that was wider in the first place (chmod never widens past it here).
+	if err := os.Chmod(path, SocketMode); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("ctl: %w", err)
 	}
 	return l, nil
+}
+
+// listenUmask binds a Unix socket at path with the process umask set to
+// mask for the bind (the socket file's mode is 0777 &^ umask). The umask
+// is process-wide: gswitchd calls this at start, before it creates any
+// other file, and umaskMu keeps two Listens of one process apart.
+func listenUmask(path string, mask int) (net.Listener, error) {
+	umaskMu.Lock()
+	defer umaskMu.Unlock()
+	old := syscall.Umask(mask)
+	defer syscall.Umask(old)
+	return net.Listen("unix", path)
+}
+
+var umaskMu sync.Mutex
+
+// kindOf names a file type for an error message.
+func kindOf(m os.FileMode) string {
+	switch m.Type() {
+	case 0:
+		return "a regular file"
+	case os.ModeDir:
+		return "a directory"
+	case os.ModeSymlink:
+		return "a symbolic link"
+	case os.ModeNamedPipe:
+		return "a named pipe"
+	case os.ModeDevice, os.ModeDevice | os.ModeCharDevice:
+		return "a device"
+	}
+	return m.Type().String()
 }
 
 // Serve answers on l until ctx is done, then closes l (removing the

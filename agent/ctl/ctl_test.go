@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,18 +97,6 @@ func TestClientServer(t *testing.T) {
 	}
 }
 
-func TestListenReplacesStaleSocket(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ctl.sock")
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	l, err := Listen(path)
-	if err != nil {
-		t.Fatalf("stale file not replaced: %v", err)
-	}
-	l.Close()
-}
-
 func TestClientNotRunning(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.sock")
@@ -129,5 +118,84 @@ func TestClientNotRunning(t *testing.T) {
 	defer c2.Close()
 	if _, err := c2.Ports(context.Background()); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("stale socket: %v, want ErrNotRunning", err)
+	}
+}
+
+// TestListenRefusesNonSocket: Listen never deletes what is not a stale
+// socket at its path (a regular file, a directory, a symbolic link), and
+// says so in one line.
+func TestListenRefusesNonSocket(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "precious")
+	if err := os.WriteFile(file, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	for path, kind := range map[string]string{file: "a regular file", sub: "a directory", link: "a symbolic link"} {
+		l, err := Listen(path)
+		if err == nil {
+			l.Close()
+			t.Fatalf("Listen(%s) over %s succeeded", path, kind)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "not a socket") || !strings.Contains(msg, kind) || strings.Contains(msg, "\n") {
+			t.Errorf("Listen over %s: %q: want a one-line refusal naming it", kind, msg)
+		}
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "keep me" {
+		t.Fatalf("the regular file was touched: %q, %v", b, err)
+	}
+	if fi, err := os.Stat(sub); err != nil || !fi.IsDir() {
+		t.Fatalf("the directory was touched: %v", err)
+	}
+}
+
+// TestListenReplacesStaleSocket: a socket nobody answers on (a daemon
+// killed with SIGKILL leaves one) is replaced.
+func TestListenReplacesStaleSocket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ctl.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	if _, err := os.Lstat(path); err != nil {
+		t.Fatalf("stale socket missing: %v", err)
+	}
+	l2, err := Listen(path)
+	if err != nil {
+		t.Fatalf("Listen over a stale socket: %v", err)
+	}
+	l2.Close()
+}
+
+// TestListenModeFromTheStart: the socket file has mode 0600 as soon as it
+// exists (bound under a narrowed umask), whatever the process umask, and
+// the umask is restored afterwards.
+func TestListenModeFromTheStart(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "ctl.sock")
+	l, err := listenUmask(path, 0o777&^SocketMode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != SocketMode {
+		t.Errorf("socket mode right after bind %v: want %v", fi.Mode().Perm(), os.FileMode(SocketMode))
+	}
+	if cur := syscall.Umask(0); cur != 0 {
+		t.Errorf("umask after Listen %#o: want it restored to 0", cur)
 	}
 }

@@ -118,6 +118,16 @@
 // ends the subscription (a receive error such as ENOBUFS), the watcher
 // subscribes again and re-reads the state.
 //
+// A port follows its interface by name, as Open vSwitch does: when the
+// interface is deleted (Events: Deleted) its sockets are dead, and when an
+// interface of the same name appears later the port re-attaches to it —
+// new sockets and rings on the new ifindex swapped into the same Port and
+// Queue values (reattach.go), so that every holder of the Port keeps
+// working — and Events delivers the new state (not Deleted, the new
+// Index). A reader waiting in ReadBlock on the dead socket is woken and
+// gets no block; a block it holds stays valid until released.
+// Stats.Reattaches counts re-attachments.
+//
 // # Invariants and thread-safety
 //
 //   - One reader per queue: a queue's ReadBlock, Block.Next, Block.Release

@@ -105,6 +105,9 @@ type Stats struct {
 	// EventDrops counts link events not delivered because the event
 	// channel was full (Link still has the latest state).
 	EventDrops uint64
+	// Reattaches counts the times the interface was deleted and one of
+	// the same name re-attached; ReattachFails the attempts that failed.
+	Reattaches, ReattachFails uint64
 }
 
 // Port is one Linux interface attached through AF_PACKET sockets: one or
@@ -142,7 +145,13 @@ func Open(name string, cfg Config) (*Port, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	w, info, err := watchLink(name, cfg.EventBuffer)
+	var opened atomic.Pointer[Port] // set once the sockets are open: re-attachment waits for it
+	w, info, err := watchLink(name, cfg.EventBuffer, func(l LinkInfo) error {
+		if p := opened.Load(); p != nil {
+			return p.reattach(l)
+		}
+		return ErrClosed
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +166,7 @@ func Open(name string, cfg Config) (*Port, error) {
 		w.stop()
 		return nil, fmt.Errorf("afpacket: %s: %w", name, err)
 	}
+	opened.Store(p)
 	return p, nil
 }
 
@@ -236,6 +246,7 @@ func (p *Port) Stats() (Stats, error) {
 	}
 	st.TxPackets, st.TxBytes, st.TxErrors = p.txPackets.Load(), p.txBytes.Load(), p.txErrors.Load()
 	st.EventDrops = p.w.drops.Load()
+	st.Reattaches, st.ReattachFails = p.w.reattaches.Load(), p.w.reattachFails.Load()
 	return st, first
 }
 
@@ -253,7 +264,11 @@ func (p *Port) Queue(i int) *Queue { return p.queues[i] }
 // FanoutGroup returns the port's PACKET_FANOUT group id (assigned by the
 // kernel, unique among the network namespace's groups), or -1 for a port
 // with one queue, which has no group.
-func (p *Port) FanoutGroup() int { return p.fanout }
+func (p *Port) FanoutGroup() int {
+	p.txMu.Lock() // re-attachment replaces the group (reattach.go)
+	defer p.txMu.Unlock()
+	return p.fanout
+}
 
 // ReadBlock reads queue 0 (see Queue.ReadBlock).
 func (p *Port) ReadBlock(timeout time.Duration) (*Block, error) {

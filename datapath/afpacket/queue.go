@@ -30,6 +30,9 @@ type Queue struct {
 	closed  bool
 	block   Block
 
+	gen   uint64   // sockets replaced so far (reattach.go): a wait or block of an older one yields nothing
+	stale [][]byte // rings of replaced sockets, unmapped once no reader holds or waits on one
+
 	waiting []byte                // the block ReadBlock waits for (reader's)
 	readyFn func(fd uintptr) bool // reports whether it is ready
 
@@ -211,19 +214,7 @@ func (q *Queue) Index() int { return q.id }
 func (q *Queue) Stats() (Stats, error) {
 	q.statsMu.Lock()
 	defer q.statsMu.Unlock()
-	var kerr error
-	cerr := q.raw.Control(func(fd uintptr) {
-		st, err := unix.GetsockoptTpacketStatsV3(int(fd), unix.SOL_PACKET, unix.PACKET_STATISTICS)
-		if err != nil {
-			kerr = sysErr("PACKET_STATISTICS", err)
-			return
-		}
-		q.ringDrops += uint64(st.Drops)
-		q.ringFreezes += uint64(st.Freeze_q_cnt)
-	})
-	if cerr != nil {
-		kerr = ErrClosed
-	}
+	kerr := q.foldKernelStatsLocked()
 	return Stats{
 		RxPackets: q.rxPackets.Load(), RxBytes: q.rxBytes.Load(),
 		RxTruncated: q.rxTruncated.Load(), RxErrors: q.rxErrors.Load(),
@@ -251,6 +242,7 @@ func (q *Queue) close() error {
 // unmapLocked unmaps the ring; the caller holds rxMu and the queue is
 // closed.
 func (q *Queue) unmapLocked() {
+	q.unmapStaleLocked()
 	if q.ring != nil {
 		unix.Munmap(q.ring)
 		q.ring = nil

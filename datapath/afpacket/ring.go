@@ -3,6 +3,7 @@ package afpacket
 import (
 	"errors"
 	"os"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -50,6 +51,7 @@ type Block struct {
 	data []byte // the block
 	n, i int    // frames in the block, frames returned
 	off  int    // offset of the next frame header in data
+	gen  uint64 // the queue's socket generation the block belongs to
 
 	packets, bytes, truncated, errors uint64 // flushed into the queue's counters on Release
 }
@@ -131,13 +133,19 @@ func (b *Block) Release() {
 		q.unmapLocked()
 		return
 	}
+	if b.gen != q.gen { // a block of a replaced socket: its ring goes
+		q.unmapStaleLocked()
+		return
+	}
 	releaseBlock(b.data)
 	q.next = (q.next + 1) % q.p.cfg.NumBlocks
 }
 
 // ReadBlock returns the queue's next block of frames, waiting for one up
-// to 'timeout' (0: do not wait; negative: until a block or Close). It
-// returns nil and no error when the time passes without a block. The block
+// to 'timeout' (0: do not wait; negative: until a block, Close or a
+// re-attachment). It returns nil and no error when the time passes without
+// a block, and when the port re-attached to a re-created interface during
+// the wait (reattach.go: the next call reads the new ring). The block
 // must be released before the next ReadBlock; a queue has one reader at a
 // time (ErrBusy otherwise), and the queues of a port are read
 // independently.
@@ -154,9 +162,10 @@ func (q *Queue) ReadBlock(timeout time.Duration) (*Block, error) {
 	q.reading = true
 	bs := q.p.cfg.BlockSize
 	data := q.ring[q.next*bs : (q.next+1)*bs]
+	file, raw, gen := q.file, q.raw, q.gen
 	q.rxMu.Unlock()
 
-	ready, err := q.wait(data, timeout)
+	ready, err := q.wait(file, raw, data, timeout)
 
 	q.rxMu.Lock()
 	defer q.rxMu.Unlock()
@@ -167,18 +176,22 @@ func (q *Queue) ReadBlock(timeout time.Duration) (*Block, error) {
 		}
 		return nil, ErrClosed
 	}
+	if gen != q.gen { // the port re-attached while we waited: the block was the old ring's
+		q.unmapStaleLocked()
+		return nil, nil
+	}
 	if err != nil || !ready {
 		return nil, err
 	}
 	q.held = true
-	q.block = Block{q: q, data: data}
+	q.block = Block{q: q, data: data, gen: gen}
 	q.block.n, q.block.off = blockFrames(data)
 	return &q.block, nil
 }
 
-// wait waits until the block 'data' belongs to user space, for at most
-// 'timeout'.
-func (q *Queue) wait(data []byte, timeout time.Duration) (bool, error) {
+// wait waits until the block 'data' of the socket 'file' belongs to user
+// space, for at most 'timeout'.
+func (q *Queue) wait(file *os.File, raw syscall.RawConn, data []byte, timeout time.Duration) (bool, error) {
 	if blockReady(data) || timeout == 0 {
 		return blockReady(data), nil
 	}
@@ -186,7 +199,7 @@ func (q *Queue) wait(data []byte, timeout time.Duration) (bool, error) {
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
-	if err := q.file.SetReadDeadline(deadline); err != nil {
+	if err := file.SetReadDeadline(deadline); err != nil {
 		if q.p.closing.Load() {
 			return false, ErrClosed
 		}
@@ -198,7 +211,7 @@ func (q *Queue) wait(data []byte, timeout time.Duration) (bool, error) {
 	if q.readyFn == nil {
 		q.readyFn = func(uintptr) bool { return blockReady(q.waiting) } // made once: no allocation per wait
 	}
-	err := q.raw.Read(q.readyFn)
+	err := raw.Read(q.readyFn)
 	switch {
 	case err == nil:
 		return true, nil

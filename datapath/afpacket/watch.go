@@ -10,10 +10,18 @@ import (
 )
 
 // watcher follows one interface's state through an RTNLGRP_LINK netlink
-// subscription. Its goroutine owns 'last' and the subscription; 'info' is
-// the state readers see.
+// subscription. Its goroutine owns 'last', 'index' and the subscription;
+// 'info' is the state readers see. After the interface is deleted, a new
+// interface of the same name is re-attached (reattach, set before the
+// goroutine starts) and followed instead.
 type watcher struct {
-	index  int
+	name     string // the interface's name at Open: what a re-created one must be called
+	index    int
+	reattach func(LinkInfo) error // moves the port onto a new interface (reattach.go); nil: none
+	// reattaches counts interfaces re-attached; reattachFails the attempts
+	// that failed (the interface went away again, a socket error).
+	reattaches, reattachFails atomic.Uint64
+
 	info   atomic.Pointer[LinkInfo]
 	events chan LinkInfo
 	drops  atomic.Uint64 // events dropped on a full channel
@@ -27,9 +35,12 @@ type watcher struct {
 }
 
 // watchLink subscribes to link changes, then resolves 'name' (in that order,
-// so no change after the lookup is missed) and starts following it.
-func watchLink(name string, buf int) (*watcher, LinkInfo, error) {
+// so no change after the lookup is missed) and starts following it;
+// reattach (nil: none) is called with a new interface of that name after
+// the first is deleted.
+func watchLink(name string, buf int, reattach func(LinkInfo) error) (*watcher, LinkInfo, error) {
 	w := &watcher{
+		reattach: reattach,
 		events:   make(chan LinkInfo, buf),
 		done:     make(chan struct{}),
 		finished: make(chan struct{}),
@@ -46,7 +57,7 @@ func watchLink(name string, buf int) (*watcher, LinkInfo, error) {
 		}()
 		return nil, LinkInfo{}, err
 	}
-	w.index, w.last = info.Index, info
+	w.name, w.index, w.last = name, info.Index, info
 	w.info.Store(&info)
 	go w.run()
 	return w, info, nil
@@ -67,10 +78,13 @@ func (w *watcher) run() {
 	defer close(w.events)
 	for {
 		for u := range w.updates {
-			if int(u.Index) == w.index {
+			switch {
+			case int(u.Index) == w.index:
 				info := linkInfo(u.Link)
 				info.Deleted = u.Header.Type == unix.RTM_DELLINK
 				w.publish(info)
+			case w.last.Deleted && u.Header.Type == unix.RTM_NEWLINK && u.Link.Attrs().Name == w.name:
+				w.tryReattach(linkInfo(u.Link))
 			}
 		}
 		if !w.resubscribe() {
@@ -88,9 +102,7 @@ func (w *watcher) resubscribe() bool {
 		default:
 		}
 		if err := w.subscribe(); err == nil {
-			if l, err := netlink.LinkByIndex(w.index); err == nil {
-				w.publish(linkInfo(l))
-			}
+			w.reread()
 			return true
 		}
 		select {
@@ -101,11 +113,51 @@ func (w *watcher) resubscribe() bool {
 	}
 }
 
+// reread publishes the interface's state after a gap in the
+// notifications: deleted if its index is gone, and re-attached if an
+// interface of its name exists by then.
+func (w *watcher) reread() {
+	l, err := netlink.LinkByIndex(w.index)
+	if err == nil && l.Attrs().Name == w.name {
+		w.publish(linkInfo(l))
+		return
+	}
+	if err == nil { // renamed: followed as before
+		w.publish(linkInfo(l))
+		return
+	}
+	if !w.last.Deleted {
+		gone := w.last
+		gone.Deleted = true
+		w.publish(gone)
+	}
+	if l, err := netlink.LinkByName(w.name); err == nil {
+		w.tryReattach(linkInfo(l))
+	}
+}
+
+// tryReattach moves the port onto the interface 'info' (a new one with
+// the old one's name) and follows it from now on; the event it publishes
+// is the first without Deleted. A failure is counted and the next
+// notification of that name tries again.
+func (w *watcher) tryReattach(info LinkInfo) {
+	if w.reattach == nil || info.Index == w.index {
+		return
+	}
+	if err := w.reattach(info); err != nil {
+		w.reattachFails.Add(1)
+		return
+	}
+	w.reattaches.Add(1)
+	w.index = info.Index
+	w.publish(info)
+}
+
 // publish records a state and sends it as an event if it differs from the
 // last one (the kernel also notifies changes the agent does not track).
 func (w *watcher) publish(info LinkInfo) {
 	l := &w.last
-	if info.Name == l.Name && info.MTU == l.MTU && info.MAC.String() == l.MAC.String() &&
+	if info.Name == l.Name && info.Index == l.Index && info.MTU == l.MTU && info.MAC.String() == l.MAC.String() &&
 		info.AdminUp == l.AdminUp && info.OperUp == l.OperUp && info.Deleted == l.Deleted {
 		return
 	}

@@ -219,7 +219,9 @@
 // state is still deciding (its frames may still be in Send). Counters are
 // atomics updated under the read lock. The ports are fixed before traffic
 // starts (AddPort); their link state comes from afpacket (WatchPort turns
-// link events into PORT_STATUS). Lock order: mu, then the group and meter
+// link events into PORT_STATUS: DELETE when the interface goes, ADD when
+// afpacket has re-attached the port to a new interface of the same name,
+// MODIFY otherwise; the port number, its flows and the Device stay). Lock order: mu, then the group and meter
 // tables' own mutexes (tables/rule: GroupMod, MeterMod and the flow
 // entries' reference counts take them under mu held for writing, a batch
 // under mu held for reading), then a meter's (Meter.Allow). A Controller

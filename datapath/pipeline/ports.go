@@ -95,13 +95,16 @@ func (p *swPort) stats() rule.PortStats {
 }
 
 // WatchPort forwards the link events of port no (a closed channel ends
-// it) to the controller as PORT_STATUS (reason MODIFY, or DELETE for an
-// interface that went away), until ctx is done.
+// it) to the controller as PORT_STATUS until ctx is done: reason DELETE
+// for an interface that went away, ADD for the first state after a
+// deletion (afpacket re-attached the port to a new interface of the same
+// name, as Open vSwitch adds the port back), MODIFY otherwise.
 func (s *Switch) WatchPort(ctx context.Context, no uint32, events <-chan afpacket.LinkInfo) {
 	p := s.ports[no]
 	if p == nil || events == nil {
 		return
 	}
+	deleted := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -110,11 +113,16 @@ func (s *Switch) WatchPort(ctx context.Context, no uint32, events <-chan afpacke
 			if !ok {
 				return
 			}
-			s.log.Info("port state", "port", no, "link", l.String())
 			reason := uint8(rule.PortModified)
-			if l.Deleted {
+			switch {
+			case l.Deleted:
 				reason = rule.PortDeleted
+			case deleted:
+				reason = rule.PortAdded
+				s.log.Info("port re-attached", "port", no, "link", l.String())
 			}
+			deleted = l.Deleted
+			s.log.Info("port state", "port", no, "link", l.String())
 			if c := s.controller(); c != nil {
 				c.PortStatus(&rule.PortStatus{Reason: reason, Port: p.desc()})
 			}
