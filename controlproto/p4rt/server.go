@@ -69,9 +69,10 @@ type Server struct {
 	config    *p4v1.ForwardingPipelineConfig // the committed one
 	st        *store
 
-	owns          atomic.Bool
-	packetIns     atomic.Uint64
-	packetInDrops atomic.Uint64
+	owns             atomic.Bool
+	packetIns        atomic.Uint64
+	packetInDrops    atomic.Uint64
+	packetInFiltered atomic.Uint64
 }
 
 // New returns a server for cfg.
@@ -101,7 +102,10 @@ func (s *Server) Connections() int { return s.arb.count() }
 // Stats are the server's counters.
 type Stats struct {
 	PacketIns, PacketInDrops uint64
-	Entries                  int
+	// PacketInsFiltered counts the datapath's packet-ins that the P4
+	// program did not send to the CPU (INVALID_TTL): never sent.
+	PacketInsFiltered uint64
+	Entries           int
 }
 
 // Stats returns the server's counters.
@@ -109,7 +113,7 @@ func (s *Server) Stats() Stats {
 	s.mu.RLock()
 	n := len(s.st.entries)
 	s.mu.RUnlock()
-	return Stats{PacketIns: s.packetIns.Load(), PacketInDrops: s.packetInDrops.Load(), Entries: n}
+	return Stats{PacketIns: s.packetIns.Load(), PacketInDrops: s.packetInDrops.Load(), PacketInsFiltered: s.packetInFiltered.Load(), Entries: n}
 }
 
 // GRPCServer returns a gRPC server with the P4Runtime service (and
@@ -137,6 +141,13 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// transact runs f under Switch.TransactGroups.
+func (s *Server) transact(f func(tx txn) error) error {
+	return s.cfg.Switch.TransactGroups(func(fl func(*rule.FlowMod) error, gr func(*rule.GroupMod) error) error {
+		return f(txn{flow: fl, group: gr})
+	})
 }
 
 func rpcErr(e *Error) error { return grpcstatus.Error(e.Code, e.Msg) }
@@ -230,7 +241,7 @@ func (s *Server) commit(c *p4v1.ForwardingPipelineConfig, clear bool) *Error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if clear || !s.committed {
-		err := s.cfg.Switch.Transact(func(apply func(*rule.FlowMod) error) error { return s.st.reset(apply, fixed) })
+		err := s.transact(func(tx txn) error { return s.st.reset(tx, fixed) })
 		if err != nil {
 			return errf(codes.Internal, "realizing the pipeline: %v", err)
 		}
@@ -325,8 +336,21 @@ func batchStatus(errs []*Error) error {
 
 // PacketIn delivers a packet the pipeline punted (send_to_cpu) to every
 // primary, with its ingress_port; it returns how many streams took it.
+//
+// Only packets the P4 program sends to the CPU reach the client: outputs
+// to CONTROLLER (send_to_cpu, a replica to the CPU port). Their OpenFlow
+// reason is ACTION, or NO_MATCH when the last entry the packet hit was a
+// priority-0 match-all one (the ACL's default entry: OpenFlow calls that
+// the table-miss entry). The datapath's INVALID_TTL packet-ins (a
+// decrement_ttl or set_next_hop that found TTL 0 or 1) are OpenFlow's,
+// not the program's: gswitch.p4 drops such a packet (meta.ttl_expired),
+// so they are dropped here and counted in Stats.PacketInsFiltered.
 func (s *Server) PacketIn(pi *rule.PacketIn) int {
 	if !s.owns.Load() {
+		return 0
+	}
+	if pi.Reason == rule.ReasonInvalidTTL {
+		s.packetInFiltered.Add(1)
 		return 0
 	}
 	port, _ := pi.Match.GetUint(flow.FieldInPort)
