@@ -226,6 +226,7 @@ func (f *Flags) load() (*settings, error) {
 	if err := decodeYAML(&c, defaultConfig, "embedded default"); err != nil {
 		return nil, err
 	}
+	c.P4RT.implicitListen = true
 	if f.config != "" {
 		data, err := os.ReadFile(f.config)
 		if err != nil {
@@ -233,6 +234,9 @@ func (f *Flags) load() (*settings, error) {
 		}
 		if err := decodeYAML(&c, data, f.config); err != nil {
 			return nil, err
+		}
+		if p4rtListenIn(data) {
+			c.P4RT.implicitListen = false
 		}
 	}
 	if err := f.override(&c); err != nil {

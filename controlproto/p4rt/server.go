@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	grpcstatus "google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -28,6 +30,16 @@ import (
 
 // APIVersion is the P4Runtime version Capabilities reports.
 const APIVersion = "1.4.1"
+
+// Connection limits (Config): defaults, and the largest gRPC message in
+// either direction (a bigger one is refused with RESOURCE_EXHAUSTED by
+// gRPC itself).
+const (
+	DefaultConnectionTimeout = 10 * time.Second
+	DefaultKeepaliveTime     = time.Minute
+	DefaultKeepaliveTimeout  = 20 * time.Second
+	MaxMessageSize           = 256 << 20
+)
 
 // Config configures a Server.
 type Config struct {
@@ -49,7 +61,18 @@ type Config struct {
 	// QueueLen is each stream's send queue (default 4096); packet-ins
 	// beyond it are dropped and counted.
 	QueueLen int
-	Logger   *slog.Logger
+	// ConnectionTimeout bounds a new connection's handshake: TLS, the
+	// HTTP/2 client preface and settings (default 10 s; gRPC's own is
+	// 120 s). A connection that sends part of it and goes silent is
+	// closed then; until then it costs a goroutine and a socket, and
+	// holds up no other connection.
+	ConnectionTimeout time.Duration
+	// KeepaliveTime: a connection quiet this long is pinged (default 1
+	// min); KeepaliveTimeout: unanswered that long, it is closed (default
+	// 20 s), and its streams end (a primary's end is an arbitration
+	// change).
+	KeepaliveTime, KeepaliveTimeout time.Duration
+	Logger                          *slog.Logger
 }
 
 // Server is gswitch's P4Runtime server. See the package documentation.
@@ -85,6 +108,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.QueueLen <= 0 {
 		cfg.QueueLen = 4096
+	}
+	if cfg.ConnectionTimeout <= 0 {
+		cfg.ConnectionTimeout = DefaultConnectionTimeout
+	}
+	if cfg.KeepaliveTime <= 0 {
+		cfg.KeepaliveTime = DefaultKeepaliveTime
+	}
+	if cfg.KeepaliveTimeout <= 0 {
+		cfg.KeepaliveTimeout = DefaultKeepaliveTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -123,7 +155,13 @@ func (s *Server) GRPCServer() *grpc.Server {
 	if s.cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.TLS)))
 	}
-	opts = append(opts, grpc.MaxRecvMsgSize(256<<20), grpc.MaxSendMsgSize(256<<20))
+	opts = append(opts, grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize),
+		grpc.ConnectionTimeout(s.cfg.ConnectionTimeout),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: s.cfg.KeepaliveTime, Timeout: s.cfg.KeepaliveTimeout}),
+		// Clients may ping every 10 s, streams open or not (grpc-go's
+		// default, 5 min, would close a controller that keeps its
+		// connection alive more often with GOAWAY "too_many_pings").
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}))
 	g := grpc.NewServer(opts...)
 	p4v1.RegisterP4RuntimeServer(g, s)
 	if s.cfg.Reflection {
