@@ -159,6 +159,11 @@ func FuzzRead(f *testing.F) {
 		{Entities: []*p4v1.Entity{{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: TableIPv4, IsDefaultAction: true}}}}},
 		{Entities: []*p4v1.Entity{{Entity: &p4v1.Entity_DirectCounterEntry{DirectCounterEntry: &p4v1.DirectCounterEntry{}}}}},
 		{Entities: []*p4v1.Entity{aclEntity(&p4v1.TableEntry{TableId: TableACL, Priority: 3, Match: []*p4v1.FieldMatch{ternary(aclIPv6Dst, ip6("2001:db8::"), ip6("ffff:ffff::"))}})}},
+		// The whole forwarding state (every kind's wildcard), one
+		// multicast group, a counter by id.
+		{Entities: wildcardAll()},
+		{Entities: []*p4v1.Entity{mcEntity(&p4v1.MulticastGroupEntry{MulticastGroupId: 4})}},
+		{Entities: []*p4v1.Entity{{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{CounterId: 0x12000001}}}}},
 	}
 	for _, s := range seeds {
 		b, _ := proto.Marshal(s)
@@ -168,7 +173,8 @@ func FuzzRead(f *testing.F) {
 	r.primary(f, 1)
 	r.setPipeline(f, 1)
 	if err := r.write(0, ins(l2Entry(macB, 1)), ins(ipv4Entry([]byte{10, 0, 0, 0}, 8, act(ActionDrop))),
-		ins(&p4v1.TableEntry{TableId: TableACL, Priority: 3, Action: act(ActionDrop), Match: []*p4v1.FieldMatch{ternary(aclIPv6Dst, ip6("2001:db8::"), ip6("ffff:ffff::"))}})); err != nil {
+		ins(&p4v1.TableEntry{TableId: TableACL, Priority: 3, Action: act(ActionDrop), Match: []*p4v1.FieldMatch{ternary(aclIPv6Dst, ip6("2001:db8::"), ip6("ffff:ffff::"))}}),
+		mcUpdate(p4v1.Update_INSERT, mcGroup1(4, 1))); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -182,6 +188,12 @@ func FuzzRead(f *testing.F) {
 			return
 		}
 		for _, e := range out {
+			if mg := e.GetPacketReplicationEngineEntry().GetMulticastGroupEntry(); mg != nil {
+				if mg.GetMulticastGroupId() != 4 {
+					t.Fatalf("read returned multicast group %d: only 4 exists", mg.GetMulticastGroupId())
+				}
+				continue
+			}
 			te := e.GetTableEntry()
 			if te == nil {
 				te = e.GetDirectCounterEntry().GetTableEntry()
