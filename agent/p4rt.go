@@ -258,7 +258,18 @@ func (d *Agent) startP4RT() error {
 		return fmt.Errorf("p4rt listen: %w", err)
 	}
 	d.log.Info("p4rt: serving P4Runtime", "listen", d.p4L.Addr().String(), "device_id", p.DeviceID, "tls", d.st.p4rtTLS != nil)
+	if d.st.p4rtTLS == nil && !loopbackOnly(d.p4L.Addr()) {
+		d.log.Warn("p4rt: plaintext P4Runtime reachable beyond loopback: any host that reaches it can become the primary controller and program the switch (docs/p4runtime.md: Security)",
+			"listen", d.p4L.Addr().String())
+	}
 	return nil
+}
+
+// loopbackOnly reports whether a listener's address is reachable from
+// this host only.
+func loopbackOnly(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
 
 // defaultP4RTListen is default.yaml's p4rt listen address: the port

@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"log/slog"
 	"math/big"
 	"net"
 	"os"
@@ -183,5 +184,29 @@ func TestP4RTConnectionFlags(t *testing.T) {
 	}
 	if _, err := loadArgs(t, "--p4rt-keepalive-time", "-1s"); err == nil || !strings.Contains(err.Error(), "keepalive_time") {
 		t.Fatalf("negative keepalive: %v", err)
+	}
+}
+
+// TestP4RTPlaintextBeyondLoopbackWarns: plaintext P4Runtime on every
+// address is logged as a warning; on loopback it is not.
+func TestP4RTPlaintextBeyondLoopbackWarns(t *testing.T) {
+	for _, c := range []struct {
+		listen string
+		warn   bool
+	}{{"0.0.0.0:0", true}, {"127.0.0.1:0", false}} {
+		dir := t.TempDir()
+		st, err := loadArgs(t, "--backend", "cpu", "--ctl-socket", filepath.Join(dir, "s.sock"), "--metrics", "", "--p4rt-listen", c.listen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf strings.Builder
+		a, err := start(st, slog.New(slog.NewTextHandler(&buf, nil)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Close()
+		if got := strings.Contains(buf.String(), "plaintext P4Runtime reachable beyond loopback"); got != c.warn {
+			t.Errorf("listen %s: warning %v, want %v\n%s", c.listen, got, c.warn, buf.String())
+		}
 	}
 }
