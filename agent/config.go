@@ -121,6 +121,7 @@ func DefaultConfig() Config {
 	if err := decodeYAML(&c, defaultConfig, "embedded default"); err != nil {
 		panic(err) // the embedded file is part of the build; TestDefaultConfig reads it
 	}
+	c.P4RT.implicitListen = true
 	return c
 }
 

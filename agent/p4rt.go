@@ -44,9 +44,9 @@ type P4RTConfig struct {
 	KeepaliveTime     time.Duration `yaml:"keepalive_time"`
 	KeepaliveTimeout  time.Duration `yaml:"keepalive_timeout"`
 
-	// implicitListen: Listen is the embedded default's, not given by a
-	// file or --p4rt-listen; only such an address may be skipped when it
-	// is in use.
+	// implicitListen: Listen came from the embedded default (DefaultConfig,
+	// or Flags without a file's p4rt listen or --p4rt-listen); only the
+	// default address so obtained may be skipped when it is in use.
 	implicitListen bool
 }
 
@@ -246,7 +246,7 @@ func (d *Agent) startP4RT() error {
 		return err
 	}
 	if d.p4L, err = net.Listen("tcp", p.Listen); err != nil {
-		if p.implicitListen && errors.Is(err, syscall.EADDRINUSE) {
+		if p.implicitListen && p.Listen == defaultP4RTListen && errors.Is(err, syscall.EADDRINUSE) {
 			// Several gswitchd on one host (a Mininet topology) cannot all
 			// have the default address: those that come later run without
 			// P4Runtime, saying so. An address the user gave (a file's
