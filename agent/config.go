@@ -122,6 +122,7 @@ func DefaultConfig() Config {
 	if err := decodeYAML(&c, defaultConfig, "embedded default"); err != nil {
 		panic(err) // the embedded file is part of the build; TestDefaultConfig reads it
 	}
+	c.P4RT.implicitListen = true
 	return c
 }
 
@@ -229,6 +230,7 @@ func (f *Flags) load() (*settings, error) {
 	if err := decodeYAML(&c, defaultConfig, "embedded default"); err != nil {
 		return nil, err
 	}
+	c.P4RT.implicitListen = true
 	if f.config != "" {
 		data, err := os.ReadFile(f.config)
 		if err != nil {
@@ -236,6 +238,9 @@ func (f *Flags) load() (*settings, error) {
 		}
 		if err := decodeYAML(&c, data, f.config); err != nil {
 			return nil, err
+		}
+		if p4rtListenIn(data) {
+			c.P4RT.implicitListen = false
 		}
 	}
 	if err := f.override(&c); err != nil {

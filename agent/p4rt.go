@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"net"
 	"syscall"
+	"time"
 
 	"github.com/netrack/openflow/ofp"
+	"gopkg.in/yaml.v3"
 
 	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/controlproto/p4rt"
@@ -32,13 +34,28 @@ type P4RTConfig struct {
 	// Reflection registers gRPC server reflection (grpcurl without .proto
 	// files).
 	Reflection bool `yaml:"reflection"`
+	// ConnectionTimeout bounds a new connection's handshake (TLS and the
+	// HTTP/2 preface and settings): a client that sends half a preface
+	// and goes silent is closed after it. KeepaliveTime is how long a
+	// connection may be quiet before the server pings it, and
+	// KeepaliveTimeout how long the ping's answer may take before the
+	// connection is closed (a controller that vanished without a FIN).
+	ConnectionTimeout time.Duration `yaml:"connection_timeout"`
+	KeepaliveTime     time.Duration `yaml:"keepalive_time"`
+	KeepaliveTimeout  time.Duration `yaml:"keepalive_timeout"`
+
+	// implicitListen: Listen came from the embedded default (DefaultConfig,
+	// or Flags without a file's p4rt listen or --p4rt-listen); only the
+	// default address so obtained may be skipped when it is in use.
+	implicitListen bool
 }
 
 // p4rtFlags are the P4Runtime flags.
 type p4rtFlags struct {
-	listen, cert, key, ca string
-	deviceID              uint64
-	requireClient, refl   bool
+	listen, cert, key, ca        string
+	deviceID                     uint64
+	requireClient, refl          bool
+	connTimeout, kaTime, kaLimit time.Duration
 }
 
 func (p *p4rtFlags) register(fs *flag.FlagSet) {
@@ -49,6 +66,9 @@ func (p *p4rtFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.ca, "p4rt-tls-ca-cert", "", "P4Runtime over TLS: CA certificate(s) that sign client certificates, PEM `FILE`")
 	fs.BoolVar(&p.requireClient, "p4rt-require-client-cert", false, "P4Runtime over TLS: clients must present a certificate the CA signed (mutual TLS)")
 	fs.BoolVar(&p.refl, "p4rt-reflection", false, "P4Runtime: register gRPC server reflection (for grpcurl)")
+	fs.DurationVar(&p.connTimeout, "p4rt-connection-timeout", 0, "P4Runtime: a new connection's handshake (TLS, HTTP/2 preface) must finish within `DURATION` (default 10s)")
+	fs.DurationVar(&p.kaTime, "p4rt-keepalive-time", 0, "P4Runtime: ping a connection quiet for `DURATION` (default 1m)")
+	fs.DurationVar(&p.kaLimit, "p4rt-keepalive-timeout", 0, "P4Runtime: close a connection whose ping is not answered within `DURATION` (default 20s)")
 }
 
 func (p *p4rtFlags) override(set map[string]bool, c *P4RTConfig) {
@@ -59,6 +79,12 @@ func (p *p4rtFlags) override(set map[string]bool, c *P4RTConfig) {
 	setIf(set, "p4rt-tls-ca-cert", &c.CACert, p.ca)
 	setIf(set, "p4rt-require-client-cert", &c.RequireClientCert, p.requireClient)
 	setIf(set, "p4rt-reflection", &c.Reflection, p.refl)
+	setIf(set, "p4rt-connection-timeout", &c.ConnectionTimeout, p.connTimeout)
+	setIf(set, "p4rt-keepalive-time", &c.KeepaliveTime, p.kaTime)
+	setIf(set, "p4rt-keepalive-timeout", &c.KeepaliveTimeout, p.kaLimit)
+	if set["p4rt-listen"] {
+		c.implicitListen = false
+	}
 }
 
 // checkP4RT validates the p4rt: settings and loads the TLS files; it
@@ -73,6 +99,14 @@ func checkP4RT(c *Config) (*tls.Config, error) {
 	}
 	if p.DeviceID == 0 {
 		return nil, configErr("p4rt device_id 0: want 1..2^64-1")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"connection_timeout", p.ConnectionTimeout}, {"keepalive_time", p.KeepaliveTime}, {"keepalive_timeout", p.KeepaliveTimeout}} {
+		if d.v < 0 || d.v > 24*time.Hour {
+			return nil, configErr("p4rt %s %s: want 0 (the default) to 24h", d.name, d.v)
+		}
 	}
 	if p.Certificate == "" && p.PrivateKey == "" {
 		if p.CACert != "" || p.RequireClientCert {
@@ -201,6 +235,7 @@ func (d *Agent) startP4RT() error {
 	}
 	var err error
 	d.p4, err = p4rt.New(p4rt.Config{DeviceID: p.DeviceID, Switch: d.sw, Tables: d.st.Tables, TLS: d.st.p4rtTLS, Reflection: p.Reflection, Logger: d.log.With("component", "p4rt"),
+		ConnectionTimeout: p.ConnectionTimeout, KeepaliveTime: p.KeepaliveTime, KeepaliveTimeout: p.KeepaliveTimeout,
 		Claim: func() error {
 			if n := d.agent.Connections(); n > 0 {
 				return fmt.Errorf("%d OpenFlow connection(s) open: one control plane at a time", n)
@@ -211,10 +246,11 @@ func (d *Agent) startP4RT() error {
 		return err
 	}
 	if d.p4L, err = net.Listen("tcp", p.Listen); err != nil {
-		if p.Listen == defaultP4RTListen && errors.Is(err, syscall.EADDRINUSE) {
+		if p.implicitListen && p.Listen == defaultP4RTListen && errors.Is(err, syscall.EADDRINUSE) {
 			// Several gswitchd on one host (a Mininet topology) cannot all
 			// have the default address: those that come later run without
-			// P4Runtime, saying so. An address set explicitly must work.
+			// P4Runtime, saying so. An address the user gave (a file's
+			// p4rt listen, --p4rt-listen), even the default one, must work.
 			d.log.Warn("p4rt: the default address is in use; P4Runtime is off (set --p4rt-listen)", "listen", p.Listen, "err", err)
 			d.p4 = nil
 			return nil
@@ -222,7 +258,18 @@ func (d *Agent) startP4RT() error {
 		return fmt.Errorf("p4rt listen: %w", err)
 	}
 	d.log.Info("p4rt: serving P4Runtime", "listen", d.p4L.Addr().String(), "device_id", p.DeviceID, "tls", d.st.p4rtTLS != nil)
+	if d.st.p4rtTLS == nil && !loopbackOnly(d.p4L.Addr()) {
+		d.log.Warn("p4rt: plaintext P4Runtime reachable beyond loopback: any host that reaches it can become the primary controller and program the switch (docs/p4runtime.md: Security)",
+			"listen", d.p4L.Addr().String())
+	}
 	return nil
+}
+
+// loopbackOnly reports whether a listener's address is reachable from
+// this host only.
+func loopbackOnly(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
 
 // defaultP4RTListen is default.yaml's p4rt listen address: the port
@@ -235,4 +282,15 @@ func (d *Agent) serveP4RT(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// p4rtListenIn reports whether a configuration file sets p4rt listen (the
+// file decoded without error already).
+func p4rtListenIn(data []byte) bool {
+	var f struct {
+		P4RT struct {
+			Listen *string `yaml:"listen"`
+		} `yaml:"p4rt"`
+	}
+	return yaml.Unmarshal(data, &f) == nil && f.P4RT.Listen != nil
 }

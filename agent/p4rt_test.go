@@ -9,10 +9,14 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"log/slog"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,5 +123,90 @@ func TestP4RTTLSConfig(t *testing.T) {
 	}
 	if _, err := loadArgs(t, append(base, "--p4rt-tls-ca-cert", keyFile)...); !errors.Is(err, ErrConfig) {
 		t.Fatalf("a CA file without a certificate: %v, want a configuration error", err)
+	}
+}
+
+// TestP4RTExplicitDefaultListenInUse holds the default P4Runtime address
+// (or finds it held) and starts an agent on it: given with --p4rt-listen
+// (or a file's p4rt listen), even equal to the default, the start fails
+// naming the address; left to the default, the agent runs without
+// P4Runtime.
+func TestP4RTExplicitDefaultListenInUse(t *testing.T) {
+	if l, err := net.Listen("tcp", defaultP4RTListen); err == nil {
+		defer l.Close()
+	} else if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Skipf("cannot hold %s: %v", defaultP4RTListen, err)
+	}
+	dir := t.TempDir()
+	base := []string{"--backend", "cpu", "--ctl-socket", filepath.Join(dir, "s.sock"), "--metrics", ""}
+	yamlFile := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(yamlFile, []byte("p4rt:\n  listen: "+defaultP4RTListen+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--p4rt-listen", defaultP4RTListen}, {"--config", yamlFile}} {
+		st, err := loadArgs(t, append(slices.Clone(base), args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := start(st, quietLog(), nil)
+		if err == nil {
+			a.Close()
+			t.Fatalf("%v with %s in use: the agent started, want an error", args, defaultP4RTListen)
+		}
+		if !strings.Contains(err.Error(), "p4rt listen") {
+			t.Errorf("%v: error %v, want it to name p4rt listen", args, err)
+		}
+	}
+	st, err := loadArgs(t, base...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := start(st, quietLog(), nil)
+	if err != nil {
+		t.Fatalf("the default address in use, not given: %v, want a start without P4Runtime", err)
+	}
+	defer a.Close()
+	if a.P4RT() != nil {
+		t.Fatal("P4Runtime server running on an address in use")
+	}
+}
+
+// TestP4RTConnectionFlags reads the connection limits from flags and
+// refuses negative ones.
+func TestP4RTConnectionFlags(t *testing.T) {
+	st, err := loadArgs(t)
+	if err != nil || st.P4RT.ConnectionTimeout != 10*time.Second || st.P4RT.KeepaliveTime != time.Minute || st.P4RT.KeepaliveTimeout != 20*time.Second {
+		t.Fatalf("defaults %+v, %v: want 10s, 1m, 20s", st.P4RT, err)
+	}
+	st, err = loadArgs(t, "--p4rt-connection-timeout", "2s", "--p4rt-keepalive-time", "30s", "--p4rt-keepalive-timeout", "5s")
+	if err != nil || st.P4RT.ConnectionTimeout != 2*time.Second || st.P4RT.KeepaliveTime != 30*time.Second || st.P4RT.KeepaliveTimeout != 5*time.Second {
+		t.Fatalf("flags %+v, %v", st.P4RT, err)
+	}
+	if _, err := loadArgs(t, "--p4rt-keepalive-time", "-1s"); err == nil || !strings.Contains(err.Error(), "keepalive_time") {
+		t.Fatalf("negative keepalive: %v", err)
+	}
+}
+
+// TestP4RTPlaintextBeyondLoopbackWarns: plaintext P4Runtime on every
+// address is logged as a warning; on loopback it is not.
+func TestP4RTPlaintextBeyondLoopbackWarns(t *testing.T) {
+	for _, c := range []struct {
+		listen string
+		warn   bool
+	}{{"0.0.0.0:0", true}, {"127.0.0.1:0", false}} {
+		dir := t.TempDir()
+		st, err := loadArgs(t, "--backend", "cpu", "--ctl-socket", filepath.Join(dir, "s.sock"), "--metrics", "", "--p4rt-listen", c.listen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf strings.Builder
+		a, err := start(st, slog.New(slog.NewTextHandler(&buf, nil)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Close()
+		if got := strings.Contains(buf.String(), "plaintext P4Runtime reachable beyond loopback"); got != c.warn {
+			t.Errorf("listen %s: warning %v, want %v\n%s", c.listen, got, c.warn, buf.String())
+		}
 	}
 }

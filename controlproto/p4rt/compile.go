@@ -264,6 +264,8 @@ func compileAction(a *p4v1.Action, tbl uint8, last bool) (rule.Instructions, err
 		w = setMACs(1, 2)
 	case ActionDecrementTTL:
 		w = append(w, rule.Action{Kind: rule.ActDecNwTTL})
+	case ActionSetMulticastGroup:
+		w = append(w, rule.Action{Kind: rule.ActGroup, ID: uint32(toUint(param(1)))})
 	default:
 		return in, fmt.Errorf("action %#x has no compilation", a.GetActionId())
 	}

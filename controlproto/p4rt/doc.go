@@ -2,21 +2,29 @@
 // v1.4.1 over gRPC). gswitch is a fixed-function target, as Stratum is on
 // fixed-function switch chips: its pipeline is described by a P4 program,
 // p4/gswitch.p4 (P4_16, v1model style, for reference: it is not compiled),
-// and its P4Info, p4/gswitch.p4info.txtpb (text protobuf, embedded, written
-// to match the source). A controller loads that P4Info with
-// SetForwardingPipelineConfig and then writes table entries.
+// and its P4Info, p4/gswitch.p4info.txtpb (text protobuf, embedded). A
+// controller loads that P4Info with SetForwardingPipelineConfig and then
+// writes table entries and multicast groups.
+//
+// The program carries an @id annotation with every P4Info id (tables,
+// actions, params, match fields, direct counters, controller headers), and
+// NoAction, which core.p4 declares without one, has the id p4c derives
+// from its name (0x01445b37), so p4c compiles gswitch.p4 into a P4Info the
+// server accepts (TestP4InfoIDsMatchP4Source checks the annotations).
 //
 // # The pipeline
 //
 // Four tables, applied in this order (P4Info ids; prefixes as in p4info.proto:
-// tables 0x02, actions 0x01, direct counters 0x13, controller headers 0x04):
+// tables 0x02, actions 0x01, direct counters 0x13, controller headers 0x04;
+// the ACL's actions include set_multicast_group, 0x01000008):
 //
 //	l2_exact  0x02000001  hdr.ethernet.dst_addr exact        forward, drop, send_to_cpu
 //	ipv4_lpm  0x02000002  hdr.ipv4.dst_addr lpm              set_next_hop, forward, drop, send_to_cpu, decrement_ttl
 //	ipv6_lpm  0x02000003  hdr.ipv6.dst_addr lpm              (the same)
 //	acl       0x02000004  ingress_port, eth_src, eth_dst, eth_type, ipv4_src, ipv4_dst, ip_proto: ternary;
 //	                      l4_src_port, l4_dst_port: range;
-//	                      ipv6_src, ipv6_dst: ternary          forward, drop, send_to_cpu, set_macs, decrement_ttl, NoAction
+//	                      ipv6_src, ipv6_dst: ternary          forward, drop, send_to_cpu, set_macs, decrement_ttl,
+//	                                                           set_multicast_group, NoAction
 //
 // The ACL's match field ids are 1..11 in that order; ipv6_src (10) and
 // ipv6_dst (11), bit<128>, were appended so that the earlier ids stay as
@@ -66,6 +74,32 @@
 // flow entries carry Cookie; an entry's direct counter is the sum of its
 // flow entries' counters (Read with counter_data set, or a
 // DirectCounterEntry read).
+//
+// # Multicast groups
+//
+// PacketReplicationEngineEntry.multicast_group_entry (pre.go) is realized
+// as the switch's OpenFlow ALL group of the same id, a bucket (an output)
+// per replica; the ACL's set_multicast_group writes that group into the
+// action set. An output never leaves by the packet's in_port (OpenFlow
+// §4.5), which is the program's egress pruning. The store keeps the groups
+// (store.groups) and validation keeps entries and groups consistent: an
+// entry naming a missing group is NOT_FOUND, deleting a group an entry
+// uses FAILED_PRECONDITION (the datapath would otherwise remove those flow
+// entries behind the store's back). Flow and group changes of one update
+// or batch go through Switch.TransactGroups, under the switch's lock.
+//
+// # Packet-ins
+//
+// Only what the program sends to the CPU reaches a client: the datapath's
+// INVALID_TTL packet-ins (a decrement that found TTL 0 or 1, which the
+// program drops) are filtered in PacketIn and counted.
+//
+// # Reads
+//
+// A Read may carry one wildcard per entity kind (the whole forwarding
+// state, as ONOS's device sync reads it): table entries, direct counters
+// and multicast groups answer with what exists, kinds the pipeline has no
+// object of with nothing; an id of such a kind is NOT_FOUND (read.go).
 //
 // # Validation and errors
 //
@@ -134,9 +168,25 @@
 // packet-out is the primary's only, with exactly egress_port naming a port
 // of the switch; a bad one gets a StreamError with the PacketOut.
 //
+// # Concurrency
+//
+// Lock order: wmu (one mutating RPC at a time) > mu (the store and the
+// pipeline config; Read holds it for reading) > the switch's lock (taken
+// inside Switch.TransactGroups). The arbiter's mutex is separate and never
+// held with mu. Each stream has two goroutines of its own (a reader of the
+// client's messages, a sender draining its queue) besides the handler's.
+//
+// # Connections
+//
+// GRPCServer sets gRPC's handshake timeout (Config.ConnectionTimeout: a
+// connection that has not finished TLS and the HTTP/2 preface by then is
+// closed), server keepalive pings (Config.KeepaliveTime/Timeout) and a
+// permissive ping policy for clients (every 10 s, with or without
+// streams). The limits and what happens at each: docs/p4runtime.md.
+//
 // # Not here
 //
-// Meters, action profiles, digests, idle timeouts, writing counter values,
-// role.config, and set_macs/decrement_ttl surviving a later drop that a
-// later forward overrides (drop clears the action set).
+// Meters, action profiles, digests, clone sessions, idle timeouts, writing
+// counter values, role.config, and set_macs/decrement_ttl surviving a
+// later drop that a later forward overrides (drop clears the action set).
 package p4rt

@@ -33,6 +33,16 @@ func FuzzValidateWrite(f *testing.F) {
 		{Updates: []*p4v1.Update{ins(&p4v1.TableEntry{TableId: TableACL, Priority: 4, Action: act(ActionDrop), Match: []*p4v1.FieldMatch{
 			ternary(aclIPv4Src, []byte{10, 0, 0, 0}, []byte{255, 0, 0, 0}), ternary(aclIPv6Dst, ip6("2001:db8::"), ip6("ffff:ffff::"))}})}},
 	}
+	// Multicast groups: one with replicas by egress_port and by port
+	// bytes, an entry that uses it, a modify, and a delete of the group
+	// while the entry uses it (FAILED_PRECONDITION).
+	seeds = append(seeds, &p4v1.WriteRequest{Updates: []*p4v1.Update{
+		mcUpdate(p4v1.Update_INSERT, mcGroup1(1, 2, 3)),
+		ins(&p4v1.TableEntry{TableId: TableACL, Priority: 5, Action: act(ActionSetMulticastGroup, []byte{1}), Match: []*p4v1.FieldMatch{ternary(aclEthType, []byte{8, 6}, []byte{0xff, 0xff})}}),
+		mcUpdate(p4v1.Update_MODIFY, &p4v1.MulticastGroupEntry{MulticastGroupId: 1, Replicas: []*p4v1.Replica{
+			{PortKind: &p4v1.Replica_Port{Port: []byte{0, 0, 0, 4}}, Instance: 1}}}),
+		mcUpdate(p4v1.Update_DELETE, &p4v1.MulticastGroupEntry{MulticastGroupId: 1}),
+	}})
 	for _, s := range seeds {
 		b, err := proto.Marshal(s)
 		if err != nil {
@@ -46,7 +56,7 @@ func FuzzValidateWrite(f *testing.F) {
 		if proto.Unmarshal(data, &req) != nil {
 			return
 		}
-		v := &view{st: newStore(), exists: map[string]bool{}, count: map[uint32]int{}}
+		v := newView(newStore())
 		for _, u := range req.GetUpdates() {
 			p, err := v.check(u)
 			if err != nil {
@@ -56,6 +66,14 @@ func FuzzValidateWrite(f *testing.F) {
 				continue
 			}
 			if p.op == p4v1.Update_DELETE {
+				continue
+			}
+			if p.mc != nil {
+				pre := &p4v1.PacketReplicationEngineEntry{Type: &p4v1.PacketReplicationEngineEntry_MulticastGroupEntry{MulticastGroupEntry: p.mc.canon}}
+				again, err := checkMulticast(pre, p.op)
+				if err != nil || !proto.Equal(again.canon, p.mc.canon) || len(again.group.Buckets) != len(p.mc.canon.GetReplicas()) {
+					t.Fatalf("the canonical form %v of an accepted group does not validate to itself: %v", p.mc.canon, err)
+				}
 				continue
 			}
 			again, err := fixed.checkEntry(p.s.canon, p.op)
@@ -141,6 +159,11 @@ func FuzzRead(f *testing.F) {
 		{Entities: []*p4v1.Entity{{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: TableIPv4, IsDefaultAction: true}}}}},
 		{Entities: []*p4v1.Entity{{Entity: &p4v1.Entity_DirectCounterEntry{DirectCounterEntry: &p4v1.DirectCounterEntry{}}}}},
 		{Entities: []*p4v1.Entity{aclEntity(&p4v1.TableEntry{TableId: TableACL, Priority: 3, Match: []*p4v1.FieldMatch{ternary(aclIPv6Dst, ip6("2001:db8::"), ip6("ffff:ffff::"))}})}},
+		// The whole forwarding state (every kind's wildcard), one
+		// multicast group, a counter by id.
+		{Entities: wildcardAll()},
+		{Entities: []*p4v1.Entity{mcEntity(&p4v1.MulticastGroupEntry{MulticastGroupId: 4})}},
+		{Entities: []*p4v1.Entity{{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{CounterId: 0x12000001}}}}},
 	}
 	for _, s := range seeds {
 		b, _ := proto.Marshal(s)
@@ -150,7 +173,8 @@ func FuzzRead(f *testing.F) {
 	r.primary(f, 1)
 	r.setPipeline(f, 1)
 	if err := r.write(0, ins(l2Entry(macB, 1)), ins(ipv4Entry([]byte{10, 0, 0, 0}, 8, act(ActionDrop))),
-		ins(&p4v1.TableEntry{TableId: TableACL, Priority: 3, Action: act(ActionDrop), Match: []*p4v1.FieldMatch{ternary(aclIPv6Dst, ip6("2001:db8::"), ip6("ffff:ffff::"))}})); err != nil {
+		ins(&p4v1.TableEntry{TableId: TableACL, Priority: 3, Action: act(ActionDrop), Match: []*p4v1.FieldMatch{ternary(aclIPv6Dst, ip6("2001:db8::"), ip6("ffff:ffff::"))}}),
+		mcUpdate(p4v1.Update_INSERT, mcGroup1(4, 1))); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -164,6 +188,12 @@ func FuzzRead(f *testing.F) {
 			return
 		}
 		for _, e := range out {
+			if mg := e.GetPacketReplicationEngineEntry().GetMulticastGroupEntry(); mg != nil {
+				if mg.GetMulticastGroupId() != 4 {
+					t.Fatalf("read returned multicast group %d: only 4 exists", mg.GetMulticastGroupId())
+				}
+				continue
+			}
 			te := e.GetTableEntry()
 			if te == nil {
 				te = e.GetDirectCounterEntry().GetTableEntry()

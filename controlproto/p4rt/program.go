@@ -27,13 +27,17 @@ const (
 	TableIPv6 uint32 = 0x02000003
 	TableACL  uint32 = 0x02000004
 
-	ActionNoAction     uint32 = 0x01000001
+	ActionNoAction uint32 = 0x01445b37 // p4c's: core.p4's NoAction carries no @id
+
 	ActionForward      uint32 = 0x01000002
 	ActionDrop         uint32 = 0x01000003
 	ActionSendToCPU    uint32 = 0x01000004
 	ActionSetNextHop   uint32 = 0x01000005
 	ActionSetMACs      uint32 = 0x01000006
 	ActionDecrementTTL uint32 = 0x01000007
+	// ActionSetMulticastGroup (the ACL's) replicates the packet to a
+	// multicast group's replicas (PacketReplicationEngineEntry).
+	ActionSetMulticastGroup uint32 = 0x01000008
 
 	CounterL2   uint32 = 0x13000001
 	CounterIPv4 uint32 = 0x13000002

@@ -13,8 +13,13 @@ const readChunk = 1000
 // Read returns the entities the request's filters select: table entries
 // (table_id 0: every table; a table with no match: all its entries; a
 // match: that entry; is_default_action: the default entry) with their
-// direct counters when counter_data is set in the filter, and direct
-// counter entries (the same selection).
+// direct counters when counter_data is set in the filter, direct counter
+// entries (the same selection) and multicast group entries (id 0: all).
+// A wildcard over a kind the pipeline has no object of (counters, meters,
+// action profiles, registers, value sets, digests, externs, clone
+// sessions) selects nothing, so a read of the whole forwarding state (one
+// wildcard per kind, as ONOS's device sync sends) answers with what
+// exists; naming an object of such a kind by id is NOT_FOUND (§11.1).
 func (s *Server) Read(req *p4v1.ReadRequest, stream p4v1.P4Runtime_ReadServer) error {
 	if err := s.checkDevice(req.GetDeviceId()); err != nil {
 		return rpcErr(err)
@@ -91,10 +96,18 @@ func (s *Server) read(req *p4v1.ReadRequest) ([]*p4v1.Entity, *Error) {
 				out = append(out, &p4v1.Entity{Entity: &p4v1.Entity_DirectCounterEntry{DirectCounterEntry: &p4v1.DirectCounterEntry{
 					TableEntry: cloneEntry(key), Data: st.counterData(ctrs)}}})
 			}
+		case e.GetPacketReplicationEngineEntry() != nil:
+			pre, err := s.readPRE(e.GetPacketReplicationEngineEntry())
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, pre...)
 		case e.GetEntity() == nil:
 			return nil, errf(codes.InvalidArgument, "read of an empty entity")
 		default:
-			return nil, errf(codes.Unimplemented, "gswitch's pipeline has only table entries and direct counters to read")
+			if err := absentKind(e); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil
@@ -143,4 +156,37 @@ func (s *Server) selectEntries(te *p4v1.TableEntry) ([]*stored, *Error) {
 		return int(a.seq - b.seq)
 	})
 	return out, nil
+}
+
+// absentKind answers a read of an entity kind gswitch's pipeline has no
+// object of: nothing for a wildcard (id 0), NOT_FOUND for an id.
+func absentKind(e *p4v1.Entity) *Error {
+	var what string
+	var id uint32
+	switch x := e.GetEntity().(type) {
+	case *p4v1.Entity_ExternEntry:
+		what, id = "extern type", x.ExternEntry.GetExternTypeId()
+	case *p4v1.Entity_ActionProfileMember:
+		what, id = "action profile", x.ActionProfileMember.GetActionProfileId()
+	case *p4v1.Entity_ActionProfileGroup:
+		what, id = "action profile", x.ActionProfileGroup.GetActionProfileId()
+	case *p4v1.Entity_MeterEntry:
+		what, id = "meter", x.MeterEntry.GetMeterId()
+	case *p4v1.Entity_DirectMeterEntry:
+		what, id = "direct meter of table", x.DirectMeterEntry.GetTableEntry().GetTableId()
+	case *p4v1.Entity_CounterEntry:
+		what, id = "counter", x.CounterEntry.GetCounterId()
+	case *p4v1.Entity_ValueSetEntry:
+		what, id = "value set", x.ValueSetEntry.GetValueSetId()
+	case *p4v1.Entity_RegisterEntry:
+		what, id = "register", x.RegisterEntry.GetRegisterId()
+	case *p4v1.Entity_DigestEntry:
+		what, id = "digest", x.DigestEntry.GetDigestId()
+	default:
+		return errf(codes.InvalidArgument, "read of an unknown entity kind %T", e.GetEntity())
+	}
+	if id != 0 {
+		return errf(codes.NotFound, "%s %#x: gswitch's pipeline has none", what, id)
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	grpcstatus "google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -28,6 +30,16 @@ import (
 
 // APIVersion is the P4Runtime version Capabilities reports.
 const APIVersion = "1.4.1"
+
+// Connection limits (Config): defaults, and the largest gRPC message in
+// either direction (a bigger one is refused with RESOURCE_EXHAUSTED by
+// gRPC itself).
+const (
+	DefaultConnectionTimeout = 10 * time.Second
+	DefaultKeepaliveTime     = time.Minute
+	DefaultKeepaliveTimeout  = 20 * time.Second
+	MaxMessageSize           = 256 << 20
+)
 
 // Config configures a Server.
 type Config struct {
@@ -49,7 +61,18 @@ type Config struct {
 	// QueueLen is each stream's send queue (default 4096); packet-ins
 	// beyond it are dropped and counted.
 	QueueLen int
-	Logger   *slog.Logger
+	// ConnectionTimeout bounds a new connection's handshake: TLS, the
+	// HTTP/2 client preface and settings (default 10 s; gRPC's own is
+	// 120 s). A connection that sends part of it and goes silent is
+	// closed then; until then it costs a goroutine and a socket, and
+	// holds up no other connection.
+	ConnectionTimeout time.Duration
+	// KeepaliveTime: a connection quiet this long is pinged (default 1
+	// min); KeepaliveTimeout: unanswered that long, it is closed (default
+	// 20 s), and its streams end (a primary's end is an arbitration
+	// change).
+	KeepaliveTime, KeepaliveTimeout time.Duration
+	Logger                          *slog.Logger
 }
 
 // Server is gswitch's P4Runtime server. See the package documentation.
@@ -69,9 +92,10 @@ type Server struct {
 	config    *p4v1.ForwardingPipelineConfig // the committed one
 	st        *store
 
-	owns          atomic.Bool
-	packetIns     atomic.Uint64
-	packetInDrops atomic.Uint64
+	owns             atomic.Bool
+	packetIns        atomic.Uint64
+	packetInDrops    atomic.Uint64
+	packetInFiltered atomic.Uint64
 }
 
 // New returns a server for cfg.
@@ -84,6 +108,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.QueueLen <= 0 {
 		cfg.QueueLen = 4096
+	}
+	if cfg.ConnectionTimeout <= 0 {
+		cfg.ConnectionTimeout = DefaultConnectionTimeout
+	}
+	if cfg.KeepaliveTime <= 0 {
+		cfg.KeepaliveTime = DefaultKeepaliveTime
+	}
+	if cfg.KeepaliveTimeout <= 0 {
+		cfg.KeepaliveTimeout = DefaultKeepaliveTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -101,7 +134,10 @@ func (s *Server) Connections() int { return s.arb.count() }
 // Stats are the server's counters.
 type Stats struct {
 	PacketIns, PacketInDrops uint64
-	Entries                  int
+	// PacketInsFiltered counts the datapath's packet-ins that the P4
+	// program did not send to the CPU (INVALID_TTL): never sent.
+	PacketInsFiltered uint64
+	Entries           int
 }
 
 // Stats returns the server's counters.
@@ -109,7 +145,7 @@ func (s *Server) Stats() Stats {
 	s.mu.RLock()
 	n := len(s.st.entries)
 	s.mu.RUnlock()
-	return Stats{PacketIns: s.packetIns.Load(), PacketInDrops: s.packetInDrops.Load(), Entries: n}
+	return Stats{PacketIns: s.packetIns.Load(), PacketInDrops: s.packetInDrops.Load(), PacketInsFiltered: s.packetInFiltered.Load(), Entries: n}
 }
 
 // GRPCServer returns a gRPC server with the P4Runtime service (and
@@ -119,7 +155,13 @@ func (s *Server) GRPCServer() *grpc.Server {
 	if s.cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.TLS)))
 	}
-	opts = append(opts, grpc.MaxRecvMsgSize(256<<20), grpc.MaxSendMsgSize(256<<20))
+	opts = append(opts, grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize),
+		grpc.ConnectionTimeout(s.cfg.ConnectionTimeout),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: s.cfg.KeepaliveTime, Timeout: s.cfg.KeepaliveTimeout}),
+		// Clients may ping every 10 s, streams open or not (grpc-go's
+		// default, 5 min, would close a controller that keeps its
+		// connection alive more often with GOAWAY "too_many_pings").
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}))
 	g := grpc.NewServer(opts...)
 	p4v1.RegisterP4RuntimeServer(g, s)
 	if s.cfg.Reflection {
@@ -137,6 +179,13 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// transact runs f under Switch.TransactGroups.
+func (s *Server) transact(f func(tx txn) error) error {
+	return s.cfg.Switch.TransactGroups(func(fl func(*rule.FlowMod) error, gr func(*rule.GroupMod) error) error {
+		return f(txn{flow: fl, group: gr})
+	})
 }
 
 func rpcErr(e *Error) error { return grpcstatus.Error(e.Code, e.Msg) }
@@ -230,7 +279,7 @@ func (s *Server) commit(c *p4v1.ForwardingPipelineConfig, clear bool) *Error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if clear || !s.committed {
-		err := s.cfg.Switch.Transact(func(apply func(*rule.FlowMod) error) error { return s.st.reset(apply, fixed) })
+		err := s.transact(func(tx txn) error { return s.st.reset(tx, fixed) })
 		if err != nil {
 			return errf(codes.Internal, "realizing the pipeline: %v", err)
 		}
@@ -325,8 +374,21 @@ func batchStatus(errs []*Error) error {
 
 // PacketIn delivers a packet the pipeline punted (send_to_cpu) to every
 // primary, with its ingress_port; it returns how many streams took it.
+//
+// Only packets the P4 program sends to the CPU reach the client: outputs
+// to CONTROLLER (send_to_cpu, a replica to the CPU port). Their OpenFlow
+// reason is ACTION, or NO_MATCH when the last entry the packet hit was a
+// priority-0 match-all one (the ACL's default entry: OpenFlow calls that
+// the table-miss entry). The datapath's INVALID_TTL packet-ins (a
+// decrement_ttl or set_next_hop that found TTL 0 or 1) are OpenFlow's,
+// not the program's: gswitch.p4 drops such a packet (meta.ttl_expired),
+// so they are dropped here and counted in Stats.PacketInsFiltered.
 func (s *Server) PacketIn(pi *rule.PacketIn) int {
 	if !s.owns.Load() {
+		return 0
+	}
+	if pi.Reason == rule.ReasonInvalidTTL {
+		s.packetInFiltered.Add(1)
 		return 0
 	}
 	port, _ := pi.Match.GetUint(flow.FieldInPort)

@@ -18,7 +18,9 @@ import (
 // being the switch's FlowMod without its own locking; it is how a batch is
 // made atomic for the data plane. A failed FlowMod changes nothing.
 type Switch interface {
-	Transact(f func(apply func(*rule.FlowMod) error) error) error
+	// TransactGroups runs f with the datapath held off: f applies flow
+	// and group changes through the two functions (*pipeline.Switch).
+	TransactGroups(f func(flowMod func(*rule.FlowMod) error, groupMod func(*rule.GroupMod) error) error) error
 	FlowStats(req *rule.FlowStatsRequest) ([]rule.FlowStats, error)
 	PacketOut(po *rule.PacketOut) error
 	Ports() []rule.Port
@@ -46,11 +48,18 @@ type store struct {
 	count    map[uint32]int // entries per table
 	rules    map[flowKey]*owners
 	defaults map[uint32]*stored
+	groups   map[uint32]*mcGroup // multicast groups by id (pre.go)
 	seq      uint64
 }
 
+// txn is one transaction's access to the switch (Switch.TransactGroups).
+type txn struct {
+	flow  func(*rule.FlowMod) error
+	group func(*rule.GroupMod) error
+}
+
 func newStore() *store {
-	return &store{entries: map[string]*stored{}, count: map[uint32]int{}, rules: map[flowKey]*owners{}, defaults: map[uint32]*stored{}}
+	return &store{entries: map[string]*stored{}, count: map[uint32]int{}, rules: map[flowKey]*owners{}, defaults: map[uint32]*stored{}, groups: map[uint32]*mcGroup{}}
 }
 
 func (st *stored) instructions() rule.Instructions {
@@ -85,7 +94,7 @@ func switchErr(err error) *Error {
 }
 
 // undo reverts one applied update.
-type undo func(apply func(*rule.FlowMod) error) *Error
+type undo func(tx txn) *Error
 
 // insert installs a new entry's flow entries; on failure it removes those
 // it added, so the switch is as before.
@@ -106,7 +115,7 @@ func (s *store) insert(apply func(*rule.FlowMod) error, st *stored) (undo, *Erro
 	st.seq = s.seq
 	s.entries[st.s.key] = st
 	s.count[st.s.t.p.GetPreamble().GetId()]++
-	return func(apply func(*rule.FlowMod) error) *Error { return s.remove(apply, st) }, nil
+	return func(tx txn) *Error { return s.remove(tx.flow, st) }, nil
 }
 
 // unwind takes st off the given rules (an insert that failed half way).
@@ -161,8 +170,8 @@ func (s *store) del(apply func(*rule.FlowMod) error, st *stored) (undo, *Error) 
 	if err := s.remove(apply, st); err != nil {
 		return nil, err
 	}
-	return func(apply func(*rule.FlowMod) error) *Error {
-		_, err := s.insert(apply, st)
+	return func(tx txn) *Error {
+		_, err := s.insert(tx.flow, st)
 		return err
 	}, nil
 }
@@ -186,8 +195,8 @@ func (s *store) modify(apply func(*rule.FlowMod) error, st *stored, canon *p4v1.
 			return nil, switchErr(err)
 		}
 	}
-	return func(apply func(*rule.FlowMod) error) *Error {
-		_, err := s.modify(apply, st, old)
+	return func(tx txn) *Error {
+		_, err := s.modify(tx.flow, st, old)
 		return err
 	}, nil
 }
@@ -199,18 +208,25 @@ func defaultEntry(t *tableInfo) *p4v1.TableEntry {
 }
 
 // reset clears the pipeline's P4 tables (every flow entry in them, the
-// server's or not) and installs each table's default entry (priority 0,
-// match-all: NoAction, then on to the next table).
-func (s *store) reset(apply func(*rule.FlowMod) error, p *program) error {
+// server's or not) and the switch's groups (the multicast groups live
+// there), and installs each table's default entry (priority 0, match-all:
+// NoAction, then on to the next table).
+func (s *store) reset(tx txn, p *program) error {
+	apply := tx.flow
 	for tbl := range uint8(NumPipelineTables) {
 		fm := &rule.FlowMod{Command: rule.FlowDelete, TableID: tbl, OutPort: rule.PortAny, OutGroup: rule.GroupAny, BufferID: rule.NoBuffer}
 		if err := apply(fm); err != nil {
 			return fmt.Errorf("clear pipeline table %d: %w", tbl, err)
 		}
 	}
+	if err := tx.group(&rule.GroupMod{Command: rule.GroupDelete, Group: rule.Group{ID: rule.GroupAll}}); err != nil {
+		return fmt.Errorf("clear groups: %w", err)
+	}
 	*s = *newStore()
 	for _, t := range p.tables {
-		st := &stored{s: &spec{t: t, isDefault: true}, canon: defaultEntry(t), rules: []flowKey{{table: t.pipe}}}
+		sp := &spec{t: t, isDefault: true}
+		sp.key = sp.makeKey()
+		st := &stored{s: sp, canon: defaultEntry(t), rules: []flowKey{{table: t.pipe}}}
 		if err := apply(flowMod(rule.FlowAdd, st.rules[0], st.instructions())); err != nil {
 			return fmt.Errorf("default entry of %s: %w", t.p.GetPreamble().GetName(), err)
 		}

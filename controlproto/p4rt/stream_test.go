@@ -147,7 +147,8 @@ func TestPacketOut(t *testing.T) {
 }
 
 // TestMutualTLS serves over TLS with client certificates required: a
-// client with a certificate from the CA gets through, one without does not.
+// client with a certificate from the CA gets through; one without, or
+// with one from another CA, does not.
 func TestMutualTLS(t *testing.T) {
 	ca, caKey := newCert(t, "ca", nil, nil)
 	srvCert := leaf(t, "127.0.0.1", ca, caKey)
@@ -171,6 +172,17 @@ func TestMutualTLS(t *testing.T) {
 	defer cancel()
 	if _, err := p4v1.NewP4RuntimeClient(conn).Capabilities(ctx, &p4v1.CapabilitiesRequest{}); err == nil {
 		t.Fatal("a client without a certificate got through")
+	}
+	// A certificate from another CA is refused too.
+	other, otherKey := newCert(t, "other-ca", nil, nil)
+	stranger := leaf(t, "stranger", other, otherKey)
+	conn2, err := grpc.Dial(r.addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{stranger}, ServerName: "127.0.0.1"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close()
+	if _, err := p4v1.NewP4RuntimeClient(conn2).Capabilities(ctx, &p4v1.CapabilitiesRequest{}); err == nil {
+		t.Fatal("a client with a certificate of another CA got through")
 	}
 }
 

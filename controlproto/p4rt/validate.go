@@ -382,6 +382,9 @@ func (p *program) checkAction(t *tableInfo, ta *p4v1.TableAction, isDefault bool
 		if err != nil {
 			return nil, err
 		}
+		if pp.GetName() == "group_id" && isZero(v) {
+			return nil, errf(codes.InvalidArgument, "action %s: group_id 0 is no multicast group (1..%d)", aname, maxMulticastGroupID)
+		}
 		if pp.GetName() == "port" {
 			if port := toUint(v); port == 0 || port > maxPortParam {
 				return nil, errf(codes.InvalidArgument, "action %s: port %d: want 1..%#x", aname, port, maxPortParam)

@@ -3,8 +3,6 @@ package p4rt
 import (
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
-
-	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // pending is one validated update, ready to apply.
@@ -12,6 +10,7 @@ type pending struct {
 	op    p4v1.Update_Type
 	s     *spec
 	rules []flowKey // INSERT: the compiled flow entries
+	mc    *mcSpec   // a multicast group update (s is nil)
 }
 
 // view answers existence and table occupancy during a batch's validation:
@@ -20,6 +19,12 @@ type view struct {
 	st     *store
 	exists map[string]bool
 	count  map[uint32]int
+	groups map[uint32]bool   // multicast groups the batch inserted (true) or deleted (false)
+	uses   map[string]uint32 // the multicast group of each entry the batch wrote (0: none)
+}
+
+func newView(st *store) *view {
+	return &view{st: st, exists: map[string]bool{}, count: map[uint32]int{}, groups: map[uint32]bool{}, uses: map[string]uint32{}}
 }
 
 func (v *view) has(key string) bool {
@@ -29,14 +34,107 @@ func (v *view) has(key string) bool {
 	return v.st.entries[key] != nil
 }
 
+func (v *view) hasGroup(id uint32) bool {
+	if e, ok := v.groups[id]; ok {
+		return e
+	}
+	return v.st.groups[id] != nil
+}
+
+func (v *view) numGroups() int {
+	n := len(v.st.groups)
+	for id, e := range v.groups {
+		if e && v.st.groups[id] == nil {
+			n++
+		} else if !e && v.st.groups[id] != nil {
+			n--
+		}
+	}
+	return n
+}
+
+// groupUsers counts the entries (default entries included) that use
+// multicast group id.
+func (v *view) groupUsers(id uint32) int {
+	n := 0
+	for k, st := range v.st.entries {
+		if _, ok := v.uses[k]; !ok && mcGroupOf(st.canon) == id {
+			n++
+		}
+	}
+	for _, st := range v.st.defaults {
+		if _, ok := v.uses[st.s.key]; !ok && mcGroupOf(st.canon) == id {
+			n++
+		}
+	}
+	for _, g := range v.uses {
+		if g == id {
+			n++
+		}
+	}
+	return n
+}
+
+// checkGroup validates a multicast group update against the view.
+func (v *view) checkGroup(u *p4v1.Update) (*pending, *Error) {
+	m, err := checkMulticast(u.GetEntity().GetPacketReplicationEngineEntry(), u.GetType())
+	if err != nil {
+		return nil, err
+	}
+	switch u.GetType() {
+	case p4v1.Update_INSERT:
+		if v.hasGroup(m.id) {
+			return nil, errf(codes.AlreadyExists, "multicast group %d exists", m.id)
+		}
+		if v.numGroups() >= maxMulticastGroups {
+			return nil, errf(codes.ResourceExhausted, "%d multicast groups: the most gswitch keeps", maxMulticastGroups)
+		}
+		v.groups[m.id] = true
+	case p4v1.Update_MODIFY:
+		if !v.hasGroup(m.id) {
+			return nil, errf(codes.NotFound, "multicast group %d: no such group to modify", m.id)
+		}
+	case p4v1.Update_DELETE:
+		if !v.hasGroup(m.id) {
+			return nil, errf(codes.NotFound, "multicast group %d: no such group to delete", m.id)
+		}
+		if n := v.groupUsers(m.id); n > 0 {
+			return nil, errf(codes.FailedPrecondition, "multicast group %d is used by %d table entries (set_multicast_group): delete or change them first", m.id, n)
+		}
+		v.groups[m.id] = false
+	default:
+		return nil, errf(codes.InvalidArgument, "update type %s", u.GetType())
+	}
+	return &pending{op: u.GetType(), mc: m}, nil
+}
+
+// checkUses checks that the group an entry's new action uses exists, and
+// records the use.
+func (v *view) checkUses(s *spec, te *p4v1.TableEntry) *Error {
+	if s.action == nil && !s.isDefault {
+		return nil // MODIFY without an action: the action stays
+	}
+	g := uint32(0)
+	if s.action != nil {
+		g = mcGroupOf(s.canon)
+	}
+	if g != 0 && !v.hasGroup(g) {
+		return errf(codes.NotFound, "table %s: set_multicast_group(%d): multicast group %d does not exist (write the PacketReplicationEngineEntry first)", s.t.p.GetPreamble().GetName(), g, g)
+	}
+	v.uses[s.key] = g
+	return nil
+}
+
 // check validates one update against the view, and records its effect.
 func (v *view) check(u *p4v1.Update) (*pending, *Error) {
 	te := u.GetEntity().GetTableEntry()
 	switch {
-	case u.GetEntity() == nil:
+	case u.GetEntity() == nil || u.GetEntity().GetEntity() == nil:
 		return nil, errf(codes.InvalidArgument, "update without an entity")
+	case u.GetEntity().GetPacketReplicationEngineEntry() != nil:
+		return v.checkGroup(u)
 	case te == nil:
-		return nil, errf(codes.Unimplemented, "only table entries can be written (gswitch's pipeline has no other writable entity)")
+		return nil, errf(codes.Unimplemented, "only table entries and multicast group entries can be written (gswitch's pipeline has no other writable entity)")
 	}
 	switch u.GetType() {
 	case p4v1.Update_INSERT, p4v1.Update_MODIFY, p4v1.Update_DELETE:
@@ -49,7 +147,7 @@ func (v *view) check(u *p4v1.Update) (*pending, *Error) {
 	}
 	p := &pending{op: u.GetType(), s: s}
 	if s.isDefault {
-		return p, nil
+		return p, v.checkUses(s, te)
 	}
 	tid := s.t.p.GetPreamble().GetId()
 	name := s.t.p.GetPreamble().GetName()
@@ -64,17 +162,24 @@ func (v *view) check(u *p4v1.Update) (*pending, *Error) {
 		if p.rules, err = compileRules(s); err != nil {
 			return nil, err
 		}
+		if err := v.checkUses(s, te); err != nil {
+			return nil, err
+		}
 		v.exists[s.key] = true
 		v.count[tid]++
 	case p4v1.Update_MODIFY:
 		if !v.has(s.key) {
 			return nil, errf(codes.NotFound, "table %s: no such entry to modify", name)
 		}
+		if err := v.checkUses(s, te); err != nil {
+			return nil, err
+		}
 	case p4v1.Update_DELETE:
 		if !v.has(s.key) {
 			return nil, errf(codes.NotFound, "table %s: no such entry to delete", name)
 		}
 		v.exists[s.key] = false
+		v.uses[s.key] = 0
 		v.count[tid]--
 	}
 	return p, nil
@@ -82,7 +187,11 @@ func (v *view) check(u *p4v1.Update) (*pending, *Error) {
 
 // apply applies one validated update to the store and the switch and
 // returns how to undo it.
-func (s *store) apply(apply func(*rule.FlowMod) error, p *pending) (undo, *Error) {
+func (s *store) apply(tx txn, p *pending) (undo, *Error) {
+	if p.mc != nil {
+		return s.applyGroup(tx, p.op, p.mc)
+	}
+	apply := tx.flow
 	if p.s.isDefault {
 		st := s.defaults[p.s.t.p.GetPreamble().GetId()]
 		canon := p.s.canon
@@ -123,8 +232,7 @@ func (s *store) apply(apply func(*rule.FlowMod) error, p *pending) (undo, *Error
 // two of its updates, so each sees the tables before or after the batch.
 func (s *Server) write(ups []*p4v1.Update, mode p4v1.WriteRequest_Atomicity) ([]*Error, *Error) {
 	errs := make([]*Error, len(ups))
-	v := &view{st: s.st, exists: map[string]bool{}, count: map[uint32]int{}}
-	sw := s.cfg.Switch
+	v := newView(s.st)
 	if mode == p4v1.WriteRequest_CONTINUE_ON_ERROR {
 		for i, u := range ups {
 			p, err := v.check(u)
@@ -133,14 +241,14 @@ func (s *Server) write(ups []*p4v1.Update, mode p4v1.WriteRequest_Atomicity) ([]
 				// the view recorded nothing for a failed update
 				continue
 			}
-			_ = sw.Transact(func(apply func(*rule.FlowMod) error) error {
-				if _, err := s.st.apply(apply, p); err != nil {
+			_ = s.transact(func(tx txn) error {
+				if _, err := s.st.apply(tx, p); err != nil {
 					errs[i] = err
 				}
 				return nil
 			})
 			// The store is the truth again for the next update.
-			v.exists, v.count = map[string]bool{}, map[uint32]int{}
+			v = newView(s.st)
 		}
 		return errs, nil
 	}
@@ -171,23 +279,23 @@ func (s *Server) write(ups []*p4v1.Update, mode p4v1.WriteRequest_Atomicity) ([]
 		aborted("the batch failed validation (all-or-nothing)")
 		return errs, nil
 	}
-	run := func(apply func(*rule.FlowMod) error, i int) (undo, *Error) { return s.st.apply(apply, ps[i]) }
+	run := func(tx txn, i int) (undo, *Error) { return s.st.apply(tx, ps[i]) }
 	var undos []undo
-	fail := func(apply func(*rule.FlowMod) error, i int, err *Error) {
+	fail := func(tx txn, i int, err *Error) {
 		errs[i] = err
 		for j := len(undos) - 1; j >= 0; j-- {
-			if uerr := undos[j](apply); uerr != nil {
+			if uerr := undos[j](tx); uerr != nil {
 				s.log.Error("p4rt: rollback failed; the store and the switch may disagree", "update", j, "err", uerr.Msg)
 			}
 		}
 		aborted("rolled back after a failed update")
 	}
 	if mode == p4v1.WriteRequest_DATAPLANE_ATOMIC {
-		_ = sw.Transact(func(apply func(*rule.FlowMod) error) error {
+		_ = s.transact(func(tx txn) error {
 			for i := range ps {
-				u, err := run(apply, i)
+				u, err := run(tx, i)
 				if err != nil {
-					fail(apply, i, err)
+					fail(tx, i, err)
 					return nil
 				}
 				undos = append(undos, u)
@@ -199,10 +307,10 @@ func (s *Server) write(ups []*p4v1.Update, mode p4v1.WriteRequest_Atomicity) ([]
 	for i := range ps {
 		var u undo
 		var err *Error
-		_ = sw.Transact(func(apply func(*rule.FlowMod) error) error {
-			u, err = run(apply, i)
+		_ = s.transact(func(tx txn) error {
+			u, err = run(tx, i)
 			if err != nil {
-				fail(apply, i, err)
+				fail(tx, i, err)
 			}
 			return nil
 		})

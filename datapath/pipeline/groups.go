@@ -22,6 +22,15 @@ func (s *Switch) GroupMod(gm *rule.GroupMod) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.groupModLocked(gm)
+}
+
+// groupModLocked is GroupMod with s.mu held (the buckets' actions checked
+// or not: it checks them again).
+func (s *Switch) groupModLocked(gm *rule.GroupMod) error {
+	if err := checkBuckets(&gm.Group); err != nil {
+		return err
+	}
 	deleted, err := s.groups.Mod(gm)
 	if err != nil {
 		return err

@@ -16,6 +16,16 @@ func (s *Switch) Transact(f func(apply func(*rule.FlowMod) error) error) error {
 	return f(s.flowModLocked)
 }
 
+// TransactGroups is Transact with group changes too: f applies FlowMods
+// through flowMod and GroupMods through groupMod, all under the switch's
+// write lock, so no batch of packets sees part of the change (the
+// P4Runtime server's multicast groups and the entries that use them).
+func (s *Switch) TransactGroups(f func(flowMod func(*rule.FlowMod) error, groupMod func(*rule.GroupMod) error) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return f(s.flowModLocked, s.groupModLocked)
+}
+
 // flowModLocked is FlowMod with s.mu held.
 func (s *Switch) flowModLocked(fm *rule.FlowMod) error {
 	switch fm.Command {

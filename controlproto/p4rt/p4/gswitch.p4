@@ -3,8 +3,13 @@
  *
  * gswitch is a fixed-function target: this program is not compiled for it.
  * It documents, in P4_16 (v1model style), what the pipeline does; its
- * P4Info (gswitch.p4info.txtpb, written by hand to match this source) is
- * what a controller loads with SetForwardingPipelineConfig. The server
+ * P4Info (gswitch.p4info.txtpb) is what a controller loads with
+ * SetForwardingPipelineConfig. Every table, action, direct counter,
+ * controller header, match field and parameter carries an @id equal to its
+ * P4Info id, so that p4c derives the same P4Info from this source:
+ *   p4c-bm2-ss --arch v1model --p4runtime-files gswitch.p4info.txtpb gswitch.p4
+ * (core.p4's NoAction has no @id: p4c gives it the id derived from its
+ * name, 0x01445b37, which is the P4Info's.) The server
  * (controlproto/p4rt) compiles each table entry into OpenFlow-style flow
  * entries of the datapath's pipeline tables 0..3 (see doc.go).
  *
@@ -19,14 +24,14 @@ typedef bit<48> mac_t;
 
 const port_t CPU_PORT = 0xfffffffd;
 
-@controller_header("packet_in")
+@controller_header("packet_in") @id(0x04000001)
 header packet_in_t {
-    port_t ingress_port;   // the port the packet arrived on
+    @id(1) port_t ingress_port;   // the port the packet arrived on
 }
 
-@controller_header("packet_out")
+@controller_header("packet_out") @id(0x04000002)
 header packet_out_t {
-    port_t egress_port;    // the port the controller's packet leaves on
+    @id(1) port_t egress_port;    // the port the controller's packet leaves on
 }
 
 header ethernet_t { mac_t dst_addr; mac_t src_addr; bit<16> ether_type; }
@@ -61,6 +66,7 @@ struct metadata_t {
     bit<8>  ip_proto;
     bit<16> l4_src_port;
     bit<16> l4_dst_port;
+    bit<16> mcast_grp;   // set_multicast_group's group (0: none)
 }
 
 parser GswitchParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
@@ -102,25 +108,38 @@ control GswitchVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { appl
 
 control GswitchIngress(inout headers_t hdr, inout metadata_t meta,
                        inout standard_metadata_t std) {
-    direct_counter(CounterType.packets_and_bytes) l2_counter;
-    direct_counter(CounterType.packets_and_bytes) ipv4_counter;
-    direct_counter(CounterType.packets_and_bytes) ipv6_counter;
-    direct_counter(CounterType.packets_and_bytes) acl_counter;
+    @id(0x13000001) direct_counter(CounterType.packets_and_bytes) l2_counter;
+    @id(0x13000002) direct_counter(CounterType.packets_and_bytes) ipv4_counter;
+    @id(0x13000003) direct_counter(CounterType.packets_and_bytes) ipv6_counter;
+    @id(0x13000004) direct_counter(CounterType.packets_and_bytes) acl_counter;
 
     // forward: the packet leaves on port (a later table may override).
-    action forward(port_t port) { meta.egress_port = port; meta.drop = 0; meta.to_cpu = 0; }
+    @id(0x01000002)
+    action forward(@id(1) port_t port) { meta.egress_port = port; meta.drop = 0; meta.to_cpu = 0; meta.mcast_grp = 0; }
     // drop: the packet is dropped unless a later table forwards it.
-    action drop() { meta.drop = 1; meta.to_cpu = 0; }
+    @id(0x01000003)
+    action drop() { meta.drop = 1; meta.to_cpu = 0; meta.mcast_grp = 0; }
     // send_to_cpu: the packet goes to the primary controller as a PacketIn
     // with its ingress_port.
-    action send_to_cpu() { meta.to_cpu = 1; meta.drop = 0; }
+    @id(0x01000004)
+    action send_to_cpu() { meta.to_cpu = 1; meta.drop = 0; meta.mcast_grp = 0; }
+    // set_multicast_group (the ACL's only, the last table: nothing later
+    // overrides it): the packet is replicated to the multicast group's
+    // replicas (PacketReplicationEngineEntry), each a copy out of one port;
+    // the copy to the port the packet came in on is pruned (egress).
+    @id(0x01000008)
+    action set_multicast_group(@id(1) bit<16> group_id) {
+        meta.mcast_grp = group_id; meta.drop = 0; meta.to_cpu = 0;
+    }
     // set_macs: rewrite the Ethernet addresses.
-    action set_macs(mac_t src_mac, mac_t dst_mac) {
+    @id(0x01000006)
+    action set_macs(@id(1) mac_t src_mac, @id(2) mac_t dst_mac) {
         hdr.ethernet.src_addr = src_mac;
         hdr.ethernet.dst_addr = dst_mac;
     }
     // decrement_ttl: IPv4 TTL or IPv6 hop limit minus one; a packet whose
     // TTL would reach 0 is dropped.
+    @id(0x01000007)
     action decrement_ttl() {
         if (hdr.ipv4.isValid()) {
             if (hdr.ipv4.ttl <= 1) { meta.drop = 1; meta.to_cpu = 0; meta.ttl_expired = 1; }
@@ -132,28 +151,32 @@ control GswitchIngress(inout headers_t hdr, inout metadata_t meta,
         }
     }
     // set_next_hop: route to a neighbour: MACs, TTL, egress port.
-    action set_next_hop(port_t port, mac_t src_mac, mac_t dst_mac) {
+    @id(0x01000005)
+    action set_next_hop(@id(1) port_t port, @id(2) mac_t src_mac, @id(3) mac_t dst_mac) {
         set_macs(src_mac, dst_mac);
         decrement_ttl();
         forward(port);
     }
 
+    @id(0x02000001)
     table l2_exact {
-        key = { hdr.ethernet.dst_addr: exact; }
+        key = { hdr.ethernet.dst_addr: exact @id(1); }
         actions = { forward; drop; send_to_cpu; @defaultonly NoAction; }
         default_action = NoAction();
         counters = l2_counter;
         size = 65536;
     }
+    @id(0x02000002)
     table ipv4_lpm {
-        key = { hdr.ipv4.dst_addr: lpm; }
+        key = { hdr.ipv4.dst_addr: lpm @id(1); }
         actions = { set_next_hop; forward; drop; send_to_cpu; decrement_ttl; @defaultonly NoAction; }
         default_action = NoAction();
         counters = ipv4_counter;
         size = 65536;
     }
+    @id(0x02000003)
     table ipv6_lpm {
-        key = { hdr.ipv6.dst_addr: lpm; }
+        key = { hdr.ipv6.dst_addr: lpm @id(1); }
         actions = { set_next_hop; forward; drop; send_to_cpu; decrement_ttl; @defaultonly NoAction; }
         default_action = NoAction();
         counters = ipv6_counter;
@@ -164,21 +187,22 @@ control GswitchIngress(inout headers_t hdr, inout metadata_t meta,
     // matches IPv4 addresses or IPv6 addresses, not both (a packet has one
     // or the other): the server refuses one that names both. The IPv6
     // fields come last so that the older fields keep their P4Info ids.
+    @id(0x02000004)
     table acl {
         key = {
-            meta.ingress_port:      ternary @name("ingress_port");
-            hdr.ethernet.src_addr:  ternary @name("eth_src");
-            hdr.ethernet.dst_addr:  ternary @name("eth_dst");
-            hdr.ethernet.ether_type: ternary @name("eth_type");
-            hdr.ipv4.src_addr:      ternary @name("ipv4_src");
-            hdr.ipv4.dst_addr:      ternary @name("ipv4_dst");
-            meta.ip_proto:          ternary @name("ip_proto");
-            meta.l4_src_port:       range   @name("l4_src_port");
-            meta.l4_dst_port:       range   @name("l4_dst_port");
-            hdr.ipv6.src_addr:      ternary @name("ipv6_src");
-            hdr.ipv6.dst_addr:      ternary @name("ipv6_dst");
+            meta.ingress_port:      ternary @name("ingress_port") @id(1);
+            hdr.ethernet.src_addr:  ternary @name("eth_src") @id(2);
+            hdr.ethernet.dst_addr:  ternary @name("eth_dst") @id(3);
+            hdr.ethernet.ether_type: ternary @name("eth_type") @id(4);
+            hdr.ipv4.src_addr:      ternary @name("ipv4_src") @id(5);
+            hdr.ipv4.dst_addr:      ternary @name("ipv4_dst") @id(6);
+            meta.ip_proto:          ternary @name("ip_proto") @id(7);
+            meta.l4_src_port:       range   @name("l4_src_port") @id(8);
+            meta.l4_dst_port:       range   @name("l4_dst_port") @id(9);
+            hdr.ipv6.src_addr:      ternary @name("ipv6_src") @id(10);
+            hdr.ipv6.dst_addr:      ternary @name("ipv6_dst") @id(11);
         }
-        actions = { forward; drop; send_to_cpu; set_macs; decrement_ttl; NoAction; }
+        actions = { forward; drop; send_to_cpu; set_macs; decrement_ttl; set_multicast_group; NoAction; }
         default_action = NoAction();
         counters = acl_counter;
         size = 16384;
@@ -198,6 +222,8 @@ control GswitchIngress(inout headers_t hdr, inout metadata_t meta,
         acl.apply();
         if (meta.ttl_expired == 1) {
             mark_to_drop(std);
+        } else if (meta.mcast_grp != 0) {
+            std.mcast_grp = meta.mcast_grp;
         } else if (meta.to_cpu == 1) {
             std.egress_spec = CPU_PORT[8:0];
             hdr.packet_in.setValid();
@@ -210,8 +236,14 @@ control GswitchIngress(inout headers_t hdr, inout metadata_t meta,
     }
 }
 
+// Egress prunes the replica of a multicast packet that would leave by the
+// port it came in on (as OpenFlow's ALL group and flood do).
 control GswitchEgress(inout headers_t hdr, inout metadata_t meta,
-                      inout standard_metadata_t std) { apply { } }
+                      inout standard_metadata_t std) {
+    apply {
+        if (std.mcast_grp != 0 && std.egress_port == std.ingress_port) { mark_to_drop(std); }
+    }
+}
 
 control GswitchComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
     apply {
