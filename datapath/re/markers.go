@@ -3,6 +3,7 @@ package re
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/rabin"
@@ -49,6 +50,7 @@ type DeviceMarkers struct {
 	mu       sync.Mutex
 	made     int
 	max      int
+	failed   atomic.Pointer[error] // the first failure: the device is out of service for good
 }
 
 // DeviceBatchBytes and DeviceBatchPayloads are a DeviceMarkers batch's
@@ -99,7 +101,30 @@ func (d *DeviceMarkers) batch() (*gpu.MarkerBatch, error) {
 
 // Markers packs the payloads into device batches and computes their
 // markers there.
+// After a device error it fails every call (the encoder's CPU computes
+// them), as the gpu.Engine does with a failed device.
 func (d *DeviceMarkers) Markers(payloads [][]byte, pos [][]int32) error {
+	if p := d.failed.Load(); p != nil {
+		return *p
+	}
+	err := d.markers(payloads, pos)
+	if err != nil {
+		err = fmt.Errorf("re: device markers out of service: %w", err)
+		d.failed.CompareAndSwap(nil, &err)
+	}
+	return err
+}
+
+// Err returns the error that took the device markers out of service, nil
+// while they work.
+func (d *DeviceMarkers) Err() error {
+	if p := d.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (d *DeviceMarkers) markers(payloads [][]byte, pos [][]int32) error {
 	b, err := d.batch()
 	if err != nil {
 		return err
