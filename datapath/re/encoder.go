@@ -193,6 +193,7 @@ func (e *Encoder) EncodeBatch(sc *Scratch, frames, res [][]byte, arena []byte) (
 		}
 		res = append(res, r)
 	}
+	clear(sc.payloads) // the Scratch keeps no frame alive
 	return res, arena
 }
 
