@@ -169,6 +169,7 @@ func (e *Encoder) Encode(frame, out []byte) (res []byte, encoded bool) {
 	e.mu.Lock()
 	res, encoded = e.encodeOne(frame, sc, 0, out)
 	e.mu.Unlock()
+	clear(sc.payloads)
 	return res, encoded
 }
 
