@@ -238,65 +238,88 @@ func (e *Encoder) encodeOne(frame []byte, sc *Scratch, i int, out []byte) (res [
 
 // match finds the acknowledged runs of pay (Max-Match at each marker).
 func (e *Encoder) match(pay []byte, id uint64, pos []int32, fps []uint64) []ref {
-	refs := e.refs[:0]
-	done := 0 // pay[:done] is covered or passed
+	refs, _ := e.matchList(pay, id, pos, fps, 0, e.refs[:0])
+	return refs
+}
+
+// matchList tries the markers pos (fingerprints fps) in order, pay[:done]
+// being covered or passed already; it returns refs appended and the new
+// done.
+func (e *Encoder) matchList(pay []byte, id uint64, pos []int32, fps []uint64, done int, refs []ref) ([]ref, int) {
 	w := e.cfg.Window
 	for k, p := range pos {
 		i := int(p)
 		if i-w+1 < done {
 			continue
 		}
-		l, ok := e.lookup(fps[k], id)
-		if !ok {
-			continue
-		}
-		q := l.e.data
-		j := int(l.pos)
-		ps, qs := i-w+1, j-w+1
-		if qs < 0 || string(pay[ps:i+1]) != string(q[qs:j+1]) {
-			continue
-		}
-		pe, qe := i+1, j+1
-		c := commonSuffix(pay[done:ps], q[:qs])
-		ps, qs = ps-c, qs-c
-		c = commonPrefix(pay[pe:], q[qe:])
-		pe, qe = pe+c, qe+c
-		if pe-ps < e.cfg.MinMatch {
-			continue
-		}
 		if len(refs)+3 > maxRefs {
 			break
 		}
-		// A match that reaches the start of the logged payload may go on
-		// in the payload logged before it, and one that reaches its end in
-		// the payload logged after it: a segment of a stream sent again
-		// with other boundaries spans two old segments.
-		var before *ref
-		if qs == 0 && ps > done {
-			if y := e.usable(l.e.prev, id); y != nil {
-				c := commonSuffix(pay[done:ps], y.data)
-				k, j := ps-c, len(y.data)-c
-				if ps-k > refLen {
-					before = &ref{id: y.id, src: j, n: ps - k, dst: k}
-				}
-			}
+		var sp span
+		var ok bool
+		if refs, sp, ok = e.matchAt(pay, id, i, fps[k], done, refs); ok {
+			done = sp.done
 		}
-		if before != nil {
-			refs = append(refs, *before)
-		}
-		refs = append(refs, ref{id: l.e.id, src: qs, n: pe - ps, dst: ps})
-		done = pe
-		if qe == len(q) && pe < len(pay) {
-			if y := e.usable(l.e.next, id); y != nil {
-				n := commonPrefix(pay[pe:], y.data)
-				if n > refLen {
-					refs = append(refs, ref{id: y.id, src: 0, n: n, dst: pe})
-					done = pe + n
-				}
+	}
+	return refs, done
+}
+
+// span is a match matchAt found: pay[ps:pe] equals q.data[qs:qe], found at
+// q's marker j; y, when not nil, the payload logged after q, whose first
+// yn bytes equal pay[pe:pe+yn]. pay[:done] is covered now.
+type span struct {
+	ps, pe, qs, qe, j int
+	q, y              *entry
+	yn, done          int
+}
+
+// matchAt tries the marker at window end i of pay (fingerprint fp), with
+// pay[:done] covered or passed: it looks fp up, checks the window's bytes,
+// extends the match both ways and on into the payloads logged before and
+// after, and appends the references (at most 3).
+func (e *Encoder) matchAt(pay []byte, id uint64, i int, fp uint64, done int, refs []ref) ([]ref, span, bool) {
+	w := e.cfg.Window
+	l, ok := e.lookup(fp, id)
+	if !ok {
+		return refs, span{}, false
+	}
+	q := l.e.data
+	j := int(l.pos)
+	ps, qs := i-w+1, j-w+1
+	if qs < 0 || string(pay[ps:i+1]) != string(q[qs:j+1]) {
+		return refs, span{}, false
+	}
+	pe, qe := i+1, j+1
+	c := commonSuffix(pay[done:ps], q[:qs])
+	ps, qs = ps-c, qs-c
+	c = commonPrefix(pay[pe:], q[qe:])
+	pe, qe = pe+c, qe+c
+	if pe-ps < e.cfg.MinMatch {
+		return refs, span{}, false
+	}
+	// A match that reaches the start of the logged payload may go on in
+	// the payload logged before it, and one that reaches its end in the
+	// payload logged after it: a segment of a stream sent again with other
+	// boundaries spans two old segments.
+	if qs == 0 && ps > done {
+		if y := e.usable(l.e.prev, id); y != nil {
+			c := commonSuffix(pay[done:ps], y.data)
+			if k, j := ps-c, len(y.data)-c; ps-k > refLen {
+				refs = append(refs, ref{id: y.id, src: j, n: ps - k, dst: k})
 			}
 		}
 	}
-	return refs
+	refs = append(refs, ref{id: l.e.id, src: qs, n: pe - ps, dst: ps})
+	sp := span{ps: ps, pe: pe, qs: qs, qe: qe, j: j, q: l.e, done: pe}
+	if qe == len(q) && pe < len(pay) {
+		if y := e.usable(l.e.next, id); y != nil {
+			if n := commonPrefix(pay[pe:], y.data); n > refLen {
+				refs = append(refs, ref{id: y.id, src: 0, n: n, dst: pe})
+				sp.y, sp.yn, sp.done = y, n, pe+n
+			}
+		}
+	}
+	return refs, sp, true
 }
 
 // usable returns x when the encoder may reference it from payload id.
