@@ -111,10 +111,11 @@ type Scratch struct {
 
 // prep is one frame's work done outside the lock.
 type prep struct {
-	s  segment
-	ok bool // eligible: a TCP payload the match selects
-	id uint64
-	k  int // its index in Scratch.pos and fps
+	s    segment
+	ok   bool // eligible: a TCP payload the match selects
+	lazy bool // its markers are found while matching (matchLazy)
+	id   uint64
+	k    int // its index in Scratch.pos and fps
 }
 
 // prepare parses frames and fingerprints the eligible payloads, on the
@@ -153,8 +154,9 @@ func (e *Encoder) prepare(sc *Scratch, frames [][]byte) {
 		}
 		e.Stats.OffloadFailures.Add(1)
 	}
-	for k, pay := range sc.payloads {
-		sc.pos[k], sc.fps[k] = e.m.MarkersFP(sc.pos[k][:0], sc.fps[k][:0], pay)
+	// The CPU finds the markers under the lock, lazily (matchLazy).
+	for i := range sc.prep {
+		sc.prep[i].lazy = sc.prep[i].ok
 	}
 }
 
@@ -211,7 +213,12 @@ func (e *Encoder) encodeOne(frame []byte, sc *Scratch, i int, out []byte) (res [
 	s, id := p.s, p.id
 	pay := frame[s.pay:s.end]
 	pos, fps := sc.pos[p.k], sc.fps[p.k]
-	e.refs = e.match(pay, id, pos, fps)
+	if p.lazy { // not computed: the CPU's path
+		e.refs, pos, fps = e.matchLazy(pay, id, pos[:0], fps[:0])
+		sc.pos[p.k], sc.fps[p.k] = pos, fps
+	} else {
+		e.refs = e.match(pay, id, pos, fps)
+	}
 	res, encoded = frame, false
 	if len(e.refs) > 0 {
 		literal := len(pay)

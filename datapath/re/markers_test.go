@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -158,5 +160,54 @@ func TestMarkersFallback(t *testing.T) {
 	}
 	if err := dm.Markers([][]byte{make([]byte, 100)}, make([][]int32, 1)); err == nil {
 		t.Error("device markers back in service after a failure")
+	}
+}
+
+// TestLazyMarkers: the CPU's lazy markers (taken from the matched logged
+// payloads inside repeated runs) are every payload's markers: each logged
+// entry's markers and fingerprints equal rabin's over its bytes, and the
+// encoder puts on the wire what one with every marker computed in advance
+// does — on a buffer sent over and over in segments of changing sizes,
+// edited copies and runs of zeros.
+func TestLazyMarkers(t *testing.T) {
+	r := rand.New(rand.NewPCG(61, 62))
+	buf := randomBytes(r, 40<<10)
+	var stream []byte
+	for pass := 0; pass < 6; pass++ {
+		b := append([]byte(nil), buf...)
+		for k := 0; k < pass*3; k++ { // a few edits per pass
+			at := r.IntN(len(b) - 64)
+			copy(b[at:], randomBytes(r, 1+r.IntN(40)))
+		}
+		stream = append(stream, b...)
+		if pass == 3 {
+			stream = append(stream, make([]byte, 5000)...)
+		}
+	}
+	var frames [][]byte
+	for off, k := 0, 0; off < len(stream); k++ {
+		n := []int{1448, 1460, 700, 1448, 1000, 1448, 64, 1448, 200}[k%9]
+		end := min(off+n, len(stream))
+		frames = append(frames, tcpFrame([4]byte{10, 0, 0, 2}, [4]byte{10, 0, 0, 1}, 80, 7, uint32(off), stream[off:end]))
+		off = end
+	}
+	m, _ := Config{}.Marker()
+	lazy, eager, dl, de := twinEncoders(t, CPUMarkers{M: m}, 1)
+	sameEncoding(t, frames, 32, lazy, eager, dl, de)
+	entries := 0
+	lazy.log.each(func(x *entry) {
+		pos, fps := m.MarkersFP(nil, nil, x.data)
+		if len(pos) != len(x.markers) || !slices.Equal(fps, x.fps) {
+			t.Fatalf("payload %x: markers %v, want %v", x.id, x.markers, pos)
+		}
+		for k, p := range pos {
+			if int(x.markers[k]) != int(p) {
+				t.Fatalf("payload %x: markers %v, want %v", x.id, x.markers, pos)
+			}
+		}
+		entries++
+	})
+	if entries < len(frames)/2 || lazy.Stats.Encoded.Load() < uint64(len(frames)/2) {
+		t.Fatalf("%d payloads logged, %d encoded of %d frames", entries, lazy.Stats.Encoded.Load(), len(frames))
 	}
 }
