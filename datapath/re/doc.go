@@ -81,8 +81,10 @@
 //
 // # Where the markers are computed
 //
-// The encoder's markers come from rabin.Marker on the CPU (four lanes
-// rolling side by side over a payload of 512 bytes or more), or, for a
+// The encoder's markers come from the CPU, found lazily while matching
+// (lazy.go: inside a repeated run they are the matched logged payload's;
+// a payload that matches nothing is fingerprinted in four lanes,
+// rabin.Marker.MarkersFP), or, for a
 // batch of at least Config.MinBatch eligible payloads, from
 // Config.Markers: the seam through which the agent passes the GPU
 // (DeviceMarkers over gpu.Markers, the kernel rabin_markers of
@@ -103,10 +105,10 @@
 //
 // Encoder and Decoder each have one mutex (Encoder.mu, Decoder.mu);
 // neither calls the other, so no order between them is needed. The
-// encoder's EncodeBatch (Link.Send) parses, names and fingerprints a whole
-// batch before it takes the lock, on the caller's goroutine with a Scratch
-// of the caller's, so that the batches of several senders are fingerprinted
-// in parallel; it then holds the lock once for the batch's matching,
+// encoder's EncodeBatch (Link.Send) parses and names a whole batch (and
+// has a device compute its markers) before it takes the lock, on the
+// caller's goroutine with a Scratch of the caller's; it then holds the lock
+// once for the batch's matching (the CPU's lazy markers included),
 // building and logging, in order. The decoder holds its lock for one frame.
 // Counters are atomics, read without the locks.
 package re

@@ -118,9 +118,10 @@ type prep struct {
 	k    int // its index in Scratch.pos and fps
 }
 
-// prepare parses frames and fingerprints the eligible payloads, on the
-// Markers backend when there are at least cfg.MinBatch of them (and it
-// does not fail), else on the CPU. It holds no lock.
+// prepare parses and names frames and, when there are at least
+// cfg.MinBatch eligible payloads and a Markers backend, has it compute
+// their markers (the CPU finds them lazily under the lock otherwise, and
+// when the backend fails). It holds no lock.
 func (e *Encoder) prepare(sc *Scratch, frames [][]byte) {
 	sc.prep = sc.prep[:0]
 	sc.payloads = sc.payloads[:0]
@@ -177,10 +178,10 @@ func (e *Encoder) Encode(frame, out []byte) (res []byte, encoded bool) {
 
 // EncodeBatch encodes frames in order into res (appended; res[i] is frame
 // i's, frames[i] itself when it goes unchanged), writing the encoded ones
-// into arena (appended to; it returns the arena grown). The markers are
-// computed for the whole batch before the encoder's lock is taken, and
-// the lock is taken once: several goroutines may call it at once, each
-// with a Scratch of its own.
+// into arena (appended to; it returns the arena grown). Frames are parsed
+// and named, and a device's markers computed, before the encoder's lock is
+// taken, and the lock is taken once: several goroutines may call it at
+// once, each with a Scratch of its own.
 func (e *Encoder) EncodeBatch(sc *Scratch, frames, res [][]byte, arena []byte) ([][]byte, []byte) {
 	e.prepare(sc, frames)
 	e.mu.Lock()

@@ -55,8 +55,7 @@ type sendBuf struct {
 
 // Send encodes frames and sends them on the port. It is safe for
 // concurrent use (each call encodes into buffers of its own; the
-// fingerprinting of concurrent calls runs in parallel, their log and index
-// work one batch at a time).
+// encoder's matching and logging take one batch at a time).
 func (l *Link) Send(frames [][]byte) (int, error) {
 	b := l.bufs.Get().(*sendBuf)
 	defer l.bufs.Put(b)
