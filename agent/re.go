@@ -4,6 +4,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/datapath/pipeline"
 	"github.com/gswitch/gswitch/datapath/re"
+	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/filter"
 	"github.com/gswitch/gswitch/tables/rule"
 )
@@ -183,12 +185,44 @@ func (d *Agent) reDevice(no uint32, p *afpacket.Port) (pipeline.Device, error) {
 	if ic := d.st.RE.Impair; ic.Loss > 0 || ic.Reorder > 0 {
 		im = re.NewImpair(ic.Loss, ic.Reorder, ic.Seed)
 	}
+	if dm := d.reMarkers(cfg); dm != nil {
+		cfg.Markers = dm
+	}
 	l, err := re.NewLink(cfg, p, mac, im)
 	if err != nil {
 		return nil, fmt.Errorf("re: port %d: %w", no, err)
 	}
 	d.re = &reLink{link: l, port: no, iface: p.Link().Name}
 	return rePort{Port: p, link: l}, nil
+}
+
+// reMarkers returns the encoder's device markers when the engine has a
+// device in service that computes them (the cuda build on a GPU), else nil:
+// the encoder fingerprints on the CPU. The device's resources go with the
+// engine's Close, after the ports.
+func (d *Agent) reMarkers(cfg re.Config) re.Markers {
+	if d.eng == nil {
+		return nil
+	}
+	m, err := cfg.Marker()
+	if err != nil {
+		return nil // checkRE refused the configuration already
+	}
+	mk, err := d.eng.DeviceMarkers(m)
+	if err != nil {
+		if !errors.Is(err, gpu.ErrNoMarkersGPU) {
+			d.log.Warn("re: markers on the GPU unavailable; the CPU computes them", "err", err)
+		}
+		return nil
+	}
+	dm, err := re.NewDeviceMarkers(mk, 4)
+	if err != nil {
+		mk.Close()
+		d.log.Warn("re: markers on the GPU unavailable; the CPU computes them", "err", err)
+		return nil
+	}
+	d.log.Info("re: the encoder's markers of large batches on the GPU", "markers", mk.Name())
+	return dm
 }
 
 // reStage installs the decoder as the WAN port's first receive stage

@@ -3,6 +3,8 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/gswitch/gswitch/datapath/re"
+	"github.com/gswitch/gswitch/gpu"
 )
 
 // TestREConfig: the re: section from the file and the flags, and each
@@ -138,4 +141,17 @@ func tcpTestFrame(sport, dport uint16, payload []byte) []byte {
 	}
 	copy(tcp[20:], payload)
 	return f
+}
+
+// TestREMarkersCPUEngine: an engine without a device gives the encoder no
+// device markers (it fingerprints on the CPU).
+func TestREMarkersCPUEngine(t *testing.T) {
+	d := &Agent{eng: gpu.NewEngine(gpu.EngineConfig{}), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	defer d.eng.Close()
+	if mk := d.reMarkers(re.Config{}); mk != nil {
+		t.Errorf("device markers %s on an engine without devices", mk.Name())
+	}
+	if mk := (&Agent{}).reMarkers(re.Config{}); mk != nil {
+		t.Error("device markers without an engine")
+	}
 }

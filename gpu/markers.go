@@ -226,3 +226,22 @@ func StreamMarkers(mk Markers, w int, data []byte, dst []int32) ([]int32, error)
 	}
 	return dst, nil
 }
+
+// DeviceMarkers returns Markers for m on the Engine's first device in
+// service that computes markers (the CUDA build's RabinMarkers, on the
+// device's own context; closing them leaves the device open), or
+// ErrNoMarkersGPU when there is none: the caller computes markers on the
+// CPU then (CPUMarkers).
+func (e *Engine) DeviceMarkers(m *rabin.Marker) (Markers, error) {
+	for _, d := range e.devs {
+		if d.failed.Load() {
+			continue
+		}
+		if mk, err := deviceMarkers(d.b, m); err == nil {
+			return mk, nil
+		} else if !errors.Is(err, ErrNoMarkersGPU) {
+			return nil, err
+		}
+	}
+	return nil, ErrNoMarkersGPU
+}

@@ -303,3 +303,12 @@ func (r *RabinMarkers) release() {
 }
 
 var _ Markers = (*RabinMarkers)(nil)
+
+// deviceMarkers returns RabinMarkers on b when it is a CUDA backend.
+func deviceMarkers(b Backend, m *rabin.Marker) (Markers, error) {
+	c, ok := b.(*CUDA)
+	if !ok {
+		return nil, ErrNoMarkersGPU
+	}
+	return c.RabinMarkers(m, 4)
+}

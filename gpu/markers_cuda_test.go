@@ -141,3 +141,20 @@ func benchMarkers(t *testing.T, c *CUDA, r *RabinMarkers, m *rabin.Marker) {
 	t.Logf("BENCH rabin markers w=%d bits=13 %s on %s: 1460-byte payloads: kernel %.0f Gbps (%d payloads, %.3f ms); end to end %.0f Gbps (batches of %d over 4 streams, %d in flight); CPU one core %.2f Gbps; GPU/CPU end to end %.0fx",
 		m.W, r.Kernel(), c.Device(), kGbps, kn, ms, eGbps, en, nb, cGbps, eGbps/cGbps)
 }
+
+// TestCUDAEngineDeviceMarkers: the Engine's device markers (what the
+// agent gives redundancy elimination's encoder) equal the CPU's.
+func TestCUDAEngineDeviceMarkers(t *testing.T) {
+	c := newTestCUDA(t)
+	e := NewEngine(EngineConfig{Devices: []Backend{c}})
+	testMarkers(t, func(m *rabin.Marker) Markers {
+		mk, err := e.DeviceMarkers(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mk.Name() != "cuda" {
+			t.Fatalf("device markers %q, want cuda", mk.Name())
+		}
+		return mk
+	})
+}

@@ -19,3 +19,6 @@ func OpenMarkers(backend string, m *rabin.Marker) (Markers, error) {
 	}
 	return nil, fmt.Errorf("gpu: markers backend %q: want auto, cpu or gpu", backend)
 }
+
+// deviceMarkers is ErrNoMarkersGPU in a build without CUDA.
+func deviceMarkers(Backend, *rabin.Marker) (Markers, error) { return nil, ErrNoMarkersGPU }

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -162,5 +163,19 @@ func TestStreamMarkers(t *testing.T) {
 				t.Fatalf("n=%d w=%d: %d markers, want %d", n, w, len(got), len(want))
 			}
 		}
+	}
+}
+
+// TestEngineDeviceMarkersNone: an Engine without devices has no device
+// markers (the caller's CPU fallback).
+func TestEngineDeviceMarkersNone(t *testing.T) {
+	m, err := rabin.NewMarker(rabin.DefaultPol, 32, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine(EngineConfig{})
+	defer e.Close()
+	if mk, err := e.DeviceMarkers(m); !errors.Is(err, ErrNoMarkersGPU) || mk != nil {
+		t.Errorf("DeviceMarkers on a CPU engine: %v, %v; want ErrNoMarkersGPU", mk, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -492,9 +493,15 @@ func (tp *reTopo) reIperf3(t *testing.T, secs int) float64 {
 func TestRedundancyEliminationThroughput(t *testing.T) {
 	tp := newRETopo(t)
 	needTool(t, "iperf3", "iperf3")
+	// GSWITCH_RE_IPERF_ROUNDS sets the number of rounds (default 4: two
+	// off, two on); more give steadier figures on a busy machine.
+	rounds := 4
+	if v, err := strconv.Atoi(os.Getenv("GSWITCH_RE_IPERF_ROUNDS")); err == nil && v >= 2 {
+		rounds = v
+	}
 	var off, on []float64
 	var saved, in uint64
-	for round := range 4 {
+	for round := range rounds {
 		if round%2 == 0 {
 			tp.startPair(t, "", "")
 			off = append(off, tp.reIperf3(t, 3))
@@ -506,9 +513,24 @@ func TestRedundancyEliminationThroughput(t *testing.T) {
 			saved, in = saved+ra.Encoder.Saved, in+ra.Encoder.BytesIn
 		}
 	}
-	mOff, mOn := max(off[0], off[1]), max(on[0], on[1])
-	t.Logf("RESULT iperf3 h1 -> h2 through two gswitchd: RE off %.2f / %.2f Gbit/s, RE on %.2f / %.2f Gbit/s: best on / best off %.0f%%",
-		off[0]/1e9, off[1]/1e9, on[0]/1e9, on[1]/1e9, 100*mOn/mOff)
+	gbit := func(xs []float64) string {
+		s := make([]string, len(xs))
+		for i, x := range xs {
+			s[i] = fmt.Sprintf("%.2f", x/1e9)
+		}
+		return strings.Join(s, " / ")
+	}
+	median := func(xs []float64) float64 {
+		ys := append([]float64(nil), xs...)
+		sort.Float64s(ys)
+		if n := len(ys); n%2 == 0 {
+			return (ys[n/2-1] + ys[n/2]) / 2
+		}
+		return ys[len(ys)/2]
+	}
+	mOff, mOn := slices.Max(off), slices.Max(on)
+	t.Logf("RESULT iperf3 h1 -> h2 through two gswitchd: RE off %s Gbit/s, RE on %s Gbit/s: best on / best off %.0f%%, median on / median off %.0f%%",
+		gbit(off), gbit(on), 100*mOn/mOff, 100*median(on)/median(off))
 	if mOn < 0.8*mOff {
 		t.Logf("RESULT the issue's target (RE on >= 80%% of RE off) is missed on this machine (%d CPUs)", runtime.NumCPU())
 	}

@@ -28,6 +28,9 @@ func printRE(w io.Writer, r ctl.REInfo) {
 	}
 	fmt.Fprintf(w, "encoder\tepoch %#x\tframes %d\tbytes in %d\tbytes out %d\tsaved %d (%.1f%%)\n", e.Epoch, e.Frames, e.BytesIn, e.BytesOut, e.Saved, pct)
 	fmt.Fprintf(w, "\t\tencoded %d\treferences %d\traw sends %d\tpassed %d\tpeer resets %d\n", e.Encoded, e.Refs, e.Raw, e.Passed, e.Resets)
+	if e.Markers != "" && e.Markers != "cpu" {
+		fmt.Fprintf(w, "\t\tmarkers of large batches on %s\tbatches %d\tfailures %d (the CPU took them)\n", e.Markers, e.Offloaded, e.OffloadFailures)
+	}
 	fmt.Fprintf(w, "decoder\tepoch %#x\tframes %d\tbytes in %d\tbytes out %d\trestored %d\tplain %d\n", d.Epoch, d.Frames, d.BytesIn, d.BytesOut, d.Restored, d.Plain)
 	fmt.Fprintf(w, "\t\tdecode failures %d\t(missing %d, bad crc %d, malformed %d)\tlogged %d\tacks %d\tnaks %d\tpeer resets %d\n",
 		d.Failures, d.Missing, d.BadCRC, d.Malformed, d.Logged, d.Acks, d.Naks, d.Resets)

@@ -22,6 +22,23 @@ type Config struct {
 	// Match selects the frames whose payloads the encoder logs and encodes
 	// (nil: every TCP segment). The decoder logs every TCP payload.
 	Match func(frame []byte) bool
+	// Markers computes the encoder's markers for batches of at least
+	// MinBatch eligible payloads (a GPU: DeviceMarkers); it must compute
+	// the markers of Pol, Window and Bits (Config.Marker), and the CPU
+	// takes over a batch it fails. nil: the CPU computes every batch.
+	Markers Markers
+	// MinBatch is the smallest batch given to Markers (default 32).
+	MinBatch int
+}
+
+// Marker returns the rabin.Marker of the configuration's polynomial,
+// window and bits (defaults filled in): what a Markers must compute.
+func (c Config) Marker() (*rabin.Marker, error) {
+	c, err := c.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return rabin.NewMarker(c.Pol, c.Window, c.Bits)
 }
 
 // withDefaults fills the zero fields.
@@ -43,6 +60,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MinMatch == 0 {
 		c.MinMatch = 48
+	}
+	if c.MinBatch <= 0 {
+		c.MinBatch = 32
 	}
 	switch {
 	case c.LogBytes < 1<<16:
@@ -69,6 +89,9 @@ func randomEpoch() uint32 {
 // EncoderStats are the encoder's counters.
 type EncoderStats struct {
 	Frames, BytesIn, BytesOut, Saved, Encoded, Raw, Refs, Passed, Resets atomic.Uint64
+	// OffloadBatches are the batches whose markers Config.Markers
+	// computed; OffloadFailures those it failed (the CPU computed them).
+	OffloadBatches, OffloadFailures atomic.Uint64
 }
 
 // DecoderStats are the decoder's counters.

@@ -12,6 +12,11 @@ type EncoderCounters struct {
 	Refs     uint64 // references in the encoded frames
 	Passed   uint64 // frames not eligible (not TCP, payload too short, not matched)
 	Resets   uint64 // the peer's decoder restarted (a new epoch in its control frames)
+	// Markers says where the markers of large batches are computed ("cpu"
+	// or the Config.Markers' name); Offloaded counts the batches it
+	// computed, OffloadFailures those it failed (the CPU took them).
+	Markers                    string
+	Offloaded, OffloadFailures uint64
 }
 
 // DecoderCounters is a snapshot of a decoder's counters.
@@ -35,9 +40,14 @@ type DecoderCounters struct {
 // Counters returns a snapshot of the encoder's counters.
 func (e *Encoder) Counters() EncoderCounters {
 	s := &e.Stats
-	return EncoderCounters{Epoch: e.epoch, Frames: s.Frames.Load(), BytesIn: s.BytesIn.Load(), BytesOut: s.BytesOut.Load(),
+	c := EncoderCounters{Epoch: e.epoch, Frames: s.Frames.Load(), BytesIn: s.BytesIn.Load(), BytesOut: s.BytesOut.Load(),
 		Saved: s.Saved.Load(), Encoded: s.Encoded.Load(), Raw: s.Raw.Load(), Refs: s.Refs.Load(),
-		Passed: s.Passed.Load(), Resets: s.Resets.Load()}
+		Passed: s.Passed.Load(), Resets: s.Resets.Load(), Markers: "cpu", Offloaded: s.OffloadBatches.Load(),
+		OffloadFailures: s.OffloadFailures.Load()}
+	if e.markers != nil {
+		c.Markers = e.markers.Name()
+	}
+	return c
 }
 
 // Counters returns a snapshot of the decoder's counters.

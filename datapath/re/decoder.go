@@ -179,7 +179,7 @@ func (d *Decoder) logPayload(id uint64, pay []byte) {
 		return
 	}
 	if d.log.get(id) == nil {
-		d.log.add(&entry{id: id, data: append([]byte(nil), pay...)}, nil)
+		d.log.add(&entry{id: id}, pay, nil)
 		d.Stats.Logged.Add(1)
 	}
 	d.acks = append(d.acks, id)

@@ -79,9 +79,36 @@
 // never bytes: a payload is only referenced after its acknowledgement came
 // back, and every restored packet is checked against the sender's CRC.
 //
+// # Where the markers are computed
+//
+// The encoder's markers come from the CPU, found lazily while matching
+// (lazy.go: inside a repeated run they are the matched logged payload's;
+// a payload that matches nothing is fingerprinted in four lanes,
+// rabin.Marker.MarkersFP), or, for a
+// batch of at least Config.MinBatch eligible payloads, from
+// Config.Markers: the seam through which the agent passes the GPU
+// (DeviceMarkers over gpu.Markers, the kernel rabin_markers of
+// kernels/rabin.cu) when its engine has a device in service. Every
+// implementation gives rabin's positions bit for bit; the fingerprints of
+// the markers are computed on the CPU from their windows. A batch the
+// device fails goes to the CPU, and DeviceMarkers stays out of service
+// after its first failure (counted: EncoderCounters.OffloadFailures).
+//
+// # The log's memory
+//
+// Each side's log keeps the payloads' bytes in one ring of Config.LogBytes
+// bytes, written in the order they are logged; logging a payload evicts
+// the oldest ones whose bytes it overwrites. A payload costs no allocation
+// for its bytes; an encoder entry keeps up to 12 markers inline.
+//
 // # Concurrency
 //
-// Encoder and Decoder each have one mutex (Encoder.mu, Decoder.mu) held for
-// one frame; neither calls the other, so no order between them is needed.
+// Encoder and Decoder each have one mutex (Encoder.mu, Decoder.mu);
+// neither calls the other, so no order between them is needed. The
+// encoder's EncodeBatch (Link.Send) parses and names a whole batch (and
+// has a device compute its markers) before it takes the lock, on the
+// caller's goroutine with a Scratch of the caller's; it then holds the lock
+// once for the batch's matching (the CPU's lazy markers included),
+// building and logging, in order. The decoder holds its lock for one frame.
 // Counters are atomics, read without the locks.
 package re

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math/bits"
+	"slices"
 	"sync"
 
 	"github.com/gswitch/gswitch/tables/rabin"
@@ -19,17 +21,17 @@ type loc struct {
 type Encoder struct {
 	Stats EncoderStats
 
+	cfg     Config
+	m       *rabin.Marker // the CPU's markers (and every marker's fingerprint)
+	markers Markers       // cfg.Markers, or nil: the CPU's own
+	epoch   uint32
+	scratch sync.Pool // *Scratch for Encode
+
 	mu        sync.Mutex
-	cfg       Config
-	m         *rabin.Marker
 	log       payloadLog
 	index     map[uint64]slots // marker fingerprint → payloads and positions (remember says which)
-	epoch     uint32
-	peerEpoch uint32 // the decoder's, from its last control frame (0: none yet)
-
-	pos  []int32
-	fps  []uint64
-	refs []ref
+	peerEpoch uint32           // the decoder's, from its last control frame (0: none yet)
+	refs      []ref
 }
 
 // maxRefs is the most references a shim can count.
@@ -51,7 +53,9 @@ func NewEncoder(cfg Config) (*Encoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Encoder{cfg: cfg, m: m, log: newLog(cfg.LogBytes), index: map[uint64]slots{}, epoch: randomEpoch()}, nil
+	e := &Encoder{cfg: cfg, m: m, markers: cfg.Markers, log: newLog(cfg.LogBytes), index: map[uint64]slots{}, epoch: randomEpoch()}
+	e.scratch.New = func() any { return new(Scratch) }
+	return e, nil
 }
 
 // Epoch returns the encoder's epoch.
@@ -95,25 +99,127 @@ func (e *Encoder) lookup(fp, id uint64) (loc, bool) {
 	return loc{}, false
 }
 
+// Scratch is the per-call state of EncodeBatch: each frame's parse, id,
+// markers and fingerprints, computed before the encoder's lock is taken.
+// A Scratch is one goroutine's at a time; its buffers are reused.
+type Scratch struct {
+	prep     []prep
+	payloads [][]byte
+	pos      [][]int32
+	fps      [][]uint64
+}
+
+// prep is one frame's work done outside the lock.
+type prep struct {
+	s    segment
+	ok   bool // eligible: a TCP payload the match selects
+	lazy bool // its markers are found while matching (matchLazy)
+	id   uint64
+	k    int // its index in Scratch.pos and fps
+}
+
+// prepare parses and names frames and, when there are at least
+// cfg.MinBatch eligible payloads and a Markers backend, has it compute
+// their markers (the CPU finds them lazily under the lock otherwise, and
+// when the backend fails). It holds no lock.
+func (e *Encoder) prepare(sc *Scratch, frames [][]byte) {
+	sc.prep = sc.prep[:0]
+	sc.payloads = sc.payloads[:0]
+	for _, f := range frames {
+		s, ok := parseTCP(f)
+		ok = ok && s.end-s.pay >= e.cfg.MinPayload && (e.cfg.Match == nil || e.cfg.Match(f))
+		p := prep{s: s, ok: ok, k: -1}
+		if ok {
+			p.id = payloadID(f, s)
+			p.k = len(sc.payloads)
+			sc.payloads = append(sc.payloads, f[s.pay:s.end])
+		}
+		sc.prep = append(sc.prep, p)
+	}
+	n := len(sc.payloads)
+	for len(sc.pos) < n {
+		sc.pos = append(sc.pos, nil)
+		sc.fps = append(sc.fps, nil)
+	}
+	if e.markers != nil && n >= e.cfg.MinBatch && n > 0 {
+		if err := e.markers.Markers(sc.payloads, sc.pos[:n]); err == nil {
+			e.Stats.OffloadBatches.Add(1)
+			for k, pay := range sc.payloads {
+				fps := sc.fps[k][:0]
+				for _, p := range sc.pos[k] {
+					fps = append(fps, e.m.FingerprintAt(pay, int(p)))
+				}
+				sc.fps[k] = fps
+			}
+			return
+		}
+		e.Stats.OffloadFailures.Add(1)
+	}
+	// The CPU finds the markers under the lock, lazily (matchLazy).
+	for i := range sc.prep {
+		sc.prep[i].lazy = sc.prep[i].ok
+	}
+}
+
 // Encode returns the frame to send for frame: an encoded copy built in out
 // (grown if needed) when that is shorter, else frame itself. The payload of
-// an eligible frame enters the log either way.
+// an eligible frame enters the log either way. It is EncodeBatch of one
+// frame.
 func (e *Encoder) Encode(frame, out []byte) (res []byte, encoded bool) {
+	sc := e.scratch.Get().(*Scratch)
+	defer e.scratch.Put(sc)
+	e.prepare(sc, [][]byte{frame})
+	e.mu.Lock()
+	res, encoded = e.encodeOne(frame, sc, 0, out)
+	e.mu.Unlock()
+	clear(sc.payloads)
+	return res, encoded
+}
+
+// EncodeBatch encodes frames in order into res (appended; res[i] is frame
+// i's, frames[i] itself when it goes unchanged), writing the encoded ones
+// into arena (appended to; it returns the arena grown). Frames are parsed
+// and named, and a device's markers computed, before the encoder's lock is
+// taken, and the lock is taken once: several goroutines may call it at
+// once, each with a Scratch of its own.
+func (e *Encoder) EncodeBatch(sc *Scratch, frames, res [][]byte, arena []byte) ([][]byte, []byte) {
+	e.prepare(sc, frames)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, f := range frames {
+		// An encoded frame is shorter than f: room for len(f) bytes past
+		// the arena's end (no zeroing), where encodeOne writes it.
+		start := len(arena)
+		arena = slices.Grow(arena, len(f))
+		r, encoded := e.encodeOne(f, sc, i, arena[start:start:start+len(f)])
+		if encoded {
+			arena = arena[:start+len(r)]
+		}
+		res = append(res, r)
+	}
+	clear(sc.payloads) // the Scratch keeps no frame alive
+	return res, arena
+}
+
+// encodeOne encodes frame i of sc's batch; e.mu is held.
+func (e *Encoder) encodeOne(frame []byte, sc *Scratch, i int, out []byte) (res []byte, encoded bool) {
 	e.Stats.Frames.Add(1)
 	e.Stats.BytesIn.Add(uint64(len(frame)))
-	s, ok := parseTCP(frame)
-	if !ok || s.end-s.pay < e.cfg.MinPayload || (e.cfg.Match != nil && !e.cfg.Match(frame)) {
+	p := sc.prep[i]
+	if !p.ok {
 		e.Stats.Passed.Add(1)
 		e.Stats.BytesOut.Add(uint64(len(frame)))
 		return frame, false
 	}
-	id := payloadID(frame, s)
+	s, id := p.s, p.id
 	pay := frame[s.pay:s.end]
-
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.pos, e.fps = e.m.MarkersFP(e.pos[:0], e.fps[:0], pay)
-	e.refs = e.match(pay, id)
+	pos, fps := sc.pos[p.k], sc.fps[p.k]
+	if p.lazy { // not computed: the CPU's path
+		e.refs, pos, fps = e.matchLazy(pay, id, pos[:0], fps[:0])
+		sc.pos[p.k], sc.fps[p.k] = pos, fps
+	} else {
+		e.refs = e.match(pay, id, pos, fps)
+	}
 	res, encoded = frame, false
 	if len(e.refs) > 0 {
 		literal := len(pay)
@@ -126,7 +232,7 @@ func (e *Encoder) Encode(frame, out []byte) (res []byte, encoded bool) {
 			res, encoded = e.build(frame, s, out, size), true
 		}
 	}
-	e.remember(id, pay)
+	e.remember(id, pay, pos, fps)
 	if encoded {
 		e.Stats.Encoded.Add(1)
 		e.Stats.Refs.Add(uint64(len(e.refs)))
@@ -139,73 +245,89 @@ func (e *Encoder) Encode(frame, out []byte) (res []byte, encoded bool) {
 }
 
 // match finds the acknowledged runs of pay (Max-Match at each marker).
-func (e *Encoder) match(pay []byte, id uint64) []ref {
-	refs := e.refs[:0]
-	done := 0 // pay[:done] is covered or passed
+func (e *Encoder) match(pay []byte, id uint64, pos []int32, fps []uint64) []ref {
+	refs, _ := e.matchList(pay, id, pos, fps, 0, e.refs[:0])
+	return refs
+}
+
+// matchList tries the markers pos (fingerprints fps) in order, pay[:done]
+// being covered or passed already; it returns refs appended and the new
+// done.
+func (e *Encoder) matchList(pay []byte, id uint64, pos []int32, fps []uint64, done int, refs []ref) ([]ref, int) {
 	w := e.cfg.Window
-	for k, p := range e.pos {
+	for k, p := range pos {
 		i := int(p)
 		if i-w+1 < done {
-			continue
-		}
-		l, ok := e.lookup(e.fps[k], id)
-		if !ok {
-			continue
-		}
-		q := l.e.data
-		j := int(l.pos)
-		ps, qs := i-w+1, j-w+1
-		if qs < 0 || string(pay[ps:i+1]) != string(q[qs:j+1]) {
-			continue
-		}
-		pe, qe := i+1, j+1
-		for ps > done && qs > 0 && pay[ps-1] == q[qs-1] {
-			ps, qs = ps-1, qs-1
-		}
-		for pe < len(pay) && qe < len(q) && pay[pe] == q[qe] {
-			pe, qe = pe+1, qe+1
-		}
-		if pe-ps < e.cfg.MinMatch {
 			continue
 		}
 		if len(refs)+3 > maxRefs {
 			break
 		}
-		// A match that reaches the start of the logged payload may go on
-		// in the payload logged before it, and one that reaches its end in
-		// the payload logged after it: a segment of a stream sent again
-		// with other boundaries spans two old segments.
-		var before *ref
-		if qs == 0 && ps > done {
-			if y := e.usable(l.e.prev, id); y != nil {
-				k, j := ps, len(y.data)
-				for k > done && j > 0 && pay[k-1] == y.data[j-1] {
-					k, j = k-1, j-1
-				}
-				if ps-k > refLen {
-					before = &ref{id: y.id, src: j, n: ps - k, dst: k}
-				}
-			}
+		var sp span
+		var ok bool
+		if refs, sp, ok = e.matchAt(pay, id, i, fps[k], done, refs); ok {
+			done = sp.done
 		}
-		if before != nil {
-			refs = append(refs, *before)
-		}
-		refs = append(refs, ref{id: l.e.id, src: qs, n: pe - ps, dst: ps})
-		done = pe
-		if qe == len(q) && pe < len(pay) {
-			if y := e.usable(l.e.next, id); y != nil {
-				n := 0
-				for pe+n < len(pay) && n < len(y.data) && pay[pe+n] == y.data[n] {
-					n++
-				}
-				if n > refLen {
-					refs = append(refs, ref{id: y.id, src: 0, n: n, dst: pe})
-					done = pe + n
-				}
+	}
+	return refs, done
+}
+
+// span is a match matchAt found: pay[ps:pe] equals q.data[qs:qe], found at
+// q's marker j; y, when not nil, the payload logged after q, whose first
+// yn bytes equal pay[pe:pe+yn]. pay[:done] is covered now.
+type span struct {
+	ps, pe, qs, qe, j int
+	q, y              *entry
+	yn, done          int
+}
+
+// matchAt tries the marker at window end i of pay (fingerprint fp), with
+// pay[:done] covered or passed: it looks fp up, checks the window's bytes,
+// extends the match both ways and on into the payloads logged before and
+// after, and appends the references (at most 3).
+func (e *Encoder) matchAt(pay []byte, id uint64, i int, fp uint64, done int, refs []ref) ([]ref, span, bool) {
+	w := e.cfg.Window
+	l, ok := e.lookup(fp, id)
+	if !ok {
+		return refs, span{}, false
+	}
+	q := l.e.data
+	j := int(l.pos)
+	ps, qs := i-w+1, j-w+1
+	if qs < 0 || string(pay[ps:i+1]) != string(q[qs:j+1]) {
+		return refs, span{}, false
+	}
+	pe, qe := i+1, j+1
+	c := commonSuffix(pay[done:ps], q[:qs])
+	ps, qs = ps-c, qs-c
+	c = commonPrefix(pay[pe:], q[qe:])
+	pe, qe = pe+c, qe+c
+	if pe-ps < e.cfg.MinMatch {
+		return refs, span{}, false
+	}
+	// A match that reaches the start of the logged payload may go on in
+	// the payload logged before it, and one that reaches its end in the
+	// payload logged after it: a segment of a stream sent again with other
+	// boundaries spans two old segments.
+	if qs == 0 && ps > done {
+		if y := e.usable(l.e.prev, id); y != nil {
+			c := commonSuffix(pay[done:ps], y.data)
+			if k, j := ps-c, len(y.data)-c; ps-k > refLen {
+				refs = append(refs, ref{id: y.id, src: j, n: ps - k, dst: k})
 			}
 		}
 	}
-	return refs
+	refs = append(refs, ref{id: l.e.id, src: qs, n: pe - ps, dst: ps})
+	sp := span{ps: ps, pe: pe, qs: qs, qe: qe, j: j, q: l.e, done: pe}
+	if qe == len(q) && pe < len(pay) {
+		if y := e.usable(l.e.next, id); y != nil {
+			if n := commonPrefix(pay[pe:], y.data); n > refLen {
+				refs = append(refs, ref{id: y.id, src: 0, n: n, dst: pe})
+				sp.y, sp.yn, sp.done = y, n, pe+n
+			}
+		}
+	}
+	return refs, sp, true
 }
 
 // usable returns x when the encoder may reference it from payload id.
@@ -256,16 +378,19 @@ func (e *Encoder) build(frame []byte, s segment, out []byte, size int) []byte {
 }
 
 // remember logs a payload and indexes its markers.
-func (e *Encoder) remember(id uint64, pay []byte) {
+func (e *Encoder) remember(id uint64, pay []byte, pos []int32, fps []uint64) {
 	if x := e.log.get(id); x != nil {
 		return // a retransmission: logged already
 	}
-	x := &entry{id: id, data: append([]byte(nil), pay...), fps: append([]uint64(nil), e.fps...)}
-	x.markers = make([]uint16, len(e.pos))
-	for k, p := range e.pos {
-		x.markers[k] = uint16(p)
+	x := &entry{id: id}
+	if len(pos) <= inlineMarkers {
+		x.fps, x.markers = x.fpsIn[:0:len(pos)], x.posIn[:0:len(pos)]
 	}
-	e.log.add(x, e.unindex)
+	x.fps = append(x.fps, fps...)
+	for _, p := range pos {
+		x.markers = append(x.markers, uint16(p))
+	}
+	e.log.add(x, pay, e.unindex)
 	if x.gone {
 		return
 	}
@@ -307,4 +432,35 @@ func (e *Encoder) HandleControl(frame []byte) error {
 		}
 	}
 	return nil
+}
+
+// commonPrefix returns how many bytes a and b agree on from their starts,
+// comparing eight at a time.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// commonSuffix returns how many bytes a and b agree on at their ends.
+func commonSuffix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		if x := binary.LittleEndian.Uint64(a[len(a)-i-8:]) ^ binary.LittleEndian.Uint64(b[len(b)-i-8:]); x != 0 {
+			return i + bits.LeadingZeros64(x)/8
+		}
+	}
+	for i < n && a[len(a)-1-i] == b[len(b)-1-i] {
+		i++
+	}
+	return i
 }

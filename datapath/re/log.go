@@ -3,7 +3,8 @@ package re
 // entry is one logged payload.
 type entry struct {
 	id      uint64
-	data    []byte
+	data    []byte   // in the log's ring
+	off     int      // data's offset in the ring
 	acked   bool     // encoder: the decoder acknowledged it
 	gone    bool     // evicted: index entries pointing here are stale
 	fps     []uint64 // encoder: its markers' fingerprints, for the index
@@ -14,63 +15,109 @@ type entry struct {
 	// segment of the same TCP stream). The oldest entry's prev is nil, so
 	// that evicted entries are not kept alive.
 	prev, next *entry
+	// The markers of a payload with few of them live here (no allocation
+	// of their own).
+	fpsIn [inlineMarkers]uint64
+	posIn [inlineMarkers]uint16
 }
 
+// inlineMarkers is how many markers an entry holds without allocating:
+// a 1,460-byte payload has about 5.6.
+const inlineMarkers = 12
+
 // payloadLog holds payloads by id, first in first out, bounded in bytes.
+// The payloads' bytes live in one ring of limit bytes, written in the
+// order they are logged: logging a payload evicts the oldest ones whose
+// bytes its own overwrite, so the log takes no allocation per payload for
+// its bytes (and gives the garbage collector nothing to scan).
 type payloadLog struct {
 	byID  map[uint64]*entry
 	fifo  []*entry // oldest at head
 	head  int
 	bytes int
 	limit int
+	ring  []byte // allocated on first use
+	w     int    // the next payload's offset in ring
 }
 
 func newLog(limit int) payloadLog {
 	return payloadLog{byID: map[uint64]*entry{}, limit: limit}
 }
 
-// add logs e, evicting the oldest payloads over the limit; evict is called
-// for each.
-func (l *payloadLog) add(e *entry, evict func(*entry)) {
+// add logs e with a copy of pay, evicting the oldest payloads whose bytes
+// the copy overwrites; evict is called for each. A payload longer than the
+// whole log is not logged (e.gone says so).
+func (l *payloadLog) add(e *entry, pay []byte, evict func(*entry)) {
 	if old, ok := l.byID[e.id]; ok && !old.gone {
 		return
 	}
+	n := len(pay)
+	if n > l.limit {
+		e.gone = true
+		return
+	}
+	if l.ring == nil {
+		l.ring = make([]byte, l.limit)
+	}
+	if l.w+n > len(l.ring) {
+		// Wrap: the tail's few bytes stay unused this lap, and the payloads
+		// still there (the oldest) go first.
+		for l.head < len(l.fifo) && l.fifo[l.head].off >= l.w {
+			l.evictOldest(evict)
+		}
+		l.w = 0
+	}
+	at := l.w
+	// Evict the oldest payloads while they overlap [at, at+n): the ring is
+	// written in FIFO order, so those are the oldest ones.
+	for l.head < len(l.fifo) {
+		o := l.fifo[l.head]
+		if o.off+len(o.data) <= at || o.off >= at+n {
+			break
+		}
+		l.evictOldest(evict)
+	}
+	copy(l.ring[at:at+n], pay)
+	e.data, e.off = l.ring[at:at+n:at+n], at
+	l.w = at + n
 	l.byID[e.id] = e
 	if l.head < len(l.fifo) {
 		last := l.fifo[len(l.fifo)-1]
 		last.next, e.prev = e, last
 	}
 	l.fifo = append(l.fifo, e)
-	l.bytes += len(e.data)
-	for l.bytes > l.limit && l.head < len(l.fifo) {
-		o := l.fifo[l.head]
-		l.fifo[l.head] = nil
-		l.head++
-		l.bytes -= len(o.data)
-		o.gone = true
-		if o.next != nil {
-			o.next.prev = nil
-			o.next = nil
-		}
-		if l.byID[o.id] == o {
-			delete(l.byID, o.id)
-		}
-		if evict != nil {
-			evict(o)
-		}
-	}
+	l.bytes += n
 	if l.head > 4096 && l.head*2 > len(l.fifo) {
-		n := copy(l.fifo, l.fifo[l.head:])
-		clear(l.fifo[n:])
-		l.fifo = l.fifo[:n]
+		m := copy(l.fifo, l.fifo[l.head:])
+		clear(l.fifo[m:])
+		l.fifo = l.fifo[:m]
 		l.head = 0
+	}
+}
+
+// evictOldest drops the oldest payload.
+func (l *payloadLog) evictOldest(evict func(*entry)) {
+	o := l.fifo[l.head]
+	l.fifo[l.head] = nil
+	l.head++
+	l.bytes -= len(o.data)
+	o.gone = true
+	if o.next != nil {
+		o.next.prev = nil
+		o.next = nil
+	}
+	if l.byID[o.id] == o {
+		delete(l.byID, o.id)
+	}
+	if evict != nil {
+		evict(o)
 	}
 }
 
 // get returns the live entry of id.
 func (l *payloadLog) get(id uint64) *entry { return l.byID[id] }
 
-// reset empties the log.
+// reset empties the log (its ring is kept).
 func (l *payloadLog) reset(evict func(*entry)) {
 	for _, e := range l.fifo[l.head:] {
 		e.gone = true
@@ -79,7 +126,9 @@ func (l *payloadLog) reset(evict func(*entry)) {
 			evict(e)
 		}
 	}
+	ring := l.ring
 	*l = newLog(l.limit)
+	l.ring = ring
 }
 
 // each calls f for every live entry.

@@ -50,29 +50,18 @@ func NewLink(cfg Config, out Sender, mac [6]byte, impair *Impair) (*Link, error)
 type sendBuf struct {
 	arena  []byte
 	frames [][]byte
+	sc     Scratch
 }
 
 // Send encodes frames and sends them on the port. It is safe for
-// concurrent use (each call encodes into buffers of its own).
+// concurrent use (each call encodes into buffers of its own; the
+// encoder's matching and logging take one batch at a time).
 func (l *Link) Send(frames [][]byte) (int, error) {
 	b := l.bufs.Get().(*sendBuf)
 	defer l.bufs.Put(b)
-	b.frames = b.frames[:0]
-	b.arena = b.arena[:0]
-	for _, f := range frames {
-		// An encoded frame is shorter than f: room for len(f) bytes past the
-		// arena's end (no zeroing), where Encode writes it.
-		start := len(b.arena)
-		b.arena = slices.Grow(b.arena, len(f))
-		res, encoded := l.Enc.Encode(f, b.arena[start:start:start+len(f)])
-		if !encoded {
-			b.frames = append(b.frames, f)
-			continue
-		}
-		b.arena = b.arena[:start+len(res)]
-		b.frames = append(b.frames, res)
-	}
+	b.frames, b.arena = l.Enc.EncodeBatch(&b.sc, frames, b.frames[:0], b.arena[:0])
 	n, err := l.send(b.frames)
+	clear(b.frames) // the pool keeps no frame alive
 	if n == len(b.frames) {
 		n = len(frames)
 	}

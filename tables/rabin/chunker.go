@@ -36,6 +36,10 @@ type Cutter struct {
 	p     ChunkParams
 	mask  uint64
 	limit int // the longest chunk: max(Min, Max)
+	// step[o] = o · x^{8·ChunkWindow} mod P: the leaving byte's term,
+	// reduced in advance (the reduction is linear), so that a step of the
+	// rolling hash is one look-up on its dependency chain.
+	step [256]uint64
 }
 
 // NewCutter checks the parameters and builds the tables.
@@ -56,7 +60,11 @@ func NewCutter(p ChunkParams) (*Cutter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cutter{t: t, p: p, mask: 1<<uint(p.AvgBits) - 1, limit: max(p.Min, p.Max)}, nil
+	c := &Cutter{t: t, p: p, mask: 1<<uint(p.AvgBits) - 1, limit: max(p.Min, p.Max)}
+	for o := range c.step {
+		c.step[o] = t.append(t.out[o], 0)
+	}
+	return c, nil
 }
 
 // Limit returns the longest chunk.
@@ -98,46 +106,63 @@ func (c *Cutter) search(data []byte, lo, hi int) (int, uint64, bool) {
 	}
 	per := count / lanes
 	// Lane j checks the chunk lengths lo+j*per .. lo+(j+1)*per-1; its window
-	// for length L ends at byte L-1. Warm each lane up on the 63 bytes
-	// before its first window's end.
+	// for length L ends at byte L-1.
 	t := c.t
 	mask := c.mask
 	e0, e1, e2, e3 := lo-1, lo-1+per, lo-1+2*per, lo-1+3*per
-	var f0, f1, f2, f3 uint64
-	for k := ChunkWindow - 1; k > 0; k-- {
-		f0 = t.append(f0, data[e0-k])
-		f1 = t.append(f1, data[e1-k])
-		f2 = t.append(f2, data[e2-k])
-		f3 = t.append(f3, data[e3-k])
-	}
+	// Each lane starts with the whole window of its first candidate.
+	f0 := t.Fingerprint(data[e0-ChunkWindow+1 : e0+1])
+	f1 := t.Fingerprint(data[e1-ChunkWindow+1 : e1+1])
+	f2 := t.Fingerprint(data[e2-ChunkWindow+1 : e2+1])
+	f3 := t.Fingerprint(data[e3-ChunkWindow+1 : e3+1])
 	h0, h1, h2, h3 := -1, -1, -1, -1
 	var c0, c1, c2, c3 uint64
-	d0 := data[e0-ChunkWindow+1 : e0+per]
-	d1 := data[e1-ChunkWindow+1 : e1+per]
-	d2 := data[e2-ChunkWindow+1 : e2+per]
-	d3 := data[e3-ChunkWindow+1 : e3+per]
-	for i := ChunkWindow - 1; i < len(d0) && i < len(d1) && i < len(d2) && i < len(d3); i++ {
-		o := i - (ChunkWindow - 1)
-		f0 = (f0<<8 | uint64(d0[i])) ^ t.mod[f0>>t.shift]
-		f1 = (f1<<8 | uint64(d1[i])) ^ t.mod[f1>>t.shift]
-		f2 = (f2<<8 | uint64(d2[i])) ^ t.mod[f2>>t.shift]
-		f3 = (f3<<8 | uint64(d3[i])) ^ t.mod[f3>>t.shift]
-		if f0&mask == 0 && h0 < 0 {
-			h0, c0 = o, f0
+	if f0&mask == 0 {
+		h0, c0 = 0, f0
+	}
+	if f1&mask == 0 {
+		h1, c1 = 0, f1
+	}
+	if f2&mask == 0 {
+		h2, c2 = 0, f2
+	}
+	if f3&mask == 0 {
+		h3, c3 = 0, f3
+	}
+	// Step j of lane k takes in byte e_k+j and lets go of byte
+	// e_k+j−ChunkWindow; the lanes stop at the first lane-0 hit (the
+	// earliest lane with a hit decides, and lane 0 is the earliest).
+	in0, in1, in2, in3 := data[e0+1:e0+per], data[e1+1:e1+per], data[e2+1:e2+per], data[e3+1:e3+per]
+	out0, out1 := data[e0+1-ChunkWindow:e0+per-ChunkWindow], data[e1+1-ChunkWindow:e1+per-ChunkWindow]
+	out2, out3 := data[e2+1-ChunkWindow:e2+per-ChunkWindow], data[e3+1-ChunkWindow:e3+per-ChunkWindow]
+	n := len(in0)
+	in1, in2, in3 = in1[:n], in2[:n], in3[:n]
+	out0, out1, out2, out3 = out0[:n], out1[:n], out2[:n], out3[:n]
+	mod, step, shift := &t.mod, &c.step, t.shift
+	for j := 0; j < n && h0 < 0; j++ {
+		x0 := mod[byte(f0>>shift)] ^ step[out0[j]]
+		x1 := mod[byte(f1>>shift)] ^ step[out1[j]]
+		x2 := mod[byte(f2>>shift)] ^ step[out2[j]]
+		x3 := mod[byte(f3>>shift)] ^ step[out3[j]]
+		f0 = (f0<<8 | uint64(in0[j])) ^ x0
+		f1 = (f1<<8 | uint64(in1[j])) ^ x1
+		f2 = (f2<<8 | uint64(in2[j])) ^ x2
+		f3 = (f3<<8 | uint64(in3[j])) ^ x3
+		if f0&mask != 0 && f1&mask != 0 && f2&mask != 0 && f3&mask != 0 {
+			continue // the common case: no lane has a hit
+		}
+		if f0&mask == 0 {
+			h0, c0 = j+1, f0
 		}
 		if f1&mask == 0 && h1 < 0 {
-			h1, c1 = o, f1
+			h1, c1 = j+1, f1
 		}
 		if f2&mask == 0 && h2 < 0 {
-			h2, c2 = o, f2
+			h2, c2 = j+1, f2
 		}
 		if f3&mask == 0 && h3 < 0 {
-			h3, c3 = o, f3
+			h3, c3 = j+1, f3
 		}
-		f0 ^= t.out[d0[o]]
-		f1 ^= t.out[d1[o]]
-		f2 ^= t.out[d2[o]]
-		f3 ^= t.out[d3[o]]
 	}
 	switch {
 	case h0 >= 0:

@@ -49,11 +49,17 @@
 // The search for a cut is a pure function of the bytes [s+min−64, s+max):
 // each candidate's fingerprint depends on its own 64 bytes only. FirstCut
 // therefore splits the candidates into four lanes that roll side by side,
-// each warmed up on the 63 bytes before its first candidate, so that the
+// each started on the whole window of its first candidate, so that the
 // four dependency chains of table look-ups overlap in the processor; the
-// earliest lane with a hit decides. That, and reading the outgoing byte from
-// the buffer instead of a ring, is where its speed over restic's one chain
-// comes from; the answers are checked equal to restic's in the tests.
+// earliest lane with a hit decides. A step of each lane is
+//
+//	F' = (F·x^8 + b_in) mod P − b_out·x^{8w} mod P
+//
+// with the second term looked up in a table of its own (the reduction is
+// linear, so the leaving byte's term is reduced in advance): one look-up
+// on the chain per byte instead of restic's two. The answers are checked
+// equal to restic's in the tests. Markers are found the same way: a
+// payload of 512 bytes or more is split into four lanes (Marker.MarkersFP).
 //
 // The GPU counterpart (kernels/rabin.cu) computes the same markers on
 // batches of payloads; every answer is compared with this package's.

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	restic "github.com/restic/chunker"
 )
@@ -109,7 +111,7 @@ func TestMarkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	total := 0
-	for n := range []int{0, 1, 31, 32, 33, 100, 1460, 9000} {
+	for _, n := range []int{0, 1, 31, 32, 33, 100, 511, 512, 1460, 9000} {
 		buf := make([]byte, n)
 		for i := range buf {
 			buf[i] = byte(r.Uint32())
@@ -377,4 +379,100 @@ func TestBitmapEqualsMarkers(t *testing.T) {
 	if err := m.Bitmap(buf, []uint32{0}, []uint32{uint32(len(buf) + 1)}, bitmap); err == nil {
 		t.Error("payload past the buffer accepted")
 	}
+}
+
+func BenchmarkMarkersOneChain1460(b *testing.B) {
+	m, _ := NewMarker(DefaultPol, 32, 8)
+	buf := make([]byte, 1460)
+	r := rand.New(rand.NewPCG(9, 10))
+	for i := range buf {
+		buf[i] = byte(r.Uint32())
+	}
+	var dst []int32
+	b.SetBytes(int64(len(buf)))
+	for range b.N {
+		dst, _ = m.oneChain(dst[:0], nil, buf, false)
+	}
+}
+
+// TestMarkerLanes compares the four-lane markers (payloads of laneMin bytes
+// and more) with one chain, over windows, mask bits and data with few,
+// many (the lanes' overflow) and no markers.
+func TestMarkerLanes(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, c := range []struct{ w, bits int }{{32, 8}, {16, 4}, {48, 8}, {64, 12}, {7, 1}, {33, 2}} {
+		m, err := NewMarker(DefaultPol, c.w, c.bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for trial := 0; trial < 300; trial++ {
+			n := r.IntN(5000)
+			if trial%10 == 0 {
+				n = laneMin + r.IntN(8)
+			}
+			buf := make([]byte, n)
+			switch trial % 4 {
+			case 0, 1:
+				for i := range buf {
+					buf[i] = byte(r.Uint32())
+				}
+			case 2: // long runs of zeros: a marker at every byte
+				for i := 0; i < n; i += 200 {
+					buf[i] = byte(r.Uint32())
+				}
+			case 3: // a few distinct bytes
+				for i := range buf {
+					buf[i] = "ab\n"[r.IntN(3)]
+				}
+			}
+			gotP, gotF := m.MarkersFP(nil, nil, buf)
+			var wantP []int32
+			var wantF []uint64
+			if n >= c.w {
+				wantP, wantF = m.oneChain(nil, nil, buf, true)
+			}
+			if !slices.Equal(gotP, wantP) || !slices.Equal(gotF, wantF) {
+				t.Fatalf("w %d bits %d, %d bytes (case %d): markers %v, want %v", c.w, c.bits, n, trial%4, gotP, wantP)
+			}
+			if got := m.Markers([]int32{-1}, buf); !slices.Equal(got[1:], wantP) || got[0] != -1 {
+				t.Fatalf("Markers appends %v, want %v after -1", got, wantP)
+			}
+			for k, p := range wantP {
+				if k%7 == 0 && m.FingerprintAt(buf, int(p)) != wantF[k] {
+					t.Fatalf("fingerprint at %d: %x, want %x", p, wantF[k], m.FingerprintAt(buf, int(p)))
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkChunkVsRestic chunks the same 32 MiB of random data with this
+// package and with restic/chunker v0.4.0 in alternation, each iteration
+// both, so that a machine's changing load hits the two alike; it reports
+// each one's rate and the ratio (gswitch/restic) of the iteration's times,
+// and checks the chunks equal.
+func BenchmarkChunkVsRestic(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	data := make([]byte, 32<<20)
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	p := DefaultChunkParams()
+	var ours, theirs time.Duration
+	b.SetBytes(int64(len(data)))
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		a := ourChunks(b, bytes.NewReader(data), p)
+		t1 := time.Now()
+		c := resticChunks(b, data, p)
+		t2 := time.Now()
+		ours, theirs = ours+t1.Sub(t0), theirs+t2.Sub(t1)
+		if !slices.EqualFunc(a, c, func(x, y Chunk) bool { return x.Start == y.Start && x.Length == y.Length && x.Cut == y.Cut }) {
+			b.Fatal("chunks differ from restic's")
+		}
+	}
+	mb := float64(b.N) * float64(len(data)) / 1e6
+	b.ReportMetric(mb/ours.Seconds(), "gswitch-MB/s")
+	b.ReportMetric(mb/theirs.Seconds(), "restic-MB/s")
+	b.ReportMetric(theirs.Seconds()/ours.Seconds(), "x-restic")
 }

@@ -57,3 +57,7 @@ func (t *Tables) Fingerprint(window []byte) uint64 {
 func (t *Tables) roll(f uint64, out, in byte) uint64 {
 	return t.append(f^t.out[out], in)
 }
+
+// Roll slides a window of W bytes whose fingerprint is f by one byte: out
+// leaves (the window's first byte), in enters.
+func (t *Tables) Roll(f uint64, out, in byte) uint64 { return t.roll(f, out, in) }

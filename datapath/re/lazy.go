@@ -1,0 +1,94 @@
+package re
+
+// Markers found lazily (the CPU's path): a payload that repeats logged
+// bytes has, inside the repeated run, exactly the markers of the logged
+// copy — a marker depends on its window's bytes only — so the encoder need
+// not fingerprint it there. matchLazy rolls one fingerprint from the
+// payload's start; at each marker it tries a match, and when one is found
+// it takes the markers (and fingerprints) of the matched stretch from the
+// logged payloads' entries and goes on fingerprinting after it. After
+// lazyMisses markers without a match the payload looks new, and the rest
+// is fingerprinted in lanes (rabin.Marker.MarkersFP) and matched as usual.
+// The references, and the markers logged with the payload, are those that
+// fingerprinting every position gives (tests compare the two).
+
+// lazyMisses is how many markers without a match make matchLazy take the
+// rest of a payload in lanes.
+const lazyMisses = 2
+
+// matchLazy is match for a payload whose markers are not computed yet: it
+// returns the references and the payload's markers and fingerprints
+// (appended to pos and fps).
+func (e *Encoder) matchLazy(pay []byte, id uint64, pos []int32, fps []uint64) ([]ref, []int32, []uint64) {
+	m := e.m
+	w, n, mask := e.cfg.Window, len(pay), m.Mask()
+	refs := e.refs[:0]
+	done, misses := 0, 0
+	for r := w - 1; r < n; {
+		f := m.FingerprintAt(pay, r)
+		i := r
+		r = n
+		for {
+			if f&mask == 0 {
+				pos, fps = append(pos, int32(i)), append(fps, f)
+				if i-w+1 >= done && len(refs)+3 <= maxRefs {
+					var sp span
+					var ok bool
+					if refs, sp, ok = e.matchAt(pay, id, i, f, done, refs); ok {
+						done, misses = sp.done, 0
+						// pay's windows ending in (i, pe) are q's ending in (j, qe).
+						pos, fps = copyMarkers(pos, fps, sp.q, sp.j+1, sp.qe, i-sp.j)
+						r = sp.pe
+						if sp.yn >= w {
+							// Those ending in [pe, pe+w−1) straddle q's end
+							// and y's start: fingerprinted; those ending in
+							// [pe+w−1, pe+yn) are y's.
+							g := m.FingerprintAt(pay, sp.pe)
+							for t := sp.pe; ; {
+								if g&mask == 0 {
+									pos, fps = append(pos, int32(t)), append(fps, g)
+								}
+								if t++; t >= sp.pe+w-1 {
+									break
+								}
+								g = m.Roll(g, pay[t-w], pay[t])
+							}
+							pos, fps = copyMarkers(pos, fps, sp.y, w-1, sp.yn, sp.pe)
+							r = sp.pe + sp.yn
+						}
+						break
+					}
+					if misses++; misses >= lazyMisses && i+1 < n {
+						s := i + 1 // the next window end
+						base := len(pos)
+						pos, fps = m.MarkersFP(pos, fps, pay[s-w+1:])
+						for k := base; k < len(pos); k++ {
+							pos[k] += int32(s - w + 1)
+						}
+						refs, _ = e.matchList(pay, id, pos[base:], fps[base:], done, refs)
+						return refs, pos, fps
+					}
+				}
+			}
+			if i++; i >= n {
+				break
+			}
+			f = m.Roll(f, pay[i-w], pay[i])
+		}
+	}
+	return refs, pos, fps
+}
+
+// copyMarkers appends x's markers at positions [lo, hi), moved by shift,
+// and their fingerprints.
+func copyMarkers(pos []int32, fps []uint64, x *entry, lo, hi, shift int) ([]int32, []uint64) {
+	for k, p := range x.markers {
+		if int(p) >= hi {
+			break
+		}
+		if int(p) >= lo {
+			pos, fps = append(pos, int32(int(p)+shift)), append(fps, x.fps[k])
+		}
+	}
+	return pos, fps
+}
