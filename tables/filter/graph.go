@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 )
 
 // Spec is one named filter.
@@ -171,10 +172,11 @@ func Compile(specs []Spec, link uint32, bigEndian bool, names *Names) (*Program,
 	if names == nil {
 		names = SystemNames()
 	}
-	b := &builder{crit: map[string]int32{}, node: map[Node]int32{}}
+	b := &builder{crit: map[string]int32{}, node: map[Node]int32{}, memo: map[*bnode]int32{}, seen: map[*bnode]bool{}}
 	prog := &Program{Link: link, BigEndian: bigEndian}
 	seen := map[string]bool{}
 	var trees []*bnode
+	lifts := make([]*lifted, len(specs)) // filters given as BPF programs
 	for _, s := range specs {
 		if !nameRE.MatchString(s.Name) {
 			return nil, &CompileError{s.Name, s.Expr, fmt.Errorf("bad filter name (letters, digits, _ . - only)")}
@@ -183,7 +185,16 @@ func Compile(specs []Spec, link uint32, bigEndian bool, names *Names) (*Program,
 			return nil, &CompileError{s.Name, s.Expr, fmt.Errorf("duplicate filter name")}
 		}
 		seen[s.Name] = true
-		t, err := parseFilter(s.Expr, link, bigEndian, names)
+		var t *bnode
+		var err error
+		if strings.HasPrefix(s.Expr, BPFPrefix) {
+			var lf *lifted
+			if lf, err = liftBPF(s.Expr[len(BPFPrefix):], len(BPFPrefix)); err == nil {
+				t, lifts[len(trees)] = lf.tree, lf
+			}
+		} else {
+			t, err = parseFilter(s.Expr, link, bigEndian, names)
+		}
 		if err != nil {
 			return nil, &CompileError{s.Name, s.Expr, err}
 		}
@@ -192,8 +203,13 @@ func Compile(specs []Spec, link uint32, bigEndian bool, names *Names) (*Program,
 		prog.Exprs = append(prog.Exprs, s.Expr)
 	}
 	// Criteria first, so that values number criteria before nodes.
-	for _, t := range trees {
+	for i, t := range trees {
 		b.collect(t)
+		if lf := lifts[i]; lf != nil {
+			for _, c := range lf.crits {
+				b.critID(c)
+			}
+		}
 	}
 	for _, t := range trees {
 		prog.Roots = append(prog.Roots, b.build(t))
@@ -217,12 +233,20 @@ func Compile(specs []Spec, link uint32, bigEndian bool, names *Names) (*Program,
 	}
 	prog.cfgs = make([]*cfg, len(prog.Roots))
 	prog.canon = make([]int32, len(prog.Roots))
-	byRoot := map[int32]int32{}
+	type formKey struct {
+		root int32
+		bpf  string
+	}
+	byRoot := map[formKey]int32{}
 	for i := range prog.Roots {
 		// Filters of one boolean graph (the same expression, on other
 		// ports or under other names) share one control-flow form, walked
-		// once per packet.
-		if j, ok := byRoot[prog.Roots[i]]; ok {
+		// once per packet; a BPF program's form is its own program.
+		fk := formKey{root: prog.Roots[i]}
+		if lifts[i] != nil {
+			fk.bpf = lifts[i].key
+		}
+		if j, ok := byRoot[fk]; ok {
 			prog.cfgs[i], prog.canon[i] = prog.cfgs[j], j
 			prog.dups = append(prog.dups, int32(i))
 			if len(prog.dupsOf) == 0 || prog.dupsOf[len(prog.dupsOf)-1].canon != j {
@@ -242,7 +266,11 @@ func Compile(specs []Spec, link uint32, bigEndian bool, names *Names) (*Program,
 			}
 			continue
 		}
-		byRoot[prog.Roots[i]], prog.canon[i] = int32(i), int32(i)
+		byRoot[fk], prog.canon[i] = int32(i), int32(i)
+		if lf := lifts[i]; lf != nil {
+			prog.cfgs[i] = b.liftedCFG(lf)
+			continue
+		}
 		prog.cfgs[i] = prog.buildCFG(i)
 		if prog.cfgs[i].root == cReject {
 			// tcpdump refuses such a program; so does gswitch.
@@ -261,9 +289,27 @@ type builder struct {
 	nodes []Node
 	node  map[Node]int32
 	konst [2]int32
+	// A lifted BPF program's boolean form is a DAG (shared sub-DAGs):
+	// each of its nodes is collected and built once.
+	memo map[*bnode]int32
+	seen map[*bnode]bool
+}
+
+// liftedCFG is a lifted program's control-flow form in the program's
+// criteria.
+func (b *builder) liftedCFG(lf *lifted) *cfg {
+	g := &cfg{nodes: make([]cnode, len(lf.nodes)), root: lf.root}
+	for i, n := range lf.nodes {
+		g.nodes[i] = cnode{crit: b.critID(lf.crits[n.crit]), jt: n.jt, jf: n.jf}
+	}
+	return g
 }
 
 func (b *builder) collect(n *bnode) {
+	if b.seen[n] {
+		return
+	}
+	b.seen[n] = true
 	if n.op == bAtom {
 		b.critID(n.c)
 		return
@@ -289,6 +335,15 @@ func (b *builder) critID(c *Criterion) int32 {
 // Constant operands are folded (a constant never aborts, so "true and X"
 // is exactly X).
 func (b *builder) build(n *bnode) int32 {
+	if r, ok := b.memo[n]; ok {
+		return r
+	}
+	r := b.build1(n)
+	b.memo[n] = r
+	return r
+}
+
+func (b *builder) build1(n *bnode) int32 {
 	if n.op == bAtom {
 		return b.critID(n.c)
 	}
