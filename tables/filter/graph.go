@@ -69,6 +69,7 @@ type Program struct {
 	dups      []int32      // filters whose canon is another: their bit is copied
 	dupsOf    []dupSet
 	akeys     []string // per criterion: the value it tests (cfg.go's akey)
+	cuts      [][]interval // per filter: its range cut, when assembled from units
 }
 
 // dupSet is a filter and the later filters of the same graph.
@@ -167,63 +168,45 @@ func CompileOne(expr string, link uint32, bigEndian bool, names *Names) (*Progra
 // Compile compiles filters for packets of one link type (bigEndian says
 // the capture was written big-endian, which the NULL link type's address
 // family follows). names resolves port and protocol names; nil means the
-// system's.
+// system's. A Compiler does the same and keeps each filter's compiled
+// form for the next set.
 func Compile(specs []Spec, link uint32, bigEndian bool, names *Names) (*Program, error) {
-	if names == nil {
-		names = SystemNames()
-	}
+	return NewCompiler(link, bigEndian, names).Compile(specs)
+}
+
+// compileUnit compiles one filter alone: its criteria, sub-predicates,
+// root and control-flow form, numbered on their own (incremental.go
+// renumbers them into a set).
+func compileUnit(expr string, link uint32, bigEndian bool, names *Names) (*unit, error) {
 	b := &builder{crit: map[string]int32{}, node: map[Node]int32{}, memo: map[*bnode]int32{}, seen: map[*bnode]bool{}}
-	prog := &Program{Link: link, BigEndian: bigEndian}
-	seen := map[string]bool{}
-	var trees []*bnode
-	lifts := make([]*lifted, len(specs)) // filters given as BPF programs
-	for _, s := range specs {
-		if !nameRE.MatchString(s.Name) {
-			return nil, &CompileError{s.Name, s.Expr, fmt.Errorf("bad filter name (letters, digits, _ . - only)")}
+	var t *bnode
+	var lf *lifted
+	var err error
+	if strings.HasPrefix(expr, BPFPrefix) {
+		if lf, err = liftBPF(expr[len(BPFPrefix):], len(BPFPrefix)); err == nil {
+			t = lf.tree
 		}
-		if seen[s.Name] {
-			return nil, &CompileError{s.Name, s.Expr, fmt.Errorf("duplicate filter name")}
-		}
-		seen[s.Name] = true
-		var t *bnode
-		var err error
-		if strings.HasPrefix(s.Expr, BPFPrefix) {
-			var lf *lifted
-			if lf, err = liftBPF(s.Expr[len(BPFPrefix):], len(BPFPrefix)); err == nil {
-				t, lifts[len(trees)] = lf.tree, lf
-			}
-		} else {
-			t, err = parseFilter(s.Expr, link, bigEndian, names)
-		}
-		if err != nil {
-			return nil, &CompileError{s.Name, s.Expr, err}
-		}
-		trees = append(trees, t)
-		prog.Names = append(prog.Names, s.Name)
-		prog.Exprs = append(prog.Exprs, s.Expr)
+	} else {
+		t, err = parseFilter(expr, link, bigEndian, names)
+	}
+	if err != nil {
+		return nil, err
 	}
 	// Criteria first, so that values number criteria before nodes.
-	for i, t := range trees {
-		b.collect(t)
-		if lf := lifts[i]; lf != nil {
-			for _, c := range lf.crits {
-				b.critID(c)
-			}
+	b.collect(t)
+	if lf != nil {
+		for _, c := range lf.crits {
+			b.critID(c)
 		}
 	}
-	for _, t := range trees {
-		prog.Roots = append(prog.Roots, b.build(t))
-	}
+	root := b.build(t)
 	nc := int32(len(b.crits))
-	prog.Criteria = b.crits
-	prog.Nodes = b.nodes
-	for i := range prog.Roots {
-		if prog.Roots[i] < 0 {
-			prog.Roots[i] = -prog.Roots[i] - 1 + nc
-		}
+	p := &Program{Criteria: b.crits, Nodes: b.nodes, Roots: []int32{root}}
+	if root < 0 {
+		p.Roots[0] = -root - 1 + nc
 	}
-	for i := range prog.Nodes {
-		n := &prog.Nodes[i]
+	for i := range p.Nodes {
+		n := &p.Nodes[i]
 		if n.A < 0 {
 			n.A = -n.A - 1 + nc
 		}
@@ -231,56 +214,20 @@ func Compile(specs []Spec, link uint32, bigEndian bool, names *Names) (*Program,
 			n.B = -n.B - 1 + nc
 		}
 	}
-	prog.cfgs = make([]*cfg, len(prog.Roots))
-	prog.canon = make([]int32, len(prog.Roots))
-	type formKey struct {
-		root int32
-		bpf  string
+	u := &unit{crits: p.Criteria, keys: b.keys, nodes: p.Nodes, root: p.Roots[0]}
+	if lf != nil {
+		u.cfg, u.form = b.liftedCFG(lf), lf.key
+		u.cut = p.rangeCut(u.cfg)
+		return u, nil
 	}
-	byRoot := map[formKey]int32{}
-	for i := range prog.Roots {
-		// Filters of one boolean graph (the same expression, on other
-		// ports or under other names) share one control-flow form, walked
-		// once per packet; a BPF program's form is its own program.
-		fk := formKey{root: prog.Roots[i]}
-		if lifts[i] != nil {
-			fk.bpf = lifts[i].key
-		}
-		if j, ok := byRoot[fk]; ok {
-			prog.cfgs[i], prog.canon[i] = prog.cfgs[j], j
-			prog.dups = append(prog.dups, int32(i))
-			if len(prog.dupsOf) == 0 || prog.dupsOf[len(prog.dupsOf)-1].canon != j {
-				k := -1
-				for x := range prog.dupsOf {
-					if prog.dupsOf[x].canon == j {
-						k = x
-					}
-				}
-				if k < 0 {
-					prog.dupsOf = append(prog.dupsOf, dupSet{canon: j})
-					k = len(prog.dupsOf) - 1
-				}
-				prog.dupsOf[k].fs = append(prog.dupsOf[k].fs, uint32(i))
-			} else {
-				prog.dupsOf[len(prog.dupsOf)-1].fs = append(prog.dupsOf[len(prog.dupsOf)-1].fs, uint32(i))
-			}
-			continue
-		}
-		byRoot[fk], prog.canon[i] = int32(i), int32(i)
-		if lf := lifts[i]; lf != nil {
-			prog.cfgs[i] = b.liftedCFG(lf)
-			continue
-		}
-		prog.cfgs[i] = prog.buildCFG(i)
-		if prog.cfgs[i].root == cReject {
-			// tcpdump refuses such a program; so does gswitch.
-			return nil, &CompileError{prog.Names[i], prog.Exprs[i], fmt.Errorf("expression rejects all packets")}
-		}
+	u.cfg = p.buildCFG(0)
+	if u.cfg.root == cReject {
+		// tcpdump refuses such a program; so does gswitch.
+		return nil, fmt.Errorf("expression rejects all packets")
 	}
-	prog.Plan = plan(prog.Criteria)
-	prog.group()
-	prog.buildIndex()
-	return prog, nil
+	// A range cut names loads, not criteria: the same in any set.
+	u.cut = p.rangeCut(u.cfg)
+	return u, nil
 }
 
 type builder struct {
@@ -293,6 +240,7 @@ type builder struct {
 	// each of its nodes is collected and built once.
 	memo map[*bnode]int32
 	seen map[*bnode]bool
+	keys []string // per criterion: its canonical text
 }
 
 // liftedCFG is a lifted program's control-flow form in the program's
@@ -327,6 +275,7 @@ func (b *builder) critID(c *Criterion) int32 {
 	}
 	id := int32(len(b.crits))
 	b.crits = append(b.crits, *c)
+	b.keys = append(b.keys, k)
 	b.crit[k] = id
 	return id
 }

@@ -55,7 +55,13 @@ func (p *Program) buildIndex() {
 		if p.canon[f] != int32(f) {
 			continue // walked as its canon
 		}
-		if ivs := p.rangeCut(g); ivs != nil {
+		var ivs []interval
+		if p.cuts != nil {
+			ivs = p.cuts[f] // computed with the filter's unit (incremental.go)
+		} else {
+			ivs = p.rangeCut(g)
+		}
+		if ivs != nil {
 			w := 0
 			for _, iv := range ivs {
 				w += int(iv.hi-iv.lo) + 1
