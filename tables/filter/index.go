@@ -51,6 +51,10 @@ func (p *Program) buildIndex() {
 	byGroup := map[int32]map[uint32][]int32{}
 	rangeCuts := map[int32][]interval{}
 	cells := 0
+	// Per group: the filter (+1) that listed it (seen) or put it in its
+	// cut (in); one array for all filters instead of maps per filter.
+	seenBy := make([]int32, len(p.groups))
+	inBy := make([]int32, len(p.groups))
 	for f, g := range p.cfgs {
 		if p.canon[f] != int32(f) {
 			continue // walked as its canon
@@ -74,11 +78,11 @@ func (p *Program) buildIndex() {
 			}
 		}
 		var gs []int32
-		seen := map[int32]bool{}
+		mark := int32(f) + 1
 		for _, n := range g.nodes {
 			gi := p.critGroup[n.crit]
-			if gi >= 0 && !seen[gi] && len(p.groups[gi].members) >= indexMinGroup {
-				seen[gi] = true
+			if gi >= 0 && seenBy[gi] != mark && len(p.groups[gi].members) >= indexMinGroup {
+				seenBy[gi] = mark
 				gs = append(gs, gi)
 			}
 		}
@@ -86,11 +90,11 @@ func (p *Program) buildIndex() {
 			a, b := len(p.groups[gs[i]].members), len(p.groups[gs[j]].members)
 			return a > b || a == b && gs[i] < gs[j]
 		})
-		in := map[int32]bool{}
+		in := func(gi int32) bool { return gi >= 0 && inBy[gi] == mark }
 		cut := false
 		for _, gi := range gs {
-			in[gi] = true
-			if g.cutBy(func(c int32) bool { return in[p.critGroup[c]] }) {
+			inBy[gi] = mark
+			if g.cutBy(func(c int32) bool { return in(p.critGroup[c]) }) {
 				cut = true
 				break
 			}
@@ -102,7 +106,7 @@ func (p *Program) buildIndex() {
 		p.indexed[f] = true
 		for _, n := range g.nodes {
 			gi := p.critGroup[n.crit]
-			if gi < 0 || !in[gi] {
+			if !in(gi) {
 				continue
 			}
 			m := byGroup[gi]
