@@ -39,6 +39,17 @@
 // or to an IPv4 transport header), whether any reads at a computed offset
 // (then the whole packet is needed) and whether any uses the wire length.
 //
+// # Incremental compilation
+//
+// A Compiler (incremental.go) keeps each expression's compiled unit (its
+// criteria with their canonical texts, sub-predicates, optimized
+// control-flow form and range cut), so that a set differing from the
+// previous one by a filter compiles that filter alone and assembles the
+// others from their units: criteria and sub-predicates merged by
+// identity, forms renumbered, then the per-set groups and indexes. The
+// result is the Program Compile gives (TestCompilerEqualsCompile checks
+// the device layout word for word); Compile is a Compiler used once.
+//
 // # Classic BPF programs
 //
 // A filter written "bpf:" and a program in tcpdump -ddd's text form is

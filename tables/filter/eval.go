@@ -63,16 +63,43 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 		return
 	}
 	// Indexed filters: only those listed under the values of this packet.
+	// Each index's group is loaded here first in the packet (one index per
+	// group), inline: its value is recorded for the walks' get.
+	n := uint64(len(data))
 	for i := range p.index {
 		ix := &p.index[i]
-		x, ok := e.groupValue(ix.group, data)
+		ld := &ix.load
+		off, ok := uint64(ld.Off), true
+		if ld.Base == BaseIPv4 {
+			if uint64(ld.NetOff) >= n {
+				ok = false
+			} else {
+				off = uint64(ld.NetOff) + uint64(uint32(data[ld.NetOff]&0x0f)*4+ld.Off)
+			}
+		}
+		var x uint32
+		if ok && off+uint64(ld.Size) <= n {
+			switch ld.Size {
+			case 1:
+				x = uint32(data[off])
+			case 2:
+				x = uint32(data[off])<<8 | uint32(data[off+1])
+			default:
+				x = uint32(data[off])<<24 | uint32(data[off+1])<<16 | uint32(data[off+2])<<8 | uint32(data[off+3])
+			}
+			x &= ix.mask
+		} else {
+			ok = false
+		}
+		gi := ix.group
+		e.gval[gi], e.gok[gi], e.gepoch[gi] = x, ok, e.cur
 		if !ok {
 			continue // unknown: no indexed test of this group is true
 		}
 		if h := hashKey(x); ix.present[h/64]>>(h%64)&1 == 0 {
 			continue // no indexed filter tests this value
 		}
-		for _, f := range ix.filters[x] {
+		for _, f := range ix.lookup(x) {
 			if e.seen[f] != e.cur {
 				e.seen[f] = e.cur
 				e.walk(int(f), data, wire, out)
@@ -130,14 +157,27 @@ func (e *Evaluator) walk(f int, data []byte, wire uint32, out []uint64) {
 			return
 		}
 	}
+	critGroup, critK, gepoch := e.p.critGroup, e.p.critK, e.gepoch
 	id := g.root
 	for id >= 0 {
 		n := &g.nodes[id]
+		c := n.crit
 		var v uint8
-		if epoch[n.crit] == cur {
-			v = vals[n.crit]
+		if epoch[c] == cur {
+			v = vals[c]
+		} else if gi := critGroup[c]; gi >= 0 && gepoch[gi] == cur {
+			// The group's value is loaded (by the index, usually): compare.
+			switch {
+			case !e.gok[gi]:
+				v = vAbort
+			case e.gval[gi] == critK[c]:
+				v = vTrue
+			default:
+				v = vFalse
+			}
+			vals[c], epoch[c] = v, cur
 		} else {
-			v = e.get(n.crit, data, wire)
+			v = e.get(c, data, wire)
 		}
 		switch v {
 		case vTrue:

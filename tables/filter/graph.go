@@ -59,8 +59,9 @@ type Program struct {
 	Plan      BytePlan
 	cfgs      []*cfg // per filter: the optimized control-flow form
 	groups    []eqGroup
-	singles   []int32 // criteria evaluated one by one
-	critGroup []int32 // per criterion: its group, or -1
+	singles   []int32  // criteria evaluated one by one
+	critGroup []int32  // per criterion: its group, or -1
+	critK     []uint32 // per criterion: its constant (Criteria[i].K, packed for the walk)
 	index     []groupIndex
 	ranges    []rangeIndex // the range index (rangeindex.go)
 	indexed   []bool       // per filter: listed in the index
@@ -68,7 +69,7 @@ type Program struct {
 	canon     []int32      // per filter: the first filter of the same graph (itself if none before)
 	dups      []int32      // filters whose canon is another: their bit is copied
 	dupsOf    []dupSet
-	akeys     []string // per criterion: the value it tests (cfg.go's akey)
+	akeys     []string     // per criterion: the value it tests (cfg.go's akey)
 	cuts      [][]interval // per filter: its range cut, when assembled from units
 }
 
@@ -136,6 +137,10 @@ func (p *Program) group() {
 		}
 	}
 	p.groups = groups
+	p.critK = make([]uint32, len(p.Criteria))
+	for i := range p.Criteria {
+		p.critK[i] = p.Criteria[i].K
+	}
 	p.critGroup = make([]int32, len(p.Criteria))
 	for i := range p.critGroup {
 		p.critGroup[i] = -1

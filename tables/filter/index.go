@@ -20,12 +20,63 @@ import "sort"
 const indexMinGroup = 2
 
 type groupIndex struct {
-	group   int32
-	filters map[uint32][]int32 // value -> filters to walk
-	// present has bit hashKey(v) set for every v in filters: most packets'
+	group int32
+	load  Load // the group's load and mask, copied here for Eval's loop
+	mask  uint32
+	// present has bit hashKey(v) set for every v indexed: most packets'
 	// values are in no filter, and the bitmap (512 bytes, in cache) says
-	// so without the map look-up.
+	// so without a look-up.
 	present []uint64
+	// slots is an open-addressing table (linear probing, 2^k slots, at
+	// most half full) from a value to its filters fs[lo:hi]; an empty
+	// slot has hi == 0 (every listed value has a filter).
+	slots []indexSlot
+	shift uint32 // 32 - k
+	fs    []int32
+}
+
+type indexSlot struct{ key, lo, hi uint32 }
+
+// lookup returns the filters indexed under value x.
+func (ix *groupIndex) lookup(x uint32) []int32 {
+	mask := uint32(len(ix.slots) - 1)
+	for i := (x * 2654435761) >> ix.shift; ; i = (i + 1) & mask {
+		sl := &ix.slots[i]
+		if sl.hi == 0 {
+			return nil
+		}
+		if sl.key == x {
+			return ix.fs[sl.lo:sl.hi]
+		}
+	}
+}
+
+// newGroupIndex lays out the filters of each value of group gi.
+func newGroupIndex(gi int32, g *eqGroup, m map[uint32][]int32) groupIndex {
+	ix := groupIndex{group: gi, load: g.load, mask: g.mask, present: make([]uint64, presentBits/64)}
+	k := uint32(1)
+	for 1<<k < 2*len(m) {
+		k++
+	}
+	ix.slots, ix.shift = make([]indexSlot, 1<<k), 32-k
+	vals := make([]uint32, 0, len(m))
+	for v := range m {
+		vals = append(vals, v)
+	}
+	sort.Slice(vals, func(i, j int) bool { return vals[i] < vals[j] })
+	for _, v := range vals {
+		h := hashKey(v)
+		ix.present[h/64] |= 1 << (h % 64)
+		lo := uint32(len(ix.fs))
+		ix.fs = append(ix.fs, m[v]...)
+		mask := uint32(len(ix.slots) - 1)
+		i := (v * 2654435761) >> ix.shift
+		for ix.slots[i].hi != 0 {
+			i = (i + 1) & mask
+		}
+		ix.slots[i] = indexSlot{key: v, lo: lo, hi: uint32(len(ix.fs))}
+	}
+	return ix
 }
 
 // presentBits is the size of an index group's bitmap: 4 Kibit (512
@@ -122,12 +173,7 @@ func (p *Program) buildIndex() {
 	}
 	p.buildRangeIndex(rangeCuts)
 	for gi, m := range byGroup {
-		ix := groupIndex{group: gi, filters: m, present: make([]uint64, presentBits/64)}
-		for v := range m {
-			h := hashKey(v)
-			ix.present[h/64] |= 1 << (h % 64)
-		}
-		p.index = append(p.index, ix)
+		p.index = append(p.index, newGroupIndex(gi, &p.groups[gi], m))
 	}
 	sort.Slice(p.index, func(i, j int) bool { return p.index[i].group < p.index[j].group })
 }
