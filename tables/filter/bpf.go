@@ -200,16 +200,17 @@ type lifted struct {
 }
 
 type bpfLifter struct {
-	prog   []BPFInsn
-	size   map[*arith]int
-	keys   map[*arith]string
-	err    error
-	out    lifted
-	nodes  map[cnode]int32
-	crits  map[string]int32
-	memo   map[string]*liftRes
-	tTrue  *bnode
-	tFalse *bnode
+	prog     []BPFInsn
+	size     map[*arith]int
+	keys     map[*arith]string
+	err      error
+	out      lifted
+	nodes    map[cnode]int32
+	crits    map[string]int32
+	memo     map[string]*liftRes
+	interned map[string]int // expression text -> its number in state keys
+	tTrue    *bnode
+	tFalse   *bnode
 }
 
 func (l *bpfLifter) fail(i int, format string, args ...any) {
@@ -378,7 +379,7 @@ func liftBPF(text string, off int) (*lifted, error) {
 		return nil, err
 	}
 	l := &bpfLifter{prog: prog, size: map[*arith]int{}, keys: map[*arith]string{},
-		nodes: map[cnode]int32{}, crits: map[string]int32{}, memo: map[string]*liftRes{}}
+		nodes: map[cnode]int32{}, crits: map[string]int32{}, memo: map[string]*liftRes{}, interned: map[string]int{}}
 	l.tTrue, l.tFalse = constNode(true), constNode(false)
 	zero := l.konst(0)
 	r := l.lift(0, bpfState{a: zero, x: zero})
@@ -397,7 +398,7 @@ func liftBPF(text string, off int) (*lifted, error) {
 // maxBPFStates bounds the (instruction, machine state) pairs a lift
 // visits: a join whose registers differ by path is lifted once per
 // state.
-const maxBPFStates = 1 << 15
+const maxBPFStates = 1 << 13
 
 // liftRes is the lift of an instruction in one machine state: the
 // control-flow node where execution from it starts, its boolean form, the
@@ -411,13 +412,21 @@ type liftRes struct {
 	toReject bool
 }
 
+// stateKey identifies (pc, registers): each register by the number of
+// its expression's canonical text (interned), so that keys stay short.
 func (l *bpfLifter) stateKey(pc int, s *bpfState) string {
 	var sb strings.Builder
 	sb.WriteString(strconv.Itoa(pc))
 	for _, v := range append([]*arith{s.a, s.x}, s.m[:]...) {
 		sb.WriteByte('|')
 		if v != nil {
-			sb.WriteString(l.key(v))
+			k := l.key(v)
+			id, ok := l.interned[k]
+			if !ok {
+				id = len(l.interned) + 1
+				l.interned[k] = id
+			}
+			sb.WriteString(strconv.Itoa(id))
 		}
 	}
 	return sb.String()

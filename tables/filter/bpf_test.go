@@ -345,6 +345,16 @@ func TestBPFRejections(t *testing.T) {
 			t.Errorf("%q: error %q, want one line naming the filter and a position, with %q", c.text, msg, c.want)
 		}
 	}
+	// Scratch words set differently on each side of 16 diamonds: 2^16
+	// register states, past maxBPFStates.
+	var dm []string
+	for j := 0; j < 16; j++ {
+		dm = append(dm, fmt.Sprintf("48 0 0 %d", j), "69 0 2 1", fmt.Sprintf("48 0 0 %d", 100+j), "5 0 0 1", fmt.Sprintf("48 0 0 %d", 200+j), fmt.Sprintf("2 0 0 %d", j))
+	}
+	dm = append(dm, "6 0 0 1")
+	if _, err := CompileOne(BPFPrefix+strconv.Itoa(len(dm))+","+strings.Join(dm, ","), LinkEthernet, false, nil); err == nil || !strings.Contains(err.Error(), "too many paths") {
+		t.Errorf("diamonds: %v", err)
+	}
 	// A register whose expression would grow without bound.
 	var sb strings.Builder
 	sb.WriteString("42,48 0 0 14")
