@@ -52,9 +52,7 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 		clear(e.gepoch)
 		e.cur = 1
 	}
-	for i := range out[:p.Words()] {
-		out[i] = 0
-	}
+	clear(out[:p.Words()])
 	if len(p.index) == 0 && len(p.ranges) == 0 {
 		for _, f := range p.unindexed {
 			e.walk(int(f), data, wire, out)
@@ -109,13 +107,22 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 	// Range-indexed filters: those whose intervals hold this packet's value.
 	for i := range p.ranges {
 		ri := &p.ranges[i]
-		off, aok := address(data, ri.key.load, 0)
-		if !aok {
-			continue
+		ld := &ri.key.load
+		off := uint64(ld.Off)
+		if ld.Base == BaseIPv4 {
+			if uint64(ld.NetOff) >= n {
+				continue
+			}
+			off = uint64(ld.NetOff) + uint64(uint32(data[ld.NetOff]&0x0f)*4+ld.Off)
 		}
-		x, ok := load(data, off, ri.key.load.Size)
-		if !ok {
+		if off+uint64(ld.Size) > n {
 			continue // unknown: no bound of this value is true
+		}
+		var x uint32
+		if ld.Size == 1 {
+			x = uint32(data[off])
+		} else {
+			x = uint32(data[off])<<8 | uint32(data[off+1]) // a range key is at most 16 bits
 		}
 		x &= ri.key.mask
 		if ri.present[x/64]>>(x%64)&1 == 0 {
