@@ -2,8 +2,10 @@ package agent
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/gswitch/gswitch/datapath/filters"
+	"github.com/gswitch/gswitch/tables/filter"
 )
 
 // FilterConfig is one live filter (YAML "filters:"): a tcpdump expression
@@ -24,12 +26,19 @@ type FilterCaptureConfig struct {
 	MaxFiles int    `yaml:"max_files,omitempty"`
 }
 
-func (fc FilterConfig) config() filters.Config {
-	c := filters.Config{Name: fc.Name, Expression: fc.Expression, Ports: fc.Ports}
+// config is the datapath's form of the filter, with the program of an
+// expression "bpf:@FILE" read from FILE (relative to gswitchd's working
+// directory).
+func (fc FilterConfig) config() (filters.Config, error) {
+	expr, err := filter.ExpandBPFFile(fc.Expression, os.ReadFile)
+	if err != nil {
+		return filters.Config{}, fmt.Errorf("filter %s: %v", fc.Name, err)
+	}
+	c := filters.Config{Name: fc.Name, Expression: expr, Ports: fc.Ports}
 	if fc.Capture != nil {
 		c.Capture = &filters.CaptureConfig{File: fc.Capture.File, MaxBytes: fc.Capture.MaxBytes, MaxFiles: fc.Capture.MaxFiles}
 	}
-	return c
+	return c, nil
 }
 
 // checkFilters checks the live filters: unique names, expressions that
@@ -46,7 +55,11 @@ func checkFilters(c *Config) error {
 		if err := checkFilterPorts(c.Ports, fc.Name, fc.Ports); err != nil {
 			return configErr("filters: %v", err)
 		}
-		if err := s.Check(fc.config()); err != nil {
+		cfg, err := fc.config()
+		if err != nil {
+			return configErr("filters: %v", err)
+		}
+		if err := s.Check(cfg); err != nil {
 			return configErr("filters: %v", err)
 		}
 	}
@@ -72,7 +85,11 @@ func checkFilterPorts(ports []PortConfig, name string, want []uint32) error {
 func (d *Agent) startFilters() error {
 	d.filters = filters.New(filters.Options{Logger: d.log.With("component", "filters")})
 	for _, fc := range d.st.Filters {
-		if err := d.filters.Add(fc.config()); err != nil {
+		cfg, err := fc.config()
+		if err == nil {
+			err = d.filters.Add(cfg)
+		}
+		if err != nil {
 			d.filters.Close()
 			return fmt.Errorf("%w: filters: %v", ErrConfig, err)
 		}

@@ -27,6 +27,8 @@ func TestFilterConfigMistakes(t *testing.T) {
 		{[]FilterConfig{{Name: "w", Expression: "tcp"}, {Name: "w", Expression: "udp"}}, "filter w given twice"},
 		{[]FilterConfig{{Name: "w", Expression: "tcp", Ports: []uint32{7}}}, "filter w: no port 7"},
 		{[]FilterConfig{{Name: "w", Expression: "tcp", Capture: &FilterCaptureConfig{}}}, "filter w: capture without a file"},
+		{[]FilterConfig{{Name: "b", Expression: "bpf:@/nonexistent/prog.bpf"}}, "filter b: position 5: bpf:@/nonexistent/prog.bpf"},
+		{[]FilterConfig{{Name: "b", Expression: "bpf:2,6 0 0 1"}}, "filter b: position 4"},
 	}
 	for _, c := range cases {
 		cfg := testConfig(t.TempDir())
@@ -51,6 +53,25 @@ func TestFiltersYAML(t *testing.T) {
 	if len(c.Filters) != 2 || c.Filters[0].Capture == nil || c.Filters[0].Capture.MaxFiles != 4 ||
 		c.Filters[0].Capture.MaxBytes != 1000000 || len(c.Filters[0].Ports) != 2 || c.Filters[1].Expression != "udp port 53" {
 		t.Fatalf("filters: %+v", c.Filters)
+	}
+}
+
+// TestFilterBPFFile: a live filter "bpf:@FILE" is configured with the
+// program that FILE holds.
+func TestFilterBPFFile(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "ip.bpf")
+	if err := os.WriteFile(prog, []byte("4\n40 0 0 12\n21 0 1 2048\n6 0 0 262144\n6 0 0 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(dir)
+	cfg.Filters = []FilterConfig{{Name: "ip", Expression: "bpf:@" + prog}}
+	if _, err := check(cfg); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cfg.Filters[0].config()
+	if err != nil || c.Expression != "bpf:4,40 0 0 12,21 0 1 2048,6 0 0 262144,6 0 0 0" {
+		t.Fatalf("%+v, %v", c, err)
 	}
 }
 

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/agent/ctl"
+	"github.com/gswitch/gswitch/cmd/gswitchctl/filtercmd"
 	"github.com/gswitch/gswitch/datapath/filters"
+	"github.com/gswitch/gswitch/tables/filter"
 )
 
 const filtersUsage = `Usage:
@@ -80,6 +82,13 @@ func runFilters(args []string, stdout, stderr io.Writer) error {
 	req := ctl.FilterRequest{}
 	if verb == "add" {
 		req.Name, req.Expression = pos[0], pos[1]
+		// bpf:@FILE is read here (relative to the working directory) and
+		// sent as the program itself.
+		specs := []filter.Spec{{Name: req.Name, Expr: req.Expression}}
+		if err := filtercmd.ExpandBPFFiles(specs, "."); err != nil {
+			return err
+		}
+		req.Expression = specs[0].Expr
 		var err error
 		if req.Ports, err = parsePorts(*ports); err != nil {
 			return err

@@ -20,10 +20,14 @@
 // atomic.Pointer (the pattern of Tailscale's tstun filter and OVS's
 // classifier publication): Rx loads it once per batch, so a batch sees
 // either the old set or the new one, never a mix. Add and Delete are
-// serialized by Set.mu; each compiles the whole new set off to the side
-// (a bad expression is an error naming the filter and the position, and
-// nothing changes), then stores the pointer: the filter is evaluated from
-// the next batch on. A filter's counters and capture live in its entry,
+// serialized by Set.mu; each builds the new set off to the side (a bad
+// expression is an error naming the filter and the position, and nothing
+// changes), then stores the pointer: the filter is evaluated from the
+// next batch on. Building is incremental: the set's filter.Compiler keeps
+// every expression compiled, so a change compiles the one filter and
+// assembles the programs of the ports it names from the others' compiled
+// units (1,000 filters: about 11 ms of CPU against 0.15 s for compiling
+// them all); a port whose filters did not change keeps its program. A filter's counters and capture live in its entry,
 // which every compiled generation shares, so no frame is lost or counted
 // twice across a swap: each batch is evaluated by exactly one generation.
 //

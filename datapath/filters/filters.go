@@ -92,6 +92,7 @@ type Set struct {
 	order   []string // names in the order added
 	gen     atomic.Pointer[generation]
 	names   *filter.Names
+	comp    *filter.Compiler // keeps each expression compiled: a change compiles one filter
 	log     *slog.Logger
 	queue   int
 }
@@ -114,14 +115,16 @@ func New(o Options) *Set {
 	if o.Names == nil {
 		o.Names = filter.SystemNames()
 	}
-	s := &Set{entries: map[string]*entry{}, names: o.Names, log: o.Logger, queue: o.QueueDepth}
+	s := &Set{entries: map[string]*entry{}, names: o.Names, log: o.Logger, queue: o.QueueDepth,
+		comp: filter.NewCompiler(filter.LinkEthernet, false, o.Names)}
 	s.gen.Store(&generation{})
 	return s
 }
 
 // Check compiles one filter alone: nil, or the error Add would give.
 func (s *Set) Check(c Config) error {
-	_, err := filter.Compile([]filter.Spec{{Name: c.Name, Expr: c.Expression}}, filter.LinkEthernet, false, s.names)
+	// Through the set's compiler: Add then finds the filter compiled.
+	_, err := s.comp.Compile([]filter.Spec{{Name: c.Name, Expr: c.Expression}})
 	if err != nil {
 		return err
 	}
@@ -229,8 +232,9 @@ func (s *Set) compile(entries map[string]*entry, order []string) (*generation, e
 		}
 	}
 	var err error
+	old := s.gen.Load()
 	if len(all) > 0 {
-		if g.all, err = s.program(all); err != nil {
+		if g.all, err = s.program(old.all, all); err != nil {
 			return nil, err
 		}
 	}
@@ -239,19 +243,25 @@ func (s *Set) compile(entries map[string]*entry, order []string) (*generation, e
 		// the order added.
 		es = append(es, all...)
 		sort.SliceStable(es, func(i, j int) bool { return es[i].added.Before(es[j].added) })
-		if g.ports[p], err = s.program(es); err != nil {
+		if g.ports[p], err = s.program(old.ports[p], es); err != nil {
 			return nil, err
 		}
 	}
 	return g, nil
 }
 
-func (s *Set) program(es []*entry) (*portProg, error) {
+// program returns the program of filters es: prev itself when it has
+// the same filters (a change elsewhere leaves this port's program as it
+// is), else one assembled by the set's compiler.
+func (s *Set) program(prev *portProg, es []*entry) (*portProg, error) {
+	if prev != nil && slices.Equal(prev.entries, es) {
+		return prev, nil
+	}
 	specs := make([]filter.Spec, len(es))
 	for i, e := range es {
 		specs[i] = filter.Spec{Name: e.cfg.Name, Expr: e.cfg.Expression}
 	}
-	p, err := filter.Compile(specs, filter.LinkEthernet, false, s.names)
+	p, err := s.comp.Compile(specs)
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,31 @@
 // or to an IPv4 transport header), whether any reads at a computed offset
 // (then the whole packet is needed) and whether any uses the wire length.
 //
+// # Incremental compilation
+//
+// A Compiler (incremental.go) keeps each expression's compiled unit (its
+// criteria with their canonical texts, sub-predicates, optimized
+// control-flow form and range cut), so that a set differing from the
+// previous one by a filter compiles that filter alone and assembles the
+// others from their units: criteria and sub-predicates merged by
+// identity, forms renumbered, then the per-set groups and indexes. The
+// result is the Program Compile gives (TestCompilerEqualsCompile checks
+// the device layout word for word); Compile is a Compiler used once.
+//
+// # Classic BPF programs
+//
+// A filter written "bpf:" and a program in tcpdump -ddd's text form is
+// lifted into the same graph (bpf.go): the program runs symbolically,
+// once per (instruction, register contents), its conditional jumps
+// become criteria (a load and mask compared with a constant when they
+// are one, a general relation otherwise) and its control-flow DAG is the
+// filter's control-flow form as it stands (libpcap's optimizer has
+// already run), its boolean form the filter's graph. Loads that no test
+// reads still reject a truncated packet, through a check criterion on
+// their path. FuzzBPF, TestBPFRandomPrograms and
+// TestBPFLiftedEqualsTcpdump check lifted programs against a reference
+// interpreter of bpf_filter.c and against tcpdump.
+//
 // # Evaluation
 //
 // A criterion's value is true, false or unknown: a load past the captured

@@ -52,9 +52,7 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 		clear(e.gepoch)
 		e.cur = 1
 	}
-	for i := range out[:p.Words()] {
-		out[i] = 0
-	}
+	clear(out[:p.Words()])
 	if len(p.index) == 0 && len(p.ranges) == 0 {
 		for _, f := range p.unindexed {
 			e.walk(int(f), data, wire, out)
@@ -63,16 +61,43 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 		return
 	}
 	// Indexed filters: only those listed under the values of this packet.
+	// Each index's group is loaded here first in the packet (one index per
+	// group), inline: its value is recorded for the walks' get.
+	n := uint64(len(data))
 	for i := range p.index {
 		ix := &p.index[i]
-		x, ok := e.groupValue(ix.group, data)
+		ld := &ix.load
+		off, ok := uint64(ld.Off), true
+		if ld.Base == BaseIPv4 {
+			if uint64(ld.NetOff) >= n {
+				ok = false
+			} else {
+				off = uint64(ld.NetOff) + uint64(uint32(data[ld.NetOff]&0x0f)*4+ld.Off)
+			}
+		}
+		var x uint32
+		if ok && off+uint64(ld.Size) <= n {
+			switch ld.Size {
+			case 1:
+				x = uint32(data[off])
+			case 2:
+				x = uint32(data[off])<<8 | uint32(data[off+1])
+			default:
+				x = uint32(data[off])<<24 | uint32(data[off+1])<<16 | uint32(data[off+2])<<8 | uint32(data[off+3])
+			}
+			x &= ix.mask
+		} else {
+			ok = false
+		}
+		gi := ix.group
+		e.gval[gi], e.gok[gi], e.gepoch[gi] = x, ok, e.cur
 		if !ok {
 			continue // unknown: no indexed test of this group is true
 		}
 		if h := hashKey(x); ix.present[h/64]>>(h%64)&1 == 0 {
 			continue // no indexed filter tests this value
 		}
-		for _, f := range ix.filters[x] {
+		for _, f := range ix.lookup(x) {
 			if e.seen[f] != e.cur {
 				e.seen[f] = e.cur
 				e.walk(int(f), data, wire, out)
@@ -82,13 +107,22 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 	// Range-indexed filters: those whose intervals hold this packet's value.
 	for i := range p.ranges {
 		ri := &p.ranges[i]
-		off, aok := address(data, ri.key.load, 0)
-		if !aok {
-			continue
+		ld := &ri.key.load
+		off := uint64(ld.Off)
+		if ld.Base == BaseIPv4 {
+			if uint64(ld.NetOff) >= n {
+				continue
+			}
+			off = uint64(ld.NetOff) + uint64(uint32(data[ld.NetOff]&0x0f)*4+ld.Off)
 		}
-		x, ok := load(data, off, ri.key.load.Size)
-		if !ok {
+		if off+uint64(ld.Size) > n {
 			continue // unknown: no bound of this value is true
+		}
+		var x uint32
+		if ld.Size == 1 {
+			x = uint32(data[off])
+		} else {
+			x = uint32(data[off])<<8 | uint32(data[off+1]) // a range key is at most 16 bits
 		}
 		x &= ri.key.mask
 		if ri.present[x/64]>>(x%64)&1 == 0 {
@@ -130,14 +164,27 @@ func (e *Evaluator) walk(f int, data []byte, wire uint32, out []uint64) {
 			return
 		}
 	}
+	critGroup, critK, gepoch := e.p.critGroup, e.p.critK, e.gepoch
 	id := g.root
 	for id >= 0 {
 		n := &g.nodes[id]
+		c := n.crit
 		var v uint8
-		if epoch[n.crit] == cur {
-			v = vals[n.crit]
+		if epoch[c] == cur {
+			v = vals[c]
+		} else if gi := critGroup[c]; gi >= 0 && gepoch[gi] == cur {
+			// The group's value is loaded (by the index, usually): compare.
+			switch {
+			case !e.gok[gi]:
+				v = vAbort
+			case e.gval[gi] == critK[c]:
+				v = vTrue
+			default:
+				v = vFalse
+			}
+			vals[c], epoch[c] = v, cur
 		} else {
-			v = e.get(n.crit, data, wire)
+			v = e.get(c, data, wire)
 		}
 		switch v {
 		case vTrue:

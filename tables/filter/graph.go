@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 )
 
 // Spec is one named filter.
@@ -58,8 +59,9 @@ type Program struct {
 	Plan      BytePlan
 	cfgs      []*cfg // per filter: the optimized control-flow form
 	groups    []eqGroup
-	singles   []int32 // criteria evaluated one by one
-	critGroup []int32 // per criterion: its group, or -1
+	singles   []int32  // criteria evaluated one by one
+	critGroup []int32  // per criterion: its group, or -1
+	critK     []uint32 // per criterion: its constant (Criteria[i].K, packed for the walk)
 	index     []groupIndex
 	ranges    []rangeIndex // the range index (rangeindex.go)
 	indexed   []bool       // per filter: listed in the index
@@ -67,7 +69,8 @@ type Program struct {
 	canon     []int32      // per filter: the first filter of the same graph (itself if none before)
 	dups      []int32      // filters whose canon is another: their bit is copied
 	dupsOf    []dupSet
-	akeys     []string // per criterion: the value it tests (cfg.go's akey)
+	akeys     []string     // per criterion: the value it tests (cfg.go's akey)
+	cuts      [][]interval // per filter: its range cut, when assembled from units
 }
 
 // dupSet is a filter and the later filters of the same graph.
@@ -134,6 +137,10 @@ func (p *Program) group() {
 		}
 	}
 	p.groups = groups
+	p.critK = make([]uint32, len(p.Criteria))
+	for i := range p.Criteria {
+		p.critK[i] = p.Criteria[i].K
+	}
 	p.critGroup = make([]int32, len(p.Criteria))
 	for i := range p.critGroup {
 		p.critGroup[i] = -1
@@ -166,48 +173,45 @@ func CompileOne(expr string, link uint32, bigEndian bool, names *Names) (*Progra
 // Compile compiles filters for packets of one link type (bigEndian says
 // the capture was written big-endian, which the NULL link type's address
 // family follows). names resolves port and protocol names; nil means the
-// system's.
+// system's. A Compiler does the same and keeps each filter's compiled
+// form for the next set.
 func Compile(specs []Spec, link uint32, bigEndian bool, names *Names) (*Program, error) {
-	if names == nil {
-		names = SystemNames()
+	return NewCompiler(link, bigEndian, names).Compile(specs)
+}
+
+// compileUnit compiles one filter alone: its criteria, sub-predicates,
+// root and control-flow form, numbered on their own (incremental.go
+// renumbers them into a set).
+func compileUnit(expr string, link uint32, bigEndian bool, names *Names) (*unit, error) {
+	b := &builder{crit: map[string]int32{}, node: map[Node]int32{}, memo: map[*bnode]int32{}, seen: map[*bnode]bool{}}
+	var t *bnode
+	var lf *lifted
+	var err error
+	if strings.HasPrefix(expr, BPFPrefix) {
+		if lf, err = liftBPF(expr[len(BPFPrefix):], len(BPFPrefix)); err == nil {
+			t = lf.tree
+		}
+	} else {
+		t, err = parseFilter(expr, link, bigEndian, names)
 	}
-	b := &builder{crit: map[string]int32{}, node: map[Node]int32{}}
-	prog := &Program{Link: link, BigEndian: bigEndian}
-	seen := map[string]bool{}
-	var trees []*bnode
-	for _, s := range specs {
-		if !nameRE.MatchString(s.Name) {
-			return nil, &CompileError{s.Name, s.Expr, fmt.Errorf("bad filter name (letters, digits, _ . - only)")}
-		}
-		if seen[s.Name] {
-			return nil, &CompileError{s.Name, s.Expr, fmt.Errorf("duplicate filter name")}
-		}
-		seen[s.Name] = true
-		t, err := parseFilter(s.Expr, link, bigEndian, names)
-		if err != nil {
-			return nil, &CompileError{s.Name, s.Expr, err}
-		}
-		trees = append(trees, t)
-		prog.Names = append(prog.Names, s.Name)
-		prog.Exprs = append(prog.Exprs, s.Expr)
+	if err != nil {
+		return nil, err
 	}
 	// Criteria first, so that values number criteria before nodes.
-	for _, t := range trees {
-		b.collect(t)
-	}
-	for _, t := range trees {
-		prog.Roots = append(prog.Roots, b.build(t))
-	}
-	nc := int32(len(b.crits))
-	prog.Criteria = b.crits
-	prog.Nodes = b.nodes
-	for i := range prog.Roots {
-		if prog.Roots[i] < 0 {
-			prog.Roots[i] = -prog.Roots[i] - 1 + nc
+	b.collect(t)
+	if lf != nil {
+		for _, c := range lf.crits {
+			b.critID(c)
 		}
 	}
-	for i := range prog.Nodes {
-		n := &prog.Nodes[i]
+	root := b.build(t)
+	nc := int32(len(b.crits))
+	p := &Program{Criteria: b.crits, Nodes: b.nodes, Roots: []int32{root}}
+	if root < 0 {
+		p.Roots[0] = -root - 1 + nc
+	}
+	for i := range p.Nodes {
+		n := &p.Nodes[i]
 		if n.A < 0 {
 			n.A = -n.A - 1 + nc
 		}
@@ -215,44 +219,20 @@ func Compile(specs []Spec, link uint32, bigEndian bool, names *Names) (*Program,
 			n.B = -n.B - 1 + nc
 		}
 	}
-	prog.cfgs = make([]*cfg, len(prog.Roots))
-	prog.canon = make([]int32, len(prog.Roots))
-	byRoot := map[int32]int32{}
-	for i := range prog.Roots {
-		// Filters of one boolean graph (the same expression, on other
-		// ports or under other names) share one control-flow form, walked
-		// once per packet.
-		if j, ok := byRoot[prog.Roots[i]]; ok {
-			prog.cfgs[i], prog.canon[i] = prog.cfgs[j], j
-			prog.dups = append(prog.dups, int32(i))
-			if len(prog.dupsOf) == 0 || prog.dupsOf[len(prog.dupsOf)-1].canon != j {
-				k := -1
-				for x := range prog.dupsOf {
-					if prog.dupsOf[x].canon == j {
-						k = x
-					}
-				}
-				if k < 0 {
-					prog.dupsOf = append(prog.dupsOf, dupSet{canon: j})
-					k = len(prog.dupsOf) - 1
-				}
-				prog.dupsOf[k].fs = append(prog.dupsOf[k].fs, uint32(i))
-			} else {
-				prog.dupsOf[len(prog.dupsOf)-1].fs = append(prog.dupsOf[len(prog.dupsOf)-1].fs, uint32(i))
-			}
-			continue
-		}
-		byRoot[prog.Roots[i]], prog.canon[i] = int32(i), int32(i)
-		prog.cfgs[i] = prog.buildCFG(i)
-		if prog.cfgs[i].root == cReject {
-			// tcpdump refuses such a program; so does gswitch.
-			return nil, &CompileError{prog.Names[i], prog.Exprs[i], fmt.Errorf("expression rejects all packets")}
-		}
+	u := &unit{crits: p.Criteria, keys: b.keys, nodes: p.Nodes, root: p.Roots[0]}
+	if lf != nil {
+		u.cfg, u.form = b.liftedCFG(lf), lf.key
+		u.cut = p.rangeCut(u.cfg)
+		return u, nil
 	}
-	prog.Plan = plan(prog.Criteria)
-	prog.group()
-	prog.buildIndex()
-	return prog, nil
+	u.cfg = p.buildCFG(0)
+	if u.cfg.root == cReject {
+		// tcpdump refuses such a program; so does gswitch.
+		return nil, fmt.Errorf("expression rejects all packets")
+	}
+	// A range cut names loads, not criteria: the same in any set.
+	u.cut = p.rangeCut(u.cfg)
+	return u, nil
 }
 
 type builder struct {
@@ -261,9 +241,28 @@ type builder struct {
 	nodes []Node
 	node  map[Node]int32
 	konst [2]int32
+	// A lifted BPF program's boolean form is a DAG (shared sub-DAGs):
+	// each of its nodes is collected and built once.
+	memo map[*bnode]int32
+	seen map[*bnode]bool
+	keys []string // per criterion: its canonical text
+}
+
+// liftedCFG is a lifted program's control-flow form in the program's
+// criteria.
+func (b *builder) liftedCFG(lf *lifted) *cfg {
+	g := &cfg{nodes: make([]cnode, len(lf.nodes)), root: lf.root}
+	for i, n := range lf.nodes {
+		g.nodes[i] = cnode{crit: b.critID(lf.crits[n.crit]), jt: n.jt, jf: n.jf}
+	}
+	return g
 }
 
 func (b *builder) collect(n *bnode) {
+	if b.seen[n] {
+		return
+	}
+	b.seen[n] = true
 	if n.op == bAtom {
 		b.critID(n.c)
 		return
@@ -281,6 +280,7 @@ func (b *builder) critID(c *Criterion) int32 {
 	}
 	id := int32(len(b.crits))
 	b.crits = append(b.crits, *c)
+	b.keys = append(b.keys, k)
 	b.crit[k] = id
 	return id
 }
@@ -289,6 +289,15 @@ func (b *builder) critID(c *Criterion) int32 {
 // Constant operands are folded (a constant never aborts, so "true and X"
 // is exactly X).
 func (b *builder) build(n *bnode) int32 {
+	if r, ok := b.memo[n]; ok {
+		return r
+	}
+	r := b.build1(n)
+	b.memo[n] = r
+	return r
+}
+
+func (b *builder) build1(n *bnode) int32 {
 	if n.op == bAtom {
 		return b.critID(n.c)
 	}

@@ -20,12 +20,63 @@ import "sort"
 const indexMinGroup = 2
 
 type groupIndex struct {
-	group   int32
-	filters map[uint32][]int32 // value -> filters to walk
-	// present has bit hashKey(v) set for every v in filters: most packets'
+	group int32
+	load  Load // the group's load and mask, copied here for Eval's loop
+	mask  uint32
+	// present has bit hashKey(v) set for every v indexed: most packets'
 	// values are in no filter, and the bitmap (512 bytes, in cache) says
-	// so without the map look-up.
+	// so without a look-up.
 	present []uint64
+	// slots is an open-addressing table (linear probing, 2^k slots, at
+	// most half full) from a value to its filters fs[lo:hi]; an empty
+	// slot has hi == 0 (every listed value has a filter).
+	slots []indexSlot
+	shift uint32 // 32 - k
+	fs    []int32
+}
+
+type indexSlot struct{ key, lo, hi uint32 }
+
+// lookup returns the filters indexed under value x.
+func (ix *groupIndex) lookup(x uint32) []int32 {
+	mask := uint32(len(ix.slots) - 1)
+	for i := (x * 2654435761) >> ix.shift; ; i = (i + 1) & mask {
+		sl := &ix.slots[i]
+		if sl.hi == 0 {
+			return nil
+		}
+		if sl.key == x {
+			return ix.fs[sl.lo:sl.hi]
+		}
+	}
+}
+
+// newGroupIndex lays out the filters of each value of group gi.
+func newGroupIndex(gi int32, g *eqGroup, m map[uint32][]int32) groupIndex {
+	ix := groupIndex{group: gi, load: g.load, mask: g.mask, present: make([]uint64, presentBits/64)}
+	k := uint32(1)
+	for 1<<k < 2*len(m) {
+		k++
+	}
+	ix.slots, ix.shift = make([]indexSlot, 1<<k), 32-k
+	vals := make([]uint32, 0, len(m))
+	for v := range m {
+		vals = append(vals, v)
+	}
+	sort.Slice(vals, func(i, j int) bool { return vals[i] < vals[j] })
+	for _, v := range vals {
+		h := hashKey(v)
+		ix.present[h/64] |= 1 << (h % 64)
+		lo := uint32(len(ix.fs))
+		ix.fs = append(ix.fs, m[v]...)
+		mask := uint32(len(ix.slots) - 1)
+		i := (v * 2654435761) >> ix.shift
+		for ix.slots[i].hi != 0 {
+			i = (i + 1) & mask
+		}
+		ix.slots[i] = indexSlot{key: v, lo: lo, hi: uint32(len(ix.fs))}
+	}
+	return ix
 }
 
 // presentBits is the size of an index group's bitmap: 4 Kibit (512
@@ -51,11 +102,21 @@ func (p *Program) buildIndex() {
 	byGroup := map[int32]map[uint32][]int32{}
 	rangeCuts := map[int32][]interval{}
 	cells := 0
+	// Per group: the filter (+1) that listed it (seen) or put it in its
+	// cut (in); one array for all filters instead of maps per filter.
+	seenBy := make([]int32, len(p.groups))
+	inBy := make([]int32, len(p.groups))
 	for f, g := range p.cfgs {
 		if p.canon[f] != int32(f) {
 			continue // walked as its canon
 		}
-		if ivs := p.rangeCut(g); ivs != nil {
+		var ivs []interval
+		if p.cuts != nil {
+			ivs = p.cuts[f] // computed with the filter's unit (incremental.go)
+		} else {
+			ivs = p.rangeCut(g)
+		}
+		if ivs != nil {
 			w := 0
 			for _, iv := range ivs {
 				w += int(iv.hi-iv.lo) + 1
@@ -68,11 +129,11 @@ func (p *Program) buildIndex() {
 			}
 		}
 		var gs []int32
-		seen := map[int32]bool{}
+		mark := int32(f) + 1
 		for _, n := range g.nodes {
 			gi := p.critGroup[n.crit]
-			if gi >= 0 && !seen[gi] && len(p.groups[gi].members) >= indexMinGroup {
-				seen[gi] = true
+			if gi >= 0 && seenBy[gi] != mark && len(p.groups[gi].members) >= indexMinGroup {
+				seenBy[gi] = mark
 				gs = append(gs, gi)
 			}
 		}
@@ -80,11 +141,11 @@ func (p *Program) buildIndex() {
 			a, b := len(p.groups[gs[i]].members), len(p.groups[gs[j]].members)
 			return a > b || a == b && gs[i] < gs[j]
 		})
-		in := map[int32]bool{}
+		in := func(gi int32) bool { return gi >= 0 && inBy[gi] == mark }
 		cut := false
 		for _, gi := range gs {
-			in[gi] = true
-			if g.cutBy(func(c int32) bool { return in[p.critGroup[c]] }) {
+			inBy[gi] = mark
+			if g.cutBy(func(c int32) bool { return in(p.critGroup[c]) }) {
 				cut = true
 				break
 			}
@@ -96,7 +157,7 @@ func (p *Program) buildIndex() {
 		p.indexed[f] = true
 		for _, n := range g.nodes {
 			gi := p.critGroup[n.crit]
-			if gi < 0 || !in[gi] {
+			if !in(gi) {
 				continue
 			}
 			m := byGroup[gi]
@@ -112,12 +173,7 @@ func (p *Program) buildIndex() {
 	}
 	p.buildRangeIndex(rangeCuts)
 	for gi, m := range byGroup {
-		ix := groupIndex{group: gi, filters: m, present: make([]uint64, presentBits/64)}
-		for v := range m {
-			h := hashKey(v)
-			ix.present[h/64] |= 1 << (h % 64)
-		}
-		p.index = append(p.index, ix)
+		p.index = append(p.index, newGroupIndex(gi, &p.groups[gi], m))
 	}
 	sort.Slice(p.index, func(i, j int) bool { return p.index[i].group < p.index[j].group })
 }

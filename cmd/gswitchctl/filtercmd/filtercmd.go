@@ -45,7 +45,9 @@ Evaluates every filter on every packet of each capture (pcap or pcapng, told
 apart by the magic number) in one pass and prints one line per filter with
 its packet and byte (wire length) counts. FILE holds one filter per line,
 "NAME: EXPRESSION" (NAME of letters, digits, _ . -); blank lines and lines
-starting with # are ignored.
+starting with # are ignored. An EXPRESSION "bpf:PROGRAM" is a classic BPF
+program in tcpdump -ddd's form, its lines joined with commas, and
+"bpf:@FILE" reads it from FILE (relative to the filters file's folder).
 `
 
 type exprFlags []string
@@ -81,6 +83,25 @@ func ReadFilters(r io.Reader, name string) ([]filter.Spec, error) {
 		specs = append(specs, s)
 	}
 	return specs, sc.Err()
+}
+
+// ExpandBPFFiles reads the program of every filter written
+// "bpf:@FILE" (tcpdump -ddd's output) into its expression; a relative
+// FILE is from dir. The error names the filter.
+func ExpandBPFFiles(specs []filter.Spec, dir string) error {
+	for i := range specs {
+		e, err := filter.ExpandBPFFile(specs[i].Expr, func(p string) ([]byte, error) {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			return os.ReadFile(p)
+		})
+		if err != nil {
+			return &filter.CompileError{Filter: specs[i].Name, Expr: specs[i].Expr, Err: err}
+		}
+		specs[i].Expr = e
+	}
+	return nil
 }
 
 // Result is one filter's counts (the --json object).
@@ -378,12 +399,19 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrUsage, err)
 		}
+		// bpf:@FILE in a filters file: a relative path is from its folder.
+		if err := ExpandBPFFiles(s, filepath.Dir(*filtersFile)); err != nil {
+			return err
+		}
 		specs = append(specs, s...)
 	}
 	for _, e := range exprs {
 		s, err := ParseFilterLine(e)
 		if err != nil {
 			return fmt.Errorf("%w: -e %v", ErrUsage, err)
+		}
+		if err := ExpandBPFFiles([]filter.Spec{s}, "."); err != nil {
+			return err
 		}
 		specs = append(specs, s)
 	}

@@ -201,3 +201,60 @@ func TestTruncatedFileIsAnError(t *testing.T) {
 		t.Fatalf("error %v, %d packets", err, r.Results()[0].Packets)
 	}
 }
+
+// TestRunBPFPrograms: filters given as tcpdump -ddd programs, inline and
+// from a file named in the filters file, count what tcpdump counts for
+// their expressions.
+func TestRunBPFPrograms(t *testing.T) {
+	if _, err := exec.LookPath("tcpdump"); err != nil {
+		t.Fatal("tcpdump not found: install the Debian package tcpdump")
+	}
+	dir := t.TempDir()
+	in := writeCapture(t, dir)
+	exprs := map[string]string{"web": "tcp port 80", "dns": "udp port 53", "v6": "ip6", "syn": "tcp[tcpflags] & tcp-syn != 0"}
+	var lines []string
+	for name, e := range exprs {
+		prog, err := exec.Command("tcpdump", "-ddd", "-r", in, "--", e).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "web" || name == "v6" { // from a file beside the filters file
+			if err := os.WriteFile(filepath.Join(dir, name+".bpf"), prog, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, name+": bpf:@"+name+".bpf")
+			continue
+		}
+		lines = append(lines, name+": bpf:"+strings.Join(strings.Split(strings.TrimSpace(string(prog)), "\n"), ","))
+	}
+	ff := filepath.Join(dir, "filters")
+	if err := os.WriteFile(ff, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if err := Run([]string{"--json", "--progress", "never", "--filters", ff, in}, &out, &errb); err != nil {
+		t.Fatalf("%v: %s", err, errb.String())
+	}
+	dec := json.NewDecoder(&out)
+	for range exprs {
+		var r Result
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		b, err := exec.Command("tcpdump", "--count", "-r", in, "--", exprs[r.Name]).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := strconv.Atoi(strings.Fields(string(b))[0])
+		if int(r.Packets) != want || !strings.HasPrefix(r.Expression, "bpf:") {
+			t.Errorf("%s (%s): %d packets, tcpdump %d", r.Name, r.Expression, r.Packets, want)
+		}
+	}
+	// A missing file and a bad program are one-line errors naming the filter.
+	for _, e := range []string{"x: bpf:@nope.bpf", "x: bpf:2,6 0 0 1"} {
+		err := Run([]string{"--progress", "never", "-e", e, in}, &out, &errb)
+		if err == nil || !strings.HasPrefix(err.Error(), "filter x: position ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v", e, err)
+		}
+	}
+}
