@@ -111,8 +111,8 @@ type BlockReader interface {
 //
 // With a Config.Coalescer the batches are run by a goroutine of the queue's
 // own (queueRunner), in the order they were closed, while RunPort goes on
-// reading the ring: up to Config.Depth closed batches wait for it, and
-// RunPort blocks (and the ring fills) only when all of them do.
+// reading the ring: RunPort blocks (and the ring fills) only when
+// Config.Depth closed batches are unfinished, the running one included.
 func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error {
 	var b *batcher
 	run := func(b *batcher) *batcher { s.runBatch(no, b); return b }

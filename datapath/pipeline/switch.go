@@ -123,8 +123,9 @@ type Config struct {
 	// (see the package documentation, "Shared device batches"). Nil: the
 	// synchronous path.
 	Coalescer *gpu.Coalescer
-	// Depth is how many closed batches a receive queue's reader may hand
-	// ahead to its running goroutine with a Coalescer (default 3).
+	// Depth is, with a Coalescer, how many closed batches of a receive
+	// queue may be unfinished (the one being run included) before its
+	// reader waits (default 3).
 	Depth  int
 	Logger *slog.Logger
 }
