@@ -7,12 +7,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gswitch/gswitch/tables/bubble"
 	"github.com/gswitch/gswitch/tables/flow"
 )
 
 // coalesceTable loads a synthetic flow table into a CPU backend and
 // returns it, the table's projection and traffic keys.
 func coalesceTable(t *testing.T, id TableID) (*CPU, []int, []flow.Key) {
+	t.Helper()
+	im, proj, keys := coalesceImage(t)
+	b := NewCPU()
+	t.Cleanup(func() { b.Close() })
+	if err := b.Load(id, Flow, im); err != nil {
+		t.Fatal(err)
+	}
+	return b, proj, keys
+}
+
+// coalesceImage builds a synthetic flow table: its image, projection and
+// traffic keys.
+func coalesceImage(t *testing.T) (*bubble.Image, []int, []flow.Key) {
 	t.Helper()
 	sp, err := flow.ParseSynthetic("2000,16")
 	if err != nil {
@@ -28,12 +42,7 @@ func coalesceTable(t *testing.T, id TableID) (*CPU, []int, []flow.Key) {
 			t.Fatal(err)
 		}
 	}
-	b := NewCPU()
-	t.Cleanup(func() { b.Close() })
-	if err := b.Load(id, Flow, tab.Mirror().Sync().Full); err != nil {
-		t.Fatal(err)
-	}
-	return b, tab.UsedWords(), flow.SynthTraffic(sp, rules, 4096, 6)
+	return tab.Mirror().Sync().Full, tab.UsedWords(), flow.SynthTraffic(sp, rules, 4096, 6)
 }
 
 // slowLooker is a backend that records each call's batch size and holds
@@ -235,18 +244,8 @@ func TestCoalescerDirectWithoutDevice(t *testing.T) {
 	cpu, proj, keys := coalesceTable(t, id)
 	e := NewEngine(EngineConfig{})
 	defer e.Close()
-	sp, _ := flow.ParseSynthetic("2000,16")
-	rules := sp.Generate(5)
-	tab, err := flow.NewTable(flow.Config{Algo: flow.Tuple, MaxEntries: 1 << 14, Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rules {
-		if _, _, err := tab.Add(r, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := e.Load(id, Flow, tab.Mirror().Sync().Full); err != nil {
+	im, _, _ := coalesceImage(t)
+	if err := e.Load(id, Flow, im); err != nil {
 		t.Fatal(err)
 	}
 	c, err := NewCoalescer(e, CoalescerConfig{MaxDelay: time.Hour})

@@ -42,7 +42,14 @@ func newCoalescedRig(t *testing.T, n int, gl *gatedLooker, depth int) *rig {
 	}
 	t.Cleanup(func() { eng.Close() })
 	gl.be = eng
-	co, err := gpu.NewCoalescer(gl, gpu.CoalescerConfig{MaxBatch: 4096, MinBatch: 64, MaxDelay: 200 * time.Microsecond})
+	return newCoalescedRigOn(t, n, eng, gl, depth, 64)
+}
+
+// newCoalescedRigOn builds a rig whose tables are in eng and whose
+// lookups go through a Coalescer over looker.
+func newCoalescedRigOn(t *testing.T, n int, eng *gpu.Engine, looker gpu.FlowLooker, depth, minBatch int) *rig {
+	t.Helper()
+	co, err := gpu.NewCoalescer(looker, gpu.CoalescerConfig{MaxBatch: 4096, MinBatch: minBatch, MaxDelay: 200 * time.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,10 +123,15 @@ func fill(t *testing.T, b *batcher, frames [][]byte) {
 // the same fate, each output port gets each queue's frames in the order
 // they arrived, the counters agree, and every frame's latency is recorded.
 func TestAsyncSameFatesInOrder(t *testing.T) {
+	testAsyncSameFates(t, newCoalescedRig(t, 3, &gatedLooker{}, 3))
+}
+
+// testAsyncSameFates is TestAsyncSameFatesInOrder on the asynchronous rig
+// async (its tables empty).
+func testAsyncSameFates(t *testing.T, async *rig) {
 	const queues, batches = 4, 12
 	sync0 := newRig(t, 3, FailSecure)
 	installFates(t, sync0)
-	async := newCoalescedRig(t, 3, &gatedLooker{}, 3)
 	installFates(t, async)
 	in := make([][][][]byte, queues) // queue, batch, frames
 	total := 0
