@@ -323,7 +323,7 @@ func (d *Agent) close() {
 		if d.co != nil {
 			cs := d.co.Stats()
 			d.log.Info("shared device batches", "batches", cs.Batches, "keys", cs.Keys, "lookups", cs.Callers,
-				"direct", cs.Direct, "closed_full", cs.ByFull, "closed_delay", cs.ByDelay, "closed_quiet", cs.ByQuiet, "max_keys", cs.MaxKeys)
+				"direct", cs.Direct, "closed_full", cs.ByFull, "closed_delay", cs.ByDelay, "closed_quiet", cs.ByQuiet, "closed_idle", cs.ByIdle, "max_keys", cs.MaxKeys)
 		}
 		if d.eng != nil {
 			d.eng.Close()

@@ -41,6 +41,8 @@ func (e *Engine) DeviceServes(id TableID, n int) bool { return !e.cpuServes(id, 
 //
 //   - it holds MaxBatch keys or more (full);
 //   - its oldest key has waited MaxDelay;
+//   - it holds MinBatch keys or more and no batch is in flight (group
+//     commit: the keys that come while it is looked up form the next);
 //   - every active caller (see Enter) is blocked in the Coalescer, so that
 //     no further keys can come before something completes, and either no
 //     batch is in flight or the batch holds MinBatch keys or more (a
@@ -93,6 +95,7 @@ type CoalescerStats struct {
 	ByFull   uint64 // batches closed full
 	ByDelay  uint64 // batches closed by MaxDelay
 	ByQuiet  uint64 // batches closed because every active caller was waiting
+	ByIdle   uint64 // batches of MinBatch keys closed with a device slot free (none in flight, or no caller registered)
 	MaxKeys  int    // the largest batch
 	InFlight int    // batches in flight now
 }
@@ -290,8 +293,14 @@ func (c *Coalescer) evaluate() {
 		case quiet && (c.inflight == 0 || g.n >= c.cfg.MinBatch && c.inflight < c.cfg.Depth):
 			c.stats.ByQuiet++
 			c.close(g)
+		case c.inflight == 0 && g.n >= c.cfg.MinBatch:
+			// The device is idle and the batch is worth it: waiting for
+			// the other callers would leave it idle longer (the keys that
+			// come meanwhile form the next batch: group commit).
+			c.stats.ByIdle++
+			c.close(g)
 		case c.active == 0 && g.n >= c.cfg.MinBatch && c.inflight < c.cfg.Depth:
-			c.stats.ByFull++
+			c.stats.ByIdle++
 			c.close(g)
 		}
 	}
