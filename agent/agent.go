@@ -57,7 +57,7 @@ type Agent struct {
 	log          *slog.Logger
 	eng          *gpu.Engine
 	co           *gpu.Coalescer // shared device batches; nil without a device (the synchronous path)
-	ids          *TableIDs // the engine's table-id ranges (tableids.go)
+	ids          *TableIDs      // the engine's table-id ranges (tableids.go)
 	sw           *pipeline.Switch
 	agent        *openflow.Agent
 	ports        map[uint32]*afpacket.Port
