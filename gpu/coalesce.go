@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gswitch/gswitch/tables/flow"
@@ -76,6 +77,7 @@ type Coalescer struct {
 	inflight int // batches closed and not yet answered
 	stats    CoalescerStats
 	free     []*cgroup
+	direct   atomic.Uint64 // Stats.Direct (no lock on the direct path)
 }
 
 // CoalescerConfig configures a Coalescer.
@@ -167,18 +169,18 @@ func (c *Coalescer) Stats() CoalescerStats {
 	defer c.mu.Unlock()
 	s := c.stats
 	s.InFlight = c.inflight
+	s.Direct = c.direct.Load()
 	return s
 }
 
 // LookupFlow classifies n packets whose keys are in soa (flow.PackSoA
-// order over table id's projection) into out[0:n], in a shared batch when
-// a device serves the table (see Coalescer).
+// order over table id's projection: exactly n words per projected word,
+// as PackSoA returns them) into out[0:n], in a shared batch when a device
+// serves the table (see Coalescer).
 func (c *Coalescer) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) error {
 	if n <= 0 || (c.ds != nil && !c.ds.DeviceServes(id, max(c.cfg.MaxBatch, c.cfg.MinBatch))) {
 		if n > 0 {
-			c.mu.Lock()
-			c.stats.Direct++
-			c.mu.Unlock()
+			c.direct.Add(1)
 		}
 		return c.be.LookupFlow(id, soa, n, out)
 	}
