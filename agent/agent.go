@@ -56,7 +56,8 @@ type Agent struct {
 	st           *settings
 	log          *slog.Logger
 	eng          *gpu.Engine
-	ids          *TableIDs // the engine's table-id ranges (tableids.go)
+	co           *gpu.Coalescer // shared device batches; nil without a device (the synchronous path)
+	ids          *TableIDs      // the engine's table-id ranges (tableids.go)
 	sw           *pipeline.Switch
 	agent        *openflow.Agent
 	ports        map[uint32]*afpacket.Port
@@ -135,10 +136,16 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 	if err := d.newRouter(); err != nil {
 		return d, err
 	}
+	if d.eng.Devices() > 0 {
+		// Shared device batches across ports and queues (GSwitch §7.4).
+		if d.co, err = gpu.NewCoalescer(d.eng, gpu.CoalescerConfig{MinBatch: st.MinBatch, MaxDelay: st.MaxDelay}); err != nil {
+			return d, err
+		}
+	}
 	d.sw, err = pipeline.New(pipeline.Config{
 		DatapathID: st.dpid, Tables: st.Tables, MaxFlows: st.MaxFlows, Classifier: d.eng, Algo: st.algo,
 		FailMode: st.failMode, MaxDelay: st.MaxDelay, BatchSize: st.BatchSize, Logger: log,
-		Router: d.pipelineRouter(), LPMIDBase: lpmBase,
+		Router: d.pipelineRouter(), LPMIDBase: lpmBase, Coalescer: d.co,
 	})
 	if err != nil {
 		return d, err
@@ -329,6 +336,11 @@ func (d *Agent) close() {
 			d.kfibNS.Close()
 		}
 		d.closeFilters()
+		if d.co != nil {
+			cs := d.co.Stats()
+			d.log.Info("shared device batches", "batches", cs.Batches, "keys", cs.Keys, "lookups", cs.Callers,
+				"direct", cs.Direct, "closed_full", cs.ByFull, "closed_delay", cs.ByDelay, "closed_quiet", cs.ByQuiet, "closed_idle", cs.ByIdle, "max_keys", cs.MaxKeys)
+		}
 		if d.eng != nil {
 			d.eng.Close()
 		}

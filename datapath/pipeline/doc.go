@@ -236,6 +236,49 @@
 // their own state, the router's Route is safe for concurrent calls, and a
 // device's Send serializes concurrent senders.
 //
+// # Shared device batches
+//
+// With a Config.Coalescer (the agent makes one when its engine has a GPU)
+// lookups of all ports and receive queues are gathered into shared
+// device batches (GSwitch §7.4), and a receive queue's batches no longer
+// run on its RunPort goroutine:
+//
+//   - RunPort (one goroutine per receive queue, the reader) reads the ring
+//     and fills batches as before; a closed batch is handed, in order, to
+//     the queue's runner (queueRunner.loop, one goroutine per receive
+//     queue) through a channel, and the reader goes on reading with an
+//     empty batcher. Config.Depth+1 batchers circulate per queue; the
+//     reader waits only when Config.Depth closed batches are unfinished
+//     (the running one included), and then the ring fills as it did when
+//     Process was slow.
+//   - The runner runs its batches one after the other (receive stages,
+//     Process: parse, the tables stage by stage, actions, transmit, the
+//     latency histogram), so frames of one queue, and so of one flow, are
+//     transmitted in the order they arrived. It is the only goroutine
+//     that touches a batch's frames between hand and its return to the
+//     free list.
+//   - Each table stage's lookup goes to Coalescer.LookupFlow, which adds
+//     the packed keys (flow.PackSoA) to the table's pending batch and
+//     blocks the runner until the results are in; the batch's first
+//     caller (its leader) closes it (full at MaxBatch keys; when every
+//     active runner is waiting for a lookup, so no more keys can come; or
+//     after --max-delay), concatenates the members' columns, makes one
+//     Engine call (a device for MinBatch keys or more, else the CPU) and
+//     copies each member's results back. Runners register as active
+//     between taking a batch and finishing it (Coalescer.Enter/Leave).
+//     Tables no device serves (the CPU backend) are looked up directly,
+//     with no waiting, and without a GPU the agent makes no Coalescer: the
+//     CPU path is the synchronous one, unchanged.
+//
+// Ownership and locks: a batcher belongs to the reader while open, to the
+// runner from hand until it is back on the free channel. The runner holds
+// mu for reading (as Process always does) while it waits in the
+// Coalescer; the Coalescer's mutex is taken inside it and held for no
+// backend call, so the order is mu, then the Coalescer's mutex. A change
+// waiting for mu for writing holds back runners that have not started a
+// batch yet; the pending batch then closes by its delay, so nothing waits
+// for more than --max-delay plus the lookups in flight.
+//
 // # What is not here yet
 //
 // Meter bands other than drop and DSCP remark, the virtual meters,

@@ -195,7 +195,13 @@ func (w *worker) classify(tab *table) {
 		w.s.log.Error("pipeline: LPM lookup failed; table answered by the classifier", "table", tab.id, "err", err)
 	}
 	w.soa = flow.PackSoA(w.keys, tab.proj, w.soa)
-	if err := w.s.cfg.Classifier.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res); err != nil {
+	var err error
+	if co := w.s.cfg.Coalescer; co != nil {
+		err = co.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res)
+	} else {
+		err = w.s.cfg.Classifier.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res)
+	}
+	if err != nil {
 		w.s.log.Error("pipeline: classifier lookup failed; table answered on the CPU", "table", tab.id, "err", err)
 		tab.ft.LookupBatch(w.keys, w.res)
 	}

@@ -46,3 +46,13 @@ func TestCUDALPMShapeRandomFlowMods(t *testing.T) {
 func BenchmarkCUDALPMShapedTable(b *testing.B) {
 	benchShaped(b, gpuEngine(b), 256, 4096, 16384)
 }
+
+// TestCUDAAsyncSameFates is TestAsyncSameFatesInOrder with the lookups in
+// shared batches on the GPU (min-batch 1: every batch on the device).
+func TestCUDAAsyncSameFates(t *testing.T) {
+	eng := gpuEngine(t)
+	testAsyncSameFates(t, newCoalescedRigOn(t, 3, eng, eng, 3, 1))
+	if s := eng.Stats(); s.KeysOnDevice == 0 {
+		t.Fatalf("engine stats %+v: no key looked up on the device", s)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/gswitch/gswitch/gpu"
 )
 
 // idlePoll bounds a wait for frames while no batch is open, so that the
@@ -107,8 +108,22 @@ type BlockReader interface {
 // RunPort per queue, all with the same no: Process is safe for concurrent
 // batches of one port, and the fanout keeps each flow on one queue, so a
 // flow's frames are still processed in order.
+//
+// With a Config.Coalescer the batches are run by a goroutine of the queue's
+// own (queueRunner), in the order they were closed, while RunPort goes on
+// reading the ring: RunPort blocks (and the ring fills) only when
+// Config.Depth closed batches are unfinished, the running one included.
 func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error {
-	b := newBatcher(s.cfg.BatchSize)
+	var b *batcher
+	run := func(b *batcher) *batcher { s.runBatch(no, b); return b }
+	if co := s.cfg.Coalescer; co != nil {
+		q := s.newQueueRunner(no, co)
+		defer q.stop()
+		run = q.hand
+		b = <-q.free
+	} else {
+		b = newBatcher(s.cfg.BatchSize)
+	}
 	var f afpacket.Frame
 	for ctx.Err() == nil {
 		wait := idlePoll
@@ -130,21 +145,75 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error 
 				}
 				if b.full() {
 					s.batches.full.Add(1)
-					s.receive(no, b)
-					s.latency.observe(b.rxAt, time.Now())
-					b.reset()
+					b = run(b)
 				}
 			}
 			blk.Release()
 		}
 		if len(b.frames) > 0 && (blk == nil || time.Since(b.oldest) >= s.cfg.MaxDelay) {
 			s.batches.delay.Add(1)
-			s.receive(no, b)
-			s.latency.observe(b.rxAt, time.Now())
-			b.reset()
+			b = run(b)
 		}
 	}
 	return nil
+}
+
+// runBatch runs a closed batch of port no through the switch, records its
+// frames' latencies and empties it.
+func (s *Switch) runBatch(no uint32, b *batcher) {
+	s.receive(no, b)
+	s.latency.observe(b.rxAt, time.Now())
+	b.reset()
+}
+
+// queueRunner runs one receive queue's closed batches, in order, on a
+// goroutine of its own (loop), so that the queue's RunPort keeps reading
+// its ring while a batch waits for its shared device lookup. Ownership: a
+// batcher belongs to RunPort while it is open, to loop from hand until
+// loop puts it back on free; Config.Depth+1 batchers circulate.
+type queueRunner struct {
+	s    *Switch
+	no   uint32
+	co   *gpu.Coalescer
+	work chan *batcher // closed batches, in order (cap Depth)
+	free chan *batcher // empty batchers (cap Depth+1)
+	done chan struct{} // closed when loop returns
+}
+
+func (s *Switch) newQueueRunner(no uint32, co *gpu.Coalescer) *queueRunner {
+	d := s.cfg.Depth
+	q := &queueRunner{s: s, no: no, co: co, work: make(chan *batcher, d), free: make(chan *batcher, d+1), done: make(chan struct{})}
+	for range d + 1 {
+		q.free <- newBatcher(s.cfg.BatchSize)
+	}
+	go q.loop()
+	return q
+}
+
+// hand gives the closed batch b to loop and returns an empty batcher,
+// waiting for one if loop holds all the others.
+func (q *queueRunner) hand(b *batcher) *batcher {
+	q.work <- b
+	return <-q.free
+}
+
+// loop runs the handed batches in order until stop. While it runs one it
+// is an active caller of the Coalescer (Enter/Leave), so that a shared
+// batch closes as soon as every running queue is waiting for it.
+func (q *queueRunner) loop() {
+	defer close(q.done)
+	for b := range q.work {
+		q.co.Enter()
+		q.s.runBatch(q.no, b)
+		q.co.Leave()
+		q.free <- b
+	}
+}
+
+// stop runs the batches handed so far and ends loop.
+func (q *queueRunner) stop() {
+	close(q.work)
+	<-q.done
 }
 
 // RunExpiry removes timed-out flow entries every interval until ctx is

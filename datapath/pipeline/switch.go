@@ -115,7 +115,19 @@ type Config struct {
 	// the flow tables' ids 0..253 and datapath/l3's route tables at 1<<20.
 	// The daemon's allocator of engine table ids sets it.
 	LPMIDBase gpu.TableID
-	Logger    *slog.Logger
+	// Coalescer, if set, serves the flow tables' lookups instead of
+	// Classifier.LookupFlow (its backend is the Classifier), gathering
+	// the lookups of all ports and queues into shared device batches, and
+	// RunPort runs asynchronously: a receive queue's batches are run by a
+	// goroutine of their own while its reader goes on reading the ring
+	// (see the package documentation, "Shared device batches"). Nil: the
+	// synchronous path.
+	Coalescer *gpu.Coalescer
+	// Depth is, with a Coalescer, how many closed batches of a receive
+	// queue may be unfinished (the one being run included) before its
+	// reader waits (default 3).
+	Depth  int
+	Logger *slog.Logger
 }
 
 func (c *Config) normalize() error {
@@ -136,6 +148,9 @@ func (c *Config) normalize() error {
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = 256
+	}
+	if c.Depth <= 0 {
+		c.Depth = 3
 	}
 	if c.LearnAge <= 0 {
 		c.LearnAge = 300 * time.Second

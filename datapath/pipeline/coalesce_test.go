@@ -1,0 +1,259 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
+)
+
+// gatedLooker stands in for a device: it hides the Engine's DeviceServes
+// (so that the Coalescer batches every lookup) and holds each lookup
+// until its gate is open.
+type gatedLooker struct {
+	be   gpu.FlowLooker
+	mu   sync.Mutex
+	gate chan struct{} // nil or closed: open
+}
+
+func (g *gatedLooker) LookupFlow(id gpu.TableID, soa []uint32, n int, out []flow.RuleID) error {
+	g.mu.Lock()
+	c := g.gate
+	g.mu.Unlock()
+	if c != nil {
+		<-c
+	}
+	return g.be.LookupFlow(id, soa, n, out)
+}
+
+// newCoalescedRig is newRig with a Coalescer over the rig's CPU engine
+// behind gl (the asynchronous datapath).
+func newCoalescedRig(t *testing.T, n int, gl *gatedLooker, depth int) *rig {
+	t.Helper()
+	eng, err := gpu.Open("cpu", nil, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	gl.be = eng
+	return newCoalescedRigOn(t, n, eng, gl, depth, 64)
+}
+
+// newCoalescedRigOn builds a rig whose tables are in eng and whose
+// lookups go through a Coalescer over looker.
+func newCoalescedRigOn(t *testing.T, n int, eng *gpu.Engine, looker gpu.FlowLooker, depth, minBatch int) *rig {
+	t.Helper()
+	co, err := gpu.NewCoalescer(looker, gpu.CoalescerConfig{MaxBatch: 4096, MinBatch: minBatch, MaxDelay: 200 * time.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := New(Config{DatapathID: 1, Tables: 3, Classifier: eng, FailMode: FailSecure, Coalescer: co, Depth: depth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{sw: sw, ctrl: &fakeCtrl{conns: 1}}
+	sw.SetController(r.ctrl)
+	for i := 1; i <= n; i++ {
+		d := &fakeDev{name: "p" + string(rune('0'+i))}
+		r.devs = append(r.devs, d)
+		if err := sw.AddPort(uint32(i), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+// installFates installs a two-table rule set whose fate of a frame depends
+// on its UDP source port: &3 == 0 out port 2; 1: metadata, table 1, which
+// sends &4 == 0 out port 2 and misses (drops) the rest; 2: dropped by an
+// empty instruction set; 3: out port 3 by the in_port rule.
+func installFates(t *testing.T, r *rig) {
+	udp := func(v, mask uint64) flow.Match {
+		m := matchInPort(1)
+		for _, f := range []struct {
+			f    flow.Field
+			v, m uint64
+		}{{flow.FieldEthType, 0x800, 0xffff}, {flow.FieldIPProto, 17, 0xff}, {flow.FieldUDPSrc, v, mask}} {
+			if err := m.SetFieldUint(f.f, f.v, f.m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return m
+	}
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: udp(0, 3), Instructions: applyOut(2)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: udp(1, 3), Instructions: rule.Instructions{
+		Has: rule.HasWriteMetadata | rule.HasGotoTable, Metadata: 5, MetadataMask: 0xff, GotoTable: 1}})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: udp(2, 3)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: applyOut(3)})
+	m := udp(0, 4)
+	if err := m.SetFieldUint(flow.FieldMetadata, 5, 0xff); err != nil {
+		t.Fatal(err)
+	}
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, TableID: 1, Priority: 1, Match: m, Instructions: applyOut(2)})
+}
+
+// sports lists the UDP source ports of frames, in order.
+func sports(frames [][]byte) []uint16 {
+	var s []uint16
+	for _, f := range frames {
+		s = append(s, binary.BigEndian.Uint16(f[14+20:]))
+	}
+	return s
+}
+
+// fill puts frames into a batcher as RunPort does.
+func fill(t *testing.T, b *batcher, frames [][]byte) {
+	now := time.Now()
+	for _, f := range frames {
+		if !b.add(&afpacket.Frame{Data: f, Len: len(f), Time: now}, now) {
+			t.Fatal("frame refused")
+		}
+	}
+}
+
+// TestAsyncSameFatesInOrder runs the same frames from several receive
+// queues through the synchronous path and through queue runners over a
+// Coalescer (several queues at once, shared batches): every frame meets
+// the same fate, each output port gets each queue's frames in the order
+// they arrived, the counters agree, and every frame's latency is recorded.
+func TestAsyncSameFatesInOrder(t *testing.T) {
+	testAsyncSameFates(t, newCoalescedRig(t, 3, &gatedLooker{}, 3))
+}
+
+// testAsyncSameFates is TestAsyncSameFatesInOrder on the asynchronous rig
+// async (its tables empty).
+func testAsyncSameFates(t *testing.T, async *rig) {
+	const queues, batches = 4, 12
+	sync0 := newRig(t, 3, FailSecure)
+	installFates(t, sync0)
+	installFates(t, async)
+	in := make([][][][]byte, queues) // queue, batch, frames
+	total := 0
+	for q := range queues {
+		for k := range batches {
+			var fs [][]byte
+			for i := range 1 + (q*7+k*13)%60 {
+				fs = append(fs, flowFrame(t, uint16(q<<12|k<<6|i), 0))
+			}
+			total += len(fs)
+			in[q] = append(in[q], fs)
+		}
+	}
+	copyOf := func(fs [][]byte) [][]byte {
+		var c [][]byte
+		for _, f := range fs {
+			c = append(c, append([]byte(nil), f...))
+		}
+		return c
+	}
+	for q := range queues {
+		for _, fs := range in[q] {
+			sync0.sw.Process(1, copyOf(fs))
+		}
+	}
+	var wg sync.WaitGroup
+	for q := range queues {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			qr := async.sw.newQueueRunner(1, async.sw.cfg.Coalescer)
+			b := <-qr.free
+			for _, fs := range in[q] {
+				fill(t, b, fs)
+				b = qr.hand(b)
+			}
+			qr.stop()
+		}()
+	}
+	wg.Wait()
+	for p := 1; p <= 2; p++ {
+		want, got := sports(sync0.devs[p].take()), sports(async.devs[p].take())
+		if len(want) == 0 {
+			t.Fatalf("port %d: the rule set sends nothing there", p+1)
+		}
+		for q := range uint16(queues) {
+			of := func(s []uint16) []uint16 {
+				return slices.DeleteFunc(slices.Clone(s), func(v uint16) bool { return v>>12 != q })
+			}
+			if w, g := of(want), of(got); !slices.Equal(w, g) {
+				t.Fatalf("port %d, queue %d: got source ports %v, want %v", p+1, q, g, w)
+			}
+		}
+		if len(want) != len(got) {
+			t.Fatalf("port %d: %d frames, want %d", p+1, len(got), len(want))
+		}
+	}
+	if a, b := sync0.sw.Counters().MissDrops, async.sw.Counters().MissDrops; a != b || a == 0 {
+		t.Errorf("table-miss drops: async %d, sync %d (want equal, not 0)", b, a)
+	}
+	if n := async.sw.latency.count.Load(); n != uint64(total) {
+		t.Errorf("latency recorded for %d frames, want %d", n, total)
+	}
+	if s := async.sw.cfg.Coalescer.Stats(); s.Batches == 0 || s.Callers == 0 || s.InFlight != 0 {
+		t.Errorf("coalescer stats %+v", s)
+	}
+}
+
+// TestAsyncReaderRunsAhead: while a batch's lookup is held (a slow
+// device), the queue's reader still hands over batches without waiting
+// until Depth are unfinished (the held one included), and only the next
+// one waits; once the lookup returns, all of
+// them are forwarded in order.
+func TestAsyncReaderRunsAhead(t *testing.T) {
+	const depth = 3
+	gl := &gatedLooker{gate: make(chan struct{})}
+	r := newCoalescedRig(t, 3, gl, depth)
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: applyOut(2)})
+	qr := r.sw.newQueueRunner(1, r.sw.cfg.Coalescer)
+	b := <-qr.free
+	next := uint16(0)
+	hand := func(b *batcher) *batcher {
+		var fs [][]byte
+		for range 5 {
+			fs = append(fs, flowFrame(t, next, 0))
+			next++
+		}
+		fill(t, b, fs)
+		return qr.hand(b)
+	}
+	for i := range depth { // the one in flight, then depth-1 queued
+		done := make(chan *batcher)
+		go func() { done <- hand(b) }()
+		select {
+		case b = <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("hand %d waited while a lookup was held", i)
+		}
+	}
+	blocked := make(chan *batcher)
+	go func() { blocked <- hand(b) }()
+	select {
+	case <-blocked:
+		t.Fatal("the reader ran more than Depth batches ahead")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if n := len(r.devs[1].take()); n != 0 {
+		t.Fatalf("%d frames forwarded while the lookup was held", n)
+	}
+	close(gl.gate)
+	select {
+	case <-blocked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the reader did not go on once the lookup returned")
+	}
+	qr.stop()
+	got := sports(r.devs[1].take())
+	want := make([]uint16, 5*(depth+1))
+	for i := range want {
+		want[i] = uint16(i)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("forwarded %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,363 @@
+package gpu
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gswitch/gswitch/tables/flow"
+)
+
+// FlowLooker is what a Coalescer needs of a backend: a flow lookup (every
+// Backend, and the Engine, has it).
+type FlowLooker interface {
+	LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) error
+}
+
+// deviceServer is what a Coalescer asks of a backend, when it has it,
+// before holding a lookup back: would a batch of n keys of table id go to
+// a device? (Engine.DeviceServes.) A backend without it is always
+// coalesced.
+type deviceServer interface {
+	DeviceServes(id TableID, n int) bool
+}
+
+// DeviceServes reports whether a flow lookup of n keys in table id would
+// go to a device now: n is at least MinBatch and a device in service holds
+// the table. A Coalescer passes lookups of the tables no device serves
+// straight through.
+func (e *Engine) DeviceServes(id TableID, n int) bool { return !e.cpuServes(id, n) }
+
+// Coalescer gathers the flow lookups that concurrent callers (the
+// datapath's goroutines, one per receive queue) make of one table into
+// shared device batches, GSwitch §7.4's dynamic batching across ports and
+// queues: each caller's keys (flow.PackSoA order) are concatenated column
+// by column into one batch, the batch is looked up in one backend call,
+// and each caller gets its slice of the results. A caller blocks in
+// LookupFlow until its results are in; the other goroutines of the
+// datapath go on (reading their rings, running their actions) meanwhile.
+//
+// A pending batch of a table is closed, and looked up, when
+//
+//   - it holds MaxBatch keys or more (full);
+//   - its oldest key has waited MaxDelay;
+//   - it holds MinBatch keys or more and no batch is in flight (group
+//     commit: the keys that come while it is looked up form the next);
+//   - every active caller (see Enter) is blocked in the Coalescer, so that
+//     no further keys can come before something completes, and either no
+//     batch is in flight or the batch holds MinBatch keys or more (a
+//     device-sized batch) and fewer than Depth batches are in flight;
+//   - or it holds MinBatch keys and fewer than Depth batches are in flight
+//     while no caller is registered as active (callers that do not use
+//     Enter).
+//
+// Batches below MinBatch keys are answered by the backend's own rule (the
+// Engine's: on the CPU). A table that no device would serve even a full
+// batch of (Engine.DeviceServes; the CPU backend, a device that failed, a
+// table the device cannot hold) is looked up directly in the caller, with
+// no waiting: the CPU path costs what it cost without a Coalescer.
+//
+// The first caller of a batch (its leader) waits for it to close and runs
+// the backend call; the others wait for its results. Results are exact:
+// every key gets what a lookup of its own batch would have returned, and
+// an error of the shared call is every member's error.
+//
+// Concurrency: one mutex (mu) guards the pending batches and the counters;
+// the backend call runs without it. Safe for concurrent use.
+type Coalescer struct {
+	be  FlowLooker
+	ds  deviceServer // be's, or nil
+	cfg CoalescerConfig
+
+	mu       sync.Mutex
+	pending  map[TableID]*cgroup
+	active   int // callers between Enter and Leave
+	blocked  int // callers inside LookupFlow (pending or in flight)
+	inflight int // batches closed and not yet answered
+	stats    CoalescerStats
+	free     []*cgroup
+	direct   atomic.Uint64 // Stats.Direct (no lock on the direct path)
+}
+
+// CoalescerConfig configures a Coalescer.
+type CoalescerConfig struct {
+	MaxBatch int           // keys per batch at most before it is closed as full (0: 8192)
+	MinBatch int           // the smallest batch worth a device (0: DefaultMinBatch)
+	MaxDelay time.Duration // the longest a key waits for its batch to close (0: 100µs)
+	Depth    int           // batches in flight before a quiescent batch waits (0: 4)
+}
+
+// CoalescerStats counts what a Coalescer did.
+type CoalescerStats struct {
+	Batches  uint64 // shared batches looked up
+	Keys     uint64 // keys in them
+	Callers  uint64 // caller lookups they answered
+	Direct   uint64 // caller lookups passed straight through (no device for the table)
+	ByFull   uint64 // batches closed full
+	ByDelay  uint64 // batches closed by MaxDelay
+	ByQuiet  uint64 // batches closed because every active caller was waiting
+	ByIdle   uint64 // batches of MinBatch keys closed with a device slot free (none in flight, or no caller registered)
+	MaxKeys  int    // the largest batch
+	InFlight int    // batches in flight now
+}
+
+// cgroup is one shared batch: its members' keys and result slices.
+type cgroup struct {
+	table   TableID
+	opened  time.Time
+	n       int
+	width   int // words per key (len(soa)/n of the first member)
+	soas    [][]uint32
+	ns      []int
+	outs    [][]flow.RuleID
+	closed  bool
+	kick    chan struct{} // wakes the leader once the batch is closed (cap 1)
+	done    chan struct{} // closed when the results are in
+	err     error
+	keys    []uint32 // the concatenated columns
+	results []flow.RuleID
+}
+
+// NewCoalescer returns a Coalescer over be.
+func NewCoalescer(be FlowLooker, cfg CoalescerConfig) (*Coalescer, error) {
+	if cfg.MaxBatch < 0 || cfg.MinBatch < 0 || cfg.MaxDelay < 0 || cfg.Depth < 0 {
+		return nil, fmt.Errorf("gpu: coalescer: negative setting in %+v", cfg)
+	}
+	if cfg.MaxBatch == 0 {
+		cfg.MaxBatch = 8192
+	}
+	if cfg.MinBatch == 0 {
+		cfg.MinBatch = DefaultMinBatch
+	}
+	if cfg.MaxDelay == 0 {
+		cfg.MaxDelay = 100 * time.Microsecond
+	}
+	if cfg.Depth == 0 {
+		cfg.Depth = 4
+	}
+	c := &Coalescer{be: be, cfg: cfg, pending: map[TableID]*cgroup{}}
+	c.ds, _ = be.(deviceServer)
+	return c, nil
+}
+
+// Config returns the Coalescer's settings, defaults filled in.
+func (c *Coalescer) Config() CoalescerConfig { return c.cfg }
+
+// Enter registers a caller as active: it will call LookupFlow soon (a
+// datapath goroutine that holds a batch of frames). Every Enter is matched
+// by a Leave once the caller has no more lookups to make for its batch.
+// Active callers let a batch close as soon as all of them are waiting,
+// without waiting out MaxDelay.
+func (c *Coalescer) Enter() {
+	c.mu.Lock()
+	c.active++
+	c.mu.Unlock()
+}
+
+// Leave ends an Enter.
+func (c *Coalescer) Leave() {
+	c.mu.Lock()
+	c.active--
+	c.evaluate()
+	c.mu.Unlock()
+}
+
+// Stats returns the Coalescer's counters.
+func (c *Coalescer) Stats() CoalescerStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.stats
+	s.InFlight = c.inflight
+	s.Direct = c.direct.Load()
+	return s
+}
+
+// LookupFlow classifies n packets whose keys are in soa (flow.PackSoA
+// order over table id's projection: exactly n words per projected word,
+// as PackSoA returns them) into out[0:n], in a shared batch when a device
+// serves the table (see Coalescer).
+func (c *Coalescer) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) error {
+	if n <= 0 || (c.ds != nil && !c.ds.DeviceServes(id, max(c.cfg.MaxBatch, c.cfg.MinBatch))) {
+		if n > 0 {
+			c.direct.Add(1)
+		}
+		return c.be.LookupFlow(id, soa, n, out)
+	}
+	if len(out) < n {
+		return ErrShortOut
+	}
+	if len(soa)%n != 0 {
+		return fmt.Errorf("%w: %d words for %d packets", ErrShortKeys, len(soa), n)
+	}
+	width := len(soa) / n
+	c.mu.Lock()
+	g := c.pending[id]
+	if g != nil && g.width != width {
+		// Keys of another projection (the table was rebuilt between the
+		// members' packing): close the batch, start another.
+		c.close(g)
+		g = nil
+	}
+	leader := g == nil
+	if leader {
+		g = c.newGroup(id, width)
+		c.pending[id] = g
+	}
+	g.soas = append(g.soas, soa)
+	g.ns = append(g.ns, n)
+	g.outs = append(g.outs, out)
+	g.n += n
+	c.blocked++
+	c.evaluate()
+	c.mu.Unlock()
+
+	if !leader {
+		<-g.done
+		err := g.err
+		c.mu.Lock()
+		c.blocked--
+		c.mu.Unlock()
+		return err
+	}
+	c.await(g)
+	c.run(g)
+	c.mu.Lock()
+	c.blocked--
+	c.inflight--
+	c.stats.Batches++
+	c.stats.Keys += uint64(g.n)
+	c.stats.Callers += uint64(len(g.ns))
+	c.stats.MaxKeys = max(c.stats.MaxKeys, g.n)
+	err := g.err
+	close(g.done)
+	c.evaluate()
+	c.mu.Unlock()
+	return err
+}
+
+// newGroup returns an empty batch of table id (mu held).
+func (c *Coalescer) newGroup(id TableID, width int) *cgroup {
+	g := &cgroup{table: id, opened: time.Now(), width: width, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	if k := len(c.free); k > 0 { // reuse the buffers of a finished batch
+		f := c.free[k-1]
+		c.free = c.free[:k-1]
+		g.soas, g.ns, g.outs, g.keys, g.results = f.soas[:0], f.ns[:0], f.outs[:0], f.keys, f.results
+	}
+	return g
+}
+
+// await waits, as g's leader, until g is closed: by evaluate (a kick) or
+// by its delay running out.
+func (c *Coalescer) await(g *cgroup) {
+	wait := c.cfg.MaxDelay - time.Since(g.opened)
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-g.kick:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	c.mu.Lock()
+	if !g.closed {
+		c.stats.ByDelay++
+		c.close(g)
+	}
+	c.mu.Unlock()
+}
+
+// close takes g out of the pending batches and counts it in flight (mu
+// held); its leader runs it.
+func (c *Coalescer) close(g *cgroup) {
+	if g.closed {
+		return
+	}
+	g.closed = true
+	if c.pending[g.table] == g {
+		delete(c.pending, g.table)
+	}
+	c.inflight++
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
+}
+
+// evaluate closes the pending batches that are ready (mu held).
+func (c *Coalescer) evaluate() {
+	quiet := c.active > 0 && c.blocked >= c.active
+	for _, g := range c.pending {
+		switch {
+		case g.n >= c.cfg.MaxBatch:
+			c.stats.ByFull++
+			c.close(g)
+		case quiet && (c.inflight == 0 || g.n >= c.cfg.MinBatch && c.inflight < c.cfg.Depth):
+			c.stats.ByQuiet++
+			c.close(g)
+		case c.inflight == 0 && g.n >= c.cfg.MinBatch:
+			// The device is idle and the batch is worth it: waiting for
+			// the other callers would leave it idle longer (the keys that
+			// come meanwhile form the next batch: group commit).
+			c.stats.ByIdle++
+			c.close(g)
+		case c.active == 0 && g.n >= c.cfg.MinBatch && c.inflight < c.cfg.Depth:
+			c.stats.ByIdle++
+			c.close(g)
+		}
+	}
+}
+
+// run looks g up: one member alone with its own buffers, several through
+// the concatenated columns, the results scattered back.
+func (c *Coalescer) run(g *cgroup) {
+	if len(g.ns) == 1 {
+		g.err = c.be.LookupFlow(g.table, g.soas[0], g.ns[0], g.outs[0])
+		c.recycle(g)
+		return
+	}
+	n, p := g.n, g.width
+	if cap(g.keys) < n*p {
+		g.keys = make([]uint32, n*p)
+	}
+	keys := g.keys[:n*p]
+	off := 0
+	for m, soa := range g.soas {
+		k := g.ns[m]
+		for j := 0; j < p; j++ {
+			copy(keys[j*n+off:j*n+off+k], soa[j*k:(j+1)*k])
+		}
+		off += k
+	}
+	if cap(g.results) < n {
+		g.results = make([]flow.RuleID, n)
+	}
+	res := g.results[:n]
+	g.err = c.be.LookupFlow(g.table, keys, n, res)
+	if g.err == nil {
+		off = 0
+		for m, out := range g.outs {
+			k := g.ns[m]
+			copy(out[:k], res[off:off+k])
+			off += k
+		}
+	}
+	c.recycle(g)
+}
+
+// recycle keeps g's buffers for a later batch (the members' slices are
+// theirs again once done is closed: they are dropped here).
+func (c *Coalescer) recycle(g *cgroup) {
+	f := &cgroup{soas: g.soas, ns: g.ns, outs: g.outs, keys: g.keys, results: g.results}
+	clear(f.soas)
+	clear(f.outs)
+	c.mu.Lock()
+	if len(c.free) < 2*c.cfg.Depth {
+		c.free = append(c.free, f)
+	}
+	c.mu.Unlock()
+}
+
+// Devices returns the number of device backends the Engine was given (in
+// service or not).
+func (e *Engine) Devices() int { return len(e.devs) }
