@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
 	"strings"
 
@@ -46,6 +45,16 @@ const (
 	MaxLayoutSlots = 1 << 24
 )
 
+// Head-room of a device image (NewDevice, and a new generation when the
+// table outgrows the old one): each region gets 1/HeadroomDiv of its size,
+// at least HeadroomMin words, beyond what is in use. A table that grows
+// past it costs one full image; a power-of-two rounding would double the
+// device memory of a large table for little gain.
+const (
+	HeadroomDiv = 16
+	HeadroomMin = 64
+)
+
 // Layout is the device form of a table: the image, and the name table the
 // CPU uses to select each event attribute's constraints (CCM selects by name
 // on the CPU).
@@ -66,8 +75,8 @@ func (t *Table) Layout() *Layout {
 // order: the first numbers the names and counts each name's records and
 // string bytes, the second writes every record at its name's cursor (so
 // that a name's records come out in slot order without sorting). With caps,
-// each region is at least caps[r] words; with room, each region is rounded
-// up to a power of two (head-room).
+// each region is at least caps[r] words; with room, each region gets
+// head-room (HeadroomDiv, HeadroomMin).
 func (t *Table) layoutLocked(caps []int, room bool) *Layout {
 	if len(t.info) > MaxLayoutSlots {
 		panic(fmt.Sprintf("pubsub: %d filter slots do not fit the layout's 24 bits", len(t.info)))
@@ -119,8 +128,8 @@ func (t *Table) layoutLocked(caps []int, room bool) *Layout {
 		if caps != nil && caps[r] > sizes[r] {
 			sizes[r] = caps[r]
 		}
-		if room && sizes[r] > 0 {
-			sizes[r] = 1 << bits.Len(uint(sizes[r]-1))
+		if room {
+			sizes[r] += max(sizes[r]/HeadroomDiv, HeadroomMin)
 		}
 	}
 	im := bubble.NewImage(regionNames, sizes)
@@ -229,8 +238,8 @@ func EvalLayout(l *Layout, e *Event) []uint32 {
 // Device keeps a table's device image in a bubble.Mirror: Update rebuilds
 // the layout and writes it into the mirror word by word, so that a mirror
 // receives bubbles for the words that changed only; regions have head-room
-// (sizes rounded up to a power of two), and a table that outgrows them gets
-// a new generation (a full image).
+// (a sixteenth of their size), and a table that outgrows them gets a new
+// generation (a full image).
 type Device struct {
 	m     *bubble.Mirror
 	names map[string]uint32
