@@ -166,3 +166,35 @@ func referenceLayout(t *Table) *Layout {
 }
 
 func floatBits(f float64) uint64 { return math.Float64bits(f) }
+
+// TestRadixSortRefs compares the radix sort with a stable comparison sort
+// on keys that differ in a few bytes, in all, and in none.
+func TestRadixSortRefs(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	for _, mask := range [][2]uint64{{0xff, 0x3<<40 | 0xff00}, {^uint64(0), ^uint64(0)}, {0, 0}, {1 << 63, 0}} {
+		refs := make([]slotRef, 5000)
+		for i := range refs {
+			refs[i] = slotRef{hi: r.Uint64() & mask[0], lo: r.Uint64() & mask[1], idx: uint32(i)}
+		}
+		want := slices.Clone(refs)
+		slices.SortStableFunc(want, func(a, b slotRef) int {
+			if a.hi != b.hi {
+				return cmpU64(a.hi, b.hi)
+			}
+			return cmpU64(a.lo, b.lo)
+		})
+		if got := radixSortRefs(refs); !slices.Equal(got, want) {
+			t.Fatalf("mask %#x: radix sort differs from a stable sort", mask)
+		}
+	}
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

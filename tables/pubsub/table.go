@@ -348,30 +348,45 @@ type slotRef struct {
 }
 
 // radixSortRefs sorts refs by (hi, lo), stably (least significant byte
-// first, skipping the bytes every key shares); it may return the scratch
-// array.
+// first, over the bytes in which some keys differ); it may return the
+// scratch array.
 func radixSortRefs(refs []slotRef) []slotRef {
-	var hist [16][256]int
+	andLo, orLo, andHi, orHi := ^uint64(0), uint64(0), ^uint64(0), uint64(0)
+	for i := range refs {
+		andLo &= refs[i].lo
+		orLo |= refs[i].lo
+		andHi &= refs[i].hi
+		orHi |= refs[i].hi
+	}
+	var pass []int // byte positions 0..15 (8.. for hi) that vary
+	for b := 0; b < 8; b++ {
+		if byte((andLo^orLo)>>(8*b)) != 0 {
+			pass = append(pass, b)
+		}
+	}
+	for b := 0; b < 8; b++ {
+		if byte((andHi^orHi)>>(8*b)) != 0 {
+			pass = append(pass, 8+b)
+		}
+	}
+	if len(pass) == 0 {
+		return refs
+	}
+	hist := make([][256]int, len(pass))
 	for i := range refs {
 		hi, lo := refs[i].hi, refs[i].lo
-		for b := 0; b < 8; b++ {
-			hist[b][byte(lo>>(8*b))]++
-			hist[8+b][byte(hi>>(8*b))]++
+		for p, b := range pass {
+			if b < 8 {
+				hist[p][byte(lo>>(8*b))]++
+			} else {
+				hist[p][byte(hi>>(8*(b-8)))]++
+			}
 		}
 	}
 	tmp := make([]slotRef, len(refs))
 	src, dst := refs, tmp
-	for b := 0; b < 16; b++ {
-		h := &hist[b]
-		var key uint64
-		if b < 8 {
-			key = src[0].lo >> (8 * b)
-		} else {
-			key = src[0].hi >> (8 * (b - 8))
-		}
-		if h[byte(key)] == len(src) {
-			continue // every key has this byte
-		}
+	for p, b := range pass {
+		h := &hist[p]
 		sum := 0
 		for v := range h {
 			sum, h[v] = sum+h[v], sum
@@ -379,16 +394,16 @@ func radixSortRefs(refs []slotRef) []slotRef {
 		if b < 8 {
 			sh := 8 * b
 			for _, r := range src {
-				p := &h[byte(r.lo>>sh)]
-				dst[*p] = r
-				*p++
+				q := &h[byte(r.lo>>sh)]
+				dst[*q] = r
+				*q++
 			}
 		} else {
 			sh := 8 * (b - 8)
 			for _, r := range src {
-				p := &h[byte(r.hi>>sh)]
-				dst[*p] = r
-				*p++
+				q := &h[byte(r.hi>>sh)]
+				dst[*q] = r
+				*q++
 			}
 		}
 		src, dst = dst, src
