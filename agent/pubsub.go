@@ -130,7 +130,10 @@ func (d *Agent) startPubSub() error {
 	}
 	var matcher eventfwd.Matcher = p.table
 	var barrier func(context.Context) error
-	if d.st.Backend != "cpu" {
+	switch {
+	case d.st.Backend == "gpu" && !eventDeviceBuilt:
+		return fmt.Errorf("pubsub: the GPU matcher: %w", gpu.ErrNoCUDA)
+	case d.st.Backend != "cpu" && eventDeviceBuilt:
 		h, err := eventfwd.NewHybrid(eventfwd.HybridConfig{Table: p.table, MinBatch: d.st.PubSub.MinBatch, Log: d.log,
 			Open: func(l *pubsub.Layout) (eventfwd.Device, error) { return openEventDevice(l) }})
 		switch {
@@ -180,9 +183,13 @@ func (d *Agent) startPubSub() error {
 	return nil
 }
 
-// openEventDevice opens the GPU matcher (a variable: tests put in a Go
-// device).
-var openEventDevice = func(l *pubsub.Layout) (eventfwd.Device, error) { return gpu.OpenEventDevice(l) }
+// openEventDevice opens the GPU matcher, and eventDeviceBuilt says whether
+// this build has one (variables: tests put in a Go device). Without one,
+// no device layout is built.
+var (
+	openEventDevice  = func(l *pubsub.Layout) (eventfwd.Device, error) { return gpu.OpenEventDevice(l) }
+	eventDeviceBuilt = gpu.EventDeviceBuilt
+)
 
 // backend names what matches the events: "cpu", or the device's name
 // and description.

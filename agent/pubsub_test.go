@@ -149,9 +149,9 @@ func TestPubSubAgentDevice(t *testing.T) {
 		t.Skip("an AF_PACKET port needs root")
 	}
 	run := func(open func(*pubsub.Layout) (eventfwd.Device, error)) (*Agent, *ctl.Client) {
-		saved := openEventDevice
-		openEventDevice = open
-		t.Cleanup(func() { openEventDevice = saved })
+		saved, built := openEventDevice, eventDeviceBuilt
+		openEventDevice, eventDeviceBuilt = open, true
+		t.Cleanup(func() { openEventDevice, eventDeviceBuilt = saved, built })
 		dir := t.TempDir()
 		cfg := testConfig(dir)
 		cfg.Backend = "auto"

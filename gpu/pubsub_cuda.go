@@ -104,6 +104,10 @@ func (c *CUDA) PubsubMatcher(l *pubsub.Layout, streams int) (*CUDAMatcher, error
 	return m, nil
 }
 
+// EventDeviceBuilt says whether OpenEventDevice can open a device in this
+// build.
+const EventDeviceBuilt = true
+
 // OpenEventDevice opens device 0 and a matcher of layout l on it (its own
 // CUDA context, closed with the matcher): the device gswitchd's event
 // forwarding matches on.
