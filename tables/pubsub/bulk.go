@@ -44,7 +44,12 @@ type bulk struct {
 	svals   []string
 }
 
-func newBulk() *bulk { return &bulk{seed: maphash.MakeSeed()} }
+// newBulk returns a bulk with room for ints integer and strs string
+// entries.
+func newBulk(ints, strs int) *bulk {
+	return &bulk{seed: maphash.MakeSeed(), ints: make([]slotRef, 0, ints), strs: make([]slotRef, 0, strs),
+		sslots: make([]uint32, 0, strs), svals: make([]string, 0, strs)}
+}
 
 // bulkKind returns the hashed structure constraint c goes to, or -1.
 func bulkKind(c *Constraint) int {

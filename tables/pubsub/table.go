@@ -211,7 +211,8 @@ func (t *Table) addLocked(specs []Spec) []ID {
 		t.addToPort(sub)
 		ids[i] = sub.id
 	}
-	for _, fi := range t.slotOrder(fstore) {
+	order, nInts, nStrs := t.slotOrder(fstore)
+	for _, fi := range order {
 		sflat[fi] = t.allocSlot()
 	}
 	// Filters in input order (their constraints are read in memory order).
@@ -219,7 +220,7 @@ func (t *Table) addLocked(specs []Spec) []ID {
 	var last *nameIdx // the previous counted constraint's name
 	var bk *bulk
 	if len(fstore) >= bulkMin {
-		bk = newBulk()
+		bk = newBulk(nInts, nStrs)
 	}
 	lastPort, lastPI := uint32(0), uint32(0)
 	for fi, f := range fstore {
@@ -300,7 +301,10 @@ func (t *Table) dropFromPort(sub *subscription) {
 // type, operator, value), so that the entries of one index array point at
 // neighbouring slots and counting walks memory nearly in order. Free slots
 // are handed out first, in this order too.
-func (t *Table) slotOrder(fs []Filter) []uint32 {
+//
+// It also counts the filters' indexed constraints that go to the hashed
+// structures (integer and string keys), to size a bulk.
+func (t *Table) slotOrder(fs []Filter) (order []uint32, nInts, nStrs int) {
 	// The order is a locality heuristic, so the sort key is approximate and
 	// cheap: name (numbered in order of appearance), type, operator, and 64
 	// order-preserving bits of the value; ties keep the input order.
@@ -309,11 +313,23 @@ func (t *Table) slotOrder(fs []Filter) []uint32 {
 	lastName, lastOrd := "", uint64(0)
 	for fi, f := range fs {
 		best, _ := filterRank(f)
+		first := true
 		for k := range f {
 			c := &f[k]
 			if rank(c) != best {
 				continue
 			}
+			switch bulkKind(c) {
+			case -1:
+			case bkEqInt:
+				nInts++
+			default:
+				nStrs++
+			}
+			if !first {
+				continue
+			}
+			first = false
 			o := lastOrd
 			if c.Name != lastName || fi == 0 {
 				var ok bool
@@ -324,7 +340,6 @@ func (t *Table) slotOrder(fs []Filter) []uint32 {
 				lastName, lastOrd = c.Name, o
 			}
 			refs[fi] = slotRef{o<<16 | uint64(c.Value.Type)<<8 | uint64(c.Op), valueKey(c.Value), uint32(fi)}
-			break
 		}
 	}
 	if len(refs) > 64 {
@@ -335,11 +350,11 @@ func (t *Table) slotOrder(fs []Filter) []uint32 {
 		t.meta = slices.Grow(t.meta, grow)
 		t.dead = slices.Grow(t.dead, grow)
 	}
-	out := make([]uint32, len(refs))
+	order = make([]uint32, len(refs))
 	for i, r := range refs {
-		out[i] = r.idx
+		order[i] = r.idx
 	}
-	return out
+	return order, nInts, nStrs
 }
 
 type slotRef struct {
