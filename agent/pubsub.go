@@ -14,6 +14,7 @@ import (
 	"github.com/gswitch/gswitch/agent/ctl"
 	"github.com/gswitch/gswitch/controlproto/pubsubapi"
 	"github.com/gswitch/gswitch/datapath/eventfwd"
+	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/pubsub"
 )
 
@@ -33,6 +34,10 @@ type PubSubConfig struct {
 	// APIListen is the gRPC subscription service's address, HOST:PORT;
 	// empty or off: no service.
 	APIListen string `yaml:"api_listen"`
+	// MinBatch: with a GPU (backend auto or gpu, a CUDA build), received
+	// batches of at least this many events are matched on the device,
+	// smaller ones on the CPU; 0: eventfwd.DefaultMinBatch (16).
+	MinBatch int `yaml:"min_batch"`
 }
 
 // pubsubSettings is a checked PubSubConfig.
@@ -88,6 +93,9 @@ func checkPubSub(c *Config) (pubsubSettings, error) {
 		}
 	}
 	st.specs = specs
+	if p.MinBatch < 0 {
+		return pubsubSettings{}, configErr("pubsub min_batch %d: want at least 0 (0: %d)", p.MinBatch, eventfwd.DefaultMinBatch)
+	}
 	if p.APIListen != "" && p.APIListen != "off" {
 		if _, _, err := net.SplitHostPort(p.APIListen); err != nil {
 			return pubsubSettings{}, configErr("pubsub api_listen %q: want HOST:PORT or off", p.APIListen)
@@ -101,6 +109,7 @@ func checkPubSub(c *Config) (pubsubSettings, error) {
 // service with its listener.
 type pubsubPart struct {
 	table *pubsub.Table
+	dev   *eventfwd.Hybrid // nil: the CPU matches every batch
 	stage *eventfwd.Stage
 	api   *pubsubapi.Server
 	apiL  net.Listener
@@ -119,8 +128,26 @@ func (d *Agent) startPubSub() error {
 	if _, err := p.table.AddSpecs(ps.specs); err != nil {
 		return fmt.Errorf("pubsub: %w", err)
 	}
+	var matcher eventfwd.Matcher = p.table
+	var barrier func(context.Context) error
+	switch {
+	case d.st.Backend == "gpu" && !eventDeviceBuilt:
+		return fmt.Errorf("pubsub: the GPU matcher: %w", gpu.ErrNoCUDA)
+	case d.st.Backend != "cpu" && eventDeviceBuilt:
+		h, err := eventfwd.NewHybrid(eventfwd.HybridConfig{Table: p.table, MinBatch: d.st.PubSub.MinBatch, Log: d.log,
+			Open: func(l *pubsub.Layout) (eventfwd.Device, error) { return openEventDevice(l) }})
+		switch {
+		case err == nil:
+			p.dev, matcher, barrier = h, h, h.Sync
+		case d.st.Backend == "gpu":
+			return fmt.Errorf("pubsub: the GPU matcher: %w", err)
+		default:
+			d.log.Warn("pubsub: no GPU matcher; events are matched on the CPU", "err", err)
+		}
+	}
 	var err error
-	if p.stage, err = eventfwd.New(eventfwd.Config{UDPPort: uint16(d.st.PubSub.UDPPort), Matcher: p.table, Out: d.sw}); err != nil {
+	if p.stage, err = eventfwd.New(eventfwd.Config{UDPPort: uint16(d.st.PubSub.UDPPort), Matcher: matcher, Out: d.sw}); err != nil {
+		p.close()
 		return err
 	}
 	for _, no := range p.ports {
@@ -128,7 +155,7 @@ func (d *Agent) startPubSub() error {
 			return err
 		}
 	}
-	p.api, err = pubsubapi.New(pubsubapi.Config{Table: p.table,
+	p.api, err = pubsubapi.New(pubsubapi.Config{Table: p.table, Barrier: barrier,
 		Port: func(no uint32) error {
 			if d.ports[no] == nil {
 				return errors.New("not a port of this switch")
@@ -141,17 +168,43 @@ func (d *Agent) startPubSub() error {
 				Matched: k.Matched, Delivered: k.Delivered, PortDeliveries: k.PortDeliveries}
 		}})
 	if err != nil {
+		p.close()
 		return err
 	}
 	if l := d.st.PubSub.APIListen; l != "" && l != "off" {
 		if p.apiL, err = net.Listen("tcp", l); err != nil {
+			p.close()
 			return fmt.Errorf("pubsub api_listen: %w", err)
 		}
 	}
 	d.ps = p
 	d.log.Info("pubsub: content-based forwarding on", "udp_port", d.st.PubSub.UDPPort, "ports", p.ports,
-		"subscriptions", len(ps.specs), "api", addrOf(p.apiL))
+		"subscriptions", len(ps.specs), "api", addrOf(p.apiL), "matcher", p.backend())
 	return nil
+}
+
+// openEventDevice opens the GPU matcher, and eventDeviceBuilt says whether
+// this build has one (variables: tests put in a Go device). Without one,
+// no device layout is built.
+var (
+	openEventDevice  = func(l *pubsub.Layout) (eventfwd.Device, error) { return gpu.OpenEventDevice(l) }
+	eventDeviceBuilt = gpu.EventDeviceBuilt
+)
+
+// backend names what matches the events: "cpu", or the device's name
+// and description.
+func (p *pubsubPart) backend() string {
+	if p.dev == nil || p.dev.Backend() == "cpu" {
+		return "cpu"
+	}
+	return p.dev.Backend() + ": " + p.dev.Counters().Device
+}
+
+// close closes the device matcher (the CPU serves from then on).
+func (p *pubsubPart) close() {
+	if p.dev != nil {
+		p.dev.Close()
+	}
 }
 
 // runPubSub starts the API server's goroutine.
@@ -162,10 +215,13 @@ func (d *Agent) runPubSub(ctx context.Context, goRun func(string, func() error))
 	goRun("pubsub api", func() error { return d.ps.api.Serve(ctx, d.ps.apiL) })
 }
 
-// closePubSub closes the API's listener.
+// closePubSub closes the API's listener and the device matcher.
 func (d *Agent) closePubSub() {
 	if d.ps != nil && d.ps.apiL != nil {
 		d.ps.apiL.Close()
+	}
+	if d.ps != nil {
+		d.ps.close()
 	}
 }
 
@@ -216,7 +272,12 @@ func (s ctlSource) PubSub() ctl.PubSubInfo {
 	if p == nil {
 		return ctl.PubSubInfo{Counters: eventfwd.Counters{PortDeliveries: map[uint32]uint64{}}}
 	}
-	info := ctl.PubSubInfo{Enabled: true, UDPPort: p.stage.UDPPort(), Ports: p.ports, Table: p.table.Stats(), Counters: p.stage.Counters()}
+	info := ctl.PubSubInfo{Enabled: true, UDPPort: p.stage.UDPPort(), Ports: p.ports, Table: p.table.Stats(), Counters: p.stage.Counters(),
+		Matcher: p.backend()}
+	if p.dev != nil {
+		k := p.dev.Counters()
+		info.Device = &k
+	}
 	if a := addrOf(p.apiL); a != nil {
 		info.APIListen = a.String()
 	}

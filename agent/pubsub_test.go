@@ -15,6 +15,10 @@ import (
 
 	"github.com/gswitch/gswitch/agent/ctl"
 	"github.com/gswitch/gswitch/controlproto/pubsubapi"
+	"github.com/gswitch/gswitch/datapath/eventfwd"
+	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/bubble"
+	"github.com/gswitch/gswitch/tables/pubsub"
 )
 
 func TestPubSubConfig(t *testing.T) {
@@ -131,5 +135,57 @@ func TestPubSubOff(t *testing.T) {
 	info, err := cl.PubSub(context.Background())
 	if err != nil || info.Enabled || a.PubSubTable() != nil {
 		t.Fatalf("/v1/pubsub without pubsub: %+v %v", info, err)
+	}
+}
+
+// TestPubSubAgentDevice runs the agent with backend auto and a Go device
+// in place of the GPU matcher (gpu.LayoutDevice: the kernel's computation
+// over the mirrored layout words): /v1/pubsub names it, and a subscription
+// acknowledged by the API has reached it as a layout update (the barrier).
+// Without a device (this build's gpu.OpenEventDevice), auto falls back to
+// the CPU.
+func TestPubSubAgentDevice(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("an AF_PACKET port needs root")
+	}
+	run := func(open func(*pubsub.Layout) (eventfwd.Device, error)) (*Agent, *ctl.Client) {
+		saved, built := openEventDevice, eventDeviceBuilt
+		openEventDevice, eventDeviceBuilt = open, true
+		t.Cleanup(func() { openEventDevice, eventDeviceBuilt = saved, built })
+		dir := t.TempDir()
+		cfg := testConfig(dir)
+		cfg.Backend = "auto"
+		cfg.Ports = []PortConfig{{Number: 1, Interface: "lo"}}
+		cfg.PubSub = PubSubConfig{UDPPort: 7400, Subscriptions: []string{"1: x > 5"}, APIListen: "127.0.0.1:0", MinBatch: 4}
+		a, err := New(cfg, quietLog())
+		if err != nil {
+			t.Fatal(err)
+		}
+		startAgent(t, a)
+		cl := ctl.NewClient(a.CtlSocket())
+		t.Cleanup(func() { cl.Close() })
+		return a, cl
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, cl := run(func(l *pubsub.Layout) (eventfwd.Device, error) {
+		d := &gpu.LayoutDevice{}
+		return d, d.Update(bubble.Update{Full: l.Image.Clone()}, l.Names)
+	})
+	cc, err := grpc.DialContext(ctx, a.PubSubAPIAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	if _, err := pubsubapi.NewPubSubClient(cc).Subscribe(ctx, &pubsubapi.SubscribeRequest{Port: 1, Predicate: `s *= "b"`}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := cl.PubSub(ctx)
+	if err != nil || !strings.HasPrefix(info.Matcher, "layout: ") || info.Device == nil || info.Device.Updates != 1 || info.Device.MinBatch != 4 {
+		t.Fatalf("/v1/pubsub with a device: matcher %q, device %+v, %v", info.Matcher, info.Device, err)
+	}
+	_, cl = run(func(l *pubsub.Layout) (eventfwd.Device, error) { return gpu.OpenEventDevice(l) })
+	if info, err := cl.PubSub(ctx); err != nil || (info.Matcher != "cpu" && !strings.HasPrefix(info.Matcher, "cuda")) {
+		t.Fatalf("/v1/pubsub, auto: matcher %q, %v", info.Matcher, err)
 	}
 }

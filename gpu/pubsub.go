@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/gswitch/gswitch/tables/bubble"
 	"github.com/gswitch/gswitch/tables/pubsub"
 )
 
@@ -154,3 +155,66 @@ func trailingZeros(x uint32) int {
 }
 
 var _ EventMatcher = CPUEventMatcher{}
+
+// EventDevice is a matcher that holds a copy of a subscription table's
+// device layout (pubsub.Device) and is kept up to date with its bubble
+// updates: what gswitchd's event forwarding matches batches on
+// (datapath/eventfwd.Hybrid). OpenEventDevice opens the CUDA one;
+// LayoutDevice is its Go twin (no device).
+type EventDevice interface {
+	EventMatcher
+	// Update applies u (a full image, or bubbles of the generation held)
+	// and the layout's name table; batches matched after it returns see
+	// it. It is not called concurrently with Match.
+	Update(u bubble.Update, names map[string]uint32) error
+	// Describe says how the device matches.
+	Describe() string
+}
+
+// LayoutDevice is an EventDevice without a device: it keeps the image by
+// applying the updates (bubble.Update.ApplyTo) and matches each event from
+// the words alone (pubsub.EvalLayout, what the kernel computes). Tests use
+// it to check the bubble path end to end without a GPU.
+type LayoutDevice struct {
+	img   *bubble.Image
+	names map[string]uint32
+}
+
+// Name returns "layout".
+func (d *LayoutDevice) Name() string { return "layout" }
+
+// Describe says what it is.
+func (d *LayoutDevice) Describe() string {
+	n := 0
+	if d.img != nil {
+		n = d.img.Bytes()
+	}
+	return fmt.Sprintf("layout words in Go (pubsub.EvalLayout), %d bytes", n)
+}
+
+// Update applies u.
+func (d *LayoutDevice) Update(u bubble.Update, names map[string]uint32) error {
+	if err := u.ApplyTo(&d.img); err != nil {
+		return err
+	}
+	d.names = names
+	return nil
+}
+
+// Match evaluates each event from the words.
+func (d *LayoutDevice) Match(evs []pubsub.Event, out [][]uint32) ([][]uint32, error) {
+	if d.img == nil {
+		return out[:0], fmt.Errorf("gpu: layout device: no image")
+	}
+	l := &pubsub.Layout{Image: d.img, Names: d.names}
+	out = out[:0]
+	for i := range evs {
+		out = append(out, pubsub.EvalLayout(l, &evs[i]))
+	}
+	return out, nil
+}
+
+// Close does nothing.
+func (d *LayoutDevice) Close() error { return nil }
+
+var _ EventDevice = (*LayoutDevice)(nil)

@@ -11,6 +11,7 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/gswitch/gswitch/kernels"
+	"github.com/gswitch/gswitch/tables/bubble"
 	"github.com/gswitch/gswitch/tables/pubsub"
 )
 
@@ -46,6 +47,11 @@ type CUDAMatcher struct {
 	block     int
 	grid      int
 	portWords int
+	host      *bubble.Image // the loaded image (Update applies bubbles to it)
+
+	owned  bool       // Close closes c too (OpenEventDevice made it)
+	poolMu sync.Mutex // guards pool
+	pool   []*EventBatch
 }
 
 type eventTwin struct {
@@ -89,13 +95,99 @@ func (c *CUDA) PubsubMatcher(l *pubsub.Layout, streams int) (*CUDAMatcher, error
 			}
 			m.streams = append(m.streams, s)
 		}
-		return m.load(l)
+		return m.load(&pubsub.Layout{Image: l.Image.Clone(), Names: l.Names})
 	})
 	if err != nil {
 		m.Close()
 		return nil, err
 	}
 	return m, nil
+}
+
+// EventDeviceBuilt says whether OpenEventDevice can open a device in this
+// build.
+const EventDeviceBuilt = true
+
+// OpenEventDevice opens device 0 and a matcher of layout l on it (its own
+// CUDA context, closed with the matcher): the device gswitchd's event
+// forwarding matches on.
+func OpenEventDevice(l *pubsub.Layout) (EventDevice, error) {
+	c, err := NewCUDA(0)
+	if err != nil {
+		return nil, err
+	}
+	m, err := c.PubsubMatcher(l, 4)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	m.owned = true
+	return m, nil
+}
+
+// Update brings the device's layout up to date: a full image is loaded
+// anew; bubbles are written into the kept image and each region's span of
+// changed words is copied to the device (a change of the counters' width,
+// a filter past 15 constraints, reloads it all). It waits for the queued
+// batches first; it must not run concurrently with Match, Submit or Wait.
+func (m *CUDAMatcher) Update(u bubble.Update, names map[string]uint32) error {
+	return m.c.do(func() error {
+		for _, s := range m.streams {
+			if err := s.Synchronize(); err != nil {
+				return err
+			}
+		}
+		if u.Full != nil {
+			return m.load(&pubsub.Layout{Image: u.Full, Names: names})
+		}
+		if m.host == nil || m.host.Generation != u.Generation {
+			return fmt.Errorf("%w: pubsub bubbles of generation %d for a device layout of another", ErrBadUpdate, u.Generation)
+		}
+		if err := m.host.Apply(u.Bubbles); err != nil {
+			return fmt.Errorf("%w: %v", ErrBadUpdate, err)
+		}
+		m.names = names
+		w := m.host.Words
+		maxNeed := uint32(0)
+		for _, f := range w[pubsub.RegionFilters] {
+			maxNeed = max(maxNeed, f&0xff)
+		}
+		if (maxNeed <= 15) != (m.cntBits == 4) {
+			return m.load(&pubsub.Layout{Image: m.host, Names: names})
+		}
+		lo, hi := make([]int, len(w)), make([]int, len(w))
+		for r := range w {
+			lo[r], hi[r] = len(w[r]), -1
+		}
+		for _, b := range u.Bubbles {
+			r, o := int(b.Region), int(b.Offset)
+			lo[r], hi[r] = min(lo[r], o), max(hi[r], o)
+		}
+		for r := range w {
+			if hi[r] < lo[r] {
+				continue
+			}
+			if err := upload(m.img.p+cu.DevicePtr(4*(m.base[r]+int64(lo[r]))), w[r][lo[r]:hi[r]+1]); err != nil {
+				return fmt.Errorf("gpu: cuda: %v", err)
+			}
+		}
+		m.ports = append(m.ports[:0], w[pubsub.RegionPorts]...)
+		return nil
+	})
+}
+
+// dropPool frees the pooled batches (on the owning goroutine: their port
+// words may be of the layout being replaced).
+func (m *CUDAMatcher) dropPool() {
+	m.poolMu.Lock()
+	pool := m.pool
+	m.pool = nil
+	m.poolMu.Unlock()
+	for _, b := range pool {
+		if t, ok := b.impl.(*eventTwin); ok {
+			t.release(m.c)
+		}
+	}
 }
 
 // Load replaces the layout (after every queued batch is done).
@@ -106,11 +198,12 @@ func (m *CUDAMatcher) Load(l *pubsub.Layout) error {
 				return err
 			}
 		}
-		return m.load(l)
+		return m.load(&pubsub.Layout{Image: l.Image.Clone(), Names: l.Names})
 	})
 }
 
-// load runs on the owning goroutine.
+// load runs on the owning goroutine. The matcher keeps l's image (Update
+// writes bubbles into it): callers hand over an image they do not write.
 func (m *CUDAMatcher) load(l *pubsub.Layout) error {
 	w := l.Image.Words
 	if len(w) != 6 || len(w[pubsub.RegionHeader]) < pubsub.HeaderWords || w[pubsub.RegionHeader][pubsub.HdrMagic] != pubsub.LayoutMagic {
@@ -123,6 +216,8 @@ func (m *CUDAMatcher) load(l *pubsub.Layout) error {
 	}
 	m.c.free(&m.img)
 	m.c.free(&m.gcnt)
+	m.host = l.Image
+	m.dropPool()
 	var err error
 	// 2 words of padding: the kernel reads a short constraint string as the
 	// 3 words that hold it, which may reach past the strings region.
@@ -343,16 +438,42 @@ func (m *CUDAMatcher) Wait(b *EventBatch) error {
 	return b.err
 }
 
-// Match encodes evs into batches of up to 16K events, matches them and
-// decodes the ports.
+// matchBatchEvents is the capacity of Match's batches.
+const matchBatchEvents = 16 << 10
+
+func (m *CUDAMatcher) getBatch() (*EventBatch, error) {
+	m.poolMu.Lock()
+	if n := len(m.pool); n > 0 {
+		b := m.pool[n-1]
+		m.pool = m.pool[:n-1]
+		m.poolMu.Unlock()
+		return b, nil
+	}
+	m.poolMu.Unlock()
+	return m.NewEventBatch(matchBatchEvents, 8*matchBatchEvents, 64*matchBatchEvents)
+}
+
+func (m *CUDAMatcher) putBatch(b *EventBatch) {
+	m.poolMu.Lock()
+	if len(m.pool) < 16 && b.PortWords == m.portWords {
+		m.pool = append(m.pool, b)
+		m.poolMu.Unlock()
+		return
+	}
+	m.poolMu.Unlock()
+	m.FreeEventBatch(b)
+}
+
+// Match encodes evs into batches of up to 16K events (page-locked batches
+// kept for reuse), matches them and decodes the ports. Several goroutines
+// may call it at once (each batch goes to the next stream).
 func (m *CUDAMatcher) Match(evs []pubsub.Event, out [][]uint32) ([][]uint32, error) {
 	out = out[:0]
-	const per = 16 << 10
-	b, err := m.NewEventBatch(min(max(len(evs), 1), per), 8*per, 64*per)
+	b, err := m.getBatch()
 	if err != nil {
 		return out, err
 	}
-	defer m.FreeEventBatch(b)
+	defer m.putBatch(b)
 	for len(evs) > 0 {
 		k := EncodeEvents(b, m.names, evs)
 		if k == 0 {
@@ -397,6 +518,7 @@ func (m *CUDAMatcher) KernelTime(b *EventBatch, iters int) (float64, error) {
 func (m *CUDAMatcher) Close() error {
 	m.once.Do(func() {
 		m.c.do(func() error {
+			m.dropPool()
 			for i := range m.streams {
 				m.streams[i].Destroy()
 			}
@@ -408,8 +530,11 @@ func (m *CUDAMatcher) Close() error {
 			}
 			return nil
 		})
+		if m.owned {
+			m.c.Close()
+		}
 	})
 	return nil
 }
 
-var _ EventMatcher = (*CUDAMatcher)(nil)
+var _ EventDevice = (*CUDAMatcher)(nil)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gswitch/gswitch/tables/bubble"
 	"github.com/gswitch/gswitch/tables/pubsub"
 )
 
@@ -217,4 +218,70 @@ func TestCUDAPubsubScenario(t *testing.T) {
 	ms1, _ := m.KernelTime(b, 100)
 	t.Logf("BENCH pubsub CCM default single event on %s: latency p50 %.1f µs, p99 %.1f µs (encode, copy in, kernel, copy out, decode); kernel alone %.1f µs",
 		c.Device(), float64(lat[len(lat)/2].Nanoseconds())/1e3, float64(lat[len(lat)*99/100].Nanoseconds())/1e3, ms1*1e3)
+}
+
+// TestCUDAPubsubUpdate keeps the device's layout up to date through the
+// table's bubble updates (CUDAMatcher.Update, the path gswitchd takes) over
+// rounds of adds and removals, and compares the GPU with the CPU matcher
+// after each; a filter of 20 constraints at the end widens the counters to
+// 8 bits (a reload from the kept image).
+func TestCUDAPubsubUpdate(t *testing.T) {
+	c := newTestCUDA(t)
+	rng := rand.New(rand.NewPCG(21, 22))
+	specs, evs := randomPubsub(rng, 20, 2000, 5, 3000)
+	more, _ := randomPubsub(rng, 20, 200, 5, 0)
+	tb := pubsubTable(t, specs)
+	dev := pubsub.NewDevice(tb)
+	dev.Mirror().Sync()
+	m, err := c.PubsubMatcher(dev.Layout(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	full, bubbles := 0, 0
+	for round := 0; round < 20; round++ {
+		if round%3 != 2 {
+			s := more[rng.IntN(len(more))]
+			if _, err := tb.Add(s.Port, s.Filters); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			subs := tb.List()
+			for i := 0; i < 5; i++ {
+				tb.Remove(subs[rng.IntN(len(subs))].ID)
+			}
+		}
+		u := dev.Update(tb)
+		if u.Full != nil {
+			full++
+		} else {
+			bubbles += len(u.Bubbles)
+		}
+		if err := m.Update(u, dev.Layout().Names); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		comparePubsub(t, fmt.Sprintf("update round %d", round), m, tb, evs)
+	}
+	if bubbles == 0 {
+		t.Error("no update went out as bubbles")
+	}
+	var wide pubsub.Filter
+	for i := 0; i < 20; i++ {
+		wide = append(wide, pubsub.Constraint{Name: fmt.Sprintf("n%d", i%12), Op: pubsub.OpNe, Value: pubsub.Int(int64(100 + i))})
+	}
+	if _, err := tb.Add(3, []pubsub.Filter{wide}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Update(dev.Update(tb), dev.Layout().Names); err != nil {
+		t.Fatal(err)
+	}
+	if m.cntBits != 8 {
+		t.Errorf("counters of %d bits after a filter of 20 constraints", m.cntBits)
+	}
+	comparePubsub(t, "after a wide filter", m, tb, evs)
+	// A stale generation is refused.
+	if err := m.Update(bubble.Update{Generation: 99, Bubbles: []bubble.Bubble{{}}}, dev.Layout().Names); err == nil {
+		t.Error("bubbles of another generation accepted")
+	}
+	t.Logf("%d full images, %d bubbles", full, bubbles)
 }

@@ -16,6 +16,10 @@ type PubSubInfo struct {
 	APIListen string   // the gRPC subscription service's address; "" when off
 	Table     pubsub.Stats
 	Counters  eventfwd.Counters
+	// Matcher names what matches the events: "cpu", or the device (its
+	// name and description); Device has its counters when there is one.
+	Matcher string
+	Device  *eventfwd.HybridCounters `json:",omitempty"`
 	// Subscriptions are the subscriptions with their match counters.
 	Subscriptions []PubSubSubscription
 }

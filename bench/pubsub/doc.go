@@ -42,8 +42,12 @@
 //   - check: --check events compared with the brute-force evaluator
 //     (pubsub.BruteMatch); a mismatch fails the run (exit 1).
 //
-// The GPU matcher (CCM's kernel over the device layout) is built
-// separately; in this build --backend gpu is an error saying so.
+// --backend gpu matches through the CUDA matcher on device 0
+// (gpu.OpenEventDevice: CCM's kernel over the table's device layout, the
+// matcher gswitchd uses): deploy then includes building the layout and
+// loading it, latency is one event per device round trip, and the change
+// time is still the table's (the device's bubble push is not timed). In a
+// build without CUDA it is an error saying so.
 //
 // # JSON
 //

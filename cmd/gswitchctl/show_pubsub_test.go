@@ -24,6 +24,17 @@ func TestPrintPubSub(t *testing.T) {
 			t.Errorf("lacks %q:\n%s", want, b.String())
 		}
 	}
+	if !strings.Contains(b.String(), "matcher\tcpu\n") {
+		t.Errorf("lacks the matcher:\n%s", b.String())
+	}
+	b.Reset()
+	printPubSub(&b, ctl.PubSubInfo{Enabled: true, Matcher: "cuda: pubsub_match", Device: &eventfwd.HybridCounters{DeviceBatches: 7, DeviceEvents: 700,
+		CPUBatches: 2, CPUEvents: 3, MinBatch: 16, Fallbacks: 1, LastError: "lost", Updates: 4, Bubbles: 90}})
+	for _, want := range []string{"matcher\tcuda: pubsub_match\n", "batches 7 (700 events)", "fallbacks 1", "updates 4 (90 bubbles)", "last error: lost"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("lacks %q:\n%s", want, b.String())
+		}
+	}
 	if _, _, _, err := showArgs([]string{"pubsub"}, &b); err != nil {
 		t.Errorf("show pubsub: %v", err)
 	}

@@ -20,12 +20,27 @@
 // # Matching and delivery
 //
 // Rx decodes the batch's event packets, calls the Matcher once for all of
-// them (tables/pubsub.Table.MatchBatch on the CPU; a device backend may be
-// put in with SetMatcher), groups the frames per output port in input
-// order and hands each port's frames to the Transmitter
+// them (tables/pubsub.Table.MatchBatch on the CPU, or Hybrid with a
+// device), groups the frames per output port in input order and hands each port's frames to the Transmitter
 // (pipeline.Switch.Transmit, which copies them, pads them to the Ethernet
 // minimum and counts a missing or down port's drops). A port's events
 // leave in the order they were received within a batch.
+//
+// # The device (hybrid.go)
+//
+// Hybrid is the Matcher gswitchd uses when a GPU opens: batches of at
+// least MinBatch events (DefaultMinBatch, 16: a device round trip costs
+// about as much as a few events on the CPU) are matched on the device
+// (gpu.EventDevice: the CUDA matcher of kernels/pubsub.cu), smaller ones on
+// the CPU, and a batch the device fails is matched again on the CPU
+// (counted). Subscription changes reach the device as the table's bubble
+// updates (pubsub.Device.Update, applied by Device.Update): Hybrid.Sync is
+// the subscription service's barrier, so a change is acknowledged once the
+// device has it. While an update is written to the device, batches go to
+// the CPU (which has the change already) instead of waiting. A failed
+// update turns the device off; the CPU serves from then on. Per-
+// subscription match counters count the events the CPU matched: the device
+// answers ports, not filters.
 //
 // # Concurrency
 //

@@ -128,4 +128,5 @@ func BenchmarkLayoutDefault(b *testing.B) {
 		l = tb.Layout()
 	}
 	b.ReportMetric(float64(l.Image.Bytes()), "image-bytes")
+	b.ReportMetric(float64(NewDevice(tb).Layout().Image.Bytes()), "device-bytes")
 }

@@ -130,6 +130,19 @@
 // of the table, and deploying many subscriptions at once sorts each array
 // once.
 //
+// Deploying (bulk.go): an add of at least 256 filters collects the entries
+// of the hashed structures (= on integers and strings, ^=, $=, *=) instead
+// of inserting them one by one, sorts them by structure and key with a
+// stable radix sort (strings by length and a 32-bit hash, told apart by
+// comparison when the runs are handed out) and gives each structure one run
+// per key: one map operation and one copy per distinct key instead of a
+// hash lookup and an append somewhere in memory per constraint. The slot
+// order is a radix sort too, subscriptions are found by id in an array
+// appended in id order (binary search; removed ones are holes until they
+// are half), ports keep lists of their subscriptions, and the table keeps
+// the specs' filters rather than copying them (AddSpecs' caller must not
+// modify them). The package's BenchmarkDeploy1M gives the time.
+//
 // # Concurrency
 //
 // Table.mu (a sync.RWMutex) is the only lock of the package; there is no
@@ -171,16 +184,20 @@
 // records and counts per slot, a slot matches when its count equals its
 // size. The device counts every constraint (no ranks): EvalLayout does
 // exactly that from the words alone, and the tests hold it equal to the
-// matcher and the brute-force evaluator. Device keeps the image in a
-// bubble.Mirror with head-room (regions rounded up to powers of two):
-// Update rebuilds the words and writes them through the mirror, so a mirror
+// matcher and the brute-force evaluator. The layout is built in two passes
+// over the filter slots in order (names numbered and counted, then every
+// record written at its name's cursor), so a name's records come out in
+// slot order without a sort. Device keeps the image in a bubble.Mirror with
+// head-room (a sixteenth of each region, at least 64 words): Update
+// rebuilds the words and writes them through the mirror, so a mirror
 // receives bubbles for the words that changed; a table that outgrows the
 // head-room gets a new generation. Constraint records are kept in name
 // order, so an insertion shifts the records after it: a change costs as
-// many bubbles as words it moves (a few hundred on small tables); gaps per
-// name are the next step. The layout is 12 bytes per constraint plus 4 per
-// filter slot and the string bytes: 15.5 MB for CCM's default scenario (1M
-// constraints), before the head-room.
+// many bubbles as words it moves (a few hundred on small tables, up to the
+// whole constraints region on CCM's default scenario); gaps per name are
+// the next step. The layout is 12 bytes per constraint plus 4 per filter
+// slot and the string bytes: 15.5 MB for CCM's default scenario (1M
+// constraints), 16.5 MB (15.7 MiB) with the head-room.
 //
 // # Scenarios
 //

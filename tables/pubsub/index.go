@@ -170,17 +170,40 @@ func (c *sorted[T]) fix(dead []bool) {
 }
 
 // keyed is a map from a value to the slots of its constraints (hash lookup
-// for = and for the prefixes, suffixes and substrings).
+// for = and for the prefixes, suffixes and substrings). The map holds an
+// index into lists, so that adding a slot costs one hash operation.
 type keyed[K comparable] struct {
-	m       map[K][]uint32
-	touched []K // keys with removed slots, compacted by fix
+	m       map[K]uint32
+	lists   [][]uint32
+	free    []uint32 // indices of lists whose key was deleted
+	touched []K      // keys with removed slots, compacted by fix
 }
 
-func (k *keyed[K]) add(key K, s uint32) {
+// add appends slot s to key's list; it reports whether the key is new.
+func (k *keyed[K]) add(key K, s uint32) bool {
 	if k.m == nil {
-		k.m = make(map[K][]uint32)
+		k.m = make(map[K]uint32)
 	}
-	k.m[key] = append(k.m[key], s)
+	i, ok := k.m[key]
+	if !ok {
+		if n := len(k.free); n > 0 {
+			i, k.free = k.free[n-1], k.free[:n-1]
+		} else {
+			i = uint32(len(k.lists))
+			k.lists = append(k.lists, nil)
+		}
+		k.m[key] = i
+	}
+	k.lists[i] = append(k.lists[i], s)
+	return !ok
+}
+
+// get returns key's slots (nil when none).
+func (k *keyed[K]) get(key K) []uint32 {
+	if i, ok := k.m[key]; ok {
+		return k.lists[i]
+	}
+	return nil
 }
 
 func (k *keyed[K]) remove(key K) { k.touched = append(k.touched, key) }
@@ -188,16 +211,18 @@ func (k *keyed[K]) remove(key K) { k.touched = append(k.touched, key) }
 // fix compacts the touched keys; it reports whether a key disappeared.
 func (k *keyed[K]) fix(dead []bool) (gone bool) {
 	for _, key := range k.touched {
-		l, ok := k.m[key]
+		i, ok := k.m[key]
 		if !ok {
 			continue
 		}
-		l = slices.DeleteFunc(l, func(s uint32) bool { return dead[s] })
+		l := slices.DeleteFunc(k.lists[i], func(s uint32) bool { return dead[s] })
 		if len(l) == 0 {
 			delete(k.m, key)
+			k.lists[i] = nil
+			k.free = append(k.free, i)
 			gone = true
 		} else {
-			k.m[key] = l
+			k.lists[i] = l
 		}
 	}
 	k.touched = k.touched[:0]
@@ -216,10 +241,9 @@ type affix struct {
 }
 
 func (a *affix) add(v string, s uint32) {
-	if _, ok := a.m[v]; !ok {
+	if a.keyed.add(v, s) {
 		a.stale = true
 	}
-	a.keyed.add(v, s)
 	a.count[len(v)]++
 	if a.count[len(v)] == 1 {
 		a.stale = true
@@ -284,6 +308,8 @@ type nameIdx struct {
 
 	// booleans: the constraints that true (false) satisfies
 	bTrue, bFalse sorted[slotEnt]
+
+	bulkTarget [numBulkKinds]int32 // a writer's bulk's target numbers + 1 (bulk.go)
 }
 
 func newNameIdx(name string) *nameIdx {

@@ -1,11 +1,11 @@
 package pubsub
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
-	"sort"
+	"strings"
 
 	"github.com/gswitch/gswitch/tables/bubble"
 )
@@ -45,6 +45,16 @@ const (
 	MaxLayoutSlots = 1 << 24
 )
 
+// Head-room of a device image (NewDevice, and a new generation when the
+// table outgrows the old one): each region gets 1/HeadroomDiv of its size,
+// at least HeadroomMin words, beyond what is in use. A table that grows
+// past it costs one full image; a power-of-two rounding would double the
+// device memory of a large table for little gain.
+const (
+	HeadroomDiv = 16
+	HeadroomMin = 64
+)
+
 // Layout is the device form of a table: the image, and the name table the
 // CPU uses to select each event attribute's constraints (CCM selects by name
 // on the CPU).
@@ -53,72 +63,111 @@ type Layout struct {
 	Names map[string]uint32
 }
 
-type layoutCons struct {
-	slot uint32
-	c    *Constraint
-}
-
 // Layout builds the table's device layout, with regions of exactly the
 // sizes in use.
 func (t *Table) Layout() *Layout {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return t.layoutLocked(nil)
+	return t.layoutLocked(nil, false)
 }
 
-// layoutLocked builds the layout; with caps, each region is at least
-// caps[r] words (head-room), else exactly its size.
-func (t *Table) layoutLocked(caps []int) *Layout {
+// layoutLocked builds the layout in two passes over the filter slots in
+// order: the first numbers the names and counts each name's records and
+// string bytes, the second writes every record at its name's cursor (so
+// that a name's records come out in slot order without sorting). With caps,
+// each region is at least caps[r] words; with room, each region gets
+// head-room (HeadroomDiv, HeadroomMin).
+func (t *Table) layoutLocked(caps []int, room bool) *Layout {
 	if len(t.info) > MaxLayoutSlots {
 		panic(fmt.Sprintf("pubsub: %d filter slots do not fit the layout's 24 bits", len(t.info)))
 	}
-	byName := map[string][]layoutCons{}
-	for _, sub := range t.subs {
-		for fi, f := range sub.filters {
-			for k := range f {
-				byName[f[k].Name] = append(byName[f[k].Name], layoutCons{sub.slots[fi], &f[k]})
+	type nameAcc struct {
+		name        string
+		recs, bytes int
+		rec, str    int // cursors of the second pass
+	}
+	nid := make(map[string]uint32, len(t.names))
+	var acc []nameAcc
+	ids := make([]uint32, 0, t.constraints) // per record, in slot order: its name's number
+	last, lastID := "", uint32(0)
+	for sl, in := range t.info {
+		if in == 0 {
+			continue
+		}
+		f := t.meta[sl].filt
+		for k := range f {
+			c := &f[k]
+			id := lastID
+			if c.Name != last || len(ids) == 0 {
+				var ok bool
+				if id, ok = nid[c.Name]; !ok {
+					id = uint32(len(acc))
+					nid[c.Name] = id
+					acc = append(acc, nameAcc{name: c.Name})
+				}
+				last, lastID = c.Name, id
+			}
+			ids = append(ids, id)
+			acc[id].recs++
+			if c.Value.Type == TypeString {
+				acc[id].bytes += len(c.Value.Str)
 			}
 		}
 	}
-	names := make([]string, 0, len(byName))
+	order := make([]uint32, len(acc))
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	slices.SortFunc(order, func(a, b uint32) int { return strings.Compare(acc[a].name, acc[b].name) })
 	strBytes := 0
-	for n, cs := range byName {
-		names = append(names, n)
-		for _, lc := range cs {
-			if lc.c.Value.Type == TypeString {
-				strBytes += len(lc.c.Value.Str)
-			}
-		}
+	for _, a := range acc {
+		strBytes += a.bytes
 	}
-	sort.Strings(names)
-	sizes := []int{HeaderWords, 2 * len(names), ConstraintWords * t.constraints, (strBytes + 3) / 4, len(t.info), len(t.ports)}
+	sizes := []int{HeaderWords, 2 * len(acc), ConstraintWords * len(ids), (strBytes + 3) / 4, len(t.info), len(t.ports)}
 	for r := range sizes {
 		if caps != nil && caps[r] > sizes[r] {
 			sizes[r] = caps[r]
+		}
+		if room {
+			sizes[r] += max(sizes[r]/HeadroomDiv, HeadroomMin)
 		}
 	}
 	im := bubble.NewImage(regionNames, sizes)
 	w := im.Words
 	w[RegionHeader][HdrMagic] = LayoutMagic
 	w[RegionHeader][HdrVersion] = LayoutVersion
-	w[RegionHeader][HdrNames] = uint32(len(names))
-	w[RegionHeader][HdrConstraints] = uint32(t.constraints)
+	w[RegionHeader][HdrNames] = uint32(len(acc))
+	w[RegionHeader][HdrConstraints] = uint32(len(ids))
 	w[RegionHeader][HdrStringBytes] = uint32(strBytes)
 	w[RegionHeader][HdrFilters] = uint32(len(t.info))
 	w[RegionHeader][HdrPorts] = uint32(len(t.ports))
-	l := &Layout{Image: im, Names: make(map[string]uint32, len(names))}
-	cw, sw := w[RegionConstraints], w[RegionStrings]
+	l := &Layout{Image: im, Names: make(map[string]uint32, len(acc))}
 	ci, sb := 0, 0
-	for ni, n := range names {
-		l.Names[n] = uint32(ni)
-		cs := byName[n]
-		slices.SortFunc(cs, func(a, b layoutCons) int { return int(a.slot) - int(b.slot) })
+	for ni, id := range order {
+		a := &acc[id]
+		l.Names[a.name] = uint32(ni)
 		w[RegionNames][2*ni] = uint32(ci)
-		w[RegionNames][2*ni+1] = uint32(len(cs))
-		for _, lc := range cs {
-			v := lc.c.Value
-			rec := cw[ci*ConstraintWords : (ci+1)*ConstraintWords]
-			rec[0] = lc.slot<<8 | uint32(v.Type)<<4 | uint32(lc.c.Op)
+		w[RegionNames][2*ni+1] = uint32(a.recs)
+		a.rec, a.str = ci, sb
+		ci += a.recs
+		sb += a.bytes
+	}
+	cw, sw := w[RegionConstraints], w[RegionStrings]
+	sbuf := make([]byte, 4*len(sw))
+	j := 0
+	for sl, in := range t.info {
+		if in == 0 {
+			continue
+		}
+		f := t.meta[sl].filt
+		for k := range f {
+			c := &f[k]
+			a := &acc[ids[j]]
+			j++
+			v := c.Value
+			rec := cw[a.rec*ConstraintWords : (a.rec+1)*ConstraintWords : (a.rec+1)*ConstraintWords]
+			a.rec++
+			rec[0] = uint32(sl)<<8 | uint32(v.Type)<<4 | uint32(c.Op)
 			switch v.Type {
 			case TypeInt, TypeBool:
 				rec[1], rec[2] = uint32(v.Int), uint32(uint64(v.Int)>>32)
@@ -126,19 +175,14 @@ func (t *Table) layoutLocked(caps []int) *Layout {
 				b := math.Float64bits(v.Float)
 				rec[1], rec[2] = uint32(b), uint32(b>>32)
 			case TypeString:
-				rec[1], rec[2] = uint32(sb), uint32(len(v.Str))
-				for i := 0; i < len(v.Str); i++ {
-					sw[(sb+i)/4] |= uint32(v.Str[i]) << (8 * ((sb + i) % 4))
-				}
-				sb += len(v.Str)
+				rec[1], rec[2] = uint32(a.str), uint32(len(v.Str))
+				a.str += copy(sbuf[a.str:], v.Str)
 			}
-			ci++
 		}
+		w[RegionFilters][sl] = in&^0xff | uint32(len(f))
 	}
-	for sl, in := range t.info {
-		if in != 0 {
-			w[RegionFilters][sl] = in&^0xff | uint32(len(t.meta[sl].filt))
-		}
+	for i := range sw {
+		sw[i] = binary.LittleEndian.Uint32(sbuf[4*i:])
 	}
 	copy(w[RegionPorts], t.ports)
 	return l
@@ -194,8 +238,8 @@ func EvalLayout(l *Layout, e *Event) []uint32 {
 // Device keeps a table's device image in a bubble.Mirror: Update rebuilds
 // the layout and writes it into the mirror word by word, so that a mirror
 // receives bubbles for the words that changed only; regions have head-room
-// (sizes rounded up to a power of two), and a table that outgrows them gets
-// a new generation (a full image).
+// (a sixteenth of their size), and a table that outgrows them gets a new
+// generation (a full image).
 type Device struct {
 	m     *bubble.Mirror
 	names map[string]uint32
@@ -205,18 +249,8 @@ type Device struct {
 func NewDevice(t *Table) *Device {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	l := t.layoutLocked(headroom(t.layoutLocked(nil).Image))
+	l := t.layoutLocked(nil, true)
 	return &Device{m: bubble.NewMirror(l.Image), names: l.Names}
-}
-
-func headroom(im *bubble.Image) []int {
-	caps := make([]int, len(im.Words))
-	for r, ws := range im.Words {
-		if len(ws) > 0 {
-			caps[r] = 1 << bits.Len(uint(len(ws)-1))
-		}
-	}
-	return caps
 }
 
 // Mirror returns the device's mirror (for Sync).
@@ -235,7 +269,7 @@ func (d *Device) Update(t *Table) bubble.Update {
 	for r, ws := range cur.Words {
 		caps[r] = len(ws)
 	}
-	l := t.layoutLocked(caps)
+	l := t.layoutLocked(caps, false)
 	t.mu.RUnlock()
 	fits := true
 	for r, ws := range l.Image.Words {
@@ -243,7 +277,7 @@ func (d *Device) Update(t *Table) bubble.Update {
 	}
 	if !fits {
 		t.mu.RLock()
-		l = t.layoutLocked(headroom(t.layoutLocked(nil).Image))
+		l = t.layoutLocked(nil, true)
 		t.mu.RUnlock()
 		d.m.Replace(l.Image)
 	} else {

@@ -227,7 +227,7 @@ func (t *Table) matchAttr(ni *nameIdx, v Value, sc *scratch) {
 	switch v.Type {
 	case TypeInt:
 		x := v.Int
-		sc.incSlots(info, ni.eqInt.m[x])
+		sc.incSlots(info, ni.eqInt.get(x))
 		for r := 1; r < 5; r++ {
 			if a := ni.ints[r].a; len(a) > 0 {
 				i, j := span(r, lbInt(a, x), ubInt(a, x), len(a))
@@ -291,7 +291,7 @@ func (t *Table) matchNeNum(ni *nameIdx, v Value, sc *scratch) {
 
 func (t *Table) matchString(ni *nameIdx, x string, sc *scratch) {
 	info := t.info
-	sc.incSlots(info, ni.eqStr.m[x])
+	sc.incSlots(info, ni.eqStr.get(x))
 	for r := 1; r < 5; r++ {
 		if a := ni.strs[r].a; len(a) > 0 {
 			i, j := span(r, lbStr(a, x), ubStr(a, x), len(a))
@@ -327,13 +327,13 @@ func (t *Table) matchString(ni *nameIdx, x string, sc *scratch) {
 		if l > len(x) {
 			break
 		}
-		sc.incSlots(info, ni.prefix.m[x[:l]])
+		sc.incSlots(info, ni.prefix.get(x[:l]))
 	}
 	for _, l := range ni.suffix.lens {
 		if l > len(x) {
 			break
 		}
-		sc.incSlots(info, ni.suffix.m[x[len(x)-l:]])
+		sc.incSlots(info, ni.suffix.get(x[len(x)-l:]))
 	}
 	t.matchContains(&ni.contains, x, sc)
 }
@@ -355,7 +355,7 @@ func (t *Table) matchContains(a *affix, x string, sc *scratch) {
 	if len(a.vals) <= windows {
 		for _, v := range a.vals {
 			if strings.Contains(x, v) {
-				sc.incSlots(t.info, a.m[v])
+				sc.incSlots(t.info, a.get(v))
 			}
 		}
 		return
@@ -367,10 +367,10 @@ func (t *Table) matchContains(a *affix, x string, sc *scratch) {
 		sc.seen = sc.seen[:0]
 		for i := 0; i+l <= len(x); i++ {
 			k := x[i : i+l]
-			ss, ok := a.m[k]
+			i, ok := a.m[k]
 			if ok && !slices.Contains(sc.seen, k) {
 				sc.seen = append(sc.seen, k)
-				sc.incSlots(t.info, ss)
+				sc.incSlots(t.info, a.lists[i])
 			}
 			if l == 0 {
 				break

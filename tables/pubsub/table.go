@@ -19,7 +19,54 @@ type subscription struct {
 	port    uint32
 	filters []Filter
 	slots   []uint32
+	pos     int32 // index in the table's byPort list of the port
 	matches atomic.Uint64
+}
+
+// subIndex finds subscriptions by id: entries by ascending id (ids are
+// handed out in ascending order, so adding appends), a removed one left as
+// a hole until holes are half of the entries. Deploying many subscriptions
+// appends to one array instead of filling a hash map.
+type subIndex struct {
+	e    []subEnt
+	live int
+}
+
+type subEnt struct {
+	id ID
+	s  *subscription // nil: removed
+}
+
+func (x *subIndex) add(s *subscription) {
+	x.e = append(x.e, subEnt{s.id, s})
+	x.live++
+}
+
+func (x *subIndex) find(id ID) int {
+	i, ok := slices.BinarySearchFunc(x.e, id, func(e subEnt, id ID) int { return cmp.Compare(e.id, id) })
+	if !ok {
+		return -1
+	}
+	return i
+}
+
+func (x *subIndex) get(id ID) *subscription {
+	if i := x.find(id); i >= 0 {
+		return x.e[i].s
+	}
+	return nil
+}
+
+func (x *subIndex) remove(id ID) {
+	i := x.find(id)
+	if i < 0 || x.e[i].s == nil {
+		return
+	}
+	x.e[i].s = nil
+	x.live--
+	if len(x.e) > 64 && x.live < len(x.e)/2 {
+		x.e = slices.DeleteFunc(x.e, func(e subEnt) bool { return e.s == nil })
+	}
 }
 
 // Subscription describes a subscription for the API.
@@ -50,8 +97,8 @@ const MaxPorts = 1 << 24
 type Table struct {
 	mu     sync.RWMutex
 	nextID ID
-	subs   map[ID]*subscription
-	byPort map[uint32]map[ID]*subscription
+	subs   subIndex
+	byPort map[uint32][]*subscription // in no order
 
 	names map[string]*nameIdx
 	// Per filter slot: info is portIndex<<8 | the number of its indexed
@@ -68,6 +115,7 @@ type Table struct {
 	active  int               // port indices with live > 0
 
 	constraints int
+	filters     int
 	pool        sync.Pool
 }
 
@@ -86,15 +134,15 @@ type slotMeta struct {
 // New returns an empty table.
 func New() *Table {
 	return &Table{
-		subs:    map[ID]*subscription{},
-		byPort:  map[uint32]map[ID]*subscription{},
+		byPort:  map[uint32][]*subscription{},
 		names:   map[string]*nameIdx{},
 		portIdx: map[uint32]uint32{},
 	}
 }
 
 // Add adds one subscription of port: a predicate (the filters are
-// alternatives). It returns the subscription's id.
+// alternatives; the table keeps them, as AddSpecs). It returns the
+// subscription's id.
 func (t *Table) Add(port uint32, filters []Filter) (ID, error) {
 	ids, err := t.AddSpecs([]Spec{{Port: port, Filters: filters}})
 	if err != nil {
@@ -105,7 +153,9 @@ func (t *Table) Add(port uint32, filters []Filter) (ID, error) {
 
 // AddSpecs adds one subscription per spec, all or none (every spec is
 // validated first), and returns their ids in order. Adding many at once
-// (deploying a configuration) sorts each touched array once.
+// (deploying a configuration) sorts each touched array once. The table
+// keeps the specs' filters: the caller must not modify them afterwards
+// (Get, List and Specs hand out copies).
 func (t *Table) AddSpecs(specs []Spec) ([]ID, error) {
 	if err := validateSpecs(specs); err != nil {
 		return nil, err
@@ -133,76 +183,89 @@ func validateSpecs(specs []Spec) error {
 }
 
 func (t *Table) addLocked(specs []Spec) []ID {
-	var touched []*nameIdx
 	ids := make([]ID, len(specs))
-	// One allocation each for the subscriptions, their filter headers,
-	// constraints and slots (a removed subscription's share is freed with
-	// the last of its batch: memory for speed when deploying).
-	nf, nc := 0, 0
+	// The table keeps the specs' filters (AddSpecs' contract: the caller
+	// does not modify them); one allocation each for the subscriptions,
+	// the flat list of their filters and their slots.
+	nf := 0
 	for _, s := range specs {
 		nf += len(s.Filters)
-		for _, f := range s.Filters {
-			nc += len(f)
-		}
 	}
-	subs := make([]*subscription, len(specs))
 	store := make([]subscription, len(specs))
 	fstore := make([]Filter, 0, nf)
-	cstore := make([]Constraint, 0, nc)
+	fsub := make([]int32, 0, nf) // flat filter index -> spec index
 	sstore := make([]uint32, nf)
-	if len(t.subs) == 0 && len(specs) > 1024 {
-		t.subs = make(map[ID]*subscription, len(specs))
-	}
+	sflat := sstore // flat filter index -> slot
+	t.subs.e = slices.Grow(t.subs.e, len(specs))
 	for i, s := range specs {
 		t.nextID++
 		sub := &store[i]
 		sub.id, sub.port = t.nextID, s.Port
-		f0 := len(fstore)
-		for _, f := range s.Filters {
-			c0 := len(cstore)
-			cstore = append(cstore, f...)
-			fstore = append(fstore, cstore[c0:len(cstore):len(cstore)])
+		sub.filters = s.Filters[:len(s.Filters):len(s.Filters)]
+		fstore = append(fstore, s.Filters...)
+		for range s.Filters {
+			fsub = append(fsub, int32(i))
 		}
-		sub.filters = fstore[f0:len(fstore):len(fstore)]
 		sub.slots, sstore = sstore[:len(s.Filters):len(s.Filters)], sstore[len(s.Filters):]
-		subs[i] = sub
+		t.subs.add(sub)
+		t.addToPort(sub)
+		ids[i] = sub.id
 	}
-	t.assignSlots(subs)
-	for i, s := range specs {
-		sub := subs[i]
-		pi := t.portIndex(s.Port)
-		for fi, f := range sub.filters {
-			sl := sub.slots[fi]
-			best, n := filterRank(f)
-			t.info[sl] = pi<<8 | uint32(n)
-			t.meta[sl] = slotMeta{owner: sub, filt: f, best: best, resid: n < len(f), rmask: residualMask(f, best)}
-			if t.live[pi] == 0 {
-				t.active++
+	order, nInts, nStrs := t.slotOrder(fstore)
+	for _, fi := range order {
+		sflat[fi] = t.allocSlot()
+	}
+	// Filters in input order (their constraints are read in memory order).
+	var touched []*nameIdx
+	var last *nameIdx // the previous counted constraint's name
+	var bk *bulk
+	if len(fstore) >= bulkMin {
+		bk = newBulk(nInts, nStrs)
+	}
+	lastPort, lastPI := uint32(0), uint32(0)
+	for fi, f := range fstore {
+		sub := &store[fsub[fi]]
+		sl := sflat[fi]
+		pi := lastPI
+		if sub.port != lastPort || fi == 0 {
+			pi = t.portIndex(sub.port)
+			lastPort, lastPI = sub.port, pi
+		}
+		best, n := filterRank(f)
+		t.info[sl] = pi<<8 | uint32(n)
+		t.meta[sl] = slotMeta{owner: sub, filt: f, best: best, resid: n < len(f), rmask: residualMask(f, best)}
+		if t.live[pi] == 0 {
+			t.active++
+		}
+		t.live[pi]++
+		for k := range f {
+			if rank(&f[k]) != best {
+				continue
 			}
-			t.live[pi]++
-			for k := range f {
-				if rank(&f[k]) != best {
-					continue
-				}
-				ni := t.names[f[k].Name]
+			ni := last
+			if ni == nil || ni.name != f[k].Name {
+				ni = t.names[f[k].Name]
 				if ni == nil {
 					ni = newNameIdx(f[k].Name)
 					t.names[f[k].Name] = ni
 				}
-				ni.insert(&f[k], sl)
-				if !ni.touched {
-					ni.touched = true
-					touched = append(touched, ni)
-				}
+				last = ni
 			}
-			t.constraints += len(f)
+			if bk != nil {
+				ni.insertBulk(&f[k], sl, bk)
+			} else {
+				ni.insert(&f[k], sl)
+			}
+			if !ni.touched {
+				ni.touched = true
+				touched = append(touched, ni)
+			}
 		}
-		t.subs[sub.id] = sub
-		if t.byPort[s.Port] == nil {
-			t.byPort[s.Port] = map[ID]*subscription{}
-		}
-		t.byPort[s.Port][sub.id] = sub
-		ids[i] = sub.id
+		t.constraints += len(f)
+		t.filters++
+	}
+	if bk != nil {
+		bk.flush()
 	}
 	for _, ni := range touched {
 		ni.touched = false
@@ -211,60 +274,156 @@ func (t *Table) addLocked(specs []Spec) []ID {
 	return ids
 }
 
-// assignSlots gives every filter of subs a slot. Free slots go first; the
-// rest are numbered in the order of each filter's first indexed constraint
-// (name, type, operator, value), so that the entries of one index array
-// point at neighbouring slots and counting walks memory nearly in order.
-func (t *Table) assignSlots(subs []*subscription) {
+// addToPort puts sub on its port's list.
+func (t *Table) addToPort(sub *subscription) {
+	l := t.byPort[sub.port]
+	sub.pos = int32(len(l))
+	t.byPort[sub.port] = append(l, sub)
+}
+
+// dropFromPort takes sub off its port's list (the last entry takes its
+// place).
+func (t *Table) dropFromPort(sub *subscription) {
+	l := t.byPort[sub.port]
+	last := l[len(l)-1]
+	l[sub.pos] = last
+	last.pos = sub.pos
+	l[len(l)-1] = nil
+	if l = l[:len(l)-1]; len(l) == 0 {
+		delete(t.byPort, sub.port)
+	} else {
+		t.byPort[sub.port] = l
+	}
+}
+
+// slotOrder returns the order in which the filters (of one addLocked call)
+// get their slots: that of each filter's first indexed constraint (name,
+// type, operator, value), so that the entries of one index array point at
+// neighbouring slots and counting walks memory nearly in order. Free slots
+// are handed out first, in this order too.
+//
+// It also counts the filters' indexed constraints that go to the hashed
+// structures (integer and string keys), to size a bulk.
+func (t *Table) slotOrder(fs []Filter) (order []uint32, nInts, nStrs int) {
 	// The order is a locality heuristic, so the sort key is approximate and
 	// cheap: name (numbered in order of appearance), type, operator, and 64
-	// order-preserving bits of the value.
-	type ref struct {
-		hi, lo uint64
-		si, fi int32
-	}
-	var refs []ref
+	// order-preserving bits of the value; ties keep the input order.
+	refs := make([]slotRef, len(fs))
 	ord := map[string]uint64{}
-	for si, sub := range subs {
-		for fi, f := range sub.filters {
-			best, _ := filterRank(f)
-			for k := range f {
-				c := &f[k]
-				if rank(c) != best {
-					continue
-				}
-				o, ok := ord[c.Name]
-				if !ok {
+	lastName, lastOrd := "", uint64(0)
+	for fi, f := range fs {
+		best, _ := filterRank(f)
+		first := true
+		for k := range f {
+			c := &f[k]
+			if rank(c) != best {
+				continue
+			}
+			switch bulkKind(c) {
+			case -1:
+			case bkEqInt:
+				nInts++
+			default:
+				nStrs++
+			}
+			if !first {
+				continue
+			}
+			first = false
+			o := lastOrd
+			if c.Name != lastName || fi == 0 {
+				var ok bool
+				if o, ok = ord[c.Name]; !ok {
 					o = uint64(len(ord))
 					ord[c.Name] = o
 				}
-				refs = append(refs, ref{o<<16 | uint64(c.Value.Type)<<8 | uint64(c.Op), valueKey(c.Value), int32(si), int32(fi)})
-				break
+				lastName, lastOrd = c.Name, o
 			}
+			refs[fi] = slotRef{o<<16 | uint64(c.Value.Type)<<8 | uint64(c.Op), valueKey(c.Value), uint32(fi)}
 		}
 	}
 	if len(refs) > 64 {
-		slices.SortFunc(refs, func(x, y ref) int {
-			if c := cmp.Compare(x.hi, y.hi); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(x.lo, y.lo); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(x.si, y.si); c != 0 {
-				return c
-			}
-			return cmp.Compare(x.fi, y.fi)
-		})
+		refs = radixSortRefs(refs)
 	}
 	if grow := len(refs) - len(t.free); grow > 0 {
 		t.info = slices.Grow(t.info, grow)
 		t.meta = slices.Grow(t.meta, grow)
 		t.dead = slices.Grow(t.dead, grow)
 	}
-	for _, r := range refs {
-		subs[r.si].slots[r.fi] = t.allocSlot()
+	order = make([]uint32, len(refs))
+	for i, r := range refs {
+		order[i] = r.idx
 	}
+	return order, nInts, nStrs
+}
+
+type slotRef struct {
+	hi, lo uint64
+	idx    uint32
+}
+
+// radixSortRefs sorts refs by (hi, lo), stably (least significant byte
+// first, over the bytes in which some keys differ); it may return the
+// scratch array.
+func radixSortRefs(refs []slotRef) []slotRef {
+	andLo, orLo, andHi, orHi := ^uint64(0), uint64(0), ^uint64(0), uint64(0)
+	for i := range refs {
+		andLo &= refs[i].lo
+		orLo |= refs[i].lo
+		andHi &= refs[i].hi
+		orHi |= refs[i].hi
+	}
+	var pass []int // byte positions 0..15 (8.. for hi) that vary
+	for b := 0; b < 8; b++ {
+		if byte((andLo^orLo)>>(8*b)) != 0 {
+			pass = append(pass, b)
+		}
+	}
+	for b := 0; b < 8; b++ {
+		if byte((andHi^orHi)>>(8*b)) != 0 {
+			pass = append(pass, 8+b)
+		}
+	}
+	if len(pass) == 0 {
+		return refs
+	}
+	hist := make([][256]int, len(pass))
+	for i := range refs {
+		hi, lo := refs[i].hi, refs[i].lo
+		for p, b := range pass {
+			if b < 8 {
+				hist[p][byte(lo>>(8*b))]++
+			} else {
+				hist[p][byte(hi>>(8*(b-8)))]++
+			}
+		}
+	}
+	tmp := make([]slotRef, len(refs))
+	src, dst := refs, tmp
+	for p, b := range pass {
+		h := &hist[p]
+		sum := 0
+		for v := range h {
+			sum, h[v] = sum+h[v], sum
+		}
+		if b < 8 {
+			sh := 8 * b
+			for _, r := range src {
+				q := &h[byte(r.lo>>sh)]
+				dst[*q] = r
+				*q++
+			}
+		} else {
+			sh := 8 * (b - 8)
+			for _, r := range src {
+				q := &h[byte(r.hi>>sh)]
+				dst[*q] = r
+				*q++
+			}
+		}
+		src, dst = dst, src
+	}
+	return src
 }
 
 // valueKey maps a value to 64 bits whose unsigned order follows the
@@ -335,7 +494,7 @@ func (t *Table) allocSlot() uint32 {
 func (t *Table) Remove(id ID) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	sub := t.subs[id]
+	sub := t.subs.get(id)
 	if sub == nil {
 		return fmt.Errorf("pubsub: no subscription %d", id)
 	}
@@ -354,9 +513,9 @@ func (t *Table) RemovePort(port uint32) []ID {
 func (t *Table) removePortLocked(port uint32) []ID {
 	var subs []*subscription
 	var ids []ID
-	for id, s := range t.byPort[port] {
+	for _, s := range t.byPort[port] {
 		subs = append(subs, s)
-		ids = append(ids, id)
+		ids = append(ids, s.id)
 	}
 	t.removeLocked(subs)
 	slices.Sort(ids)
@@ -405,6 +564,7 @@ func (t *Table) removeLocked(subs []*subscription) {
 				}
 			}
 			t.constraints -= len(f)
+			t.filters--
 		}
 	}
 	for _, ni := range touched {
@@ -426,11 +586,8 @@ func (t *Table) removeLocked(subs []*subscription) {
 			t.meta[sl] = slotMeta{}
 			t.free = append(t.free, sl)
 		}
-		delete(t.subs, sub.id)
-		delete(t.byPort[sub.port], sub.id)
-		if len(t.byPort[sub.port]) == 0 {
-			delete(t.byPort, sub.port)
-		}
+		t.subs.remove(sub.id)
+		t.dropFromPort(sub)
 	}
 }
 
@@ -501,7 +658,7 @@ func residualOK(f Filter, best uint8, e *Event) bool {
 func (t *Table) Get(id ID) (Subscription, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	s := t.subs[id]
+	s := t.subs.get(id)
 	if s == nil {
 		return Subscription{}, false
 	}
@@ -516,11 +673,12 @@ func (s *subscription) describe() Subscription {
 func (t *Table) List() []Subscription {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	out := make([]Subscription, 0, len(t.subs))
-	for _, s := range t.subs {
-		out = append(out, s.describe())
+	out := make([]Subscription, 0, t.subs.live)
+	for _, e := range t.subs.e {
+		if e.s != nil {
+			out = append(out, e.s.describe())
+		}
 	}
-	slices.SortFunc(out, func(a, b Subscription) int { return int64Cmp(int64(a.ID), int64(b.ID)) })
 	return out
 }
 
@@ -558,11 +716,7 @@ type Stats struct {
 func (t *Table) Stats() Stats {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	st := Stats{Subscriptions: len(t.subs), Constraints: t.constraints, Names: len(t.names), Ports: len(t.byPort)}
-	for _, s := range t.subs {
-		st.Filters += len(s.filters)
-	}
-	return st
+	return Stats{Subscriptions: t.subs.live, Filters: t.filters, Constraints: t.constraints, Names: len(t.names), Ports: len(t.byPort)}
 }
 
 // Explanation says which constraints of one filter an event satisfied.
@@ -582,16 +736,17 @@ func (t *Table) Explain(e *Event, id ID) ([]Explanation, error) {
 	defer t.mu.RUnlock()
 	var subs []*subscription
 	if id != 0 {
-		s := t.subs[id]
+		s := t.subs.get(id)
 		if s == nil {
 			return nil, fmt.Errorf("pubsub: no subscription %d", id)
 		}
 		subs = []*subscription{s}
 	} else {
-		for _, s := range t.subs {
-			subs = append(subs, s)
+		for _, e := range t.subs.e {
+			if e.s != nil {
+				subs = append(subs, e.s)
+			}
 		}
-		slices.SortFunc(subs, func(a, b *subscription) int { return int64Cmp(int64(a.id), int64(b.id)) })
 	}
 	var out []Explanation
 	for _, s := range subs {

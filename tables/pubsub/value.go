@@ -186,7 +186,9 @@ func (c Constraint) String() string { return c.Name + " " + c.Op.String() + " " 
 // Validate checks that the constraint is well formed: a name of the
 // language's characters, an operator that applies to the value's type, a
 // string no longer than MaxString, no NaN.
-func (c Constraint) Validate() error {
+func (c Constraint) Validate() error { return c.validate() }
+
+func (c *Constraint) validate() error {
 	if err := validName(c.Name); err != nil {
 		return err
 	}
@@ -208,9 +210,15 @@ func (c Constraint) Validate() error {
 	return nil
 }
 
-func nameChar(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
-}
+func nameChar(c byte) bool { return nameChars[c] }
+
+// nameChars marks the bytes of names: letters, digits, _ . -.
+var nameChars = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
+	}
+	return t
+}()
 
 func validName(s string) error {
 	if s == "" || len(s) > MaxName {
@@ -244,8 +252,8 @@ func (f Filter) Validate() error {
 	if len(f) == 0 || len(f) > MaxFilter {
 		return fmt.Errorf("pubsub: filter of %d constraints (1 to %d)", len(f), MaxFilter)
 	}
-	for _, c := range f {
-		if err := c.Validate(); err != nil {
+	for k := range f {
+		if err := f[k].validate(); err != nil {
 			return err
 		}
 	}

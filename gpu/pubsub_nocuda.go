@@ -1,0 +1,12 @@
+//go:build !cuda
+
+package gpu
+
+import "github.com/gswitch/gswitch/tables/pubsub"
+
+// EventDeviceBuilt says whether OpenEventDevice can open a device in this
+// build (false: it returns ErrNoCUDA at once).
+const EventDeviceBuilt = false
+
+// OpenEventDevice returns ErrNoCUDA: this build has no CUDA backend.
+func OpenEventDevice(l *pubsub.Layout) (EventDevice, error) { return nil, ErrNoCUDA }

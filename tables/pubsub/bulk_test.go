@@ -1,0 +1,200 @@
+package pubsub
+
+import (
+	"hash/maphash"
+	"math"
+	"math/rand"
+	"slices"
+	"testing"
+)
+
+// oneByOne builds a table by adding the specs one at a time (below bulkMin:
+// no bulk, no slot-order sort).
+func oneByOne(t *testing.T, specs []Spec) *Table {
+	t.Helper()
+	tb := New()
+	for _, s := range specs {
+		if _, err := tb.Add(s.Port, s.Filters); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tb
+}
+
+// TestBulkAddMatchesOneByOne holds a bulk add (hashed structures filled by
+// runs, slots in index order) equal, event by event, to the same
+// subscriptions added one by one and to the brute-force evaluator, on
+// random subscriptions (every type and operator) added to an empty table
+// and to a populated one, and with every string hash colliding.
+func TestBulkAddMatchesOneByOne(t *testing.T) {
+	for _, collide := range []bool{false, true} {
+		if collide {
+			bulkHash = func(maphash.Seed, string) uint64 { return 7 }
+		}
+		for seed := int64(1); seed <= 4; seed++ {
+			g := randGen{rand.New(rand.NewSource(seed))}
+			var first, second []Spec
+			for i := 0; i < 400; i++ {
+				first = append(first, g.spec(6))
+				second = append(second, g.spec(6))
+			}
+			bulk := New()
+			for _, part := range [][]Spec{first, second} {
+				if _, err := bulk.AddSpecs(part); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ref := oneByOne(t, append(slices.Clone(first), second...))
+			all := bulk.Specs()
+			for i := 0; i < 400; i++ {
+				e := g.event()
+				want := BruteMatch(all, &e)
+				if got, one := bulk.Match(&e), ref.Match(&e); !slices.Equal(got, want) || !slices.Equal(one, want) {
+					t.Fatalf("collide %v seed %d: event %s: bulk %v, one by one %v, brute %v", collide, seed, e.String(), got, one, want)
+				}
+			}
+			// Removing half of the bulk's subscriptions keeps it exact.
+			for _, s := range bulk.List() {
+				if s.ID%2 == 0 {
+					if err := bulk.Remove(s.ID); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			all = bulk.Specs()
+			for i := 0; i < 200; i++ {
+				e := g.event()
+				if got, want := bulk.Match(&e), BruteMatch(all, &e); !slices.Equal(got, want) {
+					t.Fatalf("collide %v seed %d after removals: event %s: %v, brute %v", collide, seed, e.String(), got, want)
+				}
+			}
+		}
+	}
+	bulkHash = maphash.String
+}
+
+// TestLayoutAgainstReference compares the two-pass layout builder with a
+// plain one (records gathered per name, sorted by slot) word for word on a
+// CCM scenario (distinct names per filter, so the record order is fixed).
+func TestLayoutAgainstReference(t *testing.T) {
+	sc := DefaultScenario()
+	sc.FiltersMin, sc.FiltersMax = 2000, 2500
+	tb := tableOf(t, sc.Subscriptions())
+	for _, s := range tb.List()[:500] { // free slots in the middle
+		if err := tb.Remove(s.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := tb.Layout()
+	want := referenceLayout(tb)
+	if d := got.Image.Diff(want.Image); d != "" {
+		t.Fatalf("layout differs from the reference: %s", d)
+	}
+	for n, i := range want.Names {
+		if got.Names[n] != i || len(got.Names) != len(want.Names) {
+			t.Fatalf("name table differs at %q", n)
+		}
+	}
+}
+
+// referenceLayout is the layout built the plain way.
+func referenceLayout(t *Table) *Layout {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	type rec struct {
+		slot uint32
+		c    *Constraint
+	}
+	byName := map[string][]rec{}
+	for sl, in := range t.info {
+		if in == 0 {
+			continue
+		}
+		f := t.meta[sl].filt
+		for k := range f {
+			byName[f[k].Name] = append(byName[f[k].Name], rec{uint32(sl), &f[k]})
+		}
+	}
+	var names []string
+	strBytes := 0
+	for n, rs := range byName {
+		names = append(names, n)
+		for _, r := range rs {
+			if r.c.Value.Type == TypeString {
+				strBytes += len(r.c.Value.Str)
+			}
+		}
+	}
+	slices.Sort(names)
+	l := t.layoutLocked(nil, false) // for the sizes and the header
+	w := l.Image.Words
+	for r := RegionNames; r < numRegions; r++ {
+		clear(w[r])
+	}
+	ci, sb := 0, 0
+	for ni, n := range names {
+		rs := byName[n]
+		slices.SortStableFunc(rs, func(a, b rec) int { return int(a.slot) - int(b.slot) })
+		w[RegionNames][2*ni], w[RegionNames][2*ni+1] = uint32(ci), uint32(len(rs))
+		for _, r := range rs {
+			v := r.c.Value
+			w[RegionConstraints][3*ci] = r.slot<<8 | uint32(v.Type)<<4 | uint32(r.c.Op)
+			switch v.Type {
+			case TypeString:
+				w[RegionConstraints][3*ci+1], w[RegionConstraints][3*ci+2] = uint32(sb), uint32(len(v.Str))
+				for i := 0; i < len(v.Str); i++ {
+					w[RegionStrings][(sb+i)/4] |= uint32(v.Str[i]) << (8 * ((sb + i) % 4))
+				}
+				sb += len(v.Str)
+			default:
+				u := uint64(v.Int)
+				if v.Type == TypeFloat {
+					u = floatBits(v.Float)
+				}
+				w[RegionConstraints][3*ci+1], w[RegionConstraints][3*ci+2] = uint32(u), uint32(u>>32)
+			}
+			ci++
+		}
+	}
+	for sl, in := range t.info {
+		if in != 0 {
+			w[RegionFilters][sl] = in&^0xff | uint32(len(t.meta[sl].filt))
+		}
+	}
+	copy(w[RegionPorts], t.ports)
+	return l
+}
+
+func floatBits(f float64) uint64 { return math.Float64bits(f) }
+
+// TestRadixSortRefs compares the radix sort with a stable comparison sort
+// on keys that differ in a few bytes, in all, and in none.
+func TestRadixSortRefs(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	for _, mask := range [][2]uint64{{0xff, 0x3<<40 | 0xff00}, {^uint64(0), ^uint64(0)}, {0, 0}, {1 << 63, 0}} {
+		refs := make([]slotRef, 5000)
+		for i := range refs {
+			refs[i] = slotRef{hi: r.Uint64() & mask[0], lo: r.Uint64() & mask[1], idx: uint32(i)}
+		}
+		want := slices.Clone(refs)
+		slices.SortStableFunc(want, func(a, b slotRef) int {
+			if a.hi != b.hi {
+				return cmpU64(a.hi, b.hi)
+			}
+			return cmpU64(a.lo, b.lo)
+		})
+		if got := radixSortRefs(refs); !slices.Equal(got, want) {
+			t.Fatalf("mask %#x: radix sort differs from a stable sort", mask)
+		}
+	}
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
