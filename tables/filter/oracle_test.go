@@ -169,7 +169,16 @@ var outSeq atomic.Int64
 // tcpdumpPackets runs tcpdump -w and returns the packets it writes; ok is
 // false when tcpdump rejects the expression.
 func tcpdumpPackets(t *testing.T, file, expr string) ([]testPacket, bool, string) {
-	out := filepath.Join(filepath.Dir(file), fmt.Sprintf("out-%d.pcap", outSeq.Add(1)))
+	// Not beside the input: other packages' tests list the captures
+	// folder. tcpdump run as root writes as its own user (-Z), so the
+	// folder (and the test's temporary parent) must let it in.
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, fmt.Sprintf("out-%d.pcap", outSeq.Add(1)))
 	defer os.Remove(out)
 	cmd := exec.Command("tcpdump", "-n", "-r", file, "-w", out, "--", expr)
 	var errb bytes.Buffer
