@@ -94,6 +94,16 @@ func backendOf(t *testing.T, e *Engine, id TableID) TableBackend {
 	return TableBackend{}
 }
 
+// waitCalibrated waits for table id's first calibration.
+func waitCalibrated(t *testing.T, e *Engine, id TableID) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); backendOf(t, e, id).Calibrations == 0; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("table %d: no calibration in 20 s: %+v", id, backendOf(t, e, id))
+		}
+	}
+}
+
 // waitBackend waits until table id is served by want.
 func waitBackend(t *testing.T, e *Engine, id TableID, want string) TableBackend {
 	t.Helper()
@@ -149,9 +159,7 @@ func TestEngineAutoPlacement(t *testing.T) {
 	}
 	// Both calibrated against a device dearer than anything: on the CPU.
 	for id := TableID(1); id <= 2; id++ {
-		for backendOf(t, e, id).Calibrations == 0 {
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitCalibrated(t, e, id)
 	}
 	ts, tb := backendOf(t, e, 1), backendOf(t, e, 2)
 	if ts.Backend != "cpu" || tb.Backend != "cpu" || ts.Classes != 1 || tb.Classes != 400 {
@@ -202,9 +210,6 @@ func TestEngineAutoPlacement(t *testing.T) {
 	if got.Classes != 1 || !strings.Contains(got.Reason, "the CPU is cheaper") {
 		t.Errorf("small table after the deletes: %+v", got)
 	}
-	if !strings.Contains(logs.String(), "table placed") {
-		t.Errorf("no log line of the moves:\n%s", logs.String())
-	}
 	var m bytes.Buffer
 	if err := e.WriteMetrics(&m); err != nil {
 		t.Fatal(err)
@@ -214,6 +219,10 @@ func TestEngineAutoPlacement(t *testing.T) {
 		if !strings.Contains(m.String(), want) {
 			t.Errorf("metrics lack %q:\n%s", want, m.String())
 		}
+	}
+	e.Close() // the calibrator has stopped writing the log
+	if !strings.Contains(logs.String(), "table placed") {
+		t.Errorf("no log line of the moves:\n%s", logs.String())
 	}
 }
 
@@ -268,9 +277,7 @@ func TestEngineAutoDeviceError(t *testing.T) {
 	if err := e.Load(3, Flow, tab.Mirror().Sync().Full); err != nil {
 		t.Fatal(err)
 	}
-	for backendOf(t, e, 3).Calibrations == 0 {
-		time.Sleep(2 * time.Millisecond)
-	}
+	waitCalibrated(t, e, 3)
 	if tb := backendOf(t, e, 3); tb.Backend != "cpu" || !strings.Contains(tb.Reason, "the device rejects it") {
 		t.Errorf("%+v", tb)
 	}
