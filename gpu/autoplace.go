@@ -1,7 +1,6 @@
 package gpu
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -238,17 +237,17 @@ func (e *Engine) calibrate(p *placed) {
 		return
 	}
 	tiled := tile(soa, pw, n, b)
+	// A device's error here only keeps the table on the CPU: a device
+	// that is really broken is found (and taken out of service) by the
+	// lookups, which fall back to the CPU.
 	devNs := math.NaN()
 	var devErr error
-	for i, d := range e.devs {
-		if !d.serves(p.id) {
+	for _, d := range e.devs {
+		if classes == 0 || !d.serves(p.id) {
 			continue
 		}
 		ns, err := e.auto.measure(d.b, p.id, tiled, b)
 		if err != nil {
-			if !tableFault(err) && !errors.Is(err, ErrNoTable) {
-				e.fail(i, d, err)
-			}
 			devErr = err
 			continue
 		}
@@ -257,7 +256,10 @@ func (e *Engine) calibrate(p *placed) {
 	}
 	cur := Placement(p.place.Load())
 	next, why := Choose(cur, Costs{CPUNsPerKey: cpuNs, DeviceNsPerKey: devNs, Batch: b}, e.minBatch)
-	if math.IsNaN(devNs) {
+	switch {
+	case classes == 0:
+		next, why = OnCPU, "an empty table: every lookup misses at once on the CPU"
+	case math.IsNaN(devNs):
 		next, why = OnCPU, "no device can serve the table"
 		if devErr != nil {
 			why += ": " + devErr.Error()

@@ -282,7 +282,19 @@ func TestEngineAutoDeviceError(t *testing.T) {
 		t.Errorf("%+v", tb)
 	}
 	if !e.Stats().Devices[0].Up {
-		t.Error("a table fault took the device out of service")
+		t.Error("a calibration's device error took the device out of service")
+	}
+	// An empty table is not measured on the device: the CPU.
+	empty, err := flow.NewTable(flow.Config{Algo: flow.Tuple, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Load(4, Flow, empty.Mirror().Sync().Full); err != nil {
+		t.Fatal(err)
+	}
+	waitCalibrated(t, e, 4)
+	if tb := backendOf(t, e, 4); tb.Backend != "cpu" || !strings.Contains(tb.Reason, "empty table") || tb.DeviceNsPerKey != 0 {
+		t.Errorf("empty table: %+v", tb)
 	}
 }
 
