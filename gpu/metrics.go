@@ -23,8 +23,8 @@ var (
 		"Keys looked up, by backend.", []string{"backend", "device"}, nil)
 	descTableBackend = prometheus.NewDesc("gswitch_table_backend",
 		"1 for the backend (cpu or device) that serves the table's lookups now, 0 for the other.", []string{"table", "backend"}, nil)
-	descTableCost = prometheus.NewDesc("gswitch_table_lookup_cost_ns",
-		"A flow table's lookup cost per key at its last calibration (--backend auto): on the CPU, and on the device amortised over a batch.", []string{"table", "backend"}, nil)
+	descTableCost = prometheus.NewDesc("gswitch_table_lookup_cost_seconds",
+		"A flow table's lookup cost per key, in seconds, at its last calibration (--backend auto): on the CPU, and on the device amortised over a batch.", []string{"table", "backend"}, nil)
 )
 
 // engineCollector is the Engine as a prometheus.Collector.
@@ -37,7 +37,7 @@ type engineCollector struct{ e *Engine }
 // gswitch_backend_keys_total{backend="cpu"|"device",device},
 // gswitch_table_backend{table,backend="cpu"|"device"} (1 where the table is
 // served) and, for calibrated tables,
-// gswitch_table_lookup_cost_ns{table,backend}.
+// gswitch_table_lookup_cost_seconds{table,backend}.
 func (e *Engine) Collector() prometheus.Collector { return engineCollector{e} }
 
 func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -62,10 +62,10 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prom.Const(descTableBackend, prometheus.GaugeValue, prom.Bool(t.Backend == b), id, b)
 		}
 		if t.CPUNsPerKey > 0 {
-			ch <- prom.Const(descTableCost, prometheus.GaugeValue, t.CPUNsPerKey, id, "cpu")
+			ch <- prom.Const(descTableCost, prometheus.GaugeValue, t.CPUNsPerKey*1e-9, id, "cpu")
 		}
 		if t.DeviceNsPerKey > 0 {
-			ch <- prom.Const(descTableCost, prometheus.GaugeValue, t.DeviceNsPerKey, id, "device")
+			ch <- prom.Const(descTableCost, prometheus.GaugeValue, t.DeviceNsPerKey*1e-9, id, "device")
 		}
 	}
 }

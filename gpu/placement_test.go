@@ -215,7 +215,7 @@ func TestEngineAutoPlacement(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`gswitch_table_backend{backend="cpu",table="1"} 1`, `gswitch_table_backend{backend="device",table="2"} 1`,
-		`gswitch_table_backend{backend="device",table="1"} 0`, `gswitch_table_lookup_cost_ns{backend="cpu",table="2"}`} {
+		`gswitch_table_backend{backend="device",table="1"} 0`, `gswitch_table_lookup_cost_seconds{backend="cpu",table="2"}`} {
 		if !strings.Contains(m.String(), want) {
 			t.Errorf("metrics lack %q:\n%s", want, m.String())
 		}
