@@ -187,7 +187,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.tlsCert, "tls-certificate", "", "TLS: gswitchd's certificate, PEM `FILE` (for tls: and ptls: targets)")
 	fs.StringVar(&f.tlsCA, "tls-ca-cert", "", "TLS: the CA certificate(s) that must have signed a peer's certificate, PEM `FILE`")
 	fs.StringVar(&f.failMode, "fail-mode", "", "without a controller: `secure` (flow tables only) or standalone (L2 learning)")
-	fs.StringVar(&f.backend, "backend", "", "lookup backend: `auto`, cpu or gpu")
+	fs.StringVar(&f.backend, "backend", "", "lookup backend: `auto` (each flow table on the CPU or the GPU, whichever a calibration at load and at every change of its class count finds cheaper per key; the CPU without a GPU), cpu or gpu (every table on the GPUs)")
 	fs.StringVar(&f.gpus, "gpus", "", "GPU ordinals to use, comma separated: `LIST` (e.g. 0,1)")
 	fs.DurationVar(&f.maxDelay, "max-delay", 0, "longest a received frame waits for its batch to fill: `DURATION` (e.g. 100us)")
 	fs.IntVar(&f.minBatch, "min-batch", 0, "smallest batch sent to a GPU; smaller ones are classified on the CPU: `N`")

@@ -127,7 +127,21 @@
 // exposed by the Engine's metrics (Collector: gswitch_backend_device_up 0) and taken out of
 // service for good; the lookup that failed and every later one are answered
 // by the CPU, with the same answers. Open builds an Engine for --backend
-// auto|cpu|gpu. The Batcher forms batches from keys that arrive one by one,
+// auto|cpu|gpu.
+//
+// With --backend auto and a device (ModeAuto) each flow table is placed on
+// the CPU or on the devices (autoplace.go): a calibration, at Load and
+// after an Apply that changed the table's class count, times the CPU's
+// lookup of keys sampled from the table's own image and a device's lookup
+// of one batch of MinBatch keys, and Choose (pure, placement.go) compares
+// the costs per key with a hysteresis of SwitchMargin. A table placed on
+// the CPU has every lookup answered there (cpuServes, Submit); every device
+// still holds its replica, so a move is immediate. The calibrations run on
+// one goroutine of the Engine (the calibrator), which Close stops; the
+// lookups read the placements through an atomic pointer to a map copied on
+// write (lock-free, allocation-free), and an Apply only reads the class
+// count and marks the table. TableBackends reports every table's backend
+// and why. The Batcher forms batches from keys that arrive one by one,
 // closing a batch when it is full or when its oldest key has waited
 // MaxDelay (GSwitch §7.4).
 //

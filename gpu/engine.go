@@ -33,6 +33,8 @@ type Engine struct {
 	devs     []*engineDev
 	minBatch int
 	log      *slog.Logger
+	mode     string // ModeAuto, ModeGPU or ModeCPU
+	auto     auto   // the per-table placement (autoplace.go)
 
 	rr        atomic.Uint64
 	fallbacks atomic.Uint64 // lookups (calls or batches) a device failed and the CPU answered
@@ -61,6 +63,15 @@ type EngineConfig struct {
 	MinBatch int
 	// Logger gets one line per device failure (nil: slog.Default()).
 	Logger *slog.Logger
+	// Mode is how tables are placed: ModeAuto (each flow table on the
+	// backend a calibration finds cheaper per key; see Choose and
+	// autoplace.go), ModeGPU (every table on the devices; "" means it)
+	// or ModeCPU (Devices must be empty).
+	Mode string
+	// Auto configures ModeAuto's calibrations.
+	Auto AutoConfig
+
+	measureDev devCost // tests: a device's cost per key (nil: timed)
 }
 
 // DefaultMinBatch is the smallest batch the Engine sends to a device by
@@ -70,7 +81,10 @@ const DefaultMinBatch = 2048
 
 // NewEngine returns an Engine over a new CPU backend and cfg's devices.
 func NewEngine(cfg EngineConfig) *Engine {
-	e := &Engine{cpu: NewCPU(), minBatch: cfg.MinBatch, log: cfg.Logger}
+	e := &Engine{cpu: NewCPU(), minBatch: cfg.MinBatch, log: cfg.Logger, mode: cfg.Mode}
+	if e.mode == "" {
+		e.mode = ModeGPU
+	}
 	if e.minBatch <= 0 {
 		e.minBatch = DefaultMinBatch
 	}
@@ -80,6 +94,7 @@ func NewEngine(cfg EngineConfig) *Engine {
 	for _, d := range cfg.Devices {
 		e.devs = append(e.devs, &engineDev{b: d, noTable: make(map[TableID]bool)})
 	}
+	e.startAuto(cfg)
 	return e
 }
 
@@ -123,6 +138,7 @@ func (e *Engine) Load(id TableID, kind Kind, im *bubble.Image) error {
 		return err
 	}
 	e.eachDev(id, func(d *engineDev) error { return d.b.Load(id, kind, im) }, true)
+	e.noteLoad(id, kind)
 	return nil
 }
 
@@ -132,6 +148,7 @@ func (e *Engine) Apply(id TableID, u bubble.Update) error {
 		return err
 	}
 	e.eachDev(id, func(d *engineDev) error { return d.b.Apply(id, u) }, u.Full != nil)
+	e.noteApply(id)
 	return nil
 }
 
@@ -183,13 +200,14 @@ func (e *Engine) pick(id TableID) []int {
 }
 
 // cpuServes reports whether a lookup of n keys in table id is the CPU
-// backend's: below MinBatch, or no device in service can serve id. It
+// backend's: below MinBatch, placed on the CPU (ModeAuto), or no device in
+// service can serve id. It
 // allocates nothing, so that the CPU path allocates nothing either (split
 // takes a closure, which escapes: every lookup call through it allocated,
 // and a lookup goroutine that allocates is drafted into the collector's
 // marking whenever a GC runs).
 func (e *Engine) cpuServes(id TableID, n int) bool {
-	if n < e.minBatch {
+	if n < e.minBatch || e.placedOnCPU(id) {
 		return true
 	}
 	for _, d := range e.devs {
@@ -330,7 +348,8 @@ func (e *Engine) NewBatch(kind Kind, width, capacity int) (*Batch, error) {
 }
 
 // Submit starts b's lookups on the device that made it when that device is
-// in service, holds table id and b holds MinBatch keys or more; else on the
+// in service, holds table id, the table is not placed on the CPU (ModeAuto)
+// and b holds MinBatch keys or more; else on the
 // CPU, at once. A device failure, at Submit or at Wait, is answered by the
 // CPU (the batch's memory is host memory): Wait then returns the CPU's
 // result.
@@ -339,7 +358,7 @@ func (e *Engine) Submit(id TableID, b *Batch) error {
 		return fmt.Errorf("gpu: submit of a nil batch")
 	}
 	b.fallback = nil
-	if b.eng == e && b.dev >= 0 && b.N >= e.minBatch {
+	if b.eng == e && b.dev >= 0 && b.N >= e.minBatch && !e.placedOnCPU(id) {
 		d := e.devs[b.dev]
 		d.mu.Lock()
 		no := d.noTable[id]
@@ -385,8 +404,9 @@ func (e *Engine) MemoryUsed() int64 {
 	return n
 }
 
-// Close closes the devices and the CPU backend.
+// Close stops the calibrations and closes the devices and the CPU backend.
 func (e *Engine) Close() error {
+	e.stopAuto()
 	var errs []error
 	for _, d := range e.devs {
 		if err := d.b.Close(); err != nil && !d.failed.Load() {
@@ -403,6 +423,9 @@ type EngineStats struct {
 	KeysOnCPU    uint64 // keys looked up on the CPU (small batches, fallbacks, no device)
 	KeysOnDevice uint64
 	MinBatch     int
+	// Tables says which backend serves each table, and why
+	// (TableBackends).
+	Tables []TableBackend
 }
 
 // DeviceStats is one device's state.
@@ -418,7 +441,8 @@ type DeviceStats struct {
 
 // Stats returns the Engine's state.
 func (e *Engine) Stats() EngineStats {
-	s := EngineStats{Fallbacks: e.fallbacks.Load(), KeysOnCPU: e.onCPU.Load(), KeysOnDevice: e.onDev.Load(), MinBatch: e.minBatch}
+	s := EngineStats{Fallbacks: e.fallbacks.Load(), KeysOnCPU: e.onCPU.Load(), KeysOnDevice: e.onDev.Load(), MinBatch: e.minBatch,
+		Tables: e.TableBackends()}
 	for _, d := range e.devs {
 		ds := DeviceStats{Name: d.b.Name(), Device: d.b.Device(), Up: !d.failed.Load(), Keys: d.keys.Load()}
 		if err, ok := d.err.Load().(error); ok {

@@ -21,6 +21,10 @@ var (
 		"Device lookups that failed and were answered by the CPU backend.", nil, nil)
 	descKeys = prometheus.NewDesc("gswitch_backend_keys_total",
 		"Keys looked up, by backend.", []string{"backend", "device"}, nil)
+	descTableBackend = prometheus.NewDesc("gswitch_table_backend",
+		"1 for the backend (cpu or device) that serves the table's lookups now, 0 for the other.", []string{"table", "backend"}, nil)
+	descTableCost = prometheus.NewDesc("gswitch_table_lookup_cost_seconds",
+		"A flow table's lookup cost per key, in seconds, at its last calibration (--backend auto): on the CPU, and on the device amortised over a batch.", []string{"table", "backend"}, nil)
 )
 
 // engineCollector is the Engine as a prometheus.Collector.
@@ -29,12 +33,15 @@ type engineCollector struct{ e *Engine }
 // Collector returns a prometheus.Collector of the Engine's state, read
 // from its counters at each scrape: gswitch_backend_device_up{device,name}
 // (1 serving, 0 failed), gswitch_backend_device_memory_bytes{device},
-// gswitch_backend_fallbacks_total and
-// gswitch_backend_keys_total{backend="cpu"|"device",device}.
+// gswitch_backend_fallbacks_total,
+// gswitch_backend_keys_total{backend="cpu"|"device",device},
+// gswitch_table_backend{table,backend="cpu"|"device"} (1 where the table is
+// served) and, for calibrated tables,
+// gswitch_table_lookup_cost_seconds{table,backend}.
 func (e *Engine) Collector() prometheus.Collector { return engineCollector{e} }
 
 func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDeviceUp, descDeviceMemory, descFallbacks, descKeys} {
+	for _, d := range []*prometheus.Desc{descDeviceUp, descDeviceMemory, descFallbacks, descKeys, descTableBackend, descTableCost} {
 		ch <- d
 	}
 }
@@ -49,6 +56,18 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prom.Const(descFallbacks, prometheus.CounterValue, float64(s.Fallbacks))
 	ch <- prom.Const(descKeys, prometheus.CounterValue, float64(s.KeysOnCPU), "cpu", "")
+	for _, t := range s.Tables {
+		id := strconv.FormatUint(uint64(t.Table), 10)
+		for _, b := range []string{"cpu", "device"} {
+			ch <- prom.Const(descTableBackend, prometheus.GaugeValue, prom.Bool(t.Backend == b), id, b)
+		}
+		if t.CPUNsPerKey > 0 {
+			ch <- prom.Const(descTableCost, prometheus.GaugeValue, t.CPUNsPerKey*1e-9, id, "cpu")
+		}
+		if t.DeviceNsPerKey > 0 {
+			ch <- prom.Const(descTableCost, prometheus.GaugeValue, t.DeviceNsPerKey*1e-9, id, "device")
+		}
+	}
 }
 
 // WriteMetrics writes the Engine's Collector in the Prometheus text format.

@@ -20,7 +20,7 @@ func Open(backend string, ordinals []int, minBatch int, log *slog.Logger) (*Engi
 	if ordinals == nil {
 		ordinals = []int{0}
 	}
-	cfg := EngineConfig{MinBatch: minBatch, Logger: log}
+	cfg := EngineConfig{MinBatch: minBatch, Logger: log, Mode: backend}
 	switch backend {
 	case "cpu":
 	case "gpu", "auto":

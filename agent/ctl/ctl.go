@@ -13,7 +13,7 @@
 //	GET /v1/ports    []pipeline.PortInfo   ports: ofp_port description, link up, counters
 //	GET /v1/tables   []pipeline.TableInfo  per table: entries, lookups, matched, classifier figures
 //	GET /v1/flows    []pipeline.FlowInfo   every flow entry, as text, with counters
-//	GET /v1/backend  gpu.EngineStats       the lookup backend: devices, fallbacks, keys per backend
+//	GET /v1/backend  gpu.EngineStats       the lookup backend: devices, fallbacks, keys per backend, each table's backend
 //	GET /v1/stats    Stats                 the switch's own counters and the daemon's identity
 //	GET /v1/groups   []pipeline.GroupInfo  every group: type, buckets (actions as text), counters
 //	GET /v1/meters   []pipeline.MeterInfo  every meter: flags, bands, counters

@@ -38,12 +38,16 @@
 // classify) or classbench:FILE (ClassBench, e.g. acl1), table 0 holds the
 // rule set, each rule's instruction goto_table:1 or, for one rule in 8
 // drawn at random, none (a drop), and table 1 maps in_port 2k+1 to the
-// pair's other port 2k+2 (ruleset.go). The rules are what OpenFlow 1.3
-// carries: no tcp_flags match, and a ClassBench port range's masked
-// entries expanded into exact ports up to 64 a mask (larger ones left out
-// and counted); a synthetic rule matching in_port is moved onto a
-// generator's port (rule i onto pair i mod pairs), keeping its class. Open
-// vSwitch gets the same two tables as an ovs-ofctl file.
+// pair's other port 2k+2 (ruleset.go). The rules go to the switches
+// exactly as the set has them: a ClassBench range's prefix entries with
+// masked ports and its tcp_flags matches travel as Open vSwitch sends them
+// in OpenFlow 1.3 (masked tcp/udp ports, the ONF tcp_flags field), which
+// gswitchd takes too; a rule the FLOW_MOD encoding could not carry exactly
+// is an error (openflow.MatchEncodable), never a different rule. A
+// synthetic rule matching in_port is moved onto a generator's port (rule i
+// onto pair i mod pairs), keeping its class. Open vSwitch gets the same two
+// tables as an ovs-ofctl file (a tcp_flags rule wanting a bit above the
+// header's 12 set, which no frame has, is left out of it).
 //
 // The traffic (frames.go): per pair, --flows different 60-byte frames
 // (64 on the wire), each a random header with a random eligible rule's

@@ -63,7 +63,8 @@ func parseRuleset(s string) error {
 // loadRuleset builds the rule set of a non-trivial --ruleset for 'pairs'
 // port pairs. Synthetic rules that match in_port (a random 32-bit value in
 // GSwitch's generator) are moved onto a generator port, rule i onto pair
-// i mod pairs, keeping its class. What it leaves out is said on log.
+// i mod pairs, keeping its class. log is for what it has to say (nothing
+// today).
 func loadRuleset(spec string, pairs int, log io.Writer) (*ruleSet, error) {
 	kind, arg, _ := strings.Cut(spec, ":")
 	rs := &ruleSet{spec: spec}
@@ -99,30 +100,15 @@ func loadRuleset(spec string, pairs int, log io.Writer) (*ruleSet, error) {
 	if len(rs.rules) == 0 {
 		return nil, fmt.Errorf("--ruleset %s: no rules", spec)
 	}
-	// OpenFlow 1.3 carries no tcp_flags match (an OpenFlow 1.5 field: the
-	// FLOW_MOD encoder leaves it out), so the rules the switches get, and
-	// the oracle, have none.
-	// Nor masked ports (tcp_src and friends are not maskable in OpenFlow
-	// 1.3; gswitchd refuses the mask, the encoder sends the value alone):
-	// a ClassBench range's prefix entry of at most maxPortExpand ports
-	// becomes one exact entry per port, a larger one is left out.
-	var kept []flow.Rule
-	left := 0
+	// Every rule goes to the switches as it is: tcp_flags and masked
+	// ports travel as Open vSwitch sends them in OpenFlow 1.3 (the ONF
+	// tcp_flags field, masked tcp/udp ports), which gswitchd takes too. A
+	// rule the FLOW_MOD encoding would not carry exactly is an error, never
+	// a different rule installed.
 	for i := range rs.rules {
-		r := rs.rules[i]
-		r.Match.Clear(flow.FieldTCPFlags)
-		exp := expandPorts(r)
-		if exp == nil {
-			left++
+		if err := openflow.MatchEncodable(&rs.rules[i].Match); err != nil {
+			return nil, fmt.Errorf("--ruleset %s: rule %d: %w", spec, i, err)
 		}
-		kept = append(kept, exp...)
-	}
-	if left > 0 {
-		fmt.Fprintf(log, "bench forward: --ruleset %s: %d of %d entries left out (port masks OpenFlow 1.3 cannot carry, over %d ports), %d entries after expanding the others\n", spec, left, len(rs.rules), maxPortExpand, len(kept))
-	}
-	rs.rules = kept
-	if len(rs.rules) == 0 {
-		return nil, fmt.Errorf("--ruleset %s: no rules OpenFlow 1.3 can carry", spec)
 	}
 	rng := rand.New(rand.NewPCG(rulesetSeed, 0xd209))
 	rs.drop = make([]bool, len(rs.rules))
@@ -144,38 +130,6 @@ func loadRuleset(spec string, pairs int, log io.Writer) (*ruleSet, error) {
 		}
 	}
 	return rs, nil
-}
-
-// maxPortExpand bounds the exact entries one masked-port entry becomes.
-const maxPortExpand = 64
-
-// expandPorts returns r with each partly masked port field expanded into
-// exact ports (nil when that takes more than maxPortExpand entries).
-func expandPorts(r flow.Rule) []flow.Rule {
-	out := []flow.Rule{r}
-	for _, f := range []flow.Field{flow.FieldTCPSrc, flow.FieldTCPDst} {
-		v, mask := r.Match.GetUint(f)
-		if mask == 0 || mask == 0xffff {
-			continue
-		}
-		free := ^mask & 0xffff
-		n := int(free) + 1 // a prefix mask: the free bits are the low ones
-		if len(out)*n > maxPortExpand {
-			return nil
-		}
-		var next []flow.Rule
-		for _, o := range out {
-			for x := range n {
-				c := o
-				if err := c.Match.SetFieldUint(f, v&mask|uint64(x), 0xffff); err != nil {
-					return nil
-				}
-				next = append(next, c)
-			}
-		}
-		out = next
-	}
-	return out
 }
 
 // flowMods is the rule set as FLOW_MODs (xids from 'xid'): table 0's rules,

@@ -27,11 +27,14 @@ const showUsage = `Usage: gswitchctl show [--socket PATH] [--json] WHAT
 
 Queries a running gswitchd over its control socket. WHAT is one of:
   ports    ports: link, OpenFlow config, receive/transmit counters
-  tables   flow tables: entries, lookups, matches, search (lpm or the classifier)
+  tables   flow tables: entries, lookups, matches, search (lpm or the classifier),
+           backend (cpu or device) and why (--backend auto: the classes and the
+           costs per key its calibration measured)
   flows    every flow entry, as ovs-ofctl dump-flows writes them
   groups   groups with their buckets and counters
   meters   meters with their bands and counters
-  backend  the lookup backend: devices, keys on CPU and device
+  backend  the lookup backend: devices, keys on CPU and device, every engine
+           table's backend and calibration
   stats    the switch's own counters and identity
   neighbours  the router's neighbour table (also: gswitchctl neighbours, neigh)
   l3       the router's counters: forwarded, drops by reason, frames it sent
@@ -94,6 +97,14 @@ func runShow(args []string, stdout, stderr io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	}
+	if ts, ok := v.([]pipeline.TableInfo); ok {
+		// The backend of each table comes from /v1/backend.
+		b, err := c.Backend(ctx)
+		if err != nil {
+			return err
+		}
+		v = tablesView{ts, b.Tables}
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	printShow(tw, v)
 	return tw.Flush()
@@ -129,7 +140,7 @@ func printShow(w io.Writer, v any) {
 	switch v := v.(type) {
 	case []pipeline.PortInfo:
 		printPorts(w, v)
-	case []pipeline.TableInfo:
+	case tablesView:
 		printTables(w, v)
 	case []pipeline.FlowInfo:
 		printFlows(w, v)
@@ -191,11 +202,44 @@ func portConfig(c uint32) string {
 	return strings.Join(parts, ",")
 }
 
-func printTables(w io.Writer, ts []pipeline.TableInfo) {
-	fmt.Fprintln(w, "TABLE\tACTIVE\tLOOKUPS\tMATCHED\tSEARCH")
-	for _, t := range ts {
-		fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%s\n", t.ID, t.Active, t.Lookups, t.Matched, tableSearch(&t))
+// tablesView is show tables' answer: the flow tables (/v1/tables) and the
+// backend of each engine table (/v1/backend).
+type tablesView struct {
+	tables   []pipeline.TableInfo
+	backends []gpu.TableBackend
+}
+
+func printTables(w io.Writer, v tablesView) {
+	// The pipeline's flow table N is the engine's table N (the flow
+	// tables' fixed id range, agent/tableids.go).
+	byID := map[gpu.TableID]gpu.TableBackend{}
+	for _, b := range v.backends {
+		byID[b.Table] = b
 	}
+	fmt.Fprintln(w, "TABLE\tACTIVE\tLOOKUPS\tMATCHED\tSEARCH\tBACKEND\tWHY")
+	for _, t := range v.tables {
+		backend, why := "-", "-"
+		if b, ok := byID[gpu.TableID(t.ID)]; ok {
+			backend, why = b.Backend, tableWhy(b, t.Search)
+		}
+		fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%s\t%s\t%s\n", t.ID, t.Active, t.Lookups, t.Matched, tableSearch(&t), backend, why)
+	}
+}
+
+// tableWhy says why a table is on its backend, with its classes (linear
+// search: slots) when a calibration counted them.
+func tableWhy(b gpu.TableBackend, search string) string {
+	if b.Calibrations == 0 {
+		return b.Reason
+	}
+	unit := "class"
+	if search == "linear" {
+		unit = "slot"
+	}
+	if b.Classes != 1 {
+		unit = map[string]string{"class": "classes", "slot": "slots"}[unit]
+	}
+	return fmt.Sprintf("%s (%d %s)", b.Reason, b.Classes, unit)
 }
 
 // tableSearch says how a table is searched: "lpm" while it is LPM-shaped,
@@ -266,15 +310,32 @@ func printBackend(w io.Writer, b gpu.EngineStats) {
 	fmt.Fprintf(w, "min batch for a device:\t%d\n", b.MinBatch)
 	if len(b.Devices) == 0 {
 		fmt.Fprintln(w, "devices:\tnone (CPU only)")
+	} else {
+		fmt.Fprintln(w, "\nDEVICE\tNAME\tSTATE\tKEYS\tCPU_ONLY_TABLES\tERROR")
+		for _, d := range b.Devices {
+			state := "up"
+			if !d.Up {
+				state = "failed"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%v\t%s\n", d.Device, d.Name, state, d.Keys, d.CPUOnly, d.Err)
+		}
+	}
+	if len(b.Tables) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nDEVICE\tNAME\tSTATE\tKEYS\tCPU_ONLY_TABLES\tERROR")
-	for _, d := range b.Devices {
-		state := "up"
-		if !d.Up {
-			state = "failed"
+	fmt.Fprintln(w, "\nENGINE_TABLE\tKIND\tBACKEND\tCLASSES\tCPU_NS/KEY\tDEVICE_NS/KEY\tBATCH\tWHY")
+	for _, t := range b.Tables {
+		cost := func(x float64) string {
+			if x <= 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.1f", x)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%v\t%s\n", d.Device, d.Name, state, d.Keys, d.CPUOnly, d.Err)
+		classes, batch := "-", "-"
+		if t.Calibrations > 0 {
+			classes, batch = fmt.Sprint(t.Classes), fmt.Sprint(t.Batch)
+		}
+		fmt.Fprintf(w, "%#x\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", uint32(t.Table), t.Kind, t.Backend, classes, cost(t.CPUNsPerKey), cost(t.DeviceNsPerKey), batch, t.Reason)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gswitch/gswitch/agent/ctl"
 	"github.com/gswitch/gswitch/datapath/pipeline"
@@ -108,11 +109,11 @@ func TestShowTables(t *testing.T) {
 		want []string
 	}{
 		{[]string{"flows", "--socket", sock}, []string{"cookie=0x2a", "table=0", "n_packets=0", "priority=100", "meter:3", "group:7"}},
-		{[]string{"--socket", sock, "tables"}, []string{"TABLE", "ACTIVE", "LOOKUPS", "SEARCH", "\n0 ", "linear\n", "lpm\n"}},
+		{[]string{"--socket", sock, "tables"}, []string{"TABLE", "ACTIVE", "LOOKUPS", "SEARCH", "BACKEND", "\n0 ", "linear  cpu", "lpm     cpu", "--backend cpu\n"}},
 		{[]string{"groups", "--socket=" + sock}, []string{"group_id=7", "type=select", "ref_count=1", "weight=5", "actions=output:2"}},
 		{[]string{"meters", "--socket", sock}, []string{"meter=3", "kbps", "flow_count=1", "type=drop", "rate=1000"}},
 		{[]string{"ports", "--socket", sock}, []string{"PORT", "NAME", "RX_PKTS"}},
-		{[]string{"backend", "--socket", sock}, []string{"keys on CPU:", "devices:"}},
+		{[]string{"backend", "--socket", sock}, []string{"keys on CPU:", "devices:", "ENGINE_TABLE", "0x0 ", "flow", "--backend cpu"}},
 		{[]string{"stats", "--socket", sock}, []string{"datapath id:", "0x00000000000000ab", "malformed frames:", "meter drops:", "fail mode:"}},
 	}
 	for _, c := range cases {
@@ -155,4 +156,57 @@ func TestShowErrors(t *testing.T) {
 	if _, err := show(t, "nothing"); !errors.Is(err, errUsage) {
 		t.Errorf("show nothing: %v, want a usage error", err)
 	}
+}
+
+// TestShowTablesAuto: with --backend auto and a device (a CPU backend
+// standing in for one), show tables gives each table's backend with the
+// classes and costs of its calibration.
+func TestShowTablesAuto(t *testing.T) {
+	eng := gpu.NewEngine(gpu.EngineConfig{Mode: gpu.ModeAuto, Devices: []gpu.Backend{gpu.NewCPU()}, MinBatch: 64,
+		Auto: gpu.AutoConfig{Delay: time.Millisecond}})
+	t.Cleanup(func() { eng.Close() })
+	sw, err := pipeline.New(pipeline.Config{DatapathID: 0xab, Tables: 1, Classifier: eng})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m flow.Match
+	m.SetInPort(1)
+	if err := sw.FlowMod(&rule.FlowMod{Command: rule.FlowAdd, Priority: 100, Match: m,
+		BufferID: rule.NoBuffer, OutPort: rule.PortAny, OutGroup: rule.GroupAny}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		if ts := eng.TableBackends(); len(ts) == 1 && ts[0].Calibrations > 0 && ts[0].Classes == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no calibration of the table with its rule: %+v", eng.TableBackends())
+		}
+	}
+	path := filepath.Join(t.TempDir(), "gswitchd.sock")
+	l, err := ctl.Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ctl.Serve(ctx, l, switchSource{sw: sw, eng: eng}) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	out, err := show(t, "tables", "--socket", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"BACKEND", "WHY", "auto: cpu ", " ns vs device ", "per key at 64-key batches", "(1 slot)"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("no %q in\n%s", w, out)
+		}
+	}
+	t.Logf("show tables:\n%s", out)
+	if out, err = show(t, "backend", "--socket", path); err != nil || !strings.Contains(out, "ENGINE_TABLE") || !strings.Contains(out, "64 ") {
+		t.Errorf("show backend: %v\n%s", err, out)
+	}
+	t.Logf("show backend:\n%s", out)
 }

@@ -335,3 +335,68 @@ func TestEncodeMatch(t *testing.T) {
 		t.Fatalf("decode: %v %d %v", err, n, &dm.Match)
 	}
 }
+
+// TestOVSExtensionsMatch: tcp_flags as the ONF experimenter field and
+// masked transport ports, as ovs-ofctl -O OpenFlow13 sends them, decode;
+// EncodeMatch writes them the same way, so a match carrying them
+// round-trips; a mask neither OpenFlow 1.3 nor Open vSwitch allows is
+// written as it is and refused, never dropped.
+func TestOVSExtensionsMatch(t *testing.T) {
+	tcp := ethIP + "80 00 14 01 06 "
+	for _, c := range []struct {
+		name, oxms string
+		want       func(m *flow.Match)
+	}{
+		{"onf tcp_flags", tcp + "ff ff 54 06 4f 4e 46 00 00 02", func(m *flow.Match) { _ = m.SetTCPFlags(0x002, 0xffff) }},
+		{"onf tcp_flags masked", tcp + "ff ff 55 08 4f 4e 46 00 00 02 00 12", func(m *flow.Match) { _ = m.SetTCPFlags(0x002, 0x012) }},
+		{"masked tcp_dst", tcp + "80 00 1d 04 04 00 fc 00", func(m *flow.Match) { _ = m.SetL4Dst(0x400, 0xfc00) }},
+		{"masked udp_src", ethIP + "80 00 14 01 11 80 00 1f 04 00 00 ff 00", func(m *flow.Match) { _ = m.SetFieldUint(flow.FieldUDPSrc, 0, 0xff00) }},
+	} {
+		fm, oerr := DecodeFlowMod(flowModWith(t, add0, c.oxms, noInstr))
+		if oerr != nil {
+			t.Errorf("%s: %v", c.name, oerr)
+			continue
+		}
+		var want flow.Match
+		want.SetEthType(0x0800)
+		if c.name == "masked udp_src" {
+			want.SetIPProto(17)
+		} else {
+			want.SetIPProto(6)
+		}
+		c.want(&want)
+		if fm.Match != want {
+			t.Errorf("%s: decoded %s, want %s", c.name, fm.Match.String(), want.String())
+		}
+		if err := MatchEncodable(&want); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		tlv := c.oxms[strings.Index(c.oxms, "80 00 14")+len("80 00 14 01 06 "):] // the TLV after ip_proto
+		if enc := EncodeMatch(&want); !bytes.Contains(enc, unhex(t, tlv)) {
+			t.Errorf("%s: EncodeMatch %x does not hold %s", c.name, enc, c.oxms)
+		}
+	}
+	// Refused: the OpenFlow 1.5 basic field 42, another experimenter,
+	// the ONF field without its id, a mask on eth_type.
+	for _, c := range []struct{ name, oxms string }{
+		{"basic tcp_flags", ethIP + "80 00 14 01 06 80 00 54 02 00 02"},
+		{"nicira tcp_flags", ethIP + "80 00 14 01 06 ff ff 54 06 00 00 23 20 00 02"},
+		{"onf field 41", ethIP + "80 00 14 01 06 ff ff 52 06 4f 4e 46 00 00 02"},
+		{"onf tcp_flags truncated", ethIP + "80 00 14 01 06 ff ff 54 02 00 02"},
+		{"onf tcp_flags without tcp", ethIP + "ff ff 54 06 4f 4e 46 00 00 02"},
+	} {
+		if _, oerr := DecodeFlowMod(flowModWith(t, add0, c.oxms, noInstr)); oerr == nil {
+			t.Errorf("%s: accepted", c.name)
+		}
+	}
+	var m flow.Match
+	if err := m.SetFieldUint(flow.FieldEthType, 0x0800, 0xff00); err != nil {
+		t.Fatal(err)
+	}
+	if err := MatchEncodable(&m); err == nil || !strings.Contains(err.Error(), "cannot be masked") {
+		t.Errorf("masked eth_type: %v", err)
+	}
+	if enc := EncodeMatch(&m); !bytes.Contains(enc, unhex(t, "80 00 0b 04 08 00 ff 00")) {
+		t.Errorf("masked eth_type encoded as %x: the mask is lost", enc)
+	}
+}

@@ -162,13 +162,25 @@
 // session's SwitchConfig, Features copy and pending multipart request
 // belong to its reading goroutine.
 //
+// # Open vSwitch's extensions
+//
+// Two things OpenFlow 1.3 leaves out are accepted as Open vSwitch accepts
+// and sends them in OpenFlow 1.3 (ovs-ofctl -O OpenFlow13), so that rule
+// sets such as ClassBench's (port ranges, TCP flags) install unchanged:
+// tcp_flags as the ONF experimenter OXM field ONFOXM_ET_TCP_FLAGS (class
+// 0xffff, field 42, experimenter id 0x4f4e4600 before the value and mask;
+// the OpenFlow 1.5 basic field 42 stays OFPBMC_BAD_FIELD), and masks on the
+// transport ports (tcp, udp and sctp src and dst; 1.3's table 11 makes them
+// exact-only). EncodeMatch writes both the same way and never drops a bit
+// of a match: a mask no one allows is written as it is, so DecodeMatch
+// refuses it (MatchEncodable tells beforehand).
+//
 // # What is not supported yet
 //
 // Setting table features, bundles (1.4), auxiliary connections, packet
 // buffering (n_buffers is the Switch's, and a buffer id with none gets
-// OFPBRC_BUFFER_UNKNOWN), experimenter OXM classes, actions, instructions,
-// meter bands and messages, the tcp_flags field (OpenFlow 1.3 has it only
-// as an ONF experimenter field; OFPBMC_BAD_FIELD), IP fragment handling
+// OFPBRC_BUFFER_UNKNOWN), experimenter OXM classes (but the ONF's tcp_flags,
+// below), actions, instructions, meter bands and messages, IP fragment handling
 // other than NORMAL, the virtual meters OFPM_SLOWPATH and OFPM_CONTROLLER
 // (OFPMMFC_INVALID_METER), and FLOW_REMOVED with reason GROUP_DELETE for
 // the entries a group or meter deletion removes (the Switch sends it if it

@@ -1,6 +1,8 @@
 package openflow
 
 import (
+	"fmt"
+
 	"github.com/netrack/openflow/ofp"
 
 	"github.com/gswitch/gswitch/tables/flow"
@@ -16,7 +18,31 @@ const (
 	// (OFPXMT_OFB_IPV6_EXTHDR); later ids (tcp_flags is 42) belong to 1.4
 	// and 1.5 and are refused as unknown.
 	maxBasicField = 39
+	// onfExperimenter is the ONF's experimenter id (ONF_EXPERIMENTER_ID),
+	// under which OpenFlow 1.3 carries tcp_flags (ONFOXM_ET_TCP_FLAGS,
+	// field 42: the ONF's extension EXT-109, Open vSwitch's choice for
+	// OpenFlow 1.3).
+	onfExperimenter = 0x4f4e4600
+	onfTCPFlags     = 42
 )
+
+// Open vSwitch's OpenFlow 1.3, which gswitch speaks too (see the package
+// doc, "Open vSwitch's extensions"): tcp_flags as the ONF experimenter
+// field, and masks on the transport ports, which OpenFlow 1.3's table 11
+// does not allow but Open vSwitch accepts and sends in every version
+// (ovs-ofctl -O OpenFlow13 "tcp,tp_dst=0x400/0xfc00" sends
+// OXM_OF_TCP_DST_W). ClassBench's port ranges and flags need both.
+func extMaskable(f flow.Field) bool {
+	switch f {
+	case flow.FieldTCPSrc, flow.FieldTCPDst, flow.FieldUDPSrc, flow.FieldUDPDst, flow.FieldSCTPSrc, flow.FieldSCTPDst:
+		return true
+	}
+	return false
+}
+
+// maskable says whether a field may carry a mask on the wire: OpenFlow
+// 1.3's table 11, and the transport ports (extMaskable).
+func maskable(f flow.Field) bool { return f.Info().Maskable || extMaskable(f) }
 
 // oxm is one OXM TLV as read from the wire.
 type oxm struct {
@@ -43,8 +69,14 @@ func parseOXM(b []byte) (oxm, int, bool) {
 	}, n, true
 }
 
-// basicField returns the flow.Field of an OpenFlow 1.3 basic OXM field.
+// basicField returns the flow.Field of an OpenFlow 1.3 basic OXM field,
+// or of the ONF experimenter field tcp_flags (whose payload it strips of
+// the experimenter id).
 func basicField(x *oxm) (flow.Field, bool) {
+	if x.class == oxmClassExperimenter && x.field == onfTCPFlags && len(x.payload) >= 4 && be32(x.payload) == onfExperimenter {
+		x.payload = x.payload[4:]
+		return flow.FieldTCPFlags, true
+	}
 	if x.class != oxmClassBasic || x.field > maxBasicField {
 		return 0, false
 	}
@@ -101,8 +133,9 @@ type Match struct {
 
 // DecodeMatch reads the ofp_match at the front of b and returns it and its
 // length with padding. It checks the match completely: type OXM, lengths,
-// the padding present, only OpenFlow 1.3 basic fields, no field twice,
-// masks only where the standard allows them, values and masks within each
+// the padding present, only OpenFlow 1.3 basic fields and the ONF's
+// tcp_flags, no field twice, masks only where the standard allows them (and
+// on the transport ports, as Open vSwitch allows), values and masks within each
 // field's width, no value bits outside the mask, and every field's
 // prerequisites (flow.Match.CheckField, then Validate). Errors are
 // OFPET_BAD_MATCH codes.
@@ -127,7 +160,7 @@ func DecodeMatch(b []byte) (Match, int, *Error) {
 
 // readFields sets every TLV of b into m, then checks prerequisites.
 func (m *Match) readFields(b []byte) *Error {
-	var seen [maxBasicField + 1]bool
+	var seen [flow.FieldTCPFlags + 1]bool
 	for len(b) > 0 {
 		x, n, ok := parseOXM(b)
 		if !ok {
@@ -161,7 +194,6 @@ func (m *Match) setField(x *oxm) (flow.Field, *Error) {
 	if !ok {
 		return 0, badMatch(ofp.ErrCodeBadMatchBadField, "unsupported OXM class %#04x field %d", x.class, x.field)
 	}
-	fi := f.Info()
 	size := oxmSize(f)
 	want := size
 	if x.hasMask {
@@ -170,7 +202,7 @@ func (m *Match) setField(x *oxm) (flow.Field, *Error) {
 	if len(x.payload) != want {
 		return 0, badMatch(ofp.ErrCodeBadMatchBadLen, "field %s: %d bytes, want %d", f, len(x.payload), want)
 	}
-	if x.hasMask && !fi.Maskable {
+	if x.hasMask && !maskable(f) {
 		return 0, badMatch(ofp.ErrCodeBadMatchBadMask, "field %s cannot be masked", f)
 	}
 	value, ok := fromWire(f, x.payload[:size])
@@ -191,14 +223,19 @@ func (m *Match) setField(x *oxm) (flow.Field, *Error) {
 
 // EncodeMatch encodes a flow.Match as ofp_match with padding: the fields it
 // holds (those with mask bits whose prerequisites are met) in OXM order,
-// masked only when the mask is not all ones. It is for matches that did not
-// come from a controller; one that did is echoed from Match.Wire.
+// masked only when the mask is not all ones, tcp_flags as the ONF
+// experimenter field. It is for matches that did not come from a
+// controller; one that did is echoed from Match.Wire. Every bit of the
+// match is written: a mask OpenFlow 1.3 does not allow on a field is
+// written as it is (DecodeMatch, like any strict switch, refuses it with
+// OFPBMC_BAD_MASK), never dropped, so the encoding never stands for another
+// match. MatchEncodable says whether DecodeMatch takes it back.
 func EncodeMatch(m *flow.Match) []byte {
 	e := &enc{}
 	e.u16(matchTypeOXM)
 	e.u16(0)
 	for _, f := range flow.Fields() {
-		if f > maxBasicField || !m.Has(f) || m.CheckField(f) != nil {
+		if !m.Has(f) || m.CheckField(f) != nil {
 			continue
 		}
 		appendOXM(e, f, m)
@@ -221,15 +258,40 @@ func appendOXM(e *enc, f flow.Field, m *flow.Match) {
 		full = full && x == want
 	}
 	v, mk = toWire(f, v), toWire(f, mk)
-	e.u16(oxmClassBasic)
-	if full || !f.Info().Maskable {
-		e.u8(uint8(f) << 1)
-		e.u8(uint8(len(v)))
-		e.raw(v)
-		return
+	hdr := 0 // the experimenter id before the value
+	if f == flow.FieldTCPFlags {
+		e.u16(oxmClassExperimenter)
+		hdr = 4
+	} else {
+		e.u16(oxmClassBasic)
 	}
-	e.u8(uint8(f)<<1 | 1)
-	e.u8(uint8(2 * len(v)))
+	if full {
+		e.u8(uint8(f) << 1)
+		e.u8(uint8(hdr + len(v)))
+	} else {
+		e.u8(uint8(f)<<1 | 1)
+		e.u8(uint8(hdr + 2*len(v)))
+	}
+	if hdr > 0 {
+		e.u32(onfExperimenter)
+	}
 	e.raw(v)
-	e.raw(mk)
+	if !full {
+		e.raw(mk)
+	}
+}
+
+// MatchEncodable reports whether DecodeMatch takes back m's EncodeMatch as
+// m itself; if not, the error names the first field it does not (a mask
+// where neither OpenFlow 1.3 nor Open vSwitch allows one, a field whose
+// prerequisites m lacks).
+func MatchEncodable(m *flow.Match) error {
+	got, _, err := DecodeMatch(EncodeMatch(m))
+	if err != nil {
+		return fmt.Errorf("openflow: match %s: %w", m.String(), err)
+	}
+	if got.Match != *m {
+		return fmt.Errorf("openflow: match %s is encoded as %s", m.String(), got.Match.String())
+	}
+	return nil
 }

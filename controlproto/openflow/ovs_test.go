@@ -107,7 +107,14 @@ func TestOvsOfctl(t *testing.T) {
 	// Errors the controller cannot catch itself.
 	fails("OFPFMFC_BAD_TABLE_ID", "add-flow", "table=7,priority=1,actions=drop")
 	fails("OFPBIC_BAD_TABLE_ID", "add-flow", "table=0,priority=1,actions=goto_table:9")
-	fails("OFPBMC_BAD_FIELD", "add-flow", "priority=1,tcp,tcp_flags=+syn,actions=drop")
+	// Open vSwitch's OpenFlow 1.3 extensions: tcp_flags (the ONF
+	// experimenter field) and a masked transport port, as ovs-ofctl
+	// sends them, and back in the flow stats.
+	run("add-flow", "priority=1,tcp,tcp_flags=+syn-ack,tp_dst=0x400/0xfc00,actions=drop")
+	if out = run("dump-flows"); !strings.Contains(out, "priority=1,tcp,tp_dst=0x400/0xfc00,tcp_flags=+syn-ack actions=drop") {
+		t.Errorf("dump-flows: no tcp_flags or masked tp_dst in\n%s", out)
+	}
+	run("del-flows", "--strict", "priority=1,tcp,tcp_flags=+syn-ack,tp_dst=0x400/0xfc00")
 	run("add-flow", "priority=30,check_overlap,ip,nw_src=10.0.0.0/8,actions=drop")
 	fails("OFPFMFC_OVERLAP", "add-flow", "priority=30,check_overlap,ip,nw_dst=10.0.0.1,actions=drop")
 	run("add-flow", "priority=31,ip,nw_src=10.0.0.1,actions=drop") // the table's fourth rule

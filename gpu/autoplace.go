@@ -1,0 +1,440 @@
+package gpu
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gswitch/gswitch/tables/flow"
+)
+
+// The auto placement (--backend auto with a device): each flow table is
+// served by the CPU or by the devices, whichever a calibration finds
+// cheaper per key (Choose). A calibration samples calibKeys keys from the
+// table's own image (the masked keys of its entries, spread over them:
+// packets that hit its rules; repeated when it has fewer), times the CPU
+// backend's lookup of them (the best of calibRuns runs), and times a device's lookup of one batch of AutoConfig.Batch keys
+// tiled from them (wall clock: copy in, kernel, copy out), divided by the
+// batch. Load calibrates a table, and so does an Apply that changes its
+// class count (its cuckoo classes, or linear slots: what the CPU's cost
+// grows with), once the table has been quiet for AutoConfig.Delay (at most
+// maxCalibrationWait after the first change, so a long stream of updates
+// cannot put it off for ever). The calibrations run on one goroutine of the
+// Engine, never on the caller's: an Apply only reads the class count and
+// marks the table.
+//
+// LPM tables are not calibrated: their batches of MinBatch keys or more go
+// to the devices, as with --backend gpu.
+
+// AutoConfig configures the auto placement (EngineConfig.Mode "auto").
+type AutoConfig struct {
+	// Batch is the batch a device's cost is measured at (0: the Engine's
+	// MinBatch, the smallest batch a device gets).
+	Batch int
+	// Delay is how long a table must be quiet after a change of its class
+	// count before it is recalibrated (0: DefaultCalibrationDelay).
+	Delay time.Duration
+}
+
+// DefaultCalibrationDelay is AutoConfig.Delay's default.
+const DefaultCalibrationDelay = 200 * time.Millisecond
+
+const (
+	calibKeys          = 512             // keys sampled from a table's image (repeated to this many when it has fewer entries)
+	maxCalibrationWait = 2 * time.Second // the longest a change waits for its calibration
+	calibRuns          = 3               // timed runs per measurement (the best counts)
+)
+
+// The Engine's modes (EngineConfig.Mode).
+const (
+	ModeAuto = "auto" // calibrated placement per flow table
+	ModeGPU  = "gpu"  // every table on the devices (batches of MinBatch keys or more)
+	ModeCPU  = "cpu"  // no device
+)
+
+// placed is one table's placement state.
+type placed struct {
+	id    TableID
+	kind  Kind
+	place atomic.Uint32 // Placement
+	dirty atomic.Bool   // its class count changed since its last calibration
+	// classes is the class count of the last calibration (-1: none).
+	classes atomic.Int64
+
+	mu   sync.Mutex
+	info TableBackend // the last calibration's figures; guarded by mu
+}
+
+// devCost measures a device's lookup of n keys of table id: the wall
+// nanoseconds per key (tests replace it through EngineConfig.measureDev).
+type devCost func(b Backend, id TableID, soa []uint32, n int) (float64, error)
+
+// auto is the Engine's auto placement: its tables and its calibrator.
+type auto struct {
+	on      bool // mode auto with a device: tables are placed
+	cfg     AutoConfig
+	measure devCost
+
+	mu   sync.Mutex                          // serializes writers of tabs
+	tabs atomic.Pointer[map[TableID]*placed] // copied on write; read lock-free by the lookups
+
+	kick chan struct{} // cap 1: a table needs a calibration
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+// startAuto sets up the placement state; with mode auto and a device it
+// starts the calibrator.
+func (e *Engine) startAuto(cfg EngineConfig) {
+	a := &e.auto
+	a.cfg = cfg.Auto
+	if a.cfg.Batch <= 0 {
+		a.cfg.Batch = e.minBatch
+	}
+	if a.cfg.Delay <= 0 {
+		a.cfg.Delay = DefaultCalibrationDelay
+	}
+	a.measure = cfg.measureDev
+	if a.measure == nil {
+		a.measure = timeDeviceLookup
+	}
+	m := map[TableID]*placed{}
+	a.tabs.Store(&m)
+	a.kick = make(chan struct{}, 1)
+	a.done = make(chan struct{})
+	a.on = e.mode == ModeAuto && len(e.devs) > 0
+	if a.on {
+		a.wg.Add(1)
+		go e.calibrator()
+	}
+}
+
+// stopAuto stops the calibrator.
+func (e *Engine) stopAuto() {
+	select {
+	case <-e.auto.done:
+	default:
+		close(e.auto.done)
+	}
+	e.auto.wg.Wait()
+}
+
+// placedOnCPU reports whether the auto placement keeps table id on the
+// CPU. It allocates nothing (it is on every lookup's path).
+func (e *Engine) placedOnCPU(id TableID) bool {
+	if !e.auto.on {
+		return false
+	}
+	p := (*e.auto.tabs.Load())[id]
+	return p != nil && Placement(p.place.Load()) == OnCPU
+}
+
+// noteLoad records a loaded table: a new flow table starts on the CPU and
+// is calibrated; an LPM table is on the devices.
+func (e *Engine) noteLoad(id TableID, kind Kind) {
+	a := &e.auto
+	a.mu.Lock()
+	p := (*a.tabs.Load())[id]
+	if p == nil || p.kind != kind { // a table loaded again keeps its place until its calibration
+		p = &placed{id: id, kind: kind}
+		p.classes.Store(-1)
+		if kind != Flow {
+			p.place.Store(uint32(OnDevice))
+		}
+		m := maps.Clone(*a.tabs.Load())
+		m[id] = p
+		a.tabs.Store(&m)
+	}
+	a.mu.Unlock()
+	if kind == Flow && a.on {
+		p.dirty.Store(true)
+		e.kickCalibrator()
+	}
+}
+
+// noteApply marks flow table id for a calibration when an update changed
+// its class count.
+func (e *Engine) noteApply(id TableID) {
+	if !e.auto.on {
+		return
+	}
+	p := (*e.auto.tabs.Load())[id]
+	if p == nil || p.kind != Flow {
+		return
+	}
+	n, err := e.cpu.flowClasses(id)
+	if err != nil || int64(n) == p.classes.Load() {
+		return
+	}
+	p.dirty.Store(true)
+	e.kickCalibrator()
+}
+
+func (e *Engine) kickCalibrator() {
+	select {
+	case e.auto.kick <- struct{}{}:
+	default:
+	}
+}
+
+// calibrator waits for tables to calibrate: after a kick, until no kick
+// has come for Delay (or maxCalibrationWait has passed), then it
+// calibrates every marked table.
+func (e *Engine) calibrator() {
+	a := &e.auto
+	defer a.wg.Done()
+	for {
+		select {
+		case <-a.done:
+			return
+		case <-a.kick:
+		}
+		deadline := time.Now().Add(maxCalibrationWait)
+		t := time.NewTimer(a.cfg.Delay)
+	quiet:
+		for {
+			select {
+			case <-a.done:
+				t.Stop()
+				return
+			case <-a.kick:
+				t.Reset(min(a.cfg.Delay, max(time.Until(deadline), 0)))
+			case <-t.C:
+				break quiet
+			}
+		}
+		e.calibrateMarked()
+	}
+}
+
+// calibrateMarked calibrates every table marked for it.
+func (e *Engine) calibrateMarked() {
+	m := *e.auto.tabs.Load()
+	for _, id := range slices.Sorted(maps.Keys(m)) {
+		if p := m[id]; p.dirty.Swap(false) {
+			e.calibrate(p)
+		}
+	}
+}
+
+// calibrate measures table p's costs and places it (Choose).
+func (e *Engine) calibrate(p *placed) {
+	classes, pw, soa, n, err := e.cpu.flowSample(p.id, calibKeys)
+	if err != nil {
+		e.setReason(p, fmt.Sprintf("calibration failed: %v", err))
+		return
+	}
+	b := e.auto.cfg.Batch
+	out := make([]flow.RuleID, max(calibKeys, b))
+	keys := tile(soa, pw, n, calibKeys)
+	cpuNs, err := timeLookup(calibRuns, calibKeys, func() error { return e.cpu.LookupFlow(p.id, keys, calibKeys, out) })
+	if err != nil {
+		e.setReason(p, fmt.Sprintf("calibration failed on the CPU: %v", err))
+		return
+	}
+	tiled := tile(soa, pw, n, b)
+	// A device's error here only keeps the table on the CPU: a device
+	// that is really broken is found (and taken out of service) by the
+	// lookups, which fall back to the CPU.
+	devNs := math.NaN()
+	var devErr error
+	for _, d := range e.devs {
+		if classes == 0 || !d.serves(p.id) {
+			continue
+		}
+		ns, err := e.auto.measure(d.b, p.id, tiled, b)
+		if err != nil {
+			devErr = err
+			continue
+		}
+		devNs = ns
+		break
+	}
+	cur := Placement(p.place.Load())
+	next, why := Choose(cur, Costs{CPUNsPerKey: cpuNs, DeviceNsPerKey: devNs, Batch: b}, e.minBatch)
+	switch {
+	case classes == 0:
+		next, why = OnCPU, "an empty table: every lookup misses at once on the CPU"
+	case math.IsNaN(devNs):
+		next, why = OnCPU, "no device can serve the table"
+		if devErr != nil {
+			why += ": " + devErr.Error()
+		}
+	}
+	p.place.Store(uint32(next))
+	p.classes.Store(int64(classes))
+	p.mu.Lock()
+	p.info.Classes, p.info.CPUNsPerKey, p.info.DeviceNsPerKey, p.info.Batch = classes, cpuNs, devNs, b
+	if math.IsNaN(devNs) {
+		p.info.DeviceNsPerKey = 0
+	}
+	p.info.Calibrations++
+	p.info.Reason = "auto: " + why
+	p.mu.Unlock()
+	if next != cur {
+		e.log.Info("gpu: table placed", "table", p.id, "backend", next.String(), "classes", classes, "why", why)
+	}
+}
+
+// tile repeats the n keys of soa (p words each, SoA order) to m keys.
+func tile(soa []uint32, p, n, m int) []uint32 {
+	t := make([]uint32, p*m)
+	for j := 0; j < p; j++ {
+		for i := 0; i < m; i++ {
+			t[j*m+i] = soa[j*n+i%n]
+		}
+	}
+	return t
+}
+
+func (e *Engine) setReason(p *placed, why string) {
+	p.mu.Lock()
+	p.info.Reason = "auto: " + why
+	p.mu.Unlock()
+}
+
+// timeLookup runs f (a lookup of n keys) once to warm up, then runs times,
+// and returns the best run's nanoseconds per key.
+func timeLookup(runs, n int, f func() error) (float64, error) {
+	if err := f(); err != nil {
+		return 0, err
+	}
+	best := time.Duration(math.MaxInt64)
+	for range runs {
+		t0 := time.Now()
+		if err := f(); err != nil {
+			return 0, err
+		}
+		best = min(best, time.Since(t0))
+	}
+	return float64(best.Nanoseconds()) / float64(max(n, 1)), nil
+}
+
+// timeDeviceLookup is the default devCost: the wall time of a device's
+// LookupFlow of n keys, the best of calibRuns, per key.
+func timeDeviceLookup(b Backend, id TableID, soa []uint32, n int) (float64, error) {
+	out := make([]flow.RuleID, n)
+	return timeLookup(calibRuns, n, func() error { return b.LookupFlow(id, soa, n, out) })
+}
+
+// TableBackends says, for each table the Engine holds (by id), which
+// backend serves it now and why; for a calibrated flow table, with its
+// class count and the costs measured.
+func (e *Engine) TableBackends() []TableBackend {
+	m := *e.auto.tabs.Load()
+	ids := slices.Sorted(maps.Keys(m))
+	out := make([]TableBackend, 0, len(ids))
+	up := false
+	for _, d := range e.devs {
+		up = up || !d.failed.Load()
+	}
+	mode := e.mode
+	if mode == ModeAuto && len(e.devs) == 0 {
+		mode = "auto (no GPU)"
+	}
+	for _, id := range ids {
+		p := m[id]
+		p.mu.Lock()
+		tb := p.info
+		p.mu.Unlock()
+		tb.Table, tb.Kind, tb.Mode = id, p.kind.String(), mode
+		onDev := false
+		for _, d := range e.devs {
+			onDev = onDev || d.serves(id)
+		}
+		switch {
+		case e.mode == ModeCPU:
+			tb.Backend, tb.Reason = "cpu", "--backend cpu"
+		case len(e.devs) == 0:
+			tb.Backend, tb.Reason = "cpu", "no usable GPU: the CPU serves every table"
+		case !up:
+			tb.Backend, tb.Reason = "cpu", "the device failed: the CPU serves every table"
+		case !onDev:
+			tb.Backend, tb.Reason = "cpu", "no device can hold the table"
+		case e.mode != ModeAuto:
+			tb.Backend, tb.Reason = "device", fmt.Sprintf("--backend gpu: batches of %d keys or more on the device", e.minBatch)
+		case p.kind != Flow:
+			tb.Backend, tb.Reason = "device", fmt.Sprintf("auto: %v tables are not calibrated: batches of %d keys or more on the device", p.kind, e.minBatch)
+		default:
+			tb.Backend = Placement(p.place.Load()).String()
+			if tb.Reason == "" {
+				tb.Reason = "auto: not calibrated yet (on the CPU until then)"
+			}
+		}
+		out = append(out, tb)
+	}
+	return out
+}
+
+// flowClasses returns flow table id's class count: the classes in its
+// order (tuple, bloom, merge) or its slot high-water mark (linear).
+func (c *CPU) flowClasses(id TableID) (int, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	lt, err := c.lookupTable(id, Flow, 0, 0)
+	if err != nil {
+		return 0, err
+	}
+	t, i := lt.enter()
+	defer lt.leave(i)
+	return int(t.img.Words[flow.RegionHeader][flow.HdrCount]), nil
+}
+
+// flowSample returns flow table id's class count, its projection width p,
+// and up to limit keys in SoA order (n of them, n >= 1) taken from its
+// image's entries, spread evenly over them: each the masked key of a rule,
+// a packet that hits it. A table with no entry gives one key of zeros.
+func (c *CPU) flowSample(id TableID, limit int) (classes, p int, soa []uint32, n int, err error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	lt, err := c.lookupTable(id, Flow, 0, 0)
+	if err != nil {
+		return 0, 0, nil, 0, err
+	}
+	t, i := lt.enter()
+	defer lt.leave(i)
+	h := t.img.Words[flow.RegionHeader]
+	classes, p = int(h[flow.HdrCount]), t.flay.p
+	ent := t.img.Words[flow.RegionEntries]
+	ew := int(h[flow.HdrEntry])
+	val, idw := 0, p+flow.EntID // tuple, bloom, merge: [value P, id, ...]
+	slots := len(ent) / max(ew, 1)
+	if t.flay.algo == flow.Linear {
+		val, idw = flow.SlotValue, flow.SlotID
+		slots = min(slots, classes)
+	}
+	if ew < p+2 || ew <= idw {
+		return 0, 0, nil, 0, fmt.Errorf("%w: flow image with %d-word entries", ErrBadUpdate, ew)
+	}
+	var keys [][]uint32
+	for s := 0; s < slots; s++ {
+		e := ent[s*ew : (s+1)*ew]
+		if e[idw] != flow.EmptyID {
+			keys = append(keys, e[val:val+p])
+		}
+	}
+	if len(keys) > limit {
+		step := float64(len(keys)) / float64(limit)
+		picked := make([][]uint32, limit)
+		for k := range picked {
+			picked[k] = keys[int(float64(k)*step)]
+		}
+		keys = picked
+	}
+	n = len(keys)
+	if n == 0 {
+		n = 1
+		keys = [][]uint32{make([]uint32, p)}
+	}
+	soa = make([]uint32, p*n)
+	for k, key := range keys {
+		for j := 0; j < p; j++ {
+			soa[j*n+k] = key[j]
+		}
+	}
+	return classes, p, soa, n, nil
+}
