@@ -126,7 +126,8 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 	if len(st.GPUs) > 0 {
 		ordinals = st.GPUs
 	}
-	if d.eng, err = gpu.Open(st.Backend, ordinals, st.MinBatch, log); err != nil {
+	ecfg := gpu.EngineConfig{MinBatch: st.MinBatch, Logger: log, Auto: gpu.AutoConfig{Batch: st.calibrationBatch()}}
+	if d.eng, err = gpu.OpenConfig(st.Backend, ordinals, ecfg); err != nil {
 		return d, fmt.Errorf("backend %s: %w", st.Backend, err)
 	}
 	lpmBase, err := d.reserveTableIDs()

@@ -20,6 +20,7 @@ import (
 	"github.com/gswitch/gswitch/controlproto/openflow"
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/datapath/pipeline"
+	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/flow"
 	"github.com/gswitch/gswitch/tables/rule"
 )
@@ -90,6 +91,21 @@ func (c *Config) rxQueues(pc PortConfig) int {
 		return pc.RxQueues
 	}
 	return c.RxQueues
+}
+
+// calibrationBatch is the batch at which --backend auto prices a device's
+// lookup (gpu.AutoConfig.Batch): the keys one batch of every receive queue
+// brings to the shared device batches (BatchSize × the queues of all
+// ports), between MinBatch and the Coalescer's largest batch. Under load,
+// when the CPU's cost is what limits forwarding, the shared batches are
+// this large; timing the device at MinBatch instead would price it at its
+// least amortised and keep every table on the CPU.
+func (c *Config) calibrationBatch() int {
+	queues := 0
+	for _, pc := range c.Ports {
+		queues += max(c.rxQueues(pc), 1)
+	}
+	return min(max(c.BatchSize*queues, c.MinBatch), gpu.DefaultCoalescerMaxBatch)
 }
 
 // settings is a checked Config, in the types the agent uses.

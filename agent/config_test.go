@@ -161,3 +161,22 @@ func TestFlagsOnCallersFlagSet(t *testing.T) {
 		t.Fatalf("--max-delay 2s: %v, want a configuration error", err)
 	}
 }
+
+// TestCalibrationBatch: --backend auto prices the device at the keys one
+// batch of every receive queue brings, within MinBatch and the
+// Coalescer's largest batch.
+func TestCalibrationBatch(t *testing.T) {
+	for _, tc := range []struct {
+		c    Config
+		want int
+	}{
+		{Config{BatchSize: 256, MinBatch: 32, RxQueues: 1, Ports: make([]PortConfig, 16)}, 4096},
+		{Config{BatchSize: 256, MinBatch: 32, RxQueues: 4, Ports: make([]PortConfig, 16)}, 8192},
+		{Config{BatchSize: 256, MinBatch: 2048, RxQueues: 1, Ports: make([]PortConfig, 2)}, 2048},
+		{Config{BatchSize: 64, MinBatch: 32, RxQueues: 1, Ports: []PortConfig{{RxQueues: 3}, {}}}, 256},
+	} {
+		if got := tc.c.calibrationBatch(); got != tc.want {
+			t.Errorf("%d ports, batch %d, min %d, queues %d: %d; want %d", len(tc.c.Ports), tc.c.BatchSize, tc.c.MinBatch, tc.c.RxQueues, got, tc.want)
+		}
+	}
+}

@@ -29,6 +29,9 @@ type deviceServer interface {
 // straight through.
 func (e *Engine) DeviceServes(id TableID, n int) bool { return !e.cpuServes(id, n) }
 
+// DefaultCoalescerMaxBatch is CoalescerConfig.MaxBatch's default.
+const DefaultCoalescerMaxBatch = 8192
+
 // Coalescer gathers the flow lookups that concurrent callers (the
 // datapath's goroutines, one per receive queue) make of one table into
 // shared device batches, GSwitch §7.4's dynamic batching across ports and
@@ -82,7 +85,7 @@ type Coalescer struct {
 
 // CoalescerConfig configures a Coalescer.
 type CoalescerConfig struct {
-	MaxBatch int           // keys per batch at most before it is closed as full (0: 8192)
+	MaxBatch int           // keys per batch at most before it is closed as full (0: DefaultCoalescerMaxBatch)
 	MinBatch int           // the smallest batch worth a device (0: DefaultMinBatch)
 	MaxDelay time.Duration // the longest a key waits for its batch to close (0: 100µs)
 	Depth    int           // batches in flight before a quiescent batch waits (0: 4)
@@ -125,7 +128,7 @@ func NewCoalescer(be FlowLooker, cfg CoalescerConfig) (*Coalescer, error) {
 		return nil, fmt.Errorf("gpu: coalescer: negative setting in %+v", cfg)
 	}
 	if cfg.MaxBatch == 0 {
-		cfg.MaxBatch = 8192
+		cfg.MaxBatch = DefaultCoalescerMaxBatch
 	}
 	if cfg.MinBatch == 0 {
 		cfg.MinBatch = DefaultMinBatch

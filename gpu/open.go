@@ -14,13 +14,21 @@ var ErrNoCUDA = errors.New("gpu: this gswitch was built without CUDA (build with
 // (those that open; none is fine: the CPU serves, and one log line says
 // why). ordinals nil means device 0.
 func Open(backend string, ordinals []int, minBatch int, log *slog.Logger) (*Engine, error) {
+	return OpenConfig(backend, ordinals, EngineConfig{MinBatch: minBatch, Logger: log})
+}
+
+// OpenConfig is Open with the rest of the Engine's configuration (cfg's
+// MinBatch, Logger and Auto; its Mode and Devices are set from backend).
+func OpenConfig(backend string, ordinals []int, cfg EngineConfig) (*Engine, error) {
+	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
+		cfg.Logger = log
 	}
 	if ordinals == nil {
 		ordinals = []int{0}
 	}
-	cfg := EngineConfig{MinBatch: minBatch, Logger: log, Mode: backend}
+	cfg.Mode = backend
 	switch backend {
 	case "cpu":
 	case "gpu", "auto":

@@ -131,7 +131,7 @@ func TestEngineAutoPlacement(t *testing.T) {
 	devNs.Store(math.Float64bits(1e9))
 	var logs bytes.Buffer
 	e := NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: 256, Mode: ModeAuto,
-		Auto:   AutoConfig{Delay: 5 * time.Millisecond},
+		Auto:   AutoConfig{Delay: 5 * time.Millisecond, HostNsPerKey: -1}, // the device's cost is exactly the one set
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		measureDev: func(b Backend, id TableID, soa []uint32, n int) (float64, error) {
 			out := make([]flow.RuleID, n)
@@ -223,6 +223,36 @@ func TestEngineAutoPlacement(t *testing.T) {
 	e.Close() // the calibrator has stopped writing the log
 	if !strings.Contains(logs.String(), "table placed") {
 		t.Errorf("no log line of the moves:\n%s", logs.String())
+	}
+}
+
+// TestEngineAutoHostCost: the host's cost per key of a device lookup
+// (AutoConfig.HostNsPerKey) keeps a one-class table on the CPU however
+// cheap the device's own time per key is; without it the table moves.
+func TestEngineAutoHostCost(t *testing.T) {
+	for _, tc := range []struct {
+		host float64
+		want string
+	}{{0, "cpu"}, {-1, "device"}} {
+		e := NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: 64, Mode: ModeAuto,
+			Auto: AutoConfig{Delay: time.Millisecond, HostNsPerKey: tc.host},
+			measureDev: func(b Backend, id TableID, soa []uint32, n int) (float64, error) {
+				return 0.001, nil // far below any CPU lookup
+			}})
+		tab, err := flow.NewTable(flow.Config{Algo: flow.Tuple, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		addClasses(t, tab, 0, 1)
+		if err := e.Load(1, Flow, tab.Mirror().Sync().Full); err != nil {
+			t.Fatal(err)
+		}
+		waitCalibrated(t, e, 1)
+		got := backendOf(t, e, 1)
+		e.Close()
+		if got.Backend != tc.want {
+			t.Errorf("HostNsPerKey %v: %+v; want %s (the CPU costs %.1f ns/key, under %d ns)", tc.host, got, tc.want, got.CPUNsPerKey, DefaultHostNsPerKey)
+		}
 	}
 }
 
