@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gswitch/gswitch/gpu"
 )
 
 // metricsHandler is /metrics: a Prometheus registry of the engine's, the
@@ -42,6 +44,8 @@ func (d *Agent) metricsHandler() (http.Handler, error) {
 	if d.router != nil {
 		cs = append(cs, d.router.Collector())
 	}
+	cs = append(cs, d.coalescerCollectors()...)
+	cs = append(cs, d.p4rtCollectors()...)
 	cs = append(cs, d.reCollectors()...)
 	cs = append(cs, d.pubsubCollectors()...)
 	if d.filters != nil {
@@ -75,4 +79,45 @@ func (d *Agent) serveMetrics(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// coalescerCollectors are the shared device batches' counters
+// (gpu.Coalescer), with a device only.
+func (d *Agent) coalescerCollectors() []prometheus.Collector {
+	if d.co == nil {
+		return nil
+	}
+	counter := func(name, help string, labels prometheus.Labels, v func(gpu.CoalescerStats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(v(d.co.Stats())) })
+	}
+	const closedHelp = "Shared device batches closed, by why: full (the largest batch), delay (--max-delay), quiet (every receive queue waiting), idle (--min-batch keys with a device slot free)."
+	return []prometheus.Collector{
+		counter("gswitch_coalescer_batches_total", "Shared device batches looked up (the lookups of all ports and receive queues joined per table).", nil,
+			func(s gpu.CoalescerStats) uint64 { return s.Batches }),
+		counter("gswitch_coalescer_keys_total", "Keys in the shared device batches.", nil, func(s gpu.CoalescerStats) uint64 { return s.Keys }),
+		counter("gswitch_coalescer_direct_total", "Lookups of tables no device serves, passed straight to the CPU without waiting.", nil,
+			func(s gpu.CoalescerStats) uint64 { return s.Direct }),
+		counter("gswitch_coalescer_closed_total", closedHelp, prometheus.Labels{"why": "full"}, func(s gpu.CoalescerStats) uint64 { return s.ByFull }),
+		counter("gswitch_coalescer_closed_total", closedHelp, prometheus.Labels{"why": "delay"}, func(s gpu.CoalescerStats) uint64 { return s.ByDelay }),
+		counter("gswitch_coalescer_closed_total", closedHelp, prometheus.Labels{"why": "quiet"}, func(s gpu.CoalescerStats) uint64 { return s.ByQuiet }),
+		counter("gswitch_coalescer_closed_total", closedHelp, prometheus.Labels{"why": "idle"}, func(s gpu.CoalescerStats) uint64 { return s.ByIdle }),
+	}
+}
+
+// p4rtCollectors are the P4Runtime server's packet-in counters, when it
+// is on.
+func (d *Agent) p4rtCollectors() []prometheus.Collector {
+	if d.p4 == nil {
+		return nil
+	}
+	p4 := d.p4
+	return []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "gswitch_p4rt_packet_ins_total",
+			Help: "Packet-ins sent to the P4Runtime primary's stream."}, func() float64 { return float64(p4.Stats().PacketIns) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "gswitch_p4rt_packet_in_drops_total",
+			Help: "Packet-ins dropped because a stream's send queue was full."}, func() float64 { return float64(p4.Stats().PacketInDrops) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "gswitch_p4rt_packet_ins_filtered_total",
+			Help: "Packet-ins the P4 program did not send to the CPU (TTL expiry), never sent."}, func() float64 { return float64(p4.Stats().PacketInsFiltered) }),
+	}
 }

@@ -12,12 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/gswitch/gswitch/controlproto/openflow"
+	"github.com/gswitch/gswitch/controlproto/p4rt"
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/datapath/l3"
 	"github.com/gswitch/gswitch/datapath/pipeline"
@@ -180,5 +182,35 @@ func TestBeyondLoopback(t *testing.T) {
 			t.Errorf("beyondLoopback(%s listening as %s) = %v, want %v", addr, l.Addr(), got, want)
 		}
 		l.Close()
+	}
+}
+
+// TestDeviceAndP4RuntimeMetrics: with shared device batches (a
+// Coalescer) and a P4Runtime server, their counters are on the page,
+// lint-clean, the batches' closing reasons as labels of one family.
+func TestDeviceAndP4RuntimeMetrics(t *testing.T) {
+	d := metricsAgent(t)
+	var err error
+	if d.co, err = gpu.NewCoalescer(d.eng, gpu.CoalescerConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if d.p4, err = p4rt.New(p4rt.Config{Switch: d.sw}); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(append(d.coalescerCollectors(), d.p4rtCollectors()...)...)
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("lint: %v %v", err, problems)
+	}
+	for name, n := range map[string]int{"gswitch_coalescer_batches_total": 1, "gswitch_coalescer_keys_total": 1, "gswitch_coalescer_direct_total": 1,
+		"gswitch_coalescer_closed_total": 4, "gswitch_p4rt_packet_ins_total": 1, "gswitch_p4rt_packet_in_drops_total": 1, "gswitch_p4rt_packet_ins_filtered_total": 1} {
+		if got, err := testutil.GatherAndCount(reg, name); err != nil || got != n {
+			t.Errorf("%s: %d series (%v); want %d", name, got, err, n)
+		}
+	}
+	d.co, d.p4 = nil, nil
+	if len(d.coalescerCollectors())+len(d.p4rtCollectors()) != 0 {
+		t.Errorf("collectors without a Coalescer or a P4Runtime server")
 	}
 }
