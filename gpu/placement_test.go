@@ -227,13 +227,15 @@ func TestEngineAutoPlacement(t *testing.T) {
 }
 
 // TestEngineAutoHostCost: the host's cost per key of a device lookup
-// (AutoConfig.HostNsPerKey) keeps a one-class table on the CPU however
-// cheap the device's own time per key is; without it the table moves.
+// (AutoConfig.HostNsPerKey) is added to the device's measured cost, so a
+// large one keeps a one-class table on the CPU however cheap the device's
+// own time per key is; without it the table moves; 0 is the default.
 func TestEngineAutoHostCost(t *testing.T) {
 	for _, tc := range []struct {
-		host float64
-		want string
-	}{{0, "cpu"}, {-1, "device"}} {
+		host  float64
+		want  string  // "" for either
+		devNs float64 // the cost Choose saw
+	}{{1e6, "cpu", 1e6 + 0.001}, {-1, "device", 0.001}, {0, "", DefaultHostNsPerKey + 0.001}} {
 		e := NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: 64, Mode: ModeAuto,
 			Auto: AutoConfig{Delay: time.Millisecond, HostNsPerKey: tc.host},
 			measureDev: func(b Backend, id TableID, soa []uint32, n int) (float64, error) {
@@ -250,8 +252,8 @@ func TestEngineAutoHostCost(t *testing.T) {
 		waitCalibrated(t, e, 1)
 		got := backendOf(t, e, 1)
 		e.Close()
-		if got.Backend != tc.want {
-			t.Errorf("HostNsPerKey %v: %+v; want %s (the CPU costs %.1f ns/key, under %d ns)", tc.host, got, tc.want, got.CPUNsPerKey, DefaultHostNsPerKey)
+		if (tc.want != "" && got.Backend != tc.want) || got.DeviceNsPerKey != tc.devNs {
+			t.Errorf("HostNsPerKey %v: %+v; want backend %q, device %v ns/key", tc.host, got, tc.want, tc.devNs)
 		}
 	}
 }
