@@ -46,6 +46,7 @@ type session struct {
 	lastWrite   atomic.Int64  // unix nanos of the last whole write
 	queued      atomic.Int64  // bytes in out and in the writer's hands
 	why         atomic.Value  // error: why the agent dropped the connection
+	notReading  atomic.Bool   // dropped for not reading (counted once: dropNotReading)
 	drained     chan struct{} // the writer finished a write (cap 1)
 	pinBucket   tokenBucket   // packet-in rate limit; guarded by a.mu
 	established atomic.Bool   // past the handshake
@@ -158,14 +159,24 @@ func (s *session) writer() {
 			if err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
-					s.a.outputDrops.Add(1)
-					s.why.Store(fmt.Errorf("%w: a write took over %v", ErrNotReading, s.a.opts.WriteTimeout))
+					s.dropNotReading(fmt.Errorf("%w: a write took over %v", ErrNotReading, s.a.opts.WriteTimeout))
 				}
 				s.a.opts.Logf("openflow: controller %s: write: %v; dropping the connection", s.conn.RemoteAddr(), err)
 				s.close()
 				return
 			}
 		}
+	}
+}
+
+// dropNotReading records that the session is dropped because its peer
+// stopped reading: the agent's count (OutputDrops) once per session,
+// however many of the writer's and the senders' deadlines find it, and
+// the first reason.
+func (s *session) dropNotReading(why error) {
+	if s.notReading.CompareAndSwap(false, true) {
+		s.a.outputDrops.Add(1)
+		s.why.Store(why)
 	}
 }
 
@@ -190,8 +201,7 @@ func (s *session) send(m []byte) bool {
 		case <-timer.C:
 			s.a.opts.Logf("openflow: controller %s: output queue held %d bytes (limit %d) for %v; dropping the connection",
 				s.conn.RemoteAddr(), q, limit, s.a.opts.WriteTimeout)
-			s.a.outputDrops.Add(1)
-			s.why.Store(fmt.Errorf("%w: %d bytes queued for %v", ErrNotReading, q, s.a.opts.WriteTimeout))
+			s.dropNotReading(fmt.Errorf("%w: %d bytes queued for %v", ErrNotReading, q, s.a.opts.WriteTimeout))
 			s.close()
 			return false
 		}
@@ -207,8 +217,7 @@ func (s *session) send(m []byte) bool {
 	case <-s.done:
 	case <-timer.C:
 		s.a.opts.Logf("openflow: controller %s: output queue full for %v; dropping the connection", s.conn.RemoteAddr(), s.a.opts.WriteTimeout)
-		s.a.outputDrops.Add(1)
-		s.why.Store(fmt.Errorf("%w: output queue full for %v", ErrNotReading, s.a.opts.WriteTimeout))
+		s.dropNotReading(fmt.Errorf("%w: output queue full for %v", ErrNotReading, s.a.opts.WriteTimeout))
 		s.close()
 	}
 	s.queued.Add(-int64(len(m)))
