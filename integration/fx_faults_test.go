@@ -207,10 +207,12 @@ func TestFxReconnectBackoff(t *testing.T) {
 func TestFxKillRestart(t *testing.T) {
 	tp := fxTopo(t, "k", 2)
 	c := fxListen(t, tp.sw, fxPort())
+	c.mu.Lock() // the controller's goroutines read it under mu
 	c.onConnect = func() {
 		crossFlows(c)
 		c.barrier(5 * time.Second)
 	}
+	c.mu.Unlock()
 	ctlPath := fxCtlPath(t)
 	start := time.Now()
 	p := fxStart(t, tp, ctlPath, "--controller", c.target(), "--fail-mode", "secure", "--max-flows", "100000")
