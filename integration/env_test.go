@@ -113,28 +113,41 @@ type topo struct {
 
 func newTopo(t *testing.T, n int) *topo {
 	t.Helper()
+	id := rand.IntN(1 << 20)
+	return newTopoNamed(t, n, fmt.Sprintf("gsw%x", id), func(i int) string { return fmt.Sprintf("gh%d%x", i, id) })
+}
+
+// newTopoNamed is newTopo with the switch namespace named sw and host i's
+// named host(i): tests that may run beside others take names of their own.
+func newTopoNamed(t *testing.T, n int, sw string, host func(i int) string) *topo {
+	t.Helper()
 	needRoot(t)
 	needTool(t, "ip", "iproute2")
-	id := rand.IntN(1 << 20)
-	tp := &topo{sw: fmt.Sprintf("gsw%x", id)}
+	tp := &topo{sw: sw}
 	t.Cleanup(tp.destroy)
 	sh(t, "ip", "netns", "add", tp.sw)
 	noIPv6(t, tp.sw)
 	sh(t, "ip", "-n", tp.sw, "link", "set", "lo", "up")
 	for i := 1; i <= n; i++ {
-		h := fmt.Sprintf("gh%d%x", i, id)
+		h := host(i)
 		tp.hosts = append(tp.hosts, h)
 		sh(t, "ip", "netns", "add", h)
 		noIPv6(t, h)
-		sp := fmt.Sprintf("swp%d", i)
-		sh(t, "ip", "-n", tp.sw, "link", "add", sp, "type", "veth", "peer", "name", "eth0", "netns", h)
-		sh(t, "ip", "-n", h, "link", "set", "eth0", "address", fmt.Sprintf("02:00:00:00:00:%02x", i))
-		sh(t, "ip", "-n", h, "addr", "add", fmt.Sprintf("10.0.0.%d/24", i), "dev", "eth0")
-		sh(t, "ip", "-n", h, "link", "set", "eth0", "up")
-		sh(t, "ip", "-n", h, "link", "set", "lo", "up")
-		sh(t, "ip", "-n", tp.sw, "link", "set", sp, "up")
+		tp.addHostLink(t, i)
 	}
 	return tp
+}
+
+// addHostLink creates (or re-creates) the veth pair swp<i> / host i's eth0.
+func (tp *topo) addHostLink(t *testing.T, i int) {
+	t.Helper()
+	h, sp := tp.hosts[i-1], fmt.Sprintf("swp%d", i)
+	sh(t, "ip", "-n", tp.sw, "link", "add", sp, "type", "veth", "peer", "name", "eth0", "netns", h)
+	sh(t, "ip", "-n", h, "link", "set", "eth0", "address", fmt.Sprintf("02:00:00:00:00:%02x", i))
+	sh(t, "ip", "-n", h, "addr", "add", fmt.Sprintf("10.0.0.%d/24", i), "dev", "eth0")
+	sh(t, "ip", "-n", h, "link", "set", "eth0", "up")
+	sh(t, "ip", "-n", h, "link", "set", "lo", "up")
+	sh(t, "ip", "-n", tp.sw, "link", "set", sp, "up")
 }
 
 // noIPv6 keeps the kernel's own IPv6 traffic (router and neighbour

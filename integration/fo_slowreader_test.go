@@ -28,31 +28,10 @@ import (
 // 10.250.X.1 in the root namespace, 10.250.X.2 in the switch's.
 func foTopo(t *testing.T, n int) (tp *topo, ctlAddr string) {
 	t.Helper()
-	needRoot(t)
-	needTool(t, "ip", "iproute2")
 	id := rand.IntN(1 << 16)
-	tp = &topo{sw: fmt.Sprintf("fosw%x", id)}
+	tp = newTopoNamed(t, n, fmt.Sprintf("fosw%x", id), func(i int) string { return fmt.Sprintf("foh%d%x", i, id) })
 	root := fmt.Sprintf("foc%x", id)
-	t.Cleanup(func() {
-		tp.destroy()
-		exec.Command("ip", "link", "del", root).Run()
-	})
-	sh(t, "ip", "netns", "add", tp.sw)
-	noIPv6(t, tp.sw)
-	sh(t, "ip", "-n", tp.sw, "link", "set", "lo", "up")
-	for i := 1; i <= n; i++ {
-		h := fmt.Sprintf("foh%d%x", i, id)
-		tp.hosts = append(tp.hosts, h)
-		sh(t, "ip", "netns", "add", h)
-		noIPv6(t, h)
-		sp := fmt.Sprintf("swp%d", i)
-		sh(t, "ip", "-n", tp.sw, "link", "add", sp, "type", "veth", "peer", "name", "eth0", "netns", h)
-		sh(t, "ip", "-n", h, "link", "set", "eth0", "address", fmt.Sprintf("02:00:00:00:00:%02x", i))
-		sh(t, "ip", "-n", h, "addr", "add", fmt.Sprintf("10.0.0.%d/24", i), "dev", "eth0")
-		sh(t, "ip", "-n", h, "link", "set", "eth0", "up")
-		sh(t, "ip", "-n", h, "link", "set", "lo", "up")
-		sh(t, "ip", "-n", tp.sw, "link", "set", sp, "up")
-	}
+	t.Cleanup(func() { exec.Command("ip", "link", "del", root).Run() })
 	x := 1 + id%250
 	sh(t, "ip", "link", "add", root, "type", "veth", "peer", "name", "foctl", "netns", tp.sw)
 	sh(t, "ip", "addr", "add", fmt.Sprintf("10.250.%d.1/30", x), "dev", root)

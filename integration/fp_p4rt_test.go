@@ -26,28 +26,8 @@ import (
 // newFpTopo is newTopo with namespaces named fpsw<id> and fph<i><id>.
 func newFpTopo(t *testing.T, n int) *topo {
 	t.Helper()
-	needRoot(t)
-	needTool(t, "ip", "iproute2")
 	id := rand.IntN(1 << 20)
-	tp := &topo{sw: fmt.Sprintf("fpsw%x", id)}
-	t.Cleanup(tp.destroy)
-	sh(t, "ip", "netns", "add", tp.sw)
-	noIPv6(t, tp.sw)
-	sh(t, "ip", "-n", tp.sw, "link", "set", "lo", "up")
-	for i := 1; i <= n; i++ {
-		h := fmt.Sprintf("fph%d%x", i, id)
-		tp.hosts = append(tp.hosts, h)
-		sh(t, "ip", "netns", "add", h)
-		noIPv6(t, h)
-		sp := fmt.Sprintf("swp%d", i)
-		sh(t, "ip", "-n", tp.sw, "link", "add", sp, "type", "veth", "peer", "name", "eth0", "netns", h)
-		sh(t, "ip", "-n", h, "link", "set", "eth0", "address", fmt.Sprintf("02:00:00:00:00:%02x", i))
-		sh(t, "ip", "-n", h, "addr", "add", fmt.Sprintf("10.0.0.%d/24", i), "dev", "eth0")
-		sh(t, "ip", "-n", h, "link", "set", "eth0", "up")
-		sh(t, "ip", "-n", h, "link", "set", "lo", "up")
-		sh(t, "ip", "-n", tp.sw, "link", "set", sp, "up")
-	}
-	return tp
+	return newTopoNamed(t, n, fmt.Sprintf("fpsw%x", id), func(i int) string { return fmt.Sprintf("fph%d%x", i, id) })
 }
 
 func p4mcast(typ p4v1.Update_Type, id uint32, ports ...uint32) *p4v1.Update {

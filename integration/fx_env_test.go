@@ -30,34 +30,8 @@ import (
 // MAC 02:00:00:00:00:0i on eth0, linked to swp<i>) under fx... names.
 func fxTopo(t *testing.T, tag string, n int) *topo {
 	t.Helper()
-	needRoot(t)
-	needTool(t, "ip", "iproute2")
 	id := rand.IntN(1 << 16)
-	tp := &topo{sw: fmt.Sprintf("fx%ss%x", tag, id)}
-	t.Cleanup(tp.destroy)
-	sh(t, "ip", "netns", "add", tp.sw)
-	noIPv6(t, tp.sw)
-	sh(t, "ip", "-n", tp.sw, "link", "set", "lo", "up")
-	for i := 1; i <= n; i++ {
-		h := fmt.Sprintf("fx%sh%d%x", tag, i, id)
-		tp.hosts = append(tp.hosts, h)
-		sh(t, "ip", "netns", "add", h)
-		noIPv6(t, h)
-		tp.addHostLink(t, i)
-	}
-	return tp
-}
-
-// addHostLink creates (or re-creates) the veth pair swp<i> / host i's eth0.
-func (tp *topo) addHostLink(t *testing.T, i int) {
-	t.Helper()
-	h, sp := tp.hosts[i-1], fmt.Sprintf("swp%d", i)
-	sh(t, "ip", "-n", tp.sw, "link", "add", sp, "type", "veth", "peer", "name", "eth0", "netns", h)
-	sh(t, "ip", "-n", h, "link", "set", "eth0", "address", fmt.Sprintf("02:00:00:00:00:%02x", i))
-	sh(t, "ip", "-n", h, "addr", "add", fmt.Sprintf("10.0.0.%d/24", i), "dev", "eth0")
-	sh(t, "ip", "-n", h, "link", "set", "eth0", "up")
-	sh(t, "ip", "-n", h, "link", "set", "lo", "up")
-	sh(t, "ip", "-n", tp.sw, "link", "set", sp, "up")
+	return newTopoNamed(t, n, fmt.Sprintf("fx%ss%x", tag, id), func(i int) string { return fmt.Sprintf("fx%sh%d%x", tag, i, id) })
 }
 
 // fxProc is a gswitchd in tp's switch namespace that a test may kill.
