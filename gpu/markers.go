@@ -250,7 +250,9 @@ func (e *Engine) DeviceMarkers(m *rabin.Marker) (Markers, error) {
 
 // MarkerPipeline computes the marker bitmap of many payloads, laid out as
 // rabin.Pack lays them out, through a Markers in batches: the payloads are
-// cut into runs that fill one batch each, and Fillers goroutines each take
+// cut into runs that fill one batch each (the first Fillers runs an eighth
+// of a batch, so that the first copies start early instead of after every
+// filler packed a whole batch at once), and Fillers goroutines each take
 // the next run, pack it into one of their two batches (page-locked host
 // memory for a GPU), submit it, and while it is computed wait for their
 // other batch and copy its bitmap into place. Packing, the copy in, the
@@ -273,9 +275,10 @@ type MarkerPipeline struct {
 
 // PipelineConfig shapes a MarkerPipeline.
 type PipelineConfig struct {
-	Fillers       int // goroutines packing batches (1..64)
-	BatchBytes    int // a batch's packed bytes (at least 64 KiB)
-	BatchPayloads int // a batch's payloads (at least 1)
+	Fillers       int  // goroutines packing batches (1..64)
+	BatchBytes    int  // a batch's packed bytes (at least 64 KiB)
+	BatchPayloads int  // a batch's payloads (at least 1)
+	FlatStart     bool // the first runs a whole batch too (the ramp measured against none)
 }
 
 // NewMarkerPipeline allocates 2·Fillers batches of mk.
@@ -325,13 +328,18 @@ func (p *MarkerPipeline) plan(payloads [][]byte) ([]markerRun, int, error) {
 	var runs []markerRun
 	global, local := 0, 0 // the packed end, of all and of the current run
 	cur := markerRun{word: 0}
+	ramp := max(p.cfg.BatchBytes/8, 64<<10) // the first runs' bytes
 	for k, pl := range payloads {
 		if len(pl) > p.cfg.BatchBytes {
 			return nil, 0, fmt.Errorf("gpu: marker pipeline: payload %d of %d bytes is larger than a batch (%d bytes)", k, len(pl), p.cfg.BatchBytes)
 		}
 		g := (global + rabin.PackAlign - 1) / rabin.PackAlign * rabin.PackAlign
 		l := (local + rabin.PackAlign - 1) / rabin.PackAlign * rabin.PackAlign
-		if k > cur.lo && (l+len(pl) > p.cfg.BatchBytes || k-cur.lo >= p.cfg.BatchPayloads) {
+		limit := p.cfg.BatchBytes
+		if len(runs) < p.cfg.Fillers && !p.cfg.FlatStart {
+			limit = ramp
+		}
+		if k > cur.lo && (l+len(pl) > limit || k-cur.lo >= p.cfg.BatchPayloads) {
 			cur.hi = k
 			runs = append(runs, cur)
 			cur = markerRun{lo: k, word: g / 32}

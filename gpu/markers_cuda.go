@@ -53,8 +53,14 @@ func OpenMarkers(backend string, m *rabin.Marker) (Markers, error) {
 // GPU with a small batch, at the price of hashing ceil((w-1)/32)·32 bytes
 // again per segment. Parts, when set before the first Submit, fixes their
 // number (1..64); 0 picks it per batch (markerParts).
+//
+// BlockingWait, when set before NewBatch, makes Wait on that batch sleep
+// until the batch is done instead of spinning on a core (CUDA's default):
+// for many goroutines waiting at once beside goroutines that need the
+// cores (MarkerPipeline's fillers), at the price of a wake-up latency.
 type RabinMarkers struct {
-	Parts int
+	Parts        int
+	BlockingWait bool
 
 	c       *CUDA
 	m       *rabin.Marker
@@ -155,7 +161,11 @@ func (r *RabinMarkers) NewBatch(bytes, payloads int) (*MarkerBatch, error) {
 				return err
 			}
 		}
-		t.ev, err = cu.MakeEvent(cu.DisableTiming)
+		flags := cu.DisableTiming
+		if r.BlockingWait {
+			flags |= cu.BlockingSyncEvent
+		}
+		t.ev, err = cu.MakeEvent(flags)
 		return err
 	})
 	if err != nil {

@@ -33,7 +33,8 @@ func TestCUDARabinMarkers(t *testing.T) {
 }
 
 // TestCUDAMarkerPipeline: the pipeline over the GPU (several fillers
-// submitting at once over 4 streams) equals the CPU's bitmap.
+// submitting at once over 4 streams, waiting asleep or spinning) equals the
+// CPU's bitmap.
 func TestCUDAMarkerPipeline(t *testing.T) {
 	c := newTestCUDA(t)
 	for _, w := range []int{32, 31} {
@@ -45,6 +46,7 @@ func TestCUDAMarkerPipeline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		r.BlockingWait = w == 32 // the benchmark's waits; the other spins
 		testPipeline(t, r, m, PipelineConfig{Fillers: 3, BatchBytes: 256 << 10, BatchPayloads: 1 << 20})
 		testPipeline(t, r, m, PipelineConfig{Fillers: 1, BatchBytes: 64 << 10, BatchPayloads: 50})
 		r.Close()

@@ -208,10 +208,12 @@ func TestMarkerPipelineCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cfg := range []PipelineConfig{{1, 64 << 10, 1 << 20}, {3, 64 << 10, 1 << 20}, {4, 1 << 20, 7}} {
+	for _, cfg := range []PipelineConfig{{Fillers: 1, BatchBytes: 64 << 10, BatchPayloads: 1 << 20},
+		{Fillers: 3, BatchBytes: 512 << 10, BatchPayloads: 1 << 20}, {Fillers: 3, BatchBytes: 512 << 10, BatchPayloads: 1 << 20, FlatStart: true},
+		{Fillers: 4, BatchBytes: 1 << 20, BatchPayloads: 7}} {
 		testPipeline(t, CPUMarkers{m}, m, cfg)
 	}
-	if _, err := NewMarkerPipeline(CPUMarkers{m}, PipelineConfig{0, 64 << 10, 1}); err == nil {
+	if _, err := NewMarkerPipeline(CPUMarkers{m}, PipelineConfig{Fillers: 0, BatchBytes: 64 << 10, BatchPayloads: 1}); err == nil {
 		t.Error("a pipeline of no fillers accepted")
 	}
 }

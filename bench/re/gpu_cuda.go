@@ -39,11 +39,12 @@ func openGPUMarkers(pol rabin.Pol, window, bits int, opt GPUOptions) (GPUMarkers
 		c.Close()
 		return nil, err
 	}
+	r.BlockingWait = !opt.Spin
 	// A batch's index (offsets and lengths) is copied in with it, sized
 	// for payloads of 1 KiB on average: a batch of shorter ones is cut by
 	// its count before its bytes.
 	p, err := gpu.NewMarkerPipeline(r, gpu.PipelineConfig{Fillers: opt.Fillers, BatchBytes: opt.BatchBytes,
-		BatchPayloads: opt.BatchBytes >> 10})
+		BatchPayloads: opt.BatchBytes >> 10, FlatStart: opt.FlatStart})
 	if err != nil {
 		r.Close()
 		c.Close()
@@ -110,8 +111,16 @@ func (g *cudaMarkers) Device() string { return g.c.Device() + ", " + g.r.Kernel(
 
 // Shape describes the pipeline and the kernel-only launch.
 func (g *cudaMarkers) Shape() string {
-	return fmt.Sprintf("%d fillers, batches of %d KiB, %d streams; kernel alone: %d payloads in %d segments each",
-		g.opt.Fillers, g.opt.BatchBytes>>10, g.r.Streams(), g.n, g.r.PartsFor(g.n))
+	wait := "asleep"
+	if g.opt.Spin {
+		wait = "spinning"
+	}
+	start := "first batches an eighth"
+	if g.opt.FlatStart {
+		start = "first batches whole"
+	}
+	return fmt.Sprintf("%d fillers, batches of %d KiB (%s), %d streams, waits %s; kernel alone: %d payloads in %d segments each",
+		g.opt.Fillers, g.opt.BatchBytes>>10, start, g.r.Streams(), wait, g.n, g.r.PartsFor(g.n))
 }
 
 // Close frees the batches, the kernel's resources and the device.

@@ -84,9 +84,11 @@ type GPUMarkers interface {
 
 // GPUOptions shape the GPU's end-to-end pipeline.
 type GPUOptions struct {
-	Fillers    int // goroutines packing batches
-	BatchBytes int // packed bytes per batch
-	Streams    int // CUDA streams the batches go over
+	Fillers    int  // goroutines packing batches
+	BatchBytes int  // packed bytes per batch
+	Streams    int  // CUDA streams the batches go over
+	Spin       bool // wait for a batch spinning on a core (CUDA's default) rather than asleep
+	FlatStart  bool // no ramp: the fillers' first batches whole too
 }
 
 // NewGPUMarkers opens the GPU marker kernel for a polynomial, window and
@@ -135,9 +137,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.rounds, "rounds", 5, "timed rounds; rates are the median")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the data")
 	fs.BoolVar(&f.json, "json", false, "one JSON object per result")
-	fs.IntVar(&f.gpu.Fillers, "gpu-fillers", min(8, max(2, runtime.NumCPU()/2)), "gpu: goroutines packing page-locked batches")
-	fs.IntVar(&f.gpu.BatchBytes, "gpu-batch-bytes", 4<<20, "gpu: packed bytes per batch")
+	fs.IntVar(&f.gpu.Fillers, "gpu-fillers", max(2, min(12, runtime.NumCPU()*3/4)), "gpu: goroutines packing page-locked batches")
+	fs.IntVar(&f.gpu.BatchBytes, "gpu-batch-bytes", 2<<20, "gpu: packed bytes per batch")
 	fs.IntVar(&f.gpu.Streams, "gpu-streams", 8, "gpu: CUDA streams the batches go over (1..16)")
+	fs.BoolVar(&f.gpu.FlatStart, "gpu-flat-start", false, "gpu: the fillers' first batches whole too (else an eighth of a batch, so that the copies start early)")
+	fs.BoolVar(&f.gpu.Spin, "gpu-spin", false, "gpu: fillers wait for their batches spinning on a core (CUDA's default) instead of asleep")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: gswitchctl bench re [flags]\n\nRabin fingerprinting of 1,460-byte payloads (Gbps), and content-defined chunking against\nrestic/chunker v0.4.0 on the same data (MB/s, ratio, identical chunks).\n\n")
 		fs.PrintDefaults()
