@@ -39,7 +39,7 @@ func openGPUMarkers(pol rabin.Pol, window, bits int, opt GPUOptions) (GPUMarkers
 		c.Close()
 		return nil, err
 	}
-	r.BlockingWait = !opt.Spin
+	r.BlockingWait = opt.Sleep
 	// A batch's index (offsets and lengths) is copied in with it, sized
 	// for payloads of 1 KiB on average: a batch of shorter ones is cut by
 	// its count before its bytes.
@@ -111,9 +111,9 @@ func (g *cudaMarkers) Device() string { return g.c.Device() + ", " + g.r.Kernel(
 
 // Shape describes the pipeline and the kernel-only launch.
 func (g *cudaMarkers) Shape() string {
-	wait := "asleep"
-	if g.opt.Spin {
-		wait = "spinning"
+	wait := "spinning"
+	if g.opt.Sleep {
+		wait = "asleep"
 	}
 	start := "first batches an eighth"
 	if g.opt.FlatStart {

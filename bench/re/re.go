@@ -87,7 +87,7 @@ type GPUOptions struct {
 	Fillers    int  // goroutines packing batches
 	BatchBytes int  // packed bytes per batch
 	Streams    int  // CUDA streams the batches go over
-	Spin       bool // wait for a batch spinning on a core (CUDA's default) rather than asleep
+	Sleep      bool // wait for a batch asleep rather than spinning on a core (CUDA's default)
 	FlatStart  bool // no ramp: the fillers' first batches whole too
 }
 
@@ -141,7 +141,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.gpu.BatchBytes, "gpu-batch-bytes", 2<<20, "gpu: packed bytes per batch")
 	fs.IntVar(&f.gpu.Streams, "gpu-streams", 8, "gpu: CUDA streams the batches go over (1..16)")
 	fs.BoolVar(&f.gpu.FlatStart, "gpu-flat-start", false, "gpu: the fillers' first batches whole too (else an eighth of a batch, so that the copies start early)")
-	fs.BoolVar(&f.gpu.Spin, "gpu-spin", false, "gpu: fillers wait for their batches spinning on a core (CUDA's default) instead of asleep")
+	fs.BoolVar(&f.gpu.Sleep, "gpu-sleep", false, "gpu: fillers wait for their batches asleep instead of spinning on a core (CUDA's default; 20% faster on an H200 machine, 2026-11-26)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: gswitchctl bench re [flags]\n\nRabin fingerprinting of 1,460-byte payloads (Gbps), and content-defined chunking against\nrestic/chunker v0.4.0 on the same data (MB/s, ratio, identical chunks).\n\n")
 		fs.PrintDefaults()
