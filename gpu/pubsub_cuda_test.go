@@ -99,25 +99,56 @@ func comparePubsub(t *testing.T, name string, m *CUDAMatcher, tb *pubsub.Table, 
 }
 
 // TestCUDAPubsubRandom compares the GPU's answers with the CPU matcher's on
-// random subscriptions and events: 4-bit and 8-bit counters, in shared and
-// in device memory, with the per-event slot list and with the full scan.
+// random subscriptions and events (filters of up to 5 and up to 40
+// constraints, batches of one event, several blocks each, and large ones),
+// and checks the deciding slots: one per delivery, each credited to a
+// subscription of the port (pubsub.Table.CountSlots).
 func TestCUDAPubsubRandom(t *testing.T) {
 	c := newTestCUDA(t)
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, cs := range []struct {
-		maxCons, smem, touched int
-	}{{5, 0, 0}, {40, 0, 0}, {5, 1024, 0}, {40, 1024, 0}, {5, 0, 7}, {5, 1024, 3}} {
-		pubsubSmemLimit, pubsubTouchedCap = cs.smem, cs.touched
-		specs, evs := randomPubsub(rng, 70, 3000, cs.maxCons, 5000)
+	for _, maxCons := range []int{5, 40} {
+		specs, evs := randomPubsub(rng, 70, 3000, maxCons, 5000)
 		tb := pubsubTable(t, specs)
 		m, err := c.PubsubMatcher(tb.Layout(), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		comparePubsub(t, fmt.Sprintf("random maxCons=%d smem=%d touched=%d", cs.maxCons, cs.smem, cs.touched), m, tb, evs)
+		comparePubsub(t, fmt.Sprintf("random maxCons=%d", maxCons), m, tb, evs)
+		for i := 0; i < 50; i++ {
+			got, err := m.Match(evs[i:i+1], nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tb.Match(&evs[i]); !slices.Equal(got[0], want) && len(got[0])+len(want) > 0 {
+				t.Fatalf("single event %d: gpu %v, cpu %v", i, got[0], want)
+			}
+		}
+		before := matchSum(tb)
+		got, slots, complete, err := m.MatchSlots(evs, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delivered := 0
+		for _, ps := range got {
+			delivered += len(ps)
+		}
+		if !complete || len(slots) != delivered {
+			t.Fatalf("%d deciding slots (complete %v) for %d deliveries", len(slots), complete, delivered)
+		}
+		tb.CountSlots(slots)
+		if d := matchSum(tb) - before; d != uint64(delivered) {
+			t.Errorf("counters rose by %d for %d deliveries", d, delivered)
+		}
 		m.Close()
 	}
-	pubsubSmemLimit, pubsubTouchedCap = 0, 0
+}
+
+func matchSum(tb *pubsub.Table) uint64 {
+	var n uint64
+	for _, s := range tb.List() {
+		n += s.Matches
+	}
+	return n
 }
 
 // TestCUDAPubsubScenario compares the answers on CCM's default scenario
@@ -223,8 +254,8 @@ func TestCUDAPubsubScenario(t *testing.T) {
 // TestCUDAPubsubUpdate keeps the device's layout up to date through the
 // table's bubble updates (CUDAMatcher.Update, the path gswitchd takes) over
 // rounds of adds and removals, and compares the GPU with the CPU matcher
-// after each; a filter of 20 constraints at the end widens the counters to
-// 8 bits (a reload from the kept image).
+// after each; at the end a filter of 21 constraints on a new name, and a
+// new port.
 func TestCUDAPubsubUpdate(t *testing.T) {
 	c := newTestCUDA(t)
 	rng := rand.New(rand.NewPCG(21, 22))
@@ -269,16 +300,17 @@ func TestCUDAPubsubUpdate(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		wide = append(wide, pubsub.Constraint{Name: fmt.Sprintf("n%d", i%12), Op: pubsub.OpNe, Value: pubsub.Int(int64(100 + i))})
 	}
+	wide = append(wide, pubsub.Constraint{Name: "fresh", Op: pubsub.OpNe, Value: pubsub.Float(0.25)})
 	if _, err := tb.Add(3, []pubsub.Filter{wide}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Add(1234, []pubsub.Filter{{{Name: "n1", Op: pubsub.OpGe, Value: pubsub.Int(-1 << 40)}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Update(dev.Update(tb), dev.Layout().Names); err != nil {
 		t.Fatal(err)
 	}
-	if m.cntBits != 8 {
-		t.Errorf("counters of %d bits after a filter of 20 constraints", m.cntBits)
-	}
-	comparePubsub(t, "after a wide filter", m, tb, evs)
+	comparePubsub(t, "after a wide filter with a new name and a new port", m, tb, evs)
 	// A stale generation is refused.
 	if err := m.Update(bubble.Update{Generation: 99, Bubbles: []bubble.Bubble{{}}}, dev.Layout().Names); err == nil {
 		t.Error("bubbles of another generation accepted")

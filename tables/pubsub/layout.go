@@ -178,61 +178,85 @@ func (d *Device) build(t *Table) {
 	if len(t.info) > MaxLayoutSlots {
 		panic(fmt.Sprintf("pubsub: %d filter slots do not fit the layout", len(t.info)))
 	}
-	seen := map[string]bool{}
+	// One pass numbers the names provisionally (first seen) and the
+	// strings, and keeps each constraint's name and string offset; the
+	// names are then renumbered in sorted order.
+	prov := map[string]uint32{}
 	var nameList []string
-	last := ""
-	for sl, in := range t.info {
-		if in == 0 {
-			continue
-		}
-		for k := range t.meta[sl].filt {
-			if n := t.meta[sl].filt[k].Name; n != last && !seen[n] {
-				seen[n] = true
-				nameList = append(nameList, n)
-				last = n
-			}
-		}
-	}
-	slices.SortFunc(nameList, strings.Compare)
-	names := make(map[string]uint32, len(nameList))
-	for i, n := range nameList {
-		names[n] = uint32(i)
-	}
-	// Anchors and sizes.
-	anchorOf := make([]uint32, len(t.info))
-	count := make([]uint32, len(nameList))
-	consWords := 0
+	ids := make([]uint32, 0, t.constraints)
+	soffs := make([]uint32, 0, t.constraints)
 	strs := map[string]uint32{}
 	strBytes := 0
+	lastName, lastID := "", uint32(0)
 	for sl, in := range t.info {
 		if in == 0 {
 			continue
 		}
 		f := t.meta[sl].filt
-		best := uint32(0)
 		for k := range f {
 			c := &f[k]
-			ni := names[c.Name]
-			if k == 0 || count[ni] < count[best] {
-				best = ni
+			id := lastID
+			if c.Name != lastName || len(ids) == 0 {
+				var ok bool
+				if id, ok = prov[c.Name]; !ok {
+					id = uint32(len(nameList))
+					prov[c.Name] = id
+					nameList = append(nameList, c.Name)
+				}
+				lastName, lastID = c.Name, id
 			}
-			w := 2
+			ids = append(ids, id)
+			so := uint32(0)
 			if c.Value.Type == TypeString {
-				if _, ok := strs[c.Value.Str]; !ok {
-					strs[c.Value.Str] = uint32(strBytes)
+				var ok bool
+				if so, ok = strs[c.Value.Str]; !ok {
+					so = uint32(strBytes)
+					strs[c.Value.Str] = so
 					strBytes += len(c.Value.Str)
 				}
-			} else if !shortValue(c.Value) {
-				w = 3
 			}
-			consWords += w
+			soffs = append(soffs, so)
 		}
+	}
+	order := make([]uint32, len(nameList))
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	slices.SortFunc(order, func(a, b uint32) int { return strings.Compare(nameList[a], nameList[b]) })
+	renum := make([]uint32, len(nameList))
+	names := make(map[string]uint32, len(nameList))
+	for ni, p := range order {
+		renum[p] = uint32(ni)
+		names[nameList[p]] = uint32(ni)
+	}
+	for i, id := range ids {
+		ids[i] = renum[id]
+	}
+	// Anchors (the name whose list is shortest so far) and sizes.
+	anchorOf := make([]uint32, len(t.info))
+	count := make([]uint32, len(nameList))
+	consWords := 0
+	j := 0
+	for sl, in := range t.info {
+		if in == 0 {
+			continue
+		}
+		f := t.meta[sl].filt
+		best := ids[j]
+		for k := range f {
+			c := &f[k]
+			if ni := ids[j+k]; count[ni] < count[best] {
+				best = ni
+			}
+			if c.Value.Type == TypeString && soffs[j+k] >= 1<<24 || c.Value.Type != TypeString && !shortValue(c.Value) {
+				consWords += 3
+			} else {
+				consWords += 2
+			}
+		}
+		j += len(f)
 		anchorOf[sl] = best
 		count[best]++
-	}
-	if strBytes >= 1<<24 {
-		// Long string records (3 words) past 16 MB of strings.
-		consWords += len(strs)
 	}
 	entries := 0
 	d.lists = make([]alist, len(nameList))
@@ -249,20 +273,30 @@ func (d *Device) build(t *Table) {
 	d.direct = im.Words
 	d.names, d.nameN = names, len(nameList)
 	d.cons, d.freeCons = 0, map[uint32][]uint32{}
-	d.strs, d.strUsed = map[string]uint32{}, 0
+	d.strs, d.strUsed = strs, strBytes
 	d.nports = 0
 	d.slots = make([]dslot, len(t.info))
 	w := im.Words
 	for i, l := range d.lists {
 		w[RegionNames][2*i] = l.off
 	}
+	sb := make([]byte, 4*len(w[RegionStrings]))
+	for str, off := range strs {
+		copy(sb[off:], str)
+	}
+	for i := range w[RegionStrings] {
+		w[RegionStrings][i] = uint32(sb[4*i]) | uint32(sb[4*i+1])<<8 | uint32(sb[4*i+2])<<16 | uint32(sb[4*i+3])<<24
+	}
+	j = 0
 	for sl, in := range t.info {
 		if in == 0 {
 			continue
 		}
-		if !d.addSlot(uint32(sl), t.meta[sl].filt, in>>8, anchorOf[sl]) {
+		f := t.meta[sl].filt
+		if !d.addSlotIDs(uint32(sl), f, in>>8, anchorOf[sl], ids[j:j+len(f)], soffs[j:j+len(f)]) {
 			panic("pubsub: a fresh device layout has no room for its own filters")
 		}
+		j += len(f)
 	}
 	d.writePorts(t)
 	d.direct = nil
@@ -393,8 +427,8 @@ func shortValue(v Value) bool {
 // addSlot writes filter f of port index pi into slot s, anchored on name
 // index anchor; false when a region is full.
 func (d *Device) addSlot(s uint32, f Filter, pi, anchor uint32) bool {
-	var sig uint64
-	words := uint32(0)
+	ids := make([]uint32, len(f))
+	soffs := make([]uint32, len(f))
 	for k := range f {
 		c := &f[k]
 		ni, ok := d.names[c.Name]
@@ -403,20 +437,29 @@ func (d *Device) addSlot(s uint32, f Filter, pi, anchor uint32) bool {
 				return false
 			}
 		}
-		sig |= NameBit(ni)
-		w := uint32(3)
+		ids[k] = ni
 		if c.Value.Type == TypeString {
-			off, ok := d.intern(c.Value.Str)
-			if !ok {
+			if soffs[k], ok = d.intern(c.Value.Str); !ok {
 				return false
 			}
-			if off < 1<<24 {
-				w = 2
-			}
-		} else if shortValue(c.Value) {
-			w = 2
 		}
-		words += w
+	}
+	return d.addSlotIDs(s, f, pi, anchor, ids, soffs)
+}
+
+// addSlotIDs is addSlot with each constraint's name index and (a string)
+// offset in the strings region known.
+func (d *Device) addSlotIDs(s uint32, f Filter, pi, anchor uint32, ids, soffs []uint32) bool {
+	var sig uint64
+	words := uint32(0)
+	for k := range f {
+		c := &f[k]
+		sig |= NameBit(ids[k])
+		if c.Value.Type == TypeString && soffs[k] < 1<<24 || c.Value.Type != TypeString && shortValue(c.Value) {
+			words += 2
+		} else {
+			words += 3
+		}
 	}
 	coff, ok := d.allocCons(words)
 	if !ok {
@@ -425,9 +468,8 @@ func (d *Device) addSlot(s uint32, f Filter, pi, anchor uint32) bool {
 	o := coff
 	for k := range f {
 		c := &f[k]
-		ni := d.names[c.Name]
 		v := c.Value
-		w0 := ni<<8 | uint32(v.Type)<<4 | uint32(c.Op)
+		w0 := ids[k]<<8 | uint32(v.Type)<<4 | uint32(c.Op)
 		var w1, w2 uint32
 		short := true
 		switch v.Type {
@@ -438,7 +480,7 @@ func (d *Device) addSlot(s uint32, f Filter, pi, anchor uint32) bool {
 			b := math.Float64bits(v.Float)
 			w1, w2, short = uint32(b), uint32(b>>32), false
 		case TypeString:
-			off := d.strs[v.Str]
+			off := soffs[k]
 			if off < 1<<24 {
 				w1 = off<<8 | uint32(len(v.Str))
 			} else {
