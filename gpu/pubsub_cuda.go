@@ -52,8 +52,8 @@ type CUDAMatcher struct {
 const pubsubBlock = 256
 
 type eventTwin struct {
-	hoff, hattrs, hstr, hout hostBuf
-	doff, dattrs, dstr, dout devBuf
+	hoff, hattrs, hstr, hout, hpack hostBuf
+	doff, dattrs, dstr, dout, dpack devBuf
 	ev                       cu.Event
 	submitted                bool
 	events                   int
@@ -270,7 +270,7 @@ func (m *CUDAMatcher) NewEventBatch(events, attrs, strBytes int) (*EventBatch, e
 			d *devBuf
 			n int64
 		}{{&t.hoff, &t.doff, 4 * int64(events+1)}, {&t.hattrs, &t.dattrs, 4 * AttrWords * int64(attrs)},
-			{&t.hstr, &t.dstr, int64(strBytes)}, {&t.hout, &t.dout, 4 * outWords}} {
+			{&t.hstr, &t.dstr, int64(strBytes)}, {&t.hout, &t.dout, 4 * outWords}, {&t.hpack, &t.dpack, packBytes}} {
 			if *a.h, err = allocHost(max(a.n, 4)); err != nil {
 				return err
 			}
@@ -290,10 +290,10 @@ func (m *CUDAMatcher) NewEventBatch(events, attrs, strBytes int) (*EventBatch, e
 }
 
 func (t *eventTwin) release(c *CUDA) {
-	for _, h := range []*hostBuf{&t.hoff, &t.hattrs, &t.hstr, &t.hout} {
+	for _, h := range []*hostBuf{&t.hoff, &t.hattrs, &t.hstr, &t.hout, &t.hpack} {
 		h.free()
 	}
-	for _, d := range []*devBuf{&t.doff, &t.dattrs, &t.dstr, &t.dout} {
+	for _, d := range []*devBuf{&t.doff, &t.dattrs, &t.dstr, &t.dout, &t.dpack} {
 		c.free(d)
 	}
 	if t.ev != (cu.Event{}) {
@@ -339,18 +339,48 @@ func (m *CUDAMatcher) check(b *EventBatch) (*eventTwin, error) {
 }
 
 // splits is the blocks per event for a batch of n events: enough blocks to
-// fill the device four times over, at most 16 per event.
+// fill the device four times over, at most 64 per event (one event's
+// lists in one pass of 16K threads).
 func (m *CUDAMatcher) splits(n int) int {
-	return max(1, min(16, (4*m.c.sms+n-1)/max(n, 1)))
+	return max(1, min(64, (4*m.c.sms+n-1)/max(n, 1)))
 }
 
-func (m *CUDAMatcher) params(a *cArgs, t *eventTwin, b *EventBatch, splits int) []unsafe.Pointer {
+// packBytes is the size of a batch's packed buffer: a small batch's
+// offsets, attributes, strings and zeroed answers go to the device in one
+// copy (one copy and no memset fewer on a single event's path).
+const packBytes = 64 << 10
+
+// pack lays a small batch out in t.hpack (offsets, attributes, strings,
+// zeros for the answers, room for the deciding slots) and returns the byte
+// offsets of the attributes, strings and answers and the bytes to copy in;
+// ok is false when it does not fit.
+func (m *CUDAMatcher) pack(t *eventTwin, b *EventBatch) (attrs, str, out, in int64, ok bool) {
+	na := int64(b.Off[b.N])
+	attrs = 4 * int64(b.N+1)
+	str = attrs + 4*AttrWords*na
+	out = (str + int64(b.StrBytes) + 3) &^ 3
+	ow := int64(m.portWords)*int64(b.N) + 1
+	in = out + 4*ow
+	if b.N > 64 || in+4*int64(hitCap(b.N)) > packBytes {
+		return 0, 0, 0, 0, false
+	}
+	p := t.hpack.bytes(packBytes)
+	copy(p, unsafe.Slice((*byte)(unsafe.Pointer(&b.Off[0])), 4*(b.N+1)))
+	if na > 0 {
+		copy(p[attrs:], unsafe.Slice((*byte)(unsafe.Pointer(&b.Attrs[0])), 4*AttrWords*na))
+	}
+	copy(p[str:], b.Str[:b.StrBytes])
+	clear(p[out:in])
+	return attrs, str, out, in, true
+}
+
+func (m *CUDAMatcher) params(a *cArgs, b *EventBatch, off, attrs, str, out uint64, splits int) []unsafe.Pointer {
 	at := func(r bubble.Region) uint64 { return uint64(m.img.p) + uint64(4*m.base[r]) }
-	hits := uint64(t.dout.p) + 4*uint64(m.portWords)*uint64(b.N)
+	hits := out + 4*uint64(m.portWords)*uint64(b.N)
 	return []unsafe.Pointer{a.u64(at(pubsub.RegionNames)), a.u64(at(pubsub.RegionAnchorSig)),
 		a.u64(at(pubsub.RegionAnchorSlot)), a.u64(at(pubsub.RegionConstraints)), a.u64(at(pubsub.RegionStrings)),
-		a.u64(at(pubsub.RegionFilters)), a.u64(uint64(t.doff.p)), a.u64(uint64(t.dattrs.p)), a.u64(uint64(t.dstr.p)),
-		a.u32(uint32(b.N)), a.u32(uint32(splits)), a.u32(uint32(m.portWords)), a.u64(uint64(t.dout.p)), a.u64(hits),
+		a.u64(at(pubsub.RegionFilters)), a.u64(off), a.u64(attrs), a.u64(str),
+		a.u32(uint32(b.N)), a.u32(uint32(splits)), a.u32(uint32(m.portWords)), a.u64(out), a.u64(hits),
 		a.u32(uint32(hitCap(b.N)))}
 }
 
@@ -372,13 +402,23 @@ func (m *CUDAMatcher) Submit(b *EventBatch) error {
 	a := newCArgs(16)
 	defer a.free()
 	sp := m.splits(b.N)
-	params := m.params(a, t, b, sp)
 	st := m.streams[int(m.rr.Add(1))%len(m.streams)]
-	copies := []auxCopy{{t.doff.p, t.hoff.p, 4 * int64(b.N+1)}, {t.dattrs.p, t.hattrs.p, 4 * AttrWords * int64(b.Off[b.N])},
-		{t.dstr.p, t.hstr.p, int64(b.StrBytes)}}
 	ow := int64(m.portWords) * int64(b.N)
-	zero := []auxCopy{{dst: t.dout.p, n: ow + 1}}
-	outs := []auxOut{{t.hout.p, t.dout.p, 4 * (ow + 1 + int64(hitCap(b.N)))}}
+	var params []unsafe.Pointer
+	var copies, zero []auxCopy
+	var outs []auxOut
+	if pa, ps, po, in, ok := m.pack(t, b); ok {
+		d := uint64(t.dpack.p)
+		params = m.params(a, b, d, d+uint64(pa), d+uint64(ps), d+uint64(po), sp)
+		copies = []auxCopy{{t.dpack.p, t.hpack.p, in}}
+		outs = []auxOut{{t.hout.p, t.dpack.p + cu.DevicePtr(po), 4 * (ow + 1 + int64(hitCap(b.N)))}}
+	} else {
+		params = m.params(a, b, uint64(t.doff.p), uint64(t.dattrs.p), uint64(t.dstr.p), uint64(t.dout.p), sp)
+		copies = []auxCopy{{t.doff.p, t.hoff.p, 4 * int64(b.N+1)}, {t.dattrs.p, t.hattrs.p, 4 * AttrWords * int64(b.Off[b.N])},
+			{t.dstr.p, t.hstr.p, int64(b.StrBytes)}}
+		zero = []auxCopy{{dst: t.dout.p, n: ow + 1}}
+		outs = []auxOut{{t.hout.p, t.dout.p, 4 * (ow + 1 + int64(hitCap(b.N)))}}
+	}
 	if err := m.c.auxQueue(st, copies, zero, m.fn, b.N*sp, pubsubBlock, 0, params, outs, t.ev); err != nil {
 		b.err = fmt.Errorf("gpu: cuda: matching: %v", err)
 		return b.err
@@ -519,8 +559,9 @@ func (m *CUDAMatcher) matchRange(evs []pubsub.Event, out [][]uint32, slots []uin
 	return out, slots, complete, nil
 }
 
-// KernelTime times iters launches of the kernel alone over b (submitted and
-// waited for once) and returns the milliseconds per launch.
+// KernelTime times iters launches of the kernel (and the zeroing of the
+// answers) over b, copied to the device first, and returns the
+// milliseconds per launch.
 func (m *CUDAMatcher) KernelTime(b *EventBatch, iters int) (float64, error) {
 	t, err := m.check(b)
 	if err != nil || b.N == 0 {
@@ -529,12 +570,33 @@ func (m *CUDAMatcher) KernelTime(b *EventBatch, iters int) (float64, error) {
 	a := newCArgs(16)
 	defer a.free()
 	sp := m.splits(b.N)
-	params := m.params(a, t, b, sp)
+	params := m.params(a, b, uint64(t.doff.p), uint64(t.dattrs.p), uint64(t.dstr.p), uint64(t.dout.p), sp)
 	ow := int64(m.portWords)*int64(b.N) + 1
+	dout := t.dout.p
+	if pa, ps, po, in, ok := m.pack(t, b); ok { // as Submit lays it out
+		d := uint64(t.dpack.p)
+		params = m.params(a, b, d, d+uint64(pa), d+uint64(ps), d+uint64(po), sp)
+		dout = t.dpack.p + cu.DevicePtr(po)
+		if err := m.c.do(func() error { return cu.MemcpyHtoD(t.dpack.p, t.hpack.p, in) }); err != nil {
+			return 0, err
+		}
+	} else if err := m.c.do(func() error {
+		for _, c := range []auxCopy{{t.doff.p, t.hoff.p, 4 * int64(b.N+1)}, {t.dattrs.p, t.hattrs.p, 4 * AttrWords * int64(b.Off[b.N])},
+			{t.dstr.p, t.hstr.p, int64(b.StrBytes)}} {
+			if c.n > 0 {
+				if err := cu.MemcpyHtoD(c.dst, c.src, c.n); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
 	var ms float64
 	err = m.c.do(func() error {
 		ms, err = timeEvents(m.streams[0], iters, func(st cu.Stream) error {
-			if err := cu.MemsetD32Async(t.dout.p, 0, ow, st); err != nil {
+			if err := cu.MemsetD32Async(dout, 0, ow, st); err != nil {
 				return err
 			}
 			return m.fn.Launch(b.N*sp, 1, 1, pubsubBlock, 1, 1, 0, st, params)

@@ -38,8 +38,12 @@
 //            port); hits[1 .. 1+hit_cap) receive their slots (for the
 //            subscriptions' match counters; past hit_cap only counted).
 // Grid: splits blocks per event (block b: event b / splits, part b %
-// splits), each anchor list shared among the event's blocks (small batches
-// use several blocks per event); a 1-D grid of n * splits blocks.
+// splits) of 256 threads, the event's anchor lists shared among its blocks
+// (small batches use several blocks per event); a 1-D grid of n * splits
+// blocks. A block puts the event's attributes, their lists' offsets and
+// lengths, its signature and its string bytes in shared memory and walks
+// the lists end to end in one strided loop (an event of more than
+// ATTR_CAP attributes reads them from device memory, list after list).
 #include <stdint.h>
 
 __device__ __forceinline__ int cls(uint32_t t) { return t == 2 ? 1 : (int)t; }
@@ -123,10 +127,10 @@ __device__ bool eval(uint32_t ct, uint32_t op, uint32_t c1, uint32_t c2, const u
 }
 
 // filter_ok evaluates a filter's records (from word coff, info&0xff of
-// them) against the event's attributes attrs[4*a0 .. 4*a1).
+// them) against the event's attributes at[4*0 .. 4*na) (name index, type,
+// value low, value high; a string's bytes at sbuf + value low - sbase).
 __device__ bool filter_ok(const uint32_t* __restrict__ cons, const uint8_t* __restrict__ strs, uint32_t coff,
-			  uint32_t info, const uint32_t* __restrict__ attrs, uint32_t a0, uint32_t a1,
-			  const uint8_t* __restrict__ ev_str)
+			  uint32_t info, const uint32_t* at, uint32_t na, const uint8_t* sbuf, uint32_t sbase)
 {
 	uint32_t o = coff;
 	const uint32_t k = info & 0xff;
@@ -149,56 +153,127 @@ __device__ bool filter_ok(const uint32_t* __restrict__ cons, const uint8_t* __re
 			c2 = __ldg(cons + o + 2);
 			o += 3;
 		}
-		uint32_t a = a0;
-		while (a < a1 && __ldg(attrs + 4 * a) != ni)
+		uint32_t a = 0;
+		while (a < na && at[4 * a] != ni)
 			a++;
-		if (a == a1)
+		if (a == na)
 			return false;
-		const uint32_t at = __ldg(attrs + 4 * a + 1), alo = __ldg(attrs + 4 * a + 2), ahi = __ldg(attrs + 4 * a + 3);
-		if (!eval(ct, op, c1, c2, strs, at, alo, ahi, ev_str + (at == 3 ? alo : 0)))
+		const uint32_t t = at[4 * a + 1], alo = at[4 * a + 2], ahi = at[4 * a + 3];
+		if (!eval(ct, op, c1, c2, strs, t, alo, ahi, t == 3 ? sbuf + (alo - sbase) : sbuf))
 			return false;
 	}
 	return true;
 }
 
-extern "C" __global__ void pubsub_match(const uint32_t* __restrict__ names, const uint2* __restrict__ asig,
-					const uint32_t* __restrict__ aslot, const uint32_t* __restrict__ cons,
-					const uint8_t* __restrict__ strs, const uint32_t* __restrict__ filters,
-					const uint32_t* __restrict__ ev_off, const uint32_t* __restrict__ attrs,
-					const uint8_t* __restrict__ ev_str, int n, int splits, int port_words, uint32_t* out,
-					uint32_t* hits, int hit_cap)
+// Shared memory per block: the event's attributes (up to ATTR_CAP, else
+// they are read from device memory) and its string bytes (up to STR_CAP).
+#define ATTR_CAP 64
+#define STR_CAP 2048
+
+// hit records a matched filter: its port's bit in the event's words, and
+// the slot if it set the bit first.
+__device__ __forceinline__ void hit(uint32_t* out, uint32_t* hits, int hit_cap, uint32_t slot, uint32_t info)
 {
+	const uint32_t p = info >> 8, bit = 1u << (p & 31);
+	const uint32_t old = atomicOr(out + (p >> 5), bit);
+	if (!(old & bit)) {
+		const uint32_t h = atomicAdd(hits, 1u);
+		if (h < (uint32_t)hit_cap)
+			hits[1 + h] = slot;
+	}
+}
+
+extern "C" __global__ void __launch_bounds__(256) pubsub_match(const uint32_t* __restrict__ names,
+		const uint2* __restrict__ asig, const uint32_t* __restrict__ aslot, const uint32_t* __restrict__ cons,
+		const uint8_t* __restrict__ strs, const uint32_t* __restrict__ filters, const uint32_t* __restrict__ ev_off,
+		const uint32_t* __restrict__ attrs, const uint8_t* __restrict__ ev_str, int n, int splits, int port_words,
+		uint32_t* out, uint32_t* hits, int hit_cap)
+{
+	__shared__ uint32_t s_at[4 * ATTR_CAP];
+	__shared__ uint32_t s_off[ATTR_CAP], s_pre[ATTR_CAP + 1];
+	__shared__ uint32_t s_sig[2], s_str_lo, s_str_hi;
+	__shared__ __align__(16) uint8_t s_str[STR_CAP];
 	const uint32_t first = (blockIdx.x % splits) * blockDim.x + threadIdx.x, step = splits * blockDim.x;
 	const int ev = blockIdx.x / splits;
-	if (ev < n) {
-		const uint32_t a0 = __ldg(ev_off + ev), a1 = __ldg(ev_off + ev + 1);
-		uint32_t slo = 0, shi = 0;
-		for (uint32_t a = a0; a < a1; a++) {
-			const uint32_t ni = __ldg(attrs + 4 * a);
-			if (ni & 32)
-				shi |= 1u << (ni & 31);
-			else
-				slo |= 1u << (ni & 31);
+	if (ev >= n)
+		return; // uniform per block
+	const uint32_t a0 = __ldg(ev_off + ev), a1 = __ldg(ev_off + ev + 1), na = a1 - a0;
+	uint32_t* eout = out + (size_t)ev * port_words;
+	if (na <= ATTR_CAP) {
+		// The attributes, their lists and the signature into shared
+		// memory; then one strided loop over the lists end to end.
+		if (threadIdx.x == 0) {
+			s_sig[0] = s_sig[1] = 0;
+			s_str_lo = 0xffffffffu;
+			s_str_hi = 0;
 		}
-		for (uint32_t a = a0; a < a1; a++) {
-			const uint32_t ni = __ldg(attrs + 4 * a);
-			const uint32_t off = __ldg(names + 2 * ni), k = __ldg(names + 2 * ni + 1);
-			for (uint32_t i = first; i < k; i += step) {
-				const uint2 s = __ldg(asig + off + i);
-				if ((s.x & ~slo) | (s.y & ~shi))
-					continue;
-				const uint32_t slot = __ldg(aslot + off + i);
-				const uint32_t coff = __ldg(filters + 2 * (size_t)slot), info = __ldg(filters + 2 * (size_t)slot + 1);
-				if ((info & 0xff) == 0 || !filter_ok(cons, strs, coff, info, attrs, a0, a1, ev_str))
-					continue;
-				const uint32_t p = info >> 8, bit = 1u << (p & 31);
-				const uint32_t old = atomicOr(out + (size_t)ev * port_words + (p >> 5), bit);
-				if (!(old & bit)) {
-					const uint32_t h = atomicAdd(hits, 1u);
-					if (h < (uint32_t)hit_cap)
-						hits[1 + h] = slot;
-				}
+		__syncthreads();
+		if (threadIdx.x < na) {
+			const uint32_t* r = attrs + 4 * (size_t)(a0 + threadIdx.x);
+			const uint32_t ni = __ldg(r), t = __ldg(r + 1), lo = __ldg(r + 2), hi = __ldg(r + 3);
+			s_at[4 * threadIdx.x] = ni;
+			s_at[4 * threadIdx.x + 1] = t;
+			s_at[4 * threadIdx.x + 2] = lo;
+			s_at[4 * threadIdx.x + 3] = hi;
+			s_off[threadIdx.x] = __ldg(names + 2 * (size_t)ni);
+			s_pre[threadIdx.x + 1] = __ldg(names + 2 * (size_t)ni + 1);
+			atomicOr(&s_sig[ni >> 5 & 1], 1u << (ni & 31));
+			if (t == 3) {
+				atomicMin(&s_str_lo, lo);
+				atomicMax(&s_str_hi, lo + hi);
 			}
+		}
+		__syncthreads();
+		if (threadIdx.x == 0) {
+			s_pre[0] = 0;
+			for (uint32_t j = 0; j < na; j++)
+				s_pre[j + 1] += s_pre[j];
+		}
+		const uint32_t slo = s_str_lo, shi = s_str_hi;
+		const bool sm_str = slo < shi && shi - slo <= STR_CAP;
+		if (sm_str)
+			for (uint32_t i = threadIdx.x; i < shi - slo; i += blockDim.x)
+				s_str[i] = __ldg(ev_str + slo + i);
+		__syncthreads();
+		const uint8_t* sbuf = sm_str ? s_str : ev_str;
+		const uint32_t sbase = sm_str ? slo : 0;
+		const uint32_t sig0 = s_sig[0], sig1 = s_sig[1], total = s_pre[na];
+		uint32_t j = 0;
+		for (uint32_t i = first; i < total; i += step) {
+			while (i >= s_pre[j + 1])
+				j++;
+			const uint32_t e = s_off[j] + (i - s_pre[j]);
+			const uint2 s = __ldg(asig + e);
+			if ((s.x & ~sig0) | (s.y & ~sig1))
+				continue;
+			const uint32_t slot = __ldg(aslot + e);
+			const uint32_t coff = __ldg(filters + 2 * (size_t)slot), info = __ldg(filters + 2 * (size_t)slot + 1);
+			if ((info & 0xff) != 0 && filter_ok(cons, strs, coff, info, s_at, na, sbuf, sbase))
+				hit(eout, hits, hit_cap, slot, info);
+		}
+		return;
+	}
+	// Many attributes: read from device memory, one list after another.
+	uint32_t sig0 = 0, sig1 = 0;
+	for (uint32_t a = a0; a < a1; a++) {
+		const uint32_t ni = __ldg(attrs + 4 * a);
+		if (ni & 32)
+			sig1 |= 1u << (ni & 31);
+		else
+			sig0 |= 1u << (ni & 31);
+	}
+	const uint32_t* at = attrs + 4 * (size_t)a0;
+	for (uint32_t a = a0; a < a1; a++) {
+		const uint32_t ni = __ldg(attrs + 4 * a);
+		const uint32_t off = __ldg(names + 2 * ni), k = __ldg(names + 2 * ni + 1);
+		for (uint32_t i = first; i < k; i += step) {
+			const uint2 s = __ldg(asig + off + i);
+			if ((s.x & ~sig0) | (s.y & ~sig1))
+				continue;
+			const uint32_t slot = __ldg(aslot + off + i);
+			const uint32_t coff = __ldg(filters + 2 * (size_t)slot), info = __ldg(filters + 2 * (size_t)slot + 1);
+			if ((info & 0xff) != 0 && filter_ok(cons, strs, coff, info, at, na, ev_str, 0))
+				hit(eout, hits, hit_cap, slot, info);
 		}
 	}
 }

@@ -53,6 +53,8 @@ type Result struct {
 	// DeployDeviceMS is the part of DeployMS after the table's add:
 	// building the device layout and loading it (gpu backend).
 	DeployDeviceMS float64 `json:"deploy_device_ms,omitempty"`
+	// DeployLayoutMS is the device layout's build alone (pubsub.NewDevice).
+	DeployLayoutMS float64 `json:"deploy_layout_ms,omitempty"`
 	// ChangeVisibleP50US is one change (an add or a remove) until the
 	// device answers with it: the table's change, the layout's bubbles
 	// (pubsub.Device.Update) and their copy to the device (gpu backend).
@@ -272,6 +274,7 @@ func runPoint(f *flags, p point) (Result, error) {
 		t1 := time.Now()
 		img = ps.NewDevice(tab)
 		img.Mirror().Sync()
+		r.DeployLayoutMS = float64(time.Since(t1).Microseconds()) / 1000
 		var err error
 		if dev, err = gpu.OpenEventDevice(img.Layout()); err != nil {
 			return r, fmt.Errorf("bench pubsub --backend gpu: %w", err)
