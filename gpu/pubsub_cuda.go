@@ -54,9 +54,9 @@ const pubsubBlock = 256
 type eventTwin struct {
 	hoff, hattrs, hstr, hout, hpack hostBuf
 	doff, dattrs, dstr, dout, dpack devBuf
-	ev                       cu.Event
-	submitted                bool
-	events                   int
+	ev                              cu.Event
+	submitted                       bool
+	events                          int
 }
 
 // PubsubMatcher loads the matching kernel and the layout l, with batches
