@@ -54,12 +54,14 @@ __device__ __forceinline__ double as_double(uint32_t t, uint32_t lo, uint32_t hi
 	return t == 1 ? (double)(int64_t)v : __longlong_as_double((long long)v);
 }
 
-// strcmp3 compares a[0:la] with b[0:lb] in byte order: -1, 0 or 1.
+// strcmp3 compares a[0:la] (the event's string: shared or device memory,
+// read through a generic pointer) with b[0:lb] (the layout's, device
+// memory) in byte order: -1, 0 or 1.
 __device__ int strcmp3(const uint8_t* a, uint32_t la, const uint8_t* b, uint32_t lb)
 {
 	const uint32_t m = la < lb ? la : lb;
 	for (uint32_t i = 0; i < m; i++) {
-		const uint8_t x = __ldg(a + i), y = __ldg(b + i);
+		const uint8_t x = a[i], y = __ldg(b + i);
 		if (x != y)
 			return x < y ? -1 : 1;
 	}
@@ -72,7 +74,7 @@ __device__ bool contains(const uint8_t* a, uint32_t la, const uint8_t* b, uint32
 		return false;
 	for (uint32_t i = 0; i + lb <= la; i++) {
 		uint32_t j = 0;
-		while (j < lb && __ldg(a + i + j) == __ldg(b + j))
+		while (j < lb && a[i + j] == __ldg(b + j))
 			j++;
 		if (j == lb)
 			return true;
