@@ -570,19 +570,23 @@ func (m *CUDAMatcher) KernelTime(b *EventBatch, iters int) (float64, error) {
 	a := newCArgs(16)
 	defer a.free()
 	sp := m.splits(b.N)
-	params := m.params(a, b, uint64(t.doff.p), uint64(t.dattrs.p), uint64(t.dstr.p), uint64(t.dout.p), sp)
 	ow := int64(m.portWords)*int64(b.N) + 1
 	dout := t.dout.p
-	if pa, ps, po, in, ok := m.pack(t, b); ok { // as Submit lays it out
+	// The arguments once (a holds 16), as Submit lays the batch out.
+	var params []unsafe.Pointer
+	var copies []auxCopy
+	if pa, ps, po, in, ok := m.pack(t, b); ok {
 		d := uint64(t.dpack.p)
 		params = m.params(a, b, d, d+uint64(pa), d+uint64(ps), d+uint64(po), sp)
 		dout = t.dpack.p + cu.DevicePtr(po)
-		if err := m.c.do(func() error { return cu.MemcpyHtoD(t.dpack.p, t.hpack.p, in) }); err != nil {
-			return 0, err
-		}
-	} else if err := m.c.do(func() error {
-		for _, c := range []auxCopy{{t.doff.p, t.hoff.p, 4 * int64(b.N+1)}, {t.dattrs.p, t.hattrs.p, 4 * AttrWords * int64(b.Off[b.N])},
-			{t.dstr.p, t.hstr.p, int64(b.StrBytes)}} {
+		copies = []auxCopy{{t.dpack.p, t.hpack.p, in}}
+	} else {
+		params = m.params(a, b, uint64(t.doff.p), uint64(t.dattrs.p), uint64(t.dstr.p), uint64(t.dout.p), sp)
+		copies = []auxCopy{{t.doff.p, t.hoff.p, 4 * int64(b.N+1)}, {t.dattrs.p, t.hattrs.p, 4 * AttrWords * int64(b.Off[b.N])},
+			{t.dstr.p, t.hstr.p, int64(b.StrBytes)}}
+	}
+	if err := m.c.do(func() error {
+		for _, c := range copies {
 			if c.n > 0 {
 				if err := cu.MemcpyHtoD(c.dst, c.src, c.n); err != nil {
 					return err
