@@ -32,10 +32,10 @@ type SlotMatcher interface {
 
 // DefaultMinBatch is the fewest events a batch must have to be matched on
 // the device. A device round trip (encode, copy in, kernel, copy out)
-// costs tens of microseconds however small the batch (81 µs p50 for one
-// event on the H100), while the CPU matcher takes about 35 µs per event of
+// costs over 20 µs however small the batch (23–25 µs p50 for one event on
+// the H200, 2026-11-26), while the CPU matcher takes 20–35 µs per event of
 // CCM's default scenario on one core: below a few events the CPU answers
-// sooner, and the CPU's answer is the same, so small batches stay there.
+// as soon, and the CPU's answer is the same, so small batches stay there.
 const DefaultMinBatch = 16
 
 // HybridConfig configures a Hybrid.
