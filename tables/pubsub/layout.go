@@ -178,21 +178,27 @@ func (d *Device) build(t *Table) {
 	if len(t.info) > MaxLayoutSlots {
 		panic(fmt.Sprintf("pubsub: %d filter slots do not fit the layout", len(t.info)))
 	}
-	// One pass numbers the names provisionally (first seen) and the
-	// strings, and keeps each constraint's name and string offset; the
-	// names are then renumbered in sorted order.
+	// One pass over the constraints (their memory is walked twice in
+	// all: here and when the records are written) numbers the names
+	// provisionally (first seen) and the strings, keeps each constraint's
+	// name and string offset, counts the record words and anchors each
+	// filter on the name whose list is shortest so far; the names are then
+	// renumbered in sorted order.
 	prov := map[string]uint32{}
 	var nameList []string
+	var count []uint32 // per provisional name: filters anchored
 	ids := make([]uint32, 0, t.constraints)
 	soffs := make([]uint32, 0, t.constraints)
+	anchorOf := make([]uint32, len(t.info))
 	strs := map[string]uint32{}
-	strBytes := 0
+	strBytes, consWords := 0, 0
 	lastName, lastID := "", uint32(0)
 	for sl, in := range t.info {
 		if in == 0 {
 			continue
 		}
 		f := t.meta[sl].filt
+		j := len(ids)
 		for k := range f {
 			c := &f[k]
 			id := lastID
@@ -202,21 +208,37 @@ func (d *Device) build(t *Table) {
 					id = uint32(len(nameList))
 					prov[c.Name] = id
 					nameList = append(nameList, c.Name)
+					count = append(count, 0)
 				}
 				lastName, lastID = c.Name, id
 			}
 			ids = append(ids, id)
-			so := uint32(0)
-			if c.Value.Type == TypeString {
+			so, w := uint32(0), 2
+			switch {
+			case c.Value.Type == TypeString:
 				var ok bool
 				if so, ok = strs[c.Value.Str]; !ok {
 					so = uint32(strBytes)
 					strs[c.Value.Str] = so
 					strBytes += len(c.Value.Str)
 				}
+				if so >= 1<<24 {
+					w = 3
+				}
+			case !shortValue(c.Value):
+				w = 3
 			}
 			soffs = append(soffs, so)
+			consWords += w
 		}
+		best := ids[j]
+		for _, ni := range ids[j+1:] {
+			if count[ni] < count[best] {
+				best = ni
+			}
+		}
+		anchorOf[sl] = best
+		count[best]++
 	}
 	order := make([]uint32, len(nameList))
 	for i := range order {
@@ -232,31 +254,15 @@ func (d *Device) build(t *Table) {
 	for i, id := range ids {
 		ids[i] = renum[id]
 	}
-	// Anchors (the name whose list is shortest so far) and sizes.
-	anchorOf := make([]uint32, len(t.info))
-	count := make([]uint32, len(nameList))
-	consWords := 0
-	j := 0
 	for sl, in := range t.info {
-		if in == 0 {
-			continue
+		if in != 0 {
+			anchorOf[sl] = renum[anchorOf[sl]]
 		}
-		f := t.meta[sl].filt
-		best := ids[j]
-		for k := range f {
-			c := &f[k]
-			if ni := ids[j+k]; count[ni] < count[best] {
-				best = ni
-			}
-			if c.Value.Type == TypeString && soffs[j+k] >= 1<<24 || c.Value.Type != TypeString && !shortValue(c.Value) {
-				consWords += 3
-			} else {
-				consWords += 2
-			}
-		}
-		j += len(f)
-		anchorOf[sl] = best
-		count[best]++
+	}
+	provCount := count
+	count = make([]uint32, len(nameList))
+	for p, n := range provCount {
+		count[renum[p]] = n
 	}
 	entries := 0
 	d.lists = make([]alist, len(nameList))
@@ -287,7 +293,7 @@ func (d *Device) build(t *Table) {
 	for i := range w[RegionStrings] {
 		w[RegionStrings][i] = uint32(sb[4*i]) | uint32(sb[4*i+1])<<8 | uint32(sb[4*i+2])<<16 | uint32(sb[4*i+3])<<24
 	}
-	j = 0
+	j := 0
 	for sl, in := range t.info {
 		if in == 0 {
 			continue
