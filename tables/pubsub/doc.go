@@ -201,7 +201,9 @@
 // evaluator.
 //
 // Device keeps the image in a bubble.Mirror with head-room (a sixteenth of
-// each region, at least 64 words, and an eighth of each anchor list) and
+// the anchor, constraint and filter regions, at least 1,024 words; an
+// eighth of each anchor list; half again of the names and strings, at
+// least 1,024 names and 64 KB; a quarter of the ports, at least 32) and
 // writes a change slot by slot: the table logs the filter slots each writer
 // changes (Table.slotLog), and Update rewrites those slots only — a removed
 // filter's anchor entry is replaced by its list's last, its constraint
@@ -214,7 +216,9 @@
 // the head-room, or an Update behind a slot log that was trimmed (more than
 // 32K slot writes), builds a new generation: the whole image, compacted,
 // names renumbered in sorted order. The default scenario's image is 14.5
-// MB with its head-room (13.6 MB before it; the strings, each once, 2.9 KB).
+// MB with its head-room (13.6 MB before it; the strings, each once, 2.9 KB);
+// growing a table from one filter to 1,500 on new names and ports took 8
+// new generations (TestDeviceGrowth).
 //
 // # Scenarios
 //

@@ -53,13 +53,15 @@ const (
 	ShortRecord = 0x80
 )
 
-// Head-room of a device image: each region gets 1/HeadroomDiv of its size,
-// at least HeadroomMin words, beyond what is in use, and each name's anchor
-// list 1/8 of its length (at least 2 entries). A change that does not fit
-// the room costs one full image (a new generation, compacted).
+// Head-room of a device image: the anchor, constraint and filter regions
+// get 1/HeadroomDiv of their size, at least HeadroomMin (1,024) words, beyond what
+// is in use, and each name's anchor list 1/8 of its length (at least 2
+// entries); names and strings half again (at least 1,024 names, 64 KB),
+// ports a quarter (at least 32). A change that does not fit the room costs
+// one full image (a new generation, compacted).
 const (
 	HeadroomDiv = 16
-	HeadroomMin = 64
+	HeadroomMin = 1024
 )
 
 // NameBit is the bit of the 64-bit name signature that name index ni sets.
@@ -273,8 +275,13 @@ func (d *Device) build(t *Table) {
 	}
 	d.anchors = entries
 	d.anchorCap = room(entries)
-	sizes := []int{HeaderWords, room(2 * len(nameList)), 2 * d.anchorCap, d.anchorCap, room(consWords),
-		room((strBytes + 3) / 4), room(FilterWords * len(t.info)), room(len(t.ports))}
+	// Names and strings are cheap and new ones come with new
+	// subscriptions: room for half as many again, at least 1,024 names and
+	// 64 KB of strings; ports a quarter, at least 32 (a port word per 32
+	// in every event's answer).
+	nn, sw := len(nameList), (strBytes+3)/4
+	sizes := []int{HeaderWords, 2 * (nn + max(nn/2, 1024)), 2 * d.anchorCap, d.anchorCap, room(consWords),
+		sw + max(sw/2, 16<<10), room(FilterWords * len(t.info)), len(t.ports) + max(len(t.ports)/4, 32)}
 	im := bubble.NewImage(regionNames, sizes)
 	d.direct = im.Words
 	d.names, d.nameN = names, len(nameList)

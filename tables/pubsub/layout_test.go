@@ -1,6 +1,7 @@
 package pubsub
 
 import (
+	"fmt"
 	"math/rand"
 	"slices"
 	"testing"
@@ -195,4 +196,50 @@ func TestDeviceChangeIsBubbles(t *testing.T) {
 	}
 	check("after removing it")
 	t.Logf("largest single change: %d words; %d generations", maxBubbles, dev.Rebuilds)
+}
+
+// TestDeviceGrowth grows a small table by filters on new names and new
+// ports, one change per Update: the image outgrows its head-room now and
+// then (a new generation, a full image), anchor lists move to the end of
+// their regions, and the mirror kept by the updates always answers as the
+// brute-force evaluator.
+func TestDeviceGrowth(t *testing.T) {
+	tb := tableOf(t, mustParse(t, "1: a0 = 1"))
+	dev := NewDevice(tb)
+	var mirror *bubble.Image
+	u := dev.Mirror().Sync()
+	if err := u.ApplyTo(&mirror); err != nil {
+		t.Fatal(err)
+	}
+	full := 0
+	for i := 1; i < 1500; i++ {
+		f := Filter{{Name: fmt.Sprintf("a%d", i%300), Op: OpGe, Value: Int(int64(i % 7))},
+			{Name: fmt.Sprintf("b%d", i), Op: OpPrefix, Value: Str(fmt.Sprintf("s%d", i%50))}}
+		if _, err := tb.Add(uint32(1+i%120), []Filter{f}); err != nil {
+			t.Fatal(err)
+		}
+		u := dev.Update(tb)
+		if u.Full != nil {
+			full++
+		}
+		if err := u.ApplyTo(&mirror); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 != 0 {
+			continue
+		}
+		cur := tb.Specs()
+		l := &Layout{Image: mirror, Names: dev.Layout().Names}
+		for k := 0; k < 30; k++ {
+			e := Event{Attrs: []Attr{{Name: fmt.Sprintf("a%d", (i+k)%300), Value: Int(int64(k % 9))},
+				{Name: fmt.Sprintf("b%d", (i*7+k)%i+1), Value: Str(fmt.Sprintf("s%dx", k%60))}}}
+			if got, want := EvalLayout(l, &e), BruteMatch(cur, &e); !slices.Equal(got, want) {
+				t.Fatalf("after %d adds: event %s: mirror %v, brute %v", i, e.String(), got, want)
+			}
+		}
+	}
+	if full == 0 || full > 60 {
+		t.Errorf("%d new generations in 1,499 adds", full)
+	}
+	t.Logf("%d new generations in 1,499 adds", full)
 }
