@@ -181,12 +181,13 @@
 //     while earlier ones are copied and computed (bench re --backend gpu).
 //   - EventMatcher (pubsub.go): CCM content-based matching over a
 //     pubsub.Layout; CPUEventMatcher and CUDA.PubsubMatcher
-//     (kernels/pubsub.cu: a block per event, the constraints of each
-//     attribute's name evaluated in parallel, per-filter counters in the
-//     block's shared memory when they fit, else a device slice per block,
-//     the filters whose counter left zero remembered and checked, a full
-//     scan past that list's capacity). EncodeEvents selects attributes by
-//     name on the host, as CCM does.
+//     (kernels/pubsub.cu: each event scans the anchor lists of its
+//     attributes' names for filters whose 64-bit name signature its own
+//     covers and evaluates those; up to 64 blocks per event in small
+//     batches, the event's attributes and strings in shared memory; the
+//     slots of the filters that decided each delivery come back for the
+//     subscriptions' counters). EncodeEvents selects attributes by name on
+//     the host, as CCM does.
 //   - PacketFilter (filter.go): gPF filtering over a filter.Layout;
 //     CPUFilter (EvalStages) and CUDA.PacketFilter (kernels/filter.cu: the
 //     three stages fused, a thread per packet, its values in shared memory
