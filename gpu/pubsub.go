@@ -3,6 +3,8 @@ package gpu
 import (
 	"fmt"
 	"math"
+	"math/bits"
+	"os"
 	"slices"
 
 	"github.com/gswitch/gswitch/tables/bubble"
@@ -287,3 +289,124 @@ func (d *LayoutDevice) MatchSlots(evs []pubsub.Event, out [][]uint32, slots []ui
 func (d *LayoutDevice) Close() error { return nil }
 
 var _ EventDevice = (*LayoutDevice)(nil)
+
+// The small-batch path's mode and times (its CUDA side:
+// pubsub_small_cuda.go).
+
+// SmallBatchEvents is the largest batch the small-batch path takes.
+const SmallBatchEvents = 16
+
+// SmallMode selects how the small-batch path brings a batch to the device.
+type SmallMode int
+
+// The small-batch path's modes.
+const (
+	SmallOff    SmallMode = iota // small batches go through the pooled batches
+	SmallCopy                    // one copy in, launch, copy out
+	SmallMapped                  // the kernel reads mapped host memory
+)
+
+func (s SmallMode) String() string {
+	switch s {
+	case SmallOff:
+		return "off"
+	case SmallCopy:
+		return "copy"
+	case SmallMapped:
+		return "mapped"
+	}
+	return fmt.Sprintf("SmallMode(%d)", int(s))
+}
+
+// ParseSmallMode parses "off", "copy" or "mapped".
+func ParseSmallMode(s string) (SmallMode, error) {
+	for _, m := range []SmallMode{SmallOff, SmallCopy, SmallMapped} {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return SmallOff, fmt.Errorf("gpu: small-batch mode %q: want off, copy or mapped", s)
+}
+
+// SmallModeEnv overrides the default small-batch mode (copy).
+const SmallModeEnv = "GSWITCH_PUBSUB_SMALL"
+
+func defaultSmallMode() SmallMode {
+	if v := os.Getenv(SmallModeEnv); v != "" {
+		if mode, err := ParseSmallMode(v); err == nil {
+			return mode
+		}
+	}
+	return SmallCopy
+}
+
+// SmallPath is what a matcher with a small-batch path (the CUDA one) also
+// does: its mode, selected before matching, and the parts of its last
+// call.
+type SmallPath interface {
+	SetSmallMode(SmallMode) error
+	SmallMode() SmallMode
+	SmallTimes() SmallTimes
+	SmallError() error
+}
+
+// SmallTimes is one small-batch call's parts, in nanoseconds.
+type SmallTimes struct {
+	Encode, Queue, Wait, Decode int64
+}
+
+// decodeFlat is decodeInto with the events' ports in one allocation.
+func decodeFlat(out [][]uint32, b *EventBatch, ports []uint32) error {
+	n := 0
+	for _, x := range b.Out[:b.N*b.PortWords] {
+		n += bits.OnesCount32(x)
+	}
+	var flat []uint32
+	if n > 0 {
+		flat = make([]uint32, 0, n)
+	}
+	for k := 0; k < b.N; k++ {
+		start := len(flat)
+		for w := 0; w < b.PortWords; w++ {
+			x := b.Out[k*b.PortWords+w]
+			for x != 0 {
+				i := w*32 + bits.TrailingZeros32(x)
+				x &= x - 1
+				if i >= len(ports) {
+					return fmt.Errorf("gpu: event %d matched port index %d of %d", k, i, len(ports))
+				}
+				flat = append(flat, ports[i])
+			}
+		}
+		ps := flat[start:len(flat):len(flat)]
+		if len(ps) > 1 {
+			sortSmall(ps)
+			ps = compactSorted(ps)
+		}
+		if len(ps) == 0 {
+			ps = nil
+		}
+		out[k] = ps
+	}
+	return nil
+}
+
+// sortSmall sorts a few ports (insertion sort).
+func sortSmall(ps []uint32) {
+	for i := 1; i < len(ps); i++ {
+		for j := i; j > 0 && ps[j] < ps[j-1]; j-- {
+			ps[j], ps[j-1] = ps[j-1], ps[j]
+		}
+	}
+}
+
+func compactSorted(ps []uint32) []uint32 {
+	n := 1
+	for i := 1; i < len(ps); i++ {
+		if ps[i] != ps[n-1] {
+			ps[n] = ps[i]
+			n++
+		}
+	}
+	return ps[:n]
+}

@@ -43,9 +43,13 @@ type CUDAMatcher struct {
 	portWords int
 	host      *bubble.Image // the loaded image (Update applies bubbles to it)
 
-	owned  bool       // Close closes c too (OpenEventDevice made it)
-	poolMu sync.Mutex // guards pool
-	pool   []*EventBatch
+	owned bool // Close closes c too (OpenEventDevice made it)
+
+	smallMode SmallMode                 // set before first use (SetSmallMode)
+	small     atomic.Pointer[smallPath] // the small-batch path (pubsub_small_cuda.go)
+	smallErr  atomic.Pointer[error]     // why the small-batch path could not be made
+	poolMu    sync.Mutex                // guards pool
+	pool      []*EventBatch
 }
 
 // pubsubBlock is the kernel's block size.
@@ -65,7 +69,7 @@ func (c *CUDA) PubsubMatcher(l *pubsub.Layout, streams int) (*CUDAMatcher, error
 	if streams < 1 || streams > 16 {
 		return nil, fmt.Errorf("gpu: cuda: matching over %d streams: want 1..16", streams)
 	}
-	m := &CUDAMatcher{c: c}
+	m := &CUDAMatcher{c: c, smallMode: defaultSmallMode()}
 	err := c.do(func() error {
 		var err error
 		if m.mod, m.ptx, err = c.loadAux("pubsub", kernels.Pubsubsm90, kernels.Pubsubcompute80); err != nil {
@@ -186,6 +190,7 @@ func (m *CUDAMatcher) load(l *pubsub.Layout) error {
 	m.c.free(&m.img)
 	m.host = l.Image
 	m.dropPool()
+	m.dropSmall()
 	var err error
 	// 2 words of padding: the kernel may read a string's bytes up to the
 	// end of the region.
@@ -314,10 +319,16 @@ func (m *CUDAMatcher) check(b *EventBatch) (*eventTwin, error) {
 	if t == nil {
 		return nil, fmt.Errorf("gpu: cuda: an event batch this matcher did not make")
 	}
+	return m.checkBatch(b, t.events)
+}
+
+// checkBatch checks b against the layout and a capacity of events events.
+func (m *CUDAMatcher) checkBatch(b *EventBatch, events int) (*eventTwin, error) {
+	t, _ := b.impl.(*eventTwin)
 	if b.PortWords != m.portWords {
 		return nil, fmt.Errorf("gpu: cuda: event batch of %d port words for a layout of %d (allocate it after Load)", b.PortWords, m.portWords)
 	}
-	if b.N < 0 || b.N > t.events || b.N+1 > len(b.Off) || int(b.Off[b.N]) > len(b.Attrs)/AttrWords || b.StrBytes > len(b.Str) || b.StrBytes < 0 {
+	if b.N < 0 || b.N > events || b.N+1 > len(b.Off) || int(b.Off[b.N]) > len(b.Attrs)/AttrWords || b.StrBytes > len(b.Str) || b.StrBytes < 0 {
 		return nil, fmt.Errorf("gpu: cuda: event batch of %d events outside its capacity", b.N)
 	}
 	nn := uint32(len(m.names))
@@ -354,7 +365,7 @@ const packBytes = 64 << 10
 // zeros for the answers, room for the deciding slots) and returns the byte
 // offsets of the attributes, strings and answers and the bytes to copy in;
 // ok is false when it does not fit.
-func (m *CUDAMatcher) pack(t *eventTwin, b *EventBatch) (attrs, str, out, in int64, ok bool) {
+func (m *CUDAMatcher) pack(h hostBuf, b *EventBatch) (attrs, str, out, in int64, ok bool) {
 	na := int64(b.Off[b.N])
 	attrs = 4 * int64(b.N+1)
 	str = attrs + 4*AttrWords*na
@@ -364,7 +375,7 @@ func (m *CUDAMatcher) pack(t *eventTwin, b *EventBatch) (attrs, str, out, in int
 	if b.N > 64 || in+4*int64(hitCap(b.N)) > packBytes {
 		return 0, 0, 0, 0, false
 	}
-	p := t.hpack.bytes(packBytes)
+	p := h.bytes(packBytes)
 	copy(p, unsafe.Slice((*byte)(unsafe.Pointer(&b.Off[0])), 4*(b.N+1)))
 	if na > 0 {
 		copy(p[attrs:], unsafe.Slice((*byte)(unsafe.Pointer(&b.Attrs[0])), 4*AttrWords*na))
@@ -407,7 +418,7 @@ func (m *CUDAMatcher) Submit(b *EventBatch) error {
 	var params []unsafe.Pointer
 	var copies, zero []auxCopy
 	var outs []auxOut
-	if pa, ps, po, in, ok := m.pack(t, b); ok {
+	if pa, ps, po, in, ok := m.pack(t.hpack, b); ok {
 		d := uint64(t.dpack.p)
 		params = m.params(a, b, d, d+uint64(pa), d+uint64(ps), d+uint64(po), sp)
 		copies = []auxCopy{{t.dpack.p, t.hpack.p, in}}
@@ -488,6 +499,12 @@ const matchParts = 4
 // complete is false when a batch matched more deliveries than it brings
 // back slots for (then slots holds some of them only).
 func (m *CUDAMatcher) MatchSlots(evs []pubsub.Event, out [][]uint32, slots []uint32) ([][]uint32, []uint32, bool, error) {
+	if len(evs) <= SmallBatchEvents {
+		res, s2, complete, done, err := m.matchSmall(evs, out, slots)
+		if done || err != nil {
+			return res, s2, complete, err
+		}
+	}
 	if cap(out) >= len(evs) {
 		out = out[:len(evs)]
 	} else {
@@ -575,7 +592,7 @@ func (m *CUDAMatcher) KernelTime(b *EventBatch, iters int) (float64, error) {
 	// The arguments once (a holds 16), as Submit lays the batch out.
 	var params []unsafe.Pointer
 	var copies []auxCopy
-	if pa, ps, po, in, ok := m.pack(t, b); ok {
+	if pa, ps, po, in, ok := m.pack(t.hpack, b); ok {
 		d := uint64(t.dpack.p)
 		params = m.params(a, b, d, d+uint64(pa), d+uint64(ps), d+uint64(po), sp)
 		dout = t.dpack.p + cu.DevicePtr(po)
@@ -615,6 +632,7 @@ func (m *CUDAMatcher) Close() error {
 	m.once.Do(func() {
 		m.c.do(func() error {
 			m.dropPool()
+			m.dropSmall()
 			for i := range m.streams {
 				m.streams[i].Destroy()
 			}

@@ -408,3 +408,80 @@ func TestCUDAPubsubUpdate(t *testing.T) {
 	}
 	t.Logf("%d full images, %d bubbles", full, bubbles)
 }
+
+// TestCUDAPubsubSmall compares the small-batch path (batches of 1 to
+// SmallBatchEvents events, one cgo call, pre-allocated memory) in each mode
+// with the CPU matcher, its deciding slots with the deliveries, and its
+// answers after bubble updates and a full reload (which drops the path).
+func TestCUDAPubsubSmall(t *testing.T) {
+	c := newTestCUDA(t)
+	rng := rand.New(rand.NewPCG(41, 42))
+	specs, evs := randomPubsub(rng, 40, 3000, 5, 1500)
+	more, _ := randomPubsub(rng, 60, 100, 5, 0)
+	for _, mode := range []SmallMode{SmallCopy, SmallMapped, SmallOff} {
+		tb := pubsubTable(t, specs)
+		dev := pubsub.NewDevice(tb)
+		dev.Mirror().Sync()
+		m, err := c.PubsubMatcher(dev.Layout(), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.SetSmallMode(mode); err != nil {
+			t.Fatal(err)
+		}
+		check := func(what string) {
+			t.Helper()
+			var out [][]uint32
+			var slots []uint32
+			delivered := 0
+			for lo := 0; lo < len(evs); {
+				n := min(1+rng.IntN(SmallBatchEvents), len(evs)-lo)
+				var ok bool
+				if out, slots, ok, err = m.MatchSlots(evs[lo:lo+n], out, slots); err != nil {
+					t.Fatalf("%v %s: %v", mode, what, err)
+				}
+				if !ok {
+					t.Fatalf("%v %s: events %d..%d: slots incomplete", mode, what, lo, lo+n)
+				}
+				if len(out) != n {
+					t.Fatalf("%v %s: %d answers for %d events", mode, what, len(out), n)
+				}
+				for i := range out {
+					want := tb.Match(&evs[lo+i])
+					if !slices.Equal(out[i], want) && len(out[i])+len(want) > 0 {
+						t.Fatalf("%v %s: event %d %v: gpu %v, cpu %v", mode, what, lo+i, evs[lo+i].String(), out[i], want)
+					}
+					delivered += len(want)
+				}
+				lo += n
+			}
+			if len(slots) != delivered {
+				t.Fatalf("%v %s: %d deciding slots for %d deliveries", mode, what, len(slots), delivered)
+			}
+			if err := m.SmallError(); err != nil {
+				t.Fatalf("%v: small-batch path not made: %v", mode, err)
+			}
+			st := m.SmallTimes()
+			if (mode != SmallOff) != (st.Wait > 0) {
+				t.Errorf("%v %s: small-batch times %+v", mode, what, st)
+			}
+			t.Logf("%v %s: %d events, %d deliveries; last small call %+v", mode, what, len(evs), delivered, st)
+		}
+		check("fresh")
+		for i := 0; i < 5; i++ {
+			s := more[rng.IntN(len(more))]
+			if _, err := tb.Add(s.Port, s.Filters); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Update(dev.Update(tb), dev.Layout().Names); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check("after updates")
+		if err := m.Load(tb.Layout()); err != nil {
+			t.Fatal(err)
+		}
+		check("after a reload")
+		m.Close()
+	}
+}

@@ -119,3 +119,40 @@ func TestEncodeEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeFlat checks the small-batch path's decoding (one allocation)
+// against decodeInto on random answer words, repeated port numbers
+// included.
+func TestDecodeFlat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	ports := []uint32{7, 3, 3, 90, 1, 2, 64, 5, 7, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36}
+	for iter := 0; iter < 200; iter++ {
+		b := &EventBatch{N: 1 + rng.IntN(16), PortWords: 2}
+		b.Out = make([]uint32, b.N*b.PortWords+1)
+		for i := range b.Out[:b.N*b.PortWords] {
+			if rng.IntN(3) > 0 {
+				b.Out[i] = rng.Uint32()
+			}
+			if i%2 == 1 {
+				b.Out[i] &= 7 // ports 32..34 only
+			}
+		}
+		want := make([][]uint32, b.N)
+		got := make([][]uint32, b.N)
+		if err := decodeInto(want, b, ports); err != nil {
+			t.Fatal(err)
+		}
+		if err := decodeFlat(got, b, ports); err != nil {
+			t.Fatal(err)
+		}
+		for k := range want {
+			if !slices.Equal(got[k], want[k]) {
+				t.Fatalf("event %d: decodeFlat %v, decodeInto %v", k, got[k], want[k])
+			}
+		}
+	}
+	b := &EventBatch{N: 1, PortWords: 2, Out: []uint32{0, 1 << 10, 0}}
+	if err := decodeFlat(make([][]uint32, 1), b, ports); err == nil {
+		t.Error("a port index past the ports region decoded")
+	}
+}
