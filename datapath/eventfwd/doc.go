@@ -36,8 +36,9 @@
 // (counted). Subscription changes reach the device as the table's bubble
 // updates (pubsub.Device.Update, applied by Device.Update): Hybrid.Sync is
 // the subscription service's barrier, so a change is acknowledged once the
-// device has it. While an update is written to the device, batches go to
-// the CPU (which has the change already) instead of waiting. A failed
+// device has it. While an update is written to the device, batches wait
+// for it (tens of µs for a change's bubbles; HybridConfig.CPUDuringUpdates
+// sends them to the CPU, which has the change already, instead). A failed
 // update turns the device off; the CPU serves from then on. Per-
 // subscription match counters count the device's matches too: the device
 // (a SlotMatcher) brings back the filter slot that decided each delivery

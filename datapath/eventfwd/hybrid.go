@@ -47,7 +47,14 @@ type HybridConfig struct {
 	// MinBatch: batches of fewer events are matched on the CPU; 0:
 	// DefaultMinBatch.
 	MinBatch int
-	Log      *slog.Logger
+	// CPUDuringUpdates sends a batch that finds the device being updated
+	// to the CPU instead of waiting for the update (a few copies: tens of
+	// µs for a change's bubbles, a few ms for a full image), the
+	// behaviour before 2026-11-26. Under steady subscription churn it
+	// sends a large share of the batches to the CPU, each hundreds of
+	// times slower there (bench pubsub --churn), so the default waits.
+	CPUDuringUpdates bool
+	Log              *slog.Logger
 }
 
 // Hybrid is the event stage's Matcher with a device: batches of at least
@@ -74,7 +81,8 @@ type HybridConfig struct {
 // Concurrency: mu orders device batches (held shared for a batch's Match)
 // against the device's update (held exclusively, so that no batch sees a
 // half-written layout); a batch that finds mu taken or wanted by an update
-// is matched on the CPU instead of waiting (TryRLock). syncMu serializes
+// waits for it (RLock), or with CPUDuringUpdates is matched on the CPU
+// instead (TryRLock). syncMu serializes
 // Syncs and guards the layout image; Sync builds the update under the
 // table's read lock before it takes mu. Lock order: syncMu > mu; the
 // table's lock is taken inside its own calls and never held while mu is
@@ -84,6 +92,7 @@ type Hybrid struct {
 	dev Device
 	min int
 	log *slog.Logger
+	try bool // CPUDuringUpdates
 
 	mu     sync.RWMutex
 	syncMu sync.Mutex     // serializes Syncs
@@ -106,7 +115,7 @@ func NewHybrid(c HybridConfig) (*Hybrid, error) {
 	case c.MinBatch < 0:
 		return nil, fmt.Errorf("eventfwd: min batch %d", c.MinBatch)
 	}
-	h := &Hybrid{t: c.Table, min: c.MinBatch, log: c.Log}
+	h := &Hybrid{t: c.Table, min: c.MinBatch, log: c.Log, try: c.CPUDuringUpdates}
 	if h.min == 0 {
 		h.min = DefaultMinBatch
 	}
@@ -127,7 +136,7 @@ func NewHybrid(c HybridConfig) (*Hybrid, error) {
 // events and the device is on and not being updated, else (and when the
 // device fails) on the CPU, which has every change already.
 func (h *Hybrid) MatchBatch(evs []pubsub.Event, out [][]uint32) [][]uint32 {
-	if len(evs) >= h.min && !h.off.Load() && h.mu.TryRLock() {
+	if len(evs) >= h.min && !h.off.Load() && h.rlock() {
 		var res [][]uint32
 		var err error
 		var slots []uint32
@@ -193,6 +202,16 @@ func (h *Hybrid) Sync(context.Context) error {
 	h.updates.Add(1)
 	h.bubbles.Add(uint64(len(u.Bubbles)))
 	return nil
+}
+
+// rlock takes mu shared for a device batch: waiting for an update, or
+// (CPUDuringUpdates) only if no update holds or wants it.
+func (h *Hybrid) rlock() bool {
+	if h.try {
+		return h.mu.TryRLock()
+	}
+	h.mu.RLock()
+	return true
 }
 
 // HybridCounters are a Hybrid's counters.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/bubble"
@@ -269,5 +270,95 @@ func TestHybridCountsDeviceMatches(t *testing.T) {
 	}
 	if k := h.Counters(); k.DeviceBatches != 1 || k.Recounts != 0 {
 		t.Errorf("counters %+v", k)
+	}
+}
+
+// slowDevice holds its updates until release is closed.
+type slowDevice struct {
+	Device
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (d *slowDevice) Update(u bubble.Update, names map[string]uint32) error {
+	close(d.entered)
+	<-d.release
+	return d.Device.Update(u, names)
+}
+
+// TestHybridBatchDuringUpdate checks where a batch goes while the device
+// is being updated: it waits for the update and is matched on the device
+// (the default), or goes to the CPU (CPUDuringUpdates); both answer with
+// the change.
+func TestHybridBatchDuringUpdate(t *testing.T) {
+	sc := pubsub.DefaultScenario()
+	sc.FiltersMin, sc.FiltersMax = 20, 30
+	specs := sc.Subscriptions()
+	evs := sc.Events(64)
+	for _, toCPU := range []bool{false, true} {
+		tab := pubsub.New()
+		if _, err := tab.AddSpecs(specs); err != nil {
+			t.Fatal(err)
+		}
+		sd := &slowDevice{entered: make(chan struct{}), release: make(chan struct{})}
+		h, err := NewHybrid(HybridConfig{Table: tab, MinBatch: 8, Log: quiet(), CPUDuringUpdates: toCPU,
+			Open: func(l *pubsub.Layout) (Device, error) {
+				d := &gpu.LayoutDevice{}
+				if err := d.Update(bubble.Update{Full: l.Image.Clone()}, l.Names); err != nil {
+					return nil, err
+				}
+				sd.Device = d
+				return sd, nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := pubsub.Filter{{Name: evs[0].Attrs[0].Name, Op: pubsub.OpEq, Value: evs[0].Attrs[0].Value}}
+		if _, err := tab.Add(777, []pubsub.Filter{f}); err != nil {
+			t.Fatal(err)
+		}
+		all := append(slices.Clone(specs), pubsub.Spec{Port: 777, Filters: []pubsub.Filter{f}})
+		done := make(chan error, 1)
+		go func() { done <- h.Sync(context.Background()) }()
+		<-sd.entered
+		got := make(chan [][]uint32, 1)
+		go func() { got <- h.MatchBatch(evs, nil) }()
+		if toCPU {
+			res := <-got
+			close(sd.release)
+			if k := h.Counters(); k.CPUBatches != 1 || k.DeviceBatches != 0 {
+				t.Errorf("CPUDuringUpdates: counters %+v, want the batch on the CPU", k)
+			}
+			checkAnswers(t, "on the CPU during an update", res, all, evs)
+		} else {
+			time.Sleep(20 * time.Millisecond) // the batch reaches the lock
+			select {
+			case <-got:
+				t.Fatal("the batch did not wait for the update")
+			default:
+			}
+			close(sd.release)
+			res := <-got
+			if k := h.Counters(); k.DeviceBatches != 1 || k.CPUBatches != 0 {
+				t.Errorf("counters %+v, want the batch on the device after the update", k)
+			}
+			checkAnswers(t, "after waiting for the update", res, all, evs)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		h.Close()
+	}
+}
+
+func checkAnswers(t *testing.T, what string, got [][]uint32, specs []pubsub.Spec, evs []pubsub.Event) {
+	t.Helper()
+	if len(got) != len(evs) {
+		t.Fatalf("%s: %d answers for %d events", what, len(got), len(evs))
+	}
+	for i := range evs {
+		if want := pubsub.BruteMatch(specs, &evs[i]); !slices.Equal(got[i], want) && len(got[i])+len(want) > 0 {
+			t.Fatalf("%s: event %d: %v, brute %v", what, i, got[i], want)
+		}
 	}
 }
