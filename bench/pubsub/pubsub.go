@@ -66,19 +66,51 @@ type Result struct {
 	LatencyP99US    float64 `json:"latency_p99_us"`
 	LatencyCPUP50US float64 `json:"latency_cpu_p50_us"`
 	Batches         []Batch `json:"batches"`
-	Threads         int     `json:"threads"`
-	Events          int     `json:"events"`
-	Rounds          int     `json:"rounds"`
-	PortsPerEvent   float64 `json:"ports_per_event"`
-	Checked         int     `json:"checked"`
-	Mismatches      int     `json:"mismatches"`
-	Machine         string  `json:"machine"`
-	GPU             string  `json:"gpu"`
-	GoVersion       string  `json:"go"`
-	Time            string  `json:"time"`
+	// LatencyParts breaks the single event's wall time down (gpu, the
+	// small-batch path: p50 of each part, µs).
+	LatencyParts *LatencyParts `json:"latency_parts,omitempty"`
+	// LatencyModes is the single event's latency in each small-batch mode
+	// (gpu, --small-modes), the default mode's included.
+	LatencyModes []ModeLatency `json:"latency_modes,omitempty"`
+	// DeployTableMS is the part of DeployMS that is the table's bulk add.
+	DeployTableMS float64 `json:"deploy_table_ms"`
+	// Churn is throughput under subscription changes (--churn).
+	Churn         *Churn  `json:"churn,omitempty"`
+	Threads       int     `json:"threads"`
+	Events        int     `json:"events"`
+	Rounds        int     `json:"rounds"`
+	PortsPerEvent float64 `json:"ports_per_event"`
+	Checked       int     `json:"checked"`
+	Mismatches    int     `json:"mismatches"`
+	Machine       string  `json:"machine"`
+	GPU           string  `json:"gpu"`
+	GoVersion     string  `json:"go"`
+	Time          string  `json:"time"`
+}
+
+// LatencyParts is the p50 of each part of one event's match on the
+// small-batch path, in µs: encoding by name, queueing the copies and the
+// launch (one cgo call), waiting for the answer, decoding the ports.
+type LatencyParts struct {
+	Mode     string  `json:"mode"`
+	EncodeUS float64 `json:"encode_us"`
+	QueueUS  float64 `json:"queue_us"`
+	WaitUS   float64 `json:"wait_us"`
+	DecodeUS float64 `json:"decode_us"`
+}
+
+// ModeLatency is one small-batch mode's single-event latency.
+type ModeLatency struct {
+	Mode  string  `json:"mode"`
+	P50US float64 `json:"p50_us"`
+	P99US float64 `json:"p99_us"`
 }
 
 type flags struct {
+	churn          float64
+	churnBatch     int
+	churnSeconds   float64
+	smallModes     []string
 	sweep          string
 	scale          float64
 	events         int
@@ -159,6 +191,10 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs.StringVar(&f.backend, "backend", "cpu", "matcher: cpu, or gpu (the CUDA matcher on device 0; a build with -tags cuda)")
 	fs.Int64Var(&f.seed, "seed", 1, "seed of the scenario generator")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per point")
+	fs.Float64Var(&f.churn, "churn", 0, "also measure throughput with `RATE` subscription changes per second applied (0: not)")
+	fs.IntVar(&f.churnBatch, "churn-batch", 1024, "events per batch of the --churn rounds")
+	fs.Float64Var(&f.churnSeconds, "churn-seconds", 1, "about how long each --churn round matches")
+	smallModes := fs.String("small-modes", "copy,mapped,off", "gpu: the small-batch modes whose single-event latency is measured too (empty: none)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: gswitchctl bench pubsub [flags]\n\nContent-based matching on CCM's default scenario and its sweeps: deploy time,\nchange time, per-event latency, events/s in batches.\n\n")
 		fs.PrintDefaults()
@@ -173,7 +209,18 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 		}
 		f.batches = append(f.batches, n)
 	}
+	for _, m := range strings.Split(*smallModes, ",") {
+		if m = strings.TrimSpace(m); m == "" {
+			continue
+		}
+		if _, err := gpu.ParseSmallMode(m); err != nil {
+			return nil, fmt.Errorf("%w: --small-modes: %v", benchutil.ErrUsage, err)
+		}
+		f.smallModes = append(f.smallModes, m)
+	}
 	switch {
+	case f.churn < 0 || f.churnBatch < 1 || f.churnSeconds <= 0:
+		return nil, fmt.Errorf("%w: --churn wants at least 0, --churn-batch at least 1, --churn-seconds more than 0", benchutil.ErrUsage)
 	case f.scale <= 0 || f.scale > 100:
 		return nil, fmt.Errorf("%w: --scale %g: want more than 0, at most 100", benchutil.ErrUsage, f.scale)
 	case f.events < 1, f.latencySamples < 1, f.rounds < 1, f.threads < 1, f.check < 0:
@@ -265,6 +312,7 @@ func runPoint(f *flags, p point) (Result, error) {
 	if _, err := tab.AddSpecs(specs); err != nil {
 		return r, err
 	}
+	r.DeployTableMS = float64(time.Since(t0).Microseconds()) / 1000
 	// match is the backend's batch matcher: the table's, or the device's
 	// (deploying it includes building the layout and loading it).
 	match := func(evs []ps.Event, out [][]uint32) ([][]uint32, error) { return tab.MatchBatch(evs, out), nil }
@@ -297,8 +345,20 @@ func runPoint(f *flags, p point) (Result, error) {
 		r.GPU = dev.Describe()
 	}
 	var err error
-	if r.LatencyP50US, r.LatencyP99US, r.LatencyCPUP50US, err = latency(match, evs[:f.latencySamples]); err != nil {
+	sp, _ := dev.(gpu.SmallPath)
+	var parts []gpu.SmallTimes
+	var after func()
+	if sp != nil {
+		after = func() { parts = append(parts, sp.SmallTimes()) }
+	}
+	if r.LatencyP50US, r.LatencyP99US, r.LatencyCPUP50US, err = latency(match, evs[:f.latencySamples], after); err != nil {
 		return r, err
+	}
+	if sp != nil {
+		r.LatencyParts = latencyParts(sp.SmallMode().String(), parts)
+		if r.LatencyModes, err = latencyModes(sp, match, evs[:f.latencySamples], f.smallModes); err != nil {
+			return r, err
+		}
 	}
 	evs = evs[:f.events]
 	ports := 0
@@ -358,6 +418,14 @@ func runPoint(f *flags, p point) (Result, error) {
 			r.Mismatches++
 		}
 	}
+	if f.churn > 0 {
+		if dev != nil { // the hybrid opens a device of its own
+			dev.Close()
+		}
+		if r.Churn, err = runChurn(f, tab, specs, evs); err != nil {
+			return r, fmt.Errorf("bench pubsub --churn: %w", err)
+		}
+	}
 	return r, nil
 }
 
@@ -415,7 +483,7 @@ func changeVisible(tab *ps.Table, img *ps.Device, dev gpu.EventDevice, specs []p
 
 // latency matches the events one at a time on a locked thread: wall p50,
 // p99 and thread CPU p50, in µs.
-func latency(match func([]ps.Event, [][]uint32) ([][]uint32, error), evs []ps.Event) (p50, p99, cpu50 float64, err error) {
+func latency(match func([]ps.Event, [][]uint32) ([][]uint32, error), evs []ps.Event, after func()) (p50, p99, cpu50 float64, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var out [][]uint32
@@ -430,8 +498,57 @@ func latency(match func([]ps.Event, [][]uint32) ([][]uint32, error), evs []ps.Ev
 		t1 := time.Now()
 		cpu[i] = float64(threadCPU()-c0) / 1e3
 		wall[i] = float64(t1.Sub(t0).Nanoseconds()) / 1e3
+		if after != nil {
+			after()
+		}
 	}
 	return benchutil.Percentile(wall, 50), benchutil.Percentile(wall, 99), benchutil.Percentile(cpu, 50), nil
+}
+
+// latencyParts is the p50 of each part of the small-batch calls.
+func latencyParts(mode string, ts []gpu.SmallTimes) *LatencyParts {
+	if len(ts) == 0 {
+		return nil
+	}
+	p := func(get func(gpu.SmallTimes) int64) float64 {
+		v := make([]float64, len(ts))
+		for i, t := range ts {
+			v[i] = float64(get(t)) / 1e3
+		}
+		return benchutil.Percentile(v, 50)
+	}
+	return &LatencyParts{Mode: mode, EncodeUS: p(func(t gpu.SmallTimes) int64 { return t.Encode }),
+		QueueUS: p(func(t gpu.SmallTimes) int64 { return t.Queue }), WaitUS: p(func(t gpu.SmallTimes) int64 { return t.Wait }),
+		DecodeUS: p(func(t gpu.SmallTimes) int64 { return t.Decode })}
+}
+
+// latencyModes times the single event in each small-batch mode, then
+// restores the matcher's mode.
+func latencyModes(sp gpu.SmallPath, match func([]ps.Event, [][]uint32) ([][]uint32, error), evs []ps.Event, modes []string) ([]ModeLatency, error) {
+	orig := sp.SmallMode()
+	defer sp.SetSmallMode(orig)
+	var out []ModeLatency
+	for _, name := range modes {
+		mode, err := gpu.ParseSmallMode(name)
+		if err != nil {
+			return nil, err
+		}
+		if err := sp.SetSmallMode(mode); err != nil {
+			return nil, err
+		}
+		if _, err := match(evs[:1], nil); err != nil { // the path is made on first use
+			return nil, err
+		}
+		if err := sp.SmallError(); err != nil {
+			return nil, fmt.Errorf("small-batch mode %s: %w", name, err)
+		}
+		p50, p99, _, err := latency(match, evs, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ModeLatency{Mode: name, P50US: p50, P99US: p99})
+	}
+	return out, nil
 }
 
 // threadCPU returns the calling thread's CPU time in ns.
@@ -463,4 +580,23 @@ func printTable(w io.Writer, rs []Result) {
 		fmt.Fprintf(tw, "%s\t%.2f\t%d/%d ok\t\n", line, r.PortsPerEvent, r.Checked-r.Mismatches, r.Checked)
 	}
 	tw.Flush()
+	for _, r := range rs {
+		fmt.Fprintf(w, "%s %s: deploy %.1f ms = table %.1f", r.Sweep, r.Point, r.DeployMS, r.DeployTableMS)
+		if r.DeployDeviceMS > 0 {
+			fmt.Fprintf(w, " + layout %.1f + device open and load %.1f", r.DeployLayoutMS, r.DeployDeviceMS-r.DeployLayoutMS)
+		}
+		fmt.Fprintln(w)
+		if p := r.LatencyParts; p != nil {
+			fmt.Fprintf(w, "  one event (%s), p50 of each part: encode %.2f µs, queue %.2f µs, wait %.2f µs, decode %.2f µs\n",
+				p.Mode, p.EncodeUS, p.QueueUS, p.WaitUS, p.DecodeUS)
+		}
+		for _, m := range r.LatencyModes {
+			fmt.Fprintf(w, "  one event, small-batch mode %s: p50 %.1f µs, p99 %.1f µs\n", m.Mode, m.P50US, m.P99US)
+		}
+		if c := r.Churn; c != nil {
+			fmt.Fprintf(w, "  churn (%s, batches of %d, %d rounds of %d events): %.0f ev/s quiet, %.0f ev/s with %.0f changes/s (asked %.0f): loss %.2f%%; change p50 %.1f µs, p99 %.1f µs; %d batches on the CPU\n",
+				c.Path, c.Batch, c.Rounds, c.RoundEvents, c.QuietEventsPerSec, c.ChurnEventsPerSec, c.AchievedRate, c.Rate, c.LossPct,
+				c.ChangeP50US, c.ChangeP99US, c.CPUBatches)
+		}
+	}
 }

@@ -66,3 +66,27 @@ func TestBenchPubSubUsage(t *testing.T) {
 		t.Errorf("--backend gpu: %v", err)
 	}
 }
+
+// TestBenchPubSubChurn runs the churn measurement on the CPU backend: both
+// kinds of rounds measured, changes applied (about the asked rate on an
+// idle machine; at least some on a loaded one), none left behind.
+func TestBenchPubSubChurn(t *testing.T) {
+	var out, errb bytes.Buffer
+	err := Run(context.Background(), []string{"--scale", "0.002", "--events", "200", "--latency-samples", "20", "--rounds", "2",
+		"--batches", "64", "--check", "10", "--churn", "2000", "--churn-batch", "32", "--churn-seconds", "0.1", "--json"}, &out, &errb)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errb.String())
+	}
+	var r Result
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	c := r.Churn
+	if c == nil || c.Path != "table" || c.Rounds != 2 || c.Batch != 32 || c.QuietEventsPerSec <= 0 || c.ChurnEventsPerSec <= 0 ||
+		c.Changes < 10 || c.AchievedRate <= 0 || c.ChangeP50US <= 0 || r.DeployTableMS <= 0 {
+		t.Fatalf("churn %+v, result %s", c, out.String())
+	}
+	if r.Filters == 0 {
+		t.Fatal("no filters")
+	}
+}

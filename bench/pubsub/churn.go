@@ -1,0 +1,208 @@
+package pubsub
+
+import (
+	"context"
+	"math/rand"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gswitch/gswitch/bench/benchutil"
+	"github.com/gswitch/gswitch/datapath/eventfwd"
+	"github.com/gswitch/gswitch/gpu"
+	ps "github.com/gswitch/gswitch/tables/pubsub"
+)
+
+// Churn is matching throughput with subscription changes applied at a
+// steady rate, against the same rounds without changes (--churn).
+type Churn struct {
+	// Path is what the changes and the batches go through: "table" (cpu:
+	// Table.Add/Remove, Table.MatchBatch) or "hybrid" (gpu: the table,
+	// eventfwd.Hybrid.Sync's bubble update of the device, Hybrid.MatchBatch
+	// — gswitchd's path).
+	Path  string  `json:"path"`
+	Rate  float64 `json:"rate"`  // changes per second asked
+	Batch int     `json:"batch"` // events per batch
+	// RoundEvents is the events of each timed round (about --churn-seconds
+	// of matching at the quiet rate).
+	RoundEvents int `json:"round_events"`
+	Rounds      int `json:"rounds"`
+	// QuietEventsPerSec and ChurnEventsPerSec are the median rounds
+	// without and with changes (interleaved: quiet, churn; then churn,
+	// quiet; ...); LossPct is 100 × (1 − churn/quiet).
+	QuietEventsPerSec float64 `json:"quiet_events_per_sec"`
+	ChurnEventsPerSec float64 `json:"churn_events_per_sec"`
+	LossPct           float64 `json:"loss_pct"`
+	// AchievedRate is the changes per second applied during the churn
+	// rounds (behind the asked rate when a change takes longer than its
+	// period); ChangeP50US and ChangeP99US time one change until visible
+	// (with Sync on the gpu path).
+	AchievedRate float64 `json:"achieved_rate"`
+	Changes      int     `json:"changes"`
+	ChangeP50US  float64 `json:"change_p50_us"`
+	ChangeP99US  float64 `json:"change_p99_us"`
+	// CPUBatches counts the batches the hybrid matched on the CPU (gpu).
+	CPUBatches uint64 `json:"cpu_batches,omitempty"`
+}
+
+// churner applies subscription changes: an Add of a filter like the
+// scenario's, then the Remove of the oldest it added, alternately, each
+// made visible (sync).
+type churner struct {
+	tab   *ps.Table
+	specs []ps.Spec
+	sync  func() error
+	rng   *rand.Rand
+	ids   []ps.ID
+	n     int
+	lat   []float64
+}
+
+func (c *churner) change() error {
+	t0 := time.Now()
+	if c.n%2 == 0 || len(c.ids) == 0 {
+		s := c.specs[c.rng.Intn(len(c.specs))]
+		id, err := c.tab.Add(s.Port, s.Filters[:1])
+		if err != nil {
+			return err
+		}
+		c.ids = append(c.ids, id)
+	} else {
+		id := c.ids[0]
+		c.ids = c.ids[1:]
+		if err := c.tab.Remove(id); err != nil {
+			return err
+		}
+	}
+	if c.sync != nil {
+		if err := c.sync(); err != nil {
+			return err
+		}
+	}
+	c.n++
+	c.lat = append(c.lat, float64(time.Since(t0).Nanoseconds())/1e3)
+	return nil
+}
+
+// run applies changes at rate per second until stop is closed; it returns
+// how many it applied and the first error.
+func (c *churner) run(rate float64, stop <-chan struct{}) (int, error) {
+	period := time.Duration(float64(time.Second) / rate)
+	start := time.Now()
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return i, nil
+		default:
+		}
+		if d := time.Until(start.Add(time.Duration(i) * period)); d > 0 {
+			time.Sleep(d)
+		}
+		if err := c.change(); err != nil {
+			return i, err
+		}
+	}
+}
+
+// cleanup removes what the churner added.
+func (c *churner) cleanup() error {
+	for _, id := range c.ids {
+		if err := c.tab.Remove(id); err != nil {
+			return err
+		}
+	}
+	c.ids = nil
+	if c.sync != nil {
+		return c.sync()
+	}
+	return nil
+}
+
+// runChurn measures matching throughput in batches of f.churnBatch on one
+// goroutine, rounds with changes at f.churn per second interleaved with
+// rounds without. gpu: through an eventfwd.Hybrid on a device of its own
+// (gswitchd's path: batches of any size on the device, changes made visible
+// by Hybrid.Sync).
+func runChurn(f *flags, tab *ps.Table, specs []ps.Spec, evs []ps.Event) (*Churn, error) {
+	r := &Churn{Path: "table", Rate: f.churn, Batch: f.churnBatch, Rounds: f.rounds}
+	match := func(evs []ps.Event, out [][]uint32) [][]uint32 { return tab.MatchBatch(evs, out) }
+	ch := &churner{tab: tab, specs: specs, rng: rand.New(rand.NewSource(f.seed + 2))}
+	var h *eventfwd.Hybrid
+	if f.backend == "gpu" {
+		var err error
+		h, err = eventfwd.NewHybrid(eventfwd.HybridConfig{Table: tab, MinBatch: 1,
+			Open: func(l *ps.Layout) (eventfwd.Device, error) { return gpu.OpenEventDevice(l) }})
+		if err != nil {
+			return nil, err
+		}
+		defer h.Close()
+		r.Path = "hybrid"
+		match = h.MatchBatch
+		ch.sync = func() error { return h.Sync(context.Background()) }
+	}
+	// round matches n events (evs reused cyclically) and returns events/s.
+	round := func(n int) float64 {
+		var out [][]uint32
+		t0 := time.Now()
+		for done := 0; done < n; {
+			lo := done % len(evs)
+			hi := min(lo+r.Batch, len(evs), lo+n-done)
+			out = match(evs[lo:hi], out)
+			done += hi - lo
+		}
+		return float64(n) / time.Since(t0).Seconds()
+	}
+	warm := round(min(len(evs), 4*r.Batch))
+	r.RoundEvents = max(r.Batch, int(warm*f.churnSeconds))
+	var quiet, busy []float64
+	var changes int64
+	var changeTime time.Duration
+	var cpu0 uint64
+	if h != nil {
+		cpu0 = h.Counters().CPUBatches
+	}
+	for i := 0; i < r.Rounds; i++ {
+		for _, withChanges := range [][2]bool{{false, true}, {true, false}}[i%2] {
+			if !withChanges {
+				quiet = append(quiet, round(r.RoundEvents))
+				continue
+			}
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			var n int
+			var err error
+			t0 := time.Now()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n, err = ch.run(r.Rate, stop)
+			}()
+			busy = append(busy, round(r.RoundEvents))
+			close(stop)
+			wg.Wait()
+			changeTime += time.Since(t0)
+			atomic.AddInt64(&changes, int64(n))
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := ch.cleanup(); err != nil {
+		return nil, err
+	}
+	if h != nil {
+		r.CPUBatches = h.Counters().CPUBatches - cpu0
+	}
+	r.QuietEventsPerSec, r.ChurnEventsPerSec = benchutil.Median(quiet), benchutil.Median(busy)
+	if r.QuietEventsPerSec > 0 {
+		r.LossPct = 100 * (1 - r.ChurnEventsPerSec/r.QuietEventsPerSec)
+	}
+	r.Changes = int(changes)
+	if changeTime > 0 {
+		r.AchievedRate = float64(changes) / changeTime.Seconds()
+	}
+	if len(ch.lat) > 0 {
+		r.ChangeP50US, r.ChangeP99US = benchutil.Percentile(ch.lat, 50), benchutil.Percentile(ch.lat, 99)
+	}
+	return r, nil
+}
