@@ -116,14 +116,16 @@ func (b *bulk) flush() {
 		for i, r := range refs {
 			all[i] = r.idx
 		}
-		for i := 0; i < len(refs); {
-			j := i + 1
-			for j < len(refs) && refs[j].hi == refs[i].hi && refs[j].lo == refs[i].lo {
-				j++
+		eachTarget(refs, 0, func(lo, hi int) {
+			for i := lo; i < hi; {
+				j := i + 1
+				for j < hi && refs[j].hi == refs[i].hi && refs[j].lo == refs[i].lo {
+					j++
+				}
+				b.targets[refs[i].hi-1].ni.eqInt.addRun(int64(refs[i].lo), all[i:j:j])
+				i = j
 			}
-			b.targets[refs[i].hi-1].ni.eqInt.addRun(int64(refs[i].lo), all[i:j:j])
-			i = j
-		}
+		})
 	}
 	if len(b.strs) > 0 {
 		refs := b.strs
@@ -134,35 +136,57 @@ func (b *bulk) flush() {
 		for i, r := range refs {
 			all[i] = b.sslots[r.idx]
 		}
-		for i := 0; i < len(refs); {
-			j := i + 1
-			for j < len(refs) && refs[j].hi == refs[i].hi && refs[j].lo == refs[i].lo {
-				j++
-			}
-			tg := b.targets[refs[i].hi>>9-1]
-			run := all[i:j:j]
-			key := b.svals[refs[i].idx]
-			same := true
-			for _, r := range refs[i+1 : j] {
-				if b.svals[r.idx] != key {
-					same = false
-					break
+		eachTarget(refs, 9, func(lo, hi int) {
+			for i := lo; i < hi; {
+				j := i + 1
+				for j < hi && refs[j].hi == refs[i].hi && refs[j].lo == refs[i].lo {
+					j++
 				}
-			}
-			if same {
-				tg.ni.addStrRun(tg.kind, key, run)
-			} else { // strings of one hash: one by one
-				for k, r := range refs[i:j] {
-					tg.ni.addStrRun(tg.kind, b.svals[r.idx], run[k:k+1:k+1])
+				tg := b.targets[refs[i].hi>>9-1]
+				run := all[i:j:j]
+				key := b.svals[refs[i].idx]
+				same := true
+				for _, r := range refs[i+1 : j] {
+					if b.svals[r.idx] != key {
+						same = false
+						break
+					}
 				}
+				if same {
+					tg.ni.addStrRun(tg.kind, key, run)
+				} else { // strings of one hash: one by one
+					for k, r := range refs[i:j] {
+						tg.ni.addStrRun(tg.kind, b.svals[r.idx], run[k:k+1:k+1])
+					}
+				}
+				i = j
 			}
-			i = j
-		}
+		})
 	}
 	for _, tg := range b.targets {
 		tg.ni.bulkTarget[tg.kind] = 0
 	}
 	*b = bulk{seed: b.seed}
+}
+
+// eachTarget calls f on the ranges of sorted refs of one target each
+// (hi>>shift), several targets at once: a target's structures are its own
+// name's, so that the runs of different targets go in in parallel, and a
+// target's own in their sorted order as one by one.
+func eachTarget(refs []slotRef, shift uint, f func(lo, hi int)) {
+	w := workers(len(refs), parMin)
+	if w == 1 {
+		f(0, len(refs))
+		return
+	}
+	var bounds []int
+	for i := range refs {
+		if i == 0 || refs[i].hi>>shift != refs[i-1].hi>>shift {
+			bounds = append(bounds, i)
+		}
+	}
+	bounds = append(bounds, len(refs))
+	parallelEach(len(bounds)-1, w, func(k int) { f(bounds[k], bounds[k+1]) })
 }
 
 func (ni *nameIdx) addStrRun(kind int, key string, run []uint32) {

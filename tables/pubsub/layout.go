@@ -300,17 +300,7 @@ func (d *Device) build(t *Table) {
 	for i := range w[RegionStrings] {
 		w[RegionStrings][i] = uint32(sb[4*i]) | uint32(sb[4*i+1])<<8 | uint32(sb[4*i+2])<<16 | uint32(sb[4*i+3])<<24
 	}
-	j := 0
-	for sl, in := range t.info {
-		if in == 0 {
-			continue
-		}
-		f := t.meta[sl].filt
-		if !d.addSlotIDs(uint32(sl), f, in>>8, anchorOf[sl], ids[j:j+len(f)], soffs[j:j+len(f)]) {
-			panic("pubsub: a fresh device layout has no room for its own filters")
-		}
-		j += len(f)
-	}
+	d.writeSlots(t, anchorOf, ids, soffs)
 	d.writePorts(t)
 	d.direct = nil
 	d.header(im.Words[RegionHeader], len(t.info), len(t.ports))
@@ -478,7 +468,34 @@ func (d *Device) addSlotIDs(s uint32, f Filter, pi, anchor uint32, ids, soffs []
 	if !ok {
 		return false
 	}
-	o := coff
+	d.writeCons(coff, f, ids, soffs)
+	pos, ok := d.appendAnchor(anchor, s, sig)
+	if !ok {
+		return false
+	}
+	d.set(RegionFilters, FilterWords*s, coff)
+	d.set(RegionFilters, FilterWords*s+1, pi<<8|uint32(len(f)))
+	d.slots[s] = dslot{filt: f, pi: pi, anchor: anchor, pos: pos, coff: coff, cw: words}
+	return true
+}
+
+// consWords is the record words of filter f's constraints (with their
+// strings' offsets soffs).
+func consWords(f Filter, soffs []uint32) uint32 {
+	words := uint32(0)
+	for k := range f {
+		c := &f[k]
+		if c.Value.Type == TypeString && soffs[k] < 1<<24 || c.Value.Type != TypeString && shortValue(c.Value) {
+			words += 2
+		} else {
+			words += 3
+		}
+	}
+	return words
+}
+
+// writeCons writes filter f's constraint records from word o on.
+func (d *Device) writeCons(o uint32, f Filter, ids, soffs []uint32) {
 	for k := range f {
 		c := &f[k]
 		v := c.Value
@@ -511,14 +528,72 @@ func (d *Device) addSlotIDs(s uint32, f Filter, pi, anchor uint32, ids, soffs []
 			o += 3
 		}
 	}
-	pos, ok := d.appendAnchor(anchor, s, sig)
-	if !ok {
-		return false
+}
+
+// writeSlots writes every live slot of a fresh build (d.direct set, the
+// anchor lists empty and roomy, no free constraint words): records at
+// offsets handed out in slot order and anchor entries at positions in
+// slot order — what addSlotIDs does slot after slot — fixed in one
+// sequential pass, then the words written by several goroutines, each on
+// its own slots.
+func (d *Device) writeSlots(t *Table, anchorOf, ids, soffs []uint32) {
+	w := workers(len(t.info), parMin)
+	if w == 1 {
+		j := 0
+		for sl, in := range t.info {
+			if in == 0 {
+				continue
+			}
+			f := t.meta[sl].filt
+			if !d.addSlotIDs(uint32(sl), f, in>>8, anchorOf[sl], ids[j:j+len(f)], soffs[j:j+len(f)]) {
+				panic("pubsub: a fresh device layout has no room for its own filters")
+			}
+			j += len(f)
+		}
+		return
 	}
-	d.set(RegionFilters, FilterWords*s, coff)
-	d.set(RegionFilters, FilterWords*s+1, pi<<8|uint32(len(f)))
-	d.slots[s] = dslot{filt: f, pi: pi, anchor: anchor, pos: pos, coff: coff, cw: words}
-	return true
+	first := make([]uint32, len(t.info)) // each slot's first constraint in ids
+	j := uint32(0)
+	for sl, in := range t.info {
+		if in == 0 {
+			continue
+		}
+		f := t.meta[sl].filt
+		first[sl] = j
+		cw := consWords(f, soffs[j:int(j)+len(f)])
+		coff, ok := d.allocCons(cw)
+		l := &d.lists[anchorOf[sl]]
+		if !ok || l.n == l.cap {
+			panic("pubsub: a fresh device layout has no room for its own filters")
+		}
+		d.slots[sl] = dslot{filt: f, pi: in >> 8, anchor: anchorOf[sl], pos: l.n, coff: coff, cw: cw}
+		l.n++
+		j += uint32(len(f))
+	}
+	parallelRanges(len(t.info), w, func(lo, hi int) {
+		for sl := lo; sl < hi; sl++ {
+			ds := &d.slots[sl]
+			if ds.filt == nil {
+				continue
+			}
+			f := ds.filt
+			fi, fs := ids[first[sl]:int(first[sl])+len(f)], soffs[first[sl]:int(first[sl])+len(f)]
+			var sig uint64
+			for _, ni := range fi {
+				sig |= NameBit(ni)
+			}
+			d.writeCons(ds.coff, f, fi, fs)
+			e := d.lists[ds.anchor].off + ds.pos
+			d.direct[RegionAnchorSlot][e] = uint32(sl)
+			d.direct[RegionAnchorSig][2*e] = uint32(sig)
+			d.direct[RegionAnchorSig][2*e+1] = uint32(sig >> 32)
+			d.direct[RegionFilters][FilterWords*sl] = ds.coff
+			d.direct[RegionFilters][FilterWords*sl+1] = ds.pi<<8 | uint32(len(f))
+		}
+	})
+	for ni, l := range d.lists {
+		d.direct[RegionNames][2*ni+1] = l.n
+	}
 }
 
 // removeSlot takes slot s out: its anchor entry (the list's last entry

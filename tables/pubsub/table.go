@@ -202,7 +202,32 @@ func (t *Table) AddSpecs(specs []Spec) ([]ID, error) {
 }
 
 func validateSpecs(specs []Spec) error {
-	for i, s := range specs {
+	w := workers(len(specs), 4*parMin)
+	if w == 1 {
+		return validateRange(specs, 0)
+	}
+	// Each range's first error; the earliest range's is the sequential
+	// check's.
+	per := (len(specs) + w - 1) / w
+	errs := make([]error, w)
+	parallelRanges(w, w, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			a, b := min(r*per, len(specs)), min((r+1)*per, len(specs))
+			errs[r] = validateRange(specs[a:b], a)
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateRange validates specs, the first being subscription base.
+func validateRange(specs []Spec, base int) error {
+	for j, s := range specs {
+		i := base + j
 		if len(s.Filters) == 0 {
 			return fmt.Errorf("pubsub: subscription %d: empty predicate", i)
 		}
@@ -303,8 +328,8 @@ func (t *Table) addLocked(specs []Spec) []ID {
 	}
 	for _, ni := range touched {
 		ni.touched = false
-		ni.fix(t.dead)
 	}
+	parallelEach(len(touched), workers(len(fstore), parMin), func(i int) { touched[i].fix(t.dead) })
 	return ids
 }
 

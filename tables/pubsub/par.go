@@ -1,0 +1,84 @@
+package pubsub
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Parallel bulk work: a bulk add (AddSpecs) and a device layout's build
+// (NewDevice) split the parts that do not depend on each other over the
+// cores — the validation of the specs, the handing of the bulk's runs to
+// their names' structures (each name's structures are its own), the names'
+// final sorts (nameIdx.fix), and the layout's records, anchor entries and
+// filter records (at offsets a sequential pass fixed first). The result is
+// the sequential build's, word for word (TestParallelBuildIdentical).
+
+// buildWorkers is the goroutines of the parallel parts: 0 is GOMAXPROCS,
+// 1 the sequential build (tests compare the two).
+var buildWorkers = 0
+
+// parMin is the least work (items) worth going parallel for.
+const parMin = 2048
+
+func workers(items, least int) int {
+	w := buildWorkers
+	if w <= 0 {
+		w = runtime.GOMAXPROCS(0)
+	}
+	if items < least {
+		return 1
+	}
+	return max(1, min(w, items/max(least/4, 1)))
+}
+
+// parallelRanges splits [0, n) into w contiguous ranges and runs f on each,
+// on its own goroutine when w > 1.
+func parallelRanges(n, w int, f func(lo, hi int)) {
+	if w <= 1 || n <= 1 {
+		f(0, n)
+		return
+	}
+	w = min(w, n)
+	var wg sync.WaitGroup
+	per := (n + w - 1) / w
+	for lo := 0; lo < n; lo += per {
+		hi := min(lo+per, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(lo, hi)
+		}()
+	}
+	wg.Wait()
+}
+
+// parallelEach runs f(i) for i in [0, n), items taken in turn by w
+// goroutines (for items of uneven size).
+func parallelEach(n, w int, f func(i int)) {
+	if w <= 1 || n <= 1 {
+		for i := 0; i < n; i++ {
+			f(i)
+		}
+		return
+	}
+	var next sync.Mutex
+	i := 0
+	var wg sync.WaitGroup
+	for range min(w, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				next.Lock()
+				k := i
+				i++
+				next.Unlock()
+				if k >= n {
+					return
+				}
+				f(k)
+			}
+		}()
+	}
+	wg.Wait()
+}
