@@ -69,6 +69,19 @@ func (c *CUDA) PubsubMatcher(l *pubsub.Layout, streams int) (*CUDAMatcher, error
 	if streams < 1 || streams > 16 {
 		return nil, fmt.Errorf("gpu: cuda: matching over %d streams: want 1..16", streams)
 	}
+	m, err := c.newPubsubMatcher(streams)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Load(l); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// newPubsubMatcher loads the kernel and makes the streams; no layout yet.
+func (c *CUDA) newPubsubMatcher(streams int) (*CUDAMatcher, error) {
 	m := &CUDAMatcher{c: c, smallMode: defaultSmallMode()}
 	err := c.do(func() error {
 		var err error
@@ -85,7 +98,7 @@ func (c *CUDA) PubsubMatcher(l *pubsub.Layout, streams int) (*CUDAMatcher, error
 			}
 			m.streams = append(m.streams, s)
 		}
-		return m.load(&pubsub.Layout{Image: l.Image.Clone(), Names: l.Names})
+		return nil
 	})
 	if err != nil {
 		m.Close()
@@ -113,6 +126,44 @@ func OpenEventDevice(l *pubsub.Layout) (EventDevice, error) {
 	}
 	m.owned = true
 	return m, nil
+}
+
+// StartEventDevice starts opening device 0 and loading the matching kernel
+// (OpenEventDevice's slow part: the CUDA context, the PTX) on a goroutine
+// of its own, so that it overlaps the building of the table and its layout;
+// the function it returns waits for it and loads the layout.
+func StartEventDevice() func(l *pubsub.Layout) (EventDevice, error) {
+	type opened struct {
+		m   *CUDAMatcher
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		c, err := NewCUDA(0)
+		if err != nil {
+			ch <- opened{nil, err}
+			return
+		}
+		m, err := c.newPubsubMatcher(4)
+		if err != nil {
+			c.Close()
+			ch <- opened{nil, err}
+			return
+		}
+		m.owned = true
+		ch <- opened{m, nil}
+	}()
+	return func(l *pubsub.Layout) (EventDevice, error) {
+		o := <-ch
+		if o.err != nil {
+			return nil, o.err
+		}
+		if err := o.m.Load(l); err != nil {
+			o.m.Close()
+			return nil, err
+		}
+		return o.m, nil
+	}
 }
 
 // Update brings the device's layout up to date: a full image is loaded

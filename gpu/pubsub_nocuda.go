@@ -10,3 +10,8 @@ const EventDeviceBuilt = false
 
 // OpenEventDevice returns ErrNoCUDA: this build has no CUDA backend.
 func OpenEventDevice(l *pubsub.Layout) (EventDevice, error) { return nil, ErrNoCUDA }
+
+// StartEventDevice returns a function that returns ErrNoCUDA.
+func StartEventDevice() func(l *pubsub.Layout) (EventDevice, error) {
+	return func(*pubsub.Layout) (EventDevice, error) { return nil, ErrNoCUDA }
+}
