@@ -104,6 +104,7 @@ type ModeLatency struct {
 	Mode  string  `json:"mode"`
 	P50US float64 `json:"p50_us"`
 	P99US float64 `json:"p99_us"`
+	Error string  `json:"error,omitempty"` // why the mode could not be set up
 }
 
 type flags struct {
@@ -545,8 +546,9 @@ func latencyModes(sp gpu.SmallPath, match func([]ps.Event, [][]uint32) ([][]uint
 		if _, err := match(evs[:1], nil); err != nil { // the path is made on first use
 			return nil, err
 		}
-		if err := sp.SmallError(); err != nil {
-			return nil, fmt.Errorf("small-batch mode %s: %w", name, err)
+		if err := sp.SmallError(); err != nil { // that mode could not be set up: say so, go on
+			out = append(out, ModeLatency{Mode: name, Error: err.Error()})
+			continue
 		}
 		p50, p99, _, err := latency(match, evs, nil)
 		if err != nil {
@@ -597,6 +599,10 @@ func printTable(w io.Writer, rs []Result) {
 				p.Mode, p.EncodeUS, p.QueueUS, p.WaitUS, p.DecodeUS)
 		}
 		for _, m := range r.LatencyModes {
+			if m.Error != "" {
+				fmt.Fprintf(w, "  one event, small-batch mode %s: %s\n", m.Mode, m.Error)
+				continue
+			}
 			fmt.Fprintf(w, "  one event, small-batch mode %s: p50 %.1f µs, p99 %.1f µs\n", m.Mode, m.P50US, m.P99US)
 		}
 		if c := r.Churn; c != nil {
