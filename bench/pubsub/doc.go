@@ -5,6 +5,7 @@
 //	gswitchctl bench pubsub [--sweep none|attrs|constraints|filters|interfaces|names|numeric|zipf|all]
 //	                        [--scale F] [--events N] [--batches 1,1024,16384] [--latency-samples N]
 //	                        [--rounds N] [--threads N] [--check N] [--backend cpu|gpu] [--seed N] [--json]
+//	                        [--churn RATE] [--churn-batch N] [--churn-seconds S] [--small-modes copy,mapped,off]
 //
 // The base scenario is CCM's default (pubsub.DefaultScenario: 10
 // interfaces, 22,500–27,500 filters each, 3–5 constraints per filter, about
@@ -40,14 +41,35 @@
 //     with one thread also events per second of the thread's CPU time
 //     (what a core that is not taken away does, on a shared machine);
 //   - check: --check events compared with the brute-force evaluator
-//     (pubsub.BruteMatch); a mismatch fails the run (exit 1).
+//     (pubsub.BruteMatch); a mismatch fails the run (exit 1);
+//   - churn (--churn RATE, 0 by default: not measured): matching
+//     throughput in batches of --churn-batch (1,024) on one goroutine,
+//     rounds with RATE subscription changes per second applied by another
+//     goroutine (an Add of a filter of the scenario, then the Remove of the
+//     oldest added, each made visible) interleaved with rounds without
+//     (quiet, churn; churn, quiet; ... --rounds pairs), each round about
+//     --churn-seconds of matching at the quiet rate; it reports the median
+//     of each kind, the loss (100 × (1 − churn/quiet), %), the change rate
+//     achieved and each change's time until visible (p50, p99). cpu: the
+//     table's Add/Remove and MatchBatch; gpu: gswitchd's path, an
+//     eventfwd.Hybrid on a device of its own (every batch on the device,
+//     each change made visible by Hybrid.Sync: the table's bubbles copied
+//     to the device; cpu_batches counts batches it matched on the CPU).
+//     The changes are removed afterwards.
+//
+// The deploy's parts: deploy_table_ms is the table's bulk add
+// (parallel where its parts are independent, pubsub's par.go).
 //
 // --backend gpu matches through the CUDA matcher on device 0
 // (gpu.OpenEventDevice over the table's device layout, pubsub.NewDevice:
 // the matcher gswitchd uses): deploy then includes building the layout and
-// opening and loading the device (deploy_device_ms, of which
-// deploy_layout_ms is the layout), latency is one event per device round
-// trip, throughput goes through Match (encoding by name, copies, kernel,
+// loading the layout on the device (deploy_device_ms, of which
+// deploy_layout_ms is the layout; the device's context and kernel are
+// opened while the table and its layout are built, gpu.StartEventDevice),
+// latency is one event per device round trip on the small-batch path
+// (latency_parts: the p50 of its encoding, queueing, waiting and decoding;
+// latency_modes: the p50 and p99 in each --small-modes mode, see
+// gpu.SmallMode), throughput goes through Match (encoding by name, copies, kernel,
 // decoding; a call of 4,096 events or more in four parts on four
 // goroutines), and "visible" times a change until the device has it: the
 // table's Add or Remove, the layout's bubbles (pubsub.Device.Update) and
@@ -68,5 +90,11 @@
 //	 "latency_p50_us": 12.0, "latency_p99_us": 40.1, "latency_cpu_p50_us": 11.8,
 //	 "batches": [{"batch": 1024, "events_per_sec": 95000, "us_per_event": 10.5, "events_per_cpu_sec": 99000}],
 //	 "threads": 1, "events": 20000, "rounds": 5, "ports_per_event": 2.7,
-//	 "checked": 100, "mismatches": 0, "machine": "...", "gpu": "none", "go": "go1.24", "time": "..."}
+//	 "checked": 100, "mismatches": 0, "machine": "...", "gpu": "none", "go": "go1.24", "time": "...",
+//	 "deploy_table_ms": 410.2,
+//	 (gpu: "latency_parts": {"mode": "copy", "encode_us": 0.4, "queue_us": 3.1, "wait_us": 14.2, "decode_us": 0.1},
+//	  "latency_modes": [{"mode": "copy", "p50_us": 18.5, "p99_us": 30.1}, ...],)
+//	 (--churn: "churn": {"path": "table", "rate": 10000, "batch": 1024, "round_events": 40000, "rounds": 5,
+//	  "quiet_events_per_sec": 41000, "churn_events_per_sec": 40500, "loss_pct": 1.2, "achieved_rate": 9950,
+//	  "changes": 49000, "change_p50_us": 9.1, "change_p99_us": 60.2, "cpu_batches": 0})}
 package pubsub
