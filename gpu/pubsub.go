@@ -346,6 +346,9 @@ func defaultSmallMode() SmallMode {
 type SmallPath interface {
 	SetSmallMode(SmallMode) error
 	SmallMode() SmallMode
+	// SetSmallSplits sets the blocks per event of small batches (0: the
+	// matcher's rule, up to 64 for a single event).
+	SetSmallSplits(n int) error
 	SmallTimes() SmallTimes
 	SmallError() error
 }

@@ -45,11 +45,12 @@ type CUDAMatcher struct {
 
 	owned bool // Close closes c too (OpenEventDevice made it)
 
-	smallMode SmallMode                 // set before first use (SetSmallMode)
-	small     atomic.Pointer[smallPath] // the small-batch path (pubsub_small_cuda.go)
-	smallErr  atomic.Pointer[error]     // why the small-batch path could not be made
-	poolMu    sync.Mutex                // guards pool
-	pool      []*EventBatch
+	smallMode   SmallMode                 // set before first use (SetSmallMode)
+	smallSplits int                       // blocks per event of small batches (0: splits)
+	small       atomic.Pointer[smallPath] // the small-batch path (pubsub_small_cuda.go)
+	smallErr    atomic.Pointer[error]     // why the small-batch path could not be made
+	poolMu      sync.Mutex                // guards pool
+	pool        []*EventBatch
 }
 
 // pubsubBlock is the kernel's block size.

@@ -482,6 +482,10 @@ func TestCUDAPubsubSmall(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("after a reload")
+		if err := m.SetSmallSplits(3); err != nil {
+			t.Fatal(err)
+		}
+		check("3 blocks per event")
 		m.Close()
 	}
 }

@@ -123,6 +123,16 @@ func (m *CUDAMatcher) SetSmallMode(mode SmallMode) error {
 	})
 }
 
+// SetSmallSplits sets the blocks per event of small batches, 0..256 (0:
+// splits' rule); call it before matching.
+func (m *CUDAMatcher) SetSmallSplits(n int) error {
+	if n < 0 || n > 256 {
+		return fmt.Errorf("gpu: %d blocks per event: want 0..256", n)
+	}
+	m.smallSplits = n
+	return nil
+}
+
 // SmallTimes returns the parts of the last small-batch call.
 func (m *CUDAMatcher) SmallTimes() SmallTimes {
 	s := m.small.Load()
@@ -287,6 +297,9 @@ func (m *CUDAMatcher) matchSmall(evs []pubsub.Event, out [][]uint32, slots []uin
 	var dout cu.DevicePtr
 	var zpre, zpost int64
 	sp := m.splits(b.N)
+	if m.smallSplits > 0 {
+		sp = m.smallSplits
+	}
 	if s.mode == SmallMapped {
 		d := uint64(s.hinDev)
 		pa := uint64(4 * (SmallBatchEvents + 1))

@@ -101,10 +101,11 @@ type LatencyParts struct {
 
 // ModeLatency is one small-batch mode's single-event latency.
 type ModeLatency struct {
-	Mode  string  `json:"mode"`
-	P50US float64 `json:"p50_us"`
-	P99US float64 `json:"p99_us"`
-	Error string  `json:"error,omitempty"` // why the mode could not be set up
+	Mode   string  `json:"mode"`
+	Splits int     `json:"splits,omitempty"` // blocks per event (0: the matcher's rule)
+	P50US  float64 `json:"p50_us"`
+	P99US  float64 `json:"p99_us"`
+	Error  string  `json:"error,omitempty"` // why the mode could not be set up
 }
 
 type flags struct {
@@ -112,6 +113,7 @@ type flags struct {
 	churnBatch     int
 	churnSeconds   float64
 	smallModes     []string
+	smallSplits    []int
 	sweep          string
 	scale          float64
 	events         int
@@ -195,6 +197,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs.Float64Var(&f.churn, "churn", 0, "also measure throughput with `RATE` subscription changes per second applied (0: not)")
 	fs.IntVar(&f.churnBatch, "churn-batch", 1024, "events per batch of the --churn rounds")
 	fs.Float64Var(&f.churnSeconds, "churn-seconds", 1, "about how long each --churn round matches")
+	smallSplits := fs.String("small-splits", "8,16,32", "gpu: blocks per event whose single-event latency is measured too, in the default small-batch mode (empty: none)")
 	smallModes := fs.String("small-modes", "copy,mapped,off", "gpu: the small-batch modes whose single-event latency is measured too (empty: none)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: gswitchctl bench pubsub [flags]\n\nContent-based matching on CCM's default scenario and its sweeps: deploy time,\nchange time, per-event latency, events/s in batches.\n\n")
@@ -218,6 +221,16 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 			return nil, fmt.Errorf("%w: --small-modes: %v", benchutil.ErrUsage, err)
 		}
 		f.smallModes = append(f.smallModes, m)
+	}
+	for _, x := range strings.Split(*smallSplits, ",") {
+		if x = strings.TrimSpace(x); x == "" {
+			continue
+		}
+		n, err := strconv.Atoi(x)
+		if err != nil || n < 1 || n > 256 {
+			return nil, fmt.Errorf("%w: --small-splits %q: want numbers 1..256", benchutil.ErrUsage, *smallSplits)
+		}
+		f.smallSplits = append(f.smallSplits, n)
 	}
 	switch {
 	case f.churn < 0 || f.churnBatch < 1 || f.churnSeconds <= 0:
@@ -363,7 +376,7 @@ func runPoint(f *flags, p point) (Result, error) {
 	}
 	if sp != nil {
 		r.LatencyParts = latencyParts(sp.SmallMode().String(), parts)
-		if r.LatencyModes, err = latencyModes(sp, match, evs[:f.latencySamples], f.smallModes); err != nil {
+		if r.LatencyModes, err = latencyModes(sp, match, evs[:f.latencySamples], f.smallModes, f.smallSplits); err != nil {
 			return r, err
 		}
 	}
@@ -531,10 +544,23 @@ func latencyParts(mode string, ts []gpu.SmallTimes) *LatencyParts {
 
 // latencyModes times the single event in each small-batch mode, then
 // restores the matcher's mode.
-func latencyModes(sp gpu.SmallPath, match func([]ps.Event, [][]uint32) ([][]uint32, error), evs []ps.Event, modes []string) ([]ModeLatency, error) {
+func latencyModes(sp gpu.SmallPath, match func([]ps.Event, [][]uint32) ([][]uint32, error), evs []ps.Event, modes []string, splits []int) ([]ModeLatency, error) {
 	orig := sp.SmallMode()
 	defer sp.SetSmallMode(orig)
 	var out []ModeLatency
+	for _, n := range splits {
+		if err := sp.SetSmallSplits(n); err != nil {
+			return nil, err
+		}
+		p50, p99, _, err := latency(match, evs, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ModeLatency{Mode: orig.String(), Splits: n, P50US: p50, P99US: p99})
+	}
+	if err := sp.SetSmallSplits(0); err != nil {
+		return nil, err
+	}
 	for _, name := range modes {
 		mode, err := gpu.ParseSmallMode(name)
 		if err != nil {
@@ -603,7 +629,7 @@ func printTable(w io.Writer, rs []Result) {
 				fmt.Fprintf(w, "  one event, small-batch mode %s: %s\n", m.Mode, m.Error)
 				continue
 			}
-			fmt.Fprintf(w, "  one event, small-batch mode %s: p50 %.1f µs, p99 %.1f µs\n", m.Mode, m.P50US, m.P99US)
+			fmt.Fprintf(w, "  one event, small-batch mode %s, blocks per event %d (0: the matcher's rule): p50 %.1f µs, p99 %.1f µs\n", m.Mode, m.Splits, m.P50US, m.P99US)
 		}
 		if c := r.Churn; c != nil {
 			fmt.Fprintf(w, "  churn (%s, batches of %d, %d rounds of %d events): %.0f ev/s quiet, %.0f ev/s with %.0f changes/s (asked %.0f): loss %.2f%%; change p50 %.1f µs, p99 %.1f µs; %d batches on the CPU\n",
