@@ -20,9 +20,14 @@ type Churn struct {
 	// Table.Add/Remove, Table.MatchBatch) or "hybrid" (gpu: the table,
 	// eventfwd.Hybrid.Sync's bubble update of the device, Hybrid.MatchBatch
 	// — gswitchd's path).
-	Path  string  `json:"path"`
-	Rate  float64 `json:"rate"`  // changes per second asked
-	Batch int     `json:"batch"` // events per batch
+	Path string  `json:"path"`
+	Rate float64 `json:"rate"` // changes per second asked
+	// Clients is the goroutines making the changes (each Rate/Clients per
+	// second, each change visible before its next): with several, the
+	// changes that wait for one device update go out in the next one
+	// together (Hybrid.Sync's group commit).
+	Clients int `json:"clients"`
+	Batch   int `json:"batch"` // events per batch
 	// RoundEvents is the events of each timed round (about --churn-seconds
 	// of matching at the quiet rate).
 	RoundEvents int `json:"round_events"`
@@ -124,9 +129,12 @@ func (c *churner) cleanup() error {
 // (gswitchd's path: batches of any size on the device, changes made visible
 // by Hybrid.Sync).
 func runChurn(f *flags, tab *ps.Table, specs []ps.Spec, evs []ps.Event) (*Churn, error) {
-	r := &Churn{Path: "table", Rate: f.churn, Batch: f.churnBatch, Rounds: f.rounds}
+	r := &Churn{Path: "table", Rate: f.churn, Clients: f.churnClients, Batch: f.churnBatch, Rounds: f.rounds}
 	match := func(evs []ps.Event, out [][]uint32) [][]uint32 { return tab.MatchBatch(evs, out) }
-	ch := &churner{tab: tab, specs: specs, rng: rand.New(rand.NewSource(f.seed + 2))}
+	chs := make([]*churner, r.Clients)
+	for i := range chs {
+		chs[i] = &churner{tab: tab, specs: specs, rng: rand.New(rand.NewSource(f.seed + 2 + int64(i)))}
+	}
 	var h *eventfwd.Hybrid
 	if f.backend == "gpu" {
 		var err error
@@ -138,7 +146,9 @@ func runChurn(f *flags, tab *ps.Table, specs []ps.Spec, evs []ps.Event) (*Churn,
 		defer h.Close()
 		r.Path = "hybrid"
 		match = h.MatchBatch
-		ch.sync = func() error { return h.Sync(context.Background()) }
+		for _, ch := range chs {
+			ch.sync = func() error { return h.Sync(context.Background()) }
+		}
 	}
 	// round matches n events (evs reused cyclically) and returns events/s.
 	round := func(n int) float64 {
@@ -169,26 +179,34 @@ func runChurn(f *flags, tab *ps.Table, specs []ps.Spec, evs []ps.Event) (*Churn,
 			}
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
-			var n int
-			var err error
+			errs := make([]error, len(chs))
 			t0 := time.Now()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				n, err = ch.run(r.Rate, stop)
-			}()
+			for i, ch := range chs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					var n int
+					n, errs[i] = ch.run(r.Rate/float64(len(chs)), stop)
+					atomic.AddInt64(&changes, int64(n))
+				}()
+			}
 			busy = append(busy, round(r.RoundEvents))
 			close(stop)
 			wg.Wait()
 			changeTime += time.Since(t0)
-			atomic.AddInt64(&changes, int64(n))
-			if err != nil {
-				return nil, err
+			for _, err := range errs {
+				if err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
-	if err := ch.cleanup(); err != nil {
-		return nil, err
+	var lat []float64
+	for _, ch := range chs {
+		if err := ch.cleanup(); err != nil {
+			return nil, err
+		}
+		lat = append(lat, ch.lat...)
 	}
 	if h != nil {
 		r.CPUBatches = h.Counters().CPUBatches - cpu0
@@ -201,8 +219,8 @@ func runChurn(f *flags, tab *ps.Table, specs []ps.Spec, evs []ps.Event) (*Churn,
 	if changeTime > 0 {
 		r.AchievedRate = float64(changes) / changeTime.Seconds()
 	}
-	if len(ch.lat) > 0 {
-		r.ChangeP50US, r.ChangeP99US = benchutil.Percentile(ch.lat, 50), benchutil.Percentile(ch.lat, 99)
+	if len(lat) > 0 {
+		r.ChangeP50US, r.ChangeP99US = benchutil.Percentile(lat, 50), benchutil.Percentile(lat, 99)
 	}
 	return r, nil
 }

@@ -5,7 +5,8 @@
 //	gswitchctl bench pubsub [--sweep none|attrs|constraints|filters|interfaces|names|numeric|zipf|all]
 //	                        [--scale F] [--events N] [--batches 1,1024,16384] [--latency-samples N]
 //	                        [--rounds N] [--threads N] [--check N] [--backend cpu|gpu] [--seed N] [--json]
-//	                        [--churn RATE] [--churn-batch N] [--churn-seconds S] [--small-modes copy,mapped,off]
+//	                        [--churn RATE] [--churn-batch N] [--churn-seconds S] [--churn-clients N]
+//	                        [--small-modes copy,mapped,off] [--small-splits 8,16,32]
 //
 // The base scenario is CCM's default (pubsub.DefaultScenario: 10
 // interfaces, 22,500–27,500 filters each, 3–5 constraints per filter, about
@@ -44,9 +45,11 @@
 //     (pubsub.BruteMatch); a mismatch fails the run (exit 1);
 //   - churn (--churn RATE, 0 by default: not measured): matching
 //     throughput in batches of --churn-batch (1,024) on one goroutine,
-//     rounds with RATE subscription changes per second applied by another
-//     goroutine (an Add of a filter of the scenario, then the Remove of the
-//     oldest added, each made visible) interleaved with rounds without
+//     rounds with RATE subscription changes per second applied by
+//     --churn-clients other goroutines (1; each an Add of a filter of the
+//     scenario, then the Remove of the oldest it added, each made visible
+//     before its next: with several clients, changes that wait for one
+//     device update go out together in the next) interleaved with rounds without
 //     (quiet, churn; churn, quiet; ... --rounds pairs), each round about
 //     --churn-seconds of matching at the quiet rate; it reports the median
 //     of each kind, the loss (100 × (1 − churn/quiet), %), the change rate
@@ -94,7 +97,7 @@
 //	 "deploy_table_ms": 410.2,
 //	 (gpu: "latency_parts": {"mode": "copy", "encode_us": 0.4, "queue_us": 3.1, "wait_us": 14.2, "decode_us": 0.1},
 //	  "latency_modes": [{"mode": "copy", "p50_us": 18.5, "p99_us": 30.1}, ...],)
-//	 (--churn: "churn": {"path": "table", "rate": 10000, "batch": 1024, "round_events": 40000, "rounds": 5,
+//	 (--churn: "churn": {"path": "table", "rate": 10000, "clients": 1, "batch": 1024, "round_events": 40000, "rounds": 5,
 //	  "quiet_events_per_sec": 41000, "churn_events_per_sec": 40500, "loss_pct": 1.2, "achieved_rate": 9950,
 //	  "changes": 49000, "change_p50_us": 9.1, "change_p99_us": 60.2, "cpu_batches": 0})}
 package pubsub

@@ -111,6 +111,7 @@ type ModeLatency struct {
 type flags struct {
 	churn          float64
 	churnBatch     int
+	churnClients   int
 	churnSeconds   float64
 	smallModes     []string
 	smallSplits    []int
@@ -196,6 +197,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per point")
 	fs.Float64Var(&f.churn, "churn", 0, "also measure throughput with `RATE` subscription changes per second applied (0: not)")
 	fs.IntVar(&f.churnBatch, "churn-batch", 1024, "events per batch of the --churn rounds")
+	fs.IntVar(&f.churnClients, "churn-clients", 1, "goroutines making the --churn changes, each its share of the rate, each change visible before its next")
 	fs.Float64Var(&f.churnSeconds, "churn-seconds", 1, "about how long each --churn round matches")
 	smallSplits := fs.String("small-splits", "8,16,32", "gpu: blocks per event whose single-event latency is measured too, in the default small-batch mode (empty: none)")
 	smallModes := fs.String("small-modes", "copy,mapped,off", "gpu: the small-batch modes whose single-event latency is measured too (empty: none)")
@@ -233,8 +235,8 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 		f.smallSplits = append(f.smallSplits, n)
 	}
 	switch {
-	case f.churn < 0 || f.churnBatch < 1 || f.churnSeconds <= 0:
-		return nil, fmt.Errorf("%w: --churn wants at least 0, --churn-batch at least 1, --churn-seconds more than 0", benchutil.ErrUsage)
+	case f.churn < 0 || f.churnBatch < 1 || f.churnSeconds <= 0 || f.churnClients < 1 || f.churnClients > 256:
+		return nil, fmt.Errorf("%w: --churn wants at least 0, --churn-batch at least 1, --churn-seconds more than 0, --churn-clients 1..256", benchutil.ErrUsage)
 	case f.scale <= 0 || f.scale > 100:
 		return nil, fmt.Errorf("%w: --scale %g: want more than 0, at most 100", benchutil.ErrUsage, f.scale)
 	case f.events < 1, f.latencySamples < 1, f.rounds < 1, f.threads < 1, f.check < 0:
@@ -632,8 +634,8 @@ func printTable(w io.Writer, rs []Result) {
 			fmt.Fprintf(w, "  one event, small-batch mode %s, blocks per event %d (0: the matcher's rule): p50 %.1f µs, p99 %.1f µs\n", m.Mode, m.Splits, m.P50US, m.P99US)
 		}
 		if c := r.Churn; c != nil {
-			fmt.Fprintf(w, "  churn (%s, batches of %d, %d rounds of %d events): %.0f ev/s quiet, %.0f ev/s with %.0f changes/s (asked %.0f): loss %.2f%%; change p50 %.1f µs, p99 %.1f µs; %d batches on the CPU\n",
-				c.Path, c.Batch, c.Rounds, c.RoundEvents, c.QuietEventsPerSec, c.ChurnEventsPerSec, c.AchievedRate, c.Rate, c.LossPct,
+			fmt.Fprintf(w, "  churn (%s, %d clients, batches of %d, %d rounds of %d events): %.0f ev/s quiet, %.0f ev/s with %.0f changes/s (asked %.0f): loss %.2f%%; change p50 %.1f µs, p99 %.1f µs; %d batches on the CPU\n",
+				c.Path, c.Clients, c.Batch, c.Rounds, c.RoundEvents, c.QuietEventsPerSec, c.ChurnEventsPerSec, c.AchievedRate, c.Rate, c.LossPct,
 				c.ChangeP50US, c.ChangeP99US, c.CPUBatches)
 		}
 	}

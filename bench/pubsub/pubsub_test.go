@@ -73,7 +73,7 @@ func TestBenchPubSubUsage(t *testing.T) {
 func TestBenchPubSubChurn(t *testing.T) {
 	var out, errb bytes.Buffer
 	err := Run(context.Background(), []string{"--scale", "0.002", "--events", "200", "--latency-samples", "20", "--rounds", "2",
-		"--batches", "64", "--check", "10", "--churn", "2000", "--churn-batch", "32", "--churn-seconds", "0.1", "--json"}, &out, &errb)
+		"--batches", "64", "--check", "10", "--churn", "2000", "--churn-clients", "3", "--churn-batch", "32", "--churn-seconds", "0.1", "--json"}, &out, &errb)
 	if err != nil {
 		t.Fatalf("%v: %s", err, errb.String())
 	}
@@ -82,7 +82,7 @@ func TestBenchPubSubChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := r.Churn
-	if c == nil || c.Path != "table" || c.Rounds != 2 || c.Batch != 32 || c.QuietEventsPerSec <= 0 || c.ChurnEventsPerSec <= 0 ||
+	if c == nil || c.Path != "table" || c.Clients != 3 || c.Rounds != 2 || c.Batch != 32 || c.QuietEventsPerSec <= 0 || c.ChurnEventsPerSec <= 0 ||
 		c.Changes < 10 || c.AchievedRate <= 0 || c.ChangeP50US <= 0 || r.DeployTableMS <= 0 {
 		t.Fatalf("churn %+v, result %s", c, out.String())
 	}
