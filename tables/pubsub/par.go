@@ -5,6 +5,61 @@ import (
 	"sync"
 )
 
+// radixSortRefsPar is radixSortRefs's passes over w goroutines: per pass,
+// each counts the bytes of its contiguous chunk, the chunks' offsets are
+// laid out bucket by bucket in chunk order, and each scatters its chunk in
+// order — the same stable order as one goroutine.
+func radixSortRefsPar(refs []slotRef, pass []int, w int) []slotRef {
+	n := len(refs)
+	per := (n + w - 1) / w
+	w = (n + per - 1) / per
+	tmp := make([]slotRef, n)
+	src, dst := refs, tmp
+	hist := make([][256]int, w)
+	run := func(f func(c, lo, hi int)) {
+		var wg sync.WaitGroup
+		for c := 0; c < w; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f(c, c*per, min((c+1)*per, n))
+			}()
+		}
+		wg.Wait()
+	}
+	for _, b := range pass {
+		key := func(r *slotRef) byte {
+			if b < 8 {
+				return byte(r.lo >> (8 * b))
+			}
+			return byte(r.hi >> (8 * (b - 8)))
+		}
+		run(func(c, lo, hi int) {
+			h := &hist[c]
+			*h = [256]int{}
+			for i := lo; i < hi; i++ {
+				h[key(&src[i])]++
+			}
+		})
+		sum := 0
+		for v := 0; v < 256; v++ {
+			for c := 0; c < w; c++ {
+				sum, hist[c][v] = sum+hist[c][v], sum
+			}
+		}
+		run(func(c, lo, hi int) {
+			h := &hist[c]
+			for i := lo; i < hi; i++ {
+				q := &h[key(&src[i])]
+				dst[*q] = src[i]
+				*q++
+			}
+		})
+		src, dst = dst, src
+	}
+	return src
+}
+
 // Parallel bulk work: a bulk add (AddSpecs) and a device layout's build
 // (NewDevice) split the parts that do not depend on each other over the
 // cores — the validation of the specs, the handing of the bulk's runs to

@@ -1,6 +1,7 @@
 package pubsub
 
 import (
+	"math/rand"
 	"reflect"
 	"slices"
 	"testing"
@@ -94,4 +95,27 @@ func sameKeyed[K comparable](a, b *keyed[K]) bool {
 		}
 	}
 	return true
+}
+
+// TestRadixSortRefsParallel compares the parallel radix sort with the
+// sequential one on keys that differ in a few bytes, in all, and in none.
+func TestRadixSortRefsParallel(t *testing.T) {
+	defer func(w int) { buildWorkers = w }(buildWorkers)
+	r := rand.New(rand.NewSource(7))
+	for _, mask := range [][2]uint64{{0xff, 0x3<<40 | 0xff00}, {^uint64(0), ^uint64(0)}, {0, 0}, {1 << 63, 0}, {0, 3}} {
+		for _, n := range []int{9000, 20011} {
+			refs := make([]slotRef, n)
+			for i := range refs {
+				refs[i] = slotRef{hi: r.Uint64() & mask[0], lo: r.Uint64() & mask[1], idx: uint32(i)}
+			}
+			buildWorkers = 1
+			want := slices.Clone(radixSortRefs(slices.Clone(refs)))
+			for _, w := range []int{2, 3, 8} {
+				buildWorkers = w
+				if got := radixSortRefs(slices.Clone(refs)); !slices.Equal(got, want) {
+					t.Fatalf("mask %#x, %d refs, %d workers: differs from the sequential sort", mask, n, w)
+				}
+			}
+		}
+	}
 }

@@ -446,6 +446,9 @@ func radixSortRefs(refs []slotRef) []slotRef {
 	if len(pass) == 0 {
 		return refs
 	}
+	if w := workers(len(refs), 4*parMin); w > 1 {
+		return radixSortRefsPar(refs, pass, w)
+	}
 	hist := make([][256]int, len(pass))
 	for i := range refs {
 		hi, lo := refs[i].hi, refs[i].lo
