@@ -45,6 +45,9 @@ type CUDAMatcher struct {
 
 	owned bool // Close closes c too (OpenEventDevice made it)
 
+	updMu sync.Mutex // serializes Update (pubsub_update_cuda.go)
+	stage hostBuf    // staging of bubble copies (updMu; grown on the owning goroutine)
+
 	smallMode   SmallMode                 // set before first use (SetSmallMode)
 	smallSplits int                       // blocks per event of small batches (0: splits)
 	small       atomic.Pointer[smallPath] // the small-batch path (pubsub_small_cuda.go)
@@ -173,6 +176,11 @@ func StartEventDevice() func(l *pubsub.Layout) (EventDevice, error) {
 // a few words). It waits for the queued batches first; it must not run
 // concurrently with Match, Submit or Wait.
 func (m *CUDAMatcher) Update(u bubble.Update, names map[string]uint32) error {
+	m.updMu.Lock()
+	defer m.updMu.Unlock()
+	if u.Full == nil && stagedUpdates() {
+		return m.updateStaged(u, names)
+	}
 	return m.c.do(func() error {
 		for _, s := range m.streams {
 			if err := s.Synchronize(); err != nil {
@@ -685,6 +693,7 @@ func (m *CUDAMatcher) Close() error {
 		m.c.do(func() error {
 			m.dropPool()
 			m.dropSmall()
+			m.stage.free()
 			for i := range m.streams {
 				m.streams[i].Destroy()
 			}

@@ -348,6 +348,18 @@ func TestCUDAPubsubScenario(t *testing.T) {
 // after each; at the end a filter of 21 constraints on a new name, and a
 // new port.
 func TestCUDAPubsubUpdate(t *testing.T) {
+	for _, mode := range []string{"staged", "sync"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Setenv(UpdateModeEnv, mode)
+			testPubsubUpdate(t)
+		})
+	}
+}
+
+// testPubsubUpdate is TestCUDAPubsubUpdate in the update mode the
+// environment selects (the bubbles staged and copied in one call, or a
+// synchronous copy per run).
+func testPubsubUpdate(t *testing.T) {
 	c := newTestCUDA(t)
 	rng := rand.New(rand.NewPCG(21, 22))
 	specs, evs := randomPubsub(rng, 20, 2000, 5, 3000)
