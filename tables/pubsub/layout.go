@@ -180,92 +180,9 @@ func (d *Device) build(t *Table) {
 	if len(t.info) > MaxLayoutSlots {
 		panic(fmt.Sprintf("pubsub: %d filter slots do not fit the layout", len(t.info)))
 	}
-	// One pass over the constraints (their memory is walked twice in
-	// all: here and when the records are written) numbers the names
-	// provisionally (first seen) and the strings, keeps each constraint's
-	// name and string offset, counts the record words and anchors each
-	// filter on the name whose list is shortest so far; the names are then
-	// renumbered in sorted order.
-	prov := map[string]uint32{}
-	var nameList []string
-	var count []uint32 // per provisional name: filters anchored
-	ids := make([]uint32, 0, t.constraints)
-	soffs := make([]uint32, 0, t.constraints)
-	anchorOf := make([]uint32, len(t.info))
-	strs := map[string]uint32{}
-	strBytes, consWords := 0, 0
-	lastName, lastID := "", uint32(0)
-	for sl, in := range t.info {
-		if in == 0 {
-			continue
-		}
-		f := t.meta[sl].filt
-		j := len(ids)
-		for k := range f {
-			c := &f[k]
-			id := lastID
-			if c.Name != lastName || len(ids) == 0 {
-				var ok bool
-				if id, ok = prov[c.Name]; !ok {
-					id = uint32(len(nameList))
-					prov[c.Name] = id
-					nameList = append(nameList, c.Name)
-					count = append(count, 0)
-				}
-				lastName, lastID = c.Name, id
-			}
-			ids = append(ids, id)
-			so, w := uint32(0), 2
-			switch {
-			case c.Value.Type == TypeString:
-				var ok bool
-				if so, ok = strs[c.Value.Str]; !ok {
-					so = uint32(strBytes)
-					strs[c.Value.Str] = so
-					strBytes += len(c.Value.Str)
-				}
-				if so >= 1<<24 {
-					w = 3
-				}
-			case !shortValue(c.Value):
-				w = 3
-			}
-			soffs = append(soffs, so)
-			consWords += w
-		}
-		best := ids[j]
-		for _, ni := range ids[j+1:] {
-			if count[ni] < count[best] {
-				best = ni
-			}
-		}
-		anchorOf[sl] = best
-		count[best]++
-	}
-	order := make([]uint32, len(nameList))
-	for i := range order {
-		order[i] = uint32(i)
-	}
-	slices.SortFunc(order, func(a, b uint32) int { return strings.Compare(nameList[a], nameList[b]) })
-	renum := make([]uint32, len(nameList))
-	names := make(map[string]uint32, len(nameList))
-	for ni, p := range order {
-		renum[p] = uint32(ni)
-		names[nameList[p]] = uint32(ni)
-	}
-	for i, id := range ids {
-		ids[i] = renum[id]
-	}
-	for sl, in := range t.info {
-		if in != 0 {
-			anchorOf[sl] = renum[anchorOf[sl]]
-		}
-	}
-	provCount := count
-	count = make([]uint32, len(nameList))
-	for p, n := range provCount {
-		count[renum[p]] = n
-	}
+	fp := firstPass(t)
+	names, nameList, count, ids, soffs, anchorOf := fp.names, fp.nameList, fp.count, fp.ids, fp.soffs, fp.anchorOf
+	strs, strBytes, consWords := fp.strs, fp.strBytes, fp.consWords
 	entries := 0
 	d.lists = make([]alist, len(nameList))
 	for i, n := range count {
@@ -857,4 +774,119 @@ func cmpOp(op uint32, r int) bool {
 		return r >= 0
 	}
 	return false
+}
+
+// passResult is the layout build's first pass: the names (numbered in
+// sorted order) and their list, each name's anchored filters, each
+// constraint's name index and string offset (in slot order), each slot's
+// anchor name, the interned strings and the record words.
+type passResult struct {
+	names               map[string]uint32
+	nameList            []string // by provisional (first seen) number
+	count               []uint32 // per name index: filters anchored
+	ids, soffs          []uint32
+	anchorOf            []uint32
+	strs                map[string]uint32
+	strBytes, consWords int
+}
+
+// firstPass is the build's first pass, over the cores where the table is
+// large (firstPassPar).
+func firstPass(t *Table) passResult {
+	if w := workers(len(t.info), parMin); w > 1 {
+		return firstPassPar(t, w)
+	}
+	return firstPassSeq(t)
+}
+
+// firstPassSeq is the first pass on one goroutine.
+func firstPassSeq(t *Table) passResult {
+	// One pass over the constraints (their memory is walked twice in
+	// all: here and when the records are written) numbers the names
+	// provisionally (first seen) and the strings, keeps each constraint's
+	// name and string offset, counts the record words and anchors each
+	// filter on the name whose list is shortest so far; the names are then
+	// renumbered in sorted order.
+	prov := map[string]uint32{}
+	var nameList []string
+	var count []uint32 // per provisional name: filters anchored
+	ids := make([]uint32, 0, t.constraints)
+	soffs := make([]uint32, 0, t.constraints)
+	anchorOf := make([]uint32, len(t.info))
+	strs := map[string]uint32{}
+	strBytes, consWords := 0, 0
+	lastName, lastID := "", uint32(0)
+	for sl, in := range t.info {
+		if in == 0 {
+			continue
+		}
+		f := t.meta[sl].filt
+		j := len(ids)
+		for k := range f {
+			c := &f[k]
+			id := lastID
+			if c.Name != lastName || len(ids) == 0 {
+				var ok bool
+				if id, ok = prov[c.Name]; !ok {
+					id = uint32(len(nameList))
+					prov[c.Name] = id
+					nameList = append(nameList, c.Name)
+					count = append(count, 0)
+				}
+				lastName, lastID = c.Name, id
+			}
+			ids = append(ids, id)
+			so, w := uint32(0), 2
+			switch {
+			case c.Value.Type == TypeString:
+				var ok bool
+				if so, ok = strs[c.Value.Str]; !ok {
+					so = uint32(strBytes)
+					strs[c.Value.Str] = so
+					strBytes += len(c.Value.Str)
+				}
+				if so >= 1<<24 {
+					w = 3
+				}
+			case !shortValue(c.Value):
+				w = 3
+			}
+			soffs = append(soffs, so)
+			consWords += w
+		}
+		best := ids[j]
+		for _, ni := range ids[j+1:] {
+			if count[ni] < count[best] {
+				best = ni
+			}
+		}
+		anchorOf[sl] = best
+		count[best]++
+	}
+	order := make([]uint32, len(nameList))
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	slices.SortFunc(order, func(a, b uint32) int { return strings.Compare(nameList[a], nameList[b]) })
+	renum := make([]uint32, len(nameList))
+	names := make(map[string]uint32, len(nameList))
+	for ni, p := range order {
+		renum[p] = uint32(ni)
+		names[nameList[p]] = uint32(ni)
+	}
+	for i, id := range ids {
+		ids[i] = renum[id]
+	}
+	for sl, in := range t.info {
+		if in != 0 {
+			anchorOf[sl] = renum[anchorOf[sl]]
+		}
+	}
+	provCount := count
+	count = make([]uint32, len(nameList))
+	for p, n := range provCount {
+		count[renum[p]] = n
+	}
+	return passResult{names: names, nameList: nameList, count: count, ids: ids, soffs: soffs, anchorOf: anchorOf,
+		strs: strs, strBytes: strBytes, consWords: consWords}
 }

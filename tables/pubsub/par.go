@@ -2,6 +2,7 @@ package pubsub
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -137,4 +138,188 @@ func parallelEach(n, w int, f func(i int)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// chunks splits [0, n) into at most w contiguous chunks and returns their
+// bounds: chunk c is [b[c], b[c+1]).
+func chunks(n, w int) []int {
+	per := max(1, (n+w-1)/max(w, 1))
+	b := []int{0}
+	for lo := 0; lo < n; lo += per {
+		b = append(b, min(lo+per, n))
+	}
+	return b
+}
+
+// eachChunk runs f on every chunk of b at once.
+func eachChunk(b []int, f func(c, lo, hi int)) {
+	var wg sync.WaitGroup
+	for c := 0; c+1 < len(b); c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(c, b[c], b[c+1])
+		}()
+	}
+	wg.Wait()
+}
+
+// firstPassPar is firstPassSeq over w goroutines: each numbers the names
+// and strings of its chunk of slots as it first sees them; the chunks'
+// lists, merged in chunk order, give the first-seen order of one pass (the
+// strings' offsets) and the names (numbered in sorted order); each chunk
+// then renumbers its constraints and counts their record words; the
+// anchors, each filter on the name whose list is shortest so far, are
+// chosen in one pass in slot order, as one goroutine does.
+func firstPassPar(t *Table, w int) passResult {
+	b := chunks(len(t.info), w)
+	nc := len(b) - 1
+	type local struct {
+		cons     int
+		names    map[string]uint32
+		nameList []string
+		strMap   map[string]uint32
+		strList  []string
+		nameTo   []uint32 // local name -> final index
+		strTo    []uint32 // local string -> offset
+		words    int
+	}
+	ls := make([]local, nc)
+	eachChunk(b, func(c, lo, hi int) {
+		n := 0
+		for sl := lo; sl < hi; sl++ {
+			if t.info[sl] != 0 {
+				n += len(t.meta[sl].filt)
+			}
+		}
+		ls[c].cons = n
+	})
+	start := make([]int, nc+1)
+	for c := range ls {
+		start[c+1] = start[c] + ls[c].cons
+	}
+	ids := make([]uint32, start[nc])
+	soffs := make([]uint32, start[nc])
+	eachChunk(b, func(c, lo, hi int) {
+		l := &ls[c]
+		l.names, l.strMap = map[string]uint32{}, map[string]uint32{}
+		j := start[c]
+		lastName, lastID, have := "", uint32(0), false
+		for sl := lo; sl < hi; sl++ {
+			if t.info[sl] == 0 {
+				continue
+			}
+			f := t.meta[sl].filt
+			for k := range f {
+				cn := &f[k]
+				id := lastID
+				if !have || cn.Name != lastName {
+					var ok bool
+					if id, ok = l.names[cn.Name]; !ok {
+						id = uint32(len(l.nameList))
+						l.names[cn.Name] = id
+						l.nameList = append(l.nameList, cn.Name)
+					}
+					lastName, lastID, have = cn.Name, id, true
+				}
+				ids[j] = id
+				if cn.Value.Type == TypeString {
+					si, ok := l.strMap[cn.Value.Str]
+					if !ok {
+						si = uint32(len(l.strList))
+						l.strMap[cn.Value.Str] = si
+						l.strList = append(l.strList, cn.Value.Str)
+					}
+					soffs[j] = si
+				}
+				j++
+			}
+		}
+	})
+	// Merge in chunk order.
+	seen := map[string]bool{}
+	var nameList []string
+	strs := map[string]uint32{}
+	strBytes := 0
+	for c := range ls {
+		for _, n := range ls[c].nameList {
+			if !seen[n] {
+				seen[n] = true
+				nameList = append(nameList, n)
+			}
+		}
+		for _, s := range ls[c].strList {
+			if _, ok := strs[s]; !ok {
+				strs[s] = uint32(strBytes)
+				strBytes += len(s)
+			}
+		}
+	}
+	sorted := slices.Clone(nameList)
+	slices.Sort(sorted)
+	names := make(map[string]uint32, len(sorted))
+	for i, n := range sorted {
+		names[n] = uint32(i)
+	}
+	for c := range ls {
+		l := &ls[c]
+		l.nameTo = make([]uint32, len(l.nameList))
+		for i, n := range l.nameList {
+			l.nameTo[i] = names[n]
+		}
+		l.strTo = make([]uint32, len(l.strList))
+		for i, s := range l.strList {
+			l.strTo[i] = strs[s]
+		}
+	}
+	eachChunk(b, func(c, lo, hi int) {
+		l := &ls[c]
+		j := start[c]
+		for sl := lo; sl < hi; sl++ {
+			if t.info[sl] == 0 {
+				continue
+			}
+			f := t.meta[sl].filt
+			for k := range f {
+				cn := &f[k]
+				ids[j] = l.nameTo[ids[j]]
+				wd := 2
+				switch {
+				case cn.Value.Type == TypeString:
+					soffs[j] = l.strTo[soffs[j]]
+					if soffs[j] >= 1<<24 {
+						wd = 3
+					}
+				case !shortValue(cn.Value):
+					wd = 3
+				}
+				l.words += wd
+				j++
+			}
+		}
+	})
+	consWords := 0
+	for c := range ls {
+		consWords += ls[c].words
+	}
+	count := make([]uint32, len(sorted))
+	anchorOf := make([]uint32, len(t.info))
+	j := 0
+	for sl, in := range t.info {
+		if in == 0 {
+			continue
+		}
+		n := len(t.meta[sl].filt)
+		best := ids[j]
+		for _, ni := range ids[j+1 : j+n] {
+			if count[ni] < count[best] {
+				best = ni
+			}
+		}
+		anchorOf[sl] = best
+		count[best]++
+		j += n
+	}
+	return passResult{names: names, nameList: sorted, count: count, ids: ids, soffs: soffs, anchorOf: anchorOf,
+		strs: strs, strBytes: strBytes, consWords: consWords}
 }
