@@ -64,7 +64,8 @@ func radixSortRefsPar(refs []slotRef, pass []int, w int) []slotRef {
 // Parallel bulk work: a bulk add (AddSpecs) and a device layout's build
 // (NewDevice) split the parts that do not depend on each other over the
 // cores — the validation of the specs, the radix sorts of the bulk's
-// entries (radixSortRefsPar), the handing of the bulk's runs to
+// entries (radixSortRefsPar), the layout's first pass (firstPassPar), the
+// handing of the bulk's runs to
 // their names' structures (each name's structures are its own), the names'
 // final sorts (nameIdx.fix), and the layout's records, anchor entries and
 // filter records (at offsets a sequential pass fixed first). The result is
