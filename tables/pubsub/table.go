@@ -367,7 +367,31 @@ func (t *Table) slotOrder(fs []Filter) (order []uint32, nInts, nStrs int) {
 	// The order is a locality heuristic, so the sort key is approximate and
 	// cheap: name (numbered in order of appearance), type, operator, and 64
 	// order-preserving bits of the value; ties keep the input order.
-	refs := make([]slotRef, len(fs))
+	var refs []slotRef
+	if w := workers(len(fs), 4*parMin); w > 1 {
+		refs, nInts, nStrs = slotRefsPar(fs, w)
+	} else {
+		refs, nInts, nStrs = slotRefs(fs)
+	}
+	if len(refs) > 64 {
+		refs = radixSortRefs(refs)
+	}
+	if grow := len(refs) - len(t.free); grow > 0 {
+		t.info = slices.Grow(t.info, grow)
+		t.meta = slices.Grow(t.meta, grow)
+		t.dead = slices.Grow(t.dead, grow)
+	}
+	order = make([]uint32, len(refs))
+	for i, r := range refs {
+		order[i] = r.idx
+	}
+	return order, nInts, nStrs
+}
+
+// slotRefs returns slotOrder's sort keys of fs (names numbered in order of
+// appearance) and the counts of hashed entries.
+func slotRefs(fs []Filter) (refs []slotRef, nInts, nStrs int) {
+	refs = make([]slotRef, len(fs))
 	ord := map[string]uint64{}
 	lastName, lastOrd := "", uint64(0)
 	for fi, f := range fs {
@@ -401,19 +425,66 @@ func (t *Table) slotOrder(fs []Filter) (order []uint32, nInts, nStrs int) {
 			refs[fi] = slotRef{o<<16 | uint64(c.Value.Type)<<8 | uint64(c.Op), valueKey(c.Value), uint32(fi)}
 		}
 	}
-	if len(refs) > 64 {
-		refs = radixSortRefs(refs)
+	return refs, nInts, nStrs
+}
+
+// slotRefsPar is slotRefs over w goroutines: each numbers the names of its
+// chunk as it first sees them; the chunks' lists merged in chunk order give
+// the numbering of one pass, and each chunk renumbers its keys.
+func slotRefsPar(fs []Filter, w int) (refs []slotRef, nInts, nStrs int) {
+	b := chunks(len(fs), w)
+	nc := len(b) - 1
+	type local struct {
+		refs       []slotRef
+		names      []string
+		ints, strs int
+		nameTo     []uint64
 	}
-	if grow := len(refs) - len(t.free); grow > 0 {
-		t.info = slices.Grow(t.info, grow)
-		t.meta = slices.Grow(t.meta, grow)
-		t.dead = slices.Grow(t.dead, grow)
+	ls := make([]local, nc)
+	eachChunk(b, func(c, lo, hi int) {
+		l := &ls[c]
+		l.refs, l.ints, l.strs = slotRefs(fs[lo:hi])
+		// slotRefs numbered the chunk's names in order of appearance: list
+		// them in that order.
+		seen := map[string]bool{}
+		for _, f := range fs[lo:hi] {
+			best, _ := filterRank(f)
+			for k := range f {
+				if rank(&f[k]) == best {
+					if !seen[f[k].Name] {
+						seen[f[k].Name] = true
+						l.names = append(l.names, f[k].Name)
+					}
+					break
+				}
+			}
+		}
+	})
+	ord := map[string]uint64{}
+	for c := range ls {
+		l := &ls[c]
+		l.nameTo = make([]uint64, len(l.names))
+		for i, n := range l.names {
+			o, ok := ord[n]
+			if !ok {
+				o = uint64(len(ord))
+				ord[n] = o
+			}
+			l.nameTo[i] = o
+		}
+		nInts += l.ints
+		nStrs += l.strs
 	}
-	order = make([]uint32, len(refs))
-	for i, r := range refs {
-		order[i] = r.idx
-	}
-	return order, nInts, nStrs
+	refs = make([]slotRef, len(fs))
+	eachChunk(b, func(c, lo, hi int) {
+		l := &ls[c]
+		for i, r := range l.refs {
+			r.hi = l.nameTo[r.hi>>16]<<16 | r.hi&0xffff
+			r.idx += uint32(lo)
+			refs[lo+i] = r
+		}
+	})
+	return refs, nInts, nStrs
 }
 
 type slotRef struct {
