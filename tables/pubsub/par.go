@@ -63,7 +63,8 @@ func radixSortRefsPar(refs []slotRef, pass []int, w int) []slotRef {
 
 // Parallel bulk work: a bulk add (AddSpecs) and a device layout's build
 // (NewDevice) split the parts that do not depend on each other over the
-// cores — the validation of the specs, the radix sorts of the bulk's
+// cores — the validation of the specs, the slot-order keys
+// (slotRefsPar), the radix sorts of the bulk's
 // entries (radixSortRefsPar), the layout's first pass (firstPassPar), the
 // handing of the bulk's runs to
 // their names' structures (each name's structures are its own), the names'
