@@ -151,7 +151,12 @@
 // match that starts after the writer returns, and SetPort replaces a port's
 // predicate without any match seeing a mixture. Readers (Match, AppendMatch,
 // MatchBatch, Explain, Get, List, Specs, Stats, Layout, Device.Update) hold
-// it shared: MatchBatch for the whole batch. A matching goroutine owns its
+// it shared: MatchBatch once per event (a change made during a batch is
+// seen by the batch's later events; a writer waits for one event's match,
+// not a whole batch's). A bulk add and a layout build (NewDevice) split
+// their independent parts over short-lived goroutines (par.go) while the
+// caller holds the lock; each works on its own names, slots or chunk and
+// all are joined before the call returns. A matching goroutine owns its
 // scratch (from a sync.Pool) for the duration of one call. Subscription
 // match counters are atomic and are the only state readers write. Nothing
 // calls back into the caller under the lock. The Go RWMutex blocks new
