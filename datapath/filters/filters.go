@@ -78,23 +78,41 @@ type scratch struct {
 	bytes   []uint64
 }
 
-// generation is an immutable compiled set.
+// generation is an immutable compiled set: the programs assembled by the
+// last merge, the filters added since (each compiled alone: the side
+// path) and the filters deleted since (not counted). A merge folds side
+// and dead into the programs.
 type generation struct {
 	ports map[uint32]*portProg // ports that some filter names
 	all   *portProg            // filters of every port, for ports not in ports; nil: none
+	side  []*portProg          // one filter each, added after the programs were assembled
+	dead  map[*entry]bool      // filters of the programs deleted since; nil: none
+}
+
+// on reports whether e's filter observes port.
+func (e *entry) on(port uint32) bool {
+	if len(e.cfg.Ports) == 0 {
+		return true
+	}
+	_, ok := slices.BinarySearch(e.cfg.Ports, port)
+	return ok
 }
 
 // Set is the live filters of a switch (a pipeline.RxStage). The zero Set
 // is not usable: use New.
 type Set struct {
-	mu      sync.Mutex // serializes Add, Delete, Close
-	entries map[string]*entry
-	order   []string // names in the order added
+	mu      sync.Mutex        // serializes Add, Delete, Close and the merge's swap
+	entries map[string]*entry // copied on write: a snapshot stays valid
+	order   []string          // names in the order added; copied on write
 	gen     atomic.Pointer[generation]
 	names   *filter.Names
 	comp    *filter.Compiler // keeps each expression compiled: a change compiles one filter
 	log     *slog.Logger
 	queue   int
+
+	seq     uint64     // changes so far (mu)
+	merging bool       // a merge goroutine runs (mu)
+	merged  *sync.Cond // on mu: signalled when a merge goroutine ends
 }
 
 // Options tune a Set. Zero values take defaults.
@@ -117,6 +135,7 @@ func New(o Options) *Set {
 	}
 	s := &Set{entries: map[string]*entry{}, names: o.Names, log: o.Logger, queue: o.QueueDepth,
 		comp: filter.NewCompiler(filter.LinkEthernet, false, o.Names)}
+	s.merged = sync.NewCond(&s.mu)
 	s.gen.Store(&generation{})
 	return s
 }
@@ -146,18 +165,24 @@ func (s *Set) Add(c Config) error {
 	if err := s.Check(c); err != nil {
 		return err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addLocked(c)
+}
+
+// addLocked is Add after the check, with s.mu held.
+func (s *Set) addLocked(c Config) error {
 	c.Ports = slices.Clone(c.Ports)
 	slices.Sort(c.Ports)
 	c.Ports = slices.Compact(c.Ports)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, ok := s.entries[c.Name]; ok {
 		return fmt.Errorf("filter %s: %w", c.Name, ErrExists)
 	}
 	e := &entry{cfg: c, added: time.Now()}
-	next := maps(s.entries)
-	next[c.Name] = e
-	g, err := s.compile(next, append(slices.Clone(s.order), c.Name))
+	// The side path: the filter compiled alone (Check left its unit in
+	// the compiler) and evaluated after the programs from the next batch
+	// on; the merge assembles it into them later.
+	side, err := s.program(nil, []*entry{e})
 	if err != nil {
 		return err
 	}
@@ -166,10 +191,67 @@ func (s *Set) Add(c Config) error {
 			return fmt.Errorf("filter %s: %w", c.Name, err)
 		}
 	}
+	next := maps(s.entries)
+	next[c.Name] = e
 	s.entries = next
-	s.order = append(s.order, c.Name)
-	s.gen.Store(g)
+	s.order = append(slices.Clip(s.order), c.Name)
+	old := s.gen.Load()
+	g := *old
+	g.side = append(slices.Clip(old.side), side)
+	s.publishLocked(&g)
 	return nil
+}
+
+// publishLocked stores g (the next batch sees it) and starts a merge
+// unless one runs: it folds g's side path and deleted filters into the
+// programs. s.mu is held.
+func (s *Set) publishLocked(g *generation) {
+	s.gen.Store(g)
+	s.seq++
+	if !s.merging {
+		s.merging = true
+		go s.merge()
+	}
+}
+
+// merge assembles the programs of the current filters off the datapath
+// and off s.mu (the set's compiler has each filter compiled), then swaps
+// them in if nothing changed meanwhile, else starts over on the newer
+// set. Every generation it replaces counts each filter once per frame
+// (in a program or on the side path), as the merged one does: the swap
+// loses and double-counts nothing.
+func (s *Set) merge() {
+	for {
+		s.mu.Lock()
+		seq, entries, order := s.seq, s.entries, slices.Clone(s.order)
+		s.mu.Unlock()
+		g, err := s.compile(entries, order)
+		s.mu.Lock()
+		if err != nil { // cannot happen: each filter compiled on its own
+			s.log.Error("merging the live filters", "err", err)
+		}
+		if err != nil || seq == s.seq {
+			if err == nil {
+				s.gen.Store(g)
+			}
+			s.merging = false
+			s.merged.Broadcast()
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Settle waits until the filters added and deleted so far are assembled
+// into the programs (no side path left). Counting is exact either way;
+// tests and benchmarks use it.
+func (s *Set) Settle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.merging {
+		s.merged.Wait()
+	}
 }
 
 // Delete removes a filter from the next batch on and closes its capture
@@ -177,6 +259,11 @@ func (s *Set) Add(c Config) error {
 func (s *Set) Delete(name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.deleteLocked(name)
+}
+
+// deleteLocked is Delete with s.mu held.
+func (s *Set) deleteLocked(name string) error {
 	e, ok := s.entries[name]
 	if !ok {
 		return fmt.Errorf("filter %s: %w", name, ErrNotFound)
@@ -184,12 +271,19 @@ func (s *Set) Delete(name string) error {
 	next := maps(s.entries)
 	delete(next, name)
 	order := slices.DeleteFunc(slices.Clone(s.order), func(n string) bool { return n == name })
-	g, err := s.compile(next, order)
-	if err != nil {
-		return err // cannot happen: each filter compiled on its own
-	}
 	s.entries, s.order = next, order
-	s.gen.Store(g)
+	// Off the side path, or marked dead in the programs until the merge.
+	old := s.gen.Load()
+	g := *old
+	g.side = slices.DeleteFunc(slices.Clone(old.side), func(pp *portProg) bool { return pp.entries[0] == e })
+	if len(g.side) == len(old.side) {
+		g.dead = make(map[*entry]bool, len(old.dead)+1)
+		for d := range old.dead {
+			g.dead[d] = true
+		}
+		g.dead[e] = true
+	}
+	s.publishLocked(&g)
 	if e.capture != nil {
 		e.capture.close()
 	}
@@ -201,6 +295,9 @@ func (s *Set) Delete(name string) error {
 func (s *Set) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for s.merging {
+		s.merged.Wait()
+	}
 	for _, e := range s.entries {
 		if e.capture != nil {
 			e.capture.close()
@@ -216,7 +313,8 @@ func maps(m map[string]*entry) map[string]*entry {
 	return n
 }
 
-// compile builds the generation of entries (names in order).
+// compile builds the generation of entries (names in order), reusing the
+// programs of the current generation whose filters did not change.
 func (s *Set) compile(entries map[string]*entry, order []string) (*generation, error) {
 	g := &generation{ports: map[uint32]*portProg{}}
 	var all []*entry
@@ -274,16 +372,31 @@ func (s *Set) program(prev *portProg, es []*entry) (*portProg, error) {
 }
 
 // Rx evaluates the port's filters on a batch (pipeline.RxStage); frames
-// pass unchanged.
+// pass unchanged. One generation serves the whole batch: the port's
+// program, then the side path's filters that observe the port.
 func (s *Set) Rx(port uint32, frames [][]byte, scratchBuf []byte) ([][]byte, []byte) {
 	g := s.gen.Load()
+	if len(frames) == 0 {
+		return frames, scratchBuf
+	}
 	pp := g.ports[port]
 	if pp == nil {
 		pp = g.all
 	}
-	if pp == nil || len(frames) == 0 {
-		return frames, scratchBuf
+	if pp != nil {
+		pp.rx(frames, g.dead)
 	}
+	for _, sp := range g.side {
+		if sp.entries[0].on(port) {
+			sp.rx(frames, nil)
+		}
+	}
+	return frames, scratchBuf
+}
+
+// rx evaluates pp's filters on frames and adds to their counters, those
+// in dead excepted.
+func (pp *portProg) rx(frames [][]byte, dead map[*entry]bool) {
 	sc := pp.pool.Get().(*scratch)
 	var now int64
 	for _, f := range frames {
@@ -294,24 +407,25 @@ func (s *Set) Rx(port uint32, frames [][]byte, scratchBuf []byte) ([][]byte, []b
 				word &= word - 1
 				sc.packets[i]++
 				sc.bytes[i] += uint64(len(f))
-				if c := pp.entries[i].capture; c != nil {
+				if e := pp.entries[i]; e.capture != nil && (dead == nil || !dead[e]) {
 					if now == 0 {
 						now = time.Now().UnixNano()
 					}
-					c.offer(f, now)
+					e.capture.offer(f, now)
 				}
 			}
 		}
 	}
 	for i, n := range sc.packets {
 		if n != 0 {
-			pp.entries[i].packets.Add(n)
-			pp.entries[i].bytes.Add(sc.bytes[i])
+			if e := pp.entries[i]; dead == nil || !dead[e] {
+				e.packets.Add(n)
+				e.bytes.Add(sc.bytes[i])
+			}
 			sc.packets[i], sc.bytes[i] = 0, 0
 		}
 	}
 	pp.pool.Put(sc)
-	return frames, scratchBuf
 }
 
 // Filters describes every filter, in the order added.
