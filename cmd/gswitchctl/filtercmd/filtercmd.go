@@ -228,22 +228,12 @@ func bitIndex(b uint64) int {
 	return n
 }
 
-// batch is a run of packets read ahead: their bytes in one slab.
-type batch struct {
-	pkts []pcapfile.Packet // Data points into slab
-	slab []byte
-	read int64 // file bytes consumed after this batch
-	err  error // the reader's error after these packets (not io.EOF)
-}
-
 const batchPackets = 4096
 
-// File reads one capture through the filters. Reading and parsing run on
-// their own goroutine, which owns the file and the pcapfile.Reader and
-// hands batches of copied packets over a channel; evaluation, counting and
-// writing stay on the caller's goroutine, in file order. A free list
-// returns spent batches to the reader; the reader stops when done is
-// closed (an evaluation error).
+// File reads one capture through the filters: pcapfile.Open maps it (a
+// regular file; another is streamed) and Batches parses it on a goroutine
+// of its own, in place, into batches that evaluation, counting and writing
+// take on the caller's goroutine, in file order.
 func (r *Runner) File(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -254,91 +244,31 @@ func (r *Runner) File(path string) error {
 	if st, err := f.Stat(); err == nil {
 		size = st.Size()
 	}
-	cr := &countingReader{r: f}
-	rd, err := pcapfile.NewReader(cr)
+	rd, err := pcapfile.Open(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	defer rd.Close()
 	if rd.Format() == pcapfile.FormatPcap || rd.LinkType() != 0 {
 		if _, err := r.Compile(rd.LinkType(), rd.BigEndian()); err != nil {
 			return err
 		}
 	}
-	full := make(chan *batch, 4)
-	free := make(chan *batch, 6)
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		defer close(full)
-		for {
-			var b *batch
-			select {
-			case b = <-free:
-				b.pkts, b.slab = b.pkts[:0], b.slab[:0]
-			default:
-				b = &batch{}
-			}
-			for len(b.pkts) < batchPackets {
-				p, err := rd.Next()
-				if err != nil {
-					if err != io.EOF {
-						b.err = err
-					}
-					break
-				}
-				off := len(b.slab)
-				b.slab = append(b.slab, p.Data...)
-				p.Data = b.slab[off:len(b.slab):len(b.slab)]
-				b.pkts = append(b.pkts, p)
-			}
-			// The slab may have moved while growing: re-point the packets.
-			off := 0
-			for i := range b.pkts {
-				n := len(b.pkts[i].Data)
-				b.pkts[i].Data = b.slab[off : off+n : off+n]
-				off += n
-			}
-			b.read = cr.n
-			last := len(b.pkts) < batchPackets
-			select {
-			case full <- b:
-			case <-done:
-				return
-			}
-			if last {
-				return
-			}
-		}
-	}()
-	for b := range full {
-		for _, p := range b.pkts {
+	err = rd.Batches(batchPackets, func(pkts []pcapfile.Packet, off int64) error {
+		for _, p := range pkts {
 			if err := r.Packet(p); err != nil {
 				return err
 			}
 		}
 		if r.progress != nil {
-			r.progress(b.read, size, r.packets)
+			r.progress(off, size, r.packets)
 		}
-		if b.err != nil {
-			return fmt.Errorf("%s: %w", path, b.err)
-		}
-		select {
-		case free <- b:
-		default:
-		}
+		return nil
+	})
+	if errors.Is(err, pcapfile.ErrFormat) {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	return nil
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
+	return err
 }
 
 // Results returns the per-filter counts.
