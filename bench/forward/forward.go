@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/bench/benchutil"
+	"github.com/gswitch/gswitch/tables/filter"
 	"github.com/gswitch/gswitch/tables/flow"
 )
 
@@ -50,11 +51,15 @@ type fwdFlags struct {
 	switchCPUs   string // taskset -c LIST for the switch under test (gswitchd, plain); empty: any
 	classifier   string // gswitchd's --classifier
 	latencyStep  bool   // after a gswitchd series, a step at half its lossless rate
+	filters      string // --filters FILE: gswitchd-filters' live filters
+	filterSpecs  []filter.Spec
 }
 
 // fwdTargets: gswitchd runs with --backend; gswitchd-cpu and gswitchd-gpu
-// with the CPU and the GPU backend whatever --backend says.
-var fwdTargets = []string{"gswitchd", "gswitchd-cpu", "gswitchd-gpu", "ovs", "bridge", "plain"}
+// with the CPU and the GPU backend whatever --backend says;
+// gswitchd-filters as gswitchd, with the live filters of --filters on
+// every port (filters.go).
+var fwdTargets = []string{"gswitchd", "gswitchd-cpu", "gswitchd-gpu", "gswitchd-filters", "ovs", "bridge", "plain"}
 
 // isGswitchd reports whether target is one of gswitchd's.
 func isGswitchd(target string) bool { return strings.HasPrefix(target, "gswitchd") }
@@ -88,6 +93,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs.IntVar(&f.flows, "flows", 65536, "rule-set traffic: different frames (headers) per pair, sent in turn, a power of two")
 	fs.BoolVar(&f.check, "check", false, "rule-set traffic: with --sink ring, check every frame that arrives against the rules (a frame its rule drops must not arrive) and fail the run on any; with either sink, fail when more frames arrive than the rules forward")
 	fs.StringVar(&f.classifier, "classifier", "merge", "gswitchd's --classifier, its flow tables' search: `ALGO` of linear, tuple, bloom or merge (the fastest on many classes)")
+	fs.StringVar(&f.filters, "filters", "", "target gswitchd-filters: live filters on every port of gswitchd, one `FILE` line NAME: EXPRESSION each (as bench filter's --filters-file); measure with --targets gswitchd,gswitchd-filters --rounds N for the cost")
 	fs.BoolVar(&f.latencyStep, "latency-step", false, "after each gswitchd series with a lossless rate, one more step at half that rate (half_lossless: its latency_p50_us and latency_p99_us are the latency of a switch that is not overloaded)")
 	fs.StringVar(&f.switchCPUs, "switch-cpus", "", "run gswitchd and plain on these cores only: `LIST` for taskset -c (e.g. 0-3); empty: any core")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per step, per flow-mod run and (with --rounds above 1) per median instead of tables")
@@ -142,6 +148,14 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	case strings.ContainsAny(f.switchCPUs, " \t;&|$`'\""):
 		return nil, fmt.Errorf("%w: --switch-cpus %q: a core list such as 0-3 or 0,2,4", benchutil.ErrUsage, f.switchCPUs)
 	}
+	if slices.Contains(f.targets, "gswitchd-filters") != (f.filters != "") {
+		return nil, fmt.Errorf("%w: --filters FILE and the target gswitchd-filters go together", benchutil.ErrUsage)
+	}
+	if f.filters != "" {
+		if f.filterSpecs, err = readFilterSpecs(f.filters); err != nil {
+			return nil, fmt.Errorf("%w: --filters: %v", benchutil.ErrUsage, err)
+		}
+	}
 	if _, err := flow.ParseAlgo(f.classifier); err != nil {
 		return nil, fmt.Errorf("%w: --classifier: %v", benchutil.ErrUsage, err)
 	}
@@ -157,7 +171,7 @@ func parseTargets(s string) ([]string, error) {
 	for _, t := range strings.Split(s, ",") {
 		t = strings.TrimSpace(t)
 		if !slices.Contains(fwdTargets, t) {
-			return nil, fmt.Errorf("unknown target %q (want gswitchd, gswitchd-cpu, gswitchd-gpu, ovs, bridge or plain)", t)
+			return nil, fmt.Errorf("unknown target %q (want gswitchd, gswitchd-cpu, gswitchd-gpu, gswitchd-filters, ovs, bridge or plain)", t)
 		}
 		if slices.Contains(out, t) {
 			return nil, fmt.Errorf("target %q twice", t)
@@ -247,6 +261,10 @@ type Step struct {
 	Target       string  `json:"target"`    // gswitchd | ovs | bridge | plain
 	Backend      string  `json:"backend"`   // gswitchd's backend; empty otherwise
 	Rules        int     `json:"rules"`     // installed rules (0 for the bridge and plain)
+	// gswitchd-filters: the live filters gswitchd reported running and
+	// the matches they counted over the series so far (its metrics).
+	Filters       int    `json:"filters,omitempty"`
+	FilterMatches uint64 `json:"filter_matches,omitempty"`
 	Ruleset      string  `json:"ruleset"`   // --ruleset: trivial, synthetic:N,C or classbench:FILE
 	Round        int     `json:"round"`     // 1..--rounds
 	Pairs        int     `json:"pairs"`     // generator/sink pairs (port pairs of the switch)

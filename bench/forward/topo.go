@@ -2,6 +2,7 @@ package forward
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -438,6 +439,8 @@ func (e *fwdEnv) runTarget(target string) ([]Step, []FlowMods, error) {
 		return e.runGswitchd(target, "cpu")
 	case "gswitchd-gpu":
 		return e.runGswitchd(target, "gpu")
+	case "gswitchd-filters":
+		return e.runGswitchd(target, e.f.backend)
 	case "ovs":
 		return e.runOVS()
 	case "bridge":
@@ -452,9 +455,16 @@ func (e *fwdEnv) runTarget(target string) ([]Step, []FlowMods, error) {
 
 // startGswitchd runs gswitchd in the switch namespace with p1, p2, ... as
 // ports 1, 2, ... and an OpenFlow listener, and connects to it.
-func (e *fwdEnv) startGswitchd(maxFlows int, backend string) (*daemonProc, *ofClient, error) {
+func (e *fwdEnv) startGswitchd(maxFlows int, backend string, filters bool) (*daemonProc, *ofClient, error) {
 	port := 16000 + rand.IntN(20000)
 	args := append(e.tasksetArgs(), e.gswitchdBin)
+	if filters {
+		cfg, err := filtersConfig(e.dir, e.f.filterSpecs)
+		if err != nil {
+			return nil, nil, err
+		}
+		args = append(args, "--config", cfg)
+	}
 	for i := 1; i <= 2*len(e.pairs); i++ {
 		args = append(args, "--port", fmt.Sprintf("%d=p%d", i, i))
 	}
@@ -504,7 +514,8 @@ func (e *fwdEnv) flowModsFor(n int) [][]byte {
 func (e *fwdEnv) runGswitchd(target, backend string) ([]Step, []FlowMods, error) {
 	var steps []Step
 	for _, n := range e.ruleCounts() {
-		d, c, err := e.startGswitchd(n, backend)
+		withFilters := target == "gswitchd-filters"
+		d, c, err := e.startGswitchd(n, backend, withFilters)
 		if err != nil {
 			return steps, nil, err
 		}
@@ -513,6 +524,16 @@ func (e *fwdEnv) runGswitchd(target, backend string) ([]Step, []FlowMods, error)
 			return steps, nil, fmt.Errorf("installing %d rules: %w", n, err)
 		}
 		s, err := e.series(target, backend, n)
+		if withFilters {
+			nf, matches, ok := e.scrapeFilters()
+			if !ok || nf != len(e.f.filterSpecs) {
+				err = errors.Join(err, fmt.Errorf("%s: gswitchd reports %d live filters (metrics answered: %v), want %d", target, nf, ok, len(e.f.filterSpecs)))
+			}
+			fmt.Fprintf(e.log, "bench forward: %s: %d live filters counted %d matches\n", target, nf, matches)
+			for i := range s {
+				s[i].Filters, s[i].FilterMatches = nf, matches
+			}
+		}
 		steps = append(steps, s...)
 		if err == nil {
 			err = d.exited()
@@ -527,7 +548,7 @@ func (e *fwdEnv) runGswitchd(target, backend string) ([]Step, []FlowMods, error)
 	if e.f.flowmods == 0 || e.round > 1 {
 		return steps, nil, nil
 	}
-	d, c, err := e.startGswitchd(e.f.flowmods, backend)
+	d, c, err := e.startGswitchd(e.f.flowmods, backend, target == "gswitchd-filters")
 	if err != nil {
 		return steps, nil, err
 	}
