@@ -53,6 +53,14 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 		e.cur = 1
 	}
 	clear(out[:p.Words()])
+	if len(p.Roots) == 1 {
+		// One filter: nothing to share between filters, so no marks; its
+		// form runs as tcpdump's program would.
+		if e.walkAlone(p.cfgs[0], data, wire) {
+			out[0] = 1
+		}
+		return
+	}
 	if len(p.index) == 0 && len(p.ranges) == 0 {
 		for _, f := range p.unindexed {
 			e.walk(int(f), data, wire, out)
@@ -198,6 +206,32 @@ func (e *Evaluator) walk(f int, data []byte, wire uint32, out []uint64) {
 	if id == cAccept {
 		out[f/64] |= 1 << (f % 64)
 	}
+}
+
+// walkAlone runs a control-flow form computing each criterion where the
+// walk reaches it, without the marks that share criteria between filters
+// (a program of one filter). A group member's value is its own load,
+// masked and compared: the group's comparison, done alone.
+func (e *Evaluator) walkAlone(g *cfg, data []byte, wire uint32) bool {
+	crits := e.p.Criteria
+	for _, c := range g.pre {
+		if evalCrit(&crits[c], data, wire) == vAbort {
+			return false
+		}
+	}
+	id := g.root
+	for id >= 0 {
+		n := &g.nodes[id]
+		switch evalCrit(&crits[n.crit], data, wire) {
+		case vTrue:
+			id = n.jt
+		case vFalse:
+			id = n.jf
+		default:
+			return false
+		}
+	}
+	return id == cAccept
 }
 
 // get returns criterion c's value for the current packet, computing it (or
