@@ -163,8 +163,104 @@ func (p *Program) copyDups(out []uint64) {
 	}
 }
 
+// walkForm is a filter's control-flow form as Eval's walk reads it: the
+// form's nodes lie in Program.flat from its root on, with jumps made
+// absolute, so that the walks of many filters read one contiguous array
+// and no per-filter object.
+type walkForm struct {
+	root int32 // the root's index in flat; cAccept or cReject
+	pre  int32 // a criterion whose load runs before the root's test; -1: none
+}
+
+// flatten lays the filters' forms out in p.flat (a form shared by
+// several filters once). It leaves p.forms nil, and the walk on the
+// cfgs, for a form with more than one pre-test (none is built so).
+func (p *Program) flatten() {
+	n := 0
+	for _, g := range p.cfgs {
+		if len(g.pre) > 1 {
+			return
+		}
+		n += len(g.nodes)
+	}
+	p.forms = make([]walkForm, len(p.cfgs))
+	p.flat = make([]cnode, 0, n)
+	at := map[*cfg]int32{}
+	for f, g := range p.cfgs {
+		base, ok := at[g]
+		if !ok {
+			base = int32(len(p.flat))
+			at[g] = base
+			for _, c := range g.nodes {
+				if c.jt >= 0 {
+					c.jt += base
+				}
+				if c.jf >= 0 {
+					c.jf += base
+				}
+				p.flat = append(p.flat, c)
+			}
+		}
+		w := walkForm{root: g.root, pre: -1}
+		if w.root >= 0 {
+			w.root += base
+		}
+		if len(g.pre) == 1 {
+			w.pre = g.pre[0]
+		}
+		p.forms[f] = w
+	}
+}
+
 // walk runs filter f's optimized control-flow form.
 func (e *Evaluator) walk(f int, data []byte, wire uint32, out []uint64) {
+	if e.p.forms == nil {
+		e.walkCFG(f, data, wire, out)
+		return
+	}
+	w := e.p.forms[f]
+	if w.pre >= 0 && e.get(w.pre, data, wire) == vAbort {
+		return
+	}
+	cur, epoch, vals := e.cur, e.epoch, e.vals
+	critGroup, critK, gepoch, flat := e.p.critGroup, e.p.critK, e.gepoch, e.p.flat
+	id := w.root
+	for id >= 0 {
+		n := &flat[id]
+		c := n.crit
+		var v uint8
+		if epoch[c] == cur {
+			v = vals[c]
+		} else if gi := critGroup[c]; gi >= 0 && gepoch[gi] == cur {
+			// The group's value is loaded (by the index, usually): compare.
+			switch {
+			case !e.gok[gi]:
+				v = vAbort
+			case e.gval[gi] == critK[c]:
+				v = vTrue
+			default:
+				v = vFalse
+			}
+			vals[c], epoch[c] = v, cur
+		} else {
+			v = e.get(c, data, wire)
+		}
+		switch v {
+		case vTrue:
+			id = n.jt
+		case vFalse:
+			id = n.jf
+		default:
+			return
+		}
+	}
+	if id == cAccept {
+		out[f/64] |= 1 << (f % 64)
+	}
+}
+
+// walkCFG is walk on the filter's cfg itself.
+func (e *Evaluator) walkCFG(f int, data []byte, wire uint32, out []uint64) {
 	g := e.p.cfgs[f]
 	cur, epoch, vals := e.cur, e.epoch, e.vals
 	for _, c := range g.pre {

@@ -246,5 +246,6 @@ func assemble(specs []Spec, units []*unit, link uint32, bigEndian bool) *Program
 	prog.Plan = plan(prog.Criteria)
 	prog.group()
 	prog.buildIndex()
+	prog.flatten()
 	return prog
 }
