@@ -633,3 +633,49 @@ func BenchmarkSetAdd100(b *testing.B)     { benchSetAdd(b, 100, false) }
 func BenchmarkSetAdd1000(b *testing.B)    { benchSetAdd(b, 1000, false) }
 func BenchmarkSetDelete100(b *testing.B)  { benchSetAdd(b, 100, true) }
 func BenchmarkSetDelete1000(b *testing.B) { benchSetAdd(b, 1000, true) }
+
+// BenchmarkRx100 is the live filters' cost per frame: Rx with the 100
+// filters of bench forward's --filters file (bench/forward/testdata) on
+// every port, on batches of 64 frames like bench forward's traffic (UDP
+// 10.0.0.1 to 10.0.0.2 port 9, 60 bytes, 16 source ports). cpu-ns/frame
+// is the process's CPU time per frame.
+func BenchmarkRx100(b *testing.B) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "bench", "forward", "testdata", "filters100.txt"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer s.Close()
+	n := 0
+	for _, l := range strings.Split(string(text), "\n") {
+		name, expr, ok := strings.Cut(l, ":")
+		if !ok || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if err := s.Add(Config{Name: strings.TrimSpace(name), Expression: strings.TrimSpace(expr)}); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	s.Settle()
+	batch := make([][]byte, 64)
+	for i := range batch {
+		f := frame(1, 2, 17, uint16(1024+i%16), 9, 0, 18)
+		batch[i] = f[:60]
+	}
+	var ru0, ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s.Rx(1, batch, nil)
+	}
+	b.StopTimer()
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/frame")
+	b.ReportMetric(float64(cpu)/float64(b.N*len(batch)), "cpu-ns/frame")
+	b.ReportMetric(float64(n), "filters")
+	if in, _ := s.Info("m1"); in.Packets != uint64(b.N*len(batch)) {
+		b.Fatalf("udp counted %d of %d", in.Packets, b.N*len(batch))
+	}
+}
