@@ -261,10 +261,6 @@ type Step struct {
 	Target       string  `json:"target"`    // gswitchd | ovs | bridge | plain
 	Backend      string  `json:"backend"`   // gswitchd's backend; empty otherwise
 	Rules        int     `json:"rules"`     // installed rules (0 for the bridge and plain)
-	// gswitchd-filters: the live filters gswitchd reported running and
-	// the matches they counted over the series so far (its metrics).
-	Filters       int    `json:"filters,omitempty"`
-	FilterMatches uint64 `json:"filter_matches,omitempty"`
 	Ruleset      string  `json:"ruleset"`   // --ruleset: trivial, synthetic:N,C or classbench:FILE
 	Round        int     `json:"round"`     // 1..--rounds
 	Pairs        int     `json:"pairs"`     // generator/sink pairs (port pairs of the switch)
@@ -315,6 +311,11 @@ type Step struct {
 	SwitchCores float64 `json:"switch_cores,omitempty"`
 	Machine     string  `json:"machine"`
 	Time        string  `json:"time"`
+
+	// gswitchd-filters: the live filters gswitchd reported running and
+	// the matches they counted over the series so far (its metrics).
+	Filters       int    `json:"filters,omitempty"`
+	FilterMatches uint64 `json:"filter_matches,omitempty"`
 }
 
 // FlowMods is one flow-installation run.
