@@ -554,7 +554,9 @@ func BenchmarkAddVisible1000(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		name := fmt.Sprintf("new%d", i)
 		t0 := time.Now()
-		if err := s.Add(Config{Name: name, Expression: "udp or tcp"}); err != nil {
+		// A new expression each time: compiled from its text, not found
+		// in the set's compiler.
+		if err := s.Add(Config{Name: name, Expression: fmt.Sprintf("udp or tcp port %d or net 172.%d.%d.0/24", 20000+i, 16+i/256%16, i%256)}); err != nil {
 			b.Fatal(err)
 		}
 		visible = append(visible, float64(time.Since(t0).Microseconds())/1e3)
