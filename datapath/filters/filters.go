@@ -1,8 +1,10 @@
 package filters
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"math/bits"
 	"slices"
@@ -67,8 +69,21 @@ type entry struct {
 type portProg struct {
 	prog    *filter.Program
 	entries []*entry // filter i of prog
+	memo    bool     // keep answers by memo key within a batch (enough filters to pay)
 	pool    sync.Pool
 }
+
+// memoMinFilters: a program of fewer filters evaluates as fast as it
+// builds a memo key. (A variable: BenchmarkRx100 turns memos off.)
+var memoMinFilters = 8
+
+// memoSlots is the answers a batch keeps by memo key (open addressing,
+// linear probing of at most memoProbe slots; a key that finds neither
+// itself nor a free slot is evaluated and not kept).
+const (
+	memoSlots = 128
+	memoProbe = 8
+)
 
 // scratch is one receive loop's per-batch state, pooled per portProg.
 type scratch struct {
@@ -76,6 +91,16 @@ type scratch struct {
 	out     []uint64
 	packets []uint64
 	bytes   []uint64
+
+	// The batch's answers by memo key (filter.Program.MemoKey): slot i
+	// holds key keys[i] and answer outs[i*words:] when stamp[i] == batch
+	// (else it is free).
+	seed  maphash.Seed
+	key   []byte
+	keys  [memoSlots][]byte
+	outs  []uint64
+	stamp [memoSlots]uint32
+	batch uint32
 }
 
 // generation is an immutable compiled set: the programs assembled by the
@@ -363,10 +388,14 @@ func (s *Set) program(prev *portProg, es []*entry) (*portProg, error) {
 	if err != nil {
 		return nil, err
 	}
-	pp := &portProg{prog: p, entries: es}
+	pp := &portProg{prog: p, entries: es, memo: len(es) >= memoMinFilters}
 	pp.pool.New = func() any {
-		return &scratch{ev: filter.NewEvaluator(p), out: make([]uint64, p.Words()),
+		sc := &scratch{ev: filter.NewEvaluator(p), out: make([]uint64, p.Words()),
 			packets: make([]uint64, len(es)), bytes: make([]uint64, len(es))}
+		if pp.memo {
+			sc.seed, sc.outs = maphash.MakeSeed(), make([]uint64, memoSlots*p.Words())
+		}
+		return sc
 	}
 	return pp, nil
 }
@@ -395,13 +424,31 @@ func (s *Set) Rx(port uint32, frames [][]byte, scratchBuf []byte) ([][]byte, []b
 }
 
 // rx evaluates pp's filters on frames and adds to their counters, those
-// in dead excepted.
+// in dead excepted. A frame whose memo key an earlier frame of the batch
+// had takes that frame's answers (equal keys, equal answers: the key holds
+// every byte a criterion reads).
 func (pp *portProg) rx(frames [][]byte, dead map[*entry]bool) {
 	sc := pp.pool.Get().(*scratch)
+	memo := pp.memo && len(frames) > 1
+	if memo {
+		if sc.batch++; sc.batch == 0 {
+			sc.stamp, sc.batch = [memoSlots]uint32{}, 1
+		}
+	}
+	words := len(sc.out)
 	var now int64
 	for _, f := range frames {
-		sc.ev.Eval(f, uint32(len(f)), sc.out)
-		for w, word := range sc.out {
+		out := sc.out
+		if !memo {
+			sc.ev.Eval(f, uint32(len(f)), out)
+		} else if k, ok := pp.prog.MemoKey(sc.key[:0], f, uint32(len(f))); !ok {
+			sc.key = k
+			sc.ev.Eval(f, uint32(len(f)), out)
+		} else {
+			sc.key = k
+			out = sc.memoize(k, f, words)
+		}
+		for w, word := range out {
 			for word != 0 {
 				i := w*64 + bits.TrailingZeros64(word)
 				word &= word - 1
@@ -426,6 +473,29 @@ func (pp *portProg) rx(frames [][]byte, dead map[*entry]bool) {
 		}
 	}
 	pp.pool.Put(sc)
+}
+
+// memoize returns the batch's answer for memo key k: the one kept under k,
+// else frame f's, evaluated into sc.out and kept in a free slot if the
+// probe finds one.
+func (sc *scratch) memoize(k, f []byte, words int) []uint64 {
+	h := maphash.Bytes(sc.seed, k)
+	for p := uint64(0); p < memoProbe; p++ {
+		i := (h + p) % memoSlots
+		slot := sc.outs[int(i)*words : int(i+1)*words]
+		if sc.stamp[i] != sc.batch {
+			sc.ev.Eval(f, uint32(len(f)), sc.out)
+			copy(slot, sc.out)
+			sc.keys[i] = append(sc.keys[i][:0], k...)
+			sc.stamp[i] = sc.batch
+			return sc.out
+		}
+		if bytes.Equal(sc.keys[i], k) {
+			return slot
+		}
+	}
+	sc.ev.Eval(f, uint32(len(f)), sc.out)
+	return sc.out
 }
 
 // Filters describes every filter, in the order added.
