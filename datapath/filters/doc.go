@@ -12,7 +12,14 @@
 // (multi-match), with tables/filter's CPU evaluator over one Program per
 // port compiled from the filters that name that port (or every port).
 // Counts are summed per batch and added to each filter's atomic counters
-// once per batch.
+// once per batch. A batch holds a few flows' frames, which differ in no
+// byte a filter reads: with 8 filters or more, Rx keeps the batch's
+// answers by memo key (filter.Program.MemoKey: those bytes, with the
+// frame's length) in an open-addressing table of 128 slots, and a frame
+// whose key is there takes its answers without an evaluation (equal keys
+// give equal answers; TestMemoCountsExact, and TestMemoKeyDecides in
+// tables/filter). The table lives in the pooled scratch and is emptied
+// per batch (a stamp), so no answer outlives the batch's generation.
 //
 // # Hot add and remove
 //
