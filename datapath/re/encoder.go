@@ -32,14 +32,18 @@ type Encoder struct {
 	index     map[uint64]slots // marker fingerprint → payloads and positions (remember says which)
 	peerEpoch uint32           // the decoder's, from its last control frame (0: none yet)
 	refs      []ref
+	hints     [hintSlots]flowHint // by flow hash: where each flow's next payload probably continues
+	exp       expected            // the payload being matched: where its bytes probably are
 }
 
 // maxRefs is the most references a shim can count.
 const maxRefs = 255
 
-// ref is one reference of an encoded payload.
+// ref is one reference of an encoded payload: n bytes of e (id) from src,
+// at dst in this one.
 type ref struct {
 	id          uint64
+	e           *entry
 	src, n, dst int
 }
 
@@ -115,7 +119,9 @@ type prep struct {
 	ok   bool // eligible: a TCP payload the match selects
 	lazy bool // its markers are found while matching (matchLazy)
 	id   uint64
-	k    int // its index in Scratch.pos and fps
+	k    int    // its index in Scratch.pos and fps
+	flow uint32 // hash of the addresses and ports (flowKey)
+	seq  uint32 // TCP sequence number
 }
 
 // prepare parses and names frames and, when there are at least
@@ -131,6 +137,7 @@ func (e *Encoder) prepare(sc *Scratch, frames [][]byte) {
 		p := prep{s: s, ok: ok, k: -1}
 		if ok {
 			p.id = payloadID(f, s)
+			p.flow, p.seq = flowKey(f, s)
 			p.k = len(sc.payloads)
 			sc.payloads = append(sc.payloads, f[s.pay:s.end])
 		}
@@ -214,6 +221,7 @@ func (e *Encoder) encodeOne(frame []byte, sc *Scratch, i int, out []byte) (res [
 	s, id := p.s, p.id
 	pay := frame[s.pay:s.end]
 	pos, fps := sc.pos[p.k], sc.fps[p.k]
+	e.startFlow(p.flow, p.seq)
 	if p.lazy { // not computed: the CPU's path
 		e.refs, pos, fps = e.matchLazy(pay, id, pos[:0], fps[:0])
 		sc.pos[p.k], sc.fps[p.k] = pos, fps
@@ -232,6 +240,7 @@ func (e *Encoder) encodeOne(frame []byte, sc *Scratch, i int, out []byte) (res [
 			res, encoded = e.build(frame, s, out, size), true
 		}
 	}
+	e.endFlow(p.flow, p.seq, len(pay))
 	e.remember(id, pay, pos, fps)
 	if encoded {
 		e.Stats.Encoded.Add(1)
@@ -246,7 +255,8 @@ func (e *Encoder) encodeOne(frame []byte, sc *Scratch, i int, out []byte) (res [
 
 // match finds the acknowledged runs of pay (Max-Match at each marker).
 func (e *Encoder) match(pay []byte, id uint64, pos []int32, fps []uint64) []ref {
-	refs, _ := e.matchList(pay, id, pos, fps, 0, e.refs[:0])
+	refs, sp, _ := e.probeStart(pay, id, e.refs[:0])
+	refs, _ = e.matchList(pay, id, pos, fps, sp.done, refs)
 	return refs
 }
 
@@ -282,15 +292,27 @@ type span struct {
 }
 
 // matchAt tries the marker at window end i of pay (fingerprint fp), with
-// pay[:done] covered or passed: it looks fp up, checks the window's bytes,
+// pay[:done] covered or passed: at the location where the payload's bytes
+// probably are (the flow's and the last match's continuation, expected),
+// else at the one the index gives for fp, it checks the window's bytes,
 // extends the match both ways and on into the payloads logged before and
 // after, and appends the references (at most 3).
 func (e *Encoder) matchAt(pay []byte, id uint64, i int, fp uint64, done int, refs []ref) ([]ref, span, bool) {
-	w := e.cfg.Window
+	if l, ok := e.expectedAt(id, i); ok {
+		if r, sp, ok := e.matchLoc(pay, id, i, l, done, refs); ok {
+			return r, sp, true
+		}
+	}
 	l, ok := e.lookup(fp, id)
 	if !ok {
 		return refs, span{}, false
 	}
+	return e.matchLoc(pay, id, i, l, done, refs)
+}
+
+// matchLoc is matchAt at the logged window ending at l.
+func (e *Encoder) matchLoc(pay []byte, id uint64, i int, l loc, done int, refs []ref) ([]ref, span, bool) {
+	w := e.cfg.Window
 	q := l.e.data
 	j := int(l.pos)
 	ps, qs := i-w+1, j-w+1
@@ -298,36 +320,74 @@ func (e *Encoder) matchAt(pay []byte, id uint64, i int, fp uint64, done int, ref
 		return refs, span{}, false
 	}
 	pe, qe := i+1, j+1
-	c := commonSuffix(pay[done:ps], q[:qs])
+	// Backward as far as the bytes agree, past done too: an earlier
+	// reference found at a marker of common bytes (a line every file has)
+	// points elsewhere and stops short; the run found here replaces what
+	// of it lies inside (dropRefsFrom).
+	c := commonSuffix(pay[:ps], q[:qs])
 	ps, qs = ps-c, qs-c
 	c = commonPrefix(pay[pe:], q[qe:])
 	pe, qe = pe+c, qe+c
-	if pe-ps < e.cfg.MinMatch {
+	if pe-ps < e.cfg.MinMatch || pe <= done {
 		return refs, span{}, false
 	}
 	// A match that reaches the start of the logged payload may go on in
 	// the payload logged before it, and one that reaches its end in the
 	// payload logged after it: a segment of a stream sent again with other
 	// boundaries spans two old segments.
-	if qs == 0 && ps > done {
+	var before ref
+	if qs == 0 && ps > 0 {
 		if y := e.usable(l.e.prev, id); y != nil {
-			c := commonSuffix(pay[done:ps], y.data)
+			c := commonSuffix(pay[:ps], y.data)
 			if k, j := ps-c, len(y.data)-c; ps-k > refLen {
-				refs = append(refs, ref{id: y.id, src: j, n: ps - k, dst: k})
+				before = ref{id: y.id, e: y, src: j, n: ps - k, dst: k}
 			}
 		}
 	}
-	refs = append(refs, ref{id: l.e.id, src: qs, n: pe - ps, dst: ps})
+	from := ps
+	if before.n > 0 {
+		from = before.dst
+	}
+	if from < done {
+		refs = dropRefsFrom(refs, from)
+	}
+	if before.n > 0 {
+		refs = append(refs, before)
+	}
+	refs = append(refs, ref{id: l.e.id, e: l.e, src: qs, n: pe - ps, dst: ps})
 	sp := span{ps: ps, pe: pe, qs: qs, qe: qe, j: j, q: l.e, done: pe}
 	if qe == len(q) && pe < len(pay) {
 		if y := e.usable(l.e.next, id); y != nil {
 			if n := commonPrefix(pay[pe:], y.data); n > refLen {
-				refs = append(refs, ref{id: y.id, src: 0, n: n, dst: pe})
+				refs = append(refs, ref{id: y.id, e: y, src: 0, n: n, dst: pe})
 				sp.y, sp.yn, sp.done = y, n, pe+n
 			}
 		}
 	}
+	last := refs[len(refs)-1]
+	e.exp = expected{e: last.e, base: last.src - last.dst}
 	return refs, sp, true
+}
+
+// dropRefsFrom removes the references' coverage of the payload from byte
+// from on: references that start there or later go, one that runs past it
+// is cut short, or dropped when what remains is no longer than a
+// reference (the bytes go literal: no dearer).
+func dropRefsFrom(refs []ref, from int) []ref {
+	for len(refs) > 0 {
+		r := &refs[len(refs)-1]
+		switch {
+		case r.dst >= from:
+			refs = refs[:len(refs)-1]
+			continue
+		case r.dst+r.n > from:
+			if r.n = from - r.dst; r.n <= refLen {
+				refs = refs[:len(refs)-1]
+			}
+		}
+		break
+	}
+	return refs
 }
 
 // usable returns x when the encoder may reference it from payload id.
