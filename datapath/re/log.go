@@ -46,11 +46,9 @@ func newLog(limit int) payloadLog {
 
 // add logs e with a copy of pay, evicting the oldest payloads whose bytes
 // the copy overwrites; evict is called for each. A payload longer than the
-// whole log is not logged (e.gone says so).
+// whole log is not logged (e.gone says so). The caller has checked that
+// no payload of e's id is logged (get).
 func (l *payloadLog) add(e *entry, pay []byte, evict func(*entry)) {
-	if old, ok := l.byID[e.id]; ok && !old.gone {
-		return
-	}
 	n := len(pay)
 	if n > l.limit {
 		e.gone = true
