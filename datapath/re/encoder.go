@@ -29,8 +29,8 @@ type Encoder struct {
 
 	mu        sync.Mutex
 	log       payloadLog
-	index     map[uint64]slots // marker fingerprint → payloads and positions (remember says which)
-	peerEpoch uint32           // the decoder's, from its last control frame (0: none yet)
+	index     fpIndex // marker fingerprint → payloads and positions (remember says which)
+	peerEpoch uint32  // the decoder's, from its last control frame (0: none yet)
 	refs      []ref
 	hints     [hintSlots]flowHint // by flow hash: where each flow's next payload probably continues
 	exp       expected            // the payload being matched: where its bytes probably are
@@ -57,7 +57,7 @@ func NewEncoder(cfg Config) (*Encoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Encoder{cfg: cfg, m: m, markers: cfg.Markers, log: newLog(cfg.LogBytes), index: map[uint64]slots{}, epoch: randomEpoch()}
+	e := &Encoder{cfg: cfg, m: m, markers: cfg.Markers, log: newLog(cfg.LogBytes), index: newFPIndex(), epoch: randomEpoch()}
 	e.scratch.New = func() any { return new(Scratch) }
 	return e, nil
 }
@@ -73,8 +73,8 @@ type slots struct{ latest, acked loc }
 // unindex drops an evicted payload's index entries that still point at it.
 func (e *Encoder) unindex(x *entry) {
 	for _, fp := range x.fps {
-		s, ok := e.index[fp]
-		if !ok {
+		s := e.index.get(fp)
+		if s == nil {
 			continue
 		}
 		if s.latest.e == x {
@@ -84,9 +84,7 @@ func (e *Encoder) unindex(x *entry) {
 			s.acked = loc{}
 		}
 		if s.latest.e == nil && s.acked.e == nil {
-			delete(e.index, fp)
-		} else {
-			e.index[fp] = s
+			e.index.del(fp)
 		}
 	}
 }
@@ -94,7 +92,10 @@ func (e *Encoder) unindex(x *entry) {
 // lookup returns the payload the index holds for fp that payload id may
 // reference: the latest, or else the acknowledged one before it.
 func (e *Encoder) lookup(fp, id uint64) (loc, bool) {
-	s := e.index[fp]
+	s := e.index.get(fp)
+	if s == nil {
+		return loc{}, false
+	}
 	for _, l := range [2]loc{s.latest, s.acked} {
 		if l.e != nil && e.usable(l.e, id) != nil {
 			return l, true
@@ -459,12 +460,11 @@ func (e *Encoder) remember(id uint64, pay []byte, pos []int32, fps []uint64) {
 		// keeps the second if acknowledged, so that data repeating faster
 		// than acknowledgements come back (a buffer sent over and over)
 		// still finds a copy it may reference.
-		s := e.index[fp]
+		s := e.index.put(fp)
 		if s.latest.e != nil && !s.latest.e.gone && s.latest.e.acked {
 			s.acked = s.latest
 		}
 		s.latest = loc{e: x, pos: x.markers[k]}
-		e.index[fp] = s
 	}
 }
 
