@@ -31,7 +31,7 @@ const inlineMarkers = 12
 // bytes its own overwrite, so the log takes no allocation per payload for
 // its bytes (and gives the garbage collector nothing to scan).
 type payloadLog struct {
-	byID  map[uint64]*entry
+	byID  table[*entry]
 	fifo  []*entry // oldest at head
 	head  int
 	bytes int
@@ -41,7 +41,7 @@ type payloadLog struct {
 }
 
 func newLog(limit int) payloadLog {
-	return payloadLog{byID: map[uint64]*entry{}, limit: limit}
+	return payloadLog{byID: newTable[*entry](), limit: limit}
 }
 
 // add logs e with a copy of pay, evicting the oldest payloads whose bytes
@@ -78,7 +78,7 @@ func (l *payloadLog) add(e *entry, pay []byte, evict func(*entry)) {
 	copy(l.ring[at:at+n], pay)
 	e.data, e.off = l.ring[at:at+n:at+n], at
 	l.w = at + n
-	l.byID[e.id] = e
+	*l.byID.put(e.id) = e
 	if l.head < len(l.fifo) {
 		last := l.fifo[len(l.fifo)-1]
 		last.next, e.prev = e, last
@@ -104,8 +104,8 @@ func (l *payloadLog) evictOldest(evict func(*entry)) {
 		o.next.prev = nil
 		o.next = nil
 	}
-	if l.byID[o.id] == o {
-		delete(l.byID, o.id)
+	if p := l.byID.get(o.id); p != nil && *p == o {
+		l.byID.del(o.id)
 	}
 	if evict != nil {
 		evict(o)
@@ -113,7 +113,12 @@ func (l *payloadLog) evictOldest(evict func(*entry)) {
 }
 
 // get returns the live entry of id.
-func (l *payloadLog) get(id uint64) *entry { return l.byID[id] }
+func (l *payloadLog) get(id uint64) *entry {
+	if p := l.byID.get(id); p != nil {
+		return *p
+	}
+	return nil
+}
 
 // reset empties the log (its ring is kept).
 func (l *payloadLog) reset(evict func(*entry)) {

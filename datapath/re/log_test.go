@@ -40,8 +40,8 @@ func TestLogRing(t *testing.T) {
 			}
 			total += len(p)
 		}
-		if total > limit || len(l.byID) != len(want) {
-			t.Fatalf("after %d payloads: %d bytes in %d payloads (index %d), limit %d", i+1, total, len(want), len(l.byID), limit)
+		if total > limit || l.byID.len() != len(want) {
+			t.Fatalf("after %d payloads: %d bytes in %d payloads (index %d), limit %d", i+1, total, len(want), l.byID.len(), limit)
 		}
 	}
 	x := &entry{id: 1 << 40}
@@ -50,7 +50,7 @@ func TestLogRing(t *testing.T) {
 		t.Error("a payload longer than the log was logged")
 	}
 	l.reset(nil)
-	if len(l.byID) != 0 || l.get(order[len(order)-1]) != nil {
+	if l.byID.len() != 0 || l.get(order[len(order)-1]) != nil {
 		t.Error("reset left payloads")
 	}
 }
