@@ -3,7 +3,6 @@ package re
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"math/bits"
 	"slices"
 	"sync"
@@ -32,6 +31,7 @@ type Encoder struct {
 	index     fpIndex // marker fingerprint → payloads and positions (remember says which)
 	peerEpoch uint32  // the decoder's, from its last control frame (0: none yet)
 	refs      []ref
+	crc       crcShift
 	hints     [hintSlots]flowHint // by flow hash: where each flow's next payload probably continues
 	exp       expected            // the payload being matched: where its bytes probably are
 }
@@ -238,7 +238,7 @@ func (e *Encoder) encodeOne(frame []byte, sc *Scratch, i int, out []byte) (res [
 		hdr := s.pay - s.l3
 		size := s.etOff + 2 + shimLen + hdr + refLen*len(e.refs) + literal
 		if size < len(frame) {
-			res, encoded = e.build(frame, s, out, size), true
+			res, encoded = e.build(frame, s, id, out, size), true
 		}
 	}
 	e.endFlow(p.flow, p.seq, len(pay))
@@ -400,7 +400,7 @@ func (e *Encoder) usable(x *entry, id uint64) *entry {
 }
 
 // build writes the encoded frame of size bytes.
-func (e *Encoder) build(frame []byte, s segment, out []byte, size int) []byte {
+func (e *Encoder) build(frame []byte, s segment, id uint64, out []byte, size int) []byte {
 	if cap(out) < size {
 		out = make([]byte, size)
 	}
@@ -412,7 +412,9 @@ func (e *Encoder) build(frame []byte, s segment, out []byte, size int) []byte {
 	sh[0], sh[1] = magic, kindData
 	binary.BigEndian.PutUint16(sh[2:], s.etherType)
 	binary.BigEndian.PutUint32(sh[4:], e.epoch)
-	binary.BigEndian.PutUint32(sh[8:], crc32.Checksum(frame[s.l3:s.end], castagnoli))
+	// The IP packet's CRC from its headers' and its payload's (id's high
+	// half): the payload is checksummed once (crc.go).
+	binary.BigEndian.PutUint32(sh[8:], e.crc.combine(checksum32c(frame[s.l3:s.pay]), uint32(id>>32), s.end-s.pay))
 	binary.BigEndian.PutUint16(sh[12:], uint16(s.end-s.l3))
 	binary.BigEndian.PutUint16(sh[14:], uint16(s.pay-s.l3))
 	sh[16], sh[17] = byte(len(e.refs)), 0
