@@ -114,7 +114,12 @@
 // Each side's log keeps the payloads' bytes in one ring of Config.LogBytes
 // bytes, written in the order they are logged; logging a payload evicts
 // the oldest ones whose bytes it overwrites. A payload costs no allocation
-// for its bytes; an encoder entry keeps up to 12 markers inline.
+// for its bytes; an encoder entry keeps up to 12 markers inline. The
+// encoder's index and both logs' ids are open-addressing tables (index.go)
+// that hand out a value's address, so updating a fingerprint's slots is
+// one probe, not a map read and a write. Each side checksums a payload
+// once: the shim's CRC of the IP packet is combined from the headers' and
+// the payload's CRCs (crc.go), the latter also the high half of the id.
 //
 // # Concurrency
 //
