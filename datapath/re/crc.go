@@ -1,6 +1,9 @@
 package re
 
-import "hash/crc32"
+import (
+	"hash/crc32"
+	"math/bits"
+)
 
 // CRC-32C of a concatenation from the CRCs of its parts, so that each
 // payload's bytes are checksummed once per side: the encoder has the
@@ -52,19 +55,52 @@ func xPow8n(n int) uint32 {
 	return p
 }
 
-// crcShift remembers x^{8n} for the last n: frames of one size follow
-// each other. One goroutine's at a time (the encoder's or decoder's lock).
+// crcShift multiplies by x^{8n} for the lengths it is asked: for the last
+// n with x^{8n} remembered (one bitwise product), and for a length asked
+// hotRepeat times in a row (frames of one size follow each other: the
+// segment size) with a table of four byte look-ups. One goroutine's at a
+// time (the encoder's or decoder's lock).
 type crcShift struct {
-	n int
-	x uint32
+	n, run int    // the last length asked and how often in a row
+	x      uint32 // x^{8n}, 0: none yet
+	hotN   int    // the length of the table, when hotOK
+	hotOK  bool
+	hot    [4][256]uint32
 }
+
+// hotRepeat is how many times in a row a length is asked before it gets
+// its table (32 bitwise products and 1,024 XORs to build).
+const hotRepeat = 8
 
 // combine returns the CRC-32C of A‖B from crcA, crcB and len(B).
 func (c *crcShift) combine(crcA, crcB uint32, lenB int) uint32 {
-	if c.n != lenB || c.x == 0 {
-		c.n, c.x = lenB, xPow8n(lenB)
+	if c.hotOK && lenB == c.hotN {
+		t := &c.hot
+		return t[0][byte(crcA)] ^ t[1][byte(crcA>>8)] ^ t[2][byte(crcA>>16)] ^ t[3][crcA>>24] ^ crcB
+	}
+	if c.x == 0 || c.n != lenB {
+		c.n, c.x, c.run = lenB, xPow8n(lenB), 0
+	}
+	if c.run++; c.run >= hotRepeat {
+		c.buildHot()
 	}
 	return mulModP(c.x, crcA) ^ crcB
+}
+
+// buildHot makes the table of c.n: hot[k][v] is x^{8n} times the value
+// with byte k equal to v (a product is linear in each operand).
+func (c *crcShift) buildHot() {
+	c.hotN, c.hotOK = c.n, true
+	for k := range c.hot {
+		var basis [8]uint32
+		for i := range basis {
+			basis[i] = mulModP(c.x, 1<<uint(8*k+i))
+		}
+		c.hot[k][0] = 0
+		for v := 1; v < 256; v++ {
+			c.hot[k][v] = c.hot[k][v&(v-1)] ^ basis[bits.TrailingZeros(uint(v))]
+		}
+	}
 }
 
 // checksum is the CRC-32C of b.

@@ -24,6 +24,14 @@ func TestCRCCombine(t *testing.T) {
 	for lb := 0; lb <= 2100; lb++ {
 		check(r.IntN(80), lb)
 		check(r.IntN(80), lb) // the cache hit
+		if lb%97 == 0 {
+			for k := 0; k < 2*hotRepeat; k++ { // the table built and used
+				check(r.IntN(80), lb)
+			}
+			if !c.hotOK || c.hotN != lb {
+				t.Fatalf("no table for %d bytes after %d in a row", lb, 2*hotRepeat)
+			}
+		}
 	}
 	for _, lb := range []int{9000, 65535, 65536, 69000} {
 		check(1+r.IntN(100), lb)
