@@ -496,11 +496,14 @@ func (e *Encoder) HandleControl(frame []byte) error {
 	return nil
 }
 
-// commonPrefix returns how many bytes a and b agree on from their starts,
-// comparing eight at a time.
+// commonPrefix returns how many bytes a and b agree on from their starts:
+// 64 at a time with the runtime's vectorised comparison while they agree,
+// then eight at a time.
 func commonPrefix(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
+	for ; i+64 <= n && string(a[i:i+64]) == string(b[i:i+64]); i += 64 {
+	}
 	for ; i+8 <= n; i += 8 {
 		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
 			return i + bits.TrailingZeros64(x)/8
@@ -512,10 +515,13 @@ func commonPrefix(a, b []byte) int {
 	return i
 }
 
-// commonSuffix returns how many bytes a and b agree on at their ends.
+// commonSuffix returns how many bytes a and b agree on at their ends,
+// as commonPrefix does from the starts.
 func commonSuffix(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
+	for ; i+64 <= n && string(a[len(a)-i-64:len(a)-i]) == string(b[len(b)-i-64:len(b)-i]); i += 64 {
+	}
 	for ; i+8 <= n; i += 8 {
 		if x := binary.LittleEndian.Uint64(a[len(a)-i-8:]) ^ binary.LittleEndian.Uint64(b[len(b)-i-8:]); x != 0 {
 			return i + bits.LeadingZeros64(x)/8

@@ -58,12 +58,17 @@ func TestLogRing(t *testing.T) {
 func TestCommonPrefixSuffix(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 44))
 	for trial := 0; trial < 2000; trial++ {
-		a := randomBytes(r, r.IntN(40))
+		// Up to 400 bytes: the 64-byte strides and the tails.
+		a := randomBytes(r, r.IntN([]int{40, 400}[trial%2]))
 		b := append([]byte(nil), a...)
 		if len(b) > 0 && r.IntN(3) > 0 {
 			b[r.IntN(len(b))] ^= byte(1 + r.IntN(255))
 		}
-		b = b[:r.IntN(len(b)+1)]
+		if trial%4 < 2 {
+			b = b[:r.IntN(len(b)+1)] // a prefix of a (but for the flip)
+		} else {
+			b = b[r.IntN(len(b)+1):] // a suffix
+		}
 		p, s := 0, 0
 		for p < len(a) && p < len(b) && a[p] == b[p] {
 			p++
