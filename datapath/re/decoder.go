@@ -44,7 +44,9 @@ func NewDecoder(cfg Config) (*Decoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Decoder{cfg: cfg, log: newLog(cfg.LogBytes), epoch: randomEpoch()}, nil
+	d := &Decoder{cfg: cfg, log: newLog(cfg.LogBytes), epoch: randomEpoch()}
+	d.log.recycle = true
+	return d, nil
 }
 
 // Epoch returns the decoder's epoch.
@@ -184,7 +186,7 @@ func (d *Decoder) logPayload(id uint64, pay []byte) {
 		return
 	}
 	if d.log.get(id) == nil {
-		d.log.add(&entry{id: id}, pay, nil)
+		d.log.add(d.log.newEntry(id), pay, nil)
 		d.Stats.Logged.Add(1)
 	}
 	d.acks = append(d.acks, id)

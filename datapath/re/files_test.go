@@ -17,8 +17,10 @@ import (
 // GSWITCH_RE_LOG_BYTES bytes, default 64 MiB) and reports each file's wire
 // bytes against its plain frames': the savings on large real data, such as
 // two versions of a source tree as tar files (the linux-source
-// pair), without namespaces. Every frame must come out as sent. Skipped
-// unless GSWITCH_RE_FILES is set.
+// pair), without namespaces. Every frame must come out as sent. With
+// GSWITCH_RE_IMPAIR=LOSS,REORDER the frames go over the package tests'
+// impaired link instead (filesImpaired). Skipped unless GSWITCH_RE_FILES is
+// set.
 func TestFilesThroughLink(t *testing.T) {
 	list := os.Getenv("GSWITCH_RE_FILES")
 	if list == "" {

@@ -38,6 +38,25 @@ type payloadLog struct {
 	limit int
 	ring  []byte // allocated on first use
 	w     int    // the next payload's offset in ring
+	// recycle: evicted entries go to free for newEntry (the decoder's log,
+	// whose entries nothing else points to; the encoder's index and hints
+	// do point to its own).
+	recycle bool
+	free    []*entry
+}
+
+// maxFree bounds the entries kept for reuse.
+const maxFree = 1024
+
+// newEntry returns an entry for payload id: a recycled one when there is.
+func (l *payloadLog) newEntry(id uint64) *entry {
+	if n := len(l.free); n > 0 {
+		e := l.free[n-1]
+		l.free = l.free[:n-1]
+		e.id = id
+		return e
+	}
+	return &entry{id: id}
 }
 
 func newLog(limit int) payloadLog {
@@ -110,6 +129,10 @@ func (l *payloadLog) evictOldest(evict func(*entry)) {
 	if evict != nil {
 		evict(o)
 	}
+	if l.recycle && len(l.free) < maxFree {
+		*o = entry{}
+		l.free = append(l.free, o)
+	}
 }
 
 // get returns the live entry of id.
@@ -129,9 +152,9 @@ func (l *payloadLog) reset(evict func(*entry)) {
 			evict(e)
 		}
 	}
-	ring := l.ring
+	ring, recycle := l.ring, l.recycle
 	*l = newLog(l.limit)
-	l.ring = ring
+	l.ring, l.recycle = ring, recycle
 }
 
 // each calls f for every live entry.

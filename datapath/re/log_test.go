@@ -8,11 +8,19 @@ import (
 
 // TestLogRing logs payloads of many sizes into a small log and checks
 // that every payload still logged reads back as logged, that the evicted
-// ones are gone (in FIFO order), and that the log holds at most its limit.
+// ones are gone (in FIFO order), and that the log holds at most its limit;
+// also with its evicted entries recycled (the decoder's log).
 func TestLogRing(t *testing.T) {
+	for _, recycle := range []bool{false, true} {
+		testLogRing(t, recycle)
+	}
+}
+
+func testLogRing(t *testing.T, recycle bool) {
 	r := rand.New(rand.NewPCG(41, 42))
 	const limit = 1 << 16
 	l := newLog(limit)
+	l.recycle = recycle
 	want := map[uint64][]byte{}
 	var order []uint64
 	evicted := 0
@@ -23,7 +31,7 @@ func TestLogRing(t *testing.T) {
 		}
 		pay := randomBytes(r, n)
 		id := uint64(i) + 1
-		l.add(&entry{id: id}, pay, func(x *entry) {
+		l.add(l.newEntry(id), pay, func(x *entry) {
 			if order[evicted] != x.id {
 				t.Fatalf("evicted %d, want the oldest %d", x.id, order[evicted])
 			}
