@@ -170,20 +170,24 @@
 //
 //   - Markers (markers.go): Rabin fingerprint markers of payloads packed as
 //     rabin.Pack lays them out, the bitmap of rabin.Marker.Bitmap; CPUMarkers
-//     and CUDA.RabinMarkers (kernels/rabin.cu: a thread per payload, the
-//     tables in shared memory, the payload read 16 bytes at a time, and for
-//     windows of 16, 32, 48 or 64 bytes the byte leaving the window taken
-//     from the last blocks kept in registers). StreamMarkers cuts a stream
-//     into 64 KiB payloads that start w−1 bytes early, for gswitchctl re
-//     markers and chunk --backend gpu.
+//     and CUDA.RabinMarkers (kernels/rabin.cu: the tables in shared memory;
+//     for windows of 16, 32, 48 or 64 bytes each payload cut into segments
+//     of a thread each, read 32 bytes at a time with the next block loaded
+//     ahead, the byte leaving the window taken from the blocks kept in
+//     registers; the generic kernel a thread per payload). StreamMarkers
+//     cuts a stream into 64 KiB payloads that start w−1 bytes early, for
+//     gswitchctl re markers and chunk --backend gpu; MarkerPipeline marks
+//     many payloads through pinned batches that several goroutines pack
+//     while earlier ones are copied and computed (bench re --backend gpu).
 //   - EventMatcher (pubsub.go): CCM content-based matching over a
 //     pubsub.Layout; CPUEventMatcher and CUDA.PubsubMatcher
-//     (kernels/pubsub.cu: a block per event, the constraints of each
-//     attribute's name evaluated in parallel, per-filter counters in the
-//     block's shared memory when they fit, else a device slice per block,
-//     the filters whose counter left zero remembered and checked, a full
-//     scan past that list's capacity). EncodeEvents selects attributes by
-//     name on the host, as CCM does.
+//     (kernels/pubsub.cu: each event scans the anchor lists of its
+//     attributes' names for filters whose 64-bit name signature its own
+//     covers and evaluates those; up to 64 blocks per event in small
+//     batches, the event's attributes and strings in shared memory; the
+//     slots of the filters that decided each delivery come back for the
+//     subscriptions' counters). EncodeEvents selects attributes by name on
+//     the host, as CCM does.
 //   - PacketFilter (filter.go): gPF filtering over a filter.Layout;
 //     CPUFilter (EvalStages) and CUDA.PacketFilter (kernels/filter.cu: the
 //     three stages fused, a thread per packet, its values in shared memory

@@ -3,6 +3,8 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/gswitch/gswitch/tables/rabin"
 )
@@ -244,4 +246,190 @@ func (e *Engine) DeviceMarkers(m *rabin.Marker) (Markers, error) {
 		}
 	}
 	return nil, ErrNoMarkersGPU
+}
+
+// MarkerPipeline computes the marker bitmap of many payloads, laid out as
+// rabin.Pack lays them out, through a Markers in batches: the payloads are
+// cut into runs that fill one batch each (the first Fillers runs an eighth
+// of a batch, so that the first copies start early instead of after every
+// filler packed a whole batch at once), and Fillers goroutines each take
+// the next run, pack it into one of their two batches (page-locked host
+// memory for a GPU), submit it, and while it is computed wait for their
+// other batch and copy its bitmap into place. Packing, the copy in, the
+// kernel and the copy out of different batches thus overlap, and the
+// packing, the one step on the host that touches every byte, runs on
+// several cores. A run's bitmap words are the whole-packed bitmap's words
+// from its first payload's offset on (offsets are multiples of 32, so a
+// run's local offsets are the global ones less its start), so each batch's
+// bitmap is copied into place as it is; runs write disjoint words.
+//
+// Goroutines: Bitmap starts the fillers and returns when they are done;
+// each filler owns its two batches for the call. One Bitmap runs at a time
+// (a second call waits).
+type MarkerPipeline struct {
+	mk      Markers
+	cfg     PipelineConfig
+	mu      sync.Mutex        // one Bitmap at a time
+	batches [][2]*MarkerBatch // each filler's two
+}
+
+// PipelineConfig shapes a MarkerPipeline.
+type PipelineConfig struct {
+	Fillers       int  // goroutines packing batches (1..64)
+	BatchBytes    int  // a batch's packed bytes (at least 64 KiB)
+	BatchPayloads int  // a batch's payloads (at least 1)
+	FlatStart     bool // the first runs a whole batch too (the ramp measured against none)
+}
+
+// NewMarkerPipeline allocates 2·Fillers batches of mk.
+func NewMarkerPipeline(mk Markers, cfg PipelineConfig) (*MarkerPipeline, error) {
+	if cfg.Fillers < 1 || cfg.Fillers > 64 || cfg.BatchBytes < 64<<10 || cfg.BatchPayloads < 1 {
+		return nil, fmt.Errorf("gpu: marker pipeline of %d fillers, batches of %d bytes and %d payloads: want 1..64 fillers, batches of at least 64 KiB and 1 payload",
+			cfg.Fillers, cfg.BatchBytes, cfg.BatchPayloads)
+	}
+	p := &MarkerPipeline{mk: mk, cfg: cfg}
+	for i := 0; i < cfg.Fillers; i++ {
+		var two [2]*MarkerBatch
+		for j := range two {
+			b, err := mk.NewBatch(cfg.BatchBytes, cfg.BatchPayloads)
+			if err != nil {
+				p.Close()
+				for _, b := range two[:j] {
+					mk.FreeBatch(b)
+				}
+				return nil, err
+			}
+			two[j] = b
+		}
+		p.batches = append(p.batches, two)
+	}
+	return p, nil
+}
+
+// Close frees the batches (not the Markers).
+func (p *MarkerPipeline) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, two := range p.batches {
+		for _, b := range two {
+			p.mk.FreeBatch(b)
+		}
+	}
+	p.batches = nil
+}
+
+// markerRun is a run of payloads, lo..hi-1, packed into one batch; word is
+// the whole-packed bitmap's word of its first payload.
+type markerRun struct{ lo, hi, word int }
+
+// plan cuts payloads into runs that fit a batch and returns them with the
+// whole-packed length.
+func (p *MarkerPipeline) plan(payloads [][]byte) ([]markerRun, int, error) {
+	var runs []markerRun
+	global, local := 0, 0 // the packed end, of all and of the current run
+	cur := markerRun{word: 0}
+	ramp := max(p.cfg.BatchBytes/8, 64<<10) // the first runs' bytes
+	for k, pl := range payloads {
+		if len(pl) > p.cfg.BatchBytes {
+			return nil, 0, fmt.Errorf("gpu: marker pipeline: payload %d of %d bytes is larger than a batch (%d bytes)", k, len(pl), p.cfg.BatchBytes)
+		}
+		g := (global + rabin.PackAlign - 1) / rabin.PackAlign * rabin.PackAlign
+		l := (local + rabin.PackAlign - 1) / rabin.PackAlign * rabin.PackAlign
+		limit := p.cfg.BatchBytes
+		if len(runs) < p.cfg.Fillers && !p.cfg.FlatStart {
+			limit = ramp
+		}
+		if k > cur.lo && (l+len(pl) > limit || k-cur.lo >= p.cfg.BatchPayloads) {
+			cur.hi = k
+			runs = append(runs, cur)
+			cur = markerRun{lo: k, word: g / 32}
+			l = 0
+		}
+		global, local = g+len(pl), l+len(pl)
+	}
+	if len(payloads) > 0 {
+		cur.hi = len(payloads)
+		runs = append(runs, cur)
+	}
+	if global > 1<<31-1 {
+		return nil, 0, fmt.Errorf("gpu: marker pipeline: %d packed bytes: offsets are 32-bit", global)
+	}
+	return runs, global, nil
+}
+
+// Bitmap sets bitmap to the marker bitmap of payloads as rabin.Pack lays
+// them out (rabin.Marker.Bitmap of Pack's buffer: every word that covers a
+// payload's bytes written whole, the others left alone). bitmap must hold
+// rabin.BitmapWords of the packed length.
+func (p *MarkerPipeline) Bitmap(payloads [][]byte, bitmap []uint32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.batches == nil {
+		return fmt.Errorf("gpu: marker pipeline closed")
+	}
+	runs, packed, err := p.plan(payloads)
+	if err != nil {
+		return err
+	}
+	if len(bitmap) < rabin.BitmapWords(packed) {
+		return fmt.Errorf("gpu: marker pipeline: a bitmap of %d words for %d packed bytes (%d words)", len(bitmap), packed, rabin.BitmapWords(packed))
+	}
+	var next atomic.Int64
+	var failed atomic.Bool
+	errs := make([]error, len(p.batches))
+	var wg sync.WaitGroup
+	for f := range p.batches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[f] = p.fill(payloads, runs, bitmap, p.batches[f], &next, &failed)
+			if errs[f] != nil {
+				failed.Store(true)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// fill is one filler: it packs and submits the next run into one batch
+// while the other is computed, and copies each computed bitmap into place.
+func (p *MarkerPipeline) fill(payloads [][]byte, runs []markerRun, bitmap []uint32, two [2]*MarkerBatch,
+	next *atomic.Int64, failed *atomic.Bool) error {
+	var pending [2]int // 1 + the run each batch holds while submitted, else 0
+	drain := func(i int) error {
+		if pending[i] == 0 {
+			return nil
+		}
+		b, r := two[i], runs[pending[i]-1]
+		pending[i] = 0
+		if err := p.mk.Wait(b); err != nil {
+			return err
+		}
+		copy(bitmap[r.word:], b.Bitmap[:rabin.BitmapWords(b.Bytes)])
+		return nil
+	}
+	for i := 0; ; i ^= 1 {
+		if err := drain(i); err != nil {
+			drain(i ^ 1)
+			return err
+		}
+		c := int(next.Add(1) - 1)
+		if c >= len(runs) || failed.Load() {
+			return drain(i ^ 1)
+		}
+		b, r := two[i], runs[c]
+		b.Reset()
+		for _, pl := range payloads[r.lo:r.hi] {
+			if !b.Add(pl) {
+				drain(i ^ 1)
+				return fmt.Errorf("gpu: marker pipeline: run %d does not fit its batch", c)
+			}
+		}
+		if err := p.mk.Submit(b); err != nil {
+			drain(i ^ 1)
+			return err
+		}
+		pending[i] = c + 1
+	}
 }

@@ -43,9 +43,25 @@ func OpenMarkers(backend string, m *rabin.Marker) (Markers, error) {
 // tables in device memory, batches in page-locked host memory with device
 // twins, queued round robin over its own streams so that the copy-in,
 // kernel and copy-out of consecutive batches overlap. Submit and Wait run
-// on the caller's goroutine (the context made current on its thread);
-// setting up and freeing hop to the CUDA backend's owning goroutine.
+// on the caller's goroutine (the context made current on its thread), and
+// several goroutines may submit and wait for batches of their own at once
+// (MarkerPipeline does); setting up and freeing hop to the CUDA backend's
+// owning goroutine.
+//
+// The fixed-window kernels (w 16, 32, 48, 64) cut each payload into
+// segments, a thread each (the kernel's parts): enough threads to fill the
+// GPU with a small batch, at the price of hashing ceil((w-1)/32)·32 bytes
+// again per segment. Parts, when set before the first Submit, fixes their
+// number (1..64); 0 picks it per batch (markerParts).
+//
+// BlockingWait, when set before NewBatch, makes Wait on that batch sleep
+// until the batch is done instead of spinning on a core (CUDA's default):
+// for many goroutines waiting at once beside goroutines that need the
+// cores (MarkerPipeline's fillers), at the price of a wake-up latency.
 type RabinMarkers struct {
+	Parts        int
+	BlockingWait bool
+
 	c       *CUDA
 	m       *rabin.Marker
 	mod     cu.Module
@@ -60,10 +76,13 @@ type RabinMarkers struct {
 }
 
 type markerTwin struct {
-	hbuf, hoffs, hlens, hbm hostBuf
-	dbuf, doffs, dlens, dbm devBuf
-	ev                      cu.Event
-	submitted               bool
+	// The index: the offsets then the lengths, capacity words each, so
+	// that one copy moves both (the offsets and the first N lengths).
+	hbuf, hidx, hbm hostBuf
+	dbuf, didx, dbm devBuf
+	capacity        int
+	ev              cu.Event
+	submitted       bool
 }
 
 // rabinKernel names the kernel for window w: a fixed-window one where
@@ -123,7 +142,7 @@ func (r *RabinMarkers) Kernel() string { return rabinKernel(r.m.W) + " (" + r.pt
 
 // NewBatch allocates a batch in page-locked memory and its device twin.
 func (r *RabinMarkers) NewBatch(bytes, payloads int) (*MarkerBatch, error) {
-	if bytes < 0 || payloads < 0 || bytes > 1<<31 {
+	if bytes < 0 || payloads < 0 || bytes > 1<<31-64 || payloads > 1<<24 {
 		return nil, fmt.Errorf("gpu: marker batch of %d bytes, %d payloads", bytes, payloads)
 	}
 	t := &markerTwin{}
@@ -134,8 +153,7 @@ func (r *RabinMarkers) NewBatch(bytes, payloads int) (*MarkerBatch, error) {
 			h *hostBuf
 			d *devBuf
 			n int64
-		}{{&t.hbuf, &t.dbuf, int64(bytes)}, {&t.hoffs, &t.doffs, 4 * int64(payloads)},
-			{&t.hlens, &t.dlens, 4 * int64(payloads)}, {&t.hbm, &t.dbm, bmBytes}} {
+		}{{&t.hbuf, &t.dbuf, packedBytes(bytes)}, {&t.hidx, &t.didx, 8 * int64(payloads)}, {&t.hbm, &t.dbm, bmBytes}} {
 			if *a.h, err = allocHost(max(a.n, 4)); err != nil {
 				return err
 			}
@@ -143,22 +161,28 @@ func (r *RabinMarkers) NewBatch(bytes, payloads int) (*MarkerBatch, error) {
 				return err
 			}
 		}
-		t.ev, err = cu.MakeEvent(cu.DisableTiming)
+		flags := cu.DisableTiming
+		if r.BlockingWait {
+			flags |= cu.BlockingSyncEvent
+		}
+		t.ev, err = cu.MakeEvent(flags)
 		return err
 	})
 	if err != nil {
 		r.c.do(func() error { t.release(r.c); return nil })
 		return nil, err
 	}
-	return &MarkerBatch{Buf: t.hbuf.bytes(int64(bytes)), Offs: wordsAt(t.hoffs.p, payloads), Lens: wordsAt(t.hlens.p, payloads),
+	t.capacity = payloads
+	return &MarkerBatch{Buf: t.hbuf.bytes(int64(bytes)), Offs: wordsAt(t.hidx.p, payloads),
+		Lens:   wordsAt(unsafe.Add(t.hidx.p, 4*payloads), payloads),
 		Bitmap: wordsAt(t.hbm.p, rabin.BitmapWords(bytes)), impl: t}, nil
 }
 
 func (t *markerTwin) release(c *CUDA) {
-	for _, h := range []*hostBuf{&t.hbuf, &t.hoffs, &t.hlens, &t.hbm} {
+	for _, h := range []*hostBuf{&t.hbuf, &t.hidx, &t.hbm} {
 		h.free()
 	}
-	for _, d := range []*devBuf{&t.dbuf, &t.doffs, &t.dlens, &t.dbm} {
+	for _, d := range []*devBuf{&t.dbuf, &t.didx, &t.dbm} {
 		c.free(d)
 	}
 	if t.ev != (cu.Event{}) {
@@ -182,15 +206,49 @@ func (r *RabinMarkers) twin(b *MarkerBatch) (*markerTwin, error) {
 	return t, nil
 }
 
-// markerBlock is the block of a launch over n payloads: small enough that
-// the blocks cover every SM twice where n allows (one thread per payload).
+// markerBlock is the block of a launch over n threads: small enough that
+// each SM gets four blocks where n allows (fewer, larger blocks leave some
+// SMs a block more than others: 20,000 payloads in 4 segments ran 15%
+// slower in blocks of 256 than of 128 on an H200).
 func markerBlock(n, sms int) int {
 	b := 256
-	for b > 32 && n < 2*sms*b {
+	for b > 32 && n < 4*sms*b {
 		b /= 2
 	}
 	return b
 }
+
+// markerThreadsPerSM is how many threads a launch of the fixed-window
+// kernels aims at per SM: a quarter of the 2,048 resident threads already
+// hides the look-ups' latency, and the shared-memory look-ups, not the
+// latency, bound the kernel past that (H200, 2026-11-26: 20,000 payloads
+// in 4 segments 4.1 Tbit/s, in 8 4.0, 131,072 payloads in 1 segment 4.7
+// and in 4 segments 4.6).
+const markerThreadsPerSM = 512
+
+// markerParts is the number of segments per payload for a batch of n
+// payloads: 1 for the generic kernel, else enough threads for
+// markerThreadsPerSM on each SM, at most 8.
+func (r *RabinMarkers) markerParts(n int) int {
+	if rabinKernel(r.m.W) == "rabin_markers" || n < 1 {
+		return 1
+	}
+	if r.Parts > 0 {
+		return min(r.Parts, 64)
+	}
+	return min(max((markerThreadsPerSM*r.c.sms+n-1)/n, 1), 8)
+}
+
+// launchShape returns the grid, block and parts of a launch over b.
+func (r *RabinMarkers) launchShape(b *MarkerBatch) (grid, block, parts int) {
+	parts = r.markerParts(b.N)
+	block = markerBlock(b.N*parts, r.c.sms)
+	return (b.N*parts + block - 1) / block, block, parts
+}
+
+// packedBytes is the bytes of a batch of n packed bytes that are copied
+// in: n rounded up to the 32-byte block the kernels load whole.
+func packedBytes(n int) int64 { return int64(n+rabin.PackAlign-1) / rabin.PackAlign * rabin.PackAlign }
 
 // Submit queues b's copy-in (bytes, offsets, lengths), the kernel and the
 // bitmap's copy-out in the next stream.
@@ -209,14 +267,13 @@ func (r *RabinMarkers) Submit(b *MarkerBatch) error {
 	if r.c.closed.Load() {
 		return ErrClosed
 	}
-	block := markerBlock(b.N, r.c.sms)
-	grid := (b.N + block - 1) / block
-	a := newCArgs(10)
+	clear(t.hbuf.bytes(packedBytes(b.Bytes))[b.Bytes:]) // the block past the last payload, copied in whole
+	grid, block, parts := r.launchShape(b)
+	a := newCArgs(11)
 	defer a.free()
-	params := r.params(a, t, b)
+	params := r.params(a, t, b, parts)
 	st := r.streams[int(r.rr.Add(1))%len(r.streams)]
-	copies := []auxCopy{{t.dbuf.p, t.hbuf.p, int64(b.Bytes)}, {t.doffs.p, t.hoffs.p, 4 * int64(b.N)},
-		{t.dlens.p, t.hlens.p, 4 * int64(b.N)}}
+	copies := []auxCopy{{t.dbuf.p, t.hbuf.p, packedBytes(b.Bytes)}, {t.didx.p, t.hidx.p, 4 * int64(t.capacity+b.N)}}
 	outs := []auxOut{{t.hbm.p, t.dbm.p, 4 * int64(rabin.BitmapWords(b.Bytes))}}
 	if err := r.c.auxQueue(st, copies, nil, r.fn, grid, block, 0, params, outs, t.ev); err != nil {
 		b.err = fmt.Errorf("gpu: cuda: markers: %v", err)
@@ -253,11 +310,10 @@ func (r *RabinMarkers) KernelTime(b *MarkerBatch, iters int) (float64, error) {
 	if b.N == 0 {
 		return 0, nil
 	}
-	block := markerBlock(b.N, r.c.sms)
-	grid := (b.N + block - 1) / block
-	a := newCArgs(10)
+	grid, block, parts := r.launchShape(b)
+	a := newCArgs(11)
 	defer a.free()
-	params := r.params(a, t, b)
+	params := r.params(a, t, b, parts)
 	var ms float64
 	err = r.c.do(func() error {
 		ms, err = timeEvents(r.streams[0], iters, func(st cu.Stream) error {
@@ -269,10 +325,56 @@ func (r *RabinMarkers) KernelTime(b *MarkerBatch, iters int) (float64, error) {
 }
 
 // params stores the kernel's arguments for batch b in a.
-func (r *RabinMarkers) params(a *cArgs, t *markerTwin, b *MarkerBatch) []unsafe.Pointer {
-	return []unsafe.Pointer{a.u64(uint64(t.dbuf.p)), a.u64(uint64(t.doffs.p)), a.u64(uint64(t.dlens.p)),
+func (r *RabinMarkers) params(a *cArgs, t *markerTwin, b *MarkerBatch, parts int) []unsafe.Pointer {
+	return []unsafe.Pointer{a.u64(uint64(t.dbuf.p)), a.u64(uint64(t.didx.p)), a.u64(uint64(t.didx.p) + 4*uint64(t.capacity)),
 		a.u32(uint32(b.N)), a.u64(uint64(r.tabs.p)), a.u32(uint32(r.m.W)), a.u32(uint32(r.shift)),
-		a.u32(uint32(r.m.Mask())), a.u32(uint32(r.m.Mask() >> 32)), a.u64(uint64(t.dbm.p))}
+		a.u32(uint32(r.m.Mask())), a.u32(uint32(r.m.Mask() >> 32)), a.u64(uint64(t.dbm.p)), a.u32(uint32(parts))}
+}
+
+// Streams returns the number of streams batches go over.
+func (r *RabinMarkers) Streams() int { return len(r.streams) }
+
+// PartsFor returns the segments per payload a batch of n payloads is
+// launched with.
+func (r *RabinMarkers) PartsFor(n int) int { return r.markerParts(n) }
+
+// CopyRates measures the PCIe copy bandwidth between page-locked host
+// memory and the device on this context (the end-to-end ceiling of any
+// batch that is copied in and out): iters copies of bytes bytes each way,
+// timed with CUDA events after a warm-up, in GB/s (10^9 bytes/s).
+func (c *CUDA) CopyRates(bytes int64, iters int) (h2d, d2h float64, err error) {
+	if bytes < 1 || iters < 1 {
+		return 0, 0, fmt.Errorf("gpu: cuda: copy rates over %d bytes, %d copies", bytes, iters)
+	}
+	err = c.do(func() error {
+		h, err := allocHost(bytes)
+		if err != nil {
+			return err
+		}
+		defer h.free()
+		clear(h.bytes(bytes))
+		d, err := c.alloc(bytes)
+		if err != nil {
+			return err
+		}
+		defer c.free(&d)
+		st, err := cu.MakeStream(cu.NonBlocking)
+		if err != nil {
+			return fmt.Errorf("gpu: cuda: stream: %v", err)
+		}
+		defer st.Destroy()
+		up, err := timeEvents(st, iters, func(st cu.Stream) error { return cu.MemcpyHtoDAsync(d.p, h.p, bytes, st) })
+		if err != nil {
+			return fmt.Errorf("gpu: cuda: copy in: %v", err)
+		}
+		down, err := timeEvents(st, iters, func(st cu.Stream) error { return cu.MemcpyDtoHAsync(h.p, d.p, bytes, st) })
+		if err != nil {
+			return fmt.Errorf("gpu: cuda: copy out: %v", err)
+		}
+		h2d, d2h = float64(bytes)/(up*1e6), float64(bytes)/(down*1e6)
+		return nil
+	})
+	return h2d, d2h, err
 }
 
 // Close frees the tables and streams (and the CUDA backend, if

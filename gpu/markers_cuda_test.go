@@ -11,18 +11,46 @@ import (
 )
 
 // TestCUDARabinMarkers compares the GPU's bitmaps with rabin.Marker.Bitmap
-// bit for bit (testMarkers): fixed-window kernels (16, 48, 64) and the
-// generic one (31), payloads of many lengths, several batches in flight.
+// bit for bit (testMarkers): fixed-window kernels (16, 32, 48, 64) and the
+// generic one (31), payloads of many lengths, several batches in flight,
+// each payload cut into the parts the batch's size picks (0) and into 1, 3
+// and 64 segments.
 func TestCUDARabinMarkers(t *testing.T) {
 	c := newTestCUDA(t)
-	testMarkers(t, func(m *rabin.Marker) Markers {
-		r, err := c.RabinMarkers(m, 2)
+	for _, parts := range []int{0, 1, 3, 64} {
+		testMarkers(t, func(m *rabin.Marker) Markers {
+			r, err := c.RabinMarkers(m, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Parts = parts
+			if parts == 0 {
+				t.Logf("w=%d: %s, %d parts for 300 payloads", m.W, r.Kernel(), r.PartsFor(300))
+			}
+			return r
+		})
+	}
+}
+
+// TestCUDAMarkerPipeline: the pipeline over the GPU (several fillers
+// submitting at once over 4 streams, waiting asleep or spinning) equals the
+// CPU's bitmap.
+func TestCUDAMarkerPipeline(t *testing.T) {
+	c := newTestCUDA(t)
+	for _, w := range []int{32, 31} {
+		m, err := rabin.NewMarker(rabin.DefaultPol, w, 8)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("w=%d: %s", m.W, r.Kernel())
-		return r
-	})
+		r, err := c.RabinMarkers(m, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.BlockingWait = w == 32 // the benchmark's waits; the other spins
+		testPipeline(t, r, m, PipelineConfig{Fillers: 3, BatchBytes: 256 << 10, BatchPayloads: 1 << 20})
+		testPipeline(t, r, m, PipelineConfig{Fillers: 1, BatchBytes: 64 << 10, BatchPayloads: 50})
+		r.Close()
+	}
 }
 
 // TestCUDARabinBench measures markers over 1,460-byte payloads (window 48,

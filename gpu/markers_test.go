@@ -42,7 +42,7 @@ func randomPayloads(rng *rand.Rand, lens []int) [][]byte {
 // several batches in flight at once.
 func testMarkers(t *testing.T, open func(m *rabin.Marker) Markers) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, w := range []int{16, 31, 48, 64} {
+	for _, w := range []int{16, 31, 32, 48, 64} {
 		for _, bits := range []int{3, 8, 13} {
 			m, err := rabin.NewMarker(rabin.DefaultPol, w, bits)
 			if err != nil {
@@ -163,6 +163,58 @@ func TestStreamMarkers(t *testing.T) {
 				t.Fatalf("n=%d w=%d: %d markers, want %d", n, w, len(got), len(want))
 			}
 		}
+	}
+}
+
+// testPipeline compares a MarkerPipeline over mk with rabin.Marker.Bitmap of
+// rabin.Pack of the same payloads, bit for bit, words outside every payload
+// left alone: payloads of every edge length, batches small enough that the
+// runs cut them many times, several fillers.
+func testPipeline(t *testing.T, mk Markers, m *rabin.Marker, cfg PipelineConfig) {
+	rng := rand.New(rand.NewPCG(11, uint64(cfg.Fillers)))
+	ps := randomPayloads(rng, markerLengths(rng, 2000))
+	p, err := NewMarkerPipeline(mk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	buf, offs, lens := rabin.Pack(nil, nil, nil, ps...)
+	want := make([]uint32, rabin.BitmapWords(len(buf)))
+	got := make([]uint32, len(want))
+	for i := range want {
+		want[i], got[i] = 0xdeadbeef, 0xdeadbeef
+	}
+	if err := m.Bitmap(buf, offs, lens, want); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 2; round++ { // the batches used again
+		if err := p.Bitmap(ps, got); err != nil {
+			t.Fatal(err)
+		}
+		if i := firstDiff(got, want); i >= 0 {
+			t.Fatalf("%s pipeline %+v: bitmap word %d = %#x, want %#x", mk.Name(), cfg, i, got[i], want[i])
+		}
+	}
+	if err := p.Bitmap(ps, got[:len(got)-1]); err == nil {
+		t.Error("a short bitmap accepted")
+	}
+	if err := p.Bitmap([][]byte{make([]byte, cfg.BatchBytes+1)}, got); err == nil {
+		t.Error("a payload larger than a batch accepted")
+	}
+}
+
+func TestMarkerPipelineCPU(t *testing.T) {
+	m, err := rabin.NewMarker(rabin.DefaultPol, 32, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []PipelineConfig{{Fillers: 1, BatchBytes: 64 << 10, BatchPayloads: 1 << 20},
+		{Fillers: 3, BatchBytes: 512 << 10, BatchPayloads: 1 << 20}, {Fillers: 3, BatchBytes: 512 << 10, BatchPayloads: 1 << 20, FlatStart: true},
+		{Fillers: 4, BatchBytes: 1 << 20, BatchPayloads: 7}} {
+		testPipeline(t, CPUMarkers{m}, m, cfg)
+	}
+	if _, err := NewMarkerPipeline(CPUMarkers{m}, PipelineConfig{Fillers: 0, BatchBytes: 64 << 10, BatchPayloads: 1}); err == nil {
+		t.Error("a pipeline of no fillers accepted")
 	}
 }
 

@@ -13,9 +13,10 @@ import (
 // batch, the sorted ports whose subscriptions it satisfies — what
 // pubsub.Table.MatchBatch answers on the CPU (CPUEventMatcher). The CUDA
 // one (CUDA.PubsubMatcher, kernel pubsub_match of kernels/pubsub.cu) holds
-// the table's device layout (pubsub.Layout) and evaluates, per event, the
-// constraints of its attributes' names, counting per filter; events go
-// through EventBatch, encoded on the host by name (EncodeEvents).
+// the table's device layout (pubsub.Layout) and scans, per event, the
+// anchor lists of its attributes' names for filters whose name signature
+// the event covers, and evaluates those; events go through EventBatch,
+// encoded on the host by name (EncodeEvents).
 
 // EventMatcher matches batches of events.
 type EventMatcher interface {
@@ -47,7 +48,8 @@ const AttrWords = 4
 // EventBatch is a batch of encoded events: Off[k]..Off[k+1] index event
 // k's attributes in Attrs (AttrWords each), string values in Str. Out
 // receives PortWords words per event: bit p set when a filter of the
-// layout's port index p matched.
+// layout's port index p matched; then (Hits) the number of deliveries and
+// the slots of the filters that decided them.
 type EventBatch struct {
 	Off       []uint32 // N+1 used
 	Attrs     []uint32 // AttrWords*Off[N] used
@@ -123,6 +125,53 @@ func EncodeEvents(b *EventBatch, names map[string]uint32, evs []pubsub.Event) in
 	return len(evs)
 }
 
+// Hits returns the slots of the filters that decided the batch's
+// deliveries (after Wait), and whether they are all there (false: more
+// deliveries than the batch brings slots back for).
+func (b *EventBatch) Hits() ([]uint32, bool) {
+	o := b.N * b.PortWords
+	if o >= len(b.Out) {
+		return nil, false
+	}
+	n := int(b.Out[o])
+	have := min(n, hitCap(b.N), len(b.Out)-o-1)
+	return b.Out[o+1 : o+1+have], have == n
+}
+
+// hitCap is the deciding filters' slots a batch of n events brings back
+// (two deliveries per event on average; past it a matcher says the slots
+// are incomplete and the caller counts on the CPU).
+func hitCap(n int) int { return 2*n + 256 }
+
+func appendHits(slots []uint32, b *EventBatch) ([]uint32, bool) {
+	h, ok := b.Hits()
+	return append(slots, h...), ok
+}
+
+// decodeInto sets out[k] to the sorted ports of event k of b (after Wait).
+func decodeInto(out [][]uint32, b *EventBatch, ports []uint32) error {
+	for k := 0; k < b.N; k++ {
+		var ps []uint32
+		for w := 0; w < b.PortWords; w++ {
+			x := b.Out[k*b.PortWords+w]
+			for x != 0 {
+				i := w*32 + trailingZeros(x)
+				x &= x - 1
+				if i >= len(ports) {
+					return fmt.Errorf("gpu: event %d matched port index %d of %d", k, i, len(ports))
+				}
+				ps = append(ps, ports[i])
+			}
+		}
+		if len(ps) > 1 {
+			slices.Sort(ps)
+			ps = slices.Compact(ps)
+		}
+		out[k] = ps
+	}
+	return nil
+}
+
 // DecodePorts appends to dst[k] the sorted ports of event k of b, after
 // Wait, from the layout's ports region (port index → port).
 func DecodePorts(dst [][]uint32, b *EventBatch, ports []uint32) ([][]uint32, error) {
@@ -169,6 +218,11 @@ type EventDevice interface {
 	Update(u bubble.Update, names map[string]uint32) error
 	// Describe says how the device matches.
 	Describe() string
+	// MatchSlots is Match that also appends the slots of the filters
+	// that decided each delivery (per event and port, one filter: for
+	// pubsub.Table.CountSlots); complete is false when some were not
+	// brought back.
+	MatchSlots(evs []pubsub.Event, out [][]uint32, slots []uint32) (res [][]uint32, s []uint32, complete bool, err error)
 }
 
 // LayoutDevice is an EventDevice without a device: it keeps the image by
@@ -203,15 +257,30 @@ func (d *LayoutDevice) Update(u bubble.Update, names map[string]uint32) error {
 
 // Match evaluates each event from the words.
 func (d *LayoutDevice) Match(evs []pubsub.Event, out [][]uint32) ([][]uint32, error) {
+	out, _, _, err := d.MatchSlots(evs, out, nil)
+	return out, err
+}
+
+// MatchSlots evaluates each event from the words (pubsub.EvalLayoutAttrs),
+// the first matching filter of each port deciding its delivery.
+func (d *LayoutDevice) MatchSlots(evs []pubsub.Event, out [][]uint32, slots []uint32) ([][]uint32, []uint32, bool, error) {
 	if d.img == nil {
-		return out[:0], fmt.Errorf("gpu: layout device: no image")
+		return out[:0], slots, false, fmt.Errorf("gpu: layout device: no image")
 	}
-	l := &pubsub.Layout{Image: d.img, Names: d.names}
+	ports := d.img.Words[pubsub.RegionPorts]
 	out = out[:0]
 	for i := range evs {
-		out = append(out, pubsub.EvalLayout(l, &evs[i]))
+		var ps []uint32
+		pubsub.EvalLayoutAttrs(d.img, pubsub.LayoutAttrs(d.names, &evs[i]), func(slot, pi uint32) {
+			if !slices.Contains(ps, ports[pi]) {
+				ps = append(ps, ports[pi])
+				slots = append(slots, slot)
+			}
+		})
+		slices.Sort(ps)
+		out = append(out, ps)
 	}
-	return out, nil
+	return out, slots, true, nil
 }
 
 // Close does nothing.

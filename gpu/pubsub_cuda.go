@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -16,12 +17,13 @@ import (
 )
 
 // CUDAMatcher is content-based matching on the GPU: a pubsub layout's image
-// in device memory (regions end to end) and the kernel pubsub_match, a
-// block per event, the filters' counters in the block's shared memory when
-// they fit (4 bits each where no filter has more than 15 constraints), else
-// in a slice of device memory per block. Batches (EventBatch) are queued
-// round robin over its streams from the caller's goroutine; Load replaces
-// the layout (waiting for the device).
+// in device memory (regions end to end, each at an even word) and the
+// kernel pubsub_match: each event scans the anchor lists of its names for
+// filters whose name signature its own covers and evaluates those (blocks
+// of 256 threads, several per event in small batches). Batches
+// (EventBatch) are queued round robin over its streams from the caller's
+// goroutine; Load replaces the layout (waiting for the device), Update
+// writes bubbles.
 type CUDAMatcher struct {
 	c       *CUDA
 	mod     cu.Module
@@ -30,22 +32,14 @@ type CUDAMatcher struct {
 	streams []cu.Stream
 	rr      atomic.Uint32
 	once    sync.Once
-	smemMax int
 
 	// The layout (replaced by Load, on the owning goroutine, with every
 	// stream idle).
 	img       devBuf
-	gcnt      devBuf
-	base      [6]int64 // region base words
+	base      [pubsub.NumRegions]int64 // region base words
 	names     map[string]uint32
 	ports     []uint32
 	slots     int
-	cntBits   int
-	cntWords  int
-	smemCnt   int // counter words in shared memory (0: gcnt)
-	touched   int
-	block     int
-	grid      int
 	portWords int
 	host      *bubble.Image // the loaded image (Update applies bubbles to it)
 
@@ -54,11 +48,15 @@ type CUDAMatcher struct {
 	pool   []*EventBatch
 }
 
+// pubsubBlock is the kernel's block size.
+const pubsubBlock = 256
+
 type eventTwin struct {
-	hoff, hattrs, hstr, hout hostBuf
-	doff, dattrs, dstr, dout devBuf
-	ev                       cu.Event
-	submitted                bool
+	hoff, hattrs, hstr, hout, hpack hostBuf
+	doff, dattrs, dstr, dout, dpack devBuf
+	ev                              cu.Event
+	submitted                       bool
+	events                          int
 }
 
 // PubsubMatcher loads the matching kernel and the layout l, with batches
@@ -75,18 +73,6 @@ func (c *CUDA) PubsubMatcher(l *pubsub.Layout, streams int) (*CUDAMatcher, error
 		}
 		if m.fn, err = m.mod.Function("pubsub_match"); err != nil {
 			return fmt.Errorf("gpu: cuda: kernel pubsub_match: %v", err)
-		}
-		dev, err := cu.CurrentDevice()
-		if err != nil {
-			return err
-		}
-		m.smemMax = smemMax(int(dev))
-		if m.smemMax > 48<<10 {
-			if err := smemOptIn(m.fn, m.smemMax); err != nil {
-				return err
-			}
-		} else {
-			m.smemMax = 48 << 10
 		}
 		for i := 0; i < streams; i++ {
 			s, err := cu.MakeStream(cu.NonBlocking)
@@ -126,10 +112,10 @@ func OpenEventDevice(l *pubsub.Layout) (EventDevice, error) {
 }
 
 // Update brings the device's layout up to date: a full image is loaded
-// anew; bubbles are written into the kept image and each region's span of
-// changed words is copied to the device (a change of the counters' width,
-// a filter past 15 constraints, reloads it all). It waits for the queued
-// batches first; it must not run concurrently with Match, Submit or Wait.
+// anew; bubbles are written into the kept image and copied to the device as
+// runs of neighbouring words (a change of one subscription is a few runs of
+// a few words). It waits for the queued batches first; it must not run
+// concurrently with Match, Submit or Wait.
 func (m *CUDAMatcher) Update(u bubble.Update, names map[string]uint32) error {
 	return m.c.do(func() error {
 		for _, s := range m.streams {
@@ -148,30 +134,12 @@ func (m *CUDAMatcher) Update(u bubble.Update, names map[string]uint32) error {
 		}
 		m.names = names
 		w := m.host.Words
-		maxNeed := uint32(0)
-		for _, f := range w[pubsub.RegionFilters] {
-			maxNeed = max(maxNeed, f&0xff)
-		}
-		if (maxNeed <= 15) != (m.cntBits == 4) {
-			return m.load(&pubsub.Layout{Image: m.host, Names: names})
-		}
-		lo, hi := make([]int, len(w)), make([]int, len(w))
-		for r := range w {
-			lo[r], hi[r] = len(w[r]), -1
-		}
-		for _, b := range u.Bubbles {
-			r, o := int(b.Region), int(b.Offset)
-			lo[r], hi[r] = min(lo[r], o), max(hi[r], o)
-		}
-		for r := range w {
-			if hi[r] < lo[r] {
-				continue
-			}
-			if err := upload(m.img.p+cu.DevicePtr(4*(m.base[r]+int64(lo[r]))), w[r][lo[r]:hi[r]+1]); err != nil {
+		for _, r := range bubbleRuns(u.Bubbles, 32) {
+			if err := upload(m.img.p+cu.DevicePtr(4*(m.base[r.region]+int64(r.lo))), w[r.region][r.lo:r.hi]); err != nil {
 				return fmt.Errorf("gpu: cuda: %v", err)
 			}
 		}
-		m.ports = append(m.ports[:0], w[pubsub.RegionPorts]...)
+		m.ports = append(m.ports[:0], w[pubsub.RegionPorts][:m.host.Words[pubsub.RegionHeader][pubsub.HdrPorts]]...)
 		return nil
 	})
 }
@@ -206,21 +174,21 @@ func (m *CUDAMatcher) Load(l *pubsub.Layout) error {
 // writes bubbles into it): callers hand over an image they do not write.
 func (m *CUDAMatcher) load(l *pubsub.Layout) error {
 	w := l.Image.Words
-	if len(w) != 6 || len(w[pubsub.RegionHeader]) < pubsub.HeaderWords || w[pubsub.RegionHeader][pubsub.HdrMagic] != pubsub.LayoutMagic {
-		return fmt.Errorf("gpu: cuda: not a pubsub layout")
+	if len(w) != int(pubsub.NumRegions) || len(w[pubsub.RegionHeader]) < pubsub.HeaderWords ||
+		w[pubsub.RegionHeader][pubsub.HdrMagic] != pubsub.LayoutMagic || w[pubsub.RegionHeader][pubsub.HdrVersion] != pubsub.LayoutVersion {
+		return fmt.Errorf("gpu: cuda: not a pubsub layout of version %d", pubsub.LayoutVersion)
 	}
 	total := 0
 	for r, ws := range w {
 		m.base[r] = int64(total)
-		total += len(ws)
+		total += (len(ws) + 1) &^ 1 // even: the signatures are read 8 bytes at a time
 	}
 	m.c.free(&m.img)
-	m.c.free(&m.gcnt)
 	m.host = l.Image
 	m.dropPool()
 	var err error
-	// 2 words of padding: the kernel reads a short constraint string as the
-	// 3 words that hold it, which may reach past the strings region.
+	// 2 words of padding: the kernel may read a string's bytes up to the
+	// end of the region.
 	if m.img, err = m.c.alloc(4 * int64(total+2)); err != nil {
 		return err
 	}
@@ -232,66 +200,53 @@ func (m *CUDAMatcher) load(l *pubsub.Layout) error {
 			return fmt.Errorf("gpu: cuda: %v", err)
 		}
 	}
-	m.slots = len(w[pubsub.RegionFilters])
-	maxNeed := uint32(0)
-	for _, f := range w[pubsub.RegionFilters] {
-		maxNeed = max(maxNeed, f&0xff)
-	}
-	m.cntBits = 8
-	if maxNeed <= 15 {
-		m.cntBits = 4
-	}
-	m.cntWords = (m.slots*m.cntBits + 31) / 32
-	m.ports = append([]uint32(nil), w[pubsub.RegionPorts]...)
-	m.portWords = max(1, (len(m.ports)+31)/32)
+	m.slots = int(w[pubsub.RegionHeader][pubsub.HdrFilters])
+	np := int(w[pubsub.RegionHeader][pubsub.HdrPorts])
+	m.ports = append([]uint32(nil), w[pubsub.RegionPorts][:np]...)
+	// Port words for the region's capacity: ports added later need no new
+	// batches.
+	m.portWords = max(1, (len(w[pubsub.RegionPorts])+31)/32)
 	m.names = l.Names
-	fixed := 4*(m.portWords+2) + 256
-	limit := m.smemMax
-	if pubsubSmemLimit > 0 {
-		limit = min(limit, pubsubSmemLimit)
-	}
-	if cb := 4 * m.cntWords; cb+fixed+4*4096 <= limit {
-		m.smemCnt = m.cntWords
-		m.touched = min(16384, (m.smemMax-cb-fixed)/4)
-		m.block = 1024
-		m.grid = m.c.sms
-	} else {
-		m.smemCnt = 0
-		m.touched = 8192
-		m.block = 512
-		m.grid = 2 * m.c.sms
-		if m.gcnt, err = m.c.alloc(4 * int64(m.cntWords) * int64(m.grid)); err != nil {
-			return err
-		}
-		if err := cu.MemsetD32(m.gcnt.p, 0, int64(m.cntWords)*int64(m.grid)); err != nil {
-			return fmt.Errorf("gpu: cuda: %v", err)
-		}
-	}
-	if pubsubTouchedCap > 0 {
-		m.touched = min(m.touched, pubsubTouchedCap)
-	}
 	return nil
 }
 
-// pubsubSmemLimit and pubsubTouchedCap, when set (by tests), cap the
-// shared memory the counters may take and the slots remembered per event,
-// to exercise the device-memory counters and the full scan.
-var pubsubSmemLimit, pubsubTouchedCap int
+// bubbleRun is a run of words of one region to copy.
+type bubbleRun struct {
+	region bubble.Region
+	lo, hi uint32
+}
 
-func (m *CUDAMatcher) smem() int { return 4*(m.smemCnt+m.touched+m.portWords+2) + 256 }
+// bubbleRuns sorts the bubbles' positions and merges those at most gap
+// words apart into runs.
+func bubbleRuns(bs []bubble.Bubble, gap uint32) []bubbleRun {
+	pos := make([]uint64, len(bs))
+	for i, b := range bs {
+		pos[i] = uint64(b.Region)<<32 | uint64(b.Offset)
+	}
+	slices.Sort(pos)
+	var runs []bubbleRun
+	for _, p := range pos {
+		r, o := bubble.Region(p>>32), uint32(p)
+		if n := len(runs); n > 0 && runs[n-1].region == r && o <= runs[n-1].hi+gap {
+			runs[n-1].hi = max(runs[n-1].hi, o+1)
+			continue
+		}
+		runs = append(runs, bubbleRun{r, o, o + 1})
+	}
+	return runs
+}
 
 // Name returns "cuda".
 func (m *CUDAMatcher) Name() string { return "cuda" }
 
 // Describe says how the kernel runs for the loaded layout.
 func (m *CUDAMatcher) Describe() string {
-	where := "shared memory"
-	if m.smemCnt == 0 {
-		where = "device memory"
-	}
-	return fmt.Sprintf("pubsub_match (%s): %d filter slots, %d-bit counters in %s, blocks of %d, %d blocks, %d ports",
-		m.ptx, m.slots, m.cntBits, where, m.block, m.grid, len(m.ports))
+	return fmt.Sprintf("pubsub_match (%s): %d filter slots, anchor lists with name signatures, blocks of %d, %d ports, image %d bytes",
+		m.ptx, m.slots, pubsubBlock, len(m.ports), m.host.Bytes())
 }
+
+// ImageBytes returns the device memory the layout takes.
+func (m *CUDAMatcher) ImageBytes() int64 { return m.img.n }
 
 // Ports returns the layout's ports region (port index → port).
 func (m *CUDAMatcher) Ports() []uint32 { return m.ports }
@@ -305,8 +260,9 @@ func (m *CUDAMatcher) NewEventBatch(events, attrs, strBytes int) (*EventBatch, e
 	if events < 1 || attrs < 0 || strBytes < 0 {
 		return nil, fmt.Errorf("gpu: event batch of %d events, %d attributes, %d bytes", events, attrs, strBytes)
 	}
-	t := &eventTwin{}
+	t := &eventTwin{events: events}
 	pw := m.portWords
+	outWords := int64(pw)*int64(events) + 1 + int64(hitCap(events))
 	err := m.c.do(func() error {
 		var err error
 		for _, a := range []struct {
@@ -314,11 +270,11 @@ func (m *CUDAMatcher) NewEventBatch(events, attrs, strBytes int) (*EventBatch, e
 			d *devBuf
 			n int64
 		}{{&t.hoff, &t.doff, 4 * int64(events+1)}, {&t.hattrs, &t.dattrs, 4 * AttrWords * int64(attrs)},
-			{&t.hstr, &t.dstr, int64(strBytes)}, {&t.hout, &t.dout, 4 * int64(pw) * int64(events)}} {
+			{&t.hstr, &t.dstr, int64(strBytes)}, {&t.hout, &t.dout, 4 * outWords}, {&t.hpack, &t.dpack, packBytes}} {
 			if *a.h, err = allocHost(max(a.n, 4)); err != nil {
 				return err
 			}
-			if *a.d, err = m.c.alloc(a.n); err != nil {
+			if *a.d, err = m.c.alloc(max(a.n, 4)); err != nil {
 				return err
 			}
 		}
@@ -330,14 +286,14 @@ func (m *CUDAMatcher) NewEventBatch(events, attrs, strBytes int) (*EventBatch, e
 		return nil, err
 	}
 	return &EventBatch{Off: wordsAt(t.hoff.p, events+1), Attrs: wordsAt(t.hattrs.p, AttrWords*attrs),
-		Str: t.hstr.bytes(int64(strBytes)), Out: wordsAt(t.hout.p, pw*events), PortWords: pw, impl: t}, nil
+		Str: t.hstr.bytes(int64(strBytes)), Out: wordsAt(t.hout.p, int(outWords)), PortWords: pw, impl: t}, nil
 }
 
 func (t *eventTwin) release(c *CUDA) {
-	for _, h := range []*hostBuf{&t.hoff, &t.hattrs, &t.hstr, &t.hout} {
+	for _, h := range []*hostBuf{&t.hoff, &t.hattrs, &t.hstr, &t.hout, &t.hpack} {
 		h.free()
 	}
-	for _, d := range []*devBuf{&t.doff, &t.dattrs, &t.dstr, &t.dout} {
+	for _, d := range []*devBuf{&t.doff, &t.dattrs, &t.dstr, &t.dout, &t.dpack} {
 		c.free(d)
 	}
 	if t.ev != (cu.Event{}) {
@@ -361,7 +317,7 @@ func (m *CUDAMatcher) check(b *EventBatch) (*eventTwin, error) {
 	if b.PortWords != m.portWords {
 		return nil, fmt.Errorf("gpu: cuda: event batch of %d port words for a layout of %d (allocate it after Load)", b.PortWords, m.portWords)
 	}
-	if b.N < 0 || b.N+1 > len(b.Off) || int(b.Off[b.N]) > len(b.Attrs)/AttrWords || b.StrBytes > len(b.Str) || b.StrBytes < 0 {
+	if b.N < 0 || b.N > t.events || b.N+1 > len(b.Off) || int(b.Off[b.N]) > len(b.Attrs)/AttrWords || b.StrBytes > len(b.Str) || b.StrBytes < 0 {
 		return nil, fmt.Errorf("gpu: cuda: event batch of %d events outside its capacity", b.N)
 	}
 	nn := uint32(len(m.names))
@@ -382,17 +338,54 @@ func (m *CUDAMatcher) check(b *EventBatch) (*eventTwin, error) {
 	return t, nil
 }
 
-func (m *CUDAMatcher) params(a *cArgs, t *eventTwin, b *EventBatch) []unsafe.Pointer {
-	at := func(r int) uint64 { return uint64(m.img.p) + uint64(4*m.base[r]) }
-	return []unsafe.Pointer{a.u64(at(int(pubsub.RegionNames))), a.u64(at(int(pubsub.RegionConstraints))),
-		a.u64(at(int(pubsub.RegionStrings))), a.u64(at(int(pubsub.RegionFilters))),
-		a.u64(uint64(t.doff.p)), a.u64(uint64(t.dattrs.p)), a.u64(uint64(t.dstr.p)), a.u32(uint32(b.N)),
-		a.u32(uint32(m.cntBits)), a.u64(uint64(m.gcnt.p)), a.u32(uint32(m.cntWords)), a.u32(uint32(m.smemCnt)),
-		a.u32(uint32(m.touched)), a.u32(uint32(m.portWords)), a.u64(uint64(t.dout.p))}
+// splits is the blocks per event for a batch of n events: enough blocks to
+// fill the device four times over, at most 64 per event (one event's
+// lists in one pass of 16K threads).
+func (m *CUDAMatcher) splits(n int) int {
+	return max(1, min(64, (4*m.c.sms+n-1)/max(n, 1)))
 }
 
-// Submit queues b's copy-in, the kernel and the copy-out of its port
-// bitmaps in the next stream.
+// packBytes is the size of a batch's packed buffer: a small batch's
+// offsets, attributes, strings and zeroed answers go to the device in one
+// copy (one copy and no memset fewer on a single event's path).
+const packBytes = 64 << 10
+
+// pack lays a small batch out in t.hpack (offsets, attributes, strings,
+// zeros for the answers, room for the deciding slots) and returns the byte
+// offsets of the attributes, strings and answers and the bytes to copy in;
+// ok is false when it does not fit.
+func (m *CUDAMatcher) pack(t *eventTwin, b *EventBatch) (attrs, str, out, in int64, ok bool) {
+	na := int64(b.Off[b.N])
+	attrs = 4 * int64(b.N+1)
+	str = attrs + 4*AttrWords*na
+	out = (str + int64(b.StrBytes) + 3) &^ 3
+	ow := int64(m.portWords)*int64(b.N) + 1
+	in = out + 4*ow
+	if b.N > 64 || in+4*int64(hitCap(b.N)) > packBytes {
+		return 0, 0, 0, 0, false
+	}
+	p := t.hpack.bytes(packBytes)
+	copy(p, unsafe.Slice((*byte)(unsafe.Pointer(&b.Off[0])), 4*(b.N+1)))
+	if na > 0 {
+		copy(p[attrs:], unsafe.Slice((*byte)(unsafe.Pointer(&b.Attrs[0])), 4*AttrWords*na))
+	}
+	copy(p[str:], b.Str[:b.StrBytes])
+	clear(p[out:in])
+	return attrs, str, out, in, true
+}
+
+func (m *CUDAMatcher) params(a *cArgs, b *EventBatch, off, attrs, str, out uint64, splits int) []unsafe.Pointer {
+	at := func(r bubble.Region) uint64 { return uint64(m.img.p) + uint64(4*m.base[r]) }
+	hits := out + 4*uint64(m.portWords)*uint64(b.N)
+	return []unsafe.Pointer{a.u64(at(pubsub.RegionNames)), a.u64(at(pubsub.RegionAnchorSig)),
+		a.u64(at(pubsub.RegionAnchorSlot)), a.u64(at(pubsub.RegionConstraints)), a.u64(at(pubsub.RegionStrings)),
+		a.u64(at(pubsub.RegionFilters)), a.u64(off), a.u64(attrs), a.u64(str),
+		a.u32(uint32(b.N)), a.u32(uint32(splits)), a.u32(uint32(m.portWords)), a.u64(out), a.u64(hits),
+		a.u32(uint32(hitCap(b.N)))}
+}
+
+// Submit queues b's copy-in, the zeroing of its answers, the kernel and
+// the copy-out of its port bitmaps and deciding slots in the next stream.
 func (m *CUDAMatcher) Submit(b *EventBatch) error {
 	t, err := m.check(b)
 	if err != nil {
@@ -408,13 +401,25 @@ func (m *CUDAMatcher) Submit(b *EventBatch) error {
 	}
 	a := newCArgs(16)
 	defer a.free()
-	params := m.params(a, t, b)
+	sp := m.splits(b.N)
 	st := m.streams[int(m.rr.Add(1))%len(m.streams)]
-	copies := []auxCopy{{t.doff.p, t.hoff.p, 4 * int64(b.N+1)}, {t.dattrs.p, t.hattrs.p, 4 * AttrWords * int64(b.Off[b.N])},
-		{t.dstr.p, t.hstr.p, int64(b.StrBytes)}}
-	grid := min(b.N, m.grid)
-	outs := []auxOut{{t.hout.p, t.dout.p, 4 * int64(m.portWords) * int64(b.N)}}
-	if err := m.c.auxQueue(st, copies, nil, m.fn, grid, m.block, m.smem(), params, outs, t.ev); err != nil {
+	ow := int64(m.portWords) * int64(b.N)
+	var params []unsafe.Pointer
+	var copies, zero []auxCopy
+	var outs []auxOut
+	if pa, ps, po, in, ok := m.pack(t, b); ok {
+		d := uint64(t.dpack.p)
+		params = m.params(a, b, d, d+uint64(pa), d+uint64(ps), d+uint64(po), sp)
+		copies = []auxCopy{{t.dpack.p, t.hpack.p, in}}
+		outs = []auxOut{{t.hout.p, t.dpack.p + cu.DevicePtr(po), 4 * (ow + 1 + int64(hitCap(b.N)))}}
+	} else {
+		params = m.params(a, b, uint64(t.doff.p), uint64(t.dattrs.p), uint64(t.dstr.p), uint64(t.dout.p), sp)
+		copies = []auxCopy{{t.doff.p, t.hoff.p, 4 * int64(b.N+1)}, {t.dattrs.p, t.hattrs.p, 4 * AttrWords * int64(b.Off[b.N])},
+			{t.dstr.p, t.hstr.p, int64(b.StrBytes)}}
+		zero = []auxCopy{{dst: t.dout.p, n: ow + 1}}
+		outs = []auxOut{{t.hout.p, t.dout.p, 4 * (ow + 1 + int64(hitCap(b.N)))}}
+	}
+	if err := m.c.auxQueue(st, copies, zero, m.fn, b.N*sp, pubsubBlock, 0, params, outs, t.ev); err != nil {
 		b.err = fmt.Errorf("gpu: cuda: matching: %v", err)
 		return b.err
 	}
@@ -422,7 +427,7 @@ func (m *CUDAMatcher) Submit(b *EventBatch) error {
 	return nil
 }
 
-// Wait waits for b's answers (Out).
+// Wait waits for b's answers (Out, and Hits).
 func (m *CUDAMatcher) Wait(b *EventBatch) error {
 	t, _ := b.impl.(*eventTwin)
 	if t == nil {
@@ -468,33 +473,95 @@ func (m *CUDAMatcher) putBatch(b *EventBatch) {
 // kept for reuse), matches them and decodes the ports. Several goroutines
 // may call it at once (each batch goes to the next stream).
 func (m *CUDAMatcher) Match(evs []pubsub.Event, out [][]uint32) ([][]uint32, error) {
-	out = out[:0]
-	b, err := m.getBatch()
-	if err != nil {
-		return out, err
-	}
-	defer m.putBatch(b)
-	for len(evs) > 0 {
-		k := EncodeEvents(b, m.names, evs)
-		if k == 0 {
-			return out, fmt.Errorf("gpu: cuda: an event does not fit a batch")
-		}
-		if err := m.Submit(b); err != nil {
-			return out, err
-		}
-		if err := m.Wait(b); err != nil {
-			return out, err
-		}
-		if out, err = DecodePorts(out, b, m.ports); err != nil {
-			return out, err
-		}
-		evs = evs[k:]
-	}
-	return out, nil
+	out, _, _, err := m.MatchSlots(evs, out, nil)
+	return out, err
 }
 
-// KernelTime times iters launches of the kernel alone over b (submitted and
-// waited for once) and returns the milliseconds per launch.
+// matchParts is how many goroutines MatchSlots splits a large call over
+// (each encodes, submits and decodes its own batches, so that encoding
+// overlaps the device's work).
+const matchParts = 4
+
+// MatchSlots is Match that also appends to slots the filter slot that
+// decided each delivery (per event and port, the filter that set its bit
+// first: for the subscriptions' match counters, pubsub.Table.CountSlots).
+// complete is false when a batch matched more deliveries than it brings
+// back slots for (then slots holds some of them only).
+func (m *CUDAMatcher) MatchSlots(evs []pubsub.Event, out [][]uint32, slots []uint32) ([][]uint32, []uint32, bool, error) {
+	if cap(out) >= len(evs) {
+		out = out[:len(evs)]
+	} else {
+		out = make([][]uint32, len(evs))
+	}
+	parts := 1
+	if len(evs) >= 4096 {
+		parts = min(matchParts, len(evs)/2048)
+	}
+	if parts == 1 {
+		return m.matchRange(evs, out, slots)
+	}
+	type res struct {
+		slots    []uint32
+		complete bool
+		err      error
+	}
+	rs := make([]res, parts)
+	var wg sync.WaitGroup
+	per := (len(evs) + parts - 1) / parts
+	for p := 0; p < parts; p++ {
+		lo, hi := min(p*per, len(evs)), min((p+1)*per, len(evs))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, rs[p].slots, rs[p].complete, rs[p].err = m.matchRange(evs[lo:hi], out[lo:hi], nil)
+		}()
+	}
+	wg.Wait()
+	complete := true
+	for _, r := range rs {
+		if r.err != nil {
+			return out, slots, false, r.err
+		}
+		slots = append(slots, r.slots...)
+		complete = complete && r.complete
+	}
+	return out, slots, complete, nil
+}
+
+// matchRange matches evs into out (len(out) == len(evs)) on one batch.
+func (m *CUDAMatcher) matchRange(evs []pubsub.Event, out [][]uint32, slots []uint32) ([][]uint32, []uint32, bool, error) {
+	b, err := m.getBatch()
+	if err != nil {
+		return out, slots, false, err
+	}
+	defer m.putBatch(b)
+	complete := true
+	done := 0
+	for done < len(evs) {
+		k := EncodeEvents(b, m.names, evs[done:])
+		if k == 0 {
+			return out, slots, false, fmt.Errorf("gpu: cuda: an event does not fit a batch")
+		}
+		if err := m.Submit(b); err != nil {
+			return out, slots, false, err
+		}
+		if err := m.Wait(b); err != nil {
+			return out, slots, false, err
+		}
+		if err := decodeInto(out[done:done+k], b, m.ports); err != nil {
+			return out, slots, false, err
+		}
+		var ok bool
+		slots, ok = appendHits(slots, b)
+		complete = complete && ok
+		done += k
+	}
+	return out, slots, complete, nil
+}
+
+// KernelTime times iters launches of the kernel (and the zeroing of the
+// answers) over b, copied to the device first, and returns the
+// milliseconds per launch.
 func (m *CUDAMatcher) KernelTime(b *EventBatch, iters int) (float64, error) {
 	t, err := m.check(b)
 	if err != nil || b.N == 0 {
@@ -502,12 +569,41 @@ func (m *CUDAMatcher) KernelTime(b *EventBatch, iters int) (float64, error) {
 	}
 	a := newCArgs(16)
 	defer a.free()
-	params := m.params(a, t, b)
-	grid := min(b.N, m.grid)
+	sp := m.splits(b.N)
+	ow := int64(m.portWords)*int64(b.N) + 1
+	dout := t.dout.p
+	// The arguments once (a holds 16), as Submit lays the batch out.
+	var params []unsafe.Pointer
+	var copies []auxCopy
+	if pa, ps, po, in, ok := m.pack(t, b); ok {
+		d := uint64(t.dpack.p)
+		params = m.params(a, b, d, d+uint64(pa), d+uint64(ps), d+uint64(po), sp)
+		dout = t.dpack.p + cu.DevicePtr(po)
+		copies = []auxCopy{{t.dpack.p, t.hpack.p, in}}
+	} else {
+		params = m.params(a, b, uint64(t.doff.p), uint64(t.dattrs.p), uint64(t.dstr.p), uint64(t.dout.p), sp)
+		copies = []auxCopy{{t.doff.p, t.hoff.p, 4 * int64(b.N+1)}, {t.dattrs.p, t.hattrs.p, 4 * AttrWords * int64(b.Off[b.N])},
+			{t.dstr.p, t.hstr.p, int64(b.StrBytes)}}
+	}
+	if err := m.c.do(func() error {
+		for _, c := range copies {
+			if c.n > 0 {
+				if err := cu.MemcpyHtoD(c.dst, c.src, c.n); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
 	var ms float64
 	err = m.c.do(func() error {
 		ms, err = timeEvents(m.streams[0], iters, func(st cu.Stream) error {
-			return m.fn.Launch(grid, 1, 1, m.block, 1, 1, m.smem(), st, params)
+			if err := cu.MemsetD32Async(dout, 0, ow, st); err != nil {
+				return err
+			}
+			return m.fn.Launch(b.N*sp, 1, 1, pubsubBlock, 1, 1, 0, st, params)
 		})
 		return err
 	})
@@ -524,7 +620,6 @@ func (m *CUDAMatcher) Close() error {
 			}
 			m.streams = nil
 			m.c.free(&m.img)
-			m.c.free(&m.gcnt)
 			if m.mod != (cu.Module{}) {
 				m.mod.Unload()
 			}

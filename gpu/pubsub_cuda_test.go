@@ -99,25 +99,136 @@ func comparePubsub(t *testing.T, name string, m *CUDAMatcher, tb *pubsub.Table, 
 }
 
 // TestCUDAPubsubRandom compares the GPU's answers with the CPU matcher's on
-// random subscriptions and events: 4-bit and 8-bit counters, in shared and
-// in device memory, with the per-event slot list and with the full scan.
+// random subscriptions and events (filters of up to 5 and up to 40
+// constraints, batches of one event, several blocks each, and large ones),
+// and checks the deciding slots: one per delivery, each credited to a
+// subscription of the port (pubsub.Table.CountSlots).
 func TestCUDAPubsubRandom(t *testing.T) {
 	c := newTestCUDA(t)
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, cs := range []struct {
-		maxCons, smem, touched int
-	}{{5, 0, 0}, {40, 0, 0}, {5, 1024, 0}, {40, 1024, 0}, {5, 0, 7}, {5, 1024, 3}} {
-		pubsubSmemLimit, pubsubTouchedCap = cs.smem, cs.touched
-		specs, evs := randomPubsub(rng, 70, 3000, cs.maxCons, 5000)
+	for _, maxCons := range []int{5, 40} {
+		specs, evs := randomPubsub(rng, 70, 3000, maxCons, 5000)
 		tb := pubsubTable(t, specs)
 		m, err := c.PubsubMatcher(tb.Layout(), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		comparePubsub(t, fmt.Sprintf("random maxCons=%d smem=%d touched=%d", cs.maxCons, cs.smem, cs.touched), m, tb, evs)
+		comparePubsub(t, fmt.Sprintf("random maxCons=%d", maxCons), m, tb, evs)
+		for i := 0; i < 50; i++ {
+			got, err := m.Match(evs[i:i+1], nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tb.Match(&evs[i]); !slices.Equal(got[0], want) && len(got[0])+len(want) > 0 {
+				t.Fatalf("single event %d: gpu %v, cpu %v", i, got[0], want)
+			}
+		}
+		before := matchSum(tb)
+		got, slots, complete, err := m.MatchSlots(evs, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delivered := 0
+		for _, ps := range got {
+			delivered += len(ps)
+		}
+		// Dozens of deliveries per event here: a batch brings back at
+		// most hitCap slots and says whether they are all there.
+		if len(slots) > delivered || complete != (len(slots) == delivered) || (delivered > 0 && len(slots) == 0) {
+			t.Fatalf("%d deciding slots (complete %v) for %d deliveries", len(slots), complete, delivered)
+		}
+		// One event at a time (at most 70 deliveries, fewer than a
+		// batch of one brings back): every slot comes back.
+		slots, delivered = slots[:0], 0
+		for i := 0; i < 20; i++ {
+			var ok bool
+			if got, slots, ok, err = m.MatchSlots(evs[i:i+1], got, slots); err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				t.Fatalf("event %d: slots incomplete", i)
+			}
+			delivered += len(got[0])
+		}
+		if len(slots) != delivered {
+			t.Fatalf("20 events: %d deciding slots for %d deliveries", len(slots), delivered)
+		}
+		tb.CountSlots(slots)
+		if d := matchSum(tb) - before; d != uint64(delivered) {
+			t.Errorf("counters rose by %d for %d deliveries", d, delivered)
+		}
 		m.Close()
 	}
-	pubsubSmemLimit, pubsubTouchedCap = 0, 0
+}
+
+// TestCUDAPubsubWideEvents compares the GPU with the CPU on events of more
+// attributes than the kernel keeps in shared memory (read from device
+// memory instead) and on events whose strings exceed its shared string
+// buffer, in batches of one and of many.
+func TestCUDAPubsubWideEvents(t *testing.T) {
+	c := newTestCUDA(t)
+	rng := rand.New(rand.NewPCG(31, 32))
+	const names = 120
+	long := func() string {
+		b := make([]byte, 200+rng.IntN(56))
+		for i := range b {
+			b[i] = "abc"[rng.IntN(3)]
+		}
+		return string(b)
+	}
+	value := func(n int) pubsub.Value {
+		if n%2 == 0 {
+			return pubsub.Int(int64(rng.IntN(5)))
+		}
+		if rng.IntN(3) == 0 {
+			return pubsub.Str(long())
+		}
+		return pubsub.Str([]string{"a", "ab", "abc", "b"}[rng.IntN(4)])
+	}
+	var specs []pubsub.Spec
+	for f := 0; f < 4000; f++ {
+		var flt pubsub.Filter
+		for _, n := range rng.Perm(names)[:1+rng.IntN(3)] {
+			v := value(n)
+			op := []pubsub.Op{pubsub.OpEq, pubsub.OpNe, pubsub.OpLt, pubsub.OpGe}[rng.IntN(4)]
+			if v.Type == pubsub.TypeString && rng.IntN(2) == 0 {
+				op, v = []pubsub.Op{pubsub.OpPrefix, pubsub.OpSuffix, pubsub.OpContains}[rng.IntN(3)], pubsub.Str(v.Str[:min(len(v.Str), 2)])
+			}
+			flt = append(flt, pubsub.Constraint{Name: fmt.Sprintf("w%d", n), Op: op, Value: v})
+		}
+		specs = append(specs, pubsub.Spec{Port: uint32(1 + rng.IntN(40)), Filters: []pubsub.Filter{flt}})
+	}
+	evs := make([]pubsub.Event, 600)
+	for i := range evs {
+		k := []int{3, 20, 40, 64, 65, names}[i%6] // 64: ATTR_CAP
+		for _, n := range rng.Perm(names)[:k] {
+			evs[i].Attrs = append(evs[i].Attrs, pubsub.Attr{Name: fmt.Sprintf("w%d", n), Value: value(n)})
+		}
+	}
+	tb := pubsubTable(t, specs)
+	m, err := c.PubsubMatcher(tb.Layout(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	comparePubsub(t, "wide events", m, tb, evs)
+	for i := 0; i < 40; i++ {
+		got, err := m.Match(evs[i:i+1], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := tb.Match(&evs[i]); !slices.Equal(got[0], want) && len(got[0])+len(want) > 0 {
+			t.Fatalf("single wide event %d: gpu %v, cpu %v", i, got[0], want)
+		}
+	}
+}
+
+func matchSum(tb *pubsub.Table) uint64 {
+	var n uint64
+	for _, s := range tb.List() {
+		n += s.Matches
+	}
+	return n
 }
 
 // TestCUDAPubsubScenario compares the answers on CCM's default scenario
@@ -135,6 +246,17 @@ func TestCUDAPubsubScenario(t *testing.T) {
 	defer m.Close()
 	evs := sc.Events(20000)
 	comparePubsub(t, "CCM default scenario", m, tb, evs)
+	got, slots, complete, err := m.MatchSlots(evs, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delivered := 0
+	for _, ps := range got {
+		delivered += len(ps)
+	}
+	if !complete || len(slots) != delivered {
+		t.Errorf("%d deciding slots (complete %v) for %d deliveries", len(slots), complete, delivered)
+	}
 	if testing.Short() {
 		return
 	}
@@ -223,8 +345,8 @@ func TestCUDAPubsubScenario(t *testing.T) {
 // TestCUDAPubsubUpdate keeps the device's layout up to date through the
 // table's bubble updates (CUDAMatcher.Update, the path gswitchd takes) over
 // rounds of adds and removals, and compares the GPU with the CPU matcher
-// after each; a filter of 20 constraints at the end widens the counters to
-// 8 bits (a reload from the kept image).
+// after each; at the end a filter of 21 constraints on a new name, and a
+// new port.
 func TestCUDAPubsubUpdate(t *testing.T) {
 	c := newTestCUDA(t)
 	rng := rand.New(rand.NewPCG(21, 22))
@@ -269,16 +391,17 @@ func TestCUDAPubsubUpdate(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		wide = append(wide, pubsub.Constraint{Name: fmt.Sprintf("n%d", i%12), Op: pubsub.OpNe, Value: pubsub.Int(int64(100 + i))})
 	}
+	wide = append(wide, pubsub.Constraint{Name: "fresh", Op: pubsub.OpNe, Value: pubsub.Float(0.25)})
 	if _, err := tb.Add(3, []pubsub.Filter{wide}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Add(1234, []pubsub.Filter{{{Name: "n1", Op: pubsub.OpGe, Value: pubsub.Int(-1 << 40)}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Update(dev.Update(tb), dev.Layout().Names); err != nil {
 		t.Fatal(err)
 	}
-	if m.cntBits != 8 {
-		t.Errorf("counters of %d bits after a filter of 20 constraints", m.cntBits)
-	}
-	comparePubsub(t, "after a wide filter", m, tb, evs)
+	comparePubsub(t, "after a wide filter with a new name and a new port", m, tb, evs)
 	// A stale generation is refused.
 	if err := m.Update(bubble.Update{Generation: 99, Bubbles: []bubble.Bubble{{}}}, dev.Layout().Names); err == nil {
 		t.Error("bubbles of another generation accepted")

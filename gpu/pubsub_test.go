@@ -1,8 +1,6 @@
 package gpu
 
 import (
-	"bytes"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -11,79 +9,33 @@ import (
 	"github.com/gswitch/gswitch/tables/pubsub"
 )
 
-// evalEncoded is pubsub_match (kernels/pubsub.cu) in Go, over a layout's
-// words and an encoded batch: the kernel's reference for the encoding and
-// the comparison rules, checked against the CPU matcher below.
+// evalEncoded is pubsub_match (kernels/pubsub.cu) in Go over an encoded
+// batch: the attributes read back from the batch's words, matched by
+// pubsub.EvalLayoutAttrs (the kernel's twin over the layout's words), the
+// port bits and the deciding slots written where the kernel writes them.
 func evalEncoded(l *pubsub.Layout, b *EventBatch) {
-	w := l.Image.Words
-	cons, filters := w[pubsub.RegionConstraints], w[pubsub.RegionFilters]
-	strs := make([]byte, 4*len(w[pubsub.RegionStrings]))
-	for i, x := range w[pubsub.RegionStrings] {
-		strs[4*i], strs[4*i+1], strs[4*i+2], strs[4*i+3] = byte(x), byte(x>>8), byte(x>>16), byte(x>>24)
-	}
-	cls := func(t uint32) uint32 {
-		if t == 2 {
-			return 1
-		}
-		return t
-	}
-	asF := func(t, lo, hi uint32) float64 {
-		v := uint64(hi)<<32 | uint64(lo)
-		if t == 1 {
-			return float64(int64(v))
-		}
-		return math.Float64frombits(v)
-	}
+	o := b.N * b.PortWords
+	clear(b.Out[:o+1])
 	for k := 0; k < b.N; k++ {
-		count := map[uint32]uint32{}
+		var attrs []pubsub.LayoutAttr
 		for a := b.Off[k]; a < b.Off[k+1]; a++ {
 			r := b.Attrs[AttrWords*a:]
-			ni, at, alo, ahi := r[0], r[1], r[2], r[3]
-			off, n := w[pubsub.RegionNames][2*ni], w[pubsub.RegionNames][2*ni+1]
-			for i := off; i < off+n; i++ {
-				c := cons[3*i : 3*i+3]
-				ct, op := c[0]>>4&15, c[0]&15
-				if cls(at) != cls(ct) {
-					continue
-				}
-				var x, y []byte
-				if cls(at) == 3 {
-					x, y = b.Str[alo:alo+ahi], strs[c[1]:c[1]+c[2]]
-				}
-				var ok bool
-				switch op {
-				case 6:
-					ok = bytes.HasPrefix(x, y)
-				case 7:
-					ok = bytes.HasSuffix(x, y)
-				case 8:
-					ok = bytes.Contains(x, y)
-				default:
-					var rr int
-					switch {
-					case cls(at) == 3:
-						rr = bytes.Compare(x, y)
-					case cls(at) == 1 && !(at == 1 && ct == 1):
-						fx, fy := asF(at, alo, ahi), asF(ct, c[1], c[2])
-						rr = map[bool]int{true: -1, false: 0}[fx < fy] + map[bool]int{true: 1, false: 0}[fx > fy]
-					default:
-						ix, iy := int64(uint64(ahi)<<32|uint64(alo)), int64(uint64(c[2])<<32|uint64(c[1]))
-						rr = map[bool]int{true: -1, false: 0}[ix < iy] + map[bool]int{true: 1, false: 0}[ix > iy]
-					}
-					ok = [6]bool{rr == 0, rr != 0, rr < 0, rr <= 0, rr > 0, rr >= 0}[op]
-				}
-				if ok {
-					count[c[0]>>8]++
-				}
+			la := pubsub.LayoutAttr{Name: r[0], Type: r[1], Lo: r[2], Hi: r[3]}
+			if r[1] == uint32(pubsub.TypeString) {
+				la.Str = b.Str[r[2] : r[2]+r[3]]
 			}
+			attrs = append(attrs, la)
 		}
 		out := b.Out[k*b.PortWords : (k+1)*b.PortWords]
-		clear(out)
-		for s, n := range count {
-			if f := filters[s]; f&0xff == n {
-				out[(f>>8)/32] |= 1 << ((f >> 8) % 32)
+		pubsub.EvalLayoutAttrs(l.Image, attrs, func(slot, pi uint32) {
+			if bit := uint32(1) << (pi % 32); out[pi/32]&bit == 0 {
+				out[pi/32] |= bit
+				if h := b.Out[o]; int(h) < min(hitCap(b.N), len(b.Out)-o-1) {
+					b.Out[o+1+int(h)] = slot
+				}
+				b.Out[o]++
 			}
-		}
+		})
 	}
 }
 
@@ -139,7 +91,7 @@ func TestEncodeEvents(t *testing.T) {
 	}
 	ports := l.Image.Words[pubsub.RegionPorts]
 	pw := max(1, (len(ports)+31)/32)
-	b := &EventBatch{Off: make([]uint32, 501), Attrs: make([]uint32, AttrWords*2000), Str: make([]byte, 900), Out: make([]uint32, 500*pw), PortWords: pw}
+	b := &EventBatch{Off: make([]uint32, 501), Attrs: make([]uint32, AttrWords*2000), Str: make([]byte, 900), Out: make([]uint32, 500*pw+1+hitCap(500)), PortWords: pw}
 	var got [][]uint32
 	for rest := evs; len(rest) > 0; {
 		k := EncodeEvents(b, l.Names, rest)
@@ -149,6 +101,14 @@ func TestEncodeEvents(t *testing.T) {
 		evalEncoded(l, b)
 		if got, err = DecodePorts(got, b, ports); err != nil {
 			t.Fatal(err)
+		}
+		hits, all := b.Hits()
+		delivered := 0
+		for _, ps := range got[len(got)-b.N:] {
+			delivered += len(ps)
+		}
+		if all != (delivered <= hitCap(b.N)) || len(hits) != min(delivered, hitCap(b.N)) {
+			t.Fatalf("%d deciding slots (all %v) for %d deliveries", len(hits), all, delivered)
 		}
 		rest = rest[k:]
 	}

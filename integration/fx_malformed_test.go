@@ -1,71 +1,23 @@
 package integration
 
 import (
-	"bufio"
 	"context"
-	"encoding/hex"
-	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/gswitch/gswitch/agent/ctl"
+	"github.com/gswitch/gswitch/datapath/packet/packettest"
 )
 
-// fxCorpus reads datapath/packet/testdata/malformed.txt: name -> (reason,
-// frame). The format is in the file's header.
-func fxCorpus(t *testing.T) map[string]struct {
-	reason string
-	frame  []byte
-} {
+// fxCorpus is the malformed-frame corpus by name.
+func fxCorpus(t *testing.T) map[string]packettest.Frame {
 	t.Helper()
-	f, err := os.Open("../datapath/packet/testdata/malformed.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	out := map[string]struct {
-		reason string
-		frame  []byte
-	}{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		parts := strings.Split(line, " | ")
-		if len(parts) != 3 {
-			t.Fatalf("corpus: bad line %q", line)
-		}
-		var b []byte
-		for _, tok := range strings.Fields(parts[2]) {
-			if tok == "-" {
-				continue
-			}
-			h, n := tok, 1
-			if i := strings.IndexByte(tok, '*'); i >= 0 {
-				if n, err = strconv.Atoi(tok[i+1:]); err != nil {
-					t.Fatalf("corpus: %s: bad repeat %q", parts[0], tok)
-				}
-				h = tok[:i]
-			}
-			chunk, err := hex.DecodeString(h)
-			if err != nil {
-				t.Fatalf("corpus: %s: %v", parts[0], err)
-			}
-			for range n {
-				b = append(b, chunk...)
-			}
-		}
-		out[parts[0]] = struct {
-			reason string
-			frame  []byte
-		}{parts[1], b}
+	out := map[string]packettest.Frame{}
+	for _, f := range packettest.Malformed(t) {
+		out[f.Name] = f
 	}
 	return out
 }
@@ -117,15 +69,15 @@ func TestFxMalformedFrames(t *testing.T) {
 			t.Fatalf("corpus has no %s", name)
 		}
 		for range copies {
-			if _, err := unix.Write(fd, e.frame); err != nil {
-				t.Fatalf("sending %s (%d bytes): %v", name, len(e.frame), err)
+			if _, err := unix.Write(fd, e.Frame); err != nil {
+				t.Fatalf("sending %s (%d bytes): %v", name, len(e.Frame), err)
 			}
 		}
-		want[e.reason] += copies
+		want[e.Reason] += copies
 	}
 	for _, name := range good {
-		if _, err := unix.Write(fd, corpus[name].frame); err != nil {
-			t.Fatalf("sending %s (%d bytes): %v", name, len(corpus[name].frame), err)
+		if _, err := unix.Write(fd, corpus[name].Frame); err != nil {
+			t.Fatalf("sending %s (%d bytes): %v", name, len(corpus[name].Frame), err)
 		}
 	}
 	if !waitFor(10*time.Second, func() bool {
@@ -162,10 +114,10 @@ func TestFxMalformedFrames(t *testing.T) {
 	for _, name := range good {
 		found := false
 		for _, g := range got {
-			found = found || string(g) == string(corpus[name].frame)
+			found = found || string(g) == string(corpus[name].Frame)
 		}
 		if !found {
-			t.Errorf("%s (%d bytes) did not reach host 2 whole", name, len(corpus[name].frame))
+			t.Errorf("%s (%d bytes) did not reach host 2 whole", name, len(corpus[name].Frame))
 		}
 	}
 	if len(got) != len(good) {

@@ -3,28 +3,41 @@
 // definitions and the CPU twin, Marker.Bitmap, whose answers these equal bit
 // for bit).
 //
-// ABI: rabin_markers(buf, offs, lens, n, tabs, w, shift, mask_lo, mask_hi, bitmap)
+// ABI: rabin_markers(buf, offs, lens, n, tabs, w, shift, mask_lo, mask_hi, bitmap, parts)
 //   buf     the indexed compact buffer: payload k's bytes at buf[offs[k]],
 //           offs[k] a multiple of 32 (so that no two payloads share a word of
-//           the bitmap), lens[k] bytes;
+//           the bitmap), lens[k] bytes; the buffer is readable up to the
+//           next multiple of 32 past the last payload (the bytes there are
+//           read, hashed after the payload's last position, and never
+//           change a result);
 //   tabs    512 64-bit words: out[256] then mod[256] (rabin.Tables);
 //   w       the window; shift = the polynomial's degree - 8;
 //   mask    the marker mask, as two 32-bit halves;
 //   bitmap  one bit per byte of buf: bit (p & 31) of word p >> 5 is set when
 //           byte p ends a window (p - offs[k] >= w-1) whose fingerprint has
-//           the mask's bits zero. A payload's thread writes every word that
-//           covers its bytes, whole (zero bits past its end).
-// rabin_markers_w16, _w32, _w48 and _w64 take the same arguments and need w
-// to be 16, 32, 48 or 64: the window is a compile-time constant there, so
-// the byte that leaves the window comes from the last w/16+1 16-byte blocks
-// the thread loaded, kept in registers, instead of a byte load from memory
-// per byte (the generic kernel's).
-// One thread per payload (the host sorts payloads roughly by length so that
-// the threads of a warp finish together); the tables in shared memory; the
-// payload read 16 bytes at a time.
+//           the mask's bits zero. Every word that covers a payload's bytes is
+//           written whole (zero bits past its end), by one thread;
+//   parts   threads per payload (1..64; the fixed-window kernels only, the
+//           generic one takes 1): payload k is cut into parts segments of
+//           per = max(64, roundup32(ceil(len / parts))) bytes; thread
+//           k * parts + j hashes segment j, starting 32 * ceil((w-1)/32)
+//           bytes early (the warm-up: every window ending in the segment is
+//           then whole), and writes the bitmap words of its segment only.
+// rabin_markers_w16, _w32, _w48 and _w64 need w to be 16, 32, 48 or 64:
+// the window is a compile-time constant there, so the byte that leaves the
+// window comes from the last ceil((w-1)/32) 32-byte blocks the thread
+// loaded, kept in registers, not from a second load per byte (the generic
+// kernel's); each thread loads its next 32-byte block (two 16-byte loads)
+// before it hashes the current one, and writes one bitmap word per block.
+// The tables sit in shared memory (a warp's lookups are random: the
+// constant cache would serialise them).
 //
 // Build: nvcc -ptx -arch=sm_90 -o rabin_sm90.ptx rabin.cu (and compute_80).
 #include <stdint.h>
+
+#ifndef RABIN_PREFETCH
+#define RABIN_PREFETCH 1 // 0: load the next block after hashing this one (a variant the benchmark measures)
+#endif
 
 __device__ __forceinline__ uint32_t byte_of(const uint4 v, int j)
 {
@@ -32,8 +45,19 @@ __device__ __forceinline__ uint32_t byte_of(const uint4 v, int j)
 	return (x >> (8 * (j & 3))) & 0xff;
 }
 
+// byte32 returns byte j (0..31) of the 32-byte block a, b.
+__device__ __forceinline__ uint32_t byte32(const uint4 a, const uint4 b, int j)
+{
+	return j < 16 ? byte_of(a, j) : byte_of(b, j - 16);
+}
+
+__device__ __forceinline__ uint4 ld16(const uint8_t* p)
+{
+	return __ldg(reinterpret_cast<const uint4*>(p));
+}
+
 // tail finishes a payload from byte i on, one byte at a time (the generic
-// path, and the last len % 16 bytes of the fixed-window kernels).
+// kernel's last len % 16 bytes).
 __device__ __forceinline__ void tail(const uint8_t* p, uint32_t o, uint32_t len, uint32_t i, uint64_t f,
 				     uint32_t acc, const uint64_t* out, const uint64_t* mod, int w, int shift,
 				     uint64_t mask, uint32_t* bitmap)
@@ -64,10 +88,14 @@ __device__ __forceinline__ void load_tables(const uint64_t* __restrict__ tabs, u
 	__syncthreads();
 }
 
+// rabin_markers is the generic kernel: any window, a thread per payload,
+// the leaving byte loaded again from the buffer.
 extern "C" __global__ void rabin_markers(const uint8_t* __restrict__ buf, const uint32_t* __restrict__ offs,
 					 const uint32_t* __restrict__ lens, int n, const uint64_t* __restrict__ tabs,
-					 int w, int shift, uint32_t mask_lo, uint32_t mask_hi, uint32_t* __restrict__ bitmap)
+					 int w, int shift, uint32_t mask_lo, uint32_t mask_hi, uint32_t* __restrict__ bitmap,
+					 int parts)
 {
+	(void)parts;
 	__shared__ uint64_t out[256], mod[256];
 	load_tables(tabs, out, mod);
 	const uint64_t mask = (uint64_t)mask_hi << 32 | mask_lo;
@@ -78,7 +106,7 @@ extern "C" __global__ void rabin_markers(const uint8_t* __restrict__ buf, const 
 		uint32_t acc = 0;
 		uint32_t i = 0;
 		for (; i + 16 <= len; i += 16) {
-			const uint4 v = *reinterpret_cast<const uint4*>(p + i);
+			const uint4 v = ld16(p + i);
 #pragma unroll
 			for (int j = 0; j < 16; j++) {
 				const uint32_t b = byte_of(v, j);
@@ -99,54 +127,95 @@ extern "C" __global__ void rabin_markers(const uint8_t* __restrict__ buf, const 
 	}
 }
 
+// RABIN_MIN_SEGMENT is the shortest segment a payload is cut into: shorter
+// ones would spend more on the warm-up than on their own bytes.
+#define RABIN_MIN_SEGMENT 64
+
 // markers_fixed is rabin_markers for a window of W bytes known at compile
-// time: h[H-1] is the block being hashed, h[H-1-k] the block k before it.
+// time, a thread per segment: pv[H-1] is the 32-byte block before the one
+// being hashed (c0, c1), pv[H-1-q] the one q blocks before that; blocks
+// before the segment's first are zero, and out[0] is 0, so the bytes
+// before it never leave the window.
 template <int W>
 __device__ __forceinline__ void markers_fixed(const uint8_t* __restrict__ buf, const uint32_t* __restrict__ offs,
 					      const uint32_t* __restrict__ lens, int n,
 					      const uint64_t* __restrict__ tabs, int shift, uint32_t mask_lo,
-					      uint32_t mask_hi, uint32_t* __restrict__ bitmap)
+					      uint32_t mask_hi, uint32_t* __restrict__ bitmap, int parts)
 {
-	constexpr int H = (W + 15) / 16 + 1;
+	constexpr int H = (W + 30) / 32; // ceil((W-1)/32) blocks back
 	__shared__ uint64_t out[256], mod[256];
 	load_tables(tabs, out, mod);
 	const uint64_t mask = (uint64_t)mask_hi << 32 | mask_lo;
-	for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
+	const int total = n * parts;
+	for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
+		const int k = t / parts, part = t - k * parts;
 		const uint32_t o = offs[k], len = lens[k];
+		uint32_t per = ((len + parts - 1) / parts + 31) & ~31u;
+		per = per < RABIN_MIN_SEGMENT ? RABIN_MIN_SEGMENT : per;
+		const uint32_t start = part * per;
+		if (start >= len)
+			continue;
+		const uint32_t end = min(len, start + per);
+		const uint32_t s = start > 32 * H ? start - 32 * H : 0;
 		const uint8_t* p = buf + o;
-		uint4 h[H];
+		uint4 pv[H][2];
 #pragma unroll
 		for (int q = 0; q < H; q++)
-			h[q] = make_uint4(0, 0, 0, 0);
+			pv[q][0] = pv[q][1] = make_uint4(0, 0, 0, 0);
 		uint64_t f = 0;
-		uint32_t acc = 0;
-		uint32_t i = 0;
-		for (; i + 16 <= len; i += 16) {
-#pragma unroll
-			for (int q = 0; q + 1 < H; q++)
-				h[q] = h[q + 1];
-			h[H - 1] = *reinterpret_cast<const uint4*>(p + i);
-			const bool warm = i + 16 >= (uint32_t)W; // some window ends in this block
-#pragma unroll
-			for (int j = 0; j < 16; j++) {
-				const uint32_t at = i + j;
-				f = (f << 8 | byte_of(h[H - 1], j)) ^ mod[f >> shift];
-				// The byte leaving: at + 1 - W, relative to i a constant.
-				const int r = j + 1 - W;                      // < 16, >= 1 - W
-				const int blk = (r + 16 * H) / 16 - H;        // floor(r / 16)
-				const int byt = r - 16 * blk;
-				if (warm && at + 1 >= (uint32_t)W) {
-					if ((f & mask) == 0)
-						acc |= 1u << (at & 31);
-					f ^= out[byte_of(h[H - 1 + blk], byt)];
-				}
-				if (j == 15 && (i & 16)) {
-					bitmap[(o + at) >> 5] = acc;
-					acc = 0;
-				}
+		uint4 c0 = ld16(p + s), c1 = ld16(p + s + 16);
+		for (uint32_t i = s; i < end; i += 32) {
+			uint4 n0 = c0, n1 = c1;
+#if RABIN_PREFETCH
+			if (i + 32 < end) {
+				n0 = ld16(p + i + 32);
+				n1 = ld16(p + i + 48);
 			}
+#endif
+			uint32_t acc = 0;
+#pragma unroll
+			for (int j = 0; j < 32; j++) {
+				f = (f << 8 | byte32(c0, c1, j)) ^ mod[f >> shift];
+				if ((f & mask) == 0)
+					acc |= 1u << j;
+				// The byte leaving: i + r, r a constant here.
+				const int r = j + 1 - W;
+				uint32_t ob;
+				if (r >= 0) {
+					ob = byte32(c0, c1, r);
+				} else {
+					const int blk = (r - 31) / 32; // floor(r / 32), -H..-1
+					const int byt = r - 32 * blk;
+					ob = byte32(pv[H + blk][0], pv[H + blk][1], byt);
+				}
+				f ^= out[ob];
+			}
+			if (i >= start) {
+				uint32_t valid = ~0u;
+				if (s == 0 && i < (uint32_t)(W - 1)) {
+					const uint32_t sh = W - 1 - i; // positions before the first whole window
+					valid = sh >= 32 ? 0 : valid << sh;
+				}
+				if (end - i < 32)
+					valid &= (1u << (end - i)) - 1;
+				bitmap[(o + i) >> 5] = acc & valid;
+			}
+#if !RABIN_PREFETCH
+			if (i + 32 < end) {
+				n0 = ld16(p + i + 32);
+				n1 = ld16(p + i + 48);
+			}
+#endif
+#pragma unroll
+			for (int q = 0; q + 1 < H; q++) {
+				pv[q][0] = pv[q + 1][0];
+				pv[q][1] = pv[q + 1][1];
+			}
+			pv[H - 1][0] = c0;
+			pv[H - 1][1] = c1;
+			c0 = n0;
+			c1 = n1;
 		}
-		tail(p, o, len, i, f, acc, out, mod, W, shift, mask, bitmap);
 	}
 }
 
@@ -156,10 +225,10 @@ __device__ __forceinline__ void markers_fixed(const uint8_t* __restrict__ buf, c
 						      const uint32_t* __restrict__ lens, int n,                     \
 						      const uint64_t* __restrict__ tabs, int w, int shift,          \
 						      uint32_t mask_lo, uint32_t mask_hi,                           \
-						      uint32_t* __restrict__ bitmap)                                \
+						      uint32_t* __restrict__ bitmap, int parts)                     \
 	{                                                                                                         \
 		(void)w;                                                                                          \
-		markers_fixed<W>(buf, offs, lens, n, tabs, shift, mask_lo, mask_hi, bitmap);                     \
+		markers_fixed<W>(buf, offs, lens, n, tabs, shift, mask_lo, mask_hi, bitmap, parts);              \
 	}
 FIXED(16)
 FIXED(32)

@@ -60,6 +60,13 @@ func (e *fwdEnv) ovsCmd(args ...string) error {
 }
 
 func (e *fwdEnv) runOVS() ([]Step, []FlowMods, error) {
+	// A fresh database and run folder each time: with --rounds, the
+	// previous round's (stopped) daemons left theirs behind.
+	for _, d := range []string{"run", "db"} {
+		if err := os.RemoveAll(e.ovsDir(d)); err != nil {
+			return nil, nil, err
+		}
+	}
 	for _, d := range []string{"run", "log", "db", "etc/openvswitch"} {
 		if err := os.MkdirAll(e.ovsDir(d), 0o755); err != nil {
 			return nil, nil, err

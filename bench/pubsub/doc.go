@@ -1,6 +1,6 @@
 // Package pubsub is "gswitchctl bench pubsub": content-based matching
-// (tables/pubsub, CCM's counting algorithm indexed as Siena's SFF) on
-// CCM's workloads (Margara & Cugola, DEBS'11).
+// (tables/pubsub, CCM's counting algorithm indexed as Siena's SFF, or the
+// GPU matcher) on CCM's workloads (Margara & Cugola, DEBS'11).
 //
 //	gswitchctl bench pubsub [--sweep none|attrs|constraints|filters|interfaces|names|numeric|zipf|all]
 //	                        [--scale F] [--events N] [--batches 1,1024,16384] [--latency-samples N]
@@ -43,11 +43,17 @@
 //     (pubsub.BruteMatch); a mismatch fails the run (exit 1).
 //
 // --backend gpu matches through the CUDA matcher on device 0
-// (gpu.OpenEventDevice: CCM's kernel over the table's device layout, the
-// matcher gswitchd uses): deploy then includes building the layout and
-// loading it, latency is one event per device round trip, and the change
-// time is still the table's (the device's bubble push is not timed). In a
-// build without CUDA it is an error saying so.
+// (gpu.OpenEventDevice over the table's device layout, pubsub.NewDevice:
+// the matcher gswitchd uses): deploy then includes building the layout and
+// opening and loading the device (deploy_device_ms, of which
+// deploy_layout_ms is the layout), latency is one event per device round
+// trip, throughput goes through Match (encoding by name, copies, kernel,
+// decoding; a call of 4,096 events or more in four parts on four
+// goroutines), and "visible" times a change until the device has it: the
+// table's Add or Remove, the layout's bubbles (pubsub.Device.Update) and
+// the device's update (CUDAMatcher.Update), 200 of each (p50 and p99 in
+// µs), with device_bytes the image's size. In a build without CUDA it is
+// an error saying so.
 //
 // # JSON
 //
@@ -57,6 +63,8 @@
 //	 "interfaces": 10, "filters": 124811, "constraints": 499380, "names": 100,
 //	 "attrs": "3-5", "constraints_per_filter": "3-5", "numeric_share": 0.5, "zipf": 0,
 //	 "deploy_ms": 310.2, "change_p50_us": 3.1,
+//	 (gpu: "deploy_device_ms": 450.1, "deploy_layout_ms": 295.3, "change_visible_p50_us": 55.3,
+//	  "change_visible_p99_us": 124.0, "device_bytes": 14463456,)
 //	 "latency_p50_us": 12.0, "latency_p99_us": 40.1, "latency_cpu_p50_us": 11.8,
 //	 "batches": [{"batch": 1024, "events_per_sec": 95000, "us_per_event": 10.5, "events_per_cpu_sec": 99000}],
 //	 "threads": 1, "events": 20000, "rounds": 5, "ports_per_event": 2.7,

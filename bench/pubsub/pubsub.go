@@ -36,20 +36,32 @@ type Batch struct {
 
 // Result is one point of the benchmark (the package doc gives its JSON).
 type Result struct {
-	Work            string  `json:"work"`
-	Backend         string  `json:"backend"`
-	Sweep           string  `json:"sweep"`
-	Point           string  `json:"point"`
-	Interfaces      int     `json:"interfaces"`
-	Filters         int     `json:"filters"`
-	Constraints     int     `json:"constraints"`
-	Names           int     `json:"names"`
-	Attrs           string  `json:"attrs"`
-	ConsPerFilter   string  `json:"constraints_per_filter"`
-	NumericShare    float64 `json:"numeric_share"`
-	Zipf            float64 `json:"zipf"`
-	DeployMS        float64 `json:"deploy_ms"`
-	ChangeP50US     float64 `json:"change_p50_us"`
+	Work          string  `json:"work"`
+	Backend       string  `json:"backend"`
+	Sweep         string  `json:"sweep"`
+	Point         string  `json:"point"`
+	Interfaces    int     `json:"interfaces"`
+	Filters       int     `json:"filters"`
+	Constraints   int     `json:"constraints"`
+	Names         int     `json:"names"`
+	Attrs         string  `json:"attrs"`
+	ConsPerFilter string  `json:"constraints_per_filter"`
+	NumericShare  float64 `json:"numeric_share"`
+	Zipf          float64 `json:"zipf"`
+	DeployMS      float64 `json:"deploy_ms"`
+	ChangeP50US   float64 `json:"change_p50_us"`
+	// DeployDeviceMS is the part of DeployMS after the table's add:
+	// building the device layout and loading it (gpu backend).
+	DeployDeviceMS float64 `json:"deploy_device_ms,omitempty"`
+	// DeployLayoutMS is the device layout's build alone (pubsub.NewDevice).
+	DeployLayoutMS float64 `json:"deploy_layout_ms,omitempty"`
+	// ChangeVisibleP50US is one change (an add or a remove) until the
+	// device answers with it: the table's change, the layout's bubbles
+	// (pubsub.Device.Update) and their copy to the device (gpu backend).
+	ChangeVisibleP50US float64 `json:"change_visible_p50_us,omitempty"`
+	ChangeVisibleP99US float64 `json:"change_visible_p99_us,omitempty"`
+	// DeviceBytes is the device image's size (gpu backend).
+	DeviceBytes     int     `json:"device_bytes,omitempty"`
 	LatencyP50US    float64 `json:"latency_p50_us"`
 	LatencyP99US    float64 `json:"latency_p99_us"`
 	LatencyCPUP50US float64 `json:"latency_cpu_p50_us"`
@@ -256,19 +268,34 @@ func runPoint(f *flags, p point) (Result, error) {
 	// match is the backend's batch matcher: the table's, or the device's
 	// (deploying it includes building the layout and loading it).
 	match := func(evs []ps.Event, out [][]uint32) ([][]uint32, error) { return tab.MatchBatch(evs, out), nil }
+	var img *ps.Device
+	var dev gpu.EventDevice
 	if f.backend == "gpu" {
-		dev, err := gpu.OpenEventDevice(tab.Layout())
-		if err != nil {
+		t1 := time.Now()
+		img = ps.NewDevice(tab)
+		img.Mirror().Sync()
+		r.DeployLayoutMS = float64(time.Since(t1).Microseconds()) / 1000
+		var err error
+		if dev, err = gpu.OpenEventDevice(img.Layout()); err != nil {
 			return r, fmt.Errorf("bench pubsub --backend gpu: %w", err)
 		}
 		defer dev.Close()
+		r.DeployDeviceMS = float64(time.Since(t1).Microseconds()) / 1000
 		r.GPU = dev.Describe()
+		r.DeviceBytes = img.Layout().Image.Bytes()
 		match = dev.Match
 	}
 	r.DeployMS = float64(time.Since(t0).Microseconds()) / 1000
 	st := tab.Stats()
 	r.Filters, r.Constraints, r.Names = st.Filters, st.Constraints, st.Names
 	r.ChangeP50US = changeP50(tab, specs, f.seed)
+	if dev != nil {
+		var err error
+		if r.ChangeVisibleP50US, r.ChangeVisibleP99US, err = changeVisible(tab, img, dev, specs, f.seed); err != nil {
+			return r, err
+		}
+		r.GPU = dev.Describe()
+	}
 	var err error
 	if r.LatencyP50US, r.LatencyP99US, r.LatencyCPUP50US, err = latency(match, evs[:f.latencySamples]); err != nil {
 		return r, err
@@ -354,6 +381,38 @@ func changeP50(tab *ps.Table, specs []ps.Spec, seed int64) float64 {
 	return benchutil.Percentile(lat, 50)
 }
 
+// changeVisible times subscription changes until the device has them: the
+// Add (or Remove) of a filter like the scenario's, the layout's bubbles and
+// the device's update (what the subscription API's barrier waits for), 200
+// of each; p50 and p99 in µs.
+func changeVisible(tab *ps.Table, img *ps.Device, dev gpu.EventDevice, specs []ps.Spec, seed int64) (p50, p99 float64, err error) {
+	rng := rand.New(rand.NewSource(seed + 1))
+	var lat []float64
+	apply := func() error {
+		u := img.Update(tab)
+		return dev.Update(u, img.Layout().Names)
+	}
+	for range 200 {
+		s := specs[rng.Intn(len(specs))]
+		t0 := time.Now()
+		id, err := tab.Add(s.Port, s.Filters)
+		if err != nil {
+			return 0, 0, err
+		}
+		if err := apply(); err != nil {
+			return 0, 0, err
+		}
+		lat = append(lat, float64(time.Since(t0).Nanoseconds())/1e3)
+		t0 = time.Now()
+		tab.Remove(id)
+		if err := apply(); err != nil {
+			return 0, 0, err
+		}
+		lat = append(lat, float64(time.Since(t0).Nanoseconds())/1e3)
+	}
+	return benchutil.Percentile(lat, 50), benchutil.Percentile(lat, 99), nil
+}
+
 // latency matches the events one at a time on a locked thread: wall p50,
 // p99 and thread CPU p50, in µs.
 func latency(match func([]ps.Event, [][]uint32) ([][]uint32, error), evs []ps.Event) (p50, p99, cpu50 float64, err error) {
@@ -390,14 +449,14 @@ func printTable(w io.Writer, rs []Result) {
 	}
 	fmt.Fprintf(w, "bench pubsub (%s backend) on %s, %s, %s\n", rs[0].Backend, rs[0].Machine, rs[0].GoVersion, rs[0].Time)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	hdr := "sweep\tpoint\tifaces\tfilters\tconstraints\tdeploy ms\tchange µs\tp50 µs\tp99 µs\tcpu p50 µs"
+	hdr := "sweep\tpoint\tifaces\tfilters\tconstraints\tdeploy ms\tchange µs\tvisible µs\tp50 µs\tp99 µs\tcpu p50 µs"
 	for _, b := range rs[0].Batches {
 		hdr += fmt.Sprintf("\tev/s b=%d (per cpu-s)", b.Batch)
 	}
 	fmt.Fprintln(tw, hdr+"\tports/ev\tchecked\t")
 	for _, r := range rs {
-		line := fmt.Sprintf("%s\t%s\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f", r.Sweep, r.Point, r.Interfaces, r.Filters, r.Constraints,
-			r.DeployMS, r.ChangeP50US, r.LatencyP50US, r.LatencyP99US, r.LatencyCPUP50US)
+		line := fmt.Sprintf("%s\t%s\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f", r.Sweep, r.Point, r.Interfaces, r.Filters, r.Constraints,
+			r.DeployMS, r.ChangeP50US, r.ChangeVisibleP50US, r.LatencyP50US, r.LatencyP99US, r.LatencyCPUP50US)
 		for _, b := range r.Batches {
 			line += fmt.Sprintf("\t%.0f (%.0f)", b.EventsPerSec, b.EventsPerCPUSec)
 		}

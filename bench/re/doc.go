@@ -15,8 +15,15 @@
 // (the kernel's CPU twin); markers_per_payload is the mean number of
 // markers found. With --backend gpu the payloads go through the GPU's
 // marker kernel (kernels/rabin.cu) through the GPUMarkers seam: gbps end to
-// end (copies in and out), gbps_kernel the kernel alone, gbps_cpu the CPU
-// figure of the same run, and every bitmap is compared with the CPU's.
+// end, from the payloads (Go slices) to the bitmap in host memory through a
+// gpu.MarkerPipeline (--gpu-fillers goroutines packing page-locked batches
+// of --gpu-batch-bytes, copy in, kernel and copy out over --gpu-streams
+// streams; --gpu-sleep, --gpu-flat-start: the variants measured against the
+// defaults; gpu_shape says which ran), gbps_kernel the kernel alone on the
+// whole packed buffer, gbps_h2d and gbps_d2h the PCIe copy rates of pinned
+// memory in the same run (the end-to-end ceiling), gbps_cpu the CPU figure
+// of the same run, and every bitmap (the warm-up's and the timed rounds')
+// is compared with the CPU's.
 // A build without the GPU glue has NewGPUMarkers nil, and --backend gpu is
 // a usage error there.
 //

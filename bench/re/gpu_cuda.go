@@ -10,18 +10,22 @@ import (
 )
 
 // In the cuda build the benchmark's GPU seam is package gpu's RabinMarkers
-// (kernels/rabin.cu) on device 0.
+// (kernels/rabin.cu) on device 0, end to end through a gpu.MarkerPipeline.
 func init() { NewGPUMarkers = openGPUMarkers }
 
-// cudaMarkers is GPUMarkers over gpu.RabinMarkers: one page-locked batch,
-// grown to the largest buffer it was given.
+// cudaMarkers is GPUMarkers over gpu.RabinMarkers: a MarkerPipeline for
+// the end-to-end figure, and one page-locked batch, grown to the largest
+// buffer it was given, for the kernel alone.
 type cudaMarkers struct {
-	c *gpu.CUDA
-	r *gpu.RabinMarkers
-	b *gpu.MarkerBatch
+	c   *gpu.CUDA
+	r   *gpu.RabinMarkers
+	p   *gpu.MarkerPipeline
+	opt GPUOptions
+	b   *gpu.MarkerBatch
+	n   int // payloads of the last kernel-only batch
 }
 
-func openGPUMarkers(pol rabin.Pol, window, bits int) (GPUMarkers, error) {
+func openGPUMarkers(pol rabin.Pol, window, bits int, opt GPUOptions) (GPUMarkers, error) {
 	m, err := rabin.NewMarker(pol, window, bits)
 	if err != nil {
 		return nil, err
@@ -30,15 +34,32 @@ func openGPUMarkers(pol rabin.Pol, window, bits int) (GPUMarkers, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.RabinMarkers(m, 4)
+	r, err := c.RabinMarkers(m, opt.Streams)
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	return &cudaMarkers{c: c, r: r}, nil
+	r.BlockingWait = opt.Sleep
+	// A batch's index (offsets and lengths) is copied in with it, sized
+	// for payloads of 1 KiB on average: a batch of shorter ones is cut by
+	// its count before its bytes.
+	p, err := gpu.NewMarkerPipeline(r, gpu.PipelineConfig{Fillers: opt.Fillers, BatchBytes: opt.BatchBytes,
+		BatchPayloads: opt.BatchBytes >> 10, FlatStart: opt.FlatStart})
+	if err != nil {
+		r.Close()
+		c.Close()
+		return nil, err
+	}
+	return &cudaMarkers{c: c, r: r, p: p, opt: opt}, nil
 }
 
-// load copies the packed payloads into the batch (grown if needed).
+// Bitmap runs the payloads through the pipeline.
+func (g *cudaMarkers) Bitmap(payloads [][]byte, bitmap []uint32) error {
+	return g.p.Bitmap(payloads, bitmap)
+}
+
+// load copies the packed payloads into the kernel-only batch (grown if
+// needed).
 func (g *cudaMarkers) load(buf []byte, offs, lens []uint32) (*gpu.MarkerBatch, error) {
 	if len(offs) != len(lens) {
 		return nil, fmt.Errorf("bench re: %d offsets for %d lengths", len(offs), len(lens))
@@ -59,23 +80,8 @@ func (g *cudaMarkers) load(buf []byte, offs, lens []uint32) (*gpu.MarkerBatch, e
 	copy(b.Offs, offs)
 	copy(b.Lens, lens)
 	b.N, b.Bytes = len(offs), len(buf)
+	g.n = b.N
 	return b, nil
-}
-
-// Bitmap copies the buffer in, runs the kernel and copies the bitmap out.
-func (g *cudaMarkers) Bitmap(buf []byte, offs, lens []uint32, bitmap []uint32) error {
-	b, err := g.load(buf, offs, lens)
-	if err != nil {
-		return err
-	}
-	if err := g.r.Submit(b); err != nil {
-		return err
-	}
-	if err := g.r.Wait(b); err != nil {
-		return err
-	}
-	copy(bitmap, b.Bitmap[:rabin.BitmapWords(len(buf))])
-	return nil
 }
 
 // KernelSeconds times the kernel alone (CUDA events) on the buffer.
@@ -94,14 +100,35 @@ func (g *cudaMarkers) KernelSeconds(buf []byte, offs, lens []uint32, iters int) 
 	return ms / 1e3, err
 }
 
-// Device names the GPU.
+// CopyGbps measures pinned copies of 256 MiB each way.
+func (g *cudaMarkers) CopyGbps() (h2d, d2h float64, err error) {
+	h2d, d2h, err = g.c.CopyRates(256<<20, 8)
+	return h2d * 8, d2h * 8, err
+}
+
+// Device names the GPU and the kernel.
 func (g *cudaMarkers) Device() string { return g.c.Device() + ", " + g.r.Kernel() }
 
-// Close frees the batch, the kernel's resources and the device.
+// Shape describes the pipeline and the kernel-only launch.
+func (g *cudaMarkers) Shape() string {
+	wait := "spinning"
+	if g.opt.Sleep {
+		wait = "asleep"
+	}
+	start := "first batches an eighth"
+	if g.opt.FlatStart {
+		start = "first batches whole"
+	}
+	return fmt.Sprintf("%d fillers, batches of %d KiB (%s), %d streams, waits %s; kernel alone: %d payloads in %d segments each",
+		g.opt.Fillers, g.opt.BatchBytes>>10, start, g.r.Streams(), wait, g.n, g.r.PartsFor(g.n))
+}
+
+// Close frees the batches, the kernel's resources and the device.
 func (g *cudaMarkers) Close() {
 	if g.b != nil {
 		g.r.FreeBatch(g.b)
 	}
+	g.p.Close()
 	g.r.Close()
 	g.c.Close()
 }

@@ -40,6 +40,9 @@ type Result struct {
 	GbpsBitmap        float64 `json:"gbps_bitmap,omitempty"` // cpu: packed buffer, Marker.Bitmap
 	GbpsKernel        float64 `json:"gbps_kernel,omitempty"` // gpu: the kernel alone
 	GbpsCPU           float64 `json:"gbps_cpu,omitempty"`    // gpu: the CPU's Markers figure of the same run
+	GbpsH2D           float64 `json:"gbps_h2d,omitempty"`    // gpu: PCIe copy-in of pinned host memory, same run (the end-to-end ceiling)
+	GbpsD2H           float64 `json:"gbps_d2h,omitempty"`    // gpu: PCIe copy-out to pinned host memory, same run
+	GPUShape          string  `json:"gpu_shape,omitempty"`   // gpu: fillers, batch, streams, segments per payload
 	MarkersPerPayload float64 `json:"markers_per_payload,omitempty"`
 
 	// chunk
@@ -49,8 +52,15 @@ type Result struct {
 	MBps       float64 `json:"mbps,omitempty"`        // gswitch's chunker, 10^6 bytes/s
 	ResticMBps float64 `json:"restic_mbps,omitempty"` // restic/chunker v0.4.0 on the same data
 	Ratio      float64 `json:"ratio,omitempty"`       // mbps / restic_mbps
-	Chunks     int     `json:"chunks,omitempty"`
-	Identical  bool    `json:"identical"` // every chunk (markers: every bitmap) agreed with the reference
+	// Per second of the chunking thread's CPU time (getrusage
+	// RUSAGE_THREAD; time spent waiting for a core does not count), and
+	// the median of the rounds' paired ratios: the figures that hold on a
+	// loaded machine.
+	MBpsCPU       float64 `json:"mbps_cpu,omitempty"`
+	ResticMBpsCPU float64 `json:"restic_mbps_cpu,omitempty"`
+	RatioCPU      float64 `json:"ratio_cpu,omitempty"`
+	Chunks        int     `json:"chunks,omitempty"`
+	Identical     bool    `json:"identical"` // every chunk (markers: every bitmap) agreed with the reference
 
 	Machine   string `json:"machine"`
 	GPU       string `json:"gpu"`
@@ -59,24 +69,39 @@ type Result struct {
 	Notes     string `json:"notes,omitempty"`
 }
 
-// GPUMarkers computes marker bitmaps of packed payloads on a GPU: the
-// seam between this benchmark and package gpu's glue for kernels/rabin.cu.
+// GPUMarkers computes marker bitmaps of payloads on a GPU: the seam
+// between this benchmark and package gpu's glue for kernels/rabin.cu.
 type GPUMarkers interface {
-	// Bitmap is rabin.Marker.Bitmap on the device, end to end: the
-	// buffer and its index copied in, the bitmap copied out.
-	Bitmap(buf []byte, offs, lens []uint32, bitmap []uint32) error
-	// KernelSeconds runs the kernel iters times on the buffer, already on
-	// the device, and returns the mean seconds of one run.
+	// Bitmap is rabin.Marker.Bitmap of the payloads as rabin.Pack lays
+	// them out, on the device, end to end: from the payloads in host
+	// memory to the bitmap in host memory (packed into page-locked
+	// batches by several goroutines, copied in, marked, copied out).
+	Bitmap(payloads [][]byte, bitmap []uint32) error
+	// KernelSeconds runs the kernel iters times on the packed buffer,
+	// already on the device, and returns the mean seconds of one run.
 	KernelSeconds(buf []byte, offs, lens []uint32, iters int) (float64, error)
-	// Device names the GPU.
+	// CopyGbps measures the PCIe copy bandwidth of page-locked host
+	// memory, in and out, in Gbit/s.
+	CopyGbps() (h2d, d2h float64, err error)
+	// Device names the GPU and the kernel; Shape the pipeline.
 	Device() string
+	Shape() string
 	Close()
+}
+
+// GPUOptions shape the GPU's end-to-end pipeline.
+type GPUOptions struct {
+	Fillers    int  // goroutines packing batches
+	BatchBytes int  // packed bytes per batch
+	Streams    int  // CUDA streams the batches go over
+	Sleep      bool // wait for a batch asleep rather than spinning on a core (CUDA's default)
+	FlatStart  bool // no ramp: the fillers' first batches whole too
 }
 
 // NewGPUMarkers opens the GPU marker kernel for a polynomial, window and
 // mask bits; nil in a build without it (--backend gpu is then a usage
 // error).
-var NewGPUMarkers func(pol rabin.Pol, window, bits int) (GPUMarkers, error)
+var NewGPUMarkers func(pol rabin.Pol, window, bits int, opt GPUOptions) (GPUMarkers, error)
 
 type reFlags struct {
 	backend      string
@@ -92,6 +117,7 @@ type reFlags struct {
 	seed         uint64
 	json         bool
 	measures     string
+	gpu          GPUOptions
 }
 
 // Run runs "gswitchctl bench re" with the command-line arguments args (the
@@ -118,6 +144,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.rounds, "rounds", 5, "timed rounds; rates are the median")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the data")
 	fs.BoolVar(&f.json, "json", false, "one JSON object per result")
+	fs.IntVar(&f.gpu.Fillers, "gpu-fillers", max(2, min(12, runtime.NumCPU()*3/4)), "gpu: goroutines packing page-locked batches")
+	fs.IntVar(&f.gpu.BatchBytes, "gpu-batch-bytes", 2<<20, "gpu: packed bytes per batch")
+	fs.IntVar(&f.gpu.Streams, "gpu-streams", 8, "gpu: CUDA streams the batches go over (1..16)")
+	fs.BoolVar(&f.gpu.FlatStart, "gpu-flat-start", false, "gpu: the fillers' first batches whole too (else an eighth of a batch, so that the copies start early)")
+	fs.BoolVar(&f.gpu.Sleep, "gpu-sleep", false, "gpu: fillers wait for their batches asleep instead of spinning on a core (CUDA's default; 20% faster on an H200 machine, 2026-11-26)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: gswitchctl bench re [flags]\n\nRabin fingerprinting of 1,460-byte payloads (Gbps), and content-defined chunking against\nrestic/chunker v0.4.0 on the same data (MB/s, ratio, identical chunks).\n\n")
 		fs.PrintDefaults()
@@ -170,6 +201,8 @@ func (f *reFlags) validate() (rabin.Pol, error) {
 		return 0, fmt.Errorf("%w: --backend gpu: the GPU marker kernel is not built into this gswitchctl; use --backend cpu", u)
 	case f.payloads < 1 || f.payloadBytes < 1 || f.payloadBytes > 65535:
 		return 0, fmt.Errorf("%w: --payloads must be at least 1 and --payload-bytes 1..65535", u)
+	case f.gpu.Fillers < 1 || f.gpu.Fillers > 64 || f.gpu.BatchBytes < 64<<10 || f.gpu.BatchBytes < f.payloadBytes || f.gpu.Streams < 1 || f.gpu.Streams > 16:
+		return 0, fmt.Errorf("%w: --gpu-fillers 1..64, --gpu-batch-bytes at least 64 KiB and a payload, --gpu-streams 1..16", u)
 	case f.rounds < 1:
 		return 0, fmt.Errorf("%w: --rounds must be at least 1", u)
 	case f.bytes < 1:
@@ -264,7 +297,7 @@ func benchMarkers(f *reFlags, pol rabin.Pol) ([]Result, error) {
 	res.Notes = fmt.Sprintf("cpu, one goroutine: gbps = Marker.Markers on each %d-byte payload in turn (the encoder's per-frame work); gbps_bitmap = the payloads packed %d-byte aligned and marked by Marker.Bitmap (the GPU kernel's CPU twin); identical: the bitmap has the markers counted one by one", f.payloadBytes, rabin.PackAlign)
 	out := []Result{res}
 	if f.backend == "gpu" {
-		g, err := gpuMarkers(f, pol, res, buf, offs, lens, bitmap)
+		g, err := gpuMarkers(f, pol, res, payloads, buf, offs, lens, bitmap)
 		if err != nil {
 			return nil, err
 		}
@@ -273,10 +306,11 @@ func benchMarkers(f *reFlags, pol rabin.Pol) ([]Result, error) {
 	return out, nil
 }
 
-// gpuMarkers times the GPU's marker kernel on the packed payloads and
-// compares its bitmap with the CPU's (want).
-func gpuMarkers(f *reFlags, pol rabin.Pol, cpu Result, buf []byte, offs, lens []uint32, want []uint32) (Result, error) {
-	g, err := NewGPUMarkers(pol, f.window, f.bits)
+// gpuMarkers times the GPU's marker kernel on the payloads, end to end
+// and alone, measures the PCIe ceiling, and compares the device's bitmap
+// with the CPU's (want, of buf as rabin.Pack laid the payloads out).
+func gpuMarkers(f *reFlags, pol rabin.Pol, cpu Result, payloads [][]byte, buf []byte, offs, lens []uint32, want []uint32) (Result, error) {
+	g, err := NewGPUMarkers(pol, f.window, f.bits, f.gpu)
 	if err != nil {
 		return Result{}, err
 	}
@@ -284,9 +318,14 @@ func gpuMarkers(f *reFlags, pol rabin.Pol, cpu Result, buf []byte, offs, lens []
 	res := cpu
 	res.Backend, res.GPU, res.GbpsCPU, res.GbpsBitmap = "gpu", g.Device(), cpu.Gbps, 0
 	got := make([]uint32, len(want))
+	if err := g.Bitmap(payloads, got); err != nil { // warm-up: page-locked batches, module, streams
+		return Result{}, err
+	}
+	res.Identical = slices.Equal(got, want)
+	clear(got)
 	var ferr error
 	rates, _ := benchutil.TimeRounds(f.rounds, func() int {
-		if err := g.Bitmap(buf, offs, lens, got); err != nil && ferr == nil {
+		if err := g.Bitmap(payloads, got); err != nil && ferr == nil {
 			ferr = err
 		}
 		return int(res.Bytes)
@@ -295,13 +334,17 @@ func gpuMarkers(f *reFlags, pol rabin.Pol, cpu Result, buf []byte, offs, lens []
 		return Result{}, ferr
 	}
 	res.Gbps = gbps(benchutil.Median(rates))
-	res.Identical = slices.Equal(got, want)
+	res.Identical = res.Identical && slices.Equal(got, want)
 	sec, err := g.KernelSeconds(buf, offs, lens, 20)
 	if err != nil {
 		return Result{}, err
 	}
 	res.GbpsKernel = gbps(float64(res.Bytes) / sec)
-	res.Notes = "gpu: gbps = end to end (packed buffer and index copied in, bitmap copied out); gbps_kernel = the kernel alone; gbps_cpu = Marker.Markers on the CPU in the same run; identical: the device's bitmap equals Marker.Bitmap's"
+	if res.GbpsH2D, res.GbpsD2H, err = g.CopyGbps(); err != nil {
+		return Result{}, err
+	}
+	res.GPUShape = g.Shape()
+	res.Notes = "gpu: gbps = end to end, from the payloads in host memory to the bitmap in host memory (packed into page-locked batches by gpu_shape's fillers, copied in, marked, copied out over its streams; the median of rounds, each all payloads); gbps_kernel = the kernel alone on the whole packed buffer (CUDA events); gbps_h2d/d2h = pinned copies of 256 MiB, same run; gbps_cpu = Marker.Markers on one CPU core, same run; identical: the device's bitmap equals Marker.Bitmap's, warm-up and timed rounds"
 	return res, nil
 }
 
@@ -374,30 +417,48 @@ func benchChunk(f *reFlags, pol rabin.Pol, kind string) (Result, error) {
 			theirs = append(theirs, chunk{int64(k.Start), int(k.Length), k.Cut})
 		}
 	}
-	var oursRates, resticRates []float64
+	// One locked OS thread runs both, so that its CPU time is theirs.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var oursRates, resticRates, oursCPU, resticCPU, ratios []float64
+	haveCPU := true
 	for round := range f.rounds + 1 { // round 0 warms up
 		fns := []func() error{runOurs, runRestic}
 		rates := []*[]float64{&oursRates, &resticRates}
+		cpus := []*[]float64{&oursCPU, &resticCPU}
 		if round%2 == 1 {
 			fns[0], fns[1] = fns[1], fns[0]
 			rates[0], rates[1] = rates[1], rates[0]
+			cpus[0], cpus[1] = cpus[1], cpus[0]
 		}
 		for i, fn := range fns {
 			t0 := time.Now()
+			c0, ok0 := threadCPU()
 			if err := fn(); err != nil {
 				return Result{}, err
 			}
+			c1, ok1 := threadCPU()
+			haveCPU = haveCPU && ok0 && ok1
 			if round > 0 {
 				*rates[i] = append(*rates[i], float64(len(data))/time.Since(t0).Seconds())
+				*cpus[i] = append(*cpus[i], float64(len(data))/max(c1-c0, time.Microsecond).Seconds())
 			}
+		}
+		if round > 0 {
+			ratios = append(ratios, oursCPU[len(oursCPU)-1]/resticCPU[len(resticCPU)-1])
 		}
 	}
 	res.MBps = benchutil.Median(oursRates) / 1e6
 	res.ResticMBps = benchutil.Median(resticRates) / 1e6
 	res.Ratio = res.MBps / res.ResticMBps
+	if haveCPU {
+		res.MBpsCPU = benchutil.Median(oursCPU) / 1e6
+		res.ResticMBpsCPU = benchutil.Median(resticCPU) / 1e6
+		res.RatioCPU = benchutil.Median(ratios)
+	}
 	res.Chunks = len(ours)
 	res.Identical = slices.Equal(ours, theirs)
-	res.Notes = "cpu, one goroutine each, both reading a bytes.Reader, alternating order per round; identical: every chunk's start, length and cut fingerprint equal restic/chunker v0.4.0's"
+	res.Notes = "cpu, one goroutine each on one locked OS thread, both reading a bytes.Reader, alternating order per round; mbps, restic_mbps: wall clock, medians; mbps_cpu, restic_mbps_cpu: per second of the thread's CPU time (RUSAGE_THREAD), medians; ratio_cpu: median of the rounds' paired CPU-time ratios; identical: every chunk's start, length and cut fingerprint equal restic/chunker v0.4.0's"
 	return res, nil
 }
 
@@ -419,12 +480,15 @@ func printResults(w io.Writer, asJSON bool, rs []Result) error {
 			if r.Backend == "cpu" {
 				fmt.Fprintf(tw, "\tbitmap %.2f Gbps", r.GbpsBitmap)
 			} else {
-				fmt.Fprintf(tw, "\tkernel %.2f Gbps\tcpu %.2f Gbps\t%s", r.GbpsKernel, r.GbpsCPU, r.GPU)
+				fmt.Fprintf(tw, "\tkernel %.2f Gbps\tcpu %.2f Gbps\tPCIe in %.0f out %.0f Gbps\t%s\t%s", r.GbpsKernel, r.GbpsCPU, r.GbpsH2D, r.GbpsD2H, r.GPU, r.GPUShape)
 			}
 			fmt.Fprintf(tw, "\t%.2f markers/payload\tidentical %v\n", r.MarkersPerPayload, r.Identical)
 		case "chunk":
-			fmt.Fprintf(tw, "chunk\t%s\t%d MB\tmin %d max %d avg-bits %d\t%.0f MB/s\trestic %.0f MB/s\tratio %.2f\t%d chunks\tidentical %v\n",
-				r.Data, r.Bytes/1e6, r.Min, r.Max, r.AvgBits, r.MBps, r.ResticMBps, r.Ratio, r.Chunks, r.Identical)
+			fmt.Fprintf(tw, "chunk\t%s\t%d MB\tmin %d max %d avg-bits %d\t%.0f MB/s\trestic %.0f MB/s\tratio %.2f", r.Data, r.Bytes/1e6, r.Min, r.Max, r.AvgBits, r.MBps, r.ResticMBps, r.Ratio)
+			if r.RatioCPU > 0 {
+				fmt.Fprintf(tw, "\tper CPU-s %.0f / restic %.0f MB/s\tratio %.2f", r.MBpsCPU, r.ResticMBpsCPU, r.RatioCPU)
+			}
+			fmt.Fprintf(tw, "\t%d chunks\tidentical %v\n", r.Chunks, r.Identical)
 		}
 	}
 	if len(rs) > 0 {

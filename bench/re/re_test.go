@@ -47,7 +47,7 @@ func TestRun(t *testing.T) {
 		t.Errorf("markers: %+v", m)
 	}
 	for _, c := range rs[1:] {
-		if c.Measure != "chunk" || c.MBps <= 0 || c.ResticMBps <= 0 || !c.Identical || c.Chunks < 1 || c.Bytes != 3000000 {
+		if c.Measure != "chunk" || c.MBps <= 0 || c.ResticMBps <= 0 || c.RatioCPU <= 0 || c.MBpsCPU <= 0 || !c.Identical || c.Chunks < 1 || c.Bytes != 3000000 {
 			t.Errorf("chunk %s: %+v", c.Data, c)
 		}
 		if c.Data != "zeros" && c.Chunks < 10 {
@@ -69,7 +69,8 @@ type fakeGPU struct {
 	wrong bool
 }
 
-func (g fakeGPU) Bitmap(buf []byte, offs, lens []uint32, bitmap []uint32) error {
+func (g fakeGPU) Bitmap(payloads [][]byte, bitmap []uint32) error {
+	buf, offs, lens := rabin.Pack(nil, nil, nil, payloads...)
 	err := g.m.Bitmap(buf, offs, lens, bitmap)
 	if g.wrong {
 		bitmap[len(bitmap)/2] ^= 1
@@ -77,7 +78,9 @@ func (g fakeGPU) Bitmap(buf []byte, offs, lens []uint32, bitmap []uint32) error 
 	return err
 }
 func (g fakeGPU) KernelSeconds([]byte, []uint32, []uint32, int) (float64, error) { return 1e-3, nil }
+func (g fakeGPU) CopyGbps() (float64, float64, error)                            { return 400, 400, nil }
 func (g fakeGPU) Device() string                                                 { return "fake" }
+func (g fakeGPU) Shape() string                                                  { return "fake" }
 func (g fakeGPU) Close()                                                         {}
 
 // TestGPUSeam: without the glue --backend gpu is a usage error; with it
@@ -91,7 +94,7 @@ func TestGPUSeam(t *testing.T) {
 		t.Fatalf("--backend gpu without the glue: %v", err)
 	}
 	for _, wrong := range []bool{false, true} {
-		NewGPUMarkers = func(pol rabin.Pol, w, b int) (GPUMarkers, error) {
+		NewGPUMarkers = func(pol rabin.Pol, w, b int, _ GPUOptions) (GPUMarkers, error) {
 			m, err := rabin.NewMarker(pol, w, b)
 			return fakeGPU{m, wrong}, err
 		}

@@ -39,8 +39,13 @@
 // device has it. While an update is written to the device, batches go to
 // the CPU (which has the change already) instead of waiting. A failed
 // update turns the device off; the CPU serves from then on. Per-
-// subscription match counters count the events the CPU matched: the device
-// answers ports, not filters.
+// subscription match counters count the device's matches too: the device
+// (a SlotMatcher) brings back the filter slot that decided each delivery
+// and the table credits its subscription (pubsub.Table.CountSlots); a
+// batch whose slots did not all come back is matched again on the CPU for
+// its counters (Recounts). The table credits under its read lock after the
+// device batch (Hybrid.mu released first): a slot freed and taken again by
+// a change in between credits its new owner.
 //
 // # Concurrency
 //

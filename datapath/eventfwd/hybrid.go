@@ -23,12 +23,19 @@ type Device interface {
 	Close() error
 }
 
+// SlotMatcher is a Device that also says which filter slot decided each
+// delivery (gpu.EventDevice.MatchSlots): complete is false when it could
+// not bring back every slot.
+type SlotMatcher interface {
+	MatchSlots(evs []pubsub.Event, out [][]uint32, slots []uint32) (res [][]uint32, s []uint32, complete bool, err error)
+}
+
 // DefaultMinBatch is the fewest events a batch must have to be matched on
 // the device. A device round trip (encode, copy in, kernel, copy out)
-// costs tens of microseconds however small the batch (81 µs p50 for one
-// event on the H100), while the CPU matcher takes about 35 µs per event of
+// costs over 20 µs however small the batch (23–25 µs p50 for one event on
+// the H200, 2026-11-26), while the CPU matcher takes 20–35 µs per event of
 // CCM's default scenario on one core: below a few events the CPU answers
-// sooner, and the CPU's answer is the same, so small batches stay there.
+// as soon, and the CPU's answer is the same, so small batches stay there.
 const DefaultMinBatch = 16
 
 // HybridConfig configures a Hybrid.
@@ -56,7 +63,13 @@ type HybridConfig struct {
 // Counters says why.
 //
 // Subscription match counters (pubsub.Subscription.Matches) count the
-// events the CPU matched: the device answers ports, not filters.
+// device's matches too: a device that implements SlotMatcher (the CUDA
+// matcher, the layout device) brings back, per event and port, the slot of
+// the filter that decided the delivery, and the table credits its
+// subscription (pubsub.Table.CountSlots); when a batch matched more
+// deliveries than the device brings slots back for, the batch is matched
+// again on the CPU for its counters (Recounts). A device that does not
+// implement it leaves its matches uncounted.
 //
 // Concurrency: mu orders device batches (held shared for a batch's Match)
 // against the device's update (held exclusively, so that no batch sees a
@@ -80,7 +93,7 @@ type Hybrid struct {
 	offWhy  atomic.Pointer[string]
 	lastErr atomic.Pointer[string]
 
-	devBatches, devEvents, cpuBatches, cpuEvents, fallbacks, updates, bubbles atomic.Uint64
+	devBatches, devEvents, cpuBatches, cpuEvents, fallbacks, updates, bubbles, recounts atomic.Uint64
 }
 
 // NewHybrid builds the table's device layout and opens the device on it.
@@ -115,11 +128,27 @@ func NewHybrid(c HybridConfig) (*Hybrid, error) {
 // device fails) on the CPU, which has every change already.
 func (h *Hybrid) MatchBatch(evs []pubsub.Event, out [][]uint32) [][]uint32 {
 	if len(evs) >= h.min && !h.off.Load() && h.mu.TryRLock() {
-		res, err := h.dev.Match(evs, out)
+		var res [][]uint32
+		var err error
+		var slots []uint32
+		complete := false
+		sm, counts := h.dev.(SlotMatcher)
+		if counts {
+			res, slots, complete, err = sm.MatchSlots(evs, out, nil)
+		} else {
+			res, err = h.dev.Match(evs, out)
+		}
 		h.mu.RUnlock()
 		if err == nil && len(res) == len(evs) {
 			h.devBatches.Add(1)
 			h.devEvents.Add(uint64(len(evs)))
+			switch {
+			case counts && complete:
+				h.t.CountSlots(slots)
+			case counts:
+				h.recounts.Add(1)
+				h.t.MatchBatch(evs, nil)
+			}
 			return res
 		}
 		if err == nil {
@@ -179,6 +208,10 @@ type HybridCounters struct {
 	// Updates counts the layout updates applied to the device, Bubbles
 	// the words they wrote (a full image counts none).
 	Updates, Bubbles uint64
+	// Recounts counts device batches matched again on the CPU for the
+	// subscriptions' counters (more deliveries than deciding slots came
+	// back).
+	Recounts uint64
 }
 
 // Backend names what serves the batches: the device's name, or "cpu".
@@ -193,7 +226,7 @@ func (h *Hybrid) Backend() string {
 func (h *Hybrid) Counters() HybridCounters {
 	c := HybridCounters{Device: h.dev.Describe(), MinBatch: h.min,
 		DeviceBatches: h.devBatches.Load(), DeviceEvents: h.devEvents.Load(), CPUBatches: h.cpuBatches.Load(),
-		CPUEvents: h.cpuEvents.Load(), Fallbacks: h.fallbacks.Load(), Updates: h.updates.Load(), Bubbles: h.bubbles.Load()}
+		CPUEvents: h.cpuEvents.Load(), Fallbacks: h.fallbacks.Load(), Updates: h.updates.Load(), Bubbles: h.bubbles.Load(), Recounts: h.recounts.Load()}
 	if s := h.offWhy.Load(); s != nil {
 		c.Off = *s
 	}

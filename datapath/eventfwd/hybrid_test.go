@@ -223,3 +223,51 @@ func TestStageOnHybrid(t *testing.T) {
 		t.Errorf("counters %+v: want 20 batches on the device", k)
 	}
 }
+
+// TestHybridCountsDeviceMatches: a device that brings back the deciding
+// filter slots (gpu.LayoutDevice, as the CUDA matcher) credits the
+// subscriptions: after a device batch the counters rose by one per
+// delivery, as after the same batch on the CPU.
+func TestHybridCountsDeviceMatches(t *testing.T) {
+	sc := pubsub.DefaultScenario()
+	sc.FiltersMin, sc.FiltersMax = 300, 400
+	sc.Names, sc.Values, sc.Words = 10, 8, 6
+	specs := sc.Subscriptions()
+	tab := pubsub.New()
+	if _, err := tab.AddSpecs(specs); err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHybrid(HybridConfig{Table: tab, MinBatch: 8, Log: quiet(), Open: func(l *pubsub.Layout) (Device, error) {
+		d := &gpu.LayoutDevice{}
+		return d, d.Update(bubble.Update{Full: l.Image.Clone()}, l.Names)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := func() uint64 {
+		var n uint64
+		for _, s := range tab.List() {
+			n += s.Matches
+		}
+		return n
+	}
+	evs := sc.Events(300)
+	got := h.MatchBatch(evs, nil)
+	delivered := 0
+	for _, ps := range got {
+		delivered += len(ps)
+	}
+	if delivered == 0 {
+		t.Fatal("no deliveries: the test needs some")
+	}
+	if n := sum(); n != uint64(delivered) {
+		t.Errorf("device batch: counters %d for %d deliveries", n, delivered)
+	}
+	tab.MatchBatch(evs, nil)
+	if n := sum(); n != 2*uint64(delivered) {
+		t.Errorf("after the CPU batch: counters %d, want %d", n, 2*delivered)
+	}
+	if k := h.Counters(); k.DeviceBatches != 1 || k.Recounts != 0 {
+		t.Errorf("counters %+v", k)
+	}
+}

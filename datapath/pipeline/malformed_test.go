@@ -1,59 +1,18 @@
 package pipeline
 
 import (
-	"bufio"
-	"encoding/hex"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/gswitch/gswitch/datapath/packet"
+	"github.com/gswitch/gswitch/datapath/packet/packettest"
 	"github.com/gswitch/gswitch/tables/rule"
 )
 
-// malformedCorpus reads datapath/packet/testdata/malformed.txt (its format
-// is in its header): name, the packet.Reason's name, the frame.
+// malformedCorpus is the malformed-frame corpus as three parallel lists.
 func malformedCorpus(t *testing.T) (names, reasons []string, frames [][]byte) {
 	t.Helper()
-	const path = "../packet/testdata/malformed.txt"
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		parts := strings.Split(line, " | ")
-		if len(parts) != 3 {
-			t.Fatalf("%s: bad line %q", path, line)
-		}
-		var b []byte
-		for _, tok := range strings.Fields(parts[2]) {
-			if tok == "-" {
-				continue
-			}
-			h, n := tok, 1
-			if i := strings.IndexByte(tok, '*'); i >= 0 {
-				if n, err = strconv.Atoi(tok[i+1:]); err != nil {
-					t.Fatalf("%s: bad repeat %q", parts[0], tok)
-				}
-				h = tok[:i]
-			}
-			chunk, err := hex.DecodeString(h)
-			if err != nil {
-				t.Fatalf("%s: %v", parts[0], err)
-			}
-			for range n {
-				b = append(b, chunk...)
-			}
-		}
-		names, reasons, frames = append(names, parts[0]), append(reasons, parts[1]), append(frames, b)
+	for _, f := range packettest.Malformed(t) {
+		names, reasons, frames = append(names, f.Name), append(reasons, f.Reason), append(frames, f.Frame)
 	}
 	return names, reasons, frames
 }

@@ -130,3 +130,27 @@ func BenchmarkLayoutDefault(b *testing.B) {
 	b.ReportMetric(float64(l.Image.Bytes()), "image-bytes")
 	b.ReportMetric(float64(NewDevice(tb).Layout().Image.Bytes()), "device-bytes")
 }
+
+// BenchmarkDeviceChange measures one subscription added and removed on the
+// default scenario's table with its device image brought up to date after
+// each (Device.Update: the bubbles a device needs).
+func BenchmarkDeviceChange(b *testing.B) {
+	tb, _ := defaultScenario(b)
+	dev := NewDevice(tb)
+	dev.Mirror().Sync()
+	f := defaultSpecs[12345].Filters
+	words := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		id, err := tb.Add(99, f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		words += len(dev.Update(tb).Bubbles)
+		if err := tb.Remove(id); err != nil {
+			b.Fatal(err)
+		}
+		words += len(dev.Update(tb).Bubbles)
+	}
+	b.ReportMetric(float64(words)/float64(2*b.N), "words/change")
+}

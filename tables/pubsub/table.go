@@ -117,6 +117,39 @@ type Table struct {
 	constraints int
 	filters     int
 	pool        sync.Pool
+
+	// slotLog lists the slots written since logBase (a slot once per
+	// write, so possibly several times): what a Device's Update reads to
+	// write only the changed slots. It is trimmed to nothing past
+	// slotLogMax entries (a Device behind it compares every slot).
+	slotLog []uint32
+	logBase uint64
+}
+
+// slotLogMax is the most entries the slot log keeps.
+const slotLogMax = 1 << 15
+
+// logSlot records a write of slot s (t.mu held exclusively).
+func (t *Table) logSlot(s uint32) {
+	if len(t.slotLog) >= slotLogMax {
+		t.logBase += uint64(len(t.slotLog))
+		t.slotLog = t.slotLog[:0]
+	}
+	t.slotLog = append(t.slotLog, s)
+}
+
+// CountSlots credits the subscription owning each filter slot with one
+// match: a device's matches (the filter that decided an event's delivery to
+// its port). A free slot is skipped; a slot freed and taken again since the
+// device matched credits its new owner.
+func (t *Table) CountSlots(slots []uint32) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, s := range slots {
+		if int(s) < len(t.meta) && t.meta[s].owner != nil {
+			t.meta[s].owner.matches.Add(1)
+		}
+	}
 }
 
 // slotMeta is what the matcher needs of a filter slot once its count is
@@ -233,6 +266,7 @@ func (t *Table) addLocked(specs []Spec) []ID {
 		}
 		best, n := filterRank(f)
 		t.info[sl] = pi<<8 | uint32(n)
+		t.logSlot(sl)
 		t.meta[sl] = slotMeta{owner: sub, filt: f, best: best, resid: n < len(f), rmask: residualMask(f, best)}
 		if t.live[pi] == 0 {
 			t.active++
@@ -584,6 +618,7 @@ func (t *Table) removeLocked(subs []*subscription) {
 			t.dead[sl] = false
 			t.info[sl] = 0
 			t.meta[sl] = slotMeta{}
+			t.logSlot(sl)
 			t.free = append(t.free, sl)
 		}
 		t.subs.remove(sub.id)
