@@ -33,6 +33,8 @@ type Queue struct {
 	gen   uint64   // sockets replaced so far (reattach.go): a wait or block of an older one yields nothing
 	stale [][]byte // rings of replaced sockets, unmapped once no reader holds or waits on one
 
+	copyBufs [][]byte // RingFrames: buffers of the frames read whole from the socket (reader's)
+
 	waiting []byte                // the block ReadBlock waits for (reader's)
 	readyFn func(fd uintptr) bool // reports whether it is ready
 
@@ -71,9 +73,14 @@ func openQueue(p *Port, id int, fan bool) (*Queue, error) {
 	return q, nil
 }
 
-// setupSocket turns 'fd' into a bound TPACKET_V3 socket and maps its ring.
+// setupSocket turns 'fd' into a bound TPACKET_V3 (RingBlocks) or
+// TPACKET_V2 (RingFrames) socket and maps its ring.
 func setupSocket(fd, index int, cfg *Config, promisc bool) ([]byte, error) {
-	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
+	if cfg.Ring == RingFrames {
+		if err := setupFrameRing(fd, cfg); err != nil {
+			return nil, err
+		}
+	} else if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
 		return nil, sysErr("PACKET_VERSION TPACKET_V3", err)
 	}
 	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
@@ -84,6 +91,13 @@ func setupSocket(fd, index int, cfg *Config, promisc bool) ([]byte, error) {
 	// before the ring exists, and every sent frame then starts with one.
 	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
 		return nil, sysErr("PACKET_VNET_HDR", err)
+	}
+	if cfg.Ring == RingFrames {
+		req := frameRingReq(cfg)
+		if err := unix.SetsockoptTpacketReq(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
+			return nil, sysErr("PACKET_RX_RING (TPACKET_V2)", err)
+		}
+		return mapAndBind(fd, index, cfg, promisc)
 	}
 	const frameSize = 2048 // only sizes the ring's bookkeeping: V3 packs frames
 	req := unix.TpacketReq3{
@@ -96,6 +110,12 @@ func setupSocket(fd, index int, cfg *Config, promisc bool) ([]byte, error) {
 	if err := unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
 		return nil, sysErr("PACKET_RX_RING", err)
 	}
+	return mapAndBind(fd, index, cfg, promisc)
+}
+
+// mapAndBind maps the socket's ring, binds it to the interface and sets
+// the promiscuous membership.
+func mapAndBind(fd, index int, cfg *Config, promisc bool) ([]byte, error) {
 	ring, err := unix.Mmap(fd, 0, cfg.BlockSize*cfg.NumBlocks, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, sysErr("mmap of the ring", err)
