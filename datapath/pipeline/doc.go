@@ -251,12 +251,21 @@
 //     reader waits only when Config.Depth closed batches are unfinished
 //     (the running one included), and then the ring fills as it did when
 //     Process was slow.
-//   - The runner runs its batches one after the other (receive stages,
-//     Process: parse, the tables stage by stage, actions, transmit, the
-//     latency histogram), so frames of one queue, and so of one flow, are
-//     transmitted in the order they arrived. It is the only goroutine
-//     that touches a batch's frames between hand and its return to the
-//     free list.
+//   - The runner takes its batches in order and runs their receive stages
+//     one after the other (a stage may keep per-flow state). Up to
+//     Config.InFlight batches (default 2) then run the rest (Process:
+//     parse, the tables stage by stage, actions, transmit, the latency
+//     histogram) at once, each on a goroutine of its own, so batch k+1's
+//     lookups are made while batch k's is on the device; each batch
+//     transmits only once the batch before it has (a channel per batch,
+//     closed after its transmit, which the next one waits on before its
+//     own: Process's flush), so frames of one queue, and so of one flow,
+//     leave in the order they arrived. Only the transmit is ordered: the
+//     counters, and packet-ins sent to a controller by two batches in
+//     flight, may interleave. With InFlight 1 one goroutine runs the
+//     batches one after the other. Between hand and its return to the
+//     free list a batch's frames belong to the runner: the dispatching
+//     goroutine for its stages, then its own goroutine.
 //   - Each table stage's lookup goes to Coalescer.LookupFlow, which adds
 //     the packed keys (flow.PackSoA) to the table's pending batch and
 //     blocks the runner until the results are in; the batch's first

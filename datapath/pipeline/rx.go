@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/gswitch/gswitch/datapath/afpacket"
@@ -166,23 +167,36 @@ func (s *Switch) runBatch(no uint32, b *batcher) {
 	b.reset()
 }
 
-// queueRunner runs one receive queue's closed batches, in order, on a
-// goroutine of its own (loop), so that the queue's RunPort keeps reading
-// its ring while a batch waits for its shared device lookup. Ownership: a
-// batcher belongs to RunPort while it is open, to loop from hand until
-// loop puts it back on free; Config.Depth+1 batchers circulate.
+// queueRunner runs one receive queue's closed batches on goroutines of
+// its own, so that the queue's RunPort keeps reading its ring while a
+// batch waits for its shared device lookup. With Config.InFlight 1 one
+// goroutine (loop) runs them one after the other. With InFlight K > 1,
+// loop is a dispatcher: it takes the batches in order, runs their receive
+// stages itself (in order: a stage may keep per-flow state), and starts
+// each batch's pipeline on a goroutine of its own, at most K at once;
+// each batch transmits only after the batch before it has (process's turn
+// and sent channels), so the queue's frames leave in the order they
+// arrived while up to K of its lookups are in flight.
+//
+// Ownership: a batcher belongs to RunPort while it is open, to the runner
+// from hand until it is put back on free (loop, then the batch's
+// goroutine); Config.Depth+1 batchers circulate. prev belongs to loop.
 type queueRunner struct {
-	s    *Switch
-	no   uint32
-	co   *gpu.Coalescer
-	work chan *batcher // closed batches, in order (cap Depth)
-	free chan *batcher // empty batchers (cap Depth+1)
-	done chan struct{} // closed when loop returns
+	s     *Switch
+	no    uint32
+	co    *gpu.Coalescer
+	work  chan *batcher // closed batches, in order (cap Depth)
+	free  chan *batcher // empty batchers (cap Depth+1)
+	done  chan struct{} // closed when loop returns
+	slots chan struct{} // batches running (cap InFlight)
+	prev  chan struct{} // closed once the last dispatched batch has transmitted (nil: none)
+	wg    sync.WaitGroup
 }
 
 func (s *Switch) newQueueRunner(no uint32, co *gpu.Coalescer) *queueRunner {
 	d := s.cfg.Depth
-	q := &queueRunner{s: s, no: no, co: co, work: make(chan *batcher, d), free: make(chan *batcher, d+1), done: make(chan struct{})}
+	q := &queueRunner{s: s, no: no, co: co, work: make(chan *batcher, d), free: make(chan *batcher, d+1),
+		done: make(chan struct{}), slots: make(chan struct{}, s.cfg.InFlight)}
 	for range d + 1 {
 		q.free <- newBatcher(s.cfg.BatchSize)
 	}
@@ -197,17 +211,51 @@ func (q *queueRunner) hand(b *batcher) *batcher {
 	return <-q.free
 }
 
-// loop runs the handed batches in order until stop. While it runs one it
-// is an active caller of the Coalescer (Enter/Leave), so that a shared
-// batch closes as soon as every running queue is waiting for it.
+// loop runs the handed batches in order until stop. While a batch runs
+// it is an active caller of the Coalescer (Enter/Leave), so that a shared
+// batch closes as soon as every running batch is waiting for it.
 func (q *queueRunner) loop() {
 	defer close(q.done)
+	defer q.wg.Wait()
 	for b := range q.work {
-		q.co.Enter()
-		q.s.runBatch(q.no, b)
-		q.co.Leave()
-		q.free <- b
+		if q.s.cfg.InFlight == 1 {
+			q.co.Enter()
+			q.s.runBatch(q.no, b)
+			q.co.Leave()
+			q.free <- b
+			continue
+		}
+		q.dispatch(b)
 	}
+}
+
+// dispatch runs b's receive stages and starts its pipeline on a goroutine
+// of its own once one of the InFlight slots is free.
+func (q *queueRunner) dispatch(b *batcher) {
+	frames := q.s.rxStages(q.no, b)
+	if len(frames) == 0 { // the stages took them all: nothing to order
+		q.finish(b)
+		return
+	}
+	q.slots <- struct{}{}
+	q.co.Enter()
+	turn, sent := q.prev, make(chan struct{})
+	q.prev = sent
+	q.wg.Add(1)
+	go func() {
+		defer q.wg.Done()
+		q.s.process(q.no, frames, turn, sent)
+		q.co.Leave()
+		q.finish(b)
+		<-q.slots
+	}()
+}
+
+// finish records a run batch's latencies, empties it and returns it.
+func (q *queueRunner) finish(b *batcher) {
+	q.s.latency.observe(b.rxAt, time.Now())
+	b.reset()
+	q.free <- b
 }
 
 // stop runs the batches handed so far and ends loop.
