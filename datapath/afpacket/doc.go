@@ -40,11 +40,13 @@
 //
 // A frame longer than a slot would be truncated (snaplen = slot room); the
 // socket sets PACKET_COPY_THRESH, so the kernel also queues a whole copy
-// of such a frame on the socket (while its receive buffer has room) and
+// of such a frame on the socket (while its receive buffer, set to 8 MiB,
+// has room) and
 // flags the slot TP_STATUS_COPY: Next reads the copy with recvfrom (the
 // copies are queued in slot order) into a buffer the queue keeps, so a
 // 64 KiB GSO frame from a local stack arrives whole. Without a copy the
-// frame stays truncated and counts in Stats.RxTruncated. Frames at most a
+// frame stays truncated and counts in Stats.RxTruncated (gswitchd's
+// datapath drops it: Counters.OffloadDrops). Frames at most a
 // slot long, the common case, are read in place, as on a V3 ring.
 //
 // gswitchd picks the frame ring when --max-delay is under a millisecond

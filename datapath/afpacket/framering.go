@@ -70,9 +70,20 @@ func setupFrameRing(fd int, cfg *Config) error {
 		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_COPY_THRESH, 1); err != nil {
 			return sysErr("PACKET_COPY_THRESH", err)
 		}
+		// Room for the copies: a burst of 64 KiB GSO frames from a local
+		// TCP sender must not outrun the default receive buffer (about
+		// 200 KiB). SO_RCVBUFFORCE passes net.core.rmem_max with
+		// CAP_NET_ADMIN; without it SO_RCVBUF gets what the limit allows.
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, copyRcvBuf) != nil {
+			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, copyRcvBuf)
+		}
 	}
 	return nil
 }
+
+// copyRcvBuf is a frame ring socket's receive buffer, which holds the
+// whole copies of frames longer than a slot until they are read.
+const copyRcvBuf = 8 << 20
 
 // frameRingReq is the PACKET_RX_RING request of a RingFrames ring.
 func frameRingReq(cfg *Config) unix.TpacketReq {

@@ -35,7 +35,14 @@ func newBatcher(capacity int) *batcher {
 // any action or output sees it: its checksum completed, a GSO frame cut
 // into its segments (which then count as frames of their own). It
 // reports false when such a frame cannot be finished (it is dropped).
+//
+// A frame the ring truncated (longer than its slot, and its whole copy not
+// read: afpacket's "Receive rings") is refused too: forwarding part of a
+// frame would be wrong.
 func (b *batcher) add(f *afpacket.Frame, now time.Time) bool {
+	if len(f.Data) < f.Len {
+		return false
+	}
 	if len(b.frames) == 0 {
 		b.oldest = now
 	}

@@ -207,7 +207,7 @@ type Switch struct {
 	groupDrops  atomic.Uint64 // packets of a group with no live bucket
 	meterDrops  atomic.Uint64 // packets a meter's drop band dropped
 
-	offloadDrops atomic.Uint64 // received frames whose checksum/GSO offload could not be finished
+	offloadDrops atomic.Uint64 // received frames whose checksum/GSO offload could not be finished, or truncated
 	batches      batchStats    // batches Process ran
 	latency      latencyStats  // per-frame latency, receive ring to the end of the pipeline (latency.go)
 }
