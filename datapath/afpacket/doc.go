@@ -49,6 +49,12 @@
 // datapath drops it: Counters.OffloadDrops). Frames at most a
 // slot long, the common case, are read in place, as on a V3 ring.
 //
+// A ring alone does not keep a short delay: when the process is idle the
+// Go runtime sleeps with a millisecond's resolution, so a ReadBlock
+// deadline of 100 µs expired after about 1 ms. A ReadBlock that waits less
+// than a millisecond arms the queue's timerfd (package kick) at its
+// deadline, which wakes the runtime on time.
+//
 // gswitchd picks the frame ring when --max-delay is under a millisecond
 // (--rx-ring auto), the block ring otherwise; --rx-ring block|frame
 // forces one.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -336,5 +337,36 @@ func TestFrameRingGSO(t *testing.T) {
 	}
 	if len(segs) != 3 || !bytes.Equal(joined, payload) {
 		t.Fatalf("%d segments, %d payload bytes", len(segs), len(joined))
+	}
+}
+
+// TestReadBlockShortTimeout: a ReadBlock that waits 100 µs for nothing
+// returns after about that, not after the Go runtime's 1 ms rounding of
+// an idle process's sleep (package kick), so a batch delay under 1 ms is
+// kept under light traffic.
+func TestReadBlockShortTimeout(t *testing.T) {
+	tn := newTestNet(t)
+	p := openPort(t, tn.host, Config{Ring: RingFrames})
+	var took []time.Duration
+	for range 30 {
+		t0 := time.Now()
+		b, err := p.ReadBlock(100 * time.Microsecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b != nil {
+			b.Release()
+			continue // kernel noise
+		}
+		took = append(took, time.Since(t0))
+	}
+	if a := testing.AllocsPerRun(20, func() { p.Receive(100*time.Microsecond, func(*Frame) {}) }); a != 0 {
+		t.Errorf("a short ReadBlock allocates %v times", a)
+	}
+	slices.Sort(took)
+	med := took[len(took)/2]
+	t.Logf("ReadBlock(100µs) of an empty ring: median %v, max %v", med, took[len(took)-1])
+	if med > 600*time.Microsecond {
+		t.Errorf("ReadBlock(100µs) took %v at the median", med)
 	}
 }

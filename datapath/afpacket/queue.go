@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gswitch/gswitch/internal/kick"
 )
 
 // Queue is one receive queue of a port: an AF_PACKET socket with its own
@@ -35,6 +37,7 @@ type Queue struct {
 
 	copyBufs [][]byte // RingFrames: buffers of the frames read whole from the socket (reader's)
 
+	kick    *kick.Kicker          // wakes the runtime at a sub-millisecond ReadBlock deadline (reader's; closed with the ring)
 	waiting []byte                // the block ReadBlock waits for (reader's)
 	readyFn func(fd uintptr) bool // reports whether it is ready
 
@@ -263,6 +266,10 @@ func (q *Queue) close() error {
 // closed.
 func (q *Queue) unmapLocked() {
 	q.unmapStaleLocked()
+	if q.kick != nil { // no reader waits now (the caller is the reader, or none holds or reads)
+		q.kick.Close()
+		q.kick = nil
+	}
 	if q.ring != nil {
 		unix.Munmap(q.ring)
 		q.ring = nil

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gswitch/gswitch/datapath/packet"
+	"github.com/gswitch/gswitch/internal/kick"
 	"github.com/gswitch/gswitch/tables/flow"
 )
 
@@ -237,6 +238,13 @@ func (q *Queue) wait(file *os.File, raw syscall.RawConn, data []byte, timeout ti
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
+		if timeout < kick.Threshold { // see package kick: else an idle process wakes ~1 ms late
+			if q.kick == nil {
+				q.kick, _ = kick.New() // nil on failure: the deadline is kept as the runtime keeps it
+			}
+			q.kick.Arm(timeout)
+			defer q.kick.Disarm()
+		}
 	}
 	if err := file.SetReadDeadline(deadline); err != nil {
 		if q.p.closing.Load() {
