@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gswitch/gswitch/internal/kick"
 )
 
 // RingMode is a receive ring's layout (Config.Ring).
@@ -199,3 +201,36 @@ func (b *Block) readCopy(f *Frame) {
 		f.Offload = parseVnetHdr(buf[:vnetHdrLen])
 	}
 }
+
+// Ring returns the queue's ring layout (Config.Ring).
+func (q *Queue) Ring() RingMode { return q.p.cfg.Ring }
+
+// Pause sleeps for d, on time below a millisecond (package kick). A reader
+// that holds an open batch and found its frame ring empty pauses until
+// the batch's deadline and then reads what came meanwhile, instead of
+// waiting in ReadBlock, which a frame ring wakes for every frame. Pause
+// belongs to the queue's reader, like ReadBlock.
+func (q *Queue) Pause(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	if d < kick.Threshold {
+		q.rxMu.Lock()
+		closed := q.closed
+		q.rxMu.Unlock()
+		if !closed {
+			if q.kick == nil {
+				q.kick, _ = kick.New()
+			}
+			q.kick.Arm(d)
+			defer q.kick.Disarm()
+		}
+	}
+	time.Sleep(d)
+}
+
+// Ring returns queue 0's ring layout.
+func (p *Port) Ring() RingMode { return p.cfg.Ring }
+
+// Pause pauses queue 0's reader (see Queue.Pause).
+func (p *Port) Pause(d time.Duration) { p.queues[0].Pause(d) }

@@ -50,7 +50,8 @@
 // RunPort is one goroutine per receive queue of a port (one queue unless
 // the port was opened with afpacket's Config.Queues; the queues of a port
 // split its frames by flow hash, so a flow stays on one goroutine and in
-// order): it reads TPACKET_V3 blocks, copies
+// order): it reads the ring's blocks (TPACKET_V3) or runs of frames
+// (TPACKET_V2 frame rings, afpacket's RingFrames), copies
 // each frame into the batch's arena (putting back the VLAN tag the kernel
 // took off on receive, so that actions and outputs see the frame as it was
 // on the wire, and finishing the checksum of a frame whose sender left it
@@ -59,7 +60,12 @@
 // Counters.OffloadDrops), and hands the batch to Process when it holds
 // Config.BatchSize frames or its oldest frame has waited Config.MaxDelay.
 // The afpacket block timeout is set to that delay too (at its 1 ms
-// resolution), so the kernel does not hold frames longer.
+// resolution), so the kernel does not hold frames longer; below 1 ms the
+// agent uses frame rings, which hand each frame over at once. A frame
+// ring would wake a waiting reader for every frame, so with a batch open
+// and the ring empty RunPort pauses until the batch's deadline
+// (afpacket's Queue.Pause, on time below a millisecond) and then reads
+// what came meanwhile: one wake-up per batch.
 //
 // Process parses every frame once (datapath/packet); a malformed frame is
 // counted by reason and dropped. Then, stage by stage (table 0, 1, ...),

@@ -108,6 +108,13 @@ type BlockReader interface {
 	ReadBlock(timeout time.Duration) (*afpacket.Block, error)
 }
 
+// frameRing is what RunPort uses of a source with a frame ring
+// (*afpacket.Queue, *afpacket.Port): its layout and Pause.
+type frameRing interface {
+	Ring() afpacket.RingMode
+	Pause(time.Duration)
+}
+
 // RunPort is a datapath loop of port no: it reads TPACKET_V3 blocks from
 // src, gathers their frames into batches and runs each batch through the
 // switch (Process) when it is full (Config.BatchSize) or its oldest frame
@@ -132,13 +139,30 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error 
 	} else {
 		b = newBatcher(s.cfg.BatchSize)
 	}
+	fr, _ := src.(frameRing)
+	if fr != nil && fr.Ring() != afpacket.RingFrames {
+		fr = nil
+	}
 	var f afpacket.Frame
 	for ctx.Err() == nil {
 		wait := idlePoll
 		if len(b.frames) > 0 {
 			wait = max(s.cfg.MaxDelay-time.Since(b.oldest), 0)
 		}
-		blk, err := src.ReadBlock(wait)
+		var blk *afpacket.Block
+		var err error
+		if fr != nil && len(b.frames) > 0 && wait > 0 {
+			// A frame ring wakes a waiting reader for every frame: with a
+			// batch open, read what is there, and if nothing is, pause
+			// until the batch's deadline and read what came meanwhile
+			// (one wake-up per batch, not per frame).
+			if blk, err = src.ReadBlock(0); blk == nil && err == nil {
+				fr.Pause(wait)
+				blk, err = src.ReadBlock(0)
+			}
+		} else {
+			blk, err = src.ReadBlock(wait)
+		}
 		if err != nil {
 			if errors.Is(err, afpacket.ErrClosed) {
 				return nil
