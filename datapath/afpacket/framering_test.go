@@ -360,7 +360,7 @@ func TestReadBlockShortTimeout(t *testing.T) {
 		}
 		took = append(took, time.Since(t0))
 	}
-	if a := testing.AllocsPerRun(20, func() { p.Receive(100*time.Microsecond, func(*Frame) {}) }); a != 0 {
+	if a := testing.AllocsPerRun(20, func() { p.Receive(100*time.Microsecond, func(*Frame) {}) }); a > 0 && !raceEnabled {
 		t.Errorf("a short ReadBlock allocates %v times", a)
 	}
 	slices.Sort(took)
