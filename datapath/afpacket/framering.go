@@ -214,19 +214,35 @@ func (q *Queue) Pause(d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	if d < kick.Threshold {
-		q.rxMu.Lock()
-		closed := q.closed
-		q.rxMu.Unlock()
-		if !closed {
-			if q.kick == nil {
-				q.kick, _ = kick.New()
-			}
-			q.kick.Arm(d)
-			defer q.kick.Disarm()
-		}
+	if d >= kick.Threshold {
+		time.Sleep(d)
+		return
 	}
+	// Marked as reading, as during a ReadBlock wait, so that a Close
+	// meanwhile leaves the ring and the kicker to this goroutine.
+	q.rxMu.Lock()
+	if q.closed || q.held || q.reading {
+		q.rxMu.Unlock()
+		time.Sleep(d)
+		return
+	}
+	q.reading = true
+	q.rxMu.Unlock()
+	if q.kick == nil {
+		q.kick, _ = kick.New()
+	}
+	q.kick.Arm(d)
 	time.Sleep(d)
+	q.kick.Disarm()
+	q.rxMu.Lock()
+	q.reading = false
+	switch {
+	case q.closed && !q.held:
+		q.unmapLocked()
+	case len(q.stale) > 0 && !q.held: // re-attached meanwhile
+		q.unmapStaleLocked()
+	}
+	q.rxMu.Unlock()
 }
 
 // Ring returns queue 0's ring layout.

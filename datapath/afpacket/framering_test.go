@@ -3,6 +3,7 @@ package afpacket
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"os"
 	"slices"
 	"testing"
@@ -368,5 +369,37 @@ func TestReadBlockShortTimeout(t *testing.T) {
 	t.Logf("ReadBlock(100µs) of an empty ring: median %v, max %v", med, took[len(took)-1])
 	if med > 600*time.Microsecond {
 		t.Errorf("ReadBlock(100µs) took %v at the median", med)
+	}
+}
+
+// TestPause: a short Pause ends on time (package kick), and a Close
+// during Pauses leaves the ring and the kicker to the pausing reader (no
+// fault; ErrClosed after).
+func TestPause(t *testing.T) {
+	tn := newTestNet(t)
+	p := openPort(t, tn.host, Config{Ring: RingFrames})
+	var took []time.Duration
+	for range 20 {
+		t0 := time.Now()
+		p.Pause(100 * time.Microsecond)
+		took = append(took, time.Since(t0))
+	}
+	slices.Sort(took)
+	t.Logf("Pause(100µs): median %v", took[len(took)/2])
+	if took[len(took)/2] > 600*time.Microsecond {
+		t.Errorf("Pause(100µs) took %v at the median", took[len(took)/2])
+	}
+	done := make(chan struct{})
+	go func() {
+		for range 50 {
+			p.Pause(500 * time.Microsecond)
+		}
+		close(done)
+	}()
+	time.Sleep(2 * time.Millisecond)
+	p.Close()
+	<-done
+	if _, err := p.ReadBlock(0); !errors.Is(err, ErrClosed) {
+		t.Errorf("ReadBlock after Close: %v", err)
 	}
 }
