@@ -115,7 +115,7 @@ type frameRing interface {
 	Pause(time.Duration)
 }
 
-// RunPort is a datapath loop of port no: it reads TPACKET_V3 blocks from
+// RunPort is a datapath loop of port no: it reads blocks (TPACKET_V3) or runs of frames (TPACKET_V2) from
 // src, gathers their frames into batches and runs each batch through the
 // switch (Process) when it is full (Config.BatchSize) or its oldest frame
 // has waited Config.MaxDelay. It returns nil when ctx is done or src is
