@@ -183,16 +183,19 @@ func TestCalibrationBatch(t *testing.T) {
 	}
 }
 
-// TestRxRing: auto picks the frame ring below a 1 ms max_delay and the
-// block ring from 1 ms on; block and frame are taken as given.
+// TestRxRing: the block ring by default; auto picks the frame ring below
+// a 1 ms max_delay and the block ring from 1 ms on; block and frame are
+// taken as given.
 func TestRxRing(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		want afpacket.RingMode
 	}{
-		{nil, afpacket.RingFrames}, // the default max_delay, 100us
-		{[]string{"--max-delay", "999us"}, afpacket.RingFrames},
-		{[]string{"--max-delay", "1ms"}, afpacket.RingBlocks},
+		{nil, afpacket.RingBlocks},
+		{[]string{"--max-delay", "50us"}, afpacket.RingBlocks},
+		{[]string{"--max-delay", "100us", "--rx-ring", "auto"}, afpacket.RingFrames},
+		{[]string{"--max-delay", "999us", "--rx-ring", "auto"}, afpacket.RingFrames},
+		{[]string{"--max-delay", "1ms", "--rx-ring", "auto"}, afpacket.RingBlocks},
 		{[]string{"--max-delay", "5ms", "--rx-ring", "auto"}, afpacket.RingBlocks},
 		{[]string{"--max-delay", "50us", "--rx-ring", "block"}, afpacket.RingBlocks},
 		{[]string{"--max-delay", "5ms", "--rx-ring", "frame"}, afpacket.RingFrames},

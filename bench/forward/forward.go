@@ -60,8 +60,8 @@ type fwdFlags struct {
 // and gswitchd-auto with the CPU, the GPU and the auto backend whatever
 // --backend says; gswitchd-filters as gswitchd, with the live filters of
 // --filters on every port (filters.go). A gswitchd target may end in
-// @block or @frame: gswitchd runs with that --rx-ring (without: --rx-ring
-// auto), so that both rings are measured in one run.
+// @block or @frame: gswitchd runs with that --rx-ring (without: block,
+// gswitchd's default), so that both rings are measured in one run.
 var fwdTargets = []string{"gswitchd", "gswitchd-cpu", "gswitchd-gpu", "gswitchd-auto", "gswitchd-filters", "ovs", "bridge", "plain"}
 
 // splitRing splits a target into its base name and its @ring suffix.
@@ -274,7 +274,7 @@ type Step struct {
 	Bench        string  `json:"bench"`             // forward
 	Target       string  `json:"target"`            // gswitchd | ovs | bridge | plain
 	Backend      string  `json:"backend"`           // gswitchd's backend; empty otherwise
-	RxRing       string  `json:"rx_ring,omitempty"` // gswitchd's --rx-ring: auto, block or frame
+	RxRing       string  `json:"rx_ring,omitempty"` // gswitchd's --rx-ring: block or frame
 	Rules        int     `json:"rules"`             // installed rules (0 for the bridge and plain)
 	Ruleset      string  `json:"ruleset"`           // --ruleset: trivial, synthetic:N,C or classbench:FILE
 	Round        int     `json:"round"`             // 1..--rounds

@@ -57,7 +57,7 @@ type fwdEnv struct {
 	ctlSocket   string   // the running gswitchd's control socket; empty when none runs
 	metricsAddr string   // the running gswitchd's metrics listener (switch namespace); empty when none runs
 	swPid       int      // the running gswitchd's process id
-	swRing      string   // the running gswitchd's --rx-ring (auto, block or frame)
+	swRing      string   // the running gswitchd's --rx-ring (block or frame)
 	swTarget    string   // the gswitchd target being measured (names its log with --log-dir)
 	cleanups    []func() // run in reverse by close
 }
@@ -442,7 +442,7 @@ func (e *fwdEnv) dialOF(port int, d *daemonProc) (*ofClient, error) {
 func (e *fwdEnv) runTarget(target string) ([]Step, []FlowMods, error) {
 	base, ring := splitRing(target)
 	if ring == "" {
-		ring = "auto"
+		ring = "block" // gswitchd's default
 	}
 	e.swRing, e.swTarget = ring, target
 	switch base {
