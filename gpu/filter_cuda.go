@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -29,7 +30,7 @@ type CUDAFilter struct {
 	l       *filter.Layout
 	maxRow  int
 	img     devBuf
-	base    [6]int64 // word offsets of Criteria, Exprs, Nodes, Roots, CFGIndex, CFGNodes
+	base    [7]int64 // word offsets of Criteria, Exprs, Nodes, Roots, CFGIndex, CFGNodes, the criteria's order
 	nc, nn  int
 	nf      int
 	nvals   int
@@ -43,10 +44,10 @@ type CUDAFilter struct {
 }
 
 type packetTwin struct {
-	hdata, hcap, hwire, hbits, hcnt hostBuf
-	ddata, dcap, dwire, dbits, dcnt devBuf
-	ev                              cu.Event
-	submitted                       bool
+	hdata, hcap, hwire, hbits, hcnt, hbytes hostBuf
+	ddata, dcap, dwire, dbits, dcnt, dbytes devBuf
+	ev                                      cu.Event
+	submitted                               bool
 }
 
 // PacketFilter loads the filter kernel and p's layout; batches go over
@@ -106,7 +107,7 @@ func (c *CUDA) PacketFilter(p *filter.Program, streams, maxRow int) (*CUDAFilter
 				f.gvals = append(f.gvals, g)
 			}
 		}
-		words := [][]uint32{l.Criteria, l.Exprs, l.Nodes, l.Roots, l.CFGIndex, l.CFGNodes}
+		words := [][]uint32{l.Criteria, l.Exprs, l.Nodes, l.Roots, l.CFGIndex, l.CFGNodes, critOrder(l)}
 		total := 0
 		for i, w := range words {
 			f.base[i] = int64(total)
@@ -140,6 +141,47 @@ func (c *CUDA) PacketFilter(p *filter.Program, streams, maxRow int) (*CUDAFilter
 // may take, to exercise the device scratch.
 var filterSmemLimit int
 
+// filterNoReuse, when set (by tests and the benchmark's comparison),
+// passes no criteria order: every criterion loads its own field.
+var filterNoReuse bool
+
+// SetFilterLoadReuse turns the kernel's reuse of a field loaded for the
+// previous criterion on or off (on by default) for filters opened later:
+// the benchmark compares the two.
+func SetFilterLoadReuse(on bool) { filterNoReuse = !on }
+
+// critOrder returns the criteria's indices sorted so that plain loads of
+// the same field (base, IPv4 header offset, offset, size, mask) are
+// adjacent; the others keep their place at the front. The kernel reuses
+// a field's value across a run.
+func critOrder(l *filter.Layout) []uint32 {
+	nc := int(l.Header[filter.HdrCriteria])
+	order := make([]uint32, nc)
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	key := func(i uint32) [5]uint32 {
+		w := l.Criteria[int(i)*filter.CritWords:]
+		if w[0]&0xf != filter.CritLoad {
+			return [5]uint32{0, 0, 0, 0, i}
+		}
+		return [5]uint32{1, w[0] & 0xffff0f00, w[1], w[2], w[3]}
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ka, kb := key(order[a]), key(order[b])
+		for i := range ka {
+			if ka[i] != kb[i] {
+				return ka[i] < kb[i]
+			}
+		}
+		return false
+	})
+	if nc == 0 {
+		order = []uint32{0}
+	}
+	return order
+}
+
 // Name returns "cuda".
 func (f *CUDAFilter) Name() string { return "cuda" }
 
@@ -169,7 +211,7 @@ func (f *CUDAFilter) NewBatch(capacity int, bits bool) (*PacketBatch, error) {
 			n int64
 		}{{&t.hdata, &t.ddata, int64(capacity) * int64(b.Snap)}, {&t.hcap, &t.dcap, 4 * int64(capacity)},
 			{&t.hwire, &t.dwire, 4 * int64(capacity)}, {&t.hbits, &t.dbits, 4 * int64(len(b.Bits))},
-			{&t.hcnt, &t.dcnt, 4 * int64(f.nf)}} {
+			{&t.hcnt, &t.dcnt, 4 * int64(f.nf)}, {&t.hbytes, &t.dbytes, 8 * int64(f.nf)}} {
 			if *a.h, err = allocHost(max(a.n, 4)); err != nil {
 				return err
 			}
@@ -190,15 +232,16 @@ func (f *CUDAFilter) NewBatch(capacity int, bits bool) (*PacketBatch, error) {
 		b.Bits = wordsAt(t.hbits.p, len(b.Bits))
 	}
 	b.Counts = wordsAt(t.hcnt.p, f.nf)
+	b.Bytes = unsafe.Slice((*uint64)(t.hbytes.p), f.nf)
 	b.impl = t
 	return b, nil
 }
 
 func (t *packetTwin) release(c *CUDA) {
-	for _, h := range []*hostBuf{&t.hdata, &t.hcap, &t.hwire, &t.hbits, &t.hcnt} {
+	for _, h := range []*hostBuf{&t.hdata, &t.hcap, &t.hwire, &t.hbits, &t.hcnt, &t.hbytes} {
 		h.free()
 	}
-	for _, d := range []*devBuf{&t.ddata, &t.dcap, &t.dwire, &t.dbits, &t.dcnt} {
+	for _, d := range []*devBuf{&t.ddata, &t.dcap, &t.dwire, &t.dbits, &t.dcnt, &t.dbytes} {
 		c.free(d)
 	}
 	if t.ev != (cu.Event{}) {
@@ -235,10 +278,14 @@ func (f *CUDAFilter) params(a *cArgs, t *packetTwin, b *PacketBatch, stream int)
 	if f.smem > 0 {
 		smemVals = 1
 	}
-	return []unsafe.Pointer{a.u64(at(0)), a.u64(at(1)), a.u64(at(2)), a.u64(at(3)), a.u64(at(4)), a.u64(at(5)),
+	order := uint64(0)
+	if !filterNoReuse {
+		order = at(6)
+	}
+	return []unsafe.Pointer{a.u64(at(0)), a.u64(at(1)), a.u64(at(2)), a.u64(at(3)), a.u64(at(4)), a.u64(at(5)), a.u64(order),
 		a.u32(uint32(f.nc)), a.u32(uint32(f.nn)), a.u32(uint32(f.nf)), a.u64(uint64(t.ddata.p)), a.u32(uint32(b.Snap)),
 		a.u64(uint64(t.dcap.p)), a.u64(uint64(t.dwire.p)), a.u32(uint32(b.N)), a.u64(gvals), a.u32(smemVals),
-		a.u64(uint64(t.dbits.p)), a.u32(uint32(b.BitWords)), a.u64(uint64(t.dcnt.p))}
+		a.u64(uint64(t.dbits.p)), a.u32(uint32(b.BitWords)), a.u64(uint64(t.dcnt.p)), a.u64(uint64(t.dbytes.p))}
 }
 
 func (f *CUDAFilter) gridFor(n int) int { return max(1, min((n+f.block-1)/f.block, f.grid)) }
@@ -255,15 +302,16 @@ func (f *CUDAFilter) Submit(b *PacketBatch) error {
 	if f.c.closed.Load() {
 		return ErrClosed
 	}
-	a := newCArgs(20)
+	a := newCArgs(24)
 	defer a.free()
 	si := int(f.rr.Add(1)) % len(f.streams)
 	params := f.params(a, t, b, si)
 	st := f.streams[si]
 	in := []auxCopy{{t.ddata.p, t.hdata.p, int64(b.N) * int64(b.Snap)}, {t.dcap.p, t.hcap.p, 4 * int64(b.N)},
 		{t.dwire.p, t.hwire.p, 4 * int64(b.N)}}
-	zero := []auxCopy{{t.dcnt.p, nil, int64(f.nf)}}
-	outs := []auxOut{{t.hcnt.p, t.dcnt.p, 4 * int64(f.nf)}, {t.hbits.p, t.dbits.p, 4 * int64(b.N) * int64(b.BitWords)}}
+	zero := []auxCopy{{t.dcnt.p, nil, int64(f.nf)}, {t.dbytes.p, nil, 2 * int64(f.nf)}}
+	outs := []auxOut{{t.hcnt.p, t.dcnt.p, 4 * int64(f.nf)}, {t.hbytes.p, t.dbytes.p, 8 * int64(f.nf)},
+		{t.hbits.p, t.dbits.p, 4 * int64(b.N) * int64(b.BitWords)}}
 	grid := 0
 	if b.N > 0 {
 		grid = f.gridFor(b.N)
@@ -299,7 +347,7 @@ func (f *CUDAFilter) KernelTime(b *PacketBatch, iters int) (float64, error) {
 	if err != nil || b.N == 0 {
 		return 0, err
 	}
-	a := newCArgs(20)
+	a := newCArgs(24)
 	defer a.free()
 	params := f.params(a, t, b, 0)
 	grid := f.gridFor(b.N)

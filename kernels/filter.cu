@@ -5,11 +5,16 @@
 // packet. Package tables/filter has the device layout and its CPU twin,
 // LayoutEvaluator, equal to Evaluator.EvalStages bit for bit.
 //
-// ABI: gpf_filter(crit, exprs, nodes, roots, cfgidx, cfgnodes, nc, nn, nf,
-//                 pkts, snap, caplen, wire, n, gvals, smem_vals, bits,
-//                 bit_words, counts)
+// ABI: gpf_filter(crit, exprs, nodes, roots, cfgidx, cfgnodes, order, nc,
+//                 nn, nf, pkts, snap, caplen, wire, n, gvals, smem_vals,
+//                 bits, bit_words, counts, bytesum)
 //   crit..cfgnodes  the layout's word arrays (filter.Layout), nc criteria,
 //            nn sub-predicates, nf filters;
+//   order    nc criterion indices, the order the criteria are computed in:
+//            criteria loading the same field (base, IPv4 header offset,
+//            offset, size, mask) are adjacent, and a criterion whose load
+//            is the previous one's reuses its value (the test is uniform
+//            across the warp); null: index order, no reuse;
 //   pkts     n rows of snap bytes: the reduced packets (each packet's first
 //            snap bytes, which hold every byte a criterion can read; the
 //            host sends whole packets when a criterion's offset depends on
@@ -24,7 +29,9 @@
 //            matched;
 //   counts   nf words: each incremented by the packets filter f matched
 //            (one atomic per warp and filter, the warp's matches counted by
-//            a ballot).
+//            a ballot);
+//   bytesum  nf 64-bit words (null: none): each incremented by the wire
+//            lengths of the packets filter f matched (a warp reduction).
 // A packet with an unknown criterion (a load past its captured length, a
 // division by zero) is decided per filter by the filter's control-flow
 // blocks, as libpcap's BPF program would (LayoutEvaluator.walk).
@@ -187,13 +194,38 @@ __device__ __forceinline__ uint8_t criterion(const uint32_t* __restrict__ w, con
 	return rel_true(rel, x & __ldg(w + 3), __ldg(w + 4));
 }
 
+// criterion_reuse is criterion for a plain load whose field may equal the
+// previous load's (same w0 load bits, w1, w2, w3): then the value loaded
+// last (*x, *ok) serves again. key holds the previous load's words.
+__device__ __forceinline__ uint8_t criterion_reuse(const uint32_t* __restrict__ w, const uint32_t* __restrict__ exprs,
+						   const Pkt& p, uint32_t wire, uint32_t key[4], uint32_t* x, bool* ok)
+{
+	const uint32_t w0 = __ldg(w), rel = w0 >> 4 & 0xf;
+	if ((w0 & 0xf) != 0) {
+		key[0] = 0xffffffffu;
+		return criterion(w, exprs, p, wire);
+	}
+	const uint32_t w1 = __ldg(w + 1), w2 = __ldg(w + 2), w3 = __ldg(w + 3);
+	if (key[0] != (w0 & 0xffff0f00u) || key[1] != w1 || key[2] != w2 || key[3] != w3) {
+		key[0] = w0 & 0xffff0f00u, key[1] = w1, key[2] = w2, key[3] = w3;
+		uint64_t a;
+		uint32_t v = 0;
+		*ok = addr(p, w0 >> 8 & 0xff, w1, w2, 0, &a) && ld(p, a, w0 >> 16 & 0xff, &v);
+		*x = v & w3;
+	}
+	if (!*ok)
+		return V_ABORT;
+	return rel_true(rel, *x, __ldg(w + 4));
+}
+
 extern "C" __global__ void gpf_filter(const uint32_t* __restrict__ crit, const uint32_t* __restrict__ exprs,
 				      const uint32_t* __restrict__ nodes, const uint32_t* __restrict__ roots,
-				      const uint32_t* __restrict__ cfgidx, const uint32_t* __restrict__ cfgnodes, int nc,
+				      const uint32_t* __restrict__ cfgidx, const uint32_t* __restrict__ cfgnodes,
+				      const uint32_t* __restrict__ order, int nc,
 				      int nn, int nf, const uint8_t* __restrict__ pkts, int snap,
 				      const uint32_t* __restrict__ caplen, const uint32_t* __restrict__ wire, int n,
 				      uint8_t* gvals, int smem_vals, uint32_t* __restrict__ bits, int bit_words,
-				      uint32_t* __restrict__ counts)
+				      uint32_t* __restrict__ counts, unsigned long long* __restrict__ bytesum)
 {
 	extern __shared__ uint8_t smv[];
 	const int lane = threadIdx.x & 31;
@@ -221,10 +253,21 @@ extern "C" __global__ void gpf_filter(const uint32_t* __restrict__ crit, const u
 			p.len = caplen[k];
 			p.snap = (uint32_t)snap;
 			wl = wire[k];
-			for (int i = 0; i < nc; i++) {
-				const uint8_t v = criterion(crit + 6 * (size_t)i, exprs, p, wl);
-				vals[i * vs] = v;
-				unknown |= v == V_ABORT;
+			if (order) {
+				uint32_t key[4] = {0xffffffffu, 0, 0, 0}, x = 0;
+				bool ok = false;
+				for (int j = 0; j < nc; j++) {
+					const uint32_t i = __ldg(order + j);
+					const uint8_t v = criterion_reuse(crit + 6 * (size_t)i, exprs, p, wl, key, &x, &ok);
+					vals[i * vs] = v;
+					unknown |= v == V_ABORT;
+				}
+			} else {
+				for (int i = 0; i < nc; i++) {
+					const uint8_t v = criterion(crit + 6 * (size_t)i, exprs, p, wl);
+					vals[i * vs] = v;
+					unknown |= v == V_ABORT;
+				}
 			}
 			if (!unknown) {
 				for (int i = 0; i < nn; i++) {
@@ -262,8 +305,19 @@ extern "C" __global__ void gpf_filter(const uint32_t* __restrict__ crit, const u
 				}
 			}
 			const uint32_t b = __ballot_sync(0xffffffffu, m);
-			if (lane == 0 && b)
-				atomicAdd(counts + f, __popc(b));
+			if (b) {
+				if (bytesum) {
+					// Wire lengths are 32-bit: sum the halves apart
+					// (32 x 0xffff fits a word).
+					const uint32_t w = m ? wl : 0;
+					const uint32_t lo = __reduce_add_sync(0xffffffffu, w & 0xffffu);
+					const uint32_t hi = __reduce_add_sync(0xffffffffu, w >> 16);
+					if (lane == 0)
+						atomicAdd(bytesum + f, ((unsigned long long)hi << 16) + lo);
+				}
+				if (lane == 0)
+					atomicAdd(counts + f, __popc(b));
+			}
 			if (bit_words) {
 				acc |= (uint32_t)m << (f & 31);
 				if ((f & 31) == 31 || f == nf - 1) {
