@@ -71,6 +71,16 @@ func FilterSnap(l *filter.Layout, maxRow int) (int, bool) {
 	return max(int(need+3)/4*4, 4), true
 }
 
+// filterNoReuse, when set (the benchmark's comparison), makes the CUDA
+// filter pass no criteria order: every criterion loads its own field.
+var filterNoReuse bool
+
+// SetFilterLoadReuse turns the CUDA kernel's reuse of a field loaded for
+// the previous criterion on or off (on by default), from the next launch
+// on; not for use while batches are being submitted. The benchmark
+// compares the two.
+func SetFilterLoadReuse(on bool) { filterNoReuse = !on }
+
 // PacketBatch is a batch of reduced packets and its answers. Its slices are
 // allocated by the PacketFilter that made it (page-locked for a GPU).
 type PacketBatch struct {

@@ -141,15 +141,6 @@ func (c *CUDA) PacketFilter(p *filter.Program, streams, maxRow int) (*CUDAFilter
 // may take, to exercise the device scratch.
 var filterSmemLimit int
 
-// filterNoReuse, when set (by tests and the benchmark's comparison),
-// passes no criteria order: every criterion loads its own field.
-var filterNoReuse bool
-
-// SetFilterLoadReuse turns the kernel's reuse of a field loaded for the
-// previous criterion on or off (on by default) for filters opened later:
-// the benchmark compares the two.
-func SetFilterLoadReuse(on bool) { filterNoReuse = !on }
-
 // critOrder returns the criteria's indices sorted so that plain loads of
 // the same field (base, IPv4 header offset, offset, size, mask) are
 // adjacent; the others keep their place at the front. The kernel reuses
