@@ -132,3 +132,17 @@ func TestCUDAFilterBench(t *testing.T) {
 		f.Close()
 	}
 }
+
+// TestCUDAFilterScan: ScanCapture over the CUDA filter equals the
+// sequential CPU answer on every test capture, as pcap and as pcapng, a
+// pcapng of two link types and whole packets in short rows (testScan).
+func TestCUDAFilterScan(t *testing.T) {
+	c := newTestCUDA(t)
+	testScan(t, func(p *filter.Program, maxRow int) PacketFilter {
+		f, err := c.PacketFilter(p, 3, maxRow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	})
+}

@@ -175,7 +175,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			r.GPU = gr
 		}
 		results = append(results, r)
-		if *check && r.TcpdumpCnt != r.FirstCount {
+		if *check && *useTcpdump && r.TcpdumpCnt != r.FirstCount {
 			return fmt.Errorf("%w: filter %q: %d packets, tcpdump %d", benchutil.ErrMismatch, specs[0].Expr, r.FirstCount, r.TcpdumpCnt)
 		}
 		if *check && r.XBPFCount != 0 && r.XBPFCount != r.FirstCount {
