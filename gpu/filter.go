@@ -71,15 +71,28 @@ func FilterSnap(l *filter.Layout, maxRow int) (int, bool) {
 	return max(int(need+3)/4*4, 4), true
 }
 
-// filterNoReuse, when set (the benchmark's comparison), makes the CUDA
-// filter pass no criteria order: every criterion loads its own field.
-var filterNoReuse bool
+// filterKernel is the CUDA filter's kernel (SetFilterKernel).
+var filterKernel = "walk"
 
-// SetFilterLoadReuse turns the CUDA kernel's reuse of a field loaded for
-// the previous criterion on or off (on by default), from the next launch
-// on; not for use while batches are being submitted. The benchmark
-// compares the two.
-func SetFilterLoadReuse(on bool) { filterNoReuse = !on }
+// FilterKernels are the CUDA filter's kernels: "walk" (gpf_walk: each
+// filter's control-flow form, an index over equality tests; the default),
+// "stages" (gpf_filter: every criterion, sub-predicate and filter, fused)
+// and "stages-noreuse" (gpf_filter without the reuse of a field loaded
+// for the previous criterion).
+var FilterKernels = []string{"walk", "stages", "stages-noreuse"}
+
+// SetFilterKernel chooses the CUDA filter's kernel from the next launch
+// on; not for use while batches are being submitted. The benchmark and
+// the tests compare them.
+func SetFilterKernel(k string) error {
+	for _, x := range FilterKernels {
+		if x == k {
+			filterKernel = k
+			return nil
+		}
+	}
+	return fmt.Errorf("gpu: filter kernel %q: want one of %v", k, FilterKernels)
+}
 
 // PacketBatch is a batch of reduced packets and its answers. Its slices are
 // allocated by the PacketFilter that made it (page-locked for a GPU).

@@ -23,14 +23,20 @@ import (
 // round robin over its streams from the caller's goroutine: rows, lengths
 // in; the batch's counters zeroed; the kernel; counters (and bitmaps) out.
 type CUDAFilter struct {
-	c       *CUDA
-	mod     cu.Module
-	fn      cu.Function
-	ptx     string
-	l       *filter.Layout
-	maxRow  int
-	img     devBuf
-	base    [7]int64 // word offsets of Criteria, Exprs, Nodes, Roots, CFGIndex, CFGNodes, the criteria's order
+	c      *CUDA
+	mod    cu.Module
+	fn     cu.Function
+	fnWalk cu.Function
+	wgrid  int
+	wix    *WalkIndex
+	ptx    string
+	l      *filter.Layout
+	maxRow int
+	img    devBuf
+	// word offsets in img of Criteria, Exprs, Nodes, Roots, CFGIndex,
+	// CFGNodes, the criteria's order, and the walk index's Unindexed,
+	// Fields, Table, IDs, DedupOff, Dedup
+	base    [13]int64
 	nc, nn  int
 	nf      int
 	nvals   int
@@ -72,6 +78,14 @@ func (c *CUDA) PacketFilter(p *filter.Program, streams, maxRow int) (*CUDAFilter
 		if f.fn, err = f.mod.Function("gpf_filter"); err != nil {
 			return fmt.Errorf("gpu: cuda: kernel gpf_filter: %v", err)
 		}
+		if f.fnWalk, err = f.mod.Function("gpf_walk"); err != nil {
+			return fmt.Errorf("gpu: cuda: kernel gpf_walk: %v", err)
+		}
+		per, err := f.fnWalk.MaxActiveBlocksPerMultiProcessor(walkBlock, 0)
+		if err != nil || per < 1 {
+			per = 1
+		}
+		f.wgrid = per * c.sms
 		dev, err := cu.CurrentDevice()
 		if err != nil {
 			return err
@@ -107,7 +121,10 @@ func (c *CUDA) PacketFilter(p *filter.Program, streams, maxRow int) (*CUDAFilter
 				f.gvals = append(f.gvals, g)
 			}
 		}
-		words := [][]uint32{l.Criteria, l.Exprs, l.Nodes, l.Roots, l.CFGIndex, l.CFGNodes, critOrder(l)}
+		f.wix = BuildWalkIndex(l)
+		wx := f.wix
+		words := [][]uint32{l.Criteria, l.Exprs, l.Nodes, l.Roots, l.CFGIndex, l.CFGNodes, critOrder(l),
+			wx.Unindexed, wx.Fields, wx.Table, wx.IDs, wx.DedupOff, wx.Dedup}
 		total := 0
 		for i, w := range words {
 			f.base[i] = int64(total)
@@ -182,8 +199,13 @@ func (f *CUDAFilter) Describe() string {
 	if f.smem == 0 {
 		where = "device memory"
 	}
-	return fmt.Sprintf("gpf_filter (%s): %d filters, %d criteria, %d sub-predicates, values in %s, blocks of %d, %d blocks",
-		f.ptx, f.nf, f.nc, f.nn, where, f.block, f.grid)
+	if filterKernel == "walk" {
+		wx := f.wix
+		return fmt.Sprintf("gpf_walk (%s): %d filters, %d criteria, %d walked always, %d indexed fields (%d slots, %d entries), blocks of %d, %d blocks",
+			f.ptx, f.nf, f.nc, len(wx.Unindexed), len(wx.Fields)/WalkFieldWords, len(wx.Table)/WalkSlotWords, len(wx.IDs), walkBlock, f.wgrid)
+	}
+	return fmt.Sprintf("gpf_filter (%s, %s): %d filters, %d criteria, %d sub-predicates, values in %s, blocks of %d, %d blocks",
+		f.ptx, filterKernel, f.nf, f.nc, f.nn, where, f.block, f.grid)
 }
 
 // NewBatch allocates a batch of capacity packets in page-locked memory
@@ -269,8 +291,16 @@ func (f *CUDAFilter) params(a *cArgs, t *packetTwin, b *PacketBatch, stream int)
 	if f.smem > 0 {
 		smemVals = 1
 	}
+	if filterKernel == "walk" {
+		wx := f.wix
+		return []unsafe.Pointer{a.u64(at(0)), a.u64(at(1)), a.u64(at(4)), a.u64(at(5)), a.u32(uint32(f.nf)),
+			a.u64(at(7)), a.u32(uint32(len(wx.Unindexed))), a.u64(at(8)), a.u32(uint32(len(wx.Fields) / WalkFieldWords)),
+			a.u64(at(9)), a.u64(at(10)), a.u64(at(11)), a.u64(at(12)),
+			a.u64(uint64(t.ddata.p)), a.u32(uint32(b.Snap)), a.u64(uint64(t.dcap.p)), a.u64(uint64(t.dwire.p)), a.u32(uint32(b.N)),
+			a.u64(uint64(t.dbits.p)), a.u32(uint32(b.BitWords)), a.u64(uint64(t.dcnt.p)), a.u64(uint64(t.dbytes.p))}
+	}
 	order := uint64(0)
-	if !filterNoReuse {
+	if filterKernel != "stages-noreuse" {
 		order = at(6)
 	}
 	return []unsafe.Pointer{a.u64(at(0)), a.u64(at(1)), a.u64(at(2)), a.u64(at(3)), a.u64(at(4)), a.u64(at(5)), a.u64(order),
@@ -279,7 +309,17 @@ func (f *CUDAFilter) params(a *cArgs, t *packetTwin, b *PacketBatch, stream int)
 		a.u64(uint64(t.dbits.p)), a.u32(uint32(b.BitWords)), a.u64(uint64(t.dcnt.p)), a.u64(uint64(t.dbytes.p))}
 }
 
-func (f *CUDAFilter) gridFor(n int) int { return max(1, min((n+f.block-1)/f.block, f.grid)) }
+// walkBlock is gpf_walk's block (WALK_BLOCK).
+const walkBlock = 128
+
+// launch returns the kernel of the current choice and its grid for n
+// packets, block and dynamic shared memory.
+func (f *CUDAFilter) launch(n int) (cu.Function, int, int, int) {
+	if filterKernel == "walk" {
+		return f.fnWalk, max(1, min((n+walkBlock-1)/walkBlock, f.wgrid)), walkBlock, 0
+	}
+	return f.fn, max(1, min((n+f.block-1)/f.block, f.grid)), f.block, f.smem
+}
 
 // Submit queues b: rows and lengths in, counters zeroed, the kernel,
 // counters and bitmaps out, in the next stream.
@@ -293,7 +333,7 @@ func (f *CUDAFilter) Submit(b *PacketBatch) error {
 	if f.c.closed.Load() {
 		return ErrClosed
 	}
-	a := newCArgs(24)
+	a := newCArgs(28)
 	defer a.free()
 	si := int(f.rr.Add(1)) % len(f.streams)
 	params := f.params(a, t, b, si)
@@ -303,11 +343,11 @@ func (f *CUDAFilter) Submit(b *PacketBatch) error {
 	zero := []auxCopy{{t.dcnt.p, nil, int64(f.nf)}, {t.dbytes.p, nil, 2 * int64(f.nf)}}
 	outs := []auxOut{{t.hcnt.p, t.dcnt.p, 4 * int64(f.nf)}, {t.hbytes.p, t.dbytes.p, 8 * int64(f.nf)},
 		{t.hbits.p, t.dbits.p, 4 * int64(b.N) * int64(b.BitWords)}}
-	grid := 0
-	if b.N > 0 {
-		grid = f.gridFor(b.N)
+	fn, grid, block, smem := f.launch(b.N)
+	if b.N == 0 {
+		grid = 0
 	}
-	if err := f.c.auxQueue(st, in, zero, f.fn, grid, f.block, f.smem, params, outs, t.ev); err != nil {
+	if err := f.c.auxQueue(st, in, zero, fn, grid, block, smem, params, outs, t.ev); err != nil {
 		b.err = fmt.Errorf("gpu: cuda: filtering: %v", err)
 		return b.err
 	}
@@ -338,14 +378,14 @@ func (f *CUDAFilter) KernelTime(b *PacketBatch, iters int) (float64, error) {
 	if err != nil || b.N == 0 {
 		return 0, err
 	}
-	a := newCArgs(24)
+	a := newCArgs(28)
 	defer a.free()
 	params := f.params(a, t, b, 0)
-	grid := f.gridFor(b.N)
+	fn, grid, block, smem := f.launch(b.N)
 	var ms float64
 	err = f.c.do(func() error {
 		ms, err = timeEvents(f.streams[0], iters, func(st cu.Stream) error {
-			return f.fn.Launch(grid, 1, 1, f.block, 1, 1, f.smem, st, params)
+			return fn.Launch(grid, 1, 1, block, 1, 1, smem, st, params)
 		})
 		return err
 	})

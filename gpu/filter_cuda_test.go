@@ -9,11 +9,22 @@ import (
 	"github.com/gswitch/gswitch/tables/filter"
 )
 
-// TestCUDAFilterCaptures compares the GPU's bitmaps and counts with
-// EvalStages on every test capture: reduced packets, whole packets (an
-// offset read from the packet), values in shared and in device memory.
+// TestCUDAFilterCaptures compares the GPU's bitmaps, counts and bytes
+// with EvalStages on every test capture, for each kernel (walk, stages,
+// stages-noreuse): reduced packets, whole packets (an offset read from
+// the packet), the stages' values in shared and in device memory.
 func TestCUDAFilterCaptures(t *testing.T) {
 	c := newTestCUDA(t)
+	defer SetFilterKernel("walk")
+	for _, k := range FilterKernels {
+		if err := SetFilterKernel(k); err != nil {
+			t.Fatal(err)
+		}
+		testCUDAFilterCaptures(t, c)
+	}
+}
+
+func testCUDAFilterCaptures(t *testing.T, c *CUDA) {
 	for _, lim := range []int{0, 1024} {
 		filterSmemLimit = lim
 		open := func(maxRow int) func(p *filter.Program) PacketFilter {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/datapath/pcapfile"
+	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/filter"
 )
 
@@ -89,7 +90,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&g.workers, "workers", 0, "GPU: parsing goroutines (0: GOMAXPROCS)")
 	fs.IntVar(&g.kernelPackets, "kernel-packets", 4<<20, "GPU: packets on the device for the kernel-only rate")
 	fs.IntVar(&g.rounds, "gpu-rounds", 5, "GPU: end-to-end passes (the median is reported)")
-	fs.BoolVar(&g.variants, "kernel-variants", false, "GPU: also time the kernel without the reuse of loaded fields")
+	fs.BoolVar(&g.variants, "kernel-variants", false, "GPU: also time the other kernels (stages, stages-noreuse), kernel only")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -211,8 +212,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if gr := r.GPU; gr != nil {
 			fmt.Fprintf(stdout, "filter gpu filters=%d on %s: end to end %.1f Mpps (median of %d, capture of %d bytes mapped and parsed by %d goroutines, %d-byte rows, batches of %d over %d streams); kernel only %.2f G packets/s (%d packets, %.3f ms)",
 				r.Filters, gr.Device, gr.E2EMPPS, gr.Rounds, gr.CaptureBytes, gr.Workers, gr.Snap, gr.Batch, gr.Streams, gr.KernelGPPS, gr.KernelPackets, gr.KernelMS)
-			if gr.KernelGPPSNoReuse > 0 {
-				fmt.Fprintf(stdout, " (%.2f without field reuse)", gr.KernelGPPSNoReuse)
+			for _, k := range gpu.FilterKernels[1:] {
+				if x, ok := gr.KernelVariants[k]; ok {
+					fmt.Fprintf(stdout, "; kernel %s %.3f G/s", k, x)
+				}
 			}
 			fmt.Fprintf(stdout, "; counts equal the CPU's: %v\n", gr.Mismatches == 0)
 		}

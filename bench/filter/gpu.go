@@ -32,10 +32,13 @@ type GPUResult struct {
 	CaptureBytes int64   `json:"capture_bytes"`
 	// Kernel only: KernelPackets reduced packets already on the device,
 	// the kernel timed with CUDA events (the mean of 10 launches).
-	KernelPackets     int     `json:"kernel_packets"`
-	KernelMS          float64 `json:"kernel_ms"`
-	KernelGPPS        float64 `json:"kernel_gpps"`                   // G packets/s
-	KernelGPPSNoReuse float64 `json:"kernel_gpps_noreuse,omitempty"` // --kernel-variants: without the reuse of loaded fields
+	KernelPackets int     `json:"kernel_packets"`
+	KernelMS      float64 `json:"kernel_ms"`
+	KernelGPPS    float64 `json:"kernel_gpps"` // G packets/s
+	// --kernel-variants: the other kernels' kernel-only rates (G packets/s)
+	// on the same packets: "stages" (gpf_filter, every criterion,
+	// sub-predicate and filter) and "stages-noreuse".
+	KernelVariants map[string]float64 `json:"kernel_variants,omitempty"`
 	// The check: every filter's packet and byte counts against the CPU's
 	// (Evaluator.Eval over every packet).
 	Mismatches    int    `json:"mismatches"`
@@ -96,13 +99,18 @@ func benchGPU(g *gpuFlags, specs []filter.Spec, pkts []packet, link uint32, big 
 	r.KernelPackets, r.KernelMS = kn, ms
 	r.KernelGPPS = float64(kn) / ms / 1e6
 	if g.variants {
-		gpu.SetFilterLoadReuse(false)
-		ms2, err := dev.KernelTime(kb, 10)
-		gpu.SetFilterLoadReuse(true)
-		if err != nil {
-			return nil, err
+		r.KernelVariants = map[string]float64{}
+		for _, k := range gpu.FilterKernels[1:] {
+			if err := gpu.SetFilterKernel(k); err != nil {
+				return nil, err
+			}
+			ms2, err := dev.KernelTime(kb, 3)
+			gpu.SetFilterKernel(gpu.FilterKernels[0])
+			if err != nil {
+				return nil, err
+			}
+			r.KernelVariants[k] = float64(kn) / ms2 / 1e6
 		}
-		r.KernelGPPSNoReuse = float64(kn) / ms2 / 1e6
 	}
 	// End to end.
 	nf := len(specs)

@@ -1,0 +1,486 @@
+package gpu
+
+import (
+	"sort"
+
+	"github.com/gswitch/gswitch/tables/filter"
+)
+
+// The walk form of gPF filtering (kernel gpf_walk, and its CPU twin
+// WalkEvaluator): each filter runs its control-flow form (the program
+// tcpdump would run: filter.Layout's CFG words), criteria computed as
+// the walk reaches them, and an index over equality tests skips the
+// filters that cannot accept a packet — tables/filter's Evaluator.Eval,
+// with an index of its own built here from the layout words alone.
+//
+// # The index
+//
+// A field is a plain load (base, IPv4 header offset, offset, size) and
+// its mask; an equality test of a field with a constant is a criterion
+// (load & mask) == K. A set of fields G guards a filter when every path
+// of its control-flow form from the root to accept takes the true branch
+// of an equality test of a field of G: then the filter accepts only
+// packets whose value of some field of G is one of the filter's constants
+// for it (a load that fails makes the walk reject). For each filter the
+// builder tries G = its fields tested against at least minCard distinct
+// constants across the set (addresses, ports, VLAN ids), then all its
+// fields (ether types, protocols); a guarded filter is listed under each
+// (field, constant) of its tests of G, the others are walked for every
+// packet. At most maxFields fields are indexed (those that guard the most
+// filters); the rest of the filters are walked always.
+//
+// A packet looks its value of each indexed field up in the field's hash
+// table (open addressing, linear probing) and walks the filters listed.
+// A filter listed under several fields would be reached more than once;
+// it is walked only from the first field whose value reaches it (the
+// dedupe pairs: for each filter, its (field, constant) entries; reached
+// through field k, it is skipped if an earlier field's value is one of
+// its constants for that field).
+
+const (
+	walkMinCard   = 8  // distinct constants that make a field selective
+	walkMaxFields = 16 // indexed fields (the kernel keeps their values in shared memory)
+	// WalkFieldWords words describe an indexed field: load bits (w0 of
+	// its criteria: base<<8 | size<<16), IPv4 header offset, offset,
+	// mask, the word offset of its hash table in Table, the table's size
+	// less one (a power of two less one).
+	WalkFieldWords = 6
+	// WalkSlotWords words make a hash slot: key, first, end (of its
+	// filters in IDs; first == end: an empty slot).
+	WalkSlotWords = 3
+)
+
+// WalkIndex is the index of a layout, as word arrays for the device.
+type WalkIndex struct {
+	Unindexed []uint32 // filters walked for every packet
+	Fields    []uint32 // WalkFieldWords per indexed field
+	Table     []uint32 // the fields' hash tables, WalkSlotWords per slot
+	IDs       []uint32 // the filters of each slot
+	DedupOff  []uint32 // per filter: its first pair in Dedup (nf+1 words)
+	Dedup     []uint32 // (field, constant) pairs: the filter's entries
+}
+
+type walkField struct {
+	w0, netoff, off, mask uint32
+}
+
+// walkHash is the slot hash of a field value (the kernel's too).
+func walkHash(x uint32) uint32 { return (x * 2654435761) ^ (x >> 16) }
+
+// BuildWalkIndex builds the index of l.
+func BuildWalkIndex(l *filter.Layout) *WalkIndex {
+	nf := int(l.Header[filter.HdrFilters])
+	crit := func(c uint32) []uint32 { return l.Criteria[int(c)*filter.CritWords : int(c+1)*filter.CritWords] }
+	eqField := func(c uint32) (walkField, uint32, bool) {
+		w := crit(c)
+		if w[0]&0xf != filter.CritLoad || w[0]>>4&0xf != 0 { // a load, RelEQ
+			return walkField{}, 0, false
+		}
+		return walkField{w[0] & 0xffff0f00, w[1], w[2], w[3]}, w[4], true
+	}
+	// Distinct constants per field across the set.
+	card := map[walkField]map[uint32]bool{}
+	type node struct{ crit, jt, jf uint32 }
+	nodes := func(f int) (uint32, []node) {
+		ix := l.CFGIndex[f*filter.CFGIndexWords:]
+		first, count, root := ix[0], ix[1], ix[2]
+		ns := make([]node, count)
+		for i := range ns {
+			w := l.CFGNodes[int(first+uint32(i))*filter.CFGNodeWords:]
+			ns[i] = node{w[0], w[1], w[2]}
+		}
+		return root, ns
+	}
+	for f := 0; f < nf; f++ {
+		_, ns := nodes(f)
+		for _, n := range ns {
+			if fl, k, ok := eqField(n.crit); ok {
+				if card[fl] == nil {
+					card[fl] = map[uint32]bool{}
+				}
+				card[fl][k] = true
+			}
+		}
+	}
+	// guarded: no path from root to accept avoids a true test of G.
+	guarded := func(root uint32, ns []node, in func(walkField) bool) bool {
+		seen := make([]bool, len(ns))
+		var reach func(id uint32) bool
+		reach = func(id uint32) bool {
+			switch id {
+			case filter.CFGAccept:
+				return true
+			case filter.CFGReject:
+				return false
+			}
+			if int(id) >= len(ns) || seen[id] {
+				return false
+			}
+			seen[id] = true
+			n := ns[id]
+			if fl, _, ok := eqField(n.crit); ok && in(fl) {
+				return reach(n.jf)
+			}
+			return reach(n.jt) || reach(n.jf)
+		}
+		return !reach(root)
+	}
+	type entry struct {
+		fl walkField
+		k  uint32
+	}
+	guards := make([][]entry, nf)
+	use := map[walkField]int{}
+	for f := 0; f < nf; f++ {
+		root, ns := nodes(f)
+		for _, sel := range []func(walkField) bool{
+			func(fl walkField) bool { return len(card[fl]) >= walkMinCard },
+			func(walkField) bool { return true },
+		} {
+			var es []entry
+			for _, n := range ns {
+				if fl, k, ok := eqField(n.crit); ok && sel(fl) {
+					es = append(es, entry{fl, k})
+				}
+			}
+			if len(es) > 0 && guarded(root, ns, sel) {
+				guards[f] = es
+				break
+			}
+		}
+		seenFl := map[walkField]bool{}
+		for _, e := range guards[f] {
+			if !seenFl[e.fl] {
+				seenFl[e.fl] = true
+				use[e.fl]++
+			}
+		}
+	}
+	// The fields that guard the most filters, at most walkMaxFields; a
+	// filter guarded through another field is walked always.
+	var fields []walkField
+	for fl := range use {
+		fields = append(fields, fl)
+	}
+	sort.Slice(fields, func(a, b int) bool {
+		if use[fields[a]] != use[fields[b]] {
+			return use[fields[a]] > use[fields[b]]
+		}
+		x, y := fields[a], fields[b]
+		if x.off != y.off {
+			return x.off < y.off
+		}
+		if x.netoff != y.netoff {
+			return x.netoff < y.netoff
+		}
+		if x.w0 != y.w0 {
+			return x.w0 < y.w0
+		}
+		return x.mask < y.mask
+	})
+	if len(fields) > walkMaxFields {
+		fields = fields[:walkMaxFields]
+	}
+	fieldIx := map[walkField]int{}
+	for i, fl := range fields {
+		fieldIx[fl] = i
+	}
+	ix := &WalkIndex{DedupOff: make([]uint32, nf+1)}
+	lists := make([]map[uint32][]uint32, len(fields))
+	for i := range lists {
+		lists[i] = map[uint32][]uint32{}
+	}
+	for f := 0; f < nf; f++ {
+		ok := len(guards[f]) > 0
+		for _, e := range guards[f] {
+			if _, in := fieldIx[e.fl]; !in {
+				ok = false
+			}
+		}
+		ix.DedupOff[f] = uint32(len(ix.Dedup) / 2)
+		if !ok {
+			ix.Unindexed = append(ix.Unindexed, uint32(f))
+			continue
+		}
+		seen := map[entry]bool{}
+		for _, e := range guards[f] {
+			if seen[e] {
+				continue
+			}
+			seen[e] = true
+			k := fieldIx[e.fl]
+			lists[k][e.k] = append(lists[k][e.k], uint32(f))
+			ix.Dedup = append(ix.Dedup, uint32(k), e.k)
+		}
+	}
+	ix.DedupOff[nf] = uint32(len(ix.Dedup) / 2)
+	for k, fl := range fields {
+		keys := make([]uint32, 0, len(lists[k]))
+		for key := range lists[k] {
+			keys = append(keys, key)
+		}
+		sort.Slice(keys, func(a, b int) bool { return keys[a] < keys[b] })
+		size := uint32(4)
+		for size < 2*uint32(len(keys)) {
+			size *= 2
+		}
+		tab := make([]uint32, WalkSlotWords*size)
+		for _, key := range keys {
+			h := walkHash(key) & (size - 1)
+			for tab[h*WalkSlotWords+1] != tab[h*WalkSlotWords+2] {
+				h = (h + 1) & (size - 1)
+			}
+			first := uint32(len(ix.IDs))
+			ix.IDs = append(ix.IDs, lists[k][key]...)
+			tab[h*WalkSlotWords], tab[h*WalkSlotWords+1], tab[h*WalkSlotWords+2] = key, first, uint32(len(ix.IDs))
+		}
+		ix.Fields = append(ix.Fields, fl.w0, fl.netoff, fl.off, fl.mask, uint32(len(ix.Table)), size-1)
+		ix.Table = append(ix.Table, tab...)
+	}
+	return ix
+}
+
+// lookup returns the filters of field k's slot of x.
+func (ix *WalkIndex) lookup(k int, x uint32) []uint32 {
+	fw := ix.Fields[k*WalkFieldWords:]
+	base, mask := fw[4], fw[5]
+	for h := walkHash(x) & mask; ; h = (h + 1) & mask {
+		s := ix.Table[base+h*WalkSlotWords:]
+		if s[1] == s[2] {
+			return nil
+		}
+		if s[0] == x {
+			return ix.IDs[s[1]:s[2]]
+		}
+	}
+}
+
+// WalkEvaluator is the CPU twin of kernel gpf_walk: the same words, the
+// same steps.
+type WalkEvaluator struct {
+	l     *filter.Layout
+	ix    *WalkIndex
+	val   []uint32
+	ok    []bool
+	stack []uint32
+	dups  int // accepts of a filter already accepted (the dedupe failed)
+}
+
+// NewWalkEvaluator returns the twin for l and its index.
+func NewWalkEvaluator(l *filter.Layout, ix *WalkIndex) *WalkEvaluator {
+	nk := len(ix.Fields) / WalkFieldWords
+	return &WalkEvaluator{l: l, ix: ix, val: make([]uint32, nk), ok: make([]bool, nk)}
+}
+
+// Eval sets out's bit f for each filter f that accepts the packet (data:
+// its captured bytes, or the first of them a reduced row holds; wire: its
+// length on the wire).
+func (we *WalkEvaluator) Eval(data []byte, wire uint32, out []uint64) {
+	nf := int(we.l.Header[filter.HdrFilters])
+	clear(out[:(nf+63)/64])
+	for _, f := range we.ix.Unindexed {
+		if we.walk(f, data, wire) {
+			out[f/64] |= 1 << (f % 64)
+		}
+	}
+	ix := we.ix
+	for k := range we.val {
+		fw := ix.Fields[k*WalkFieldWords:]
+		off, ok := walkAddr(data, fw[0]>>8&0xff, fw[1], fw[2], 0)
+		var x uint32
+		if ok {
+			x, ok = walkLoad(data, off, fw[0]>>16&0xff)
+		}
+		we.val[k], we.ok[k] = x&fw[3], ok
+		if !ok {
+			continue
+		}
+	next:
+		for _, f := range ix.lookup(k, x&fw[3]) {
+			for p := ix.DedupOff[f]; p < ix.DedupOff[f+1]; p++ {
+				if k2 := int(ix.Dedup[2*p]); k2 < k && we.ok[k2] && we.val[k2] == ix.Dedup[2*p+1] {
+					continue next // walked through field k2
+				}
+			}
+			if we.walk(f, data, wire) {
+				if out[f/64]>>(f%64)&1 != 0 {
+					we.dups++
+				}
+				out[f/64] |= 1 << (f % 64)
+			}
+		}
+	}
+}
+
+// walk runs filter f's control-flow form.
+func (we *WalkEvaluator) walk(f uint32, data []byte, wire uint32) bool {
+	l := we.l
+	ixw := l.CFGIndex[int(f)*filter.CFGIndexWords:]
+	first, id, pre := ixw[0], ixw[2], ixw[3]
+	if pre != filter.CFGReject && we.crit(pre, data, wire) == 2 {
+		return false
+	}
+	for id != filter.CFGAccept && id != filter.CFGReject {
+		n := l.CFGNodes[int(first+id)*filter.CFGNodeWords:]
+		switch we.crit(n[0], data, wire) {
+		case 1:
+			id = n[1]
+		case 0:
+			id = n[2]
+		default:
+			return false
+		}
+	}
+	return id == filter.CFGAccept
+}
+
+func walkLoad(data []byte, off uint64, size uint32) (uint32, bool) {
+	if off+uint64(size) > uint64(len(data)) {
+		return 0, false
+	}
+	b := data[off:]
+	switch size {
+	case 1:
+		return uint32(b[0]), true
+	case 2:
+		return uint32(b[0])<<8 | uint32(b[1]), true
+	}
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]), true
+}
+
+func walkAddr(data []byte, base, netoff, off, idx uint32) (uint64, bool) {
+	if base == uint32(filter.BaseIPv4) {
+		if uint64(netoff) >= uint64(len(data)) {
+			return 0, false
+		}
+		x := uint32(data[netoff]&0x0f) * 4
+		return uint64(netoff) + uint64(x+off+idx), true
+	}
+	return uint64(off) + uint64(idx), true
+}
+
+func walkRel(rel, a, k uint32) uint8 {
+	var b bool
+	switch rel {
+	case 0:
+		b = a == k
+	case 1:
+		b = a > k
+	case 2:
+		b = a >= k
+	case 3:
+		b = a&k != 0
+	}
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// crit is the kernel's criterion: 0 false, 1 true, 2 unknown.
+func (we *WalkEvaluator) crit(c uint32, data []byte, wire uint32) uint8 {
+	w := we.l.Criteria[int(c)*filter.CritWords:]
+	rel := w[0] >> 4 & 0xf
+	switch w[0] & 0xf {
+	case filter.CritConst:
+		return uint8(w[4])
+	case filter.CritLen:
+		return walkRel(rel, wire, w[4])
+	case filter.CritExpr:
+		return we.expr(w[4], w[5], rel, data, wire)
+	}
+	off, ok := walkAddr(data, w[0]>>8&0xff, w[1], w[2], 0)
+	if !ok {
+		return 2
+	}
+	x, ok := walkLoad(data, off, w[0]>>16&0xff)
+	if !ok {
+		return 2
+	}
+	return walkRel(rel, x&w[3], w[4])
+}
+
+const walkMaxStack = 32 // the kernel's
+
+func (we *WalkEvaluator) expr(pc0, npc, rel uint32, data []byte, wire uint32) uint8 {
+	st := we.stack[:0]
+	for pc := pc0; pc < pc0+npc; pc++ {
+		in := we.l.Exprs[int(pc)*filter.ExprWords:]
+		op := in[0] & 0xff
+		switch {
+		case op == filter.ExprConst || op == filter.ExprLen:
+			if len(st) >= walkMaxStack {
+				return 2
+			}
+			v := in[1]
+			if op == filter.ExprLen {
+				v = wire
+			}
+			st = append(st, v)
+		case op == filter.ExprLoad:
+			if len(st) < 1 {
+				return 2
+			}
+			off, ok := walkAddr(data, in[0]>>8&0xff, in[2], in[1], st[len(st)-1])
+			if !ok {
+				return 2
+			}
+			x, ok := walkLoad(data, off, in[0]>>16&0xff)
+			if !ok {
+				return 2
+			}
+			st[len(st)-1] = x
+		case op == filter.ExprNeg:
+			if len(st) < 1 {
+				return 2
+			}
+			st[len(st)-1] = -st[len(st)-1]
+		default:
+			if len(st) < 2 {
+				return 2
+			}
+			a, b := st[len(st)-2], st[len(st)-1]
+			var r uint32
+			switch op {
+			case 3:
+				r = a + b
+			case 4:
+				r = a - b
+			case 5:
+				r = a * b
+			case 6, 7:
+				if b == 0 {
+					return 2
+				}
+				if op == 6 {
+					r = a / b
+				} else {
+					r = a % b
+				}
+			case 8:
+				r = a & b
+			case 9:
+				r = a | b
+			case 10:
+				r = a ^ b
+			case 11:
+				if b < 32 {
+					r = a << b
+				}
+			case 12:
+				if b < 32 {
+					r = a >> b
+				}
+			default:
+				return 2
+			}
+			st = st[:len(st)-1]
+			st[len(st)-1] = r
+		}
+	}
+	we.stack = st
+	if len(st) < 2 {
+		return 2
+	}
+	return walkRel(rel, st[len(st)-2], st[len(st)-1])
+}
