@@ -124,7 +124,7 @@ func (c *CUDA) PacketFilter(p *filter.Program, streams, maxRow int) (*CUDAFilter
 		f.wix = BuildWalkIndex(l)
 		wx := f.wix
 		words := [][]uint32{l.Criteria, l.Exprs, l.Nodes, l.Roots, l.CFGIndex, l.CFGNodes, critOrder(l),
-			wx.Unindexed, wx.Fields, wx.Table, wx.IDs, wx.DedupOff, wx.Dedup}
+			wx.Unindexed, wx.Fields, wx.Table, wx.IDs, wx.DedupOff, wx.Dedup, wx.Present}
 		total := 0
 		for i, w := range words {
 			f.base[i] = int64(total)
@@ -295,7 +295,7 @@ func (f *CUDAFilter) params(a *cArgs, t *packetTwin, b *PacketBatch, stream int)
 		wx := f.wix
 		return []unsafe.Pointer{a.u64(at(0)), a.u64(at(1)), a.u64(at(4)), a.u64(at(5)), a.u32(uint32(f.nf)),
 			a.u64(at(7)), a.u32(uint32(len(wx.Unindexed))), a.u64(at(8)), a.u32(uint32(len(wx.Fields) / WalkFieldWords)),
-			a.u64(at(9)), a.u64(at(10)), a.u64(at(11)), a.u64(at(12)),
+			a.u64(at(9)), a.u64(at(10)), a.u64(at(13)), a.u64(at(11)), a.u64(at(12)),
 			a.u64(uint64(t.ddata.p)), a.u32(uint32(b.Snap)), a.u64(uint64(t.dcap.p)), a.u64(uint64(t.dwire.p)), a.u32(uint32(b.N)),
 			a.u64(uint64(t.dbits.p)), a.u32(uint32(b.BitWords)), a.u64(uint64(t.dcnt.p)), a.u64(uint64(t.dbytes.p))}
 	}

@@ -56,6 +56,7 @@ type WalkIndex struct {
 	Fields    []uint32 // WalkFieldWords per indexed field
 	Table     []uint32 // the fields' hash tables, WalkSlotWords per slot
 	IDs       []uint32 // the filters of each slot
+	Present   []uint32 // 128 words per field: bit walkHash(x)>>20 set when x may be in its table
 	DedupOff  []uint32 // per filter: its first pair in Dedup (nf+1 words)
 	Dedup     []uint32 // (field, constant) pairs: the filter's entries
 }
@@ -234,6 +235,12 @@ func BuildWalkIndex(l *filter.Layout) *WalkIndex {
 			ix.IDs = append(ix.IDs, lists[k][key]...)
 			tab[h*WalkSlotWords], tab[h*WalkSlotWords+1], tab[h*WalkSlotWords+2] = key, first, uint32(len(ix.IDs))
 		}
+		present := make([]uint32, 128)
+		for _, key := range keys {
+			h := walkHash(key) >> 20
+			present[h/32] |= 1 << (h % 32)
+		}
+		ix.Present = append(ix.Present, present...)
 		ix.Fields = append(ix.Fields, fl.w0, fl.netoff, fl.off, fl.mask, uint32(len(ix.Table)), size-1)
 		ix.Table = append(ix.Table, tab...)
 	}
@@ -291,12 +298,13 @@ func (we *WalkEvaluator) Eval(data []byte, wire uint32, out []uint64) {
 		if ok {
 			x, ok = walkLoad(data, off, fw[0]>>16&0xff)
 		}
-		we.val[k], we.ok[k] = x&fw[3], ok
-		if !ok {
+		x &= fw[3]
+		we.val[k], we.ok[k] = x, ok
+		if h := walkHash(x) >> 20; !ok || ix.Present[k*128+int(h/32)]>>(h%32)&1 == 0 {
 			continue
 		}
 	next:
-		for _, f := range ix.lookup(k, x&fw[3]) {
+		for _, f := range ix.lookup(k, x) {
 			for p := ix.DedupOff[f]; p < ix.DedupOff[f+1]; p++ {
 				if k2 := int(ix.Dedup[2*p]); k2 < k && we.ok[k2] && we.val[k2] == ix.Dedup[2*p+1] {
 					continue next // walked through field k2

@@ -68,16 +68,19 @@ type ScanConfig struct {
 // ScanPiece is a run of consecutive packets of the capture and their
 // answers, given to ScanCapture's function in file order.
 type ScanPiece struct {
-	Offset  int64    // file bytes up to the end of this piece's chunk (for progress)
-	N       int      // packets
-	Counts  []uint64 // per filter: packets matched
-	Bytes   []uint64 // per filter: wire lengths of the packets matched
+	Offset int64    // file bytes up to the end of this piece's chunk (for progress)
+	N      int      // packets
+	Counts []uint64 // per filter: packets matched
+	Bytes  []uint64 // per filter: wire lengths of the packets matched
+	// Packets (ScanConfig.Keep): the packets, their Data valid during the
+	// function's call (it may alias the capture's bytes).
 	Packets []pcapfile.Packet
 	nf      int
 	b       *PacketBatch
 	row     []int32  // per kept packet: its row in b, or -1-i for CPU answer i
 	cpuBits []uint64 // words of the CPU answers, (nf+63)/64 each
-	slab    []byte
+	slab    []byte   // kept packets read through a Reader: their bytes
+	lens    []int32  // and lengths
 	cpu     []uint64 // the CPU's counts then bytes (nf each)
 	last    bool
 	err     error
@@ -136,6 +139,18 @@ type scanChunk struct {
 	start, end int64
 	prefix     []byte
 	out        chan *ScanPiece
+	// pcap: the chunk's records are classic pcap ones whose headers the
+	// splitter checked (each within the file, a captured length at most
+	// pcapfile.MaxPacket): the worker reads them in place, as
+	// pcapfile.Reader would (nil: through a Reader).
+	pcap *pcapRecords
+}
+
+// pcapRecords is what a classic pcap record needs from its file header.
+type pcapRecords struct {
+	order binary.ByteOrder
+	nano  bool
+	link  pcapfile.LinkType
 }
 
 const (
@@ -172,6 +187,8 @@ func splitCapture(data []byte, per int, emit func(c scanChunk) bool) {
 			order = binary.BigEndian
 		}
 		prefix := data[:24]
+		m := order.Uint32(data)
+		rec := &pcapRecords{order: order, nano: m == 0xa1b23c4d, link: pcapfile.LinkType(order.Uint32(data[20:]) & 0x03ffffff)}
 		start, off, pk := int64(24), int64(24), 0
 		for off < n {
 			if off+16 > n {
@@ -182,7 +199,7 @@ func splitCapture(data []byte, per int, emit func(c scanChunk) bool) {
 				break
 			}
 			if pk == per || off-start >= maxBytes {
-				if !emit(scanChunk{start: start, end: off, prefix: prefix}) {
+				if !emit(scanChunk{start: start, end: off, prefix: prefix, pcap: rec}) {
 					return
 				}
 				start, pk = off, 0
@@ -190,7 +207,11 @@ func splitCapture(data []byte, per int, emit func(c scanChunk) bool) {
 			off += 16 + incl
 			pk++
 		}
-		emit(scanChunk{start: start, end: n, prefix: prefix})
+		if off == n {
+			emit(scanChunk{start: start, end: n, prefix: prefix, pcap: rec})
+		} else { // a bad record: the Reader says where and what
+			emit(scanChunk{start: start, end: n, prefix: prefix})
+		}
 	case be == pcapngSHB:
 		var order binary.ByteOrder = binary.LittleEndian
 		var prefix []byte
@@ -428,10 +449,35 @@ func (w *scanWorker) chunk(data []byte, c scanChunk) {
 		p.err, p.last = err, true
 		w.send(c, p)
 	}
-	rd, err := pcapfile.NewReader(io.MultiReader(bytes.NewReader(c.prefix), bytes.NewReader(data[c.start:c.end])))
-	if err != nil {
-		fail(err)
-		return
+	var rd *pcapfile.Reader
+	if c.pcap == nil {
+		var err error
+		if rd, err = pcapfile.NewReader(io.MultiReader(bytes.NewReader(c.prefix), bytes.NewReader(data[c.start:c.end]))); err != nil {
+			fail(err)
+			return
+		}
+	}
+	off := c.start
+	next := func() (pcapfile.Packet, error) {
+		if rd != nil {
+			return rd.Next()
+		}
+		if off >= c.end {
+			return pcapfile.Packet{}, io.EOF
+		}
+		r := c.pcap
+		h := data[off : off+16]
+		incl := int64(r.order.Uint32(h[8:]))
+		ts := int64(r.order.Uint32(h)) * 1e9
+		if r.nano {
+			ts += int64(r.order.Uint32(h[4:]))
+		} else {
+			ts += int64(r.order.Uint32(h[4:])) * 1e3
+		}
+		p := pcapfile.Packet{Link: r.link, Timestamp: ts, WireLen: r.order.Uint32(h[12:]), Data: data[off+16 : off+16+incl : off+16+incl],
+			BigEndian: r.order == binary.BigEndian}
+		off += 16 + incl
+		return p, nil
 	}
 	words := (w.nf + 63) / 64
 	flush := func() bool {
@@ -446,18 +492,18 @@ func (w *scanWorker) chunk(data []byte, c scanChunk) {
 				return false
 			}
 		}
-		if w.cfg.Keep {
-			off := 0
+		if w.cfg.Keep && rd != nil {
+			at := 0
 			for i := range p.Packets {
-				n := len(p.Packets[i].Data)
-				p.Packets[i].Data = p.slab[off : off+n : off+n]
-				off += n
+				n := int(p.lens[i])
+				p.Packets[i].Data = p.slab[at : at+n : at+n]
+				at += n
 			}
 		}
 		return true
 	}
 	for {
-		pk, err := rd.Next()
+		pk, err := next()
 		if err == io.EOF {
 			break
 		}
@@ -528,8 +574,11 @@ func (w *scanWorker) chunk(data []byte, c scanChunk) {
 		}
 		p.N++
 		if w.cfg.Keep {
-			p.slab = append(p.slab, pk.Data...)
-			pk.Data = pk.Data[:len(pk.Data):len(pk.Data)]
+			if rd != nil { // the Reader's buffer: copied (re-pointed by flush)
+				p.slab = append(p.slab, pk.Data...)
+				p.lens = append(p.lens, int32(len(pk.Data)))
+				pk.Data = nil
+			}
 			p.Packets = append(p.Packets, pk)
 		}
 	}
@@ -564,11 +613,12 @@ func (w *scanWorker) eval(link pcapfile.LinkType, big bool) (*cpuEval, error) {
 	return ce, nil
 }
 
-// MapCapture maps a capture file read-only and asks the kernel to fill
-// the mapping's page tables from the page cache, by workers goroutines
-// over its parts (MADV_POPULATE_READ; kernels without it fault the pages
-// in as the scan reaches them). The caller calls unmap when done with
-// the bytes.
+// MapCapture maps a capture file read-only and fills the mapping's page
+// tables from the page cache on workers goroutines, each over its part of
+// the file (MADV_POPULATE_READ, then a read of a byte per page, which
+// faults in what the advice left out, in parallel): a scan's single
+// splitter then finds every page mapped. The caller calls unmap when done
+// with the bytes.
 func MapCapture(path string, workers int) (data []byte, unmap func() error, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -593,12 +643,18 @@ func MapCapture(path string, workers int) (data []byte, unmap func() error, err 
 	workers = max(workers, 1)
 	part := (len(data)/workers + 4095) &^ 4095
 	var wg sync.WaitGroup
-	for lo := 0; lo < len(data); lo += part {
+	sink := make([]byte, workers+1)
+	for i, lo := 0, 0; lo < len(data); i, lo = i+1, lo+part {
 		wg.Add(1)
-		go func(b []byte) {
+		go func(i int, b []byte) {
 			defer wg.Done()
 			_ = syscall.Madvise(b, madvPopulateRead)
-		}(data[lo:min(lo+part, len(data))])
+			var x byte
+			for j := 0; j < len(b); j += 4096 {
+				x ^= b[j]
+			}
+			sink[i] = x
+		}(i, data[lo:min(lo+part, len(data))])
 	}
 	wg.Wait()
 	return data, func() error { return syscall.Munmap(data) }, nil

@@ -337,8 +337,8 @@ extern "C" __global__ void gpf_filter(const uint32_t* __restrict__ crit, const u
 // skips the filters that cannot accept the packet.
 //
 // ABI: gpf_walk(crit, exprs, cfgidx, cfgnodes, nf, unidx, nun, fields, nk,
-//               table, ids, ddoff, dd, pkts, snap, caplen, wire, n, bits,
-//               bit_words, counts, bytesum)
+//               table, ids, present, ddoff, dd, pkts, snap, caplen, wire, n,
+//               bits, bit_words, counts, bytesum)
 //   crit, exprs, cfgidx, cfgnodes  the layout's words (filter.Layout);
 //   unidx    nun filters walked for every packet (a warp walks each one
 //            together: counted by a ballot);
@@ -348,6 +348,10 @@ extern "C" __global__ void gpf_filter(const uint32_t* __restrict__ crit, const u
 //            size less one;
 //   table    slots of 3 words: key, first, end (of the slot's filters in
 //            ids; first == end: empty), linear probing from walk_hash;
+//   present  128 words per field: bit (walk_hash(x) >> 20) set when some
+//            slot of the field may hold x (a block keeps them in shared
+//            memory: the usual value, one no filter tests, costs a bit
+//            test instead of a probe);
 //   ddoff, dd  per filter its (field, constant) entries: reached through
 //            field k, a filter with an entry of an earlier field whose
 //            value the packet has was walked there, and is skipped;
@@ -384,13 +388,18 @@ extern "C" __global__ void __launch_bounds__(WALK_BLOCK)
 	gpf_walk(const uint32_t* __restrict__ crit, const uint32_t* __restrict__ exprs, const uint32_t* __restrict__ cfgidx,
 		 const uint32_t* __restrict__ cfgnodes, int nf, const uint32_t* __restrict__ unidx, int nun,
 		 const uint32_t* __restrict__ fields, int nk, const uint32_t* __restrict__ table,
-		 const uint32_t* __restrict__ ids, const uint32_t* __restrict__ ddoff, const uint32_t* __restrict__ dd,
+		 const uint32_t* __restrict__ ids, const uint32_t* __restrict__ present,
+		 const uint32_t* __restrict__ ddoff, const uint32_t* __restrict__ dd,
 		 const uint8_t* __restrict__ pkts, int snap, const uint32_t* __restrict__ caplen,
 		 const uint32_t* __restrict__ wire, int n, uint32_t* bits, int bit_words, uint32_t* __restrict__ counts,
 		 unsigned long long* __restrict__ bytesum)
 {
 	__shared__ uint32_t sval[WALK_MAX_FIELDS][WALK_BLOCK];
 	__shared__ uint32_t sok[WALK_BLOCK];
+	__shared__ uint32_t spresent[WALK_MAX_FIELDS * 128];
+	for (int i = threadIdx.x; i < nk * 128; i += blockDim.x)
+		spresent[i] = __ldg(present + i);
+	__syncthreads();
 	const int lane = threadIdx.x & 31, wbase = threadIdx.x & ~31;
 	const size_t stride = (size_t)gridDim.x * blockDim.x;
 	const size_t bw = (size_t)bit_words;
@@ -437,10 +446,12 @@ extern "C" __global__ void __launch_bounds__(WALK_BLOCK)
 				const bool ok = addr(p, w0 >> 8 & 0xff, __ldg(fw + 1), __ldg(fw + 2), 0, &a) && ld(p, a, w0 >> 16 & 0xff, &x);
 				x &= __ldg(fw + 3);
 				sval[fk][threadIdx.x] = x;
-				if (ok) {
+				const uint32_t hx = walk_hash(x);
+				if (ok)
 					okmask |= 1u << fk;
+				if (ok && (spresent[fk * 128 + (hx >> 25)] >> (hx >> 20 & 31) & 1)) {
 					const uint32_t base = __ldg(fw + 4), mask = __ldg(fw + 5);
-					for (uint32_t h = walk_hash(x) & mask;; h = (h + 1) & mask) {
+					for (uint32_t h = hx & mask;; h = (h + 1) & mask) {
 						const uint32_t* s = table + base + 3 * (size_t)h;
 						const uint32_t a1 = __ldg(s + 1), a2 = __ldg(s + 2);
 						if (a1 == a2)
@@ -454,6 +465,8 @@ extern "C" __global__ void __launch_bounds__(WALK_BLOCK)
 				}
 			}
 			sok[threadIdx.x] = okmask;
+			if (__ballot_sync(0xffffffffu, len != 0) == 0)
+				continue; // no lane's value is listed
 			__syncwarp();
 			uint32_t incl = len;
 			for (int d = 1; d < 32; d <<= 1) {
