@@ -38,8 +38,12 @@ import (
 // its constants for that field).
 
 const (
-	walkMinCard   = 8  // distinct constants that make a field selective
-	walkMaxFields = 16 // indexed fields (the kernel keeps their values in shared memory)
+	walkMinCard   = 8    // distinct constants that make a field selective (addresses, ports, not ether types)
+	walkMaxWidth  = 4096 // values of a path's guard interval, at most
+	walkMaxPaths  = 512  // accepting paths of a filter, at most
+	walkMaxFields = 16   // indexed fields (the kernel keeps their values in shared memory)
+	// WalkDedupWords words make a dedupe entry: field, low, high.
+	WalkDedupWords = 3
 	// WalkFieldWords words describe an indexed field: load bits (w0 of
 	// its criteria: base<<8 | size<<16), IPv4 header offset, offset,
 	// mask, the word offset of its hash table in Table, the table's size
@@ -57,12 +61,31 @@ type WalkIndex struct {
 	Table     []uint32 // the fields' hash tables, WalkSlotWords per slot
 	IDs       []uint32 // the filters of each slot
 	Present   []uint32 // 128 words per field: bit walkHash(x)>>20 set when x may be in its table
-	DedupOff  []uint32 // per filter: its first pair in Dedup (nf+1 words)
-	Dedup     []uint32 // (field, constant) pairs: the filter's entries
+	DedupOff  []uint32 // per filter: its first entry in Dedup (nf+1 words)
+	Dedup     []uint32 // (field, low, high) triples: the filter's guards
 }
 
 type walkField struct {
 	w0, netoff, off, mask uint32
+}
+
+func fieldLess(x, y walkField) bool {
+	if x.off != y.off {
+		return x.off < y.off
+	}
+	if x.netoff != y.netoff {
+		return x.netoff < y.netoff
+	}
+	if x.w0 != y.w0 {
+		return x.w0 < y.w0
+	}
+	return x.mask < y.mask
+}
+
+// walkGuard: the packet's value of a field lies in [lo, hi].
+type walkGuard struct {
+	fl     walkField
+	lo, hi uint32
 }
 
 // walkHash is the slot hash of a field value (the kernel's too).
@@ -72,9 +95,10 @@ func walkHash(x uint32) uint32 { return (x * 2654435761) ^ (x >> 16) }
 func BuildWalkIndex(l *filter.Layout) *WalkIndex {
 	nf := int(l.Header[filter.HdrFilters])
 	crit := func(c uint32) []uint32 { return l.Criteria[int(c)*filter.CritWords : int(c+1)*filter.CritWords] }
+	// A field's constants: of its ==, > and >= tests.
 	eqField := func(c uint32) (walkField, uint32, bool) {
 		w := crit(c)
-		if w[0]&0xf != filter.CritLoad || w[0]>>4&0xf != 0 { // a load, RelEQ
+		if w[0]&0xf != filter.CritLoad || w[0]>>4&0xf > 2 {
 			return walkField{}, 0, false
 		}
 		return walkField{w[0] & 0xffff0f00, w[1], w[2], w[3]}, w[4], true
@@ -103,54 +127,116 @@ func BuildWalkIndex(l *filter.Layout) *WalkIndex {
 			}
 		}
 	}
-	// guarded: no path from root to accept avoids a true test of G.
-	guarded := func(root uint32, ns []node, in func(walkField) bool) bool {
-		seen := make([]bool, len(ns))
-		var reach func(id uint32) bool
-		reach = func(id uint32) bool {
-			switch id {
-			case filter.CFGAccept:
-				return true
-			case filter.CFGReject:
-				return false
-			}
-			if int(id) >= len(ns) || seen[id] {
-				return false
-			}
-			seen[id] = true
-			n := ns[id]
-			if fl, _, ok := eqField(n.crit); ok && in(fl) {
-				return reach(n.jf)
-			}
-			return reach(n.jt) || reach(n.jf)
-		}
-		return !reach(root)
-	}
-	type entry struct {
-		fl walkField
-		k  uint32
-	}
-	guards := make([][]entry, nf)
+	// Each accepting path of a filter bounds some fields: a true equality
+	// to one value, true and false > and >= tests to an interval (a path
+	// whose bounds of a field contradict is taken by no packet). Each path
+	// is guarded by one field of at most walkMaxWidth values: one tested
+	// against at least walkMinCard constants across the set if it has
+	// one, the narrowest, ties to the most constants: the packet's
+	// value of it lies in the path's interval. A filter every accepting
+	// path of which is guarded is listed under those (field, value)
+	// pairs; paths past walkMaxPaths, or one unguarded, leave it walked
+	// always.
+	type bound struct{ lo, hi uint32 }
+	guards := make([][]walkGuard, nf)
 	use := map[walkField]int{}
 	for f := 0; f < nf; f++ {
 		root, ns := nodes(f)
-		for _, sel := range []func(walkField) bool{
-			func(fl walkField) bool { return len(card[fl]) >= walkMinCard },
-			func(walkField) bool { return true },
-		} {
-			var es []entry
-			for _, n := range ns {
-				if fl, k, ok := eqField(n.crit); ok && sel(fl) {
-					es = append(es, entry{fl, k})
+		var es []walkGuard
+		seenG := map[walkGuard]bool{}
+		paths, ok := 0, true
+		state := map[walkField]bound{}
+		var dfs func(id uint32)
+		dfs = func(id uint32) {
+			if !ok {
+				return
+			}
+			switch id {
+			case filter.CFGReject:
+				return
+			case filter.CFGAccept:
+				if paths++; paths > walkMaxPaths {
+					ok = false
+					return
+				}
+				var best walkField
+				bw, found := uint64(0), false
+				for fl, b := range state {
+					w := uint64(b.hi) - uint64(b.lo) + 1
+					if w > walkMaxWidth {
+						continue
+					}
+					sel, bsel := len(card[fl]) >= walkMinCard, len(card[best]) >= walkMinCard
+					if !found || (sel && !bsel) || (sel == bsel && (w < bw || (w == bw && (len(card[fl]) > len(card[best]) ||
+						(len(card[fl]) == len(card[best]) && fieldLess(fl, best)))))) {
+						best, bw, found = fl, w, true
+					}
+				}
+				if !found {
+					ok = false
+					return
+				}
+				g := walkGuard{best, state[best].lo, state[best].hi}
+				if !seenG[g] {
+					seenG[g] = true
+					es = append(es, g)
+				}
+				return
+			}
+			if int(id) >= len(ns) {
+				ok = false
+				return
+			}
+			n := ns[id]
+			w := crit(n.crit)
+			if w[0]&0xf != filter.CritLoad || w[0]>>4&0xf > 2 {
+				dfs(n.jt)
+				dfs(n.jf)
+				return
+			}
+			fl, k, rel := walkField{w[0] & 0xffff0f00, w[1], w[2], w[3]}, w[4], w[0]>>4&0xf
+			old, had := state[fl]
+			cur := old
+			if !had {
+				cur = bound{0, ^uint32(0)}
+			}
+			try := func(b bound, next uint32) {
+				if b.lo > b.hi {
+					return // no packet takes this branch with the bounds above
+				}
+				state[fl] = b
+				dfs(next)
+			}
+			switch rel {
+			case 0: // ==
+				if k >= cur.lo && k <= cur.hi {
+					try(bound{k, k}, n.jt)
+				}
+				try(cur, n.jf)
+			case 1: // >
+				if k != ^uint32(0) {
+					try(bound{max(cur.lo, k+1), cur.hi}, n.jt)
+				}
+				try(bound{cur.lo, min(cur.hi, k)}, n.jf)
+			case 2: // >=
+				try(bound{max(cur.lo, k), cur.hi}, n.jt)
+				if k != 0 {
+					try(bound{cur.lo, min(cur.hi, k-1)}, n.jf)
 				}
 			}
-			if len(es) > 0 && guarded(root, ns, sel) {
-				guards[f] = es
-				break
+			if had {
+				state[fl] = old
+			} else {
+				delete(state, fl)
 			}
 		}
+		dfs(root)
+		if !ok || len(es) == 0 {
+			continue
+		}
+		guards[f] = es
 		seenFl := map[walkField]bool{}
-		for _, e := range guards[f] {
+		for _, e := range es {
 			if !seenFl[e.fl] {
 				seenFl[e.fl] = true
 				use[e.fl]++
@@ -167,17 +253,7 @@ func BuildWalkIndex(l *filter.Layout) *WalkIndex {
 		if use[fields[a]] != use[fields[b]] {
 			return use[fields[a]] > use[fields[b]]
 		}
-		x, y := fields[a], fields[b]
-		if x.off != y.off {
-			return x.off < y.off
-		}
-		if x.netoff != y.netoff {
-			return x.netoff < y.netoff
-		}
-		if x.w0 != y.w0 {
-			return x.w0 < y.w0
-		}
-		return x.mask < y.mask
+		return fieldLess(fields[a], fields[b])
 	})
 	if len(fields) > walkMaxFields {
 		fields = fields[:walkMaxFields]
@@ -198,23 +274,24 @@ func BuildWalkIndex(l *filter.Layout) *WalkIndex {
 				ok = false
 			}
 		}
-		ix.DedupOff[f] = uint32(len(ix.Dedup) / 2)
+		ix.DedupOff[f] = uint32(len(ix.Dedup) / WalkDedupWords)
 		if !ok {
 			ix.Unindexed = append(ix.Unindexed, uint32(f))
 			continue
 		}
-		seen := map[entry]bool{}
+		listed := map[[2]uint32]bool{}
 		for _, e := range guards[f] {
-			if seen[e] {
-				continue
-			}
-			seen[e] = true
 			k := fieldIx[e.fl]
-			lists[k][e.k] = append(lists[k][e.k], uint32(f))
-			ix.Dedup = append(ix.Dedup, uint32(k), e.k)
+			for v := uint64(e.lo); v <= uint64(e.hi); v++ {
+				if key := [2]uint32{uint32(k), uint32(v)}; !listed[key] {
+					listed[key] = true
+					lists[k][uint32(v)] = append(lists[k][uint32(v)], uint32(f))
+				}
+			}
+			ix.Dedup = append(ix.Dedup, uint32(k), e.lo, e.hi)
 		}
 	}
-	ix.DedupOff[nf] = uint32(len(ix.Dedup) / 2)
+	ix.DedupOff[nf] = uint32(len(ix.Dedup) / WalkDedupWords)
 	for k, fl := range fields {
 		keys := make([]uint32, 0, len(lists[k]))
 		for key := range lists[k] {
@@ -306,7 +383,8 @@ func (we *WalkEvaluator) Eval(data []byte, wire uint32, out []uint64) {
 	next:
 		for _, f := range ix.lookup(k, x) {
 			for p := ix.DedupOff[f]; p < ix.DedupOff[f+1]; p++ {
-				if k2 := int(ix.Dedup[2*p]); k2 < k && we.ok[k2] && we.val[k2] == ix.Dedup[2*p+1] {
+				d := ix.Dedup[p*WalkDedupWords:]
+				if k2 := int(d[0]); k2 < k && we.ok[k2] && we.val[k2] >= d[1] && we.val[k2] <= d[2] {
 					continue next // walked through field k2
 				}
 			}

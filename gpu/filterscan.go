@@ -59,10 +59,15 @@ type ScanConfig struct {
 	// order (its packets are evaluated on the CPU); called from the
 	// workers, it must be safe for concurrent use.
 	Compile func(link pcapfile.LinkType, bigEndian bool) (*filter.Program, error)
-	Workers int  // parsing goroutines (0: GOMAXPROCS)
-	Batch   int  // packets per batch (0: 65536)
-	Batches int  // batches in the pool (0: 2 x Workers + 2)
-	Keep    bool // keep each packet and its matches (ScanPiece.Packets, Matches)
+	Workers int // parsing goroutines (0: GOMAXPROCS)
+	Batch   int // packets per batch (0: 65536)
+	Batches int // batches in the pool (0: 2 x Workers + 2)
+	// Pool, if not empty, is the pool: batches of the Filter's own, of at
+	// least Batch packets, with bitmaps if Keep, reused from scan to scan
+	// (page-locked memory is slow to allocate); the scan leaves them
+	// allocated.
+	Pool []*PacketBatch
+	Keep bool // keep each packet and its matches (ScanPiece.Packets, Matches)
 }
 
 // ScanPiece is a run of consecutive packets of the capture and their
@@ -290,6 +295,9 @@ func ScanCapture(data []byte, cfg ScanConfig, each func(p *ScanPiece) error) err
 		pool = 2*workers + 2
 	}
 	pool = max(pool, 2)
+	if len(cfg.Pool) > 0 {
+		pool = len(cfg.Pool)
+	}
 	free := make(chan *PacketBatch, pool)
 	var all []*PacketBatch
 	defer func() {
@@ -299,11 +307,19 @@ func ScanCapture(data []byte, cfg ScanConfig, each func(p *ScanPiece) error) err
 	}()
 	nf := 0
 	for i := 0; i < pool; i++ {
-		b, err := cfg.Filter.NewBatch(per, cfg.Keep)
-		if err != nil {
-			return err
+		var b *PacketBatch
+		if len(cfg.Pool) > 0 {
+			b = cfg.Pool[i]
+			if len(b.Caplen) < per || (cfg.Keep && b.BitWords == 0) {
+				return fmt.Errorf("gpu: scan: a pooled batch of %d packets (bitmaps %v) for batches of %d (keep %v)", len(b.Caplen), b.BitWords > 0, per, cfg.Keep)
+			}
+		} else {
+			var err error
+			if b, err = cfg.Filter.NewBatch(per, cfg.Keep); err != nil {
+				return err
+			}
+			all = append(all, b)
 		}
-		all = append(all, b)
 		free <- b
 		nf = b.Filters
 	}

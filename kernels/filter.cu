@@ -342,7 +342,9 @@ extern "C" __global__ void gpf_filter(const uint32_t* __restrict__ crit, const u
 //   crit, exprs, cfgidx, cfgnodes  the layout's words (filter.Layout);
 //   unidx    nun filters walked for every packet (a warp walks each one
 //            together: counted by a ballot);
-//   fields   nk (<= WALK_MAX_FIELDS) indexed fields, 6 words each: load
+//   fields   nk (<= WALK_MAX_FIELDS) indexed fields (a filter is listed
+//            under each value of the intervals its accepting paths bound a
+//            field to: equalities, port ranges), 6 words each: load
 //            bits (base<<8 | size<<16), IPv4 header offset, offset, mask,
 //            the word offset of the field's hash table in table, its
 //            size less one;
@@ -352,9 +354,10 @@ extern "C" __global__ void gpf_filter(const uint32_t* __restrict__ crit, const u
 //            slot of the field may hold x (a block keeps them in shared
 //            memory: the usual value, one no filter tests, costs a bit
 //            test instead of a probe);
-//   ddoff, dd  per filter its (field, constant) entries: reached through
-//            field k, a filter with an entry of an earlier field whose
-//            value the packet has was walked there, and is skipped;
+//   ddoff, dd  per filter its guards, (field, low, high) triples: reached
+//            through field k, a filter with a guard of an earlier field
+//            whose interval holds the packet's value was walked there, and
+//            is skipped;
 //   pkts..n  as gpf_filter's; bits, bit_words, counts, bytesum likewise.
 // The (packet, filter) pairs a warp's lookups yield are spread over its
 // lanes (a prefix sum of the lanes' list lengths), so that a lane whose
@@ -491,10 +494,14 @@ extern "C" __global__ void __launch_bounds__(WALK_BLOCK)
 				const uint32_t okj = sok[t];
 				bool skip = false;
 				for (uint32_t q = __ldg(ddoff + f), qe = __ldg(ddoff + f + 1); q < qe; q++) {
-					const uint32_t k2 = __ldg(dd + 2 * (size_t)q);
-					if (k2 < (uint32_t)fk && (okj >> k2 & 1) && sval[k2][t] == __ldg(dd + 2 * (size_t)q + 1)) {
-						skip = true;
-						break;
+					const uint32_t* e = dd + 3 * (size_t)q;
+					const uint32_t k2 = __ldg(e);
+					if (k2 < (uint32_t)fk && (okj >> k2 & 1)) {
+						const uint32_t v = sval[k2][t];
+						if (v >= __ldg(e + 1) && v <= __ldg(e + 2)) {
+							skip = true;
+							break;
+						}
 					}
 				}
 				if (skip)
