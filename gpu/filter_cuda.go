@@ -35,8 +35,9 @@ type CUDAFilter struct {
 	img    devBuf
 	// word offsets in img of Criteria, Exprs, Nodes, Roots, CFGIndex,
 	// CFGNodes, the criteria's order, and the walk index's Unindexed,
-	// Fields, Table, IDs, DedupOff, Dedup
-	base    [13]int64
+	// Fields, Table, IDs, DedupOff, Dedup, Present (one per array
+	// uploaded)
+	base    []int64
 	nc, nn  int
 	nf      int
 	nvals   int
@@ -126,6 +127,7 @@ func (c *CUDA) PacketFilter(p *filter.Program, streams, maxRow int) (*CUDAFilter
 		words := [][]uint32{l.Criteria, l.Exprs, l.Nodes, l.Roots, l.CFGIndex, l.CFGNodes, critOrder(l),
 			wx.Unindexed, wx.Fields, wx.Table, wx.IDs, wx.DedupOff, wx.Dedup, wx.Present}
 		total := 0
+		f.base = make([]int64, len(words))
 		for i, w := range words {
 			f.base[i] = int64(total)
 			total += len(w)
