@@ -16,26 +16,31 @@ import (
 // # The index
 //
 // A field is a plain load (base, IPv4 header offset, offset, size) and
-// its mask; an equality test of a field with a constant is a criterion
-// (load & mask) == K. A set of fields G guards a filter when every path
-// of its control-flow form from the root to accept takes the true branch
-// of an equality test of a field of G: then the filter accepts only
-// packets whose value of some field of G is one of the filter's constants
-// for it (a load that fails makes the walk reject). For each filter the
-// builder tries G = its fields tested against at least minCard distinct
-// constants across the set (addresses, ports, VLAN ids), then all its
-// fields (ether types, protocols); a guarded filter is listed under each
-// (field, constant) of its tests of G, the others are walked for every
-// packet. At most maxFields fields are indexed (those that guard the most
-// filters); the rest of the filters are walked always.
+// its mask. Walking the control-flow form from the root, each accepting
+// path bounds some fields: a true equality test to one value, true and
+// false > and >= tests to an interval (a path whose bounds of a field
+// contradict is taken by no packet, and is dropped). Each accepting path
+// is guarded by one of its bounded fields of at most walkMaxWidth values:
+// a selective one (tested against at least walkMinCard constants across
+// the set: addresses, ports, VLAN ids) if it has one, else any (ether
+// types, protocols); the narrowest, ties to the most constants. A packet
+// that takes the path has its value of that field in the path's interval
+// (a load that fails makes the walk reject). So a filter every accepting
+// path of which is guarded need only be walked for packets whose value of
+// one of its guard fields lies in that guard's interval: it is listed
+// under each such (field, value); the others (more than walkMaxPaths
+// accepting paths, a path with no bounded field, a field past the
+// walkMaxFields most used) are walked for every packet.
 //
 // A packet looks its value of each indexed field up in the field's hash
-// table (open addressing, linear probing) and walks the filters listed.
-// A filter listed under several fields would be reached more than once;
-// it is walked only from the first field whose value reaches it (the
-// dedupe pairs: for each filter, its (field, constant) entries; reached
-// through field k, it is skipped if an earlier field's value is one of
-// its constants for that field).
+// table (open addressing, linear probing; a 4 Kibit presence bitmap per
+// field first) and walks the filters listed. A filter listed under
+// several fields would be reached more than once: reached through field
+// k, it is skipped when an earlier field's value lies in one of its
+// guards for that field (it was walked there). TestWalkEvaluatorEqualsEval
+// and bench/filter's TestWalkTwinOnSynthetic check the twin against
+// filter.Evaluator.Eval packet by packet, and that no filter is accepted
+// twice.
 
 const (
 	walkMinCard   = 8    // distinct constants that make a field selective (addresses, ports, not ether types)
