@@ -126,9 +126,10 @@ func (b *PacketBatch) Add(data []byte, wire uint32) (bool, error) {
 	if b.Whole && len(data) > b.Snap {
 		return false, ErrPacketTooLong
 	}
-	row := b.Data[b.N*b.Snap : (b.N+1)*b.Snap]
-	n := copy(row, data)
-	clear(row[n:])
+	// The bytes of the row past the captured length are left as they
+	// were: every load is checked against Caplen first (the kernels',
+	// EvalStages' on data[:min(Caplen, Snap)]), so none is read.
+	copy(b.Data[b.N*b.Snap:(b.N+1)*b.Snap], data)
 	b.Caplen[b.N], b.Wire[b.N] = uint32(len(data)), wire
 	b.N++
 	return true, nil

@@ -153,9 +153,19 @@ type scanChunk struct {
 
 // pcapRecords is what a classic pcap record needs from its file header.
 type pcapRecords struct {
-	order binary.ByteOrder
-	nano  bool
-	link  pcapfile.LinkType
+	big  bool // the file's byte order
+	nano bool
+	link pcapfile.LinkType
+}
+
+// u32 reads a word in a file's byte order (inlined: no interface call
+// per record).
+func u32(b []byte, big bool) uint32 {
+	_ = b[3]
+	if big {
+		return uint32(b[3]) | uint32(b[2])<<8 | uint32(b[1])<<16 | uint32(b[0])<<24
+	}
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
 const (
@@ -170,11 +180,20 @@ const (
 	maxScanBlock = pcapfile.MaxPacket + 1<<16
 )
 
+// splitMaxBytes bounds a chunk's bytes.
+const splitMaxBytes = 32 << 20
+
+// parallelSplitMin is the size from which a classic pcap is split by
+// several goroutines (a variable for the tests).
+var parallelSplitMin int64 = 64 << 20
+
 // splitCapture cuts data into chunks of at most per packets (and about
 // 32 MiB) and calls emit for each, in file order; emit returning false
-// stops it.
-func splitCapture(data []byte, per int, emit func(c scanChunk) bool) {
-	const maxBytes = 32 << 20
+// stops it. A classic pcap of at least parallelSplitMin bytes is split
+// by workers goroutines first (splitPcapParallel); the rest, and any
+// file that way fails on, one record or block after the other.
+func splitCapture(data []byte, per, workers int, emit func(c scanChunk) bool) {
+	const maxBytes = splitMaxBytes
 	n := int64(len(data))
 	if n < 4 {
 		emit(scanChunk{start: 0, end: n})
@@ -187,19 +206,26 @@ func splitCapture(data []byte, per int, emit func(c scanChunk) bool) {
 			emit(scanChunk{start: 0, end: n})
 			return
 		}
-		var order binary.ByteOrder = binary.LittleEndian
-		if be == 0xa1b2c3d4 || be == 0xa1b23c4d {
-			order = binary.BigEndian
-		}
+		big := be == 0xa1b2c3d4 || be == 0xa1b23c4d
 		prefix := data[:24]
-		m := order.Uint32(data)
-		rec := &pcapRecords{order: order, nano: m == 0xa1b23c4d, link: pcapfile.LinkType(order.Uint32(data[20:]) & 0x03ffffff)}
+		rec := &pcapRecords{big: big, nano: u32(data, big) == 0xa1b23c4d, link: pcapfile.LinkType(u32(data[20:], big) & 0x03ffffff)}
+		if n >= parallelSplitMin && workers > 1 {
+			if cs, ok := splitPcapParallel(data, per, workers, rec); ok {
+				for _, c := range cs {
+					c.prefix = prefix
+					if !emit(c) {
+						return
+					}
+				}
+				return
+			}
+		}
 		start, off, pk := int64(24), int64(24), 0
 		for off < n {
 			if off+16 > n {
 				break
 			}
-			incl := int64(order.Uint32(data[off+8:]))
+			incl := int64(u32(data[off+8:], big))
 			if incl > pcapfile.MaxPacket || off+16+incl > n {
 				break
 			}
@@ -273,6 +299,107 @@ func splitCapture(data []byte, per int, emit func(c scanChunk) bool) {
 	}
 }
 
+// splitPcapParallel cuts a classic pcap into chunks on workers
+// goroutines: part i of the file starts at the first offset past i/workers
+// of it where 16 plausible records follow one another (pcapSync); each
+// goroutine hops over its part's records from there, cutting chunks, and
+// must land exactly on the next part's start (the last on the end of the
+// file). Then the records from the file header on pass through every
+// part's start, and the chunks are the serial split's; otherwise (a
+// false start, a bad record) it answers false and the caller splits
+// serially.
+func splitPcapParallel(data []byte, per, workers int, rec *pcapRecords) ([]scanChunk, bool) {
+	n := int64(len(data))
+	starts := make([]int64, workers+1)
+	starts[0], starts[workers] = 24, n
+	for i := 1; i < workers; i++ {
+		if starts[i] = pcapSync(data, max(n*int64(i)/int64(workers), starts[i-1]), rec); starts[i] < 0 {
+			return nil, false
+		}
+	}
+	parts := make([][]scanChunk, workers)
+	ok := make([]bool, workers)
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start, off, end, pk := starts[i], starts[i], starts[i+1], 0
+			var cs []scanChunk
+			for off < end {
+				if off+16 > n {
+					return
+				}
+				incl := int64(u32(data[off+8:], rec.big))
+				if incl > pcapfile.MaxPacket || off+16+incl > n {
+					return
+				}
+				if pk == per || off-start >= splitMaxBytes {
+					cs = append(cs, scanChunk{start: start, end: off, pcap: rec})
+					start, pk = off, 0
+				}
+				off += 16 + incl
+				pk++
+			}
+			if off != end {
+				return
+			}
+			if off > start {
+				cs = append(cs, scanChunk{start: start, end: off, pcap: rec})
+			}
+			parts[i], ok[i] = cs, true
+		}()
+	}
+	wg.Wait()
+	var all []scanChunk
+	for i := range parts {
+		if !ok[i] {
+			return nil, false
+		}
+		all = append(all, parts[i]...)
+	}
+	return all, true
+}
+
+// pcapSync returns the first offset from from on where 16 plausible
+// records (or those up to the end of the file) follow one another: a
+// captured length at most pcapfile.MaxPacket and the wire length, a wire
+// length at most 256 KiB (libpcap's largest snapshot; it also refuses
+// the record header read 4 bytes late, whose wire length is the frame's
+// first bytes), a sub-second part under a second, seconds within a day of
+// the first's; it returns the ninth of them (a false start tends to fall
+// into step with the records after a hop or two), or -1 if none is found
+// in the next 16 MiB.
+func pcapSync(data []byte, from int64, rec *pcapRecords) int64 {
+	n := int64(len(data))
+	sub := uint32(1000000)
+	if rec.nano {
+		sub = 1000000000
+	}
+	var chain [16]int64
+	for o := from; o+16 <= n && o < from+16<<20; o++ {
+		at, j := o, 0
+		sec0 := u32(data[o:], rec.big)
+		for ; j < 16 && at+16 <= n; j++ {
+			chain[j] = at
+			h := data[at : at+16]
+			sec, frac, incl, orig := u32(h, rec.big), u32(h[4:], rec.big), u32(h[8:], rec.big), u32(h[12:], rec.big)
+			if incl > pcapfile.MaxPacket || incl > orig || orig > 1<<18 || frac >= sub || sec+86400 < sec0 || sec > sec0+86400 ||
+				at+16+int64(incl) > n {
+				break
+			}
+			at += 16 + int64(incl)
+		}
+		if j == 16 || at == n {
+			// A false start often falls into step with the records
+			// after a hop or two: the chain's ninth (or middle) one is
+			// the likelier record.
+			return chain[min(8, j/2)]
+		}
+	}
+	return -1
+}
+
 // ScanCapture runs the filters over every packet of a capture held in
 // data (a whole pcap or pcapng file) and calls each with the pieces in
 // file order. It returns the first error: a malformed capture (the
@@ -333,7 +460,7 @@ func ScanCapture(data []byte, cfg ScanConfig, each func(p *ScanPiece) error) err
 	go func() { // the splitter
 		defer close(order)
 		defer close(work)
-		splitCapture(data, per, func(c scanChunk) bool {
+		splitCapture(data, per, workers, func(c scanChunk) bool {
 			select {
 			case slots <- struct{}{}:
 			case <-done:
@@ -483,15 +610,15 @@ func (w *scanWorker) chunk(data []byte, c scanChunk) {
 		}
 		r := c.pcap
 		h := data[off : off+16]
-		incl := int64(r.order.Uint32(h[8:]))
-		ts := int64(r.order.Uint32(h)) * 1e9
+		incl := int64(u32(h[8:], r.big))
+		ts := int64(u32(h, r.big)) * 1e9
 		if r.nano {
-			ts += int64(r.order.Uint32(h[4:]))
+			ts += int64(u32(h[4:], r.big))
 		} else {
-			ts += int64(r.order.Uint32(h[4:])) * 1e3
+			ts += int64(u32(h[4:], r.big)) * 1e3
 		}
-		p := pcapfile.Packet{Link: r.link, Timestamp: ts, WireLen: r.order.Uint32(h[12:]), Data: data[off+16 : off+16+incl : off+16+incl],
-			BigEndian: r.order == binary.BigEndian}
+		p := pcapfile.Packet{Link: r.link, Timestamp: ts, WireLen: u32(h[12:], r.big), Data: data[off+16 : off+16+incl : off+16+incl],
+			BigEndian: r.big}
 		off += 16 + incl
 		return p, nil
 	}
@@ -555,7 +682,7 @@ func (w *scanWorker) chunk(data []byte, c scanChunk) {
 				}
 				ok, err = p.b.Add(pk.Data, pk.WireLen)
 			}
-			if errors.Is(err, ErrPacketTooLong) {
+			if err != nil && errors.Is(err, ErrPacketTooLong) {
 				gpu = false
 			} else if err != nil || !ok {
 				fail(fmt.Errorf("gpu: scan: a batch refused a packet: %v", err))

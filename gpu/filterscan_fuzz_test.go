@@ -14,7 +14,7 @@ import (
 // it must agree with pcapfile.Reader read sequentially: the same error or
 // none, and without one the counts Evaluator.Eval gives (small batches,
 // three workers: many chunks; pcapng interfaces of any link type go to
-// the CPU). Seeds in testdata/fuzz/FuzzScanCapture: a pcap and a pcapng
+// the CPU; pcaps split in parallel). Seeds in testdata/fuzz/FuzzScanCapture: a pcap and a pcapng
 // of test packets, and truncated and corrupted copies.
 func FuzzScanCapture(f *testing.F) {
 	specs := []filter.Spec{{Name: "t", Expr: "tcp"}, {Name: "p", Expr: "udp port 53"}, {Name: "h", Expr: "host 10.0.0.1"},
@@ -23,6 +23,9 @@ func FuzzScanCapture(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	// Pcaps of any size are split in parallel first.
+	defer func(v int64) { parallelSplitMin = v }(parallelSplitMin)
+	parallelSplitMin = 64
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// The sequential answer.
 		want := make([]uint64, len(specs))

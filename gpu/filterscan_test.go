@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -260,5 +261,79 @@ func TestMapCapture(t *testing.T) {
 	}
 	if err := unmap(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSplitPcapParallel: a pcap split by several goroutines (records
+// whose payloads hold plausible fake record headers) gives chunks that
+// tile the file from its header on, each starting at a record, and the
+// scan's answer; a file with a bad record falls back to the serial split
+// and its error.
+func TestSplitPcapParallel(t *testing.T) {
+	defer func(v int64) { parallelSplitMin = v }(parallelSplitMin)
+	parallelSplitMin = 1024
+	eth := ""
+	for _, path := range captures(t) {
+		if link, _ := readCapture(t, path); link == filter.LinkEthernet {
+			eth = path
+			break
+		}
+	}
+	_, pkts := readCapture(t, eth)
+	data := make([]byte, 24)
+	binary.LittleEndian.PutUint32(data, 0xa1b2c3d4)
+	binary.LittleEndian.PutUint32(data[20:], 1)
+	var bounds []int64
+	for i := 0; i < 3000; i++ {
+		p := append([]byte(nil), pkts[i%len(pkts)].data...)
+		if i%7 == 0 && len(p) >= 32 { // a fake record header inside the payload
+			binary.LittleEndian.PutUint32(p[8:], 0)
+			binary.LittleEndian.PutUint32(p[12:], 5)
+			binary.LittleEndian.PutUint32(p[16:], 3)
+			binary.LittleEndian.PutUint32(p[20:], 3)
+		}
+		var h [16]byte
+		binary.LittleEndian.PutUint32(h[0:], uint32(i/100))
+		binary.LittleEndian.PutUint32(h[8:], uint32(len(p)))
+		binary.LittleEndian.PutUint32(h[12:], uint32(len(p)))
+		bounds = append(bounds, int64(len(data)))
+		data = append(append(data, h[:]...), p...)
+	}
+	isBound := map[int64]bool{}
+	for _, b := range bounds {
+		isBound[b] = true
+	}
+	for _, workers := range []int{2, 5, 16} {
+		cs, ok := splitPcapParallel(data, 37, workers, &pcapRecords{link: 1})
+		if !ok {
+			t.Fatalf("%d workers: the parallel split failed", workers)
+		}
+		at := int64(24)
+		for _, c := range cs {
+			if c.start != at || !isBound[c.start] || c.end <= c.start {
+				t.Fatalf("%d workers: chunk %d-%d after %d", workers, c.start, c.end, at)
+			}
+			at = c.end
+		}
+		if at != int64(len(data)) {
+			t.Fatalf("%d workers: chunks end at %d of %d", workers, at, len(data))
+		}
+	}
+	specs := scanSpecs(uint32(pcapfile.LinkEthernet), nil)
+	p, err := filter.Compile(specs, uint32(pcapfile.LinkEthernet), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkScan(t, "parallel split", data, specs, pcapfile.LinkEthernet, NewCPUFilter(p, 0), 37, 5)
+	// A bad record in the middle: the serial split, the reader's error.
+	bad := append([]byte(nil), data...)
+	binary.LittleEndian.PutUint32(bad[bounds[1500]+8:], 0xfffffff0)
+	if _, ok := splitPcapParallel(bad, 37, 5, &pcapRecords{link: 1}); ok {
+		t.Fatal("the parallel split took a bad record")
+	}
+	err = ScanCapture(bad, ScanConfig{Filter: NewCPUFilter(p, 0), Link: pcapfile.LinkEthernet, Program: p, Workers: 5, Batch: 37},
+		func(*ScanPiece) error { return nil })
+	if !errors.Is(err, pcapfile.ErrFormat) {
+		t.Fatalf("bad record: %v", err)
 	}
 }
