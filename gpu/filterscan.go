@@ -585,8 +585,114 @@ func (w *scanWorker) send(c scanChunk, p *ScanPiece) bool {
 	}
 }
 
+// cpuPacket evaluates a packet on the CPU into p's counters (and, kept,
+// its matches).
+func (w *scanWorker) cpuPacket(p *ScanPiece, link pcapfile.LinkType, big bool, data []byte, wire uint32) error {
+	ce, err := w.eval(link, big)
+	if err != nil {
+		return err
+	}
+	words := (w.nf + 63) / 64
+	ce.ev.Eval(data, wire, ce.out)
+	if p.cpu == nil {
+		p.cpu = make([]uint64, 2*w.nf)
+	}
+	for j, word := range ce.out[:words] {
+		for word != 0 {
+			bit := word & -word
+			word ^= bit
+			f := j*64 + bitIndex64(bit)
+			p.cpu[f]++
+			p.cpu[w.nf+f] += uint64(wire)
+		}
+	}
+	if w.cfg.Keep {
+		p.row = append(p.row, int32(-1-len(p.cpuBits)/max(words, 1)))
+		p.cpuBits = append(p.cpuBits, ce.out[:words]...)
+	}
+	return nil
+}
+
+// fastPcap is chunk for checked pcap records of the filter's link type
+// when no packet is kept: each record's captured bytes go straight into
+// the next row (the common case, and the hot loop of a scan).
+func (w *scanWorker) fastPcap(data []byte, c scanChunk) {
+	p := &ScanPiece{Offset: c.end, nf: w.nf}
+	big := c.pcap.big
+	var b *PacketBatch
+	take := func() bool {
+		select {
+		case b = <-w.free:
+			b.Reset()
+			p.b = b
+			return true
+		case <-w.done:
+			return false
+		}
+	}
+	// hand submits p's batch and sends p; false when the scan stopped or
+	// the submission failed (then p carried its error).
+	hand := func(last bool) bool {
+		if b != nil && b.N == 0 {
+			w.free <- b
+			p.b, b = nil, nil
+		}
+		if b != nil {
+			if err := w.cfg.Filter.Submit(b); err != nil {
+				w.free <- b
+				p.b, p.err, p.last = nil, err, true
+				w.send(c, p)
+				return false
+			}
+		}
+		p.last = last
+		return w.send(c, p)
+	}
+	for off := c.start; off < c.end; {
+		h := data[off : off+16]
+		incl := int64(u32(h[8:], big))
+		wire := u32(h[12:], big)
+		pk := data[off+16 : off+16+incl : off+16+incl]
+		off += 16 + incl
+		if b == nil && !take() {
+			return
+		}
+		if b.N == len(b.Caplen) { // full: this piece goes, the packet starts the next
+			if !hand(false) {
+				return
+			}
+			p, b = &ScanPiece{Offset: c.end, nf: w.nf}, nil
+			if !take() {
+				return
+			}
+		}
+		p.N++
+		if b.Whole && len(pk) > b.Snap { // longer than whole-packet rows: the CPU
+			if err := w.cpuPacket(p, c.pcap.link, big, pk, wire); err != nil {
+				p.err, p.last = err, true
+				if b.N == 0 {
+					w.free <- b
+					p.b = nil
+				}
+				w.send(c, p)
+				return
+			}
+			continue
+		}
+		k := b.N
+		copy(b.Data[k*b.Snap:(k+1)*b.Snap], pk)
+		b.Caplen[k], b.Wire[k] = uint32(len(pk)), wire
+		b.N++
+	}
+	hand(true)
+}
+
 func (w *scanWorker) chunk(data []byte, c scanChunk) {
 	defer close(c.out)
+	if c.pcap != nil && !w.cfg.Keep && c.pcap.link == w.cfg.Link && c.pcap.big == w.cfg.BigEndian {
+		w.fastPcap(data, c)
+		return
+	}
 	p := &ScanPiece{Offset: c.end, nf: w.nf}
 	fail := func(err error) {
 		p.err, p.last = err, true
@@ -622,7 +728,6 @@ func (w *scanWorker) chunk(data []byte, c scanChunk) {
 		off += 16 + incl
 		return p, nil
 	}
-	words := (w.nf + 63) / 64
 	flush := func() bool {
 		if p.b != nil {
 			if p.b.N == 0 {
@@ -692,27 +797,9 @@ func (w *scanWorker) chunk(data []byte, c scanChunk) {
 			}
 		}
 		if !gpu {
-			ce, err := w.eval(pk.Link, pk.BigEndian)
-			if err != nil {
+			if err := w.cpuPacket(p, pk.Link, pk.BigEndian, pk.Data, pk.WireLen); err != nil {
 				fail(err)
 				return
-			}
-			ce.ev.Eval(pk.Data, pk.WireLen, ce.out)
-			if p.cpu == nil {
-				p.cpu = make([]uint64, 2*w.nf)
-			}
-			for j, word := range ce.out[:words] {
-				for word != 0 {
-					bit := word & -word
-					word ^= bit
-					f := j*64 + bitIndex64(bit)
-					p.cpu[f]++
-					p.cpu[w.nf+f] += uint64(pk.WireLen)
-				}
-			}
-			if w.cfg.Keep {
-				p.row = append(p.row, int32(-1-len(p.cpuBits)/max(words, 1)))
-				p.cpuBits = append(p.cpuBits, ce.out[:words]...)
 			}
 		}
 		p.N++
