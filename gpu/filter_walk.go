@@ -23,7 +23,9 @@ import (
 // is guarded by one of its bounded fields of at most walkMaxWidth values:
 // a selective one (tested against at least walkMinCard constants across
 // the set: addresses, ports, VLAN ids) if it has one, else any (ether
-// types, protocols); the narrowest, ties to the most constants. A packet
+// types, protocols); the narrowest, ties to the most constants (the
+// enumeration stops at walkMaxPaths accepting paths or walkMaxSteps
+// blocks visited: a long chain of diamonds has exponentially many). A packet
 // that takes the path has its value of that field in the path's interval
 // (a load that fails makes the walk reject). So a filter every accepting
 // path of which is guarded need only be walked for packets whose value of
@@ -43,10 +45,11 @@ import (
 // twice.
 
 const (
-	walkMinCard   = 8    // distinct constants that make a field selective (addresses, ports, not ether types)
-	walkMaxWidth  = 4096 // values of a path's guard interval, at most
-	walkMaxPaths  = 512  // accepting paths of a filter, at most
-	walkMaxFields = 16   // indexed fields (the kernel keeps their values in shared memory)
+	walkMinCard   = 8       // distinct constants that make a field selective (addresses, ports, not ether types)
+	walkMaxWidth  = 4096    // values of a path's guard interval, at most
+	walkMaxPaths  = 512     // accepting paths of a filter, at most
+	walkMaxSteps  = 1 << 16 // blocks visited enumerating a filter's paths, at most (the paths of a DAG can be exponentially many)
+	walkMaxFields = 16      // indexed fields (the kernel keeps their values in shared memory)
 	// WalkDedupWords words make a dedupe entry: field, low, high.
 	WalkDedupWords = 3
 	// WalkFieldWords words describe an indexed field: load bits (w0 of
@@ -149,11 +152,12 @@ func BuildWalkIndex(l *filter.Layout) *WalkIndex {
 		root, ns := nodes(f)
 		var es []walkGuard
 		seenG := map[walkGuard]bool{}
-		paths, ok := 0, true
+		paths, steps, ok := 0, 0, true
 		state := map[walkField]bound{}
 		var dfs func(id uint32)
 		dfs = func(id uint32) {
-			if !ok {
+			if steps++; !ok || steps > walkMaxSteps {
+				ok = false
 				return
 			}
 			switch id {
