@@ -12,9 +12,12 @@ import (
 // (filter.Program, through its device layout filter.Layout) on batches of
 // packets and answers per-filter match counts and byte sums (wire
 // lengths) and, optionally, a match bitmap per packet — what filter.Evaluator.EvalStages answers packet by
-// packet (CPUFilter). The CUDA one (CUDA.PacketFilter, kernel gpf_filter
-// of kernels/filter.cu) fuses the three stages in one kernel, a thread per
-// packet.
+// packet (CPUFilter). The CUDA one (CUDA.PacketFilter, kernels/filter.cu)
+// runs gpf_walk by default: each filter's control-flow form for the
+// packets the walk index lists it under (filter_walk.go, whose
+// WalkEvaluator is the kernel's CPU twin); gpf_filter, the three stages
+// fused in one kernel, a thread per packet, is the other choice
+// (SetFilterKernel). Both answer what Eval and EvalStages answer.
 //
 // Packets are reduced on the host: a batch row holds a packet's first Snap
 // bytes, enough for every byte a criterion can read (FilterSnap); only

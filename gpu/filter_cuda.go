@@ -15,10 +15,14 @@ import (
 	"github.com/gswitch/gswitch/tables/filter"
 )
 
-// CUDAFilter is gPF filtering on the GPU: a filter set's layout in device
-// memory (its word arrays end to end) and the kernel gpf_filter, a thread
+// CUDAFilter is gPF filtering on the GPU: a filter set's layout and walk
+// index in device memory (their word arrays end to end) and two kernels:
+// gpf_walk (the default: each filter's control-flow form, walked for the
+// packets its index entries list it under, the (packet, filter) pairs
+// spread over a warp's lanes) and gpf_filter (the three stages, a thread
 // per packet keeping its criteria and sub-predicate values in shared
-// memory when a block of at least one warp fits, else in a device scratch.
+// memory when a block of at least one warp fits, else in a device
+// scratch); SetFilterKernel chooses.
 // Batches (PacketBatch, reduced packets in page-locked rows) are queued
 // round robin over its streams from the caller's goroutine: rows, lengths
 // in; the batch's counters zeroed; the kernel; counters (and bitmaps) out.
