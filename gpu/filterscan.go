@@ -847,8 +847,9 @@ func (w *scanWorker) eval(link pcapfile.LinkType, big bool) (*cpuEval, error) {
 // tables from the page cache on workers goroutines, each over its part of
 // the file (MADV_POPULATE_READ, then a read of a byte per page, which
 // faults in what the advice left out, in parallel): a scan's single
-// splitter then finds every page mapped. The caller calls unmap when done
-// with the bytes.
+// splitter then finds every page mapped (not for a file larger than half
+// the memory: it is faulted in as the scan reaches it). The caller calls
+// unmap when done with the bytes.
 func MapCapture(path string, workers int) (data []byte, unmap func() error, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -868,6 +869,12 @@ func MapCapture(path string, workers int) (data []byte, unmap func() error, err 
 	data, err = syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: mmap: %w", path, err)
+	}
+	// A file larger than half the memory is not faulted in ahead: its
+	// first pages would be gone again before the scan reached them.
+	var si syscall.Sysinfo_t
+	if syscall.Sysinfo(&si) == nil && uint64(len(data)) > uint64(si.Totalram)*uint64(si.Unit)/2 {
+		return data, func() error { return syscall.Munmap(data) }, nil
 	}
 	const madvPopulateRead = 22
 	workers = max(workers, 1)
