@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gswitch/gswitch/datapath/afpacket"
 )
 
 // loadArgs parses a command line and builds its configuration.
@@ -178,5 +180,35 @@ func TestCalibrationBatch(t *testing.T) {
 		if got := tc.c.calibrationBatch(); got != tc.want {
 			t.Errorf("%d ports, batch %d, min %d, queues %d: %d; want %d", len(tc.c.Ports), tc.c.BatchSize, tc.c.MinBatch, tc.c.RxQueues, got, tc.want)
 		}
+	}
+}
+
+// TestRxRing: the block ring by default; auto picks the frame ring below
+// a 1 ms max_delay and the block ring from 1 ms on; block and frame are
+// taken as given.
+func TestRxRing(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want afpacket.RingMode
+	}{
+		{nil, afpacket.RingBlocks},
+		{[]string{"--max-delay", "50us"}, afpacket.RingBlocks},
+		{[]string{"--max-delay", "100us", "--rx-ring", "auto"}, afpacket.RingFrames},
+		{[]string{"--max-delay", "999us", "--rx-ring", "auto"}, afpacket.RingFrames},
+		{[]string{"--max-delay", "1ms", "--rx-ring", "auto"}, afpacket.RingBlocks},
+		{[]string{"--max-delay", "5ms", "--rx-ring", "auto"}, afpacket.RingBlocks},
+		{[]string{"--max-delay", "50us", "--rx-ring", "block"}, afpacket.RingBlocks},
+		{[]string{"--max-delay", "5ms", "--rx-ring", "frame"}, afpacket.RingFrames},
+	} {
+		st, err := loadArgs(t, c.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if got := st.rxRing(); got != c.want {
+			t.Errorf("%v: ring %v, want %v", c.args, got, c.want)
+		}
+	}
+	if _, err := loadArgs(t, "--rx-ring", "v3"); !errors.Is(err, ErrConfig) {
+		t.Errorf("--rx-ring v3: %v, want a configuration error", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gswitch/gswitch/internal/kick"
 	"github.com/gswitch/gswitch/tables/flow"
 )
 
@@ -66,6 +67,10 @@ const DefaultCoalescerMaxBatch = 8192
 // every key gets what a lookup of its own batch would have returned, and
 // an error of the shared call is every member's error.
 //
+// A leader's wait for MaxDelay under a millisecond arms a timerfd from a
+// pool (package kick), so that an idle process wakes at the deadline and
+// not a millisecond later (the Go runtime's resolution when it sleeps).
+//
 // Concurrency: one mutex (mu) guards the pending batches and the counters;
 // the backend call runs without it. Safe for concurrent use.
 type Coalescer struct {
@@ -81,6 +86,7 @@ type Coalescer struct {
 	stats    CoalescerStats
 	free     []*cgroup
 	direct   atomic.Uint64 // Stats.Direct (no lock on the direct path)
+	kickers  kick.Pool     // keep the leaders' sub-millisecond MaxDelay on time (package kick)
 }
 
 // CoalescerConfig configures a Coalescer.
@@ -256,11 +262,17 @@ func (c *Coalescer) await(g *cgroup) {
 	wait := c.cfg.MaxDelay - time.Since(g.opened)
 	if wait > 0 {
 		t := time.NewTimer(wait)
+		var k *kick.Kicker
+		if wait < kick.Threshold { // see package kick: else an idle process wakes ~1 ms late
+			k = c.kickers.Get()
+			k.Arm(wait)
+		}
 		select {
 		case <-g.kick:
 		case <-t.C:
 		}
 		t.Stop()
+		c.kickers.Put(k)
 	}
 	c.mu.Lock()
 	if !g.closed {

@@ -188,11 +188,20 @@
 //     slots of the filters that decided each delivery come back for the
 //     subscriptions' counters). EncodeEvents selects attributes by name on
 //     the host, as CCM does.
-//   - PacketFilter (filter.go): gPF filtering over a filter.Layout;
-//     CPUFilter (EvalStages) and CUDA.PacketFilter (kernels/filter.cu: the
-//     three stages fused, a thread per packet, its values in shared memory
-//     or a per-stream device scratch, per-filter counters by warp ballots).
-//     Packets travel reduced: FilterSnap bounds the bytes criteria read.
+//   - PacketFilter (filter.go): gPF filtering over a filter.Layout, with
+//     per-filter packet and byte counters and optional per-packet bitmaps;
+//     CPUFilter (EvalStages) and CUDA.PacketFilter (kernels/filter.cu). Its
+//     default kernel, gpf_walk, runs each filter's control-flow form for
+//     the packets an index of equality tests and port ranges lists it
+//     under (filter_walk.go: BuildWalkIndex from the layout's words, and
+//     WalkEvaluator, the kernel's CPU twin); gpf_filter is the three
+//     stages fused, a thread per packet, its values in shared memory or a
+//     per-stream device scratch (SetFilterKernel chooses). Packets travel
+//     reduced: FilterSnap bounds the bytes criteria read. ScanCapture
+//     (filterscan.go) is the host side of a capture's pass: chunks parsed
+//     on several goroutines into pooled batches, answers in file order;
+//     OpenFilterGPU (FilterGPU, FilterDevice) opens it for gswitchctl
+//     filter and bench filter.
 //
 // Their modules load on first use (loadAux; an empty embedded PTX is an
 // error then, not at NewCUDA). Their batches live in page-locked memory with
@@ -205,7 +214,7 @@
 // different goroutines. KernelTime times the kernel alone with events. The
 // CUDA tests compare every answer with the CPU implementation's bit for bit
 // (TestCUDARabinMarkers, TestCUDAPubsubRandom, TestCUDAPubsubScenario,
-// TestCUDAFilterCaptures) and the benchmarks print kernel-only and
+// TestCUDAFilterCaptures, TestCUDAFilterScan) and the benchmarks print kernel-only and
 // end-to-end rates (docs/bench/2026-11-25-h100-kern-run*.txt).
 //
 // # Building the cuda variant

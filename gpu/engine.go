@@ -72,6 +72,10 @@ type EngineConfig struct {
 	Auto AutoConfig
 
 	measureDev devCost // tests: a device's cost per key (nil: timed)
+	// calibStall (tests) runs inside each timed CPU lookup of a
+	// calibration: a stand-in for the datapath's goroutines and the
+	// kernel taking the calibrating thread's core (nil: nothing).
+	calibStall func()
 }
 
 // DefaultMinBatch is the smallest batch the Engine sends to a device by

@@ -3,17 +3,21 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/gswitch/gswitch/tables/filter"
 )
 
 // gPF filtering: a PacketFilter evaluates every filter of a compiled set
 // (filter.Program, through its device layout filter.Layout) on batches of
-// packets and answers per-filter match counts and, optionally, a match
-// bitmap per packet — what filter.Evaluator.EvalStages answers packet by
-// packet (CPUFilter). The CUDA one (CUDA.PacketFilter, kernel gpf_filter
-// of kernels/filter.cu) fuses the three stages in one kernel, a thread per
-// packet.
+// packets and answers per-filter match counts and byte sums (wire
+// lengths) and, optionally, a match bitmap per packet — what filter.Evaluator.EvalStages answers packet by
+// packet (CPUFilter). The CUDA one (CUDA.PacketFilter, kernels/filter.cu)
+// runs gpf_walk by default: each filter's control-flow form for the
+// packets the walk index lists it under (filter_walk.go, whose
+// WalkEvaluator is the kernel's CPU twin); gpf_filter, the three stages
+// fused in one kernel, a thread per packet, is the other choice
+// (SetFilterKernel). Both answer what Eval and EvalStages answer.
 //
 // Packets are reduced on the host: a batch row holds a packet's first Snap
 // bytes, enough for every byte a criterion can read (FilterSnap); only
@@ -70,6 +74,29 @@ func FilterSnap(l *filter.Layout, maxRow int) (int, bool) {
 	return max(int(need+3)/4*4, 4), true
 }
 
+// filterKernel is the CUDA filter's kernel (SetFilterKernel).
+var filterKernel = "walk"
+
+// FilterKernels are the CUDA filter's kernels: "walk" (gpf_walk: each
+// filter's control-flow form, an index over equality tests; the default),
+// "stages" (gpf_filter: every criterion, sub-predicate and filter, fused)
+// and "stages-noreuse" (gpf_filter without the reuse of a field loaded
+// for the previous criterion).
+var FilterKernels = []string{"walk", "stages", "stages-noreuse"}
+
+// SetFilterKernel chooses the CUDA filter's kernel from the next launch
+// on; not for use while batches are being submitted. The benchmark and
+// the tests compare them.
+func SetFilterKernel(k string) error {
+	for _, x := range FilterKernels {
+		if x == k {
+			filterKernel = k
+			return nil
+		}
+	}
+	return fmt.Errorf("gpu: filter kernel %q: want one of %v", k, FilterKernels)
+}
+
 // PacketBatch is a batch of reduced packets and its answers. Its slices are
 // allocated by the PacketFilter that made it (page-locked for a GPU).
 type PacketBatch struct {
@@ -82,6 +109,7 @@ type PacketBatch struct {
 	BitWords int      // words per packet of Bits (0: no bitmaps)
 	Bits     []uint32 // bit f of packet k's words: filter f matched
 	Counts   []uint32 // per filter: the batch's packets it matched
+	Bytes    []uint64 // per filter: the wire lengths of the batch's packets it matched
 	Filters  int
 
 	impl any
@@ -101,9 +129,10 @@ func (b *PacketBatch) Add(data []byte, wire uint32) (bool, error) {
 	if b.Whole && len(data) > b.Snap {
 		return false, ErrPacketTooLong
 	}
-	row := b.Data[b.N*b.Snap : (b.N+1)*b.Snap]
-	n := copy(row, data)
-	clear(row[n:])
+	// The bytes of the row past the captured length are left as they
+	// were: every load is checked against Caplen first (the kernels',
+	// EvalStages' on data[:min(Caplen, Snap)]), so none is read.
+	copy(b.Data[b.N*b.Snap:(b.N+1)*b.Snap], data)
 	b.Caplen[b.N], b.Wire[b.N] = uint32(len(data)), wire
 	b.N++
 	return true, nil
@@ -129,7 +158,7 @@ func newPacketBatch(l *filter.Layout, maxRow, capacity int, bits bool) (*PacketB
 	snap, bounded := FilterSnap(l, maxRow)
 	nf := int(l.Header[filter.HdrFilters])
 	b := &PacketBatch{Snap: snap, Whole: !bounded, Filters: nf, Data: make([]byte, capacity*snap),
-		Caplen: make([]uint32, capacity), Wire: make([]uint32, capacity), Counts: make([]uint32, nf)}
+		Caplen: make([]uint32, capacity), Wire: make([]uint32, capacity), Counts: make([]uint32, nf), Bytes: make([]uint64, nf)}
 	if bits {
 		b.BitWords = (nf + 31) / 32
 		b.Bits = make([]uint32, capacity*b.BitWords)
@@ -138,13 +167,19 @@ func newPacketBatch(l *filter.Layout, maxRow, capacity int, bits bool) (*PacketB
 }
 
 // CPUFilter is filter.Evaluator.EvalStages over a batch's rows, on the
-// caller's goroutine (Submit does the work).
+// caller's goroutine (Submit does the work). Submit may be called from
+// several goroutines at once (each takes an Evaluator of its own from a
+// pool), on different batches.
 type CPUFilter struct {
 	P      *filter.Program
 	MaxRow int // the rows of sets that need whole packets (0: 2048)
 	l      *filter.Layout
-	ev     *filter.Evaluator
-	out    []uint64
+	evs    sync.Pool // *cpuEval
+}
+
+type cpuEval struct {
+	ev  *filter.Evaluator
+	out []uint64
 }
 
 // NewCPUFilter returns the CPU PacketFilter of p.
@@ -152,7 +187,9 @@ func NewCPUFilter(p *filter.Program, maxRow int) *CPUFilter {
 	if maxRow <= 0 {
 		maxRow = 2048
 	}
-	return &CPUFilter{P: p, MaxRow: maxRow, l: p.Layout(), ev: filter.NewEvaluator(p), out: make([]uint64, p.Words())}
+	c := &CPUFilter{P: p, MaxRow: maxRow, l: p.Layout()}
+	c.evs.New = func() any { return &cpuEval{ev: filter.NewEvaluator(p), out: make([]uint64, p.Words())} }
+	return c
 }
 
 // Name returns "cpu".
@@ -166,17 +203,21 @@ func (c *CPUFilter) NewBatch(capacity int, bits bool) (*PacketBatch, error) {
 // Submit evaluates the batch.
 func (c *CPUFilter) Submit(b *PacketBatch) error {
 	if b.N < 0 || b.N > len(b.Caplen) || b.N > len(b.Wire) || len(b.Data) < b.N*b.Snap || b.Filters != len(c.P.Roots) ||
-		len(b.Counts) < b.Filters || len(b.Bits) < b.N*b.BitWords {
+		len(b.Counts) < b.Filters || len(b.Bytes) < b.Filters || len(b.Bits) < b.N*b.BitWords {
 		b.err = fmt.Errorf("gpu: packet batch of %d packets, %d filters, for a set of %d", b.N, b.Filters, len(c.P.Roots))
 		return b.err
 	}
+	ce := c.evs.Get().(*cpuEval)
+	defer c.evs.Put(ce)
 	clear(b.Counts)
+	clear(b.Bytes)
 	for k := 0; k < b.N; k++ {
 		n := min(int(b.Caplen[k]), b.Snap)
-		c.ev.EvalStages(b.Data[k*b.Snap:k*b.Snap+n], b.Wire[k], c.out)
+		ce.ev.EvalStages(b.Data[k*b.Snap:k*b.Snap+n], b.Wire[k], ce.out)
 		for f := 0; f < b.Filters; f++ {
-			m := uint32(c.out[f/64] >> (f % 64) & 1)
+			m := uint32(ce.out[f/64] >> (f % 64) & 1)
 			b.Counts[f] += m
+			b.Bytes[f] += uint64(m) * uint64(b.Wire[k])
 			if b.BitWords > 0 {
 				w := &b.Bits[k*b.BitWords+f/32]
 				if f%32 == 0 {
@@ -200,3 +241,23 @@ func (c *CPUFilter) FreeBatch(*PacketBatch) {}
 func (c *CPUFilter) Close() error { return nil }
 
 var _ PacketFilter = (*CPUFilter)(nil)
+
+// FilterGPU is a device that filters (OpenFilterGPU): it opens a
+// FilterDevice per compiled set.
+type FilterGPU interface {
+	// Filter loads p's layout; batches go over streams streams (1..16);
+	// maxRow is the row size of sets that need whole packets (0: 2048).
+	Filter(p *filter.Program, streams, maxRow int) (FilterDevice, error)
+	Device() string // the device's name
+	Close() error
+}
+
+// FilterDevice is a PacketFilter on a device.
+type FilterDevice interface {
+	PacketFilter
+	Describe() string // how the kernel runs
+	// KernelTime times iters launches of the kernel alone over b
+	// (submitted and waited for once) and returns the milliseconds per
+	// launch.
+	KernelTime(b *PacketBatch, iters int) (float64, error)
+}

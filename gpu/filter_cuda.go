@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -14,22 +15,33 @@ import (
 	"github.com/gswitch/gswitch/tables/filter"
 )
 
-// CUDAFilter is gPF filtering on the GPU: a filter set's layout in device
-// memory (its word arrays end to end) and the kernel gpf_filter, a thread
+// CUDAFilter is gPF filtering on the GPU: a filter set's layout and walk
+// index in device memory (their word arrays end to end) and two kernels:
+// gpf_walk (the default: each filter's control-flow form, walked for the
+// packets its index entries list it under, the (packet, filter) pairs
+// spread over a warp's lanes) and gpf_filter (the three stages, a thread
 // per packet keeping its criteria and sub-predicate values in shared
-// memory when a block of at least one warp fits, else in a device scratch.
+// memory when a block of at least one warp fits, else in a device
+// scratch); SetFilterKernel chooses.
 // Batches (PacketBatch, reduced packets in page-locked rows) are queued
 // round robin over its streams from the caller's goroutine: rows, lengths
 // in; the batch's counters zeroed; the kernel; counters (and bitmaps) out.
 type CUDAFilter struct {
-	c       *CUDA
-	mod     cu.Module
-	fn      cu.Function
-	ptx     string
-	l       *filter.Layout
-	maxRow  int
-	img     devBuf
-	base    [6]int64 // word offsets of Criteria, Exprs, Nodes, Roots, CFGIndex, CFGNodes
+	c      *CUDA
+	mod    cu.Module
+	fn     cu.Function
+	fnWalk cu.Function
+	wgrid  int
+	wix    *WalkIndex
+	ptx    string
+	l      *filter.Layout
+	maxRow int
+	img    devBuf
+	// word offsets in img of Criteria, Exprs, Nodes, Roots, CFGIndex,
+	// CFGNodes, the criteria's order, and the walk index's Unindexed,
+	// Fields, Table, IDs, DedupOff, Dedup, Present (one per array
+	// uploaded)
+	base    []int64
 	nc, nn  int
 	nf      int
 	nvals   int
@@ -43,10 +55,10 @@ type CUDAFilter struct {
 }
 
 type packetTwin struct {
-	hdata, hcap, hwire, hbits, hcnt hostBuf
-	ddata, dcap, dwire, dbits, dcnt devBuf
-	ev                              cu.Event
-	submitted                       bool
+	hdata, hcap, hwire, hbits, hcnt, hbytes hostBuf
+	ddata, dcap, dwire, dbits, dcnt, dbytes devBuf
+	ev                                      cu.Event
+	submitted                               bool
 }
 
 // PacketFilter loads the filter kernel and p's layout; batches go over
@@ -71,6 +83,14 @@ func (c *CUDA) PacketFilter(p *filter.Program, streams, maxRow int) (*CUDAFilter
 		if f.fn, err = f.mod.Function("gpf_filter"); err != nil {
 			return fmt.Errorf("gpu: cuda: kernel gpf_filter: %v", err)
 		}
+		if f.fnWalk, err = f.mod.Function("gpf_walk"); err != nil {
+			return fmt.Errorf("gpu: cuda: kernel gpf_walk: %v", err)
+		}
+		per, err := f.fnWalk.MaxActiveBlocksPerMultiProcessor(walkBlock, 0)
+		if err != nil || per < 1 {
+			per = 1
+		}
+		f.wgrid = per * c.sms
 		dev, err := cu.CurrentDevice()
 		if err != nil {
 			return err
@@ -106,8 +126,12 @@ func (c *CUDA) PacketFilter(p *filter.Program, streams, maxRow int) (*CUDAFilter
 				f.gvals = append(f.gvals, g)
 			}
 		}
-		words := [][]uint32{l.Criteria, l.Exprs, l.Nodes, l.Roots, l.CFGIndex, l.CFGNodes}
+		f.wix = BuildWalkIndex(l)
+		wx := f.wix
+		words := [][]uint32{l.Criteria, l.Exprs, l.Nodes, l.Roots, l.CFGIndex, l.CFGNodes, critOrder(l),
+			wx.Unindexed, wx.Fields, wx.Table, wx.IDs, wx.DedupOff, wx.Dedup, wx.Present}
 		total := 0
+		f.base = make([]int64, len(words))
 		for i, w := range words {
 			f.base[i] = int64(total)
 			total += len(w)
@@ -140,6 +164,38 @@ func (c *CUDA) PacketFilter(p *filter.Program, streams, maxRow int) (*CUDAFilter
 // may take, to exercise the device scratch.
 var filterSmemLimit int
 
+// critOrder returns the criteria's indices sorted so that plain loads of
+// the same field (base, IPv4 header offset, offset, size, mask) are
+// adjacent; the others keep their place at the front. The kernel reuses
+// a field's value across a run.
+func critOrder(l *filter.Layout) []uint32 {
+	nc := int(l.Header[filter.HdrCriteria])
+	order := make([]uint32, nc)
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	key := func(i uint32) [5]uint32 {
+		w := l.Criteria[int(i)*filter.CritWords:]
+		if w[0]&0xf != filter.CritLoad {
+			return [5]uint32{0, 0, 0, 0, i}
+		}
+		return [5]uint32{1, w[0] & 0xffff0f00, w[1], w[2], w[3]}
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ka, kb := key(order[a]), key(order[b])
+		for i := range ka {
+			if ka[i] != kb[i] {
+				return ka[i] < kb[i]
+			}
+		}
+		return false
+	})
+	if nc == 0 {
+		order = []uint32{0}
+	}
+	return order
+}
+
 // Name returns "cuda".
 func (f *CUDAFilter) Name() string { return "cuda" }
 
@@ -149,8 +205,13 @@ func (f *CUDAFilter) Describe() string {
 	if f.smem == 0 {
 		where = "device memory"
 	}
-	return fmt.Sprintf("gpf_filter (%s): %d filters, %d criteria, %d sub-predicates, values in %s, blocks of %d, %d blocks",
-		f.ptx, f.nf, f.nc, f.nn, where, f.block, f.grid)
+	if filterKernel == "walk" {
+		wx := f.wix
+		return fmt.Sprintf("gpf_walk (%s): %d filters, %d criteria, %d walked always, %d indexed fields (%d slots, %d entries), blocks of %d, %d blocks",
+			f.ptx, f.nf, f.nc, len(wx.Unindexed), len(wx.Fields)/WalkFieldWords, len(wx.Table)/WalkSlotWords, len(wx.IDs), walkBlock, f.wgrid)
+	}
+	return fmt.Sprintf("gpf_filter (%s, %s): %d filters, %d criteria, %d sub-predicates, values in %s, blocks of %d, %d blocks",
+		f.ptx, filterKernel, f.nf, f.nc, f.nn, where, f.block, f.grid)
 }
 
 // NewBatch allocates a batch of capacity packets in page-locked memory
@@ -169,7 +230,7 @@ func (f *CUDAFilter) NewBatch(capacity int, bits bool) (*PacketBatch, error) {
 			n int64
 		}{{&t.hdata, &t.ddata, int64(capacity) * int64(b.Snap)}, {&t.hcap, &t.dcap, 4 * int64(capacity)},
 			{&t.hwire, &t.dwire, 4 * int64(capacity)}, {&t.hbits, &t.dbits, 4 * int64(len(b.Bits))},
-			{&t.hcnt, &t.dcnt, 4 * int64(f.nf)}} {
+			{&t.hcnt, &t.dcnt, 4 * int64(f.nf)}, {&t.hbytes, &t.dbytes, 8 * int64(f.nf)}} {
 			if *a.h, err = allocHost(max(a.n, 4)); err != nil {
 				return err
 			}
@@ -190,15 +251,16 @@ func (f *CUDAFilter) NewBatch(capacity int, bits bool) (*PacketBatch, error) {
 		b.Bits = wordsAt(t.hbits.p, len(b.Bits))
 	}
 	b.Counts = wordsAt(t.hcnt.p, f.nf)
+	b.Bytes = unsafe.Slice((*uint64)(t.hbytes.p), f.nf)
 	b.impl = t
 	return b, nil
 }
 
 func (t *packetTwin) release(c *CUDA) {
-	for _, h := range []*hostBuf{&t.hdata, &t.hcap, &t.hwire, &t.hbits, &t.hcnt} {
+	for _, h := range []*hostBuf{&t.hdata, &t.hcap, &t.hwire, &t.hbits, &t.hcnt, &t.hbytes} {
 		h.free()
 	}
-	for _, d := range []*devBuf{&t.ddata, &t.dcap, &t.dwire, &t.dbits, &t.dcnt} {
+	for _, d := range []*devBuf{&t.ddata, &t.dcap, &t.dwire, &t.dbits, &t.dcnt, &t.dbytes} {
 		c.free(d)
 	}
 	if t.ev != (cu.Event{}) {
@@ -235,13 +297,35 @@ func (f *CUDAFilter) params(a *cArgs, t *packetTwin, b *PacketBatch, stream int)
 	if f.smem > 0 {
 		smemVals = 1
 	}
-	return []unsafe.Pointer{a.u64(at(0)), a.u64(at(1)), a.u64(at(2)), a.u64(at(3)), a.u64(at(4)), a.u64(at(5)),
+	if filterKernel == "walk" {
+		wx := f.wix
+		return []unsafe.Pointer{a.u64(at(0)), a.u64(at(1)), a.u64(at(4)), a.u64(at(5)), a.u32(uint32(f.nf)),
+			a.u64(at(7)), a.u32(uint32(len(wx.Unindexed))), a.u64(at(8)), a.u32(uint32(len(wx.Fields) / WalkFieldWords)),
+			a.u64(at(9)), a.u64(at(10)), a.u64(at(13)), a.u64(at(11)), a.u64(at(12)),
+			a.u64(uint64(t.ddata.p)), a.u32(uint32(b.Snap)), a.u64(uint64(t.dcap.p)), a.u64(uint64(t.dwire.p)), a.u32(uint32(b.N)),
+			a.u64(uint64(t.dbits.p)), a.u32(uint32(b.BitWords)), a.u64(uint64(t.dcnt.p)), a.u64(uint64(t.dbytes.p))}
+	}
+	order := uint64(0)
+	if filterKernel != "stages-noreuse" {
+		order = at(6)
+	}
+	return []unsafe.Pointer{a.u64(at(0)), a.u64(at(1)), a.u64(at(2)), a.u64(at(3)), a.u64(at(4)), a.u64(at(5)), a.u64(order),
 		a.u32(uint32(f.nc)), a.u32(uint32(f.nn)), a.u32(uint32(f.nf)), a.u64(uint64(t.ddata.p)), a.u32(uint32(b.Snap)),
 		a.u64(uint64(t.dcap.p)), a.u64(uint64(t.dwire.p)), a.u32(uint32(b.N)), a.u64(gvals), a.u32(smemVals),
-		a.u64(uint64(t.dbits.p)), a.u32(uint32(b.BitWords)), a.u64(uint64(t.dcnt.p))}
+		a.u64(uint64(t.dbits.p)), a.u32(uint32(b.BitWords)), a.u64(uint64(t.dcnt.p)), a.u64(uint64(t.dbytes.p))}
 }
 
-func (f *CUDAFilter) gridFor(n int) int { return max(1, min((n+f.block-1)/f.block, f.grid)) }
+// walkBlock is gpf_walk's block (WALK_BLOCK).
+const walkBlock = 128
+
+// launch returns the kernel of the current choice and its grid for n
+// packets, block and dynamic shared memory.
+func (f *CUDAFilter) launch(n int) (cu.Function, int, int, int) {
+	if filterKernel == "walk" {
+		return f.fnWalk, max(1, min((n+walkBlock-1)/walkBlock, f.wgrid)), walkBlock, 0
+	}
+	return f.fn, max(1, min((n+f.block-1)/f.block, f.grid)), f.block, f.smem
+}
 
 // Submit queues b: rows and lengths in, counters zeroed, the kernel,
 // counters and bitmaps out, in the next stream.
@@ -255,20 +339,21 @@ func (f *CUDAFilter) Submit(b *PacketBatch) error {
 	if f.c.closed.Load() {
 		return ErrClosed
 	}
-	a := newCArgs(20)
+	a := newCArgs(28)
 	defer a.free()
 	si := int(f.rr.Add(1)) % len(f.streams)
 	params := f.params(a, t, b, si)
 	st := f.streams[si]
 	in := []auxCopy{{t.ddata.p, t.hdata.p, int64(b.N) * int64(b.Snap)}, {t.dcap.p, t.hcap.p, 4 * int64(b.N)},
 		{t.dwire.p, t.hwire.p, 4 * int64(b.N)}}
-	zero := []auxCopy{{t.dcnt.p, nil, int64(f.nf)}}
-	outs := []auxOut{{t.hcnt.p, t.dcnt.p, 4 * int64(f.nf)}, {t.hbits.p, t.dbits.p, 4 * int64(b.N) * int64(b.BitWords)}}
-	grid := 0
-	if b.N > 0 {
-		grid = f.gridFor(b.N)
+	zero := []auxCopy{{t.dcnt.p, nil, int64(f.nf)}, {t.dbytes.p, nil, 2 * int64(f.nf)}}
+	outs := []auxOut{{t.hcnt.p, t.dcnt.p, 4 * int64(f.nf)}, {t.hbytes.p, t.dbytes.p, 8 * int64(f.nf)},
+		{t.hbits.p, t.dbits.p, 4 * int64(b.N) * int64(b.BitWords)}}
+	fn, grid, block, smem := f.launch(b.N)
+	if b.N == 0 {
+		grid = 0
 	}
-	if err := f.c.auxQueue(st, in, zero, f.fn, grid, f.block, f.smem, params, outs, t.ev); err != nil {
+	if err := f.c.auxQueue(st, in, zero, fn, grid, block, smem, params, outs, t.ev); err != nil {
 		b.err = fmt.Errorf("gpu: cuda: filtering: %v", err)
 		return b.err
 	}
@@ -299,14 +384,14 @@ func (f *CUDAFilter) KernelTime(b *PacketBatch, iters int) (float64, error) {
 	if err != nil || b.N == 0 {
 		return 0, err
 	}
-	a := newCArgs(20)
+	a := newCArgs(28)
 	defer a.free()
 	params := f.params(a, t, b, 0)
-	grid := f.gridFor(b.N)
+	fn, grid, block, smem := f.launch(b.N)
 	var ms float64
 	err = f.c.do(func() error {
 		ms, err = timeEvents(f.streams[0], iters, func(st cu.Stream) error {
-			return f.fn.Launch(grid, 1, 1, f.block, 1, 1, f.smem, st, params)
+			return fn.Launch(grid, 1, 1, block, 1, 1, smem, st, params)
 		})
 		return err
 	})

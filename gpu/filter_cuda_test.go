@@ -9,11 +9,22 @@ import (
 	"github.com/gswitch/gswitch/tables/filter"
 )
 
-// TestCUDAFilterCaptures compares the GPU's bitmaps and counts with
-// EvalStages on every test capture: reduced packets, whole packets (an
-// offset read from the packet), values in shared and in device memory.
+// TestCUDAFilterCaptures compares the GPU's bitmaps, counts and bytes
+// with EvalStages on every test capture, for each kernel (walk, stages,
+// stages-noreuse): reduced packets, whole packets (an offset read from
+// the packet), the stages' values in shared and in device memory.
 func TestCUDAFilterCaptures(t *testing.T) {
 	c := newTestCUDA(t)
+	defer SetFilterKernel("walk")
+	for _, k := range FilterKernels {
+		if err := SetFilterKernel(k); err != nil {
+			t.Fatal(err)
+		}
+		testCUDAFilterCaptures(t, c)
+	}
+}
+
+func testCUDAFilterCaptures(t *testing.T, c *CUDA) {
 	for _, lim := range []int{0, 1024} {
 		filterSmemLimit = lim
 		open := func(maxRow int) func(p *filter.Program) PacketFilter {
@@ -131,4 +142,18 @@ func TestCUDAFilterBench(t *testing.T) {
 		f.FreeBatch(kb)
 		f.Close()
 	}
+}
+
+// TestCUDAFilterScan: ScanCapture over the CUDA filter equals the
+// sequential CPU answer on every test capture, as pcap and as pcapng, a
+// pcapng of two link types and whole packets in short rows (testScan).
+func TestCUDAFilterScan(t *testing.T) {
+	c := newTestCUDA(t)
+	testScan(t, func(p *filter.Program, maxRow int) PacketFilter {
+		f, err := c.PacketFilter(p, 3, maxRow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	})
 }

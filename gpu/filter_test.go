@@ -115,6 +115,7 @@ func testPacketFilter(t *testing.T, open func(p *filter.Program) PacketFilter, e
 		ev := filter.NewEvaluator(p)
 		out := make([]uint64, p.Words())
 		want := make([]uint32, len(p.Roots))
+		wantBytes := make([]uint64, len(p.Roots))
 		var wantBits [][]uint64
 		for _, pk := range pkts {
 			ok, err := b.Add(pk.data, pk.wire)
@@ -124,7 +125,9 @@ func testPacketFilter(t *testing.T, open func(p *filter.Program) PacketFilter, e
 			ev.EvalStages(pk.data, pk.wire, out)
 			wantBits = append(wantBits, append([]uint64(nil), out...))
 			for f := range want {
-				want[f] += uint32(out[f/64] >> (f % 64) & 1)
+				m := uint32(out[f/64] >> (f % 64) & 1)
+				want[f] += m
+				wantBytes[f] += uint64(m) * uint64(pk.wire)
 			}
 		}
 		if err := pf.Submit(b); err != nil {
@@ -143,8 +146,8 @@ func testPacketFilter(t *testing.T, open func(p *filter.Program) PacketFilter, e
 			}
 		}
 		for f := range want {
-			if b.Counts[f] != want[f] {
-				t.Fatalf("%s %s: filter %d count %d, want %d", pf.Name(), filepath.Base(path), f, b.Counts[f], want[f])
+			if b.Counts[f] != want[f] || b.Bytes[f] != wantBytes[f] {
+				t.Fatalf("%s %s: filter %d count %d bytes %d, want %d, %d", pf.Name(), filepath.Base(path), f, b.Counts[f], b.Bytes[f], want[f], wantBytes[f])
 			}
 			matches += int(want[f])
 		}

@@ -5,11 +5,16 @@
 // packet. Package tables/filter has the device layout and its CPU twin,
 // LayoutEvaluator, equal to Evaluator.EvalStages bit for bit.
 //
-// ABI: gpf_filter(crit, exprs, nodes, roots, cfgidx, cfgnodes, nc, nn, nf,
-//                 pkts, snap, caplen, wire, n, gvals, smem_vals, bits,
-//                 bit_words, counts)
+// ABI: gpf_filter(crit, exprs, nodes, roots, cfgidx, cfgnodes, order, nc,
+//                 nn, nf, pkts, snap, caplen, wire, n, gvals, smem_vals,
+//                 bits, bit_words, counts, bytesum)
 //   crit..cfgnodes  the layout's word arrays (filter.Layout), nc criteria,
 //            nn sub-predicates, nf filters;
+//   order    nc criterion indices, the order the criteria are computed in:
+//            criteria loading the same field (base, IPv4 header offset,
+//            offset, size, mask) are adjacent, and a criterion whose load
+//            is the previous one's reuses its value (the test is uniform
+//            across the warp); null: index order, no reuse;
 //   pkts     n rows of snap bytes: the reduced packets (each packet's first
 //            snap bytes, which hold every byte a criterion can read; the
 //            host sends whole packets when a criterion's offset depends on
@@ -24,7 +29,9 @@
 //            matched;
 //   counts   nf words: each incremented by the packets filter f matched
 //            (one atomic per warp and filter, the warp's matches counted by
-//            a ballot).
+//            a ballot);
+//   bytesum  nf 64-bit words (null: none): each incremented by the wire
+//            lengths of the packets filter f matched (a warp reduction).
 // A packet with an unknown criterion (a load past its captured length, a
 // division by zero) is decided per filter by the filter's control-flow
 // blocks, as libpcap's BPF program would (LayoutEvaluator.walk).
@@ -187,13 +194,38 @@ __device__ __forceinline__ uint8_t criterion(const uint32_t* __restrict__ w, con
 	return rel_true(rel, x & __ldg(w + 3), __ldg(w + 4));
 }
 
+// criterion_reuse is criterion for a plain load whose field may equal the
+// previous load's (same w0 load bits, w1, w2, w3): then the value loaded
+// last (*x, *ok) serves again. key holds the previous load's words.
+__device__ __forceinline__ uint8_t criterion_reuse(const uint32_t* __restrict__ w, const uint32_t* __restrict__ exprs,
+						   const Pkt& p, uint32_t wire, uint32_t key[4], uint32_t* x, bool* ok)
+{
+	const uint32_t w0 = __ldg(w), rel = w0 >> 4 & 0xf;
+	if ((w0 & 0xf) != 0) {
+		key[0] = 0xffffffffu;
+		return criterion(w, exprs, p, wire);
+	}
+	const uint32_t w1 = __ldg(w + 1), w2 = __ldg(w + 2), w3 = __ldg(w + 3);
+	if (key[0] != (w0 & 0xffff0f00u) || key[1] != w1 || key[2] != w2 || key[3] != w3) {
+		key[0] = w0 & 0xffff0f00u, key[1] = w1, key[2] = w2, key[3] = w3;
+		uint64_t a;
+		uint32_t v = 0;
+		*ok = addr(p, w0 >> 8 & 0xff, w1, w2, 0, &a) && ld(p, a, w0 >> 16 & 0xff, &v);
+		*x = v & w3;
+	}
+	if (!*ok)
+		return V_ABORT;
+	return rel_true(rel, *x, __ldg(w + 4));
+}
+
 extern "C" __global__ void gpf_filter(const uint32_t* __restrict__ crit, const uint32_t* __restrict__ exprs,
 				      const uint32_t* __restrict__ nodes, const uint32_t* __restrict__ roots,
-				      const uint32_t* __restrict__ cfgidx, const uint32_t* __restrict__ cfgnodes, int nc,
+				      const uint32_t* __restrict__ cfgidx, const uint32_t* __restrict__ cfgnodes,
+				      const uint32_t* __restrict__ order, int nc,
 				      int nn, int nf, const uint8_t* __restrict__ pkts, int snap,
 				      const uint32_t* __restrict__ caplen, const uint32_t* __restrict__ wire, int n,
 				      uint8_t* gvals, int smem_vals, uint32_t* __restrict__ bits, int bit_words,
-				      uint32_t* __restrict__ counts)
+				      uint32_t* __restrict__ counts, unsigned long long* __restrict__ bytesum)
 {
 	extern __shared__ uint8_t smv[];
 	const int lane = threadIdx.x & 31;
@@ -221,10 +253,21 @@ extern "C" __global__ void gpf_filter(const uint32_t* __restrict__ crit, const u
 			p.len = caplen[k];
 			p.snap = (uint32_t)snap;
 			wl = wire[k];
-			for (int i = 0; i < nc; i++) {
-				const uint8_t v = criterion(crit + 6 * (size_t)i, exprs, p, wl);
-				vals[i * vs] = v;
-				unknown |= v == V_ABORT;
+			if (order) {
+				uint32_t key[4] = {0xffffffffu, 0, 0, 0}, x = 0;
+				bool ok = false;
+				for (int j = 0; j < nc; j++) {
+					const uint32_t i = __ldg(order + j);
+					const uint8_t v = criterion_reuse(crit + 6 * (size_t)i, exprs, p, wl, key, &x, &ok);
+					vals[i * vs] = v;
+					unknown |= v == V_ABORT;
+				}
+			} else {
+				for (int i = 0; i < nc; i++) {
+					const uint8_t v = criterion(crit + 6 * (size_t)i, exprs, p, wl);
+					vals[i * vs] = v;
+					unknown |= v == V_ABORT;
+				}
 			}
 			if (!unknown) {
 				for (int i = 0; i < nn; i++) {
@@ -262,8 +305,19 @@ extern "C" __global__ void gpf_filter(const uint32_t* __restrict__ crit, const u
 				}
 			}
 			const uint32_t b = __ballot_sync(0xffffffffu, m);
-			if (lane == 0 && b)
-				atomicAdd(counts + f, __popc(b));
+			if (b) {
+				if (bytesum) {
+					// Wire lengths are 32-bit: sum the halves apart
+					// (32 x 0xffff fits a word).
+					const uint32_t w = m ? wl : 0;
+					const uint32_t lo = __reduce_add_sync(0xffffffffu, w & 0xffffu);
+					const uint32_t hi = __reduce_add_sync(0xffffffffu, w >> 16);
+					if (lane == 0)
+						atomicAdd(bytesum + f, ((unsigned long long)hi << 16) + lo);
+				}
+				if (lane == 0)
+					atomicAdd(counts + f, __popc(b));
+			}
 			if (bit_words) {
 				acc |= (uint32_t)m << (f & 31);
 				if ((f & 31) == 31 || f == nf - 1) {
@@ -272,6 +326,198 @@ extern "C" __global__ void gpf_filter(const uint32_t* __restrict__ crit, const u
 					acc = 0;
 				}
 			}
+		}
+	}
+}
+
+// ---------------------------------------------------------------------
+// gpf_walk: the walk form (package gpu's WalkIndex and its CPU twin
+// WalkEvaluator): each filter runs its control-flow form, the criteria
+// computed as the walk reaches them, and an index over equality tests
+// skips the filters that cannot accept the packet.
+//
+// ABI: gpf_walk(crit, exprs, cfgidx, cfgnodes, nf, unidx, nun, fields, nk,
+//               table, ids, present, ddoff, dd, pkts, snap, caplen, wire, n,
+//               bits, bit_words, counts, bytesum)
+//   crit, exprs, cfgidx, cfgnodes  the layout's words (filter.Layout);
+//   unidx    nun filters walked for every packet (a warp walks each one
+//            together: counted by a ballot);
+//   fields   nk (<= WALK_MAX_FIELDS) indexed fields (a filter is listed
+//            under each value of the intervals its accepting paths bound a
+//            field to: equalities, port ranges), 6 words each: load
+//            bits (base<<8 | size<<16), IPv4 header offset, offset, mask,
+//            the word offset of the field's hash table in table, its
+//            size less one;
+//   table    slots of 3 words: key, first, end (of the slot's filters in
+//            ids; first == end: empty), linear probing from walk_hash;
+//   present  128 words per field: bit (walk_hash(x) >> 20) set when some
+//            slot of the field may hold x (a block keeps them in shared
+//            memory: the usual value, one no filter tests, costs a bit
+//            test instead of a probe);
+//   ddoff, dd  per filter its guards, (field, low, high) triples: reached
+//            through field k, a filter with a guard of an earlier field
+//            whose interval holds the packet's value was walked there, and
+//            is skipped;
+//   pkts..n  as gpf_filter's; bits, bit_words, counts, bytesum likewise.
+// The (packet, filter) pairs a warp's lookups yield are spread over its
+// lanes (a prefix sum of the lanes' list lengths), so that a lane whose
+// packet reaches many filters does not hold the warp up.
+#define WALK_MAX_FIELDS 16
+#define WALK_BLOCK 128
+#define CFG_ACCEPT 0xfffffffeu
+
+__device__ __forceinline__ uint32_t walk_hash(uint32_t x) { return (x * 2654435761u) ^ (x >> 16); }
+
+__device__ bool walk_filter(const uint32_t* __restrict__ crit, const uint32_t* __restrict__ exprs,
+			    const uint32_t* __restrict__ cfgidx, const uint32_t* __restrict__ cfgnodes, uint32_t f,
+			    const Pkt& p, uint32_t wire)
+{
+	const uint32_t* ix = cfgidx + 4 * (size_t)f;
+	const uint32_t first = __ldg(ix), pre = __ldg(ix + 3);
+	uint32_t id = __ldg(ix + 2);
+	if (pre != 0xffffffffu && criterion(crit + 6 * (size_t)pre, exprs, p, wire) == V_ABORT)
+		return false;
+	while (id < CFG_ACCEPT) {
+		const uint32_t* nd = cfgnodes + 3 * (size_t)(first + id);
+		const uint8_t v = criterion(crit + 6 * (size_t)__ldg(nd), exprs, p, wire);
+		if (v == V_ABORT)
+			return false;
+		id = v == V_TRUE ? __ldg(nd + 1) : __ldg(nd + 2);
+	}
+	return id == CFG_ACCEPT;
+}
+
+extern "C" __global__ void __launch_bounds__(WALK_BLOCK)
+	gpf_walk(const uint32_t* __restrict__ crit, const uint32_t* __restrict__ exprs, const uint32_t* __restrict__ cfgidx,
+		 const uint32_t* __restrict__ cfgnodes, int nf, const uint32_t* __restrict__ unidx, int nun,
+		 const uint32_t* __restrict__ fields, int nk, const uint32_t* __restrict__ table,
+		 const uint32_t* __restrict__ ids, const uint32_t* __restrict__ present,
+		 const uint32_t* __restrict__ ddoff, const uint32_t* __restrict__ dd,
+		 const uint8_t* __restrict__ pkts, int snap, const uint32_t* __restrict__ caplen,
+		 const uint32_t* __restrict__ wire, int n, uint32_t* bits, int bit_words, uint32_t* __restrict__ counts,
+		 unsigned long long* __restrict__ bytesum)
+{
+	__shared__ uint32_t sval[WALK_MAX_FIELDS][WALK_BLOCK];
+	__shared__ uint32_t sok[WALK_BLOCK];
+	__shared__ uint32_t spresent[WALK_MAX_FIELDS * 128];
+	for (int i = threadIdx.x; i < nk * 128; i += blockDim.x)
+		spresent[i] = __ldg(present + i);
+	__syncthreads();
+	const int lane = threadIdx.x & 31, wbase = threadIdx.x & ~31;
+	const size_t stride = (size_t)gridDim.x * blockDim.x;
+	const size_t bw = (size_t)bit_words;
+	// The loop is uniform per warp (k0 is the warp's first packet).
+	for (size_t k0 = (size_t)blockIdx.x * blockDim.x + wbase; k0 < (size_t)n; k0 += stride) {
+		const size_t k = k0 + lane;
+		const bool active = k < (size_t)n;
+		Pkt p = {pkts, 0, 0};
+		uint32_t wl = 0;
+		if (active) {
+			p.d = pkts + k * (size_t)snap;
+			p.len = caplen[k];
+			p.snap = (uint32_t)snap;
+			wl = wire[k];
+			for (size_t w = 0; w < bw; w++)
+				bits[k * bw + w] = 0;
+		}
+		for (int i = 0; i < nun; i++) {
+			const uint32_t f = __ldg(unidx + i);
+			const bool m = active && walk_filter(crit, exprs, cfgidx, cfgnodes, f, p, wl);
+			const uint32_t b = __ballot_sync(0xffffffffu, m);
+			if (b) {
+				if (bytesum) {
+					const uint32_t w = m ? wl : 0;
+					const uint32_t lo = __reduce_add_sync(0xffffffffu, w & 0xffffu);
+					const uint32_t hi = __reduce_add_sync(0xffffffffu, w >> 16);
+					if (lane == 0)
+						atomicAdd(bytesum + f, ((unsigned long long)hi << 16) + lo);
+				}
+				if (lane == 0)
+					atomicAdd(counts + f, __popc(b));
+				if (m && bw)
+					bits[k * bw + (f >> 5)] |= 1u << (f & 31);
+			}
+		}
+		uint32_t okmask = 0;
+		for (int fk = 0; fk < nk; fk++) {
+			const uint32_t* fw = fields + 6 * (size_t)fk;
+			uint32_t lo = 0, len = 0;
+			if (active) {
+				const uint32_t w0 = __ldg(fw);
+				uint64_t a;
+				uint32_t x = 0;
+				const bool ok = addr(p, w0 >> 8 & 0xff, __ldg(fw + 1), __ldg(fw + 2), 0, &a) && ld(p, a, w0 >> 16 & 0xff, &x);
+				x &= __ldg(fw + 3);
+				sval[fk][threadIdx.x] = x;
+				const uint32_t hx = walk_hash(x);
+				if (ok)
+					okmask |= 1u << fk;
+				if (ok && (spresent[fk * 128 + (hx >> 25)] >> (hx >> 20 & 31) & 1)) {
+					const uint32_t base = __ldg(fw + 4), mask = __ldg(fw + 5);
+					for (uint32_t h = hx & mask;; h = (h + 1) & mask) {
+						const uint32_t* s = table + base + 3 * (size_t)h;
+						const uint32_t a1 = __ldg(s + 1), a2 = __ldg(s + 2);
+						if (a1 == a2)
+							break;
+						if (__ldg(s) == x) {
+							lo = a1;
+							len = a2 - a1;
+							break;
+						}
+					}
+				}
+			}
+			sok[threadIdx.x] = okmask;
+			if (__ballot_sync(0xffffffffu, len != 0) == 0)
+				continue; // no lane's value is listed
+			__syncwarp();
+			uint32_t incl = len;
+			for (int d = 1; d < 32; d <<= 1) {
+				const uint32_t y = __shfl_up_sync(0xffffffffu, incl, d);
+				if (lane >= d)
+					incl += y;
+			}
+			const uint32_t total = __shfl_sync(0xffffffffu, incl, 31);
+			for (uint32_t b0 = 0; b0 < total; b0 += 32) {
+				const uint32_t i = b0 + lane;
+				int j = 0; // the first lane whose inclusive sum exceeds i
+				for (int step = 16; step > 0; step >>= 1) {
+					if (__shfl_sync(0xffffffffu, incl, j + step - 1) <= i)
+						j += step;
+				}
+				const uint32_t jlo = __shfl_sync(0xffffffffu, lo, j);
+				const uint32_t jstart = __shfl_sync(0xffffffffu, incl, j) - __shfl_sync(0xffffffffu, len, j);
+				if (i >= total)
+					continue;
+				const uint32_t f = __ldg(ids + jlo + (i - jstart));
+				const int t = wbase + j;
+				const uint32_t okj = sok[t];
+				bool skip = false;
+				for (uint32_t q = __ldg(ddoff + f), qe = __ldg(ddoff + f + 1); q < qe; q++) {
+					const uint32_t* e = dd + 3 * (size_t)q;
+					const uint32_t k2 = __ldg(e);
+					if (k2 < (uint32_t)fk && (okj >> k2 & 1)) {
+						const uint32_t v = sval[k2][t];
+						if (v >= __ldg(e + 1) && v <= __ldg(e + 2)) {
+							skip = true;
+							break;
+						}
+					}
+				}
+				if (skip)
+					continue;
+				const size_t kj = k0 + j;
+				const Pkt pj = {pkts + kj * (size_t)snap, caplen[kj], (uint32_t)snap};
+				const uint32_t wj = wire[kj];
+				if (walk_filter(crit, exprs, cfgidx, cfgnodes, f, pj, wj)) {
+					atomicAdd(counts + f, 1u);
+					if (bytesum)
+						atomicAdd(bytesum + f, (unsigned long long)wj);
+					if (bw)
+						atomicOr(bits + kj * bw + (f >> 5), 1u << (f & 31));
+				}
+			}
+			__syncwarp();
 		}
 	}
 }

@@ -119,7 +119,7 @@ if [ "$SANITIZE" = 1 ] && [ -x "$BIN/gpu.test" ]; then
 		(
 			cd gpu && timeout "${SANITIZER_TIMEOUT:-400}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
 				"$BIN/gpu.test" -test.count=1 -test.v \
-				-test.run "${SANITIZER_RUN:-TestCUDAFlowRejects|TestCUDAFlowACL1|TestCUDARabinMarkers|TestCUDAPubsubRandom|TestCUDAFilterCaptures}"
+				-test.run "${SANITIZER_RUN:-TestCUDAFlowRejects|TestCUDAFlowACL1|TestCUDARabinMarkers|TestCUDAPubsubRandom|TestCUDAFilterCaptures|TestCUDAFilterScan}"
 			echo "rc=$?"
 		) >"${LOG%.log}-sanitizer-$tool.log" 2>&1 &
 	done

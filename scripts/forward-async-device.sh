@@ -19,8 +19,12 @@
 # compiled PTX, without which the first gswitchd-gpu can take longer to
 # start than bench forward waits), then bench forward with 8 pairs over
 # the GSwitch synthetic set (131,072 rules in 512 classes) and acl1:
-# plain, gswitchd-cpu (merge) and gswitchd-gpu, the switch held to cores
-# 0-3. Raw JSON and logs go to $OUT. MINBATCH (default 32) is gswitchd's
+# TARGETS (default plain, gswitchd-cpu (merge), gswitchd-gpu and
+# gswitchd-auto, interleaved in one run; a gswitchd target may end in
+# @block or @frame, its --rx-ring), the switch held to cores 0-3. Raw JSON
+# and logs go to $OUT, gswitchd's own logs (info level: the placement
+# decisions, "gpu: table calibrated") into gswitchd-logs.tgz there.
+# MINBATCH (default 32) is gswitchd's
 # --min-batch; RULESETS (default both) the sets to run; RATES, ROUNDS and
 # BENCH_TIMEOUT (seconds per set) bench forward's; SKIPTESTS=1 skips the
 # tests, GPUTESTS is the gpu tests' -test.run, MEMCHECK=0 skips memcheck.
@@ -38,13 +42,16 @@ fi
   (cd gpu && timeout 100 "$D"/gpu.test -test.count=1 -test.v -test.run "${GPUTESTS:-CUDA}" -test.skip 'BGP|Bench4'; echo "gpu rc $?")
   [ "${MEMCHECK:-1}" = 1 ] && (cd gpu && timeout 45 compute-sanitizer --tool memcheck --error-exitcode 3 "$D"/gpu.test -test.count=1 -test.run 'TestCUDACoalescer$'; echo "memcheck rc $?")
 } > "$OUT/cuda-tests.txt" 2>&1
+LOGS=$(mktemp -d)
 for rs in ${RULESETS:-synthetic:131072,512 classbench:$D/acl1_20000.txt}; do
   tag=${rs%%:*}
-  timeout "${BENCH_TIMEOUT:-190}" taskset -c 4-15 "$D"/gswitchctl bench forward --targets plain,gswitchd-cpu,gswitchd-gpu --gswitchd "$D"/gswitchd-cuda \
-    --pairs 8 --ruleset "$rs" --switch-cpus 0-3 --min-batch "${MINBATCH:-32}" --rates "${RATES:-500k,1M,1.5M,2M,3M,max}" --rounds "${ROUNDS:-1}" --duration 2s \
-    --flowmods 0 --latency-step --json > "$OUT/forward-async-$tag.jsonl" 2> "$OUT/forward-async-$tag.log"
+  timeout "${BENCH_TIMEOUT:-250}" taskset -c 4-15 "$D"/gswitchctl bench forward --targets "${TARGETS:-plain,gswitchd-cpu,gswitchd-gpu,gswitchd-auto}" --gswitchd "$D"/gswitchd-cuda \
+    --pairs 8 --ruleset "$rs" --switch-cpus 0-3 --min-batch "${MINBATCH:-32}" --rates "${RATES:-500k,1M,1.5M,2M,2.5M,3M}" --rounds "${ROUNDS:-1}" --duration 2s \
+    --flowmods 0 --latency-step --log-dir "$LOGS/$tag" --json > "$OUT/forward-async-$tag.jsonl" 2> "$OUT/forward-async-$tag.log"
   echo "$rs rc $?" >> "$OUT/machine.txt"
   grep -E "round 1|median" "$OUT/forward-async-$tag.log" | cut -c1-330
 done
+tar czf "$OUT/gswitchd-logs.tgz" -C "$LOGS" .
+grep -rh "table calibrated" "$LOGS" | cut -c1-300 | head -20
 grep -E "^(--- FAIL|ok|FAIL|PASS)|rc [0-9]|ERROR SUMMARY" "$OUT/cuda-tests.txt" | head -40
 cat "$OUT/machine.txt"

@@ -1,6 +1,8 @@
-// Package filter is "gswitchctl bench filter": gPF's many-filter CPU
-// evaluation (tables/filter's Evaluator.Eval) on a capture, against
-// tcpdump on the same file.
+// Package filter is "gswitchctl bench filter": gPF's many-filter
+// evaluation on a capture, on the CPU (tables/filter's Evaluator.Eval)
+// and, with --backend gpu or both, on the GPU (package gpu's filter
+// kernel: kernel only, and end to end from the capture file), against
+// tcpdump and golang.org/x/net/bpf on the same file.
 //
 // # What it measures
 //
@@ -28,6 +30,23 @@
 // CPU-second figures. With --check (the default)
 // the first filter's count must equal tcpdump's, or the run fails with
 // benchutil.ErrMismatch.
+//
+// # The GPU
+//
+// With --backend gpu or both (a build with -tags cuda), each set also
+// gets a GPUResult: the kernel alone (KernelTime: CUDA events, the mean of
+// 10 launches) over --kernel-packets reduced packets already on the
+// device, and --gpu-rounds end-to-end passes over the capture file in the
+// page cache (gpu.MapCapture, then gpu.ScanCapture: --workers goroutines
+// parsing into a pool of page-locked batches of --batch packets made
+// once, --streams streams, counters back; the median pass); the first
+// pass's per-filter packet and byte counts are compared with the CPU's
+// (every packet, Eval on every CPU) and any difference fails --check.
+// The synthetic capture (WriteSyntheticPcap) is generated on every CPU,
+// so that tens of millions of packets take seconds on the device
+// machine; the CPU's timed passes use its first --cpu-packets packets.
+// x/net/bpf runs the program tcpdump -ddd prints for the set's first
+// filter (where tcpdump is installed), one thread.
 //
 // # JSON
 //

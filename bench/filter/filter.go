@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/datapath/pcapfile"
+	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/filter"
 )
 
@@ -45,15 +47,24 @@ type Result struct {
 	FirstCount  uint64  `json:"first_count"`
 	TcpdumpCnt  uint64  `json:"tcpdump_count,omitempty"`
 	CompileMS   float64 `json:"compile_ms"`
-	Machine     string  `json:"machine"`
-	GoVersion   string  `json:"go"`
-	Time        string  `json:"time"`
+	// The CPU's timed passes use the capture's first CPUPackets packets
+	// (all of a small capture); the counts and the check use them all.
+	CPUPackets int `json:"cpu_packets"`
+	// x/net/bpf running the tcpdump -ddd program of the set's first
+	// filter over the same packets (one thread; needs tcpdump).
+	XBPFMPPS  float64    `json:"xbpf_mpps,omitempty"`
+	XBPFCount uint64     `json:"xbpf_count,omitempty"`
+	GPU       *GPUResult `json:"gpu,omitempty"`
+	Machine   string     `json:"machine"`
+	GoVersion string     `json:"go"`
+	Time      string     `json:"time"`
 }
 
-const usage = `Usage: gswitchctl bench filter [--pcap FILE | --packets N] [--filters 1,100,1000 | --filters-file FILE] [flags]
+const usage = `Usage: gswitchctl bench filter [--pcap FILE | --packets N] [--filters 1,100,1000 | --filters-file FILE] [--backend cpu|gpu|both] [flags]
 
-Many tcpdump filters at once on every packet of a capture (CPU), against
-tcpdump --count on the same file.
+Many tcpdump filters at once on every packet of a capture, on the CPU and
+(--backend gpu or both, a build with -tags cuda) the GPU, against tcpdump
+--count and x/net/bpf on the same file.
 
 Flags:
 `
@@ -71,6 +82,15 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	useTcpdump := fs.Bool("tcpdump", true, "time tcpdump --count on the set's first filter (needs tcpdump)")
 	check := fs.Bool("check", true, "the first filter's count must equal tcpdump's")
 	asJSON := fs.Bool("json", false, "one JSON object per set")
+	backend := fs.String("backend", "cpu", "cpu, gpu (the CPU's counts and figures too) or both")
+	cpuPackets := fs.Int("cpu-packets", 1000000, "the CPU's timed passes use the capture's first `N` packets")
+	var g gpuFlags
+	fs.IntVar(&g.streams, "streams", 4, "GPU: CUDA streams")
+	fs.IntVar(&g.batch, "batch", 65536, "GPU: packets per batch")
+	fs.IntVar(&g.workers, "workers", 0, "GPU: parsing goroutines (0: GOMAXPROCS)")
+	fs.IntVar(&g.kernelPackets, "kernel-packets", 4<<20, "GPU: packets on the device for the kernel-only rate")
+	fs.IntVar(&g.rounds, "gpu-rounds", 5, "GPU: end-to-end passes (the median is reported)")
+	fs.BoolVar(&g.variants, "kernel-variants", false, "GPU: also time the other kernels (stages, stages-noreuse), kernel only")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -78,8 +98,20 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := benchutil.ParseFlags(fs, args); err != nil {
 		return err
 	}
-	if *rounds < 1 || *threads < 1 || *npk < 1 {
-		return fmt.Errorf("%w: --rounds, --threads and --packets must be positive", benchutil.ErrUsage)
+	if *rounds < 1 || *threads < 1 || *npk < 1 || *cpuPackets < 1 {
+		return fmt.Errorf("%w: --rounds, --threads, --packets and --cpu-packets must be positive", benchutil.ErrUsage)
+	}
+	switch *backend {
+	case "cpu":
+	case "gpu", "both":
+		dev, err := openGPU()
+		if err != nil {
+			return fmt.Errorf("bench filter: --backend %s: %v", *backend, err)
+		}
+		defer dev.Close()
+		g.dev = dev
+	default:
+		return fmt.Errorf("%w: --backend %q: want cpu, gpu or both", benchutil.ErrUsage, *backend)
 	}
 	var sets [][]filter.Spec
 	if *file != "" {
@@ -104,10 +136,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		data = filepath.Join(dir, "synthetic.pcapng")
-		if err := WriteSynthetic(data, *npk, 1); err != nil {
+		data = filepath.Join(dir, "synthetic.pcap")
+		t0 := time.Now()
+		if err := WriteSyntheticPcap(data, *npk, 1); err != nil {
 			return err
 		}
+		fmt.Fprintf(stderr, "bench filter: wrote a synthetic capture of %d packets in %.1f s\n", *npk, time.Since(t0).Seconds())
 	}
 	pkts, link, bigEndian, err := load(data)
 	if err != nil {
@@ -128,14 +162,29 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		r, err := benchSet(specs, pkts, link, bigEndian, data, *rounds, *threads, *useTcpdump)
+		r, counts, err := benchSet(specs, pkts, link, bigEndian, data, *rounds, *threads, *cpuPackets, *useTcpdump)
 		if err != nil {
 			return err
 		}
 		r.Data = desc
+		r.Backend = *backend
+		if g.dev != nil {
+			gr, err := benchGPU(&g, specs, pkts, link, bigEndian, data, counts, stderr)
+			if err != nil {
+				return err
+			}
+			r.GPU = gr
+		}
 		results = append(results, r)
-		if *check && r.TcpdumpCnt != r.FirstCount {
+		if *check && *useTcpdump && r.TcpdumpCnt != r.FirstCount {
 			return fmt.Errorf("%w: filter %q: %d packets, tcpdump %d", benchutil.ErrMismatch, specs[0].Expr, r.FirstCount, r.TcpdumpCnt)
+		}
+		if *check && r.XBPFCount != 0 && r.XBPFCount != r.FirstCount {
+			return fmt.Errorf("%w: filter %q: %d packets, x/net/bpf %d", benchutil.ErrMismatch, specs[0].Expr, r.FirstCount, r.XBPFCount)
+		}
+		if *check && r.GPU != nil && r.GPU.Mismatches != 0 {
+			return fmt.Errorf("%w: %d filters: the GPU's counts differ from the CPU's for %d filters (first: %s)", benchutil.ErrMismatch,
+				len(specs), r.GPU.Mismatches, r.GPU.FirstMismatch)
 		}
 	}
 	if *asJSON {
@@ -156,7 +205,20 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if r.TcpdumpMPPS > 0 {
 			fmt.Fprintf(stdout, "; tcpdump, one filter: %.2f Mpps, %.2f per CPU-second (%d packets; ours %d)", r.TcpdumpMPPS, r.TcpdumpCPU, r.TcpdumpCnt, r.FirstCount)
 		}
+		if r.XBPFMPPS > 0 {
+			fmt.Fprintf(stdout, "; x/net/bpf, one filter: %.2f Mpps", r.XBPFMPPS)
+		}
 		fmt.Fprintf(stdout, ", compile %.0f ms\n", r.CompileMS)
+		if gr := r.GPU; gr != nil {
+			fmt.Fprintf(stdout, "filter gpu filters=%d on %s: end to end %.1f Mpps (median of %d, capture of %d bytes mapped and parsed by %d goroutines, %d-byte rows, batches of %d over %d streams); kernel only %.2f G packets/s (%d packets, %.3f ms)",
+				r.Filters, gr.Device, gr.E2EMPPS, gr.Rounds, gr.CaptureBytes, gr.Workers, gr.Snap, gr.Batch, gr.Streams, gr.KernelGPPS, gr.KernelPackets, gr.KernelMS)
+			for _, k := range gpu.FilterKernels[1:] {
+				if x, ok := gr.KernelVariants[k]; ok {
+					fmt.Fprintf(stdout, "; kernel %s %.3f G/s", k, x)
+				}
+			}
+			fmt.Fprintf(stdout, "; counts equal the CPU's: %v\n", gr.Mismatches == 0)
+		}
 	}
 	return nil
 }
@@ -199,29 +261,30 @@ func load(path string) ([]packet, uint32, bool, error) {
 	return out, link, big, nil
 }
 
-func benchSet(specs []filter.Spec, pkts []packet, link uint32, big bool, data string, rounds, threads int, tcpdump bool) (Result, error) {
+// setCounts are the CPU's per-filter answers over the whole capture.
+type setCounts struct{ packets, bytes []uint64 }
+
+func benchSet(specs []filter.Spec, all []packet, link uint32, big bool, data string, rounds, threads, cpuPackets int, tcpdump bool) (Result, setCounts, error) {
 	t0 := time.Now()
 	prog, err := filter.Compile(specs, link, big, nil)
 	if err != nil {
-		return Result{}, err
+		return Result{}, setCounts{}, err
 	}
+	pkts := all[:min(len(all), cpuPackets)]
 	r := Result{Work: "filter", Backend: "cpu", Filters: len(specs), Criteria: len(prog.Criteria), Nodes: len(prog.Nodes),
-		Packets: len(pkts), Rounds: rounds, Threads: threads, CompileMS: float64(time.Since(t0).Microseconds()) / 1e3,
+		Packets: len(all), CPUPackets: len(pkts), Rounds: rounds, Threads: threads, CompileMS: float64(time.Since(t0).Microseconds()) / 1e3,
 		Machine: benchutil.Machine(), GoVersion: runtime.Version(), Time: time.Now().UTC().Format(time.RFC3339)}
 	var bytes int
-	for _, p := range pkts {
+	for _, p := range all {
 		bytes += len(p.data)
 	}
-	r.MeanBytes = float64(bytes) / float64(len(pkts))
-	// One untimed pass: the counts, and a warm cache.
-	ev := filter.NewEvaluator(prog)
-	out := make([]uint64, prog.Words())
-	for _, p := range pkts {
-		ev.Eval(p.data, p.wire, out)
-		r.FirstCount += out[0] & 1
-		for _, w := range out {
-			r.Matches += uint64(popcount(w))
-		}
+	r.MeanBytes = float64(bytes) / float64(len(all))
+	// One untimed pass over every packet, on every CPU: the counts, and a
+	// warm cache.
+	counts := cpuCounts(prog, all)
+	r.FirstCount = counts.packets[0]
+	for _, c := range counts.packets {
+		r.Matches += c
 	}
 	var wall, cpu []float64
 	for range rounds {
@@ -243,9 +306,9 @@ func benchSet(specs []filter.Spec, pkts []packet, link uint32, big bool, data st
 	var file, fileCPU []float64
 	for range rounds {
 		c0 := cpuTime()
-		rate, err := fromFile(prog, data)
+		rate, err := fromFile(prog, data, len(pkts))
 		if err != nil {
-			return r, err
+			return r, counts, err
 		}
 		file = append(file, rate)
 		fileCPU = append(fileCPU, float64(len(pkts))/(cpuTime()-c0).Seconds()/1e6)
@@ -257,33 +320,69 @@ func benchSet(specs []filter.Spec, pkts []packet, link uint32, big bool, data st
 			t0 := time.Now()
 			n, used, err := tcpdumpCount(data, specs[0].Expr)
 			if err != nil {
-				return r, err
+				return r, counts, err
 			}
-			rates = append(rates, float64(len(pkts))/time.Since(t0).Seconds()/1e6)
-			cpus = append(cpus, float64(len(pkts))/used.Seconds()/1e6)
+			rates = append(rates, float64(len(all))/time.Since(t0).Seconds()/1e6)
+			cpus = append(cpus, float64(len(all))/used.Seconds()/1e6)
 			r.TcpdumpCnt = n
 		}
 		r.TcpdumpMPPS, r.TcpdumpCPU = benchutil.Median(rates), benchutil.Median(cpus)
+		if err := xbpf(&r, specs[0].Expr, data, all, rounds); err != nil {
+			return r, counts, err
+		}
 	}
-	return r, nil
+	return r, counts, nil
 }
 
-// fromFile reads the capture and evaluates each packet, one thread.
-func fromFile(prog *filter.Program, path string) (float64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
+// cpuCounts evaluates every packet (Eval) on every CPU.
+func cpuCounts(prog *filter.Program, pkts []packet) setCounts {
+	nf := len(prog.Roots)
+	workers := runtime.GOMAXPROCS(0)
+	parts := make([]setCounts, workers)
+	benchutil.Parallel(workers, func(t int) int {
+		c := setCounts{make([]uint64, nf), make([]uint64, nf)}
+		ev := filter.NewEvaluator(prog)
+		out := make([]uint64, prog.Words())
+		lo, hi := t*len(pkts)/workers, (t+1)*len(pkts)/workers
+		for _, p := range pkts[lo:hi] {
+			ev.Eval(p.data, p.wire, out)
+			for j, w := range out {
+				for w != 0 {
+					bit := w & -w
+					w ^= bit
+					f := j*64 + bits.TrailingZeros64(bit)
+					c.packets[f]++
+					c.bytes[f] += uint64(p.wire)
+				}
+			}
+		}
+		parts[t] = c
+		return hi - lo
+	})
+	sum := setCounts{make([]uint64, nf), make([]uint64, nf)}
+	for _, c := range parts {
+		for f := range sum.packets {
+			sum.packets[f] += c.packets[f]
+			sum.bytes[f] += c.bytes[f]
+		}
 	}
-	defer f.Close()
+	return sum
+}
+
+// fromFile reads the capture and evaluates each packet, one thread, up to
+// limit packets: the file mapped and each packet evaluated where it lies
+// (pcapfile.Open; no read calls, no copy).
+func fromFile(prog *filter.Program, path string, limit int) (float64, error) {
 	t0 := time.Now()
-	rd, err := pcapfile.NewReader(f)
+	rd, err := pcapfile.Open(path)
 	if err != nil {
 		return 0, err
 	}
+	defer rd.Close()
 	ev := filter.NewEvaluator(prog)
 	out := make([]uint64, prog.Words())
 	n := 0
-	for {
+	for n < limit {
 		p, err := rd.Next()
 		if errors.Is(err, io.EOF) {
 			break
@@ -320,15 +419,6 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func popcount(w uint64) int {
-	n := 0
-	for w != 0 {
-		w &= w - 1
-		n++
-	}
-	return n
 }
 
 // readSpecs reads NAME: EXPRESSION lines (blank lines and # comments

@@ -69,6 +69,19 @@
 // default); --switch-cpus holds gswitchd and plain to a core list
 // (taskset), so that the CPU and GPU paths are compared on equal cores.
 //
+// # Live filters' cost
+//
+// The target gswitchd-filters is gswitchd as the target gswitchd runs it
+// plus the live filters of --filters FILE (one NAME: EXPRESSION a line, as
+// bench filter's --filters-file; checked before any namespace is made) on
+// every port, given through a --config file's filters: (filters.go). With
+// --targets gswitchd,gswitchd-filters --rounds N the two alternate round
+// by round, and the medians of max_lossless_pps give the filters' cost;
+// each gswitchd-filters step reports the live filters gswitchd's metrics
+// list and the matches they counted (a run fails if gswitchd reports
+// another number of filters). testdata/filters100.txt holds 100 typical
+// monitoring filters, four of which match the traffic.
+//
 // # Latency
 //
 // gswitchd runs with a metrics listener; each step scrapes its histogram

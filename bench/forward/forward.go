@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/bench/benchutil"
+	"github.com/gswitch/gswitch/tables/filter"
 	"github.com/gswitch/gswitch/tables/flow"
 )
 
@@ -50,11 +51,24 @@ type fwdFlags struct {
 	switchCPUs   string // taskset -c LIST for the switch under test (gswitchd, plain); empty: any
 	classifier   string // gswitchd's --classifier
 	latencyStep  bool   // after a gswitchd series, a step at half its lossless rate
+	filters      string // --filters FILE: gswitchd-filters' live filters
+	filterSpecs  []filter.Spec
+	logDir       string // where gswitchd's logs are kept (info level); empty: the temporary directory, warn level
 }
 
-// fwdTargets: gswitchd runs with --backend; gswitchd-cpu and gswitchd-gpu
-// with the CPU and the GPU backend whatever --backend says.
-var fwdTargets = []string{"gswitchd", "gswitchd-cpu", "gswitchd-gpu", "ovs", "bridge", "plain"}
+// fwdTargets: gswitchd runs with --backend; gswitchd-cpu, gswitchd-gpu
+// and gswitchd-auto with the CPU, the GPU and the auto backend whatever
+// --backend says; gswitchd-filters as gswitchd, with the live filters of
+// --filters on every port (filters.go). A gswitchd target may end in
+// @block or @frame: gswitchd runs with that --rx-ring (without: block,
+// gswitchd's default), so that both rings are measured in one run.
+var fwdTargets = []string{"gswitchd", "gswitchd-cpu", "gswitchd-gpu", "gswitchd-auto", "gswitchd-filters", "ovs", "bridge", "plain"}
+
+// splitRing splits a target into its base name and its @ring suffix.
+func splitRing(target string) (string, string) {
+	base, ring, _ := strings.Cut(target, "@")
+	return base, ring
+}
 
 // isGswitchd reports whether target is one of gswitchd's.
 func isGswitchd(target string) bool { return strings.HasPrefix(target, "gswitchd") }
@@ -66,7 +80,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs := flag.NewFlagSet("bench forward", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := &fwdFlags{}
-	targets := fs.String("targets", "gswitchd,ovs,bridge,plain", "switches to measure, in this order: `LIST` of gswitchd (its --backend), gswitchd-cpu, gswitchd-gpu (gswitchd with that backend), ovs (Open vSwitch, userspace datapath), bridge (Linux bridge), plain (the floor: a Go forwarder of the same AF_PACKET ports with no tables, each frame sent on from the receive ring)")
+	targets := fs.String("targets", "gswitchd,ovs,bridge,plain", "switches to measure, in this order: `LIST` of gswitchd (its --backend), gswitchd-cpu, gswitchd-gpu, gswitchd-auto (gswitchd with that backend; any gswitchd target may end in @block or @frame, its --rx-ring), ovs (Open vSwitch, userspace datapath), bridge (Linux bridge), plain (the floor: a Go forwarder of the same AF_PACKET ports with no tables, each frame sent on from the receive ring)")
 	rules := fs.String("rules", "1000,10000", "installed OpenFlow rule counts, one series each: `LIST` (N-1 exact ipv4_dst rules that do not match the traffic plus one in_port=1,actions=output:2; k/M suffixes)")
 	rates := fs.String("rates", "250k,500k,1M,1.5M,2M,max", "offered loads in frames/s, one step each: `LIST` (k/M suffixes; max: as fast as the sender can)")
 	fs.DurationVar(&f.duration, "duration", 3*time.Second, "traffic time of each step")
@@ -88,8 +102,10 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs.IntVar(&f.flows, "flows", 65536, "rule-set traffic: different frames (headers) per pair, sent in turn, a power of two")
 	fs.BoolVar(&f.check, "check", false, "rule-set traffic: with --sink ring, check every frame that arrives against the rules (a frame its rule drops must not arrive) and fail the run on any; with either sink, fail when more frames arrive than the rules forward")
 	fs.StringVar(&f.classifier, "classifier", "merge", "gswitchd's --classifier, its flow tables' search: `ALGO` of linear, tuple, bloom or merge (the fastest on many classes)")
+	fs.StringVar(&f.filters, "filters", "", "target gswitchd-filters: live filters on every port of gswitchd, one `FILE` line NAME: EXPRESSION each (as bench filter's --filters-file); measure with --targets gswitchd,gswitchd-filters --rounds N for the cost")
 	fs.BoolVar(&f.latencyStep, "latency-step", false, "after each gswitchd series with a lossless rate, one more step at half that rate (half_lossless: its latency_p50_us and latency_p99_us are the latency of a switch that is not overloaded)")
 	fs.StringVar(&f.switchCPUs, "switch-cpus", "", "run gswitchd and plain on these cores only: `LIST` for taskset -c (e.g. 0-3); empty: any core")
+	fs.StringVar(&f.logDir, "log-dir", "", "keep gswitchd's logs, at info level (the backend's placement decisions), in `DIR`: one file per target, appended")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per step, per flow-mod run and (with --rounds above 1) per median instead of tables")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -142,6 +158,14 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	case strings.ContainsAny(f.switchCPUs, " \t;&|$`'\""):
 		return nil, fmt.Errorf("%w: --switch-cpus %q: a core list such as 0-3 or 0,2,4", benchutil.ErrUsage, f.switchCPUs)
 	}
+	if slices.ContainsFunc(f.targets, func(t string) bool { b, _ := splitRing(t); return b == "gswitchd-filters" }) != (f.filters != "") {
+		return nil, fmt.Errorf("%w: --filters FILE and the target gswitchd-filters go together", benchutil.ErrUsage)
+	}
+	if f.filters != "" {
+		if f.filterSpecs, err = readFilterSpecs(f.filters); err != nil {
+			return nil, fmt.Errorf("%w: --filters: %v", benchutil.ErrUsage, err)
+		}
+	}
 	if _, err := flow.ParseAlgo(f.classifier); err != nil {
 		return nil, fmt.Errorf("%w: --classifier: %v", benchutil.ErrUsage, err)
 	}
@@ -156,8 +180,12 @@ func parseTargets(s string) ([]string, error) {
 	var out []string
 	for _, t := range strings.Split(s, ",") {
 		t = strings.TrimSpace(t)
-		if !slices.Contains(fwdTargets, t) {
-			return nil, fmt.Errorf("unknown target %q (want gswitchd, gswitchd-cpu, gswitchd-gpu, ovs, bridge or plain)", t)
+		base, ring := splitRing(t)
+		if !slices.Contains(fwdTargets, base) {
+			return nil, fmt.Errorf("unknown target %q (want gswitchd, gswitchd-cpu, gswitchd-gpu, gswitchd-auto, gswitchd-filters, ovs, bridge or plain)", t)
+		}
+		if base != t && (!isGswitchd(base) || (ring != "block" && ring != "frame")) {
+			return nil, fmt.Errorf("target %q: only a gswitchd target takes a ring, @block or @frame", t)
 		}
 		if slices.Contains(out, t) {
 			return nil, fmt.Errorf("target %q twice", t)
@@ -243,14 +271,15 @@ func parseRates(s string) ([]int64, error) {
 
 // Step is one offered-load step, one JSON line with --json.
 type Step struct {
-	Bench        string  `json:"bench"`     // forward
-	Target       string  `json:"target"`    // gswitchd | ovs | bridge | plain
-	Backend      string  `json:"backend"`   // gswitchd's backend; empty otherwise
-	Rules        int     `json:"rules"`     // installed rules (0 for the bridge and plain)
-	Ruleset      string  `json:"ruleset"`   // --ruleset: trivial, synthetic:N,C or classbench:FILE
-	Round        int     `json:"round"`     // 1..--rounds
-	Pairs        int     `json:"pairs"`     // generator/sink pairs (port pairs of the switch)
-	RxQueues     int     `json:"rx_queues"` // gswitchd's receive queues per port
+	Bench        string  `json:"bench"`             // forward
+	Target       string  `json:"target"`            // gswitchd | ovs | bridge | plain
+	Backend      string  `json:"backend"`           // gswitchd's backend; empty otherwise
+	RxRing       string  `json:"rx_ring,omitempty"` // gswitchd's --rx-ring: block or frame
+	Rules        int     `json:"rules"`             // installed rules (0 for the bridge and plain)
+	Ruleset      string  `json:"ruleset"`           // --ruleset: trivial, synthetic:N,C or classbench:FILE
+	Round        int     `json:"round"`             // 1..--rounds
+	Pairs        int     `json:"pairs"`             // generator/sink pairs (port pairs of the switch)
+	RxQueues     int     `json:"rx_queues"`         // gswitchd's receive queues per port
 	AskedPPS     int64   `json:"asked_pps"`
 	OfferedPPS   float64 `json:"offered_pps"`   // frames the sender's kernel accepted per second
 	ForwardedPPS float64 `json:"forwarded_pps"` // frames the sink received per second of the step
@@ -297,6 +326,11 @@ type Step struct {
 	SwitchCores float64 `json:"switch_cores,omitempty"`
 	Machine     string  `json:"machine"`
 	Time        string  `json:"time"`
+
+	// gswitchd-filters: the live filters gswitchd reported running and
+	// the matches they counted over the series so far (its metrics).
+	Filters       int    `json:"filters,omitempty"`
+	FilterMatches uint64 `json:"filter_matches,omitempty"`
 }
 
 // FlowMods is one flow-installation run.

@@ -186,3 +186,20 @@ func TestTestFrame(t *testing.T) {
 		t.Error("source port")
 	}
 }
+
+// TestParseTargetsRing: gswitchd targets take @block or @frame (their
+// --rx-ring), in one run beside the same target with the other ring.
+func TestParseTargetsRing(t *testing.T) {
+	got, err := parseTargets("gswitchd-cpu@block,gswitchd-cpu@frame,gswitchd-auto,plain")
+	if err != nil || len(got) != 4 || got[1] != "gswitchd-cpu@frame" {
+		t.Fatalf("parseTargets = %v, %v", got, err)
+	}
+	if b, r := splitRing(got[0]); b != "gswitchd-cpu" || r != "block" {
+		t.Errorf("splitRing(%q) = %q, %q", got[0], b, r)
+	}
+	for _, bad := range []string{"plain@frame", "gswitchd@v3", "gswitchd-cpu@frame,gswitchd-cpu@frame", "gswitchd-tpu"} {
+		if _, err := parseTargets(bad); err == nil {
+			t.Errorf("parseTargets(%q) accepted", bad)
+		}
+	}
+}

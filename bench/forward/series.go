@@ -107,6 +107,9 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 		BacklogDrops: backlogDrops() - backlog0,
 		Machine:      benchutil.Machine(), Time: time.Now().UTC().Format(time.RFC3339),
 	}
+	if isGswitchd(target) {
+		s.RxRing = e.swRing
+	}
 	if sw1 := e.switchCounters(); sw0 != nil && sw1 != nil {
 		s.SwitchRx, s.SwitchRxDropped, s.SwitchTx = sw1[0]-sw0[0], sw1[1]-sw0[1], sw1[2]-sw0[2]
 		s.SwitchKeysOnCPU, s.SwitchKeysOnGPU = sw1[3]-sw0[3], sw1[4]-sw0[4]

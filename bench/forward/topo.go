@@ -2,6 +2,7 @@ package forward
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -56,6 +57,8 @@ type fwdEnv struct {
 	ctlSocket   string   // the running gswitchd's control socket; empty when none runs
 	metricsAddr string   // the running gswitchd's metrics listener (switch namespace); empty when none runs
 	swPid       int      // the running gswitchd's process id
+	swRing      string   // the running gswitchd's --rx-ring (block or frame)
+	swTarget    string   // the gswitchd target being measured (names its log with --log-dir)
 	cleanups    []func() // run in reverse by close
 }
 
@@ -347,6 +350,12 @@ type daemonProc struct {
 // log file in the temporary folder; it is stopped by close at the latest.
 func (e *fwdEnv) start(h netns.NsHandle, name string, args ...string) (*daemonProc, error) {
 	d := &daemonProc{name: name, done: make(chan struct{}), log: filepath.Join(e.dir, name+".log")}
+	if e.f.logDir != "" && isGswitchd(name) {
+		if err := os.MkdirAll(e.f.logDir, 0o755); err != nil {
+			return nil, err
+		}
+		d.log = filepath.Join(e.f.logDir, name+".log")
+	}
 	lf, err := os.OpenFile(d.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -431,13 +440,22 @@ func (e *fwdEnv) dialOF(port int, d *daemonProc) (*ofClient, error) {
 // runTarget measures one target: a forwarding series per rule count
 // (the bridge: one, without rules), then the FLOW_MOD run (gswitchd, ovs).
 func (e *fwdEnv) runTarget(target string) ([]Step, []FlowMods, error) {
-	switch target {
+	base, ring := splitRing(target)
+	if ring == "" {
+		ring = "block" // gswitchd's default
+	}
+	e.swRing, e.swTarget = ring, target
+	switch base {
 	case "gswitchd":
 		return e.runGswitchd(target, e.f.backend)
 	case "gswitchd-cpu":
 		return e.runGswitchd(target, "cpu")
 	case "gswitchd-gpu":
 		return e.runGswitchd(target, "gpu")
+	case "gswitchd-filters":
+		return e.runGswitchd(target, e.f.backend)
+	case "gswitchd-auto":
+		return e.runGswitchd(target, "auto")
 	case "ovs":
 		return e.runOVS()
 	case "bridge":
@@ -452,9 +470,16 @@ func (e *fwdEnv) runTarget(target string) ([]Step, []FlowMods, error) {
 
 // startGswitchd runs gswitchd in the switch namespace with p1, p2, ... as
 // ports 1, 2, ... and an OpenFlow listener, and connects to it.
-func (e *fwdEnv) startGswitchd(maxFlows int, backend string) (*daemonProc, *ofClient, error) {
+func (e *fwdEnv) startGswitchd(maxFlows int, backend string, filters bool) (*daemonProc, *ofClient, error) {
 	port := 16000 + rand.IntN(20000)
 	args := append(e.tasksetArgs(), e.gswitchdBin)
+	if filters {
+		cfg, err := filtersConfig(e.dir, e.f.filterSpecs)
+		if err != nil {
+			return nil, nil, err
+		}
+		args = append(args, "--config", cfg)
+	}
 	for i := 1; i <= 2*len(e.pairs); i++ {
 		args = append(args, "--port", fmt.Sprintf("%d=p%d", i, i))
 	}
@@ -464,10 +489,14 @@ func (e *fwdEnv) startGswitchd(maxFlows int, backend string) (*daemonProc, *ofCl
 	if e.f.minBatch > 0 {
 		args = append(args, "--min-batch", fmt.Sprint(e.f.minBatch))
 	}
-	d, err := e.start(e.sw, "gswitchd", append(args,
+	name, level := "gswitchd", "warn"
+	if e.f.logDir != "" {
+		name, level = strings.ReplaceAll(e.swTarget, "@", "-"), "info"
+	}
+	d, err := e.start(e.sw, name, append(args,
 		"--listen", fmt.Sprintf("ptcp:%d:127.0.0.1", port), "--fail-mode", "secure", "--datapath-id", "1",
 		"--backend", backend, "--classifier", e.f.classifier, "--max-delay", e.f.maxDelay, "--rx-queues", fmt.Sprint(e.f.rxQueues), "--max-flows", fmt.Sprint(maxFlows+16),
-		"--ctl-socket", filepath.Join(e.dir, "gswitchd.sock"), "--log-level", "warn",
+		"--rx-ring", e.swRing, "--ctl-socket", filepath.Join(e.dir, "gswitchd.sock"), "--log-level", level,
 		"--metrics", fmt.Sprintf("127.0.0.1:%d", port+1))...)
 	if err != nil {
 		return nil, nil, err
@@ -504,7 +533,8 @@ func (e *fwdEnv) flowModsFor(n int) [][]byte {
 func (e *fwdEnv) runGswitchd(target, backend string) ([]Step, []FlowMods, error) {
 	var steps []Step
 	for _, n := range e.ruleCounts() {
-		d, c, err := e.startGswitchd(n, backend)
+		withFilters := strings.HasPrefix(target, "gswitchd-filters")
+		d, c, err := e.startGswitchd(n, backend, withFilters)
 		if err != nil {
 			return steps, nil, err
 		}
@@ -513,6 +543,16 @@ func (e *fwdEnv) runGswitchd(target, backend string) ([]Step, []FlowMods, error)
 			return steps, nil, fmt.Errorf("installing %d rules: %w", n, err)
 		}
 		s, err := e.series(target, backend, n)
+		if withFilters {
+			nf, matches, ok := e.scrapeFilters()
+			if !ok || nf != len(e.f.filterSpecs) {
+				err = errors.Join(err, fmt.Errorf("%s: gswitchd reports %d live filters (metrics answered: %v), want %d", target, nf, ok, len(e.f.filterSpecs)))
+			}
+			fmt.Fprintf(e.log, "bench forward: %s: %d live filters counted %d matches\n", target, nf, matches)
+			for i := range s {
+				s[i].Filters, s[i].FilterMatches = nf, matches
+			}
+		}
 		steps = append(steps, s...)
 		if err == nil {
 			err = d.exited()
@@ -527,7 +567,7 @@ func (e *fwdEnv) runGswitchd(target, backend string) ([]Step, []FlowMods, error)
 	if e.f.flowmods == 0 || e.round > 1 {
 		return steps, nil, nil
 	}
-	d, c, err := e.startGswitchd(e.f.flowmods, backend)
+	d, c, err := e.startGswitchd(e.f.flowmods, backend, strings.HasPrefix(target, "gswitchd-filters"))
 	if err != nil {
 		return steps, nil, err
 	}

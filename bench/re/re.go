@@ -52,8 +52,15 @@ type Result struct {
 	MBps       float64 `json:"mbps,omitempty"`        // gswitch's chunker, 10^6 bytes/s
 	ResticMBps float64 `json:"restic_mbps,omitempty"` // restic/chunker v0.4.0 on the same data
 	Ratio      float64 `json:"ratio,omitempty"`       // mbps / restic_mbps
-	Chunks     int     `json:"chunks,omitempty"`
-	Identical  bool    `json:"identical"` // every chunk (markers: every bitmap) agreed with the reference
+	// Per second of the chunking thread's CPU time (getrusage
+	// RUSAGE_THREAD; time spent waiting for a core does not count), and
+	// the median of the rounds' paired ratios: the figures that hold on a
+	// loaded machine.
+	MBpsCPU       float64 `json:"mbps_cpu,omitempty"`
+	ResticMBpsCPU float64 `json:"restic_mbps_cpu,omitempty"`
+	RatioCPU      float64 `json:"ratio_cpu,omitempty"`
+	Chunks        int     `json:"chunks,omitempty"`
+	Identical     bool    `json:"identical"` // every chunk (markers: every bitmap) agreed with the reference
 
 	Machine   string `json:"machine"`
 	GPU       string `json:"gpu"`
@@ -410,30 +417,48 @@ func benchChunk(f *reFlags, pol rabin.Pol, kind string) (Result, error) {
 			theirs = append(theirs, chunk{int64(k.Start), int(k.Length), k.Cut})
 		}
 	}
-	var oursRates, resticRates []float64
+	// One locked OS thread runs both, so that its CPU time is theirs.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var oursRates, resticRates, oursCPU, resticCPU, ratios []float64
+	haveCPU := true
 	for round := range f.rounds + 1 { // round 0 warms up
 		fns := []func() error{runOurs, runRestic}
 		rates := []*[]float64{&oursRates, &resticRates}
+		cpus := []*[]float64{&oursCPU, &resticCPU}
 		if round%2 == 1 {
 			fns[0], fns[1] = fns[1], fns[0]
 			rates[0], rates[1] = rates[1], rates[0]
+			cpus[0], cpus[1] = cpus[1], cpus[0]
 		}
 		for i, fn := range fns {
 			t0 := time.Now()
+			c0, ok0 := threadCPU()
 			if err := fn(); err != nil {
 				return Result{}, err
 			}
+			c1, ok1 := threadCPU()
+			haveCPU = haveCPU && ok0 && ok1
 			if round > 0 {
 				*rates[i] = append(*rates[i], float64(len(data))/time.Since(t0).Seconds())
+				*cpus[i] = append(*cpus[i], float64(len(data))/max(c1-c0, time.Microsecond).Seconds())
 			}
+		}
+		if round > 0 {
+			ratios = append(ratios, oursCPU[len(oursCPU)-1]/resticCPU[len(resticCPU)-1])
 		}
 	}
 	res.MBps = benchutil.Median(oursRates) / 1e6
 	res.ResticMBps = benchutil.Median(resticRates) / 1e6
 	res.Ratio = res.MBps / res.ResticMBps
+	if haveCPU {
+		res.MBpsCPU = benchutil.Median(oursCPU) / 1e6
+		res.ResticMBpsCPU = benchutil.Median(resticCPU) / 1e6
+		res.RatioCPU = benchutil.Median(ratios)
+	}
 	res.Chunks = len(ours)
 	res.Identical = slices.Equal(ours, theirs)
-	res.Notes = "cpu, one goroutine each, both reading a bytes.Reader, alternating order per round; identical: every chunk's start, length and cut fingerprint equal restic/chunker v0.4.0's"
+	res.Notes = "cpu, one goroutine each on one locked OS thread, both reading a bytes.Reader, alternating order per round; mbps, restic_mbps: wall clock, medians; mbps_cpu, restic_mbps_cpu: per second of the thread's CPU time (RUSAGE_THREAD), medians; ratio_cpu: median of the rounds' paired CPU-time ratios; identical: every chunk's start, length and cut fingerprint equal restic/chunker v0.4.0's"
 	return res, nil
 }
 
@@ -459,8 +484,11 @@ func printResults(w io.Writer, asJSON bool, rs []Result) error {
 			}
 			fmt.Fprintf(tw, "\t%.2f markers/payload\tidentical %v\n", r.MarkersPerPayload, r.Identical)
 		case "chunk":
-			fmt.Fprintf(tw, "chunk\t%s\t%d MB\tmin %d max %d avg-bits %d\t%.0f MB/s\trestic %.0f MB/s\tratio %.2f\t%d chunks\tidentical %v\n",
-				r.Data, r.Bytes/1e6, r.Min, r.Max, r.AvgBits, r.MBps, r.ResticMBps, r.Ratio, r.Chunks, r.Identical)
+			fmt.Fprintf(tw, "chunk\t%s\t%d MB\tmin %d max %d avg-bits %d\t%.0f MB/s\trestic %.0f MB/s\tratio %.2f", r.Data, r.Bytes/1e6, r.Min, r.Max, r.AvgBits, r.MBps, r.ResticMBps, r.Ratio)
+			if r.RatioCPU > 0 {
+				fmt.Fprintf(tw, "\tper CPU-s %.0f / restic %.0f MB/s\tratio %.2f", r.MBpsCPU, r.ResticMBpsCPU, r.RatioCPU)
+			}
+			fmt.Fprintf(tw, "\t%d chunks\tidentical %v\n", r.Chunks, r.Identical)
 		}
 	}
 	if len(rs) > 0 {

@@ -47,7 +47,7 @@ func TestRun(t *testing.T) {
 		t.Errorf("markers: %+v", m)
 	}
 	for _, c := range rs[1:] {
-		if c.Measure != "chunk" || c.MBps <= 0 || c.ResticMBps <= 0 || !c.Identical || c.Chunks < 1 || c.Bytes != 3000000 {
+		if c.Measure != "chunk" || c.MBps <= 0 || c.ResticMBps <= 0 || c.RatioCPU <= 0 || c.MBpsCPU <= 0 || !c.Identical || c.Chunks < 1 || c.Bytes != 3000000 {
 			t.Errorf("chunk %s: %+v", c.Data, c)
 		}
 		if c.Data != "zeros" && c.Chunks < 10 {

@@ -1,7 +1,7 @@
 // Package afpacket attaches gswitch's datapath to Linux interfaces: a Port
 // is one interface (a veth end, a bridge port, a physical NIC) resolved and
 // watched through netlink, read through one or more AF_PACKET sockets
-// with a TPACKET_V3 receive ring each (receive queues) and written through
+// with a TPACKET_V3 (or TPACKET_V2) receive ring each (receive queues) and written through
 // a socket of its own with sendmmsg. It is the first and last step of the flow of a packet
 // (DESIGN.md): frames come out of the ring in batches, their keys are
 // extracted in place (Frame.Parse, package datapath/packet), and the
@@ -21,6 +21,43 @@
 // block is held or unread the kernel drops frames and counts them
 // (PACKET_STATISTICS, folded into Stats.RingDrops). Every offset the kernel
 // wrote is checked against the block's bounds before it is followed.
+//
+// # Receive rings
+//
+// That is the default ring, Config.Ring = RingBlocks (TPACKET_V3). Its
+// block retire timeout has a resolution of a millisecond and is at least
+// one, so under light traffic a frame can wait a millisecond or more in
+// the kernel before its reader even sees it: no batch delay below that
+// can be kept. RingFrames is a TPACKET_V2 ring instead: NumBlocks blocks
+// cut into slots of FrameSize bytes (default 2048), one frame per slot,
+// each slot handed over (its status set, the reader woken) as soon as the
+// kernel has written it. ReadBlock waits for the next slot in the poller
+// as for a block, then returns the run of consecutive ready slots (at most
+// a ring block's worth, wrapping at the ring's end) as one Block, so a
+// loaded queue still reads its frames in batches, and Release gives those
+// slots back in order. The frame's receive time, VLAN tag and
+// virtio_net_hdr come from the slot as from a V3 frame header.
+//
+// A frame longer than a slot would be truncated (snaplen = slot room); the
+// socket sets PACKET_COPY_THRESH, so the kernel also queues a whole copy
+// of such a frame on the socket (while its receive buffer, set to 8 MiB,
+// has room) and
+// flags the slot TP_STATUS_COPY: Next reads the copy with recvfrom (the
+// copies are queued in slot order) into a buffer the queue keeps, so a
+// 64 KiB GSO frame from a local stack arrives whole. Without a copy the
+// frame stays truncated and counts in Stats.RxTruncated (gswitchd's
+// datapath drops it: Counters.OffloadDrops). Frames at most a
+// slot long, the common case, are read in place, as on a V3 ring.
+//
+// A ring alone does not keep a short delay: when the process is idle the
+// Go runtime sleeps with a millisecond's resolution, so a ReadBlock
+// deadline of 100 µs expired after about 1 ms. A ReadBlock that waits less
+// than a millisecond arms the queue's timerfd (package kick) at its
+// deadline, which wakes the runtime on time.
+//
+// gswitchd picks the frame ring when --max-delay is under a millisecond
+// (--rx-ring auto), the block ring otherwise; --rx-ring block|frame
+// forces one.
 //
 // Linux removes the outermost VLAN tag on receive, also on veth (the
 // software path untags before packet taps run), and AF_PACKET reports it

@@ -31,11 +31,24 @@ type Config struct {
 	// 1 ms): the longest a frame waits in the ring when traffic is light.
 	// Default 2 ms.
 	BlockTimeout time.Duration
+	// noCopy (tests) leaves PACKET_COPY_THRESH off: a RingFrames frame
+	// longer than its slot stays truncated.
+	noCopy bool
 	// Promiscuous adds a PACKET_MR_PROMISC membership: the interface
 	// receives frames for every MAC address while the port is open.
 	Promiscuous bool
 	// EventBuffer is the capacity of the link event channel. Default 16.
 	EventBuffer int
+	// Ring is the receive ring's layout: RingBlocks (TPACKET_V3, the
+	// default) or RingFrames (TPACKET_V2, a slot per frame, handed over as
+	// soon as it is written: no block retire timeout; see "Receive rings"
+	// in the package documentation).
+	Ring RingMode
+	// FrameSize is the size of one RingFrames slot in bytes (header,
+	// virtio_net_hdr and frame): a multiple of 16 that divides BlockSize.
+	// A longer frame is read whole from the socket instead (the kernel
+	// queues a copy, TP_STATUS_COPY). Default 2048. Unused with RingBlocks.
+	FrameSize int
 	// Queues is the number of receive queues: 1 (the default) is one
 	// socket and one ring; N > 1 is N sockets, each with a ring of its
 	// own (NumBlocks blocks each), joined in one PACKET_FANOUT group that
@@ -63,6 +76,9 @@ func (c *Config) defaults() {
 	if c.Queues == 0 {
 		c.Queues = 1
 	}
+	if c.FrameSize == 0 {
+		c.FrameSize = 2048
+	}
 }
 
 func (c *Config) validate() error {
@@ -76,6 +92,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("afpacket: block timeout %v is under 1ms", c.BlockTimeout)
 	case c.EventBuffer < 0:
 		return fmt.Errorf("afpacket: event buffer %d", c.EventBuffer)
+	case c.Ring != RingBlocks && c.Ring != RingFrames:
+		return fmt.Errorf("afpacket: ring mode %d", c.Ring)
+	case c.Ring == RingFrames && (c.FrameSize < minFrameSize || c.FrameSize%16 != 0 || c.BlockSize%c.FrameSize != 0):
+		return fmt.Errorf("afpacket: frame size %d: want a multiple of 16, at least %d, that divides the block size %d", c.FrameSize, minFrameSize, c.BlockSize)
 	case c.Queues < 1 || c.Queues > MaxQueues:
 		return fmt.Errorf("afpacket: %d receive queues: want 1..%d", c.Queues, MaxQueues)
 	}

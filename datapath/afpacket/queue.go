@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gswitch/gswitch/internal/kick"
 )
 
 // Queue is one receive queue of a port: an AF_PACKET socket with its own
@@ -33,6 +35,9 @@ type Queue struct {
 	gen   uint64   // sockets replaced so far (reattach.go): a wait or block of an older one yields nothing
 	stale [][]byte // rings of replaced sockets, unmapped once no reader holds or waits on one
 
+	copyBufs [][]byte // RingFrames: buffers of the frames read whole from the socket (reader's)
+
+	kick    *kick.Kicker          // wakes the runtime at a sub-millisecond ReadBlock deadline (reader's; closed with the ring)
 	waiting []byte                // the block ReadBlock waits for (reader's)
 	readyFn func(fd uintptr) bool // reports whether it is ready
 
@@ -71,9 +76,14 @@ func openQueue(p *Port, id int, fan bool) (*Queue, error) {
 	return q, nil
 }
 
-// setupSocket turns 'fd' into a bound TPACKET_V3 socket and maps its ring.
+// setupSocket turns 'fd' into a bound TPACKET_V3 (RingBlocks) or
+// TPACKET_V2 (RingFrames) socket and maps its ring.
 func setupSocket(fd, index int, cfg *Config, promisc bool) ([]byte, error) {
-	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
+	if cfg.Ring == RingFrames {
+		if err := setupFrameRing(fd, cfg); err != nil {
+			return nil, err
+		}
+	} else if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
 		return nil, sysErr("PACKET_VERSION TPACKET_V3", err)
 	}
 	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
@@ -84,6 +94,13 @@ func setupSocket(fd, index int, cfg *Config, promisc bool) ([]byte, error) {
 	// before the ring exists, and every sent frame then starts with one.
 	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
 		return nil, sysErr("PACKET_VNET_HDR", err)
+	}
+	if cfg.Ring == RingFrames {
+		req := frameRingReq(cfg)
+		if err := unix.SetsockoptTpacketReq(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
+			return nil, sysErr("PACKET_RX_RING (TPACKET_V2)", err)
+		}
+		return mapAndBind(fd, index, cfg, promisc)
 	}
 	const frameSize = 2048 // only sizes the ring's bookkeeping: V3 packs frames
 	req := unix.TpacketReq3{
@@ -96,6 +113,12 @@ func setupSocket(fd, index int, cfg *Config, promisc bool) ([]byte, error) {
 	if err := unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
 		return nil, sysErr("PACKET_RX_RING", err)
 	}
+	return mapAndBind(fd, index, cfg, promisc)
+}
+
+// mapAndBind maps the socket's ring, binds it to the interface and sets
+// the promiscuous membership.
+func mapAndBind(fd, index int, cfg *Config, promisc bool) ([]byte, error) {
 	ring, err := unix.Mmap(fd, 0, cfg.BlockSize*cfg.NumBlocks, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, sysErr("mmap of the ring", err)
@@ -243,6 +266,10 @@ func (q *Queue) close() error {
 // closed.
 func (q *Queue) unmapLocked() {
 	q.unmapStaleLocked()
+	if q.kick != nil { // no reader waits now (the caller is the reader, or none holds or reads)
+		q.kick.Close()
+		q.kick = nil
+	}
 	if q.ring != nil {
 		unix.Munmap(q.ring)
 		q.ring = nil

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gswitch/gswitch/datapath/packet"
+	"github.com/gswitch/gswitch/internal/kick"
 	"github.com/gswitch/gswitch/tables/flow"
 )
 
@@ -53,6 +54,12 @@ type Block struct {
 	off  int    // offset of the next frame header in data
 	gen  uint64 // the queue's socket generation the block belongs to
 
+	// RingFrames: data is the whole ring, the block is the n slots from
+	// first on (wrapping); copies counts the frames read from the socket.
+	frames bool
+	first  int
+	copies int
+
 	packets, bytes, truncated, errors uint64 // flushed into the queue's counters on Release
 }
 
@@ -65,6 +72,20 @@ func (b *Block) Len() int { return b.n }
 func (b *Block) Next(f *Frame) bool {
 	if b.i >= b.n {
 		return false
+	}
+	if b.frames {
+		if !b.nextFrame2(f) {
+			b.errors++
+			b.i++
+			return b.Next(f)
+		}
+		b.i++
+		b.packets++
+		b.bytes += uint64(f.Len)
+		if len(f.Data) < f.Len {
+			b.truncated++
+		}
+		return true
 	}
 	h, ok := frameHeader(b.data, b.off)
 	if ok {
@@ -137,6 +158,15 @@ func (b *Block) Release() {
 		q.unmapStaleLocked()
 		return
 	}
+	if b.frames {
+		cfg := &q.p.cfg
+		total := cfg.slots()
+		for i := range b.n {
+			releaseSlot(slotAt(b.data, cfg, (b.first+i)%total))
+		}
+		q.next = (b.first + b.n) % total
+		return
+	}
 	releaseBlock(b.data)
 	q.next = (q.next + 1) % q.p.cfg.NumBlocks
 }
@@ -160,8 +190,13 @@ func (q *Queue) ReadBlock(timeout time.Duration) (*Block, error) {
 		return nil, ErrBusy
 	}
 	q.reading = true
-	bs := q.p.cfg.BlockSize
-	data := q.ring[q.next*bs : (q.next+1)*bs]
+	cfg := &q.p.cfg
+	var data []byte
+	if cfg.Ring == RingFrames {
+		data = slotAt(q.ring, cfg, q.next)
+	} else {
+		data = q.ring[q.next*cfg.BlockSize : (q.next+1)*cfg.BlockSize]
+	}
 	file, raw, gen := q.file, q.raw, q.gen
 	q.rxMu.Unlock()
 
@@ -184,6 +219,11 @@ func (q *Queue) ReadBlock(timeout time.Duration) (*Block, error) {
 		return nil, err
 	}
 	q.held = true
+	if cfg.Ring == RingFrames {
+		q.block = Block{q: q, data: q.ring, gen: gen, frames: true, first: q.next}
+		q.block.n = readyRun(q.ring, cfg, q.next, cfg.BlockSize/cfg.FrameSize)
+		return &q.block, nil
+	}
 	q.block = Block{q: q, data: data, gen: gen}
 	q.block.n, q.block.off = blockFrames(data)
 	return &q.block, nil
@@ -192,12 +232,19 @@ func (q *Queue) ReadBlock(timeout time.Duration) (*Block, error) {
 // wait waits until the block 'data' of the socket 'file' belongs to user
 // space, for at most 'timeout'.
 func (q *Queue) wait(file *os.File, raw syscall.RawConn, data []byte, timeout time.Duration) (bool, error) {
-	if blockReady(data) || timeout == 0 {
-		return blockReady(data), nil
+	if q.ready(data) || timeout == 0 {
+		return q.ready(data), nil
 	}
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
+		if timeout < kick.Threshold { // see package kick: else an idle process wakes ~1 ms late
+			if q.kick == nil {
+				q.kick, _ = kick.New() // nil on failure: the deadline is kept as the runtime keeps it
+			}
+			q.kick.Arm(timeout)
+			defer q.kick.Disarm()
+		}
 	}
 	if err := file.SetReadDeadline(deadline); err != nil {
 		if q.p.closing.Load() {
@@ -209,7 +256,7 @@ func (q *Queue) wait(file *os.File, raw syscall.RawConn, data []byte, timeout ti
 	// re-checks the block's status after every wake-up.
 	q.waiting = data
 	if q.readyFn == nil {
-		q.readyFn = func(uintptr) bool { return blockReady(q.waiting) } // made once: no allocation per wait
+		q.readyFn = func(uintptr) bool { return q.ready(q.waiting) } // made once: no allocation per wait
 	}
 	err := raw.Read(q.readyFn)
 	switch {
@@ -221,6 +268,15 @@ func (q *Queue) wait(file *os.File, raw syscall.RawConn, data []byte, timeout ti
 		return false, ErrClosed
 	}
 	return false, err
+}
+
+// ready reports whether the block (RingBlocks) or slot (RingFrames) 'data'
+// belongs to user space.
+func (q *Queue) ready(data []byte) bool {
+	if q.p.cfg.Ring == RingFrames {
+		return slotReady(data)
+	}
+	return blockReady(data)
 }
 
 // Receive reads one block of the queue (waiting as ReadBlock does), calls

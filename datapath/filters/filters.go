@@ -1,8 +1,10 @@
 package filters
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"math/bits"
 	"slices"
@@ -67,8 +69,21 @@ type entry struct {
 type portProg struct {
 	prog    *filter.Program
 	entries []*entry // filter i of prog
+	memo    bool     // keep answers by memo key within a batch (enough filters to pay)
 	pool    sync.Pool
 }
+
+// memoMinFilters: a program of fewer filters evaluates as fast as it
+// builds a memo key. (A variable: BenchmarkRx100 turns memos off.)
+var memoMinFilters = 8
+
+// memoSlots is the answers a batch keeps by memo key (open addressing,
+// linear probing of at most memoProbe slots; a key that finds neither
+// itself nor a free slot is evaluated and not kept).
+const (
+	memoSlots = 128
+	memoProbe = 8
+)
 
 // scratch is one receive loop's per-batch state, pooled per portProg.
 type scratch struct {
@@ -76,25 +91,53 @@ type scratch struct {
 	out     []uint64
 	packets []uint64
 	bytes   []uint64
+
+	// The batch's answers by memo key (filter.Program.MemoKey): slot i
+	// holds key keys[i] and answer outs[i*words:] when stamp[i] == batch
+	// (else it is free).
+	seed  maphash.Seed
+	key   []byte
+	keys  [memoSlots][]byte
+	outs  []uint64
+	stamp [memoSlots]uint32
+	batch uint32
 }
 
-// generation is an immutable compiled set.
+// generation is an immutable compiled set: the programs assembled by the
+// last merge, the filters added since (each compiled alone: the side
+// path) and the filters deleted since (not counted). A merge folds side
+// and dead into the programs.
 type generation struct {
 	ports map[uint32]*portProg // ports that some filter names
 	all   *portProg            // filters of every port, for ports not in ports; nil: none
+	side  []*portProg          // one filter each, added after the programs were assembled
+	dead  map[*entry]bool      // filters of the programs deleted since; nil: none
+}
+
+// on reports whether e's filter observes port.
+func (e *entry) on(port uint32) bool {
+	if len(e.cfg.Ports) == 0 {
+		return true
+	}
+	_, ok := slices.BinarySearch(e.cfg.Ports, port)
+	return ok
 }
 
 // Set is the live filters of a switch (a pipeline.RxStage). The zero Set
 // is not usable: use New.
 type Set struct {
-	mu      sync.Mutex // serializes Add, Delete, Close
-	entries map[string]*entry
-	order   []string // names in the order added
+	mu      sync.Mutex        // serializes Add, Delete, Close and the merge's swap
+	entries map[string]*entry // copied on write: a snapshot stays valid
+	order   []string          // names in the order added; copied on write
 	gen     atomic.Pointer[generation]
 	names   *filter.Names
 	comp    *filter.Compiler // keeps each expression compiled: a change compiles one filter
 	log     *slog.Logger
 	queue   int
+
+	seq     uint64     // changes so far (mu)
+	merging bool       // a merge goroutine runs (mu)
+	merged  *sync.Cond // on mu: signalled when a merge goroutine ends
 }
 
 // Options tune a Set. Zero values take defaults.
@@ -117,6 +160,7 @@ func New(o Options) *Set {
 	}
 	s := &Set{entries: map[string]*entry{}, names: o.Names, log: o.Logger, queue: o.QueueDepth,
 		comp: filter.NewCompiler(filter.LinkEthernet, false, o.Names)}
+	s.merged = sync.NewCond(&s.mu)
 	s.gen.Store(&generation{})
 	return s
 }
@@ -146,18 +190,24 @@ func (s *Set) Add(c Config) error {
 	if err := s.Check(c); err != nil {
 		return err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addLocked(c)
+}
+
+// addLocked is Add after the check, with s.mu held.
+func (s *Set) addLocked(c Config) error {
 	c.Ports = slices.Clone(c.Ports)
 	slices.Sort(c.Ports)
 	c.Ports = slices.Compact(c.Ports)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, ok := s.entries[c.Name]; ok {
 		return fmt.Errorf("filter %s: %w", c.Name, ErrExists)
 	}
 	e := &entry{cfg: c, added: time.Now()}
-	next := maps(s.entries)
-	next[c.Name] = e
-	g, err := s.compile(next, append(slices.Clone(s.order), c.Name))
+	// The side path: the filter compiled alone (Check left its unit in
+	// the compiler) and evaluated after the programs from the next batch
+	// on; the merge assembles it into them later.
+	side, err := s.program(nil, []*entry{e})
 	if err != nil {
 		return err
 	}
@@ -166,10 +216,67 @@ func (s *Set) Add(c Config) error {
 			return fmt.Errorf("filter %s: %w", c.Name, err)
 		}
 	}
+	next := maps(s.entries)
+	next[c.Name] = e
 	s.entries = next
-	s.order = append(s.order, c.Name)
-	s.gen.Store(g)
+	s.order = append(slices.Clip(s.order), c.Name)
+	old := s.gen.Load()
+	g := *old
+	g.side = append(slices.Clip(old.side), side)
+	s.publishLocked(&g)
 	return nil
+}
+
+// publishLocked stores g (the next batch sees it) and starts a merge
+// unless one runs: it folds g's side path and deleted filters into the
+// programs. s.mu is held.
+func (s *Set) publishLocked(g *generation) {
+	s.gen.Store(g)
+	s.seq++
+	if !s.merging {
+		s.merging = true
+		go s.merge()
+	}
+}
+
+// merge assembles the programs of the current filters off the datapath
+// and off s.mu (the set's compiler has each filter compiled), then swaps
+// them in if nothing changed meanwhile, else starts over on the newer
+// set. Every generation it replaces counts each filter once per frame
+// (in a program or on the side path), as the merged one does: the swap
+// loses and double-counts nothing.
+func (s *Set) merge() {
+	for {
+		s.mu.Lock()
+		seq, entries, order := s.seq, s.entries, slices.Clone(s.order)
+		s.mu.Unlock()
+		g, err := s.compile(entries, order)
+		s.mu.Lock()
+		if err != nil { // cannot happen: each filter compiled on its own
+			s.log.Error("merging the live filters", "err", err)
+		}
+		if err != nil || seq == s.seq {
+			if err == nil {
+				s.gen.Store(g)
+			}
+			s.merging = false
+			s.merged.Broadcast()
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Settle waits until the filters added and deleted so far are assembled
+// into the programs (no side path left). Counting is exact either way;
+// tests and benchmarks use it.
+func (s *Set) Settle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.merging {
+		s.merged.Wait()
+	}
 }
 
 // Delete removes a filter from the next batch on and closes its capture
@@ -177,6 +284,11 @@ func (s *Set) Add(c Config) error {
 func (s *Set) Delete(name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.deleteLocked(name)
+}
+
+// deleteLocked is Delete with s.mu held.
+func (s *Set) deleteLocked(name string) error {
 	e, ok := s.entries[name]
 	if !ok {
 		return fmt.Errorf("filter %s: %w", name, ErrNotFound)
@@ -184,12 +296,19 @@ func (s *Set) Delete(name string) error {
 	next := maps(s.entries)
 	delete(next, name)
 	order := slices.DeleteFunc(slices.Clone(s.order), func(n string) bool { return n == name })
-	g, err := s.compile(next, order)
-	if err != nil {
-		return err // cannot happen: each filter compiled on its own
-	}
 	s.entries, s.order = next, order
-	s.gen.Store(g)
+	// Off the side path, or marked dead in the programs until the merge.
+	old := s.gen.Load()
+	g := *old
+	g.side = slices.DeleteFunc(slices.Clone(old.side), func(pp *portProg) bool { return pp.entries[0] == e })
+	if len(g.side) == len(old.side) {
+		g.dead = make(map[*entry]bool, len(old.dead)+1)
+		for d := range old.dead {
+			g.dead[d] = true
+		}
+		g.dead[e] = true
+	}
+	s.publishLocked(&g)
 	if e.capture != nil {
 		e.capture.close()
 	}
@@ -201,6 +320,9 @@ func (s *Set) Delete(name string) error {
 func (s *Set) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for s.merging {
+		s.merged.Wait()
+	}
 	for _, e := range s.entries {
 		if e.capture != nil {
 			e.capture.close()
@@ -216,7 +338,8 @@ func maps(m map[string]*entry) map[string]*entry {
 	return n
 }
 
-// compile builds the generation of entries (names in order).
+// compile builds the generation of entries (names in order), reusing the
+// programs of the current generation whose filters did not change.
 func (s *Set) compile(entries map[string]*entry, order []string) (*generation, error) {
 	g := &generation{ports: map[uint32]*portProg{}}
 	var all []*entry
@@ -265,53 +388,114 @@ func (s *Set) program(prev *portProg, es []*entry) (*portProg, error) {
 	if err != nil {
 		return nil, err
 	}
-	pp := &portProg{prog: p, entries: es}
+	pp := &portProg{prog: p, entries: es, memo: len(es) >= memoMinFilters}
 	pp.pool.New = func() any {
-		return &scratch{ev: filter.NewEvaluator(p), out: make([]uint64, p.Words()),
+		sc := &scratch{ev: filter.NewEvaluator(p), out: make([]uint64, p.Words()),
 			packets: make([]uint64, len(es)), bytes: make([]uint64, len(es))}
+		if pp.memo {
+			sc.seed, sc.outs = maphash.MakeSeed(), make([]uint64, memoSlots*p.Words())
+		}
+		return sc
 	}
 	return pp, nil
 }
 
 // Rx evaluates the port's filters on a batch (pipeline.RxStage); frames
-// pass unchanged.
+// pass unchanged. One generation serves the whole batch: the port's
+// program, then the side path's filters that observe the port.
 func (s *Set) Rx(port uint32, frames [][]byte, scratchBuf []byte) ([][]byte, []byte) {
 	g := s.gen.Load()
+	if len(frames) == 0 {
+		return frames, scratchBuf
+	}
 	pp := g.ports[port]
 	if pp == nil {
 		pp = g.all
 	}
-	if pp == nil || len(frames) == 0 {
-		return frames, scratchBuf
+	if pp != nil {
+		pp.rx(frames, g.dead)
 	}
+	for _, sp := range g.side {
+		if sp.entries[0].on(port) {
+			sp.rx(frames, nil)
+		}
+	}
+	return frames, scratchBuf
+}
+
+// rx evaluates pp's filters on frames and adds to their counters, those
+// in dead excepted. A frame whose memo key an earlier frame of the batch
+// had takes that frame's answers (equal keys, equal answers: the key holds
+// every byte a criterion reads).
+func (pp *portProg) rx(frames [][]byte, dead map[*entry]bool) {
 	sc := pp.pool.Get().(*scratch)
+	memo := pp.memo && len(frames) > 1
+	if memo {
+		if sc.batch++; sc.batch == 0 {
+			sc.stamp, sc.batch = [memoSlots]uint32{}, 1
+		}
+	}
+	words := len(sc.out)
 	var now int64
 	for _, f := range frames {
-		sc.ev.Eval(f, uint32(len(f)), sc.out)
-		for w, word := range sc.out {
+		out := sc.out
+		if !memo {
+			sc.ev.Eval(f, uint32(len(f)), out)
+		} else if k, ok := pp.prog.MemoKey(sc.key[:0], f, uint32(len(f))); !ok {
+			sc.key = k
+			sc.ev.Eval(f, uint32(len(f)), out)
+		} else {
+			sc.key = k
+			out = sc.memoize(k, f, words)
+		}
+		for w, word := range out {
 			for word != 0 {
 				i := w*64 + bits.TrailingZeros64(word)
 				word &= word - 1
 				sc.packets[i]++
 				sc.bytes[i] += uint64(len(f))
-				if c := pp.entries[i].capture; c != nil {
+				if e := pp.entries[i]; e.capture != nil && (dead == nil || !dead[e]) {
 					if now == 0 {
 						now = time.Now().UnixNano()
 					}
-					c.offer(f, now)
+					e.capture.offer(f, now)
 				}
 			}
 		}
 	}
 	for i, n := range sc.packets {
 		if n != 0 {
-			pp.entries[i].packets.Add(n)
-			pp.entries[i].bytes.Add(sc.bytes[i])
+			if e := pp.entries[i]; dead == nil || !dead[e] {
+				e.packets.Add(n)
+				e.bytes.Add(sc.bytes[i])
+			}
 			sc.packets[i], sc.bytes[i] = 0, 0
 		}
 	}
 	pp.pool.Put(sc)
-	return frames, scratchBuf
+}
+
+// memoize returns the batch's answer for memo key k: the one kept under k,
+// else frame f's, evaluated into sc.out and kept in a free slot if the
+// probe finds one.
+func (sc *scratch) memoize(k, f []byte, words int) []uint64 {
+	h := maphash.Bytes(sc.seed, k)
+	for p := uint64(0); p < memoProbe; p++ {
+		i := (h + p) % memoSlots
+		slot := sc.outs[int(i)*words : int(i+1)*words]
+		if sc.stamp[i] != sc.batch {
+			sc.ev.Eval(f, uint32(len(f)), sc.out)
+			copy(slot, sc.out)
+			sc.keys[i] = append(sc.keys[i][:0], k...)
+			sc.stamp[i] = sc.batch
+			return sc.out
+		}
+		if bytes.Equal(sc.keys[i], k) {
+			return slot
+		}
+	}
+	sc.ev.Eval(f, uint32(len(f)), sc.out)
+	return sc.out
 }
 
 // Filters describes every filter, in the order added.

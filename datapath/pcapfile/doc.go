@@ -7,14 +7,28 @@
 //
 // # Streaming and bounds
 //
-// A Reader holds one packet at a time: Next returns a Packet whose Data
-// aliases an internal buffer valid until the following call, so files much
-// larger than memory are read in constant space. Every length read from the
+// A stream Reader (NewReader) holds one packet at a time: Next returns a
+// Packet whose Data aliases an internal buffer (256 KiB: a record that fits
+// is not copied) valid until the following call, so files much larger than
+// memory are read in constant space. Every length read from the
 // file is checked before it is used: a record longer than MaxPacket, a block
 // shorter than its fixed part, an interface id without an interface
 // description, a truncated header: each is an error naming the byte offset
 // in the file, never a panic or an allocation the size of a corrupted
 // length field. FuzzReader exercises this with a committed seed corpus.
+//
+// # In place: memory and mapped files
+//
+// NewReaderBytes reads a capture held in memory and Open maps a regular
+// file (Linux; elsewhere, and for pipes, it streams): records and blocks
+// are parsed where they lie, with no read calls, no copy and no
+// allocation per packet, and each Packet's Data aliases the bytes and
+// stays valid until Close (Persistent). pcap records and pcapng enhanced
+// packet blocks take a short path (nextPcapMem, nextPcapNGMem) with the
+// same checks and errors as the stream's; FuzzReader runs both readers on
+// every input and fails on any difference. Batches parses on a goroutine
+// of its own, a batch ahead of the caller's goroutine (gswitchctl
+// filter's CPU backend reads this way).
 //
 // # Link types
 //

@@ -53,13 +53,23 @@ type iface struct {
 	tsDiv   int64 // ticks per nanosecond divisor for resolutions finer than 1 ns
 }
 
-// Reader reads packets from a pcap or pcapng stream.
+// Reader reads packets from a pcap or pcapng stream, or from memory.
+//
+// A Reader has one of two sources: a buffered stream (NewReader: r is
+// set) or a byte slice parsed in place (NewReaderBytes, and Open's
+// mapping of a file: r is nil, mem holds the bytes and off is the position
+// in them). Every read goes through peek, consume and readFull, which
+// serve either source; Next takes a shorter path for a pcap in memory.
 type Reader struct {
-	r      *bufio.Reader
+	r      *bufio.Reader // nil: the source is mem
+	mem    []byte
 	format Format
 	order  binary.ByteOrder
+	big    bool  // order is big-endian
 	off    int64 // bytes consumed so far
 	buf    []byte
+
+	closer func() error // Open's: unmaps or closes the file
 
 	// pcap
 	nano    bool
@@ -84,11 +94,28 @@ const (
 	magicByteOrd = 0x1a2b3c4d
 )
 
+// streamBuffer is a stream Reader's buffer: records up to this size are
+// parsed in place in it; fewer, larger reads than bufio's default.
+const streamBuffer = 256 << 10
+
 // NewReader reads the file header from rd and returns a Reader positioned
 // at the first packet. The format is chosen by the magic number.
 func NewReader(rd io.Reader) (*Reader, error) {
-	r := &Reader{r: bufio.NewReaderSize(rd, 1<<16)}
-	head, err := r.r.Peek(4)
+	return newReader(&Reader{r: bufio.NewReaderSize(rd, streamBuffer)})
+}
+
+// NewReaderBytes returns a Reader of a capture held in memory, parsed in
+// place: no copy and no allocation per packet, and each Packet's Data
+// aliases b (valid as long as b is; see Persistent).
+func NewReaderBytes(b []byte) (*Reader, error) {
+	if b == nil {
+		b = []byte{}
+	}
+	return newReader(&Reader{mem: b})
+}
+
+func newReader(r *Reader) (*Reader, error) {
+	head, err := r.peek(4)
 	if err != nil {
 		return nil, r.errf("file shorter than a magic number")
 	}
@@ -96,10 +123,12 @@ func NewReader(rd io.Reader) (*Reader, error) {
 	be := binary.BigEndian.Uint32(head)
 	switch {
 	case le == magicMicro || le == magicNano:
-		r.order, r.nano = binary.LittleEndian, le == magicNano
+		r.setOrder(false)
+		r.nano = le == magicNano
 		return r, r.readPcapHeader()
 	case be == magicMicro || be == magicNano:
-		r.order, r.nano = binary.BigEndian, be == magicNano
+		r.setOrder(true)
+		r.nano = be == magicNano
 		return r, r.readPcapHeader()
 	case be == magicSHB:
 		r.format = FormatPcapNG
@@ -109,6 +138,46 @@ func NewReader(rd io.Reader) (*Reader, error) {
 		return r, nil
 	}
 	return nil, r.errf("unknown magic number %#08x (neither pcap nor pcapng)", be)
+}
+
+func (r *Reader) setOrder(big bool) {
+	r.big = big
+	if big {
+		r.order = binary.BigEndian
+	} else {
+		r.order = binary.LittleEndian
+	}
+}
+
+// u32 reads a word in the file's (section's) byte order; unlike r.order's,
+// the call is inlined.
+func (r *Reader) u32(b []byte) uint32 {
+	if r.big {
+		return binary.BigEndian.Uint32(b)
+	}
+	return binary.LittleEndian.Uint32(b)
+}
+
+// Persistent reports whether each Packet's Data stays valid after the next
+// call of Next: true for a Reader of memory (NewReaderBytes, and Open's
+// mapping of a regular file), where Data aliases the bytes themselves and
+// stays valid until Close; false for a stream, whose Data is valid until
+// the next call of Next.
+func (r *Reader) Persistent() bool { return r.r == nil }
+
+// Offset returns the bytes of the file consumed so far (progress).
+func (r *Reader) Offset() int64 { return r.off }
+
+// Close releases what Open took (the mapping or the file). A Reader from
+// NewReader or NewReaderBytes has nothing to release. After Close, the
+// Data of the packets a Reader of Open returned must not be used.
+func (r *Reader) Close() error {
+	c := r.closer
+	r.closer, r.mem, r.r = nil, []byte{}, nil
+	if c == nil {
+		return nil
+	}
+	return c()
 }
 
 // Format returns the container format.
@@ -128,9 +197,36 @@ func (r *Reader) LinkType() LinkType {
 
 // BigEndian reports the byte order of the file (of the current section for
 // pcapng).
-func (r *Reader) BigEndian() bool { return r.order == binary.BigEndian }
+func (r *Reader) BigEndian() bool { return r.big }
 
+// peek returns the next n bytes without consuming them; fewer and an
+// error (io.EOF when none are left) at the end of the input.
+func (r *Reader) peek(n int) ([]byte, error) {
+	if r.r != nil {
+		return r.r.Peek(n)
+	}
+	rest := r.mem[r.off:]
+	if len(rest) < n {
+		if len(rest) == 0 {
+			return nil, io.EOF
+		}
+		return rest, io.ErrUnexpectedEOF
+	}
+	return rest[:n:n], nil
+}
+
+// readFull consumes the next n bytes and returns them: in place for a
+// Reader of memory, else copied into r.buf (valid until the next read).
 func (r *Reader) readFull(n int) ([]byte, error) {
+	if r.r == nil {
+		rest := r.mem[r.off:]
+		if len(rest) < n {
+			r.off += int64(len(rest))
+			return rest, io.ErrUnexpectedEOF
+		}
+		r.off += int64(n)
+		return rest[:n:n], nil
+	}
 	if cap(r.buf) < n {
 		r.buf = make([]byte, n)
 	}
@@ -146,15 +242,21 @@ func (r *Reader) readPcapHeader() error {
 	if err != nil {
 		return r.errf("truncated pcap file header")
 	}
-	r.snaplen = r.order.Uint32(h[16:])
-	r.link = LinkType(r.order.Uint32(h[20:]) & 0x03ffffff)
+	r.snaplen = r.u32(h[16:])
+	r.link = LinkType(r.u32(h[20:]) & 0x03ffffff)
 	return nil
 }
 
 // Next returns the next packet, or io.EOF at the clean end of the file.
 func (r *Reader) Next() (Packet, error) {
 	if r.format == FormatPcap {
+		if r.r == nil {
+			return r.nextPcapMem()
+		}
 		return r.nextPcap()
+	}
+	if r.r == nil {
+		return r.nextPcapNGMem()
 	}
 	return r.nextPcapNG()
 }
@@ -163,11 +265,18 @@ func (r *Reader) Next() (Packet, error) {
 // the read buffer (they stay valid until the next call of Next), and
 // consumes them.
 func (r *Reader) peekRecord(n int) ([]byte, error) {
+	if r.r == nil {
+		if r.off == int64(len(r.mem)) {
+			return nil, io.EOF
+		}
+		return r.readFull(n)
+	}
 	if n > r.r.Size() {
 		return r.readFull(n)
 	}
 	b, err := r.r.Peek(n)
 	if err != nil {
+		// The stream ended inside the record: consume what there was.
 		m, _ := r.r.Discard(len(b))
 		r.off += int64(m)
 		if err == io.EOF && len(b) == 0 {
@@ -180,16 +289,45 @@ func (r *Reader) peekRecord(n int) ([]byte, error) {
 	return b, nil
 }
 
+// nextPcapMem is nextPcap for a Reader of memory: the record parsed in
+// place, with no call that is not inlined.
+func (r *Reader) nextPcapMem() (Packet, error) {
+	rest := r.mem[r.off:]
+	if len(rest) < 16 {
+		if len(rest) == 0 {
+			return Packet{}, io.EOF
+		}
+		return Packet{}, r.errf("truncated record header")
+	}
+	incl := r.u32(rest[8:])
+	if incl > MaxPacket {
+		return Packet{}, r.errf("record captured length %d exceeds %d", incl, MaxPacket)
+	}
+	end := 16 + int(incl)
+	if end > len(rest) {
+		r.off = int64(len(r.mem))
+		return Packet{}, r.errf("truncated record: want %d bytes", incl)
+	}
+	ts := int64(r.u32(rest)) * 1e9
+	if frac := int64(r.u32(rest[4:])); r.nano {
+		ts += frac
+	} else {
+		ts += frac * 1e3
+	}
+	r.off += int64(end)
+	return Packet{Link: r.link, Timestamp: ts, WireLen: r.u32(rest[12:]), Data: rest[16:end:end], BigEndian: r.big}, nil
+}
+
 func (r *Reader) nextPcap() (Packet, error) {
-	h, err := r.r.Peek(16)
+	h, err := r.peek(16)
 	if len(h) == 0 && err == io.EOF {
 		return Packet{}, io.EOF
 	}
 	if err != nil {
 		return Packet{}, r.errf("truncated record header")
 	}
-	sec, frac := r.order.Uint32(h), r.order.Uint32(h[4:])
-	incl, orig := r.order.Uint32(h[8:]), r.order.Uint32(h[12:])
+	sec, frac := r.u32(h), r.u32(h[4:])
+	incl, orig := r.u32(h[8:]), r.u32(h[12:])
 	if incl > MaxPacket {
 		return Packet{}, r.errf("record captured length %d exceeds %d", incl, MaxPacket)
 	}
@@ -203,5 +341,5 @@ func (r *Reader) nextPcap() (Packet, error) {
 	if err != nil {
 		return Packet{}, r.errf("truncated record: want %d bytes", incl)
 	}
-	return Packet{Link: r.link, Timestamp: ts, WireLen: orig, Data: rec[16:], BigEndian: r.BigEndian()}, nil
+	return Packet{Link: r.link, Timestamp: ts, WireLen: orig, Data: rec[16:], BigEndian: r.big}, nil
 }

@@ -57,9 +57,32 @@ func samplePackets() []Packet {
 	return ps
 }
 
+// readAll reads b as a stream and checks that the in-place reader and
+// Open's mapping of the same bytes give the same packets.
 func readAll(t *testing.T, b []byte) (*Reader, []Packet) {
 	t.Helper()
-	r, err := NewReader(bytes.NewReader(b))
+	r, out := readAllFrom(t, b, func() (*Reader, error) { return NewReader(bytes.NewReader(b)) })
+	_, mem := readAllFrom(t, b, func() (*Reader, error) { return NewReaderBytes(b) })
+	identical(t, mem, out)
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var opened *Reader
+	_, mapped := readAllFrom(t, b, func() (*Reader, error) { var err error; opened, err = Open(path); return opened, err })
+	if !opened.Persistent() {
+		t.Errorf("Open of a regular file: not mapped")
+	}
+	identical(t, mapped, out)
+	if err := opened.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return r, out
+}
+
+func readAllFrom(t *testing.T, b []byte, open func() (*Reader, error)) (*Reader, []Packet) {
+	t.Helper()
+	r, err := open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +97,21 @@ func readAll(t *testing.T, b []byte) (*Reader, []Packet) {
 		}
 		p.Data = append([]byte(nil), p.Data...)
 		out = append(out, p)
+	}
+}
+
+// identical fails unless got and want are the same packets, field by field.
+func identical(t *testing.T, got, want []Packet) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d packets, want %d", len(got), len(want))
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.Link != w.Link || g.Interface != w.Interface || g.Timestamp != w.Timestamp || g.WireLen != w.WireLen ||
+			!bytes.Equal(g.Data, w.Data) || g.BigEndian != w.BigEndian {
+			t.Fatalf("packet %d: got %+v, want %+v", i, g, w)
+		}
 	}
 }
 
@@ -211,17 +249,34 @@ func FuzzReader(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := NewReader(bytes.NewReader(data))
-		if err != nil {
+		// The stream and the in-place reader of the same bytes agree:
+		// the same packets, and an error at the same packet.
+		rs, errS := NewReader(bytes.NewReader(data))
+		rm, errM := NewReaderBytes(data)
+		if (errS == nil) != (errM == nil) {
+			t.Fatalf("header: stream %v, memory %v", errS, errM)
+		}
+		if errS != nil {
 			return
 		}
 		for i := 0; i < 1000; i++ {
-			p, err := r.Next()
-			if err != nil {
+			ps, errS := rs.Next()
+			pm, errM := rm.Next()
+			if (errS == nil) != (errM == nil) || (errS == io.EOF) != (errM == io.EOF) {
+				t.Fatalf("packet %d: stream %v, memory %v", i, errS, errM)
+			}
+			if errS != nil {
+				if errS != io.EOF && !errors.Is(errS, ErrFormat) {
+					t.Fatalf("packet %d: %v is not a format error", i, errS)
+				}
 				return
 			}
-			if len(p.Data) > MaxPacket {
-				t.Fatalf("packet of %d bytes", len(p.Data))
+			if len(ps.Data) > MaxPacket {
+				t.Fatalf("packet of %d bytes", len(ps.Data))
+			}
+			if !bytes.Equal(ps.Data, pm.Data) || ps.WireLen != pm.WireLen || ps.Timestamp != pm.Timestamp ||
+				ps.Link != pm.Link || ps.Interface != pm.Interface || ps.BigEndian != pm.BigEndian {
+				t.Fatalf("packet %d: stream %+v, memory %+v", i, ps, pm)
 			}
 		}
 	})
@@ -255,42 +310,59 @@ func TestWriteSeedCorpus(t *testing.T) {
 	}
 }
 
-// BenchmarkReadPcapNG reads a pcapng of 64-byte Ethernet frames from
-// memory (the reader alone: gswitchctl filter reads this way).
-func BenchmarkReadPcapNG(b *testing.B) {
-	var buf bytes.Buffer
-	w, err := NewWriter(&buf)
+// BenchmarkRead reads a pcapng and a pcap of 64-byte Ethernet frames
+// from memory, as a stream (NewReader) and in place (NewReaderBytes, as
+// Open reads a mapped file).
+func BenchmarkRead(b *testing.B) {
+	const n = 100000
+	fr := make([]byte, 64)
+	var ng bytes.Buffer
+	w, err := NewWriter(&ng)
 	if err != nil {
 		b.Fatal(err)
 	}
-	fr := make([]byte, 64)
-	const n = 100000
+	var pkts []Packet
 	for i := 0; i < n; i++ {
 		fr[0] = byte(i)
-		if err := w.WritePacket(Packet{Link: LinkEthernet, Timestamp: int64(i) * 1000, WireLen: 64, Data: fr}); err != nil {
+		p := Packet{Link: LinkEthernet, Timestamp: int64(i) * 1000, WireLen: 64, Data: fr}
+		if err := w.WritePacket(p); err != nil {
 			b.Fatal(err)
 		}
+		pkts = append(pkts, p)
 	}
 	if err := w.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	data := buf.Bytes()
-	b.SetBytes(int64(len(data)))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		r, err := NewReader(bytes.NewReader(data))
-		if err != nil {
-			b.Fatal(err)
-		}
-		k := 0
-		for ; ; k++ {
-			if _, err := r.Next(); err != nil {
-				break
-			}
-		}
-		if k != n {
-			b.Fatalf("%d packets", k)
+	files := map[string][]byte{"pcapng": ng.Bytes(), "pcap": legacyPcap(binary.LittleEndian, false, LinkEthernet, pkts)}
+	for _, format := range []string{"pcapng", "pcap"} {
+		data := files[format]
+		for _, src := range []string{"stream", "inplace"} {
+			b.Run(format+"/"+src, func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					var r *Reader
+					var err error
+					if src == "stream" {
+						r, err = NewReader(bytes.NewReader(data))
+					} else {
+						r, err = NewReaderBytes(data)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					k := 0
+					for ; ; k++ {
+						if _, err := r.Next(); err != nil {
+							break
+						}
+					}
+					if k != n {
+						b.Fatalf("%d packets", k)
+					}
+				}
+				b.ReportMetric(float64(b.N)*n/b.Elapsed().Seconds()/1e6, "Mpps")
+			})
 		}
 	}
-	b.ReportMetric(float64(b.N)*n/b.Elapsed().Seconds()/1e6, "Mpps")
 }

@@ -26,7 +26,17 @@ func readFile(t *testing.T, path string) ([]Packet, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewReader(bytes.NewReader(b))
+	out, err := readFrom(NewReader(bytes.NewReader(b)))
+	mem, errM := readFrom(NewReaderBytes(b))
+	if (err == nil) != (errM == nil) {
+		t.Fatalf("%s: stream %v, in place %v", path, err, errM)
+	}
+	identical(t, mem, out)
+	return out, err
+}
+
+// readFrom reads every packet (copied) and the first error.
+func readFrom(r *Reader, err error) ([]Packet, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -49,11 +49,18 @@ func newCoalescedRig(t *testing.T, n int, gl *gatedLooker, depth int) *rig {
 // lookups go through a Coalescer over looker.
 func newCoalescedRigOn(t *testing.T, n int, eng *gpu.Engine, looker gpu.FlowLooker, depth, minBatch int) *rig {
 	t.Helper()
+	return newCoalescedRigFlight(t, n, eng, looker, depth, minBatch, 0)
+}
+
+// newCoalescedRigFlight is newCoalescedRigOn with Config.InFlight set
+// (0: the default).
+func newCoalescedRigFlight(t *testing.T, n int, eng *gpu.Engine, looker gpu.FlowLooker, depth, minBatch, inFlight int) *rig {
+	t.Helper()
 	co, err := gpu.NewCoalescer(looker, gpu.CoalescerConfig{MaxBatch: 4096, MinBatch: minBatch, MaxDelay: 200 * time.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sw, err := New(Config{DatapathID: 1, Tables: 3, Classifier: eng, FailMode: FailSecure, Coalescer: co, Depth: depth})
+	sw, err := New(Config{DatapathID: 1, Tables: 3, Classifier: eng, FailMode: FailSecure, Coalescer: co, Depth: depth, InFlight: inFlight})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,5 +262,103 @@ func TestAsyncReaderRunsAhead(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("forwarded %v, want %v", got, want)
+	}
+}
+
+// heldLooker holds every lookup until the test releases it by its arrival
+// index, so that lookups can be answered out of order.
+type heldLooker struct {
+	be      gpu.FlowLooker
+	mu      sync.Mutex
+	gates   []chan struct{}
+	arrived chan int
+}
+
+func (h *heldLooker) LookupFlow(id gpu.TableID, soa []uint32, n int, out []flow.RuleID) error {
+	g := make(chan struct{})
+	h.mu.Lock()
+	h.gates = append(h.gates, g)
+	i := len(h.gates) - 1
+	h.mu.Unlock()
+	h.arrived <- i
+	<-g
+	return h.be.LookupFlow(id, soa, n, out)
+}
+
+func (h *heldLooker) release(i int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	close(h.gates[i])
+}
+
+// TestAsyncInFlightInOrder: with InFlight 2 one receive queue has two
+// lookups on the device at once (the second batch's is made while the
+// first's is held); answered in reverse, the second batch still waits for
+// the first to transmit, and the frames leave in the order they arrived.
+// With InFlight 1 the second lookup is not made until the first returns.
+func TestAsyncInFlightInOrder(t *testing.T) {
+	for _, inFlight := range []int{2, 1} {
+		eng, err := gpu.Open("cpu", nil, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hl := &heldLooker{be: eng, arrived: make(chan int, 16)}
+		r := newCoalescedRigFlight(t, 3, eng, hl, 3, 64, inFlight)
+		r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: applyOut(2)})
+		qr := r.sw.newQueueRunner(1, r.sw.cfg.Coalescer)
+		b := <-qr.free
+		hand := func(k int) {
+			var fs [][]byte
+			for i := range 5 {
+				fs = append(fs, flowFrame(t, uint16(k*5+i), 0))
+			}
+			fill(t, b, fs)
+			b = qr.hand(b)
+		}
+		wait := func(d time.Duration) (int, bool) {
+			select {
+			case i := <-hl.arrived:
+				return i, true
+			case <-time.After(d):
+				return 0, false
+			}
+		}
+		// The second batch comes once the first's lookup is on the
+		// device (before, the Coalescer would put both in one batch).
+		hand(0)
+		if _, ok := wait(5 * time.Second); !ok {
+			t.Fatalf("in flight %d: the first batch's lookup never came", inFlight)
+		}
+		hand(1)
+		second, ok := wait(300 * time.Millisecond)
+		if inFlight == 1 {
+			if ok {
+				t.Fatal("in flight 1: a second lookup while the first was held")
+			}
+			hl.release(0)
+			if second, ok = wait(5 * time.Second); !ok {
+				t.Fatal("in flight 1: the second lookup never came")
+			}
+			hl.release(second)
+		} else {
+			if !ok {
+				t.Fatal("in flight 2: the second batch's lookup was not made while the first's was held")
+			}
+			hl.release(second) // answered first
+			time.Sleep(50 * time.Millisecond)
+			if n := len(r.devs[1].take()); n != 0 {
+				t.Fatalf("in flight 2: %d frames of the second batch left before the first batch's", n)
+			}
+			hl.release(1 - second)
+		}
+		qr.stop()
+		got := sports(r.devs[1].take())
+		want := []uint16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+		if !slices.Equal(got, want) {
+			t.Fatalf("in flight %d: forwarded %v, want %v", inFlight, got, want)
+		}
+		if n := r.sw.latency.count.Load(); n != 10 {
+			t.Errorf("in flight %d: latency of %d frames recorded, want 10", inFlight, n)
+		}
 	}
 }

@@ -50,7 +50,8 @@
 // RunPort is one goroutine per receive queue of a port (one queue unless
 // the port was opened with afpacket's Config.Queues; the queues of a port
 // split its frames by flow hash, so a flow stays on one goroutine and in
-// order): it reads TPACKET_V3 blocks, copies
+// order): it reads the ring's blocks (TPACKET_V3) or runs of frames
+// (TPACKET_V2 frame rings, afpacket's RingFrames), copies
 // each frame into the batch's arena (putting back the VLAN tag the kernel
 // took off on receive, so that actions and outputs see the frame as it was
 // on the wire, and finishing the checksum of a frame whose sender left it
@@ -59,7 +60,12 @@
 // Counters.OffloadDrops), and hands the batch to Process when it holds
 // Config.BatchSize frames or its oldest frame has waited Config.MaxDelay.
 // The afpacket block timeout is set to that delay too (at its 1 ms
-// resolution), so the kernel does not hold frames longer.
+// resolution), so the kernel does not hold frames longer; below 1 ms the
+// agent uses frame rings, which hand each frame over at once. A frame
+// ring would wake a waiting reader for every frame, so with a batch open
+// and the ring empty RunPort pauses until the batch's deadline
+// (afpacket's Queue.Pause, on time below a millisecond) and then reads
+// what came meanwhile: one wake-up per batch.
 //
 // Process parses every frame once (datapath/packet); a malformed frame is
 // counted by reason and dropped. Then, stage by stage (table 0, 1, ...),
@@ -251,12 +257,21 @@
 //     reader waits only when Config.Depth closed batches are unfinished
 //     (the running one included), and then the ring fills as it did when
 //     Process was slow.
-//   - The runner runs its batches one after the other (receive stages,
-//     Process: parse, the tables stage by stage, actions, transmit, the
-//     latency histogram), so frames of one queue, and so of one flow, are
-//     transmitted in the order they arrived. It is the only goroutine
-//     that touches a batch's frames between hand and its return to the
-//     free list.
+//   - The runner takes its batches in order and runs their receive stages
+//     one after the other (a stage may keep per-flow state). Up to
+//     Config.InFlight batches (default 2) then run the rest (Process:
+//     parse, the tables stage by stage, actions, transmit, the latency
+//     histogram) at once, each on a goroutine of its own, so batch k+1's
+//     lookups are made while batch k's is on the device; each batch
+//     transmits only once the batch before it has (a channel per batch,
+//     closed after its transmit, which the next one waits on before its
+//     own: Process's flush), so frames of one queue, and so of one flow,
+//     leave in the order they arrived. Only the transmit is ordered: the
+//     counters, and packet-ins sent to a controller by two batches in
+//     flight, may interleave. With InFlight 1 one goroutine runs the
+//     batches one after the other. Between hand and its return to the
+//     free list a batch's frames belong to the runner: the dispatching
+//     goroutine for its stages, then its own goroutine.
 //   - Each table stage's lookup goes to Coalescer.LookupFlow, which adds
 //     the packed keys (flow.PackSoA) to the table's pending batch and
 //     blocks the runner until the results are in; the batch's first

@@ -67,20 +67,36 @@ func newWorker(s *Switch) *worker {
 // flow tables (or, in standalone fail mode without a controller, MAC
 // learning) and the actions, then sends what the actions output. Frames
 // are edited in place: the caller gives them up.
-func (s *Switch) Process(inPort uint32, frames [][]byte) {
+func (s *Switch) Process(inPort uint32, frames [][]byte) { s.process(inPort, frames, nil, nil) }
+
+// process is Process; with 'turn' it transmits only once turn is closed
+// (the previous batch of the receive queue has transmitted), and it closes
+// 'sent' once it has transmitted (or had nothing to), so that batches of
+// one queue run concurrently still leave in the order they arrived
+// (queueRunner).
+func (s *Switch) process(inPort uint32, frames [][]byte, turn <-chan struct{}, sent chan struct{}) {
 	s.batches.observe(len(frames))
 	w := s.workers.Get().(*worker)
 	defer s.workers.Put(w)
 	w.begin()
+	flush := func() {
+		if turn != nil {
+			<-turn
+		}
+		w.flush()
+		if sent != nil {
+			close(sent)
+		}
+	}
 	in := s.ports[inPort]
 	if in != nil && !in.receives() {
 		in.rxDropped.Add(uint64(len(frames)))
-		w.flush()
+		flush()
 		return
 	}
 	if r := s.cfg.Router; r != nil && r.Owns(inPort) {
 		r.Route(inPort, frames, w.emitFn)
-		w.flush()
+		flush()
 		return
 	}
 	for _, f := range frames {
@@ -102,9 +118,9 @@ func (s *Switch) Process(inPort uint32, frames [][]byte) {
 	} else {
 		s.mu.RLock()
 		w.pipeline(0)
-		s.mu.RUnlock()
+		s.mu.RUnlock() // before waiting for the turn: a FLOW_MOD waiting for mu must not wait on an earlier batch
 	}
-	w.flush()
+	flush()
 }
 
 func (w *worker) begin() {

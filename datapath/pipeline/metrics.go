@@ -47,7 +47,7 @@ var (
 	mUnsupportedActions = metricCounter("gswitch_unsupported_actions_total", "Actions the datapath did not execute (groups, MPLS, PBB, fields it cannot set).")
 	mGroupDrops         = metricCounter("gswitch_group_drops_total", "Packets of a group with no live bucket.")
 	mMeterDrops         = metricCounter("gswitch_meter_drops_total", "Packets a meter's drop band dropped.")
-	mOffloadDrops       = metricCounter("gswitch_offload_drops_total", "Received frames whose checksum or segmentation offload could not be finished.")
+	mOffloadDrops       = metricCounter("gswitch_offload_drops_total", "Received frames whose checksum or segmentation offload could not be finished, or that a frame ring truncated.")
 
 	mBatchFrames   = prometheus.NewDesc("gswitch_batch_frames", "Frames per batch run through the pipeline.", nil, nil)
 	mFrameLatency  = prometheus.NewDesc("gswitch_frame_latency_seconds", "Per-frame latency from the kernel's receive timestamp (the receive ring) to the end of its batch's run through the pipeline (transmitted or dropped).", nil, nil)

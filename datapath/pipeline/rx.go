@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/gswitch/gswitch/datapath/afpacket"
@@ -34,7 +35,14 @@ func newBatcher(capacity int) *batcher {
 // any action or output sees it: its checksum completed, a GSO frame cut
 // into its segments (which then count as frames of their own). It
 // reports false when such a frame cannot be finished (it is dropped).
+//
+// A frame the ring truncated (longer than its slot, and its whole copy not
+// read: afpacket's "Receive rings") is refused too: forwarding part of a
+// frame would be wrong.
 func (b *batcher) add(f *afpacket.Frame, now time.Time) bool {
+	if len(f.Data) < f.Len {
+		return false
+	}
 	if len(b.frames) == 0 {
 		b.oldest = now
 	}
@@ -100,7 +108,14 @@ type BlockReader interface {
 	ReadBlock(timeout time.Duration) (*afpacket.Block, error)
 }
 
-// RunPort is a datapath loop of port no: it reads TPACKET_V3 blocks from
+// frameRing is what RunPort uses of a source with a frame ring
+// (*afpacket.Queue, *afpacket.Port): its layout and Pause.
+type frameRing interface {
+	Ring() afpacket.RingMode
+	Pause(time.Duration)
+}
+
+// RunPort is a datapath loop of port no: it reads blocks (TPACKET_V3) or runs of frames (TPACKET_V2) from
 // src, gathers their frames into batches and runs each batch through the
 // switch (Process) when it is full (Config.BatchSize) or its oldest frame
 // has waited Config.MaxDelay. It returns nil when ctx is done or src is
@@ -124,13 +139,30 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error 
 	} else {
 		b = newBatcher(s.cfg.BatchSize)
 	}
+	fr, _ := src.(frameRing)
+	if fr != nil && fr.Ring() != afpacket.RingFrames {
+		fr = nil
+	}
 	var f afpacket.Frame
 	for ctx.Err() == nil {
 		wait := idlePoll
 		if len(b.frames) > 0 {
 			wait = max(s.cfg.MaxDelay-time.Since(b.oldest), 0)
 		}
-		blk, err := src.ReadBlock(wait)
+		var blk *afpacket.Block
+		var err error
+		if fr != nil && len(b.frames) > 0 && wait > 0 {
+			// A frame ring wakes a waiting reader for every frame: with a
+			// batch open, read what is there, and if nothing is, pause
+			// until the batch's deadline and read what came meanwhile
+			// (one wake-up per batch, not per frame).
+			if blk, err = src.ReadBlock(0); blk == nil && err == nil {
+				fr.Pause(wait)
+				blk, err = src.ReadBlock(0)
+			}
+		} else {
+			blk, err = src.ReadBlock(wait)
+		}
 		if err != nil {
 			if errors.Is(err, afpacket.ErrClosed) {
 				return nil
@@ -166,23 +198,36 @@ func (s *Switch) runBatch(no uint32, b *batcher) {
 	b.reset()
 }
 
-// queueRunner runs one receive queue's closed batches, in order, on a
-// goroutine of its own (loop), so that the queue's RunPort keeps reading
-// its ring while a batch waits for its shared device lookup. Ownership: a
-// batcher belongs to RunPort while it is open, to loop from hand until
-// loop puts it back on free; Config.Depth+1 batchers circulate.
+// queueRunner runs one receive queue's closed batches on goroutines of
+// its own, so that the queue's RunPort keeps reading its ring while a
+// batch waits for its shared device lookup. With Config.InFlight 1 one
+// goroutine (loop) runs them one after the other. With InFlight K > 1,
+// loop is a dispatcher: it takes the batches in order, runs their receive
+// stages itself (in order: a stage may keep per-flow state), and starts
+// each batch's pipeline on a goroutine of its own, at most K at once;
+// each batch transmits only after the batch before it has (process's turn
+// and sent channels), so the queue's frames leave in the order they
+// arrived while up to K of its lookups are in flight.
+//
+// Ownership: a batcher belongs to RunPort while it is open, to the runner
+// from hand until it is put back on free (loop, then the batch's
+// goroutine); Config.Depth+1 batchers circulate. prev belongs to loop.
 type queueRunner struct {
-	s    *Switch
-	no   uint32
-	co   *gpu.Coalescer
-	work chan *batcher // closed batches, in order (cap Depth)
-	free chan *batcher // empty batchers (cap Depth+1)
-	done chan struct{} // closed when loop returns
+	s     *Switch
+	no    uint32
+	co    *gpu.Coalescer
+	work  chan *batcher // closed batches, in order (cap Depth)
+	free  chan *batcher // empty batchers (cap Depth+1)
+	done  chan struct{} // closed when loop returns
+	slots chan struct{} // batches running (cap InFlight)
+	prev  chan struct{} // closed once the last dispatched batch has transmitted (nil: none)
+	wg    sync.WaitGroup
 }
 
 func (s *Switch) newQueueRunner(no uint32, co *gpu.Coalescer) *queueRunner {
 	d := s.cfg.Depth
-	q := &queueRunner{s: s, no: no, co: co, work: make(chan *batcher, d), free: make(chan *batcher, d+1), done: make(chan struct{})}
+	q := &queueRunner{s: s, no: no, co: co, work: make(chan *batcher, d), free: make(chan *batcher, d+1),
+		done: make(chan struct{}), slots: make(chan struct{}, s.cfg.InFlight)}
 	for range d + 1 {
 		q.free <- newBatcher(s.cfg.BatchSize)
 	}
@@ -197,17 +242,51 @@ func (q *queueRunner) hand(b *batcher) *batcher {
 	return <-q.free
 }
 
-// loop runs the handed batches in order until stop. While it runs one it
-// is an active caller of the Coalescer (Enter/Leave), so that a shared
-// batch closes as soon as every running queue is waiting for it.
+// loop runs the handed batches in order until stop. While a batch runs
+// it is an active caller of the Coalescer (Enter/Leave), so that a shared
+// batch closes as soon as every running batch is waiting for it.
 func (q *queueRunner) loop() {
 	defer close(q.done)
+	defer q.wg.Wait()
 	for b := range q.work {
-		q.co.Enter()
-		q.s.runBatch(q.no, b)
-		q.co.Leave()
-		q.free <- b
+		if q.s.cfg.InFlight == 1 {
+			q.co.Enter()
+			q.s.runBatch(q.no, b)
+			q.co.Leave()
+			q.free <- b
+			continue
+		}
+		q.dispatch(b)
 	}
+}
+
+// dispatch runs b's receive stages and starts its pipeline on a goroutine
+// of its own once one of the InFlight slots is free.
+func (q *queueRunner) dispatch(b *batcher) {
+	frames := q.s.rxStages(q.no, b)
+	if len(frames) == 0 { // the stages took them all: nothing to order
+		q.finish(b)
+		return
+	}
+	q.slots <- struct{}{}
+	q.co.Enter()
+	turn, sent := q.prev, make(chan struct{})
+	q.prev = sent
+	q.wg.Add(1)
+	go func() {
+		defer q.wg.Done()
+		q.s.process(q.no, frames, turn, sent)
+		q.co.Leave()
+		q.finish(b)
+		<-q.slots
+	}()
+}
+
+// finish records a run batch's latencies, empties it and returns it.
+func (q *queueRunner) finish(b *batcher) {
+	q.s.latency.observe(b.rxAt, time.Now())
+	b.reset()
+	q.free <- b
 }
 
 // stop runs the batches handed so far and ends loop.

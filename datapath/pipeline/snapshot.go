@@ -83,7 +83,8 @@ type Counters struct {
 	Unsupported uint64            // actions not executed
 	GroupDrops  uint64            // packets of a group with no live bucket
 	MeterDrops  uint64            // packets dropped by a meter's drop band
-	// OffloadDrops counts received frames whose checksum or segmentation
+	// OffloadDrops counts received frames that could not be finished
+	// (truncated by a frame ring, afpacket's RingFrames), or whose checksum or segmentation
 	// offload could not be finished (afpacket.ErrOffload), dropped.
 	OffloadDrops uint64
 	Learned      int  // MAC addresses in the learning table

@@ -42,16 +42,24 @@ type portStages = atomic.Pointer[stageList]
 
 // receive runs a batch of port no through its stages, then the switch.
 func (s *Switch) receive(no uint32, b *batcher) {
+	if frames := s.rxStages(no, b); len(frames) > 0 {
+		s.Process(no, frames)
+	}
+}
+
+// rxStages runs port no's receive stages over batch b's frames and returns
+// what is left for the pipeline (nothing when a stage took every frame).
+func (s *Switch) rxStages(no uint32, b *batcher) [][]byte {
 	frames := b.frames
 	if sp := s.ports[no]; sp != nil {
 		if l := sp.stages.Load(); l != nil {
 			for _, st := range l.stages {
 				frames, b.scratch = st.Rx(no, frames, b.scratch)
 				if len(frames) == 0 {
-					return
+					return nil
 				}
 			}
 		}
 	}
-	s.Process(no, frames)
+	return frames
 }

@@ -124,10 +124,16 @@ type Config struct {
 	// synchronous path.
 	Coalescer *gpu.Coalescer
 	// Depth is, with a Coalescer, how many closed batches of a receive
-	// queue may be unfinished (the one being run included) before its
-	// reader waits (default 3).
-	Depth  int
-	Logger *slog.Logger
+	// queue may be unfinished (the ones being run included) before its
+	// reader waits (default 3; at least InFlight).
+	Depth int
+	// InFlight is, with a Coalescer, how many batches of a receive queue
+	// run at once (default 2): the runner starts batch k+1's pipeline
+	// (and so its lookups) while batch k's lookup is on the device, and
+	// each batch transmits only after the one before it, so frames still
+	// leave in the order they arrived. 1 runs them one after the other.
+	InFlight int
+	Logger   *slog.Logger
 }
 
 func (c *Config) normalize() error {
@@ -152,6 +158,10 @@ func (c *Config) normalize() error {
 	if c.Depth <= 0 {
 		c.Depth = 3
 	}
+	if c.InFlight <= 0 {
+		c.InFlight = 2
+	}
+	c.Depth = max(c.Depth, c.InFlight)
 	if c.LearnAge <= 0 {
 		c.LearnAge = 300 * time.Second
 	}
@@ -197,7 +207,7 @@ type Switch struct {
 	groupDrops  atomic.Uint64 // packets of a group with no live bucket
 	meterDrops  atomic.Uint64 // packets a meter's drop band dropped
 
-	offloadDrops atomic.Uint64 // received frames whose checksum/GSO offload could not be finished
+	offloadDrops atomic.Uint64 // received frames whose checksum/GSO offload could not be finished, or truncated
 	batches      batchStats    // batches Process ran
 	latency      latencyStats  // per-frame latency, receive ring to the end of the pipeline (latency.go)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"sync"
 )
 
@@ -36,6 +35,7 @@ type Decoder struct {
 	peerEpoch uint32 // the encoder's, from its last DATA frame
 	acks      []uint64
 	naks      []uint64
+	crc       crcShift
 }
 
 // NewDecoder returns a decoder with a fresh random epoch.
@@ -44,7 +44,9 @@ func NewDecoder(cfg Config) (*Decoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Decoder{cfg: cfg, log: newLog(cfg.LogBytes), epoch: randomEpoch()}, nil
+	d := &Decoder{cfg: cfg, log: newLog(cfg.LogBytes), epoch: randomEpoch()}
+	d.log.recycle = true
+	return d, nil
 }
 
 // Epoch returns the decoder's epoch.
@@ -149,7 +151,8 @@ func (d *Decoder) restore(frame []byte, off int, out []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d literal bytes for %d", ErrMalformed, len(literal), payLen-at)
 	}
 	copy(pay[at:], literal)
-	if crc32.Checksum(out[eth+2:], castagnoli) != sum {
+	payCRC := checksum32c(pay[:payLen])
+	if d.crc.combine(checksum32c(out[eth+2:eth+2+hdr]), payCRC, payLen) != sum {
 		for i := 0; i < nref; i++ {
 			d.naks = append(d.naks, binary.BigEndian.Uint64(refs[refLen*i:]))
 		}
@@ -169,7 +172,11 @@ func (d *Decoder) restore(frame []byte, off int, out []byte) ([]byte, error) {
 		}
 		d.peerEpoch = epoch
 	}
-	d.logPayload(payloadID(out, s), out[s.pay:s.end])
+	id := payloadIDCRC(out, s, payCRC)
+	if s.pay != eth+2+hdr { // the shim's header length is not the headers' own
+		id = payloadID(out, s)
+	}
+	d.logPayload(id, out[s.pay:s.end])
 	return out, nil
 }
 
@@ -179,7 +186,7 @@ func (d *Decoder) logPayload(id uint64, pay []byte) {
 		return
 	}
 	if d.log.get(id) == nil {
-		d.log.add(&entry{id: id}, pay, nil)
+		d.log.add(d.log.newEntry(id), pay, nil)
 		d.Stats.Logged.Add(1)
 	}
 	d.acks = append(d.acks, id)

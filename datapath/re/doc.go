@@ -30,9 +30,24 @@
 // reaches the start (end) of the logged payload goes on in the payload
 // logged just before (after) it, as far as the bytes agree there, with a
 // reference of its own: a stream sent again is rarely cut into the same
-// TCP segments, and each new segment then spans two logged ones. The frame is sent
-// encoded only when the encoded frame is shorter than the original; else it
-// goes unchanged. Either way its payload enters the log.
+// TCP segments, and each new segment then spans two logged ones. The
+// backward extension may run over the references found before it in the
+// payload (at markers of bytes that recur elsewhere, whose runs stop
+// short); the longer run replaces them. The frame is sent encoded only when
+// the encoded frame is shorter than the original; else it goes unchanged.
+// Either way its payload enters the log.
+//
+// The index's location for a fingerprint is the latest one: for bytes
+// that recur often (a licence header, lines most files share, the fields
+// of tar headers) not the copy the payload repeats. So the encoder also
+// keeps, per flow (hints.go: a hash of addresses and ports, 1,024 slots),
+// the log location just after the flow's last reference and the next
+// sequence number: a payload in order expects its bytes to continue
+// there, tries its first window there before any marker, and at each
+// marker tries the expected location (moved by every match) before the
+// index. Every candidate is checked byte by byte, so a wrong guess costs a
+// comparison, never a wrong reference. On two versions of the Linux source
+// (the README's pair) this took the second's savings from 73.9% to 92.8%.
 //
 // # The encoded frame (the shim)
 //
@@ -99,7 +114,12 @@
 // Each side's log keeps the payloads' bytes in one ring of Config.LogBytes
 // bytes, written in the order they are logged; logging a payload evicts
 // the oldest ones whose bytes it overwrites. A payload costs no allocation
-// for its bytes; an encoder entry keeps up to 12 markers inline.
+// for its bytes; an encoder entry keeps up to 12 markers inline. The
+// encoder's index and both logs' ids are open-addressing tables (index.go)
+// that hand out a value's address, so updating a fingerprint's slots is
+// one probe, not a map read and a write. Each side checksums a payload
+// once: the shim's CRC of the IP packet is combined from the headers' and
+// the payload's CRCs (crc.go), the latter also the high half of the id.
 //
 // # Concurrency
 //

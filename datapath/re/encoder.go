@@ -3,7 +3,6 @@ package re
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"math/bits"
 	"slices"
 	"sync"
@@ -29,17 +28,22 @@ type Encoder struct {
 
 	mu        sync.Mutex
 	log       payloadLog
-	index     map[uint64]slots // marker fingerprint → payloads and positions (remember says which)
-	peerEpoch uint32           // the decoder's, from its last control frame (0: none yet)
+	index     fpIndex // marker fingerprint → payloads and positions (remember says which)
+	peerEpoch uint32  // the decoder's, from its last control frame (0: none yet)
 	refs      []ref
+	crc       crcShift
+	hints     [hintSlots]flowHint // by flow hash: where each flow's next payload probably continues
+	exp       expected            // the payload being matched: where its bytes probably are
 }
 
 // maxRefs is the most references a shim can count.
 const maxRefs = 255
 
-// ref is one reference of an encoded payload.
+// ref is one reference of an encoded payload: n bytes of e (id) from src,
+// at dst in this one.
 type ref struct {
 	id          uint64
+	e           *entry
 	src, n, dst int
 }
 
@@ -53,7 +57,7 @@ func NewEncoder(cfg Config) (*Encoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Encoder{cfg: cfg, m: m, markers: cfg.Markers, log: newLog(cfg.LogBytes), index: map[uint64]slots{}, epoch: randomEpoch()}
+	e := &Encoder{cfg: cfg, m: m, markers: cfg.Markers, log: newLog(cfg.LogBytes), index: newFPIndex(), epoch: randomEpoch()}
 	e.scratch.New = func() any { return new(Scratch) }
 	return e, nil
 }
@@ -69,8 +73,8 @@ type slots struct{ latest, acked loc }
 // unindex drops an evicted payload's index entries that still point at it.
 func (e *Encoder) unindex(x *entry) {
 	for _, fp := range x.fps {
-		s, ok := e.index[fp]
-		if !ok {
+		s := e.index.get(fp)
+		if s == nil {
 			continue
 		}
 		if s.latest.e == x {
@@ -80,9 +84,7 @@ func (e *Encoder) unindex(x *entry) {
 			s.acked = loc{}
 		}
 		if s.latest.e == nil && s.acked.e == nil {
-			delete(e.index, fp)
-		} else {
-			e.index[fp] = s
+			e.index.del(fp)
 		}
 	}
 }
@@ -90,7 +92,10 @@ func (e *Encoder) unindex(x *entry) {
 // lookup returns the payload the index holds for fp that payload id may
 // reference: the latest, or else the acknowledged one before it.
 func (e *Encoder) lookup(fp, id uint64) (loc, bool) {
-	s := e.index[fp]
+	s := e.index.get(fp)
+	if s == nil {
+		return loc{}, false
+	}
 	for _, l := range [2]loc{s.latest, s.acked} {
 		if l.e != nil && e.usable(l.e, id) != nil {
 			return l, true
@@ -115,7 +120,9 @@ type prep struct {
 	ok   bool // eligible: a TCP payload the match selects
 	lazy bool // its markers are found while matching (matchLazy)
 	id   uint64
-	k    int // its index in Scratch.pos and fps
+	k    int    // its index in Scratch.pos and fps
+	flow uint32 // hash of the addresses and ports (flowKey)
+	seq  uint32 // TCP sequence number
 }
 
 // prepare parses and names frames and, when there are at least
@@ -131,6 +138,7 @@ func (e *Encoder) prepare(sc *Scratch, frames [][]byte) {
 		p := prep{s: s, ok: ok, k: -1}
 		if ok {
 			p.id = payloadID(f, s)
+			p.flow, p.seq = flowKey(f, s)
 			p.k = len(sc.payloads)
 			sc.payloads = append(sc.payloads, f[s.pay:s.end])
 		}
@@ -214,6 +222,7 @@ func (e *Encoder) encodeOne(frame []byte, sc *Scratch, i int, out []byte) (res [
 	s, id := p.s, p.id
 	pay := frame[s.pay:s.end]
 	pos, fps := sc.pos[p.k], sc.fps[p.k]
+	e.startFlow(p.flow, p.seq)
 	if p.lazy { // not computed: the CPU's path
 		e.refs, pos, fps = e.matchLazy(pay, id, pos[:0], fps[:0])
 		sc.pos[p.k], sc.fps[p.k] = pos, fps
@@ -229,9 +238,10 @@ func (e *Encoder) encodeOne(frame []byte, sc *Scratch, i int, out []byte) (res [
 		hdr := s.pay - s.l3
 		size := s.etOff + 2 + shimLen + hdr + refLen*len(e.refs) + literal
 		if size < len(frame) {
-			res, encoded = e.build(frame, s, out, size), true
+			res, encoded = e.build(frame, s, id, out, size), true
 		}
 	}
+	e.endFlow(p.flow, p.seq, len(pay))
 	e.remember(id, pay, pos, fps)
 	if encoded {
 		e.Stats.Encoded.Add(1)
@@ -246,7 +256,8 @@ func (e *Encoder) encodeOne(frame []byte, sc *Scratch, i int, out []byte) (res [
 
 // match finds the acknowledged runs of pay (Max-Match at each marker).
 func (e *Encoder) match(pay []byte, id uint64, pos []int32, fps []uint64) []ref {
-	refs, _ := e.matchList(pay, id, pos, fps, 0, e.refs[:0])
+	refs, sp, _ := e.probeStart(pay, id, e.refs[:0])
+	refs, _ = e.matchList(pay, id, pos, fps, sp.done, refs)
 	return refs
 }
 
@@ -282,15 +293,27 @@ type span struct {
 }
 
 // matchAt tries the marker at window end i of pay (fingerprint fp), with
-// pay[:done] covered or passed: it looks fp up, checks the window's bytes,
+// pay[:done] covered or passed: at the location where the payload's bytes
+// probably are (the flow's and the last match's continuation, expected),
+// else at the one the index gives for fp, it checks the window's bytes,
 // extends the match both ways and on into the payloads logged before and
 // after, and appends the references (at most 3).
 func (e *Encoder) matchAt(pay []byte, id uint64, i int, fp uint64, done int, refs []ref) ([]ref, span, bool) {
-	w := e.cfg.Window
+	if l, ok := e.expectedAt(id, i); ok {
+		if r, sp, ok := e.matchLoc(pay, id, i, l, done, refs); ok {
+			return r, sp, true
+		}
+	}
 	l, ok := e.lookup(fp, id)
 	if !ok {
 		return refs, span{}, false
 	}
+	return e.matchLoc(pay, id, i, l, done, refs)
+}
+
+// matchLoc is matchAt at the logged window ending at l.
+func (e *Encoder) matchLoc(pay []byte, id uint64, i int, l loc, done int, refs []ref) ([]ref, span, bool) {
+	w := e.cfg.Window
 	q := l.e.data
 	j := int(l.pos)
 	ps, qs := i-w+1, j-w+1
@@ -298,36 +321,74 @@ func (e *Encoder) matchAt(pay []byte, id uint64, i int, fp uint64, done int, ref
 		return refs, span{}, false
 	}
 	pe, qe := i+1, j+1
-	c := commonSuffix(pay[done:ps], q[:qs])
+	// Backward as far as the bytes agree, past done too: an earlier
+	// reference found at a marker of common bytes (a line every file has)
+	// points elsewhere and stops short; the run found here replaces what
+	// of it lies inside (dropRefsFrom).
+	c := commonSuffix(pay[:ps], q[:qs])
 	ps, qs = ps-c, qs-c
 	c = commonPrefix(pay[pe:], q[qe:])
 	pe, qe = pe+c, qe+c
-	if pe-ps < e.cfg.MinMatch {
+	if pe-ps < e.cfg.MinMatch || pe <= done {
 		return refs, span{}, false
 	}
 	// A match that reaches the start of the logged payload may go on in
 	// the payload logged before it, and one that reaches its end in the
 	// payload logged after it: a segment of a stream sent again with other
 	// boundaries spans two old segments.
-	if qs == 0 && ps > done {
+	var before ref
+	if qs == 0 && ps > 0 {
 		if y := e.usable(l.e.prev, id); y != nil {
-			c := commonSuffix(pay[done:ps], y.data)
+			c := commonSuffix(pay[:ps], y.data)
 			if k, j := ps-c, len(y.data)-c; ps-k > refLen {
-				refs = append(refs, ref{id: y.id, src: j, n: ps - k, dst: k})
+				before = ref{id: y.id, e: y, src: j, n: ps - k, dst: k}
 			}
 		}
 	}
-	refs = append(refs, ref{id: l.e.id, src: qs, n: pe - ps, dst: ps})
+	from := ps
+	if before.n > 0 {
+		from = before.dst
+	}
+	if from < done {
+		refs = dropRefsFrom(refs, from)
+	}
+	if before.n > 0 {
+		refs = append(refs, before)
+	}
+	refs = append(refs, ref{id: l.e.id, e: l.e, src: qs, n: pe - ps, dst: ps})
 	sp := span{ps: ps, pe: pe, qs: qs, qe: qe, j: j, q: l.e, done: pe}
 	if qe == len(q) && pe < len(pay) {
 		if y := e.usable(l.e.next, id); y != nil {
 			if n := commonPrefix(pay[pe:], y.data); n > refLen {
-				refs = append(refs, ref{id: y.id, src: 0, n: n, dst: pe})
+				refs = append(refs, ref{id: y.id, e: y, src: 0, n: n, dst: pe})
 				sp.y, sp.yn, sp.done = y, n, pe+n
 			}
 		}
 	}
+	last := refs[len(refs)-1]
+	e.exp = expected{e: last.e, base: last.src - last.dst}
 	return refs, sp, true
+}
+
+// dropRefsFrom removes the references' coverage of the payload from byte
+// from on: references that start there or later go, one that runs past it
+// is cut short, or dropped when what remains is no longer than a
+// reference (the bytes go literal: no dearer).
+func dropRefsFrom(refs []ref, from int) []ref {
+	for len(refs) > 0 {
+		r := &refs[len(refs)-1]
+		switch {
+		case r.dst >= from:
+			refs = refs[:len(refs)-1]
+			continue
+		case r.dst+r.n > from:
+			if r.n = from - r.dst; r.n <= refLen {
+				refs = refs[:len(refs)-1]
+			}
+		}
+		break
+	}
+	return refs
 }
 
 // usable returns x when the encoder may reference it from payload id.
@@ -339,7 +400,7 @@ func (e *Encoder) usable(x *entry, id uint64) *entry {
 }
 
 // build writes the encoded frame of size bytes.
-func (e *Encoder) build(frame []byte, s segment, out []byte, size int) []byte {
+func (e *Encoder) build(frame []byte, s segment, id uint64, out []byte, size int) []byte {
 	if cap(out) < size {
 		out = make([]byte, size)
 	}
@@ -351,7 +412,9 @@ func (e *Encoder) build(frame []byte, s segment, out []byte, size int) []byte {
 	sh[0], sh[1] = magic, kindData
 	binary.BigEndian.PutUint16(sh[2:], s.etherType)
 	binary.BigEndian.PutUint32(sh[4:], e.epoch)
-	binary.BigEndian.PutUint32(sh[8:], crc32.Checksum(frame[s.l3:s.end], castagnoli))
+	// The IP packet's CRC from its headers' and its payload's (id's high
+	// half): the payload is checksummed once (crc.go).
+	binary.BigEndian.PutUint32(sh[8:], e.crc.combine(checksum32c(frame[s.l3:s.pay]), uint32(id>>32), s.end-s.pay))
 	binary.BigEndian.PutUint16(sh[12:], uint16(s.end-s.l3))
 	binary.BigEndian.PutUint16(sh[14:], uint16(s.pay-s.l3))
 	sh[16], sh[17] = byte(len(e.refs)), 0
@@ -399,12 +462,11 @@ func (e *Encoder) remember(id uint64, pay []byte, pos []int32, fps []uint64) {
 		// keeps the second if acknowledged, so that data repeating faster
 		// than acknowledgements come back (a buffer sent over and over)
 		// still finds a copy it may reference.
-		s := e.index[fp]
+		s := e.index.put(fp)
 		if s.latest.e != nil && !s.latest.e.gone && s.latest.e.acked {
 			s.acked = s.latest
 		}
 		s.latest = loc{e: x, pos: x.markers[k]}
-		e.index[fp] = s
 	}
 }
 
@@ -434,11 +496,14 @@ func (e *Encoder) HandleControl(frame []byte) error {
 	return nil
 }
 
-// commonPrefix returns how many bytes a and b agree on from their starts,
-// comparing eight at a time.
+// commonPrefix returns how many bytes a and b agree on from their starts:
+// 64 at a time with the runtime's vectorised comparison while they agree,
+// then eight at a time.
 func commonPrefix(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
+	for ; i+64 <= n && string(a[i:i+64]) == string(b[i:i+64]); i += 64 {
+	}
 	for ; i+8 <= n; i += 8 {
 		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
 			return i + bits.TrailingZeros64(x)/8
@@ -450,10 +515,13 @@ func commonPrefix(a, b []byte) int {
 	return i
 }
 
-// commonSuffix returns how many bytes a and b agree on at their ends.
+// commonSuffix returns how many bytes a and b agree on at their ends,
+// as commonPrefix does from the starts.
 func commonSuffix(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
+	for ; i+64 <= n && string(a[len(a)-i-64:len(a)-i]) == string(b[len(b)-i-64:len(b)-i]); i += 64 {
+	}
 	for ; i+8 <= n; i += 8 {
 		if x := binary.LittleEndian.Uint64(a[len(a)-i-8:]) ^ binary.LittleEndian.Uint64(b[len(b)-i-8:]); x != 0 {
 			return i + bits.LeadingZeros64(x)/8

@@ -88,7 +88,11 @@ func parseTCP(f []byte) (s segment, ok bool) {
 // payloadID names a payload the same way on both sides: the CRC-32C of the
 // payload, and of the addresses, ports and sequence number.
 func payloadID(f []byte, s segment) uint64 {
-	pay := f[s.pay:s.end]
+	return payloadIDCRC(f, s, checksum32c(f[s.pay:s.end]))
+}
+
+// payloadIDCRC is payloadID with the payload's CRC-32C computed already.
+func payloadIDCRC(f []byte, s segment, payCRC uint32) uint64 {
 	var flow uint32
 	if s.etherType == 0x0800 {
 		flow = crc32.Update(0, castagnoli, f[s.l3+12:s.l3+20]) // addresses
@@ -97,5 +101,5 @@ func payloadID(f []byte, s segment) uint64 {
 	} else {
 		flow = crc32.Update(0, castagnoli, f[s.l3+8:s.l3+48])
 	}
-	return uint64(crc32.Checksum(pay, castagnoli))<<32 | uint64(flow)
+	return uint64(payCRC)<<32 | uint64(flow)
 }

@@ -24,7 +24,14 @@ func (e *Encoder) matchLazy(pay []byte, id uint64, pos []int32, fps []uint64) ([
 	w, n, mask := e.cfg.Window, len(pay), m.Mask()
 	refs := e.refs[:0]
 	done, misses := 0, 0
-	for r := w - 1; r < n; {
+	r := w - 1
+	if rs, sp, ok := e.probeStart(pay, id, refs); ok {
+		// pay's windows ending in [w−1, pe) are q's ending in [j, qe).
+		refs, done = rs, sp.done
+		pos, fps = copyMarkers(pos, fps, sp.q, sp.j, sp.qe, w-1-sp.j)
+		pos, fps, r = e.afterMatch(pay, pos, fps, sp)
+	}
+	for r < n {
 		f := m.FingerprintAt(pay, r)
 		i := r
 		r = n
@@ -38,24 +45,7 @@ func (e *Encoder) matchLazy(pay []byte, id uint64, pos []int32, fps []uint64) ([
 						done, misses = sp.done, 0
 						// pay's windows ending in (i, pe) are q's ending in (j, qe).
 						pos, fps = copyMarkers(pos, fps, sp.q, sp.j+1, sp.qe, i-sp.j)
-						r = sp.pe
-						if sp.yn >= w {
-							// Those ending in [pe, pe+w−1) straddle q's end
-							// and y's start: fingerprinted; those ending in
-							// [pe+w−1, pe+yn) are y's.
-							g := m.FingerprintAt(pay, sp.pe)
-							for t := sp.pe; ; {
-								if g&mask == 0 {
-									pos, fps = append(pos, int32(t)), append(fps, g)
-								}
-								if t++; t >= sp.pe+w-1 {
-									break
-								}
-								g = m.Roll(g, pay[t-w], pay[t])
-							}
-							pos, fps = copyMarkers(pos, fps, sp.y, w-1, sp.yn, sp.pe)
-							r = sp.pe + sp.yn
-						}
+						pos, fps, r = e.afterMatch(pay, pos, fps, sp)
 						break
 					}
 					if misses++; misses >= lazyMisses && i+1 < n {
@@ -77,6 +67,30 @@ func (e *Encoder) matchLazy(pay []byte, id uint64, pos []int32, fps []uint64) ([
 		}
 	}
 	return refs, pos, fps
+}
+
+// afterMatch appends the markers of a match's continuation into the
+// payload logged after its own (sp.y), when it has any, and returns the
+// window end to go on fingerprinting from.
+func (e *Encoder) afterMatch(pay []byte, pos []int32, fps []uint64, sp span) ([]int32, []uint64, int) {
+	m, w, mask := e.m, e.cfg.Window, e.m.Mask()
+	if sp.yn < w {
+		return pos, fps, sp.pe
+	}
+	// Those ending in [pe, pe+w−1) straddle q's end and y's start:
+	// fingerprinted; those ending in [pe+w−1, pe+yn) are y's.
+	g := m.FingerprintAt(pay, sp.pe)
+	for t := sp.pe; ; {
+		if g&mask == 0 {
+			pos, fps = append(pos, int32(t)), append(fps, g)
+		}
+		if t++; t >= sp.pe+w-1 {
+			break
+		}
+		g = m.Roll(g, pay[t-w], pay[t])
+	}
+	pos, fps = copyMarkers(pos, fps, sp.y, w-1, sp.yn, sp.pe)
+	return pos, fps, sp.pe + sp.yn
 }
 
 // copyMarkers appends x's markers at positions [lo, hi), moved by shift,

@@ -31,26 +31,43 @@ const inlineMarkers = 12
 // bytes its own overwrite, so the log takes no allocation per payload for
 // its bytes (and gives the garbage collector nothing to scan).
 type payloadLog struct {
-	byID  map[uint64]*entry
+	byID  table[*entry]
 	fifo  []*entry // oldest at head
 	head  int
 	bytes int
 	limit int
 	ring  []byte // allocated on first use
 	w     int    // the next payload's offset in ring
+	// recycle: evicted entries go to free for newEntry (the decoder's log,
+	// whose entries nothing else points to; the encoder's index and hints
+	// do point to its own).
+	recycle bool
+	free    []*entry
+}
+
+// maxFree bounds the entries kept for reuse.
+const maxFree = 1024
+
+// newEntry returns an entry for payload id: a recycled one when there is.
+func (l *payloadLog) newEntry(id uint64) *entry {
+	if n := len(l.free); n > 0 {
+		e := l.free[n-1]
+		l.free = l.free[:n-1]
+		e.id = id
+		return e
+	}
+	return &entry{id: id}
 }
 
 func newLog(limit int) payloadLog {
-	return payloadLog{byID: map[uint64]*entry{}, limit: limit}
+	return payloadLog{byID: newTable[*entry](), limit: limit}
 }
 
 // add logs e with a copy of pay, evicting the oldest payloads whose bytes
 // the copy overwrites; evict is called for each. A payload longer than the
-// whole log is not logged (e.gone says so).
+// whole log is not logged (e.gone says so). The caller has checked that
+// no payload of e's id is logged (get).
 func (l *payloadLog) add(e *entry, pay []byte, evict func(*entry)) {
-	if old, ok := l.byID[e.id]; ok && !old.gone {
-		return
-	}
 	n := len(pay)
 	if n > l.limit {
 		e.gone = true
@@ -80,7 +97,7 @@ func (l *payloadLog) add(e *entry, pay []byte, evict func(*entry)) {
 	copy(l.ring[at:at+n], pay)
 	e.data, e.off = l.ring[at:at+n:at+n], at
 	l.w = at + n
-	l.byID[e.id] = e
+	*l.byID.put(e.id) = e
 	if l.head < len(l.fifo) {
 		last := l.fifo[len(l.fifo)-1]
 		last.next, e.prev = e, last
@@ -106,16 +123,25 @@ func (l *payloadLog) evictOldest(evict func(*entry)) {
 		o.next.prev = nil
 		o.next = nil
 	}
-	if l.byID[o.id] == o {
-		delete(l.byID, o.id)
+	if p := l.byID.get(o.id); p != nil && *p == o {
+		l.byID.del(o.id)
 	}
 	if evict != nil {
 		evict(o)
 	}
+	if l.recycle && len(l.free) < maxFree {
+		*o = entry{}
+		l.free = append(l.free, o)
+	}
 }
 
 // get returns the live entry of id.
-func (l *payloadLog) get(id uint64) *entry { return l.byID[id] }
+func (l *payloadLog) get(id uint64) *entry {
+	if p := l.byID.get(id); p != nil {
+		return *p
+	}
+	return nil
+}
 
 // reset empties the log (its ring is kept).
 func (l *payloadLog) reset(evict func(*entry)) {
@@ -126,9 +152,9 @@ func (l *payloadLog) reset(evict func(*entry)) {
 			evict(e)
 		}
 	}
-	ring := l.ring
+	ring, recycle := l.ring, l.recycle
 	*l = newLog(l.limit)
-	l.ring = ring
+	l.ring, l.recycle = ring, recycle
 }
 
 // each calls f for every live entry.

@@ -8,11 +8,19 @@ import (
 
 // TestLogRing logs payloads of many sizes into a small log and checks
 // that every payload still logged reads back as logged, that the evicted
-// ones are gone (in FIFO order), and that the log holds at most its limit.
+// ones are gone (in FIFO order), and that the log holds at most its limit;
+// also with its evicted entries recycled (the decoder's log).
 func TestLogRing(t *testing.T) {
+	for _, recycle := range []bool{false, true} {
+		testLogRing(t, recycle)
+	}
+}
+
+func testLogRing(t *testing.T, recycle bool) {
 	r := rand.New(rand.NewPCG(41, 42))
 	const limit = 1 << 16
 	l := newLog(limit)
+	l.recycle = recycle
 	want := map[uint64][]byte{}
 	var order []uint64
 	evicted := 0
@@ -23,7 +31,7 @@ func TestLogRing(t *testing.T) {
 		}
 		pay := randomBytes(r, n)
 		id := uint64(i) + 1
-		l.add(&entry{id: id}, pay, func(x *entry) {
+		l.add(l.newEntry(id), pay, func(x *entry) {
 			if order[evicted] != x.id {
 				t.Fatalf("evicted %d, want the oldest %d", x.id, order[evicted])
 			}
@@ -40,8 +48,8 @@ func TestLogRing(t *testing.T) {
 			}
 			total += len(p)
 		}
-		if total > limit || len(l.byID) != len(want) {
-			t.Fatalf("after %d payloads: %d bytes in %d payloads (index %d), limit %d", i+1, total, len(want), len(l.byID), limit)
+		if total > limit || l.byID.len() != len(want) {
+			t.Fatalf("after %d payloads: %d bytes in %d payloads (index %d), limit %d", i+1, total, len(want), l.byID.len(), limit)
 		}
 	}
 	x := &entry{id: 1 << 40}
@@ -50,7 +58,7 @@ func TestLogRing(t *testing.T) {
 		t.Error("a payload longer than the log was logged")
 	}
 	l.reset(nil)
-	if len(l.byID) != 0 || l.get(order[len(order)-1]) != nil {
+	if l.byID.len() != 0 || l.get(order[len(order)-1]) != nil {
 		t.Error("reset left payloads")
 	}
 }
@@ -58,12 +66,17 @@ func TestLogRing(t *testing.T) {
 func TestCommonPrefixSuffix(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 44))
 	for trial := 0; trial < 2000; trial++ {
-		a := randomBytes(r, r.IntN(40))
+		// Up to 400 bytes: the 64-byte strides and the tails.
+		a := randomBytes(r, r.IntN([]int{40, 400}[trial%2]))
 		b := append([]byte(nil), a...)
 		if len(b) > 0 && r.IntN(3) > 0 {
 			b[r.IntN(len(b))] ^= byte(1 + r.IntN(255))
 		}
-		b = b[:r.IntN(len(b)+1)]
+		if trial%4 < 2 {
+			b = b[:r.IntN(len(b)+1)] // a prefix of a (but for the flip)
+		} else {
+			b = b[r.IntN(len(b)+1):] // a suffix
+		}
 		p, s := 0, 0
 		for p < len(a) && p < len(b) && a[p] == b[p] {
 			p++

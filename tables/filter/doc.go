@@ -97,7 +97,11 @@
 // ranges, which no equality indexes, have a range index (rangeindex.go):
 // a filter each of whose accepting paths bounds a 16-bit value to a
 // narrow interval is walked only when the packet's value lies in one of
-// its intervals.
+// its intervals. The walks read every form from one contiguous array
+// (Program.flat, jumps absolute) rather than a per-filter object. A
+// program of one filter has nothing to share: its form is walked
+// computing each criterion where it is reached, without the per-packet
+// marks (the program tcpdump would run, as cheaply).
 // Short-circuiting and the index make it several times faster than the
 // three stages on a CPU; the oracle and fuzz tests check that the two
 // agree packet by packet.

@@ -21,13 +21,18 @@ type Evaluator struct {
 	gval   []uint32
 	gok    []bool
 	gepoch []uint32
+	one    *cfg // a program of one filter: its form (walkAlone); nil: several
 }
 
 // NewEvaluator returns an evaluator of p.
 func NewEvaluator(p *Program) *Evaluator {
-	return &Evaluator{p: p, vals: make([]uint8, len(p.Criteria)+len(p.Nodes)), epoch: make([]uint32, len(p.Criteria)),
+	e := &Evaluator{p: p, vals: make([]uint8, len(p.Criteria)+len(p.Nodes)), epoch: make([]uint32, len(p.Criteria)),
 		seen: make([]uint32, len(p.Roots)), gval: make([]uint32, len(p.groups)), gok: make([]bool, len(p.groups)),
 		gepoch: make([]uint32, len(p.groups))}
+	if len(p.Roots) == 1 && len(p.cfgs) == 1 {
+		e.one = p.cfgs[0]
+	}
+	return e
 }
 
 // Words is the number of uint64 words of a result bitmap.
@@ -44,6 +49,21 @@ func (p *Program) Words() int { return (len(p.Roots) + 63) / 64 }
 // constants) at once. EvalStages is the device's three-stage form; both
 // give the same answers (FuzzEval checks it).
 func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
+	if e.one != nil {
+		// One filter: nothing to share between filters, so no marks;
+		// its form runs as tcpdump's program would. (A branch here, not
+		// in evalMany: there it slowed many filters by a tenth.)
+		out[0] = 0
+		if e.walkAlone(e.one, data, wire) {
+			out[0] = 1
+		}
+		return
+	}
+	e.evalMany(data, wire, out)
+}
+
+// evalMany is Eval for a program of several filters.
+func (e *Evaluator) evalMany(data []byte, wire uint32, out []uint64) {
 	p := e.p
 	e.cur++
 	if e.cur == 0 { // wrapped: forget every mark
@@ -155,8 +175,104 @@ func (p *Program) copyDups(out []uint64) {
 	}
 }
 
+// walkForm is a filter's control-flow form as Eval's walk reads it: the
+// form's nodes lie in Program.flat from its root on, with jumps made
+// absolute, so that the walks of many filters read one contiguous array
+// and no per-filter object.
+type walkForm struct {
+	root int32 // the root's index in flat; cAccept or cReject
+	pre  int32 // a criterion whose load runs before the root's test; -1: none
+}
+
+// flatten lays the filters' forms out in p.flat (a form shared by
+// several filters once). It leaves p.forms nil, and the walk on the
+// cfgs, for a form with more than one pre-test (none is built so).
+func (p *Program) flatten() {
+	n := 0
+	for _, g := range p.cfgs {
+		if len(g.pre) > 1 {
+			return
+		}
+		n += len(g.nodes)
+	}
+	p.forms = make([]walkForm, len(p.cfgs))
+	p.flat = make([]cnode, 0, n)
+	at := map[*cfg]int32{}
+	for f, g := range p.cfgs {
+		base, ok := at[g]
+		if !ok {
+			base = int32(len(p.flat))
+			at[g] = base
+			for _, c := range g.nodes {
+				if c.jt >= 0 {
+					c.jt += base
+				}
+				if c.jf >= 0 {
+					c.jf += base
+				}
+				p.flat = append(p.flat, c)
+			}
+		}
+		w := walkForm{root: g.root, pre: -1}
+		if w.root >= 0 {
+			w.root += base
+		}
+		if len(g.pre) == 1 {
+			w.pre = g.pre[0]
+		}
+		p.forms[f] = w
+	}
+}
+
 // walk runs filter f's optimized control-flow form.
 func (e *Evaluator) walk(f int, data []byte, wire uint32, out []uint64) {
+	if e.p.forms == nil {
+		e.walkCFG(f, data, wire, out)
+		return
+	}
+	w := e.p.forms[f]
+	if w.pre >= 0 && e.get(w.pre, data, wire) == vAbort {
+		return
+	}
+	cur, epoch, vals := e.cur, e.epoch, e.vals
+	critGroup, critK, gepoch, flat := e.p.critGroup, e.p.critK, e.gepoch, e.p.flat
+	id := w.root
+	for id >= 0 {
+		n := &flat[id]
+		c := n.crit
+		var v uint8
+		if epoch[c] == cur {
+			v = vals[c]
+		} else if gi := critGroup[c]; gi >= 0 && gepoch[gi] == cur {
+			// The group's value is loaded (by the index, usually): compare.
+			switch {
+			case !e.gok[gi]:
+				v = vAbort
+			case e.gval[gi] == critK[c]:
+				v = vTrue
+			default:
+				v = vFalse
+			}
+			vals[c], epoch[c] = v, cur
+		} else {
+			v = e.get(c, data, wire)
+		}
+		switch v {
+		case vTrue:
+			id = n.jt
+		case vFalse:
+			id = n.jf
+		default:
+			return
+		}
+	}
+	if id == cAccept {
+		out[f/64] |= 1 << (f % 64)
+	}
+}
+
+// walkCFG is walk on the filter's cfg itself.
+func (e *Evaluator) walkCFG(f int, data []byte, wire uint32, out []uint64) {
 	g := e.p.cfgs[f]
 	cur, epoch, vals := e.cur, e.epoch, e.vals
 	for _, c := range g.pre {
@@ -198,6 +314,32 @@ func (e *Evaluator) walk(f int, data []byte, wire uint32, out []uint64) {
 	if id == cAccept {
 		out[f/64] |= 1 << (f % 64)
 	}
+}
+
+// walkAlone runs a control-flow form computing each criterion where the
+// walk reaches it, without the marks that share criteria between filters
+// (a program of one filter). A group member's value is its own load,
+// masked and compared: the group's comparison, done alone.
+func (e *Evaluator) walkAlone(g *cfg, data []byte, wire uint32) bool {
+	crits := e.p.Criteria
+	for _, c := range g.pre {
+		if evalCrit(&crits[c], data, wire) == vAbort {
+			return false
+		}
+	}
+	id := g.root
+	for id >= 0 {
+		n := &g.nodes[id]
+		switch evalCrit(&crits[n.crit], data, wire) {
+		case vTrue:
+			id = n.jt
+		case vFalse:
+			id = n.jf
+		default:
+			return false
+		}
+	}
+	return id == cAccept
 }
 
 // get returns criterion c's value for the current packet, computing it (or

@@ -35,17 +35,19 @@ type unit struct {
 
 // Compiler compiles sets of filters for one link type and keeps each
 // expression's compiled unit for the next set. It is safe for concurrent
-// use (one set compiles at a time).
+// use: mu guards only the map of units (units themselves are immutable),
+// so compiling one filter is not held up by another goroutine assembling
+// a large set (the live filters' side path, datapath/filters).
 type Compiler struct {
 	link      uint32
 	bigEndian bool
 	names     *Names
 	mu        sync.Mutex
-	units     map[string]*unit // by expression
+	units     map[string]*unit // by expression; guarded by mu
 }
 
 // maxIdleUnits: the cache is dropped when it holds this many more units
-// than the last set used (deleted filters' units).
+// than the last set of more than one filter used (deleted filters' units).
 const maxIdleUnits = 4096
 
 // NewCompiler returns a compiler for one link type; names resolves port
@@ -60,11 +62,9 @@ func NewCompiler(link uint32, bigEndian bool, names *Names) *Compiler {
 // Compile compiles a set of filters, compiling only the expressions it
 // has not compiled before.
 func (c *Compiler) Compile(specs []Spec) (*Program, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	units := make([]*unit, len(specs))
 	seen := make(map[string]bool, len(specs))
-	for i, s := range specs {
+	for _, s := range specs {
 		if !nameRE.MatchString(s.Name) {
 			return nil, &CompileError{s.Name, s.Expr, fmt.Errorf("bad filter name (letters, digits, _ . - only)")}
 		}
@@ -72,21 +72,47 @@ func (c *Compiler) Compile(specs []Spec) (*Program, error) {
 			return nil, &CompileError{s.Name, s.Expr, fmt.Errorf("duplicate filter name")}
 		}
 		seen[s.Name] = true
-		u := c.units[s.Expr]
-		if u == nil {
-			var err error
-			if u, err = compileUnit(s.Expr, c.link, c.bigEndian, c.names); err != nil {
-				return nil, &CompileError{s.Name, s.Expr, err}
-			}
-			c.units[s.Expr] = u
-		}
-		units[i] = u
 	}
-	if len(c.units) > len(specs)+maxIdleUnits {
-		c.units = make(map[string]*unit, len(specs))
+	c.mu.Lock()
+	missing := false
+	for i, s := range specs {
+		units[i] = c.units[s.Expr]
+		missing = missing || units[i] == nil
+	}
+	c.mu.Unlock()
+	if missing {
+		// Compiled outside the lock; two goroutines compiling one
+		// expression at once both get a correct unit, the map keeps one.
+		fresh := map[string]*unit{}
 		for i, s := range specs {
-			c.units[s.Expr] = units[i]
+			if units[i] != nil {
+				continue
+			}
+			u := fresh[s.Expr]
+			if u == nil {
+				var err error
+				if u, err = compileUnit(s.Expr, c.link, c.bigEndian, c.names); err != nil {
+					return nil, &CompileError{s.Name, s.Expr, err}
+				}
+				fresh[s.Expr] = u
+			}
+			units[i] = u
 		}
+		c.mu.Lock()
+		for e, u := range fresh {
+			c.units[e] = u
+		}
+		c.mu.Unlock()
+	}
+	if len(specs) > 1 {
+		c.mu.Lock()
+		if len(c.units) > len(specs)+maxIdleUnits {
+			c.units = make(map[string]*unit, len(specs))
+			for i, s := range specs {
+				c.units[s.Expr] = units[i]
+			}
+		}
+		c.mu.Unlock()
 	}
 	return assemble(specs, units, c.link, c.bigEndian), nil
 }
@@ -220,5 +246,7 @@ func assemble(specs []Spec, units []*unit, link uint32, bigEndian bool) *Program
 	prog.Plan = plan(prog.Criteria)
 	prog.group()
 	prog.buildIndex()
+	prog.flatten()
+	prog.prepareMemo()
 	return prog
 }

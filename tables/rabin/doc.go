@@ -47,19 +47,33 @@
 // Cut is restic's rolling state at the end (see Chunker.Next).
 //
 // The search for a cut is a pure function of the bytes [s+min−64, s+max):
-// each candidate's fingerprint depends on its own 64 bytes only. FirstCut
-// therefore splits the candidates into four lanes that roll side by side,
-// each started on the whole window of its first candidate, so that the
-// four dependency chains of table look-ups overlap in the processor; the
-// earliest lane with a hit decides. A step of each lane is
+// each candidate's fingerprint depends on its own 64 bytes only. Cutter
+// therefore checks the candidates in rounds of 4·laneBlock (16,384): four
+// lanes over four consecutive stretches of a round roll side by side, each
+// started on the whole window of its first candidate, so that the four
+// dependency chains of table look-ups overlap in the processor; the
+// earliest lane with a hit decides, and a lane's work past a hit of an
+// earlier lane is discarded (at most one round per chunk). A step of each
+// lane is
 //
 //	F' = (F·x^8 + b_in) mod P − b_out·x^{8w} mod P
 //
 // with the second term looked up in a table of its own (the reduction is
-// linear, so the leaving byte's term is reduced in advance): one look-up
-// on the chain per byte instead of restic's two. The answers are checked
-// equal to restic's in the tests. Markers are found the same way: a
-// payload of 512 bytes or more is split into four lanes (Marker.MarkersFP).
+// linear, so the leaving byte's term is reduced in advance), and the
+// fingerprints are kept left-aligned (F·x^{64−d} in a uint64), so that the
+// 8 bits to reduce are the top byte, a constant shift, and the product by
+// x^8 drops them by itself: on each lane's chain one shift, one look-up
+// and one XOR per byte; restic has a shift by the degree, a look-up and
+// two XORs on its single chain. The rounds use one fixed-size array view
+// of the buffer with constant lane offsets, so they have no bounds checks
+// and keep every lane's state in registers (cutlanes.go). Chunker reads
+// its stream a mebibyte at a time, only as far as the next cut needs, so
+// it rarely moves bytes within its buffer. The answers are checked equal
+// to restic's in the tests (random, text, zero, short files and odd-sized
+// reads) and each round against every window fingerprinted directly.
+//
+// Markers are found the same way: a payload of 512 bytes or more is split
+// into four lanes (Marker.MarkersFP).
 //
 // The GPU counterpart (kernels/rabin.cu) computes the same markers on
 // batches of payloads; every answer is compared with this package's.

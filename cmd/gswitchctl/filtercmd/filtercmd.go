@@ -2,7 +2,7 @@
 // pass of each capture file, with per-filter packet and byte counts and,
 // optionally, one pcapng file per filter.
 //
-//	gswitchctl filter [--backend cpu] [--json] [--write DIR] [--progress auto|always|never]
+//	gswitchctl filter [--backend cpu|gpu] [--json] [--write DIR] [--progress auto|always|never]
 //	                  (--filters FILE | -e 'NAME: EXPR'...) PCAP...
 //
 // Every filter is compiled before any packet is read (for the link type of
@@ -12,10 +12,13 @@
 // bytes are the packets' lengths on the wire. With --write, DIR/NAME.pcapng
 // holds exactly the packets the filter accepts, in file order.
 //
-// The command reads each capture once, streaming (files larger than memory
-// are fine): one goroutine reads and parses batches of packets ahead while
-// the calling goroutine evaluates them with tables/filter's CPU evaluator,
-// counts and writes, in file order. The GPU backend is not built yet.
+// With --backend cpu (the default) the command reads each capture once,
+// streaming (files larger than memory are fine): one goroutine reads and
+// parses batches of packets ahead while the calling goroutine evaluates
+// them with tables/filter's CPU evaluator, counts and writes, in file
+// order. With --backend gpu (a build with -tags cuda and a device) it maps
+// each capture and parses it on every CPU into batches for the filter
+// kernel (gpu.go); the output is the same, file for file.
 package filtercmd
 
 import (
@@ -38,7 +41,7 @@ import (
 // ErrUsage marks an error in the command line (exit status 2).
 var ErrUsage = errors.New("usage")
 
-const usage = `Usage: gswitchctl filter [--backend cpu] [--json] [--write DIR] [--progress auto|always|never]
+const usage = `Usage: gswitchctl filter [--backend cpu|gpu] [--json] [--write DIR] [--progress auto|always|never]
                          (--filters FILE | -e 'NAME: EXPR'...) PCAP...
 
 Evaluates every filter on every packet of each capture (pcap or pcapng, told
@@ -129,6 +132,8 @@ type linkKey struct {
 type Runner struct {
 	specs    []filter.Spec
 	progs    map[linkKey]*filter.Evaluator
+	programs map[linkKey]*filter.Program
+	gpu      *gpuRunner // nil: the CPU evaluates
 	counts   []Result
 	out      []uint64
 	writers  []*pcapfile.Writer
@@ -145,7 +150,7 @@ func NewRunner(specs []filter.Spec, writeDir string) (*Runner, error) {
 	if len(specs) == 0 {
 		return nil, fmt.Errorf("%w: no filters (give --filters FILE or -e 'NAME: EXPR')", ErrUsage)
 	}
-	r := &Runner{specs: specs, progs: map[linkKey]*filter.Evaluator{}}
+	r := &Runner{specs: specs, progs: map[linkKey]*filter.Evaluator{}, programs: map[linkKey]*filter.Program{}}
 	for _, s := range specs {
 		r.counts = append(r.counts, Result{Name: s.Name, Expression: s.Expr})
 	}
@@ -184,6 +189,7 @@ func (r *Runner) Compile(link pcapfile.LinkType, bigEndian bool) (*filter.Evalua
 	}
 	ev := filter.NewEvaluator(p)
 	r.progs[k] = ev
+	r.programs[k] = p
 	if n := p.Words(); len(r.out) < n {
 		r.out = make([]uint64, n)
 	}
@@ -228,23 +234,16 @@ func bitIndex(b uint64) int {
 	return n
 }
 
-// batch is a run of packets read ahead: their bytes in one slab.
-type batch struct {
-	pkts []pcapfile.Packet // Data points into slab
-	slab []byte
-	read int64 // file bytes consumed after this batch
-	err  error // the reader's error after these packets (not io.EOF)
-}
-
 const batchPackets = 4096
 
-// File reads one capture through the filters. Reading and parsing run on
-// their own goroutine, which owns the file and the pcapfile.Reader and
-// hands batches of copied packets over a channel; evaluation, counting and
-// writing stay on the caller's goroutine, in file order. A free list
-// returns spent batches to the reader; the reader stops when done is
-// closed (an evaluation error).
+// File reads one capture through the filters: pcapfile.Open maps it (a
+// regular file; another is streamed) and Batches parses it on a goroutine
+// of its own, in place, into batches that evaluation, counting and writing
+// take on the caller's goroutine, in file order.
 func (r *Runner) File(path string) error {
+	if r.gpu != nil {
+		return r.gpuFile(path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -254,98 +253,39 @@ func (r *Runner) File(path string) error {
 	if st, err := f.Stat(); err == nil {
 		size = st.Size()
 	}
-	cr := &countingReader{r: f}
-	rd, err := pcapfile.NewReader(cr)
+	rd, err := pcapfile.Open(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	defer rd.Close()
 	if rd.Format() == pcapfile.FormatPcap || rd.LinkType() != 0 {
 		if _, err := r.Compile(rd.LinkType(), rd.BigEndian()); err != nil {
 			return err
 		}
 	}
-	full := make(chan *batch, 4)
-	free := make(chan *batch, 6)
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		defer close(full)
-		for {
-			var b *batch
-			select {
-			case b = <-free:
-				b.pkts, b.slab = b.pkts[:0], b.slab[:0]
-			default:
-				b = &batch{}
-			}
-			for len(b.pkts) < batchPackets {
-				p, err := rd.Next()
-				if err != nil {
-					if err != io.EOF {
-						b.err = err
-					}
-					break
-				}
-				off := len(b.slab)
-				b.slab = append(b.slab, p.Data...)
-				p.Data = b.slab[off:len(b.slab):len(b.slab)]
-				b.pkts = append(b.pkts, p)
-			}
-			// The slab may have moved while growing: re-point the packets.
-			off := 0
-			for i := range b.pkts {
-				n := len(b.pkts[i].Data)
-				b.pkts[i].Data = b.slab[off : off+n : off+n]
-				off += n
-			}
-			b.read = cr.n
-			last := len(b.pkts) < batchPackets
-			select {
-			case full <- b:
-			case <-done:
-				return
-			}
-			if last {
-				return
-			}
-		}
-	}()
-	for b := range full {
-		for _, p := range b.pkts {
+	err = rd.Batches(batchPackets, func(pkts []pcapfile.Packet, off int64) error {
+		for _, p := range pkts {
 			if err := r.Packet(p); err != nil {
 				return err
 			}
 		}
 		if r.progress != nil {
-			r.progress(b.read, size, r.packets)
+			r.progress(off, size, r.packets)
 		}
-		if b.err != nil {
-			return fmt.Errorf("%s: %w", path, b.err)
-		}
-		select {
-		case free <- b:
-		default:
-		}
+		return nil
+	})
+	if errors.Is(err, pcapfile.ErrFormat) {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	return nil
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
+	return err
 }
 
 // Results returns the per-filter counts.
 func (r *Runner) Results() []Result { return r.counts }
 
-// Close flushes and closes the per-filter captures.
+// Close flushes and closes the per-filter captures and lets the GPU go.
 func (r *Runner) Close() error {
+	r.closeGPU()
 	var first error
 	for i, w := range r.writers {
 		if err := w.Flush(); err != nil && first == nil {
@@ -374,7 +314,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&exprs, "e", "a filter `NAME: EXPRESSION` (repeatable)")
 	jsonOut := fs.Bool("json", false, "one JSON object per filter, then a summary object")
 	writeDir := fs.String("write", "", "write one pcapng per filter into `DIR`")
-	backend := fs.String("backend", "cpu", "cpu (gpu: not built yet)")
+	backend := fs.String("backend", "cpu", "cpu, or gpu (a build with -tags cuda, and a CUDA device)")
 	progress := fs.String("progress", "auto", "progress on stderr: auto (when stderr is a terminal), always, never")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -382,8 +322,8 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		}
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
-	if *backend != "cpu" {
-		return fmt.Errorf("%w: --backend %s: only cpu is available for filters", ErrUsage, *backend)
+	if *backend != "cpu" && *backend != "gpu" {
+		return fmt.Errorf("%w: --backend %s: want cpu or gpu", ErrUsage, *backend)
 	}
 	if fs.NArg() == 0 {
 		return fmt.Errorf("%w: no capture files", ErrUsage)
@@ -435,6 +375,11 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer r.Close()
+	if *backend == "gpu" {
+		if err := r.OpenGPU(); err != nil {
+			return fmt.Errorf("--backend gpu: %v", oneLine(err))
+		}
+	}
 	if link, be, err := firstLink(fs.Arg(0)); err == nil && link != 0 {
 		if _, err := r.Compile(link, be); err != nil {
 			return err
@@ -510,3 +455,6 @@ func firstLink(path string) (pcapfile.LinkType, bool, error) {
 	}
 	return p.Link, p.BigEndian, nil
 }
+
+// oneLine joins an error's lines (errors.Join's) with "; ".
+func oneLine(err error) string { return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ") }

@@ -170,7 +170,7 @@ func TestErrorsNameFilterAndPosition(t *testing.T) {
 	if out.Len() != 0 {
 		t.Fatalf("printed %q before failing", out.String())
 	}
-	for _, args := range [][]string{{in}, {"-e", "x: tcp"}, {"-e", "no colon", in}, {"--backend", "gpu", "-e", "x: tcp", in}} {
+	for _, args := range [][]string{{in}, {"-e", "x: tcp"}, {"-e", "no colon", in}, {"--backend", "tpu", "-e", "x: tcp", in}} {
 		if err := Run(args, &out, &errb); err == nil {
 			t.Errorf("%v: no error", args)
 		}

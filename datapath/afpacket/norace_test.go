@@ -1,0 +1,5 @@
+//go:build !race
+
+package afpacket
+
+const raceEnabled = false

@@ -1,0 +1,144 @@
+package gpu
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gswitch/gswitch/tables/flow"
+)
+
+// addExact adds n rules of one class to tab, as bench forward's trivial
+// set has them: ip, ipv4_dst=ADDR/32, addresses from..from+n-1.
+func addExact(t *testing.T, tab *flow.Table, from, n int) {
+	t.Helper()
+	for k := from; k < from+n; k++ {
+		var m flow.Match
+		m.SetEthType(0x0800)
+		if err := m.SetIPv4Dst(0xac100000+uint32(k), 32); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := tab.Add(flow.Rule{Match: m, Priority: 10}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestEngineAutoLoadedCalibration reproduces the trivial table's wrong
+// placement on the H200 machine (2026-11-25) on the CPU: a one-class table
+// of 10,000 exact rules, a device that costs 10 ns a key plus the default
+// 300 ns of host cost (more where this machine's quiet CPU lookup is above
+// a quarter of that: the race detector), and a calibration whose thread loses its core for a
+// moment inside every timed lookup (calibStall: what the forwarding
+// datapath and the kernel's network work did to gswitchd's calibrator,
+// which ran 200 ms after the last FLOW_MOD, when bench forward's traffic
+// had started). Timed on the wall clock, as the calibration did, the CPU
+// looks dearer than the device and the table goes to the device; timed in
+// the thread's CPU time, as it does now, the table stays on the CPU, and
+// the calibration's log line gives the costs.
+func TestEngineAutoLoadedCalibration(t *testing.T) {
+	tab, err := flow.NewTable(flow.Config{Algo: flow.Merge, Seed: 1, MaxEntries: 16384})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addExact(t, tab, 0, 10000)
+	cpu := NewCPU()
+	defer cpu.Close()
+	if err := cpu.Load(1, Flow, tab.Mirror().Image().Clone()); err != nil {
+		t.Fatal(err)
+	}
+	_, pw, soa, n, err := cpu.flowSample(1, calibKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, out := tile(soa, pw, n, calibKeys), make([]flow.RuleID, calibKeys)
+	quietNs, err := timeCPULookup(calibKeys, func() error { return cpu.LookupFlow(1, keys, calibKeys, out) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	devNs := max(10, 4*quietNs-DefaultHostNsPerKey)
+	stallFor := max(time.Millisecond, time.Duration(10*quietNs*calibKeys))
+	stall := func() { time.Sleep(stallFor) }
+
+	// The old measurement: the wall clock, the stall counted.
+	wallNs, err := timeLookup(calibKeys, wallClock, func() error {
+		stall()
+		return cpu.LookupFlow(1, keys, calibKeys, out)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, why := Choose(OnCPU, Costs{CPUNsPerKey: wallNs, DeviceNsPerKey: devNs + DefaultHostNsPerKey, Batch: 4096}, 64); got != OnDevice {
+		t.Fatalf("the wall-clock calibration chose %v (%s): the reproduction does not reproduce", got, why)
+	}
+
+	// The Engine's calibration under the same stall.
+	var logs bytes.Buffer
+	e := NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: 64, Mode: ModeAuto,
+		Auto:   AutoConfig{Delay: time.Millisecond, Batch: 4096},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		measureDev: func(Backend, TableID, []uint32, int) (float64, error) {
+			return devNs, nil
+		},
+		calibStall: stall})
+	if err := e.Load(1, Flow, tab.Mirror().Sync().Full); err != nil {
+		t.Fatal(err)
+	}
+	waitCalibrated(t, e, 1)
+	tb := backendOf(t, e, 1)
+	e.Close()
+	t.Logf("quiet: %.1f ns/key; stalled %v a run: wall clock %.1f ns/key, thread CPU time %+v", quietNs, stallFor, wallNs, tb)
+	if tb.Backend != "cpu" || tb.CPUNsPerKey >= devNs+DefaultHostNsPerKey || tb.Classes != 1 {
+		t.Fatalf("calibrated under load: %+v; want the CPU, timed below the device's %v ns", tb, devNs+DefaultHostNsPerKey)
+	}
+	for _, want := range []string{`msg="gpu: table calibrated" table=1 backend=cpu was=cpu classes=1 cpu_ns_per_key=`,
+		"device_measured_ns_per_key=", "host_ns_per_key=300 batch=4096 calibration=1"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
+	}
+}
+
+// TestEngineAutoWaitsForQuiet: a table whose class count changed is
+// calibrated once its updates stop, not halfway through them: updates that
+// do not change the class count still put the calibration off (within
+// maxCalibrationWait).
+func TestEngineAutoWaitsForQuiet(t *testing.T) {
+	tab, err := flow.NewTable(flow.Config{Algo: flow.Tuple, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: 64, Mode: ModeAuto,
+		Auto: AutoConfig{Delay: 60 * time.Millisecond},
+		measureDev: func(Backend, TableID, []uint32, int) (float64, error) {
+			return 1e6, nil
+		}})
+	defer e.Close()
+	if err := e.Load(1, Flow, tab.Mirror().Sync().Full); err != nil {
+		t.Fatal(err)
+	}
+	waitCalibrated(t, e, 1) // the empty table
+	addExact(t, tab, 0, 1)  // a class: the table waits for a calibration
+	syncTable(t, e, 1, tab)
+	start := time.Now()
+	for k := 1; time.Since(start) < 400*time.Millisecond; k++ {
+		addExact(t, tab, k, 1) // the same class
+		syncTable(t, e, 1, tab)
+		if c := backendOf(t, e, 1).Calibrations; c != 1 {
+			t.Fatalf("calibrated %d times while updates kept coming every 10 ms (%v in)", c, time.Since(start))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stopped := time.Now()
+	for backendOf(t, e, 1).Calibrations < 2 {
+		if time.Since(stopped) > 10*time.Second {
+			t.Fatal("no calibration after the updates stopped")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if tb := backendOf(t, e, 1); tb.Classes != 1 {
+		t.Errorf("after the updates: %+v", tb)
+	}
+}
