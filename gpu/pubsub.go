@@ -304,6 +304,7 @@ const (
 	SmallOff    SmallMode = iota // small batches go through the pooled batches
 	SmallCopy                    // one copy in, launch, copy out
 	SmallMapped                  // the kernel reads mapped host memory
+	SmallFlag                    // copy in, launch; the kernel writes the answers to mapped host memory and raises a flag
 )
 
 func (s SmallMode) String() string {
@@ -314,18 +315,20 @@ func (s SmallMode) String() string {
 		return "copy"
 	case SmallMapped:
 		return "mapped"
+	case SmallFlag:
+		return "flag"
 	}
 	return fmt.Sprintf("SmallMode(%d)", int(s))
 }
 
-// ParseSmallMode parses "off", "copy" or "mapped".
+// ParseSmallMode parses "off", "copy", "mapped" or "flag".
 func ParseSmallMode(s string) (SmallMode, error) {
-	for _, m := range []SmallMode{SmallOff, SmallCopy, SmallMapped} {
+	for _, m := range []SmallMode{SmallOff, SmallCopy, SmallMapped, SmallFlag} {
 		if m.String() == s {
 			return m, nil
 		}
 	}
-	return SmallOff, fmt.Errorf("gpu: small-batch mode %q: want off, copy or mapped", s)
+	return SmallOff, fmt.Errorf("gpu: small-batch mode %q: want off, copy, mapped or flag", s)
 }
 
 // SmallModeEnv overrides the default small-batch mode (copy).

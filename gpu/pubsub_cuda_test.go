@@ -430,7 +430,7 @@ func TestCUDAPubsubSmall(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	specs, evs := randomPubsub(rng, 40, 3000, 5, 1500)
 	more, _ := randomPubsub(rng, 60, 100, 5, 0)
-	for _, mode := range []SmallMode{SmallCopy, SmallMapped, SmallOff} {
+	for _, mode := range []SmallMode{SmallCopy, SmallMapped, SmallFlag, SmallOff} {
 		tb := pubsubTable(t, specs)
 		dev := pubsub.NewDevice(tb)
 		dev.Mirror().Sync()

@@ -80,7 +80,10 @@ import (
 //   - SmallMapped: the kernel reads the batch from page-locked host memory
 //     mapped into the device's address space (no copy in), its answers are
 //     zeroed after the copy back, behind the event the caller waits for —
-//     two operations on the answer's path.
+//     two operations on the answer's path;
+//   - SmallFlag: as SmallCopy in, then the kernel itself writes the
+//     answers to mapped host memory and a flag word the host polls (no
+//     copy back, no event; pubsub_flag_cuda.go).
 //
 // SmallTimes breaks the last call down (encoding, queueing, waiting,
 // decoding) for bench pubsub.
@@ -88,31 +91,37 @@ import (
 // smallPath is the matcher's small-batch state (guarded by its mutex; made
 // on first use, dropped with the layout).
 type smallPath struct {
-	mu     sync.Mutex
-	mode   SmallMode
-	st     cu.Stream
-	ev     cu.Event
-	b      *EventBatch // the host side: Off, Attrs, Str in hin (mapped) or separate
-	hin    hostBuf     // copy: the packed batch; mapped: the batch the kernel reads
-	hinDev cu.DevicePtr
-	din    devBuf // copy: the packed batch on the device; mapped: the answers
-	hout   hostBuf
-	args   *cArgs
-	pp     unsafe.Pointer // C array of the kernel's argument pointers
-	ns     unsafe.Pointer // C array of 2 int64: queue and wait times
-	dirty  bool           // mapped: the answers are not known to be zero
-	last   SmallTimes
+	mu      sync.Mutex
+	mode    SmallMode
+	st      cu.Stream
+	ev      cu.Event
+	b       *EventBatch // the host side: Off, Attrs, Str in hin (mapped) or separate
+	hin     hostBuf     // copy: the packed batch; mapped: the batch the kernel reads
+	hinDev  cu.DevicePtr
+	din     devBuf       // copy, flag: the packed batch on the device; mapped: the answers
+	houtDev cu.DevicePtr // flag: hout's device address
+	seq     uint32       // flag: the last batch's sequence number
+	args    *cArgs
+	pp      unsafe.Pointer // C array of the kernel's argument pointers
+	fnFlag  cu.Function    // flag: pubsub_match_flag
+	done    devBuf         // flag: the kernel's count of finished blocks
+	hout    hostBuf
+	ns      unsafe.Pointer // C array of 2 int64: queue and wait times
+	dirty   bool           // mapped: the answers are not known to be zero; flag: nor the done word
+	last    SmallTimes
 }
 
 // Small-batch capacity: attributes and string bytes.
 const (
 	smallAttrs = 64 * SmallBatchEvents
 	smallStr   = 16 << 10
+	// smallParams is the room for kernel arguments (the flag kernel's 19).
+	smallParams = 24
 )
 
 // SetSmallMode selects the small-batch mode (dropping the current path).
 func (m *CUDAMatcher) SetSmallMode(mode SmallMode) error {
-	if mode < SmallOff || mode > SmallMapped {
+	if mode < SmallOff || mode > SmallFlag {
 		return fmt.Errorf("gpu: small-batch mode %d", mode)
 	}
 	return m.c.do(func() error {
@@ -173,6 +182,7 @@ func (s *smallPath) free(c *CUDA) {
 	s.hin.free()
 	s.hout.free()
 	c.free(&s.din)
+	c.free(&s.done)
 	if s.ev != (cu.Event{}) {
 		cu.DestroyEvent(&s.ev)
 	}
@@ -201,7 +211,7 @@ func (m *CUDAMatcher) getSmall() (*smallPath, error) {
 		if s = m.small.Load(); s != nil {
 			return nil
 		}
-		s = &smallPath{mode: m.smallMode, args: newCArgs(16), pp: C.malloc(8 * 16), ns: C.malloc(16)}
+		s = &smallPath{mode: m.smallMode, args: newCArgs(smallParams), pp: C.malloc(8 * smallParams), ns: C.malloc(16)}
 		ok := false
 		defer func() {
 			if !ok {
@@ -216,7 +226,7 @@ func (m *CUDAMatcher) getSmall() (*smallPath, error) {
 			return fmt.Errorf("gpu: cuda: event: %v", err)
 		}
 		ow := int64(m.smallOutWords())
-		if s.hout, err = allocHost(4 * ow); err != nil {
+		if s.hout, err = allocHost(flagWordOff(ow) + 128); err != nil {
 			return err
 		}
 		inBytes := int64(4*(SmallBatchEvents+1)+4*AttrWords*smallAttrs+smallStr) + 64
@@ -248,6 +258,11 @@ func (m *CUDAMatcher) getSmall() (*smallPath, error) {
 			}
 			s.b = &EventBatch{Off: make([]uint32, SmallBatchEvents+1), Attrs: make([]uint32, AttrWords*smallAttrs),
 				Str: make([]byte, smallStr), Out: wordsAt(s.hout.p, int(ow)), PortWords: m.portWords}
+			if s.mode == SmallFlag {
+				if err := m.setupFlag(s); err != nil {
+					return err
+				}
+			}
 		}
 		ok = true
 		m.small.Store(s)
@@ -319,17 +334,24 @@ func (m *CUDAMatcher) matchSmall(evs []pubsub.Event, out [][]uint32, slots []uin
 		params = m.params(a, b, d, d+uint64(pa), d+uint64(ps), d+uint64(po), sp)
 		din, in, dout = s.din.p, n, s.din.p+cu.DevicePtr(po)
 	}
-	pp := unsafe.Slice((*unsafe.Pointer)(s.pp), 16)
-	copy(pp, params)
 	ns := unsafe.Slice((*C.longlong)(s.ns), 2)
-	runtime.LockOSThread()
-	r := C.gs_small_run(cContext(m.c.ctx), cStream(s.st), cDev(din), s.hin.p, C.size_t(in), cDev(s.din.p),
-		C.size_t(zpre), C.size_t(zpost), cFunc(m.fn), C.uint(b.N*sp), C.uint(pubsubBlock), &pp[0],
-		s.hout.p, cDev(dout), C.size_t(obytes), cEvent(s.ev), &ns[0])
-	runtime.UnlockOSThread()
-	if !cuOK(r) {
-		s.dirty = true
-		return out, slots, false, true, fmt.Errorf("gpu: cuda: matching: %v", cuErr(r))
+	if s.mode == SmallFlag {
+		if err := m.runFlag(s, params, in, b.N*sp); err != nil {
+			s.dirty = true
+			return out, slots, false, true, err
+		}
+	} else {
+		pp := unsafe.Slice((*unsafe.Pointer)(s.pp), smallParams)
+		copy(pp, params)
+		runtime.LockOSThread()
+		r := C.gs_small_run(cContext(m.c.ctx), cStream(s.st), cDev(din), s.hin.p, C.size_t(in), cDev(s.din.p),
+			C.size_t(zpre), C.size_t(zpost), cFunc(m.fn), C.uint(b.N*sp), C.uint(pubsubBlock), &pp[0],
+			s.hout.p, cDev(dout), C.size_t(obytes), cEvent(s.ev), &ns[0])
+		runtime.UnlockOSThread()
+		if !cuOK(r) {
+			s.dirty = true
+			return out, slots, false, true, fmt.Errorf("gpu: cuda: matching: %v", cuErr(r))
+		}
 	}
 	s.dirty = false
 	t2 := time.Now()

@@ -185,9 +185,11 @@ __device__ __forceinline__ void hit(uint32_t* out, uint32_t* hits, int hit_cap, 
 	}
 }
 
-extern "C" __global__ void __launch_bounds__(256) pubsub_match(const uint32_t* __restrict__ names,
-		const uint2* __restrict__ asig, const uint32_t* __restrict__ aslot, const uint32_t* __restrict__ cons,
-		const uint8_t* __restrict__ strs, const uint32_t* __restrict__ filters, const uint32_t* __restrict__ ev_off,
+// match is pubsub_match's body (also pubsub_match_flag's); every thread of
+// a block returns from it.
+__device__ __forceinline__ void match(const uint32_t* __restrict__ names, const uint2* __restrict__ asig,
+		const uint32_t* __restrict__ aslot, const uint32_t* __restrict__ cons, const uint8_t* __restrict__ strs,
+		const uint32_t* __restrict__ filters, const uint32_t* __restrict__ ev_off,
 		const uint32_t* __restrict__ attrs, const uint8_t* __restrict__ ev_str, int n, int splits, int port_words,
 		uint32_t* out, uint32_t* hits, int hit_cap)
 {
@@ -277,5 +279,55 @@ extern "C" __global__ void __launch_bounds__(256) pubsub_match(const uint32_t* _
 			if ((info & 0xff) != 0 && filter_ok(cons, strs, coff, info, at, na, ev_str, 0))
 				hit(eout, hits, hit_cap, slot, info);
 		}
+	}
+}
+
+extern "C" __global__ void __launch_bounds__(256) pubsub_match(const uint32_t* __restrict__ names,
+		const uint2* __restrict__ asig, const uint32_t* __restrict__ aslot, const uint32_t* __restrict__ cons,
+		const uint8_t* __restrict__ strs, const uint32_t* __restrict__ filters, const uint32_t* __restrict__ ev_off,
+		const uint32_t* __restrict__ attrs, const uint8_t* __restrict__ ev_str, int n, int splits, int port_words,
+		uint32_t* out, uint32_t* hits, int hit_cap)
+{
+	match(names, asig, aslot, cons, strs, filters, ev_off, attrs, ev_str, n, splits, port_words, out, hits, hit_cap);
+}
+
+// pubsub_match_flag is pubsub_match for the small-batch path's flag mode:
+// the same 15 parameters, then done (a device word, zero on entry, left
+// zero), hout (page-locked host memory mapped into the device) and flag (a
+// word of it) and seq. The block that finishes last (done counts them)
+// copies the answers (n * port_words words, hits[0] and the first
+// min(hits[0], hit_cap) slots, laid out as out and hits are) to hout, then
+// writes seq to *flag after a system-wide fence: the host polls the flag
+// and needs no copy back and no event.
+extern "C" __global__ void __launch_bounds__(256) pubsub_match_flag(const uint32_t* __restrict__ names,
+		const uint2* __restrict__ asig, const uint32_t* __restrict__ aslot, const uint32_t* __restrict__ cons,
+		const uint8_t* __restrict__ strs, const uint32_t* __restrict__ filters, const uint32_t* __restrict__ ev_off,
+		const uint32_t* __restrict__ attrs, const uint8_t* __restrict__ ev_str, int n, int splits, int port_words,
+		uint32_t* out, uint32_t* hits, int hit_cap, uint32_t* done, uint32_t* hout, volatile uint32_t* flag,
+		uint32_t seq)
+{
+	__shared__ uint32_t s_last;
+	match(names, asig, aslot, cons, strs, filters, ev_off, attrs, ev_str, n, splits, port_words, out, hits, hit_cap);
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		__threadfence();
+		s_last = atomicAdd(done, 1u) == gridDim.x - 1;
+	}
+	__syncthreads();
+	if (!s_last)
+		return;
+	__threadfence();
+	const uint32_t pw = (uint32_t)n * (uint32_t)port_words;
+	const uint32_t h = __ldcg(hits), nh = 1 + (h < (uint32_t)hit_cap ? h : (uint32_t)hit_cap);
+	for (uint32_t i = threadIdx.x; i < pw; i += blockDim.x)
+		hout[i] = __ldcg(out + i);
+	for (uint32_t i = threadIdx.x; i < nh; i += blockDim.x)
+		hout[pw + i] = __ldcg(hits + i);
+	__threadfence_system();
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		*done = 0;
+		__threadfence_system();
+		*flag = seq;
 	}
 }

@@ -6,7 +6,7 @@
 //	                        [--scale F] [--events N] [--batches 1,1024,16384] [--latency-samples N]
 //	                        [--rounds N] [--threads N] [--check N] [--backend cpu|gpu] [--seed N] [--json]
 //	                        [--churn RATE] [--churn-batch N] [--churn-seconds S] [--churn-clients N]
-//	                        [--small-modes copy,mapped,off] [--small-splits 8,16,32]
+//	                        [--small-modes copy,mapped,flag,off] [--small-splits 8,16,32]
 //
 // The base scenario is CCM's default (pubsub.DefaultScenario: 10
 // interfaces, 22,500–27,500 filters each, 3–5 constraints per filter, about
@@ -71,7 +71,8 @@
 // opened while the table and its layout are built, gpu.StartEventDevice),
 // latency is one event per device round trip on the small-batch path
 // (latency_parts: the p50 of its encoding, queueing, waiting and decoding;
-// latency_modes: the p50 and p99 in each --small-modes mode, see
+// latency_modes: the p50 and p99 in each --small-modes mode and each
+// --small-splits blocks per event, with the p50 of their parts, see
 // gpu.SmallMode), throughput goes through Match (encoding by name, copies, kernel,
 // decoding; a call of 4,096 events or more in four parts on four
 // goroutines), and "visible" times a change until the device has it: the
@@ -96,7 +97,7 @@
 //	 "checked": 100, "mismatches": 0, "machine": "...", "gpu": "none", "go": "go1.24", "time": "...",
 //	 "deploy_table_ms": 410.2,
 //	 (gpu: "latency_parts": {"mode": "copy", "encode_us": 0.4, "queue_us": 3.1, "wait_us": 14.2, "decode_us": 0.1},
-//	  "latency_modes": [{"mode": "copy", "p50_us": 18.5, "p99_us": 30.1}, ...],)
+//	  "latency_modes": [{"mode": "copy", "p50_us": 18.5, "p99_us": 30.1, "parts": {...}}, ...],)
 //	 (--churn: "churn": {"path": "table", "rate": 10000, "clients": 1, "batch": 1024, "round_events": 40000, "rounds": 5,
 //	  "quiet_events_per_sec": 41000, "churn_events_per_sec": 40500, "loss_pct": 1.2, "achieved_rate": 9950,
 //	  "changes": 49000, "change_p50_us": 9.1, "change_p99_us": 60.2, "cpu_batches": 0})}

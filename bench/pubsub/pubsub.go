@@ -106,6 +106,8 @@ type ModeLatency struct {
 	P50US  float64 `json:"p50_us"`
 	P99US  float64 `json:"p99_us"`
 	Error  string  `json:"error,omitempty"` // why the mode could not be set up
+	// Parts is the p50 of each part of the mode's calls.
+	Parts *LatencyParts `json:"parts,omitempty"`
 }
 
 type flags struct {
@@ -200,7 +202,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs.IntVar(&f.churnClients, "churn-clients", 1, "goroutines making the --churn changes, each its share of the rate, each change visible before its next")
 	fs.Float64Var(&f.churnSeconds, "churn-seconds", 1, "about how long each --churn round matches")
 	smallSplits := fs.String("small-splits", "8,16,32", "gpu: blocks per event whose single-event latency is measured too, in the default small-batch mode (empty: none)")
-	smallModes := fs.String("small-modes", "copy,mapped,off", "gpu: the small-batch modes whose single-event latency is measured too (empty: none)")
+	smallModes := fs.String("small-modes", "copy,mapped,flag,off", "gpu: the small-batch modes whose single-event latency is measured too (empty: none)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: gswitchctl bench pubsub [flags]\n\nContent-based matching on CCM's default scenario and its sweeps: deploy time,\nchange time, per-event latency, events/s in batches.\n\n")
 		fs.PrintDefaults()
@@ -550,15 +552,18 @@ func latencyModes(sp gpu.SmallPath, match func([]ps.Event, [][]uint32) ([][]uint
 	orig := sp.SmallMode()
 	defer sp.SetSmallMode(orig)
 	var out []ModeLatency
+	var parts []gpu.SmallTimes
+	after := func() { parts = append(parts, sp.SmallTimes()) }
 	for _, n := range splits {
 		if err := sp.SetSmallSplits(n); err != nil {
 			return nil, err
 		}
-		p50, p99, _, err := latency(match, evs, nil)
+		parts = parts[:0]
+		p50, p99, _, err := latency(match, evs, after)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, ModeLatency{Mode: orig.String(), Splits: n, P50US: p50, P99US: p99})
+		out = append(out, ModeLatency{Mode: orig.String(), Splits: n, P50US: p50, P99US: p99, Parts: latencyParts(orig.String(), parts)})
 	}
 	if err := sp.SetSmallSplits(0); err != nil {
 		return nil, err
@@ -578,11 +583,16 @@ func latencyModes(sp gpu.SmallPath, match func([]ps.Event, [][]uint32) ([][]uint
 			out = append(out, ModeLatency{Mode: name, Error: err.Error()})
 			continue
 		}
-		p50, p99, _, err := latency(match, evs, nil)
+		parts = parts[:0]
+		p50, p99, _, err := latency(match, evs, after)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, ModeLatency{Mode: name, P50US: p50, P99US: p99})
+		var pp *LatencyParts
+		if mode != gpu.SmallOff {
+			pp = latencyParts(name, parts)
+		}
+		out = append(out, ModeLatency{Mode: name, P50US: p50, P99US: p99, Parts: pp})
 	}
 	return out, nil
 }
@@ -631,7 +641,11 @@ func printTable(w io.Writer, rs []Result) {
 				fmt.Fprintf(w, "  one event, small-batch mode %s: %s\n", m.Mode, m.Error)
 				continue
 			}
-			fmt.Fprintf(w, "  one event, small-batch mode %s, blocks per event %d (0: the matcher's rule): p50 %.1f µs, p99 %.1f µs\n", m.Mode, m.Splits, m.P50US, m.P99US)
+			fmt.Fprintf(w, "  one event, small-batch mode %s, blocks per event %d (0: the matcher's rule): p50 %.1f µs, p99 %.1f µs", m.Mode, m.Splits, m.P50US, m.P99US)
+			if p := m.Parts; p != nil {
+				fmt.Fprintf(w, " (p50 parts: encode %.2f, queue %.2f, wait %.2f, decode %.2f µs)", p.EncodeUS, p.QueueUS, p.WaitUS, p.DecodeUS)
+			}
+			fmt.Fprintln(w)
 		}
 		if c := r.Churn; c != nil {
 			fmt.Fprintf(w, "  churn (%s, %d clients, batches of %d, %d rounds of %d events): %.0f ev/s quiet, %.0f ev/s with %.0f changes/s (asked %.0f): loss %.2f%%; change p50 %.1f µs, p99 %.1f µs; %d batches on the CPU\n",
