@@ -305,6 +305,7 @@ const (
 	SmallCopy                    // one copy in, launch, copy out
 	SmallMapped                  // the kernel reads mapped host memory
 	SmallFlag                    // copy in, launch; the kernel writes the answers to mapped host memory and raises a flag
+	SmallGraph                   // SmallFlag's copy and launch as one CUDA graph launch
 )
 
 func (s SmallMode) String() string {
@@ -317,18 +318,20 @@ func (s SmallMode) String() string {
 		return "mapped"
 	case SmallFlag:
 		return "flag"
+	case SmallGraph:
+		return "graph"
 	}
 	return fmt.Sprintf("SmallMode(%d)", int(s))
 }
 
-// ParseSmallMode parses "off", "copy", "mapped" or "flag".
+// ParseSmallMode parses "off", "copy", "mapped", "flag" or "graph".
 func ParseSmallMode(s string) (SmallMode, error) {
-	for _, m := range []SmallMode{SmallOff, SmallCopy, SmallMapped, SmallFlag} {
+	for _, m := range []SmallMode{SmallOff, SmallCopy, SmallMapped, SmallFlag, SmallGraph} {
 		if m.String() == s {
 			return m, nil
 		}
 	}
-	return SmallOff, fmt.Errorf("gpu: small-batch mode %q: want off, copy, mapped or flag", s)
+	return SmallOff, fmt.Errorf("gpu: small-batch mode %q: want off, copy, mapped, flag or graph", s)
 }
 
 // SmallModeEnv overrides the default small-batch mode (copy).

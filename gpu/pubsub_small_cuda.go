@@ -83,7 +83,10 @@ import (
 //     two operations on the answer's path;
 //   - SmallFlag: as SmallCopy in, then the kernel itself writes the
 //     answers to mapped host memory and a flag word the host polls (no
-//     copy back, no event; pubsub_flag_cuda.go).
+//     copy back, no event; pubsub_flag_cuda.go);
+//   - SmallGraph: SmallFlag with its copy and launch in one CUDA graph,
+//     its copy's size and kernel's parameters set in the executable graph
+//     before each cuGraphLaunch.
 //
 // SmallTimes breaks the last call down (encoding, queueing, waiting,
 // decoding) for bench pubsub.
@@ -105,6 +108,7 @@ type smallPath struct {
 	pp      unsafe.Pointer // C array of the kernel's argument pointers
 	fnFlag  cu.Function    // flag: pubsub_match_flag
 	done    devBuf         // flag: the kernel's count of finished blocks
+	graph   smallGraph     // graph: made on the first batch
 	hout    hostBuf
 	ns      unsafe.Pointer // C array of 2 int64: queue and wait times
 	dirty   bool           // mapped: the answers are not known to be zero; flag: nor the done word
@@ -121,7 +125,7 @@ const (
 
 // SetSmallMode selects the small-batch mode (dropping the current path).
 func (m *CUDAMatcher) SetSmallMode(mode SmallMode) error {
-	if mode < SmallOff || mode > SmallFlag {
+	if mode < SmallOff || mode > SmallGraph {
 		return fmt.Errorf("gpu: small-batch mode %d", mode)
 	}
 	return m.c.do(func() error {
@@ -183,6 +187,7 @@ func (s *smallPath) free(c *CUDA) {
 	s.hout.free()
 	c.free(&s.din)
 	c.free(&s.done)
+	s.graph.free()
 	if s.ev != (cu.Event{}) {
 		cu.DestroyEvent(&s.ev)
 	}
@@ -258,7 +263,7 @@ func (m *CUDAMatcher) getSmall() (*smallPath, error) {
 			}
 			s.b = &EventBatch{Off: make([]uint32, SmallBatchEvents+1), Attrs: make([]uint32, AttrWords*smallAttrs),
 				Str: make([]byte, smallStr), Out: wordsAt(s.hout.p, int(ow)), PortWords: m.portWords}
-			if s.mode == SmallFlag {
+			if s.mode == SmallFlag || s.mode == SmallGraph {
 				if err := m.setupFlag(s); err != nil {
 					return err
 				}
@@ -335,7 +340,7 @@ func (m *CUDAMatcher) matchSmall(evs []pubsub.Event, out [][]uint32, slots []uin
 		din, in, dout = s.din.p, n, s.din.p+cu.DevicePtr(po)
 	}
 	ns := unsafe.Slice((*C.longlong)(s.ns), 2)
-	if s.mode == SmallFlag {
+	if s.mode == SmallFlag || s.mode == SmallGraph {
 		if err := m.runFlag(s, params, in, b.N*sp); err != nil {
 			s.dirty = true
 			return out, slots, false, true, err

@@ -156,3 +156,19 @@ func TestDecodeFlat(t *testing.T) {
 		t.Error("a port index past the ports region decoded")
 	}
 }
+
+// TestParseSmallMode checks that every small-batch mode's name parses back
+// to it and that other names are refused.
+func TestParseSmallMode(t *testing.T) {
+	for _, m := range []SmallMode{SmallOff, SmallCopy, SmallMapped, SmallFlag, SmallGraph} {
+		got, err := ParseSmallMode(m.String())
+		if err != nil || got != m {
+			t.Errorf("ParseSmallMode(%q) = %v, %v", m.String(), got, err)
+		}
+	}
+	for _, s := range []string{"", "Copy", "graphs", "SmallMode(9)"} {
+		if _, err := ParseSmallMode(s); err == nil {
+			t.Errorf("ParseSmallMode(%q): no error", s)
+		}
+	}
+}

@@ -6,7 +6,7 @@
 //	                        [--scale F] [--events N] [--batches 1,1024,16384] [--latency-samples N]
 //	                        [--rounds N] [--threads N] [--check N] [--backend cpu|gpu] [--seed N] [--json]
 //	                        [--churn RATE] [--churn-batch N] [--churn-seconds S] [--churn-clients N]
-//	                        [--small-modes copy,mapped,flag,off] [--small-splits 8,16,32]
+//	                        [--small-modes copy,mapped,flag,graph,off] [--small-splits 8,16,32]
 //
 // The base scenario is CCM's default (pubsub.DefaultScenario: 10
 // interfaces, 22,500–27,500 filters each, 3–5 constraints per filter, about

@@ -202,7 +202,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs.IntVar(&f.churnClients, "churn-clients", 1, "goroutines making the --churn changes, each its share of the rate, each change visible before its next")
 	fs.Float64Var(&f.churnSeconds, "churn-seconds", 1, "about how long each --churn round matches")
 	smallSplits := fs.String("small-splits", "8,16,32", "gpu: blocks per event whose single-event latency is measured too, in the default small-batch mode (empty: none)")
-	smallModes := fs.String("small-modes", "copy,mapped,flag,off", "gpu: the small-batch modes whose single-event latency is measured too (empty: none)")
+	smallModes := fs.String("small-modes", "copy,mapped,flag,graph,off", "gpu: the small-batch modes whose single-event latency is measured too (empty: none)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: gswitchctl bench pubsub [flags]\n\nContent-based matching on CCM's default scenario and its sweeps: deploy time,\nchange time, per-event latency, events/s in batches.\n\n")
 		fs.PrintDefaults()
