@@ -334,7 +334,8 @@ func ParseSmallMode(s string) (SmallMode, error) {
 	return SmallOff, fmt.Errorf("gpu: small-batch mode %q: want off, copy, mapped, flag or graph", s)
 }
 
-// SmallModeEnv overrides the default small-batch mode (copy).
+// SmallModeEnv overrides the default small-batch mode, flag (H200 machine,
+// 2026-11-26: one event 15.4–16.6 µs p50 against 19.8–20.6 µs with copy).
 const SmallModeEnv = "GSWITCH_PUBSUB_SMALL"
 
 func defaultSmallMode() SmallMode {
@@ -343,7 +344,7 @@ func defaultSmallMode() SmallMode {
 			return mode
 		}
 	}
-	return SmallCopy
+	return SmallFlag
 }
 
 // SmallPath is what a matcher with a small-batch path (the CUDA one) also
