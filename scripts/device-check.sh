@@ -10,8 +10,9 @@
 #      it with the embedded copy) and the data sets from $DATA.
 #   3. compute-sanitizer memcheck, synccheck and racecheck on the tests of
 #      gpu.test named by SANITIZER_RUN (default the flow tests and the
-#      markers and matching tests: TestCUDAFlowRejects|TestCUDAFlowACL1|
-#      TestCUDARabinMarkers|TestCUDAPubsubRandom|TestCUDAFilterCaptures).
+#      markers, matching and filter tests: TestCUDAFlowRejects|TestCUDAFlowACL1|
+#      TestCUDARabinMarkers|TestCUDAPubsubRandom|TestCUDAFilterCaptures|
+#      TestCUDAFilterScan|TestCUDAPubsubSmall|TestCUDAMarkerPipeline), with -test.short.
 #
 # It ends with a summary table and exits non-zero if any step failed. Where
 # OUT is set (the device tool), it leaves there device-check.log and
@@ -109,7 +110,8 @@ for b in "${bins[@]}"; do
 	grep -E '^(--- FAIL|panic|FAIL)' "${LOG%.log}-$name.log" | head -20 | tee -a "$LOG"
 done
 
-# 3. compute-sanitizer on the flow tests.
+# 3. compute-sanitizer on the flow, markers, matching and filter tests
+# (-test.short: the tests that have one take their smaller sizes).
 # The three tools run at once (one process each), each within
 # SANITIZER_TIMEOUT seconds (default 400).
 if [ "$SANITIZE" = 1 ] && [ -x "$BIN/gpu.test" ]; then
@@ -118,8 +120,8 @@ if [ "$SANITIZE" = 1 ] && [ -x "$BIN/gpu.test" ]; then
 	for tool in $tools; do
 		(
 			cd gpu && timeout "${SANITIZER_TIMEOUT:-400}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
-				"$BIN/gpu.test" -test.count=1 -test.v \
-				-test.run "${SANITIZER_RUN:-TestCUDAFlowRejects|TestCUDAFlowACL1|TestCUDARabinMarkers|TestCUDAPubsubRandom|TestCUDAFilterCaptures|TestCUDAFilterScan}"
+				"$BIN/gpu.test" -test.count=1 -test.v -test.short \
+				-test.run "${SANITIZER_RUN:-TestCUDAFlowRejects|TestCUDAFlowACL1|TestCUDARabinMarkers|TestCUDAPubsubRandom|TestCUDAFilterCaptures|TestCUDAFilterScan|TestCUDAPubsubSmall|TestCUDAMarkerPipeline}"
 			echo "rc=$?"
 		) >"${LOG%.log}-sanitizer-$tool.log" 2>&1 &
 	done
