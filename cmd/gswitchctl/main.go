@@ -79,7 +79,7 @@ Usage:
                                                  content-based forwarding: gswitchd's subscription service (gRPC)
   gswitchctl pubsub publish --to HOST:PORT --events FILE
                                                  send one event packet per JSON line
-  gswitchctl pubsub match --subs FILE --events FILE [--backend cpu] [--batch N]
+  gswitchctl pubsub match --subs FILE --events FILE [--backend cpu|gpu] [--batch N]
                                                  match events against subscriptions off-line
   gswitchctl filters list|show NAME|add NAME EXPR [--ports N,...] [--capture FILE]|del NAME [--socket PATH] [--json]
                                                  live filters on a running gswitchd's ports: counters, captures

@@ -9,19 +9,25 @@
 //	gswitchctl pubsub stats [--api ADDR] [--json]
 //	gswitchctl pubsub explain [--api ADDR] [--id N] EVENT-JSON
 //	gswitchctl pubsub publish --to HOST:PORT --events FILE [--rate N]
-//	gswitchctl pubsub match --subs FILE --events FILE [--backend cpu] [--batch N]
+//	gswitchctl pubsub match --subs FILE --events FILE [--backend cpu|gpu] [--batch N]
 //
 // match reads the subscriptions (tables/pubsub's language, PORT: PREDICATE
-// per line) and the events (JSON lines), matches them in batches of N with
-// the CPU matcher and prints one line per event, in input order:
+// per line) and the events (JSON lines), matches them in batches of N
+// (default 16,384) and prints one line per event, in input order:
 // {"event": INDEX, "ports": [sorted port numbers]} (INDEX from 0, blank
-// lines are not events). The GPU matcher is not in this build: --backend
-// gpu is an error saying so. publish sends one UDP datagram per event line
-// (the binary encoding of tables/pubsub's doc).
+// lines are not events; [] when no port matches). --backend cpu matches
+// with the table's CPU matcher (pubsub.Table.MatchBatch); --backend gpu
+// builds the table's device layout (pubsub.NewDevice), opens device 0 with
+// the CUDA matcher loaded with it (gpu.OpenEventDevice, what gswitchd's
+// event forwarding uses) and matches each batch there; the output is the
+// CPU backend's, byte for byte. The GPU backend is in a gswitchctl built
+// with -tags cuda (match_cuda.go); without it (match_nocuda.go) --backend
+// gpu is a one-line error saying so, before any file is read. publish
+// sends one UDP datagram per event line (the binary encoding of
+// tables/pubsub's doc).
 package pubsubcmd
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,9 +69,11 @@ Content-based forwarding. Commands:
                          which constraints of which filter an event satisfies
   publish --to HOST:PORT --events FILE [--rate N]
                          send one event packet (UDP datagram) per JSON line
-  match --subs FILE --events FILE [--backend cpu] [--batch N]
-                         match events against subscriptions off-line: one
-                         {"event": INDEX, "ports": [...]} line per event
+  match --subs FILE --events FILE [--backend cpu|gpu] [--batch N]
+                         match events against subscriptions off-line, N events
+                         per matcher call (default 16384): one
+                         {"event": INDEX, "ports": [...]} line per event;
+                         gpu: the CUDA matcher (a build with -tags cuda)
 
 The client commands talk to gswitchd's gRPC subscription service (pubsub:
 api_listen in its configuration; default address ` + DefaultAPI + `).
@@ -371,55 +379,6 @@ func readEvents(name string) ([]pubsub.Event, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return evs, nil
-}
-
-func runMatch(args []string, stdout, stderr io.Writer) error {
-	fs := newFS("match", stderr)
-	subs := fs.String("subs", "", "subscriptions, PORT: PREDICATE per line: `FILE`")
-	events := fs.String("events", "", "events, one JSON object per line: `FILE` (- for stdin)")
-	backend := fs.String("backend", "cpu", "matcher: `cpu` (gpu: not in this build)")
-	batch := fs.Int("batch", 4096, "events per matcher call: `N`")
-	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
-		return firstErr(err, fmt.Errorf("%w: unexpected argument %q", ErrUsage, pos))
-	}
-	switch {
-	case *subs == "" || *events == "":
-		return fmt.Errorf("%w: match needs --subs FILE and --events FILE", ErrUsage)
-	case *batch < 1:
-		return fmt.Errorf("%w: --batch %d: want at least 1", ErrUsage, *batch)
-	case *backend == "gpu":
-		return errors.New("--backend gpu: the GPU matcher is not in this build (use --backend cpu)")
-	case *backend != "cpu":
-		return fmt.Errorf("%w: --backend %q: want cpu or gpu", ErrUsage, *backend)
-	}
-	text, err := os.ReadFile(*subs)
-	if err != nil {
-		return err
-	}
-	specs, err := pubsub.Parse(string(text))
-	if err != nil {
-		return fmt.Errorf("%s: %w", *subs, err)
-	}
-	tab := pubsub.New()
-	if _, err := tab.AddSpecs(specs); err != nil {
-		return fmt.Errorf("%s: %w", *subs, err)
-	}
-	evs, err := readEvents(*events)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(stdout)
-	var out [][]uint32
-	var line []byte
-	for lo := 0; lo < len(evs); lo += *batch {
-		hi := min(lo+*batch, len(evs))
-		out = tab.MatchBatch(evs[lo:hi], out)
-		for i, ports := range out {
-			line = AppendMatchLine(line[:0], lo+i, ports)
-			w.Write(line)
-		}
-	}
-	return w.Flush()
 }
 
 // AppendMatchLine appends match's output line for event index i:

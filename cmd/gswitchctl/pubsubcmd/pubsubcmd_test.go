@@ -98,9 +98,6 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("%q: %v, want a usage error", args, err)
 		}
 	}
-	if _, err := run(t, "match", "--subs", subs, "--events", evs, "--backend", "gpu"); err == nil || errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "not in this build") {
-		t.Errorf("--backend gpu: %v", err)
-	}
 	bad := write(t, "bad.txt", "1: x = 1\n2: y ^= 5\n")
 	if _, err := run(t, "match", "--subs", bad, "--events", evs); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("bad subscriptions: %v", err)
