@@ -197,11 +197,11 @@
 //     WalkEvaluator, the kernel's CPU twin); gpf_filter is the three
 //     stages fused, a thread per packet, its values in shared memory or a
 //     per-stream device scratch (SetFilterKernel chooses). Packets travel
-//     reduced: FilterSnap bounds the bytes criteria read. ScanCapture
-//     (filterscan.go) is the host side of a capture's pass: chunks parsed
-//     on several goroutines into pooled batches, answers in file order;
-//     OpenFilterGPU (FilterGPU, FilterDevice) opens it for gswitchctl
-//     filter and bench filter.
+//     reduced: FilterSnap bounds the bytes criteria read. The host side of
+//     a capture's pass (chunks parsed on several goroutines into pooled
+//     batches, answers in file order) is package datapath/gpfscan, which
+//     knows the capture formats; OpenFilterGPU (FilterGPU, FilterDevice)
+//     opens a device for gswitchctl filter and bench filter.
 //
 // Their modules load on first use (loadAux; an empty embedded PTX is an
 // error then, not at NewCUDA). Their batches live in page-locked memory with

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/tables/filter"
+	"github.com/gswitch/gswitch/tables/filter/filtertest"
 )
 
 // TestCUDAFilterCaptures compares the GPU's bitmaps, counts and bytes
@@ -53,14 +54,14 @@ func TestCUDAFilterBench(t *testing.T) {
 		t.Skip("-short: the benchmark is skipped")
 	}
 	c := newTestCUDA(t)
-	var pkts []capPacket
-	for _, path := range captures(t) {
-		if link, ps := readCapture(t, path); link == filter.LinkEthernet {
+	var pkts []filtertest.Packet
+	for _, path := range filtertest.Captures(t) {
+		if link, ps := filtertest.ReadCapture(t, path); link == filter.LinkEthernet {
 			pkts = append(pkts, ps...)
 		}
 	}
 	for _, nf := range []int{100, 1000} {
-		p, err := filter.Compile(filterSpecs(nf), filter.LinkEthernet, false, nil)
+		p, err := filter.Compile(filtertest.Specs(nf), filter.LinkEthernet, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +73,7 @@ func TestCUDAFilterBench(t *testing.T) {
 			b.Reset()
 			for k := 0; k < n; k++ {
 				pk := pkts[k%len(pkts)]
-				if ok, err := b.Add(pk.data, pk.wire); !ok || err != nil {
+				if ok, err := b.Add(pk.Data, pk.Wire); !ok || err != nil {
 					t.Fatalf("add: %v %v", ok, err)
 				}
 			}
@@ -142,18 +143,4 @@ func TestCUDAFilterBench(t *testing.T) {
 		f.FreeBatch(kb)
 		f.Close()
 	}
-}
-
-// TestCUDAFilterScan: ScanCapture over the CUDA filter equals the
-// sequential CPU answer on every test capture, as pcap and as pcapng, a
-// pcapng of two link types and whole packets in short rows (testScan).
-func TestCUDAFilterScan(t *testing.T) {
-	c := newTestCUDA(t)
-	testScan(t, func(p *filter.Program, maxRow int) PacketFilter {
-		f, err := c.PacketFilter(p, 3, maxRow)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f
-	})
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/tables/filter"
+	"github.com/gswitch/gswitch/tables/filter/filtertest"
 )
 
 // TestWalkEvaluatorEqualsEval: the walk form with its index (the CPU twin
@@ -16,10 +17,10 @@ import (
 // packet; and the index indexes most of a monitoring set.
 func TestWalkEvaluatorEqualsEval(t *testing.T) {
 	for _, n := range []int{120, 1000} {
-		for _, path := range captures(t) {
-			link, pkts := readCapture(t, path)
+		for _, path := range filtertest.Captures(t) {
+			link, pkts := filtertest.ReadCapture(t, path)
 			var specs []filter.Spec
-			for _, sp := range append(filterSpecs(n), filter.Spec{Name: "var", Expr: "tcp[((tcp[12:1] & 0xf0) >> 2):4] = 0x47455420"}) {
+			for _, sp := range append(filtertest.Specs(n), filter.Spec{Name: "var", Expr: "tcp[((tcp[12:1] & 0xf0) >> 2):4] = 0x47455420"}) {
 				if _, err := filter.CompileOne(sp.Expr, link, false, nil); err == nil {
 					specs = append(specs, sp)
 				}
@@ -36,9 +37,9 @@ func TestWalkEvaluatorEqualsEval(t *testing.T) {
 			want, got, red := make([]uint64, p.Words()), make([]uint64, p.Words()), make([]uint64, p.Words())
 			matches := 0
 			for k, pk := range pkts {
-				ev.Eval(pk.data, pk.wire, want)
-				we.Eval(pk.data, pk.wire, got)
-				we.Eval(pk.data[:min(len(pk.data), snap)], pk.wire, red)
+				ev.Eval(pk.Data, pk.Wire, want)
+				we.Eval(pk.Data, pk.Wire, got)
+				we.Eval(pk.Data[:min(len(pk.Data), snap)], pk.Wire, red)
 				for w := range want {
 					if got[w] != want[w] || red[w] != want[w] {
 						for f := w * 64; f < min(len(specs), w*64+64); f++ {
@@ -92,15 +93,15 @@ func TestWalkIndexManyPaths(t *testing.T) {
 	}
 	we := NewWalkEvaluator(p.Layout(), ix)
 	ev := filter.NewEvaluator(p)
-	for _, path := range captures(t) {
-		link, pkts := readCapture(t, path)
+	for _, path := range filtertest.Captures(t) {
+		link, pkts := filtertest.ReadCapture(t, path)
 		if link != filter.LinkEthernet {
 			continue
 		}
 		want, got := make([]uint64, 1), make([]uint64, 1)
 		for k, pk := range pkts {
-			ev.Eval(pk.data, pk.wire, want)
-			we.Eval(pk.data, pk.wire, got)
+			ev.Eval(pk.Data, pk.Wire, want)
+			we.Eval(pk.Data, pk.Wire, got)
 			if want[0] != got[0] {
 				t.Fatalf("%s packet %d: walk %b, Eval %b", filepath.Base(path), k, got[0], want[0])
 			}

@@ -37,7 +37,7 @@
 // gets a GPUResult: the kernel alone (KernelTime: CUDA events, the mean of
 // 10 launches) over --kernel-packets reduced packets already on the
 // device, and --gpu-rounds end-to-end passes over the capture file in the
-// page cache (gpu.MapCapture, then gpu.ScanCapture: --workers goroutines
+// page cache (gpfscan.MapCapture, then gpfscan.ScanCapture: --workers goroutines
 // parsing into a pool of page-locked batches of --batch packets made
 // once, --streams streams, counters back; the median pass); the first
 // pass's per-filter packet and byte counts are compared with the CPU's

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/bench/benchutil"
+	"github.com/gswitch/gswitch/datapath/gpfscan"
 	"github.com/gswitch/gswitch/datapath/pcapfile"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/filter"
@@ -130,19 +131,19 @@ func benchGPU(g *gpuFlags, specs []filter.Spec, pkts []packet, link uint32, big 
 		got := setCounts{make([]uint64, nf), make([]uint64, nf)}
 		c0 := cpuTime()
 		t0 := time.Now()
-		data, unmap, err := gpu.MapCapture(path, workers)
+		data, unmap, err := gpfscan.MapCapture(path, workers)
 		if err != nil {
 			return nil, err
 		}
 		mapped := time.Since(t0)
 		r.CaptureBytes = int64(len(data))
 		n := 0
-		err = gpu.ScanCapture(data, gpu.ScanConfig{Filter: dev, Link: pcapfile.LinkType(link), BigEndian: big, Program: prog,
+		err = gpfscan.ScanCapture(data, gpfscan.ScanConfig{Filter: dev, Link: pcapfile.LinkType(link), BigEndian: big, Program: prog,
 			Workers: workers, Batch: r.Batch, Pool: pool,
 			Compile: func(l pcapfile.LinkType, b bool) (*filter.Program, error) {
 				return filter.Compile(specs, uint32(l), b, nil)
 			}},
-			func(p *gpu.ScanPiece) error {
+			func(p *gpfscan.ScanPiece) error {
 				for f := 0; f < nf; f++ {
 					got.packets[f] += p.Counts[f]
 					got.bytes[f] += p.Bytes[f]

@@ -7,14 +7,15 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/gswitch/gswitch/datapath/gpfscan"
 	"github.com/gswitch/gswitch/datapath/pcapfile"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/filter"
 )
 
-// The GPU backend: each capture is mapped (gpu.MapCapture), cut into
+// The GPU backend: each capture is mapped (gpfscan.MapCapture), cut into
 // chunks parsed on every CPU into batches of reduced packets
-// (gpu.ScanCapture), and the batches are evaluated by the filter kernel
+// (gpfscan.ScanCapture), and the batches are evaluated by the filter kernel
 // over several CUDA streams; this goroutine adds up the counters in file
 // order and, with --write, writes each packet to the files of the filters
 // its bitmap names. Packets of a link type other than the capture's first
@@ -97,17 +98,17 @@ func (r *Runner) gpuFile(path string) error {
 		r.gpu.devs[k] = dev
 	}
 	workers := runtime.GOMAXPROCS(0)
-	data, unmap, err := gpu.MapCapture(path, workers)
+	data, unmap, err := gpfscan.MapCapture(path, workers)
 	if err != nil {
 		return err
 	}
 	defer unmap()
 	snap, _ := gpu.FilterSnap(p.Layout(), 2048)
 	batch := max(1024, min(65536, (8<<20)/snap))
-	cfg := gpu.ScanConfig{Filter: dev, Link: link, BigEndian: big, Program: p, Compile: r.program, Workers: workers,
+	cfg := gpfscan.ScanConfig{Filter: dev, Link: link, BigEndian: big, Program: p, Compile: r.program, Workers: workers,
 		Batch: batch, Keep: r.writers != nil}
 	size := int64(len(data))
-	return gpu.ScanCapture(data, cfg, func(pc *gpu.ScanPiece) error {
+	return gpfscan.ScanCapture(data, cfg, func(pc *gpfscan.ScanPiece) error {
 		for f := range r.counts {
 			r.counts[f].Packets += pc.Counts[f]
 			r.counts[f].Bytes += pc.Bytes[f]

@@ -1,4 +1,4 @@
-package gpu
+package gpfscan
 
 import (
 	"bytes"
@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/gswitch/gswitch/datapath/pcapfile"
+	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/filter"
+	"github.com/gswitch/gswitch/tables/filter/filtertest"
 )
 
 // scanWant is the sequential answer: filter.Evaluator.Eval on every packet
@@ -65,7 +67,7 @@ func scanReference(t *testing.T, data []byte, specs []filter.Spec) scanWant {
 // checkScan scans data with pf (compiled for link) and wants the
 // sequential answer: counts, bytes and, kept, every packet and its
 // matches in file order.
-func checkScan(t *testing.T, name string, data []byte, specs []filter.Spec, link pcapfile.LinkType, pf PacketFilter, batch, workers int) {
+func checkScan(t *testing.T, name string, data []byte, specs []filter.Spec, link pcapfile.LinkType, pf gpu.PacketFilter, batch, workers int) {
 	t.Helper()
 	want := scanReference(t, data, specs)
 	for _, keep := range []bool{false, true} {
@@ -121,7 +123,7 @@ func checkScan(t *testing.T, name string, data []byte, specs []filter.Spec, link
 // scanSpecs are the test's filters that compile for link.
 func scanSpecs(link uint32, extra []filter.Spec) []filter.Spec {
 	var specs []filter.Spec
-	for _, sp := range append(filterSpecs(60), extra...) {
+	for _, sp := range append(filtertest.Specs(60), extra...) {
 		if _, err := filter.CompileOne(sp.Expr, link, false, nil); err == nil {
 			specs = append(specs, sp)
 		}
@@ -168,9 +170,9 @@ func toPcapNG(t *testing.T, paths ...string) []byte {
 // testScan runs checkScan over every test capture (pcap, and pcapng), a
 // pcapng of two link types (the second's packets on the CPU), and a set
 // that needs whole packets with rows shorter than some packets.
-func testScan(t *testing.T, open func(p *filter.Program, maxRow int) PacketFilter) {
+func testScan(t *testing.T, open func(p *filter.Program, maxRow int) gpu.PacketFilter) {
 	var eth, other string
-	for _, path := range captures(t) {
+	for _, path := range filtertest.Captures(t) {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -247,11 +249,11 @@ func mustRead(t *testing.T, path string) []byte {
 }
 
 func TestScanCaptureCPU(t *testing.T) {
-	testScan(t, func(p *filter.Program, maxRow int) PacketFilter { return NewCPUFilter(p, maxRow) })
+	testScan(t, func(p *filter.Program, maxRow int) gpu.PacketFilter { return gpu.NewCPUFilter(p, maxRow) })
 }
 
 func TestMapCapture(t *testing.T) {
-	path := captures(t)[0]
+	path := filtertest.Captures(t)[0]
 	data, unmap, err := MapCapture(path, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -273,19 +275,19 @@ func TestSplitPcapParallel(t *testing.T) {
 	defer func(v int64) { parallelSplitMin = v }(parallelSplitMin)
 	parallelSplitMin = 1024
 	eth := ""
-	for _, path := range captures(t) {
-		if link, _ := readCapture(t, path); link == filter.LinkEthernet {
+	for _, path := range filtertest.Captures(t) {
+		if link, _ := filtertest.ReadCapture(t, path); link == filter.LinkEthernet {
 			eth = path
 			break
 		}
 	}
-	_, pkts := readCapture(t, eth)
+	_, pkts := filtertest.ReadCapture(t, eth)
 	data := make([]byte, 24)
 	binary.LittleEndian.PutUint32(data, 0xa1b2c3d4)
 	binary.LittleEndian.PutUint32(data[20:], 1)
 	var bounds []int64
 	for i := 0; i < 3000; i++ {
-		p := append([]byte(nil), pkts[i%len(pkts)].data...)
+		p := append([]byte(nil), pkts[i%len(pkts)].Data...)
 		if i%7 == 0 && len(p) >= 32 { // a fake record header inside the payload
 			binary.LittleEndian.PutUint32(p[8:], 0)
 			binary.LittleEndian.PutUint32(p[12:], 5)
@@ -324,14 +326,14 @@ func TestSplitPcapParallel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkScan(t, "parallel split", data, specs, pcapfile.LinkEthernet, NewCPUFilter(p, 0), 37, 5)
+	checkScan(t, "parallel split", data, specs, pcapfile.LinkEthernet, gpu.NewCPUFilter(p, 0), 37, 5)
 	// A bad record in the middle: the serial split, the reader's error.
 	bad := append([]byte(nil), data...)
 	binary.LittleEndian.PutUint32(bad[bounds[1500]+8:], 0xfffffff0)
 	if _, ok := splitPcapParallel(bad, 37, 5, &pcapRecords{link: 1}); ok {
 		t.Fatal("the parallel split took a bad record")
 	}
-	err = ScanCapture(bad, ScanConfig{Filter: NewCPUFilter(p, 0), Link: pcapfile.LinkEthernet, Program: p, Workers: 5, Batch: 37},
+	err = ScanCapture(bad, ScanConfig{Filter: gpu.NewCPUFilter(p, 0), Link: pcapfile.LinkEthernet, Program: p, Workers: 5, Batch: 37},
 		func(*ScanPiece) error { return nil })
 	if !errors.Is(err, pcapfile.ErrFormat) {
 		t.Fatalf("bad record: %v", err)

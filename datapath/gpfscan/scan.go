@@ -1,4 +1,4 @@
-package gpu
+package gpfscan
 
 import (
 	"bytes"
@@ -12,44 +12,19 @@ import (
 	"syscall"
 
 	"github.com/gswitch/gswitch/datapath/pcapfile"
+	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/filter"
 )
 
-// Scanning a capture through a PacketFilter (ScanCapture): the host side
-// of gPF's offline filtering, one pass over a capture held in memory (a
-// mapped file, MapCapture), with the parsing spread over several
-// goroutines.
-//
-// A splitter goroutine hops over the records' headers only (a pcap
-// record's captured length, a pcapng block's total length) and cuts the
-// file into chunks of at most one batch of packets each; every chunk
-// carries the prefix that makes it a capture of its own (the pcap file
-// header; the pcapng section header block and the interface description
-// blocks seen so far in its section). Worker goroutines parse chunks with
-// datapath/pcapfile's Reader, reduce each packet into a row of a batch
-// taken from a pool (PacketBatch.Add), submit the batch (the CUDA filter
-// queues it on its next stream, so that several batches are in flight)
-// and hand the piece to the consumer: the goroutine that called
-// ScanCapture, which waits for the pieces in file order, adds up their
-// counters and gives each to the caller's function.
-//
-// Packets a batch cannot take go to the CPU on the worker (a
-// filter.Evaluator of its own per link type): those of a link type or byte
-// order other than the filter's (a pcapng file with interfaces of
-// several), and those longer than the rows of a set that needs whole
-// packets.
-//
-// Goroutines and ownership: the splitter owns the chunk list; each chunk
-// belongs to one worker until its pieces are sent, each piece (and its
-// batch) to the consumer once received, and the batch returns to the pool
-// after the consumer's function. A semaphore bounds the chunks between
-// the splitter and the consumer to the pool's size less one, so that the
-// oldest chunk always finds a batch. An error anywhere closes done: every
-// goroutine stops, and ScanCapture returns the first error in file order.
+// cpuEval is a worker's CPU evaluator of one link type's program.
+type cpuEval struct {
+	ev  *filter.Evaluator
+	out []uint64
+}
 
 // ScanConfig configures ScanCapture.
 type ScanConfig struct {
-	Filter    PacketFilter // the set compiled for Link and BigEndian
+	Filter    gpu.PacketFilter // the set compiled for Link and BigEndian
 	Link      pcapfile.LinkType
 	BigEndian bool
 	// Program is the set Filter evaluates (for its packets too long for
@@ -66,7 +41,7 @@ type ScanConfig struct {
 	// least Batch packets, with bitmaps if Keep, reused from scan to scan
 	// (page-locked memory is slow to allocate); the scan leaves them
 	// allocated.
-	Pool []*PacketBatch
+	Pool []*gpu.PacketBatch
 	Keep bool // keep each packet and its matches (ScanPiece.Packets, Matches)
 }
 
@@ -81,7 +56,7 @@ type ScanPiece struct {
 	// function's call (it may alias the capture's bytes).
 	Packets []pcapfile.Packet
 	nf      int
-	b       *PacketBatch
+	b       *gpu.PacketBatch
 	row     []int32  // per kept packet: its row in b, or -1-i for CPU answer i
 	cpuBits []uint64 // words of the CPU answers, (nf+63)/64 each
 	slab    []byte   // kept packets read through a Reader: their bytes
@@ -407,7 +382,7 @@ func pcapSync(data []byte, from int64, rec *pcapRecords) int64 {
 // link type, the filter's, or each's.
 func ScanCapture(data []byte, cfg ScanConfig, each func(p *ScanPiece) error) error {
 	if cfg.Filter == nil {
-		return errors.New("gpu: scan: no filter")
+		return errors.New("gpfscan: no filter")
 	}
 	workers := cfg.Workers
 	if workers <= 0 {
@@ -425,8 +400,8 @@ func ScanCapture(data []byte, cfg ScanConfig, each func(p *ScanPiece) error) err
 	if len(cfg.Pool) > 0 {
 		pool = len(cfg.Pool)
 	}
-	free := make(chan *PacketBatch, pool)
-	var all []*PacketBatch
+	free := make(chan *gpu.PacketBatch, pool)
+	var all []*gpu.PacketBatch
 	defer func() {
 		for _, b := range all {
 			cfg.Filter.FreeBatch(b)
@@ -434,11 +409,11 @@ func ScanCapture(data []byte, cfg ScanConfig, each func(p *ScanPiece) error) err
 	}()
 	nf := 0
 	for i := 0; i < pool; i++ {
-		var b *PacketBatch
+		var b *gpu.PacketBatch
 		if len(cfg.Pool) > 0 {
 			b = cfg.Pool[i]
 			if len(b.Caplen) < per || (cfg.Keep && b.BitWords == 0) {
-				return fmt.Errorf("gpu: scan: a pooled batch of %d packets (bitmaps %v) for batches of %d (keep %v)", len(b.Caplen), b.BitWords > 0, per, cfg.Keep)
+				return fmt.Errorf("gpfscan: a pooled batch of %d packets (bitmaps %v) for batches of %d (keep %v)", len(b.Caplen), b.BitWords > 0, per, cfg.Keep)
 			}
 		} else {
 			var err error
@@ -566,7 +541,7 @@ type linkKey struct {
 type scanWorker struct {
 	cfg  *ScanConfig
 	nf   int
-	free chan *PacketBatch
+	free chan *gpu.PacketBatch
 	done chan struct{}
 	evs  map[linkKey]*cpuEval
 }
@@ -619,7 +594,7 @@ func (w *scanWorker) cpuPacket(p *ScanPiece, link pcapfile.LinkType, big bool, d
 func (w *scanWorker) fastPcap(data []byte, c scanChunk) {
 	p := &ScanPiece{Offset: c.end, nf: w.nf}
 	big := c.pcap.big
-	var b *PacketBatch
+	var b *gpu.PacketBatch
 	take := func() bool {
 		select {
 		case b = <-w.free:
@@ -763,8 +738,8 @@ func (w *scanWorker) chunk(data []byte, c scanChunk) {
 			}
 			return
 		}
-		gpu := pk.Link == w.cfg.Link && pk.BigEndian == w.cfg.BigEndian
-		if gpu {
+		toDevice := pk.Link == w.cfg.Link && pk.BigEndian == w.cfg.BigEndian
+		if toDevice {
 			if p.b == nil {
 				select {
 				case p.b = <-w.free:
@@ -787,16 +762,16 @@ func (w *scanWorker) chunk(data []byte, c scanChunk) {
 				}
 				ok, err = p.b.Add(pk.Data, pk.WireLen)
 			}
-			if err != nil && errors.Is(err, ErrPacketTooLong) {
-				gpu = false
+			if err != nil && errors.Is(err, gpu.ErrPacketTooLong) {
+				toDevice = false
 			} else if err != nil || !ok {
-				fail(fmt.Errorf("gpu: scan: a batch refused a packet: %v", err))
+				fail(fmt.Errorf("gpfscan: a batch refused a packet: %v", err))
 				return
 			} else if w.cfg.Keep {
 				p.row = append(p.row, int32(p.b.N-1))
 			}
 		}
-		if !gpu {
+		if !toDevice {
 			if err := w.cpuPacket(p, pk.Link, pk.BigEndian, pk.Data, pk.WireLen); err != nil {
 				fail(err)
 				return
@@ -828,7 +803,7 @@ func (w *scanWorker) eval(link pcapfile.LinkType, big bool) (*cpuEval, error) {
 	case k == linkKey{w.cfg.Link, w.cfg.BigEndian} && w.cfg.Program != nil:
 		p = w.cfg.Program
 	case w.cfg.Compile == nil:
-		return nil, fmt.Errorf("gpu: scan: a packet of link type %v and no compiler for it", link)
+		return nil, fmt.Errorf("gpfscan: a packet of link type %v and no compiler for it", link)
 	default:
 		var err error
 		if p, err = w.cfg.Compile(link, big); err != nil {
@@ -836,7 +811,7 @@ func (w *scanWorker) eval(link pcapfile.LinkType, big bool) (*cpuEval, error) {
 		}
 	}
 	if len(p.Roots) != w.nf {
-		return nil, fmt.Errorf("gpu: scan: %d filters compiled for link type %v, %d in the set", len(p.Roots), link, w.nf)
+		return nil, fmt.Errorf("gpfscan: %d filters compiled for link type %v, %d in the set", len(p.Roots), link, w.nf)
 	}
 	ce := &cpuEval{ev: filter.NewEvaluator(p), out: make([]uint64, max(p.Words(), 1))}
 	w.evs[k] = ce

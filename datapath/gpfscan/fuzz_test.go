@@ -1,4 +1,4 @@
-package gpu
+package gpfscan
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gswitch/gswitch/datapath/pcapfile"
+	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/filter"
 )
 
@@ -63,7 +64,7 @@ func FuzzScanCapture(f *testing.F) {
 			}
 		}
 		got := make([]uint64, len(specs))
-		err = ScanCapture(data, ScanConfig{Filter: NewCPUFilter(prog, 0), Link: pcapfile.LinkEthernet, Program: prog,
+		err = ScanCapture(data, ScanConfig{Filter: gpu.NewCPUFilter(prog, 0), Link: pcapfile.LinkEthernet, Program: prog,
 			Workers: 3, Batch: 3, Batches: 4,
 			Compile: func(l pcapfile.LinkType, big bool) (*filter.Program, error) {
 				return filter.Compile(specs, uint32(l), big, nil)

@@ -1,4 +1,4 @@
-package gpu
+package gpfscan
 
 import (
 	"encoding/binary"
@@ -6,29 +6,31 @@ import (
 	"testing"
 
 	"github.com/gswitch/gswitch/datapath/pcapfile"
+	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/filter"
+	"github.com/gswitch/gswitch/tables/filter/filtertest"
 )
 
 // nullFilter takes batches and answers nothing: the host side of a scan
 // alone (splitting, parsing, reducing into rows, handing over in order).
-type nullFilter struct{ l *filter.Layout }
+type nullFilter struct{ c *gpu.CPUFilter }
 
 func (n nullFilter) Name() string { return "null" }
-func (n nullFilter) NewBatch(capacity int, bits bool) (*PacketBatch, error) {
-	return newPacketBatch(n.l, 2048, capacity, bits)
+func (n nullFilter) NewBatch(capacity int, bits bool) (*gpu.PacketBatch, error) {
+	return n.c.NewBatch(capacity, bits)
 }
-func (nullFilter) Submit(b *PacketBatch) error { clear(b.Counts); clear(b.Bytes); return nil }
-func (nullFilter) Wait(*PacketBatch) error     { return nil }
-func (nullFilter) FreeBatch(*PacketBatch)      {}
-func (nullFilter) Close() error                { return nil }
+func (nullFilter) Submit(b *gpu.PacketBatch) error { clear(b.Counts); clear(b.Bytes); return nil }
+func (nullFilter) Wait(*gpu.PacketBatch) error     { return nil }
+func (nullFilter) FreeBatch(*gpu.PacketBatch)      {}
+func (nullFilter) Close() error                    { return nil }
 
 // BenchmarkScanCaptureHost: the host side of the GPU backend's scan over
 // a classic pcap in memory (the Ethernet test packets repeated, 1M
 // packets), per worker count; ns/packet is per packet of the capture.
 func BenchmarkScanCaptureHost(b *testing.B) {
-	var pkts []capPacket
-	for _, path := range captures(b) {
-		if link, ps := readCapture(b, path); link == filter.LinkEthernet {
+	var pkts []filtertest.Packet
+	for _, path := range filtertest.Captures(b) {
+		if link, ps := filtertest.ReadCapture(b, path); link == filter.LinkEthernet {
 			pkts = append(pkts, ps...)
 		}
 	}
@@ -38,20 +40,20 @@ func BenchmarkScanCaptureHost(b *testing.B) {
 	binary.LittleEndian.PutUint32(data[20:], 1)
 	for i := 0; i < n; i++ {
 		p := pkts[i%len(pkts)]
-		d := p.data[:min(len(p.data), 64+i%64)]
+		d := p.Data[:min(len(p.Data), 64+i%64)]
 		var h [16]byte
 		binary.LittleEndian.PutUint32(h[8:], uint32(len(d)))
-		binary.LittleEndian.PutUint32(h[12:], p.wire)
+		binary.LittleEndian.PutUint32(h[12:], p.Wire)
 		data = append(append(data, h[:]...), d...)
 	}
-	prog, err := filter.Compile(filterSpecs(100), filter.LinkEthernet, false, nil)
+	prog, err := filter.Compile(filtertest.Specs(100), filter.LinkEthernet, false, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	nf := nullFilter{prog.Layout()}
+	nf := nullFilter{gpu.NewCPUFilter(prog, 2048)}
 	for _, workers := range []int{1, 2} {
 		b.Run("workers="+strconv.Itoa(workers), func(b *testing.B) {
-			var pool []*PacketBatch
+			var pool []*gpu.PacketBatch
 			for range 2*workers + 2 {
 				pb, _ := nf.NewBatch(65536, false)
 				pool = append(pool, pb)
