@@ -75,7 +75,7 @@ type movingLooker struct {
 }
 
 func (m *movingLooker) DeviceServes(gpu.TableID, int) bool { return m.onDev.Load() }
-func (m *movingLooker) PlacementGeneration() uint64       { return m.gen.Load() }
+func (m *movingLooker) PlacementGeneration() uint64        { return m.gen.Load() }
 
 func (m *movingLooker) LookupFlow(id gpu.TableID, soa []uint32, n int, out []flow.RuleID) error {
 	m.lookup.Add(1)

@@ -223,9 +223,12 @@ func (s *Switch) runBatch(no uint32, b *batcher, direct bool) {
 // service) the shared-batch path buys nothing, and next, which RunPort
 // calls for each closed batch, runs the batch on the reader itself
 // (synchronous, lookups straight to the Classifier) instead of handing it
-// over, as soon as no batch handed before is unfinished: so the queue's
-// batches still run their stages and transmit in the order they were
-// closed across a switch between the paths, either way.
+// over, once every batch handed before has transmitted (it waits for
+// them: at most Depth batches): so the queue's batches still run their
+// stages and transmit in the order they were closed across a switch
+// between the paths, either way. Handing the batch over instead while
+// some were unfinished would, under a steady load, never let the queue
+// back onto the synchronous path (the reader is always ahead).
 //
 // Ownership: a batcher belongs to RunPort while it is open (and while
 // next runs it synchronously), to the runner from hand until it is put
@@ -244,16 +247,17 @@ type queueRunner struct {
 	prev  chan struct{} // closed once the last dispatched batch has transmitted (nil: none)
 	wg    sync.WaitGroup
 
-	unfinished atomic.Int64 // batches handed and not yet transmitted (finish)
-	gen        uint64       // the Coalescer's Generation when coalesced was found
-	known      bool         // gen and coalesced are set
-	coalesced  bool         // some table of the switch is coalesced
+	unfinished atomic.Int64  // batches handed and not yet transmitted (finish)
+	idle       chan struct{} // cap 1: finish brought unfinished to 0 (a wake-up for drain)
+	gen        uint64        // the Coalescer's Generation when coalesced was found
+	known      bool          // gen and coalesced are set
+	coalesced  bool          // some table of the switch is coalesced
 }
 
 func (s *Switch) newQueueRunner(no uint32, co *gpu.Coalescer) *queueRunner {
 	d := s.cfg.Depth
 	q := &queueRunner{s: s, no: no, co: co, work: make(chan *batcher, d), free: make(chan *batcher, d+1),
-		done: make(chan struct{}), slots: make(chan struct{}, s.cfg.InFlight)}
+		done: make(chan struct{}), slots: make(chan struct{}, s.cfg.InFlight), idle: make(chan struct{}, 1)}
 	for range d + 1 {
 		q.free <- newBatcher(s.cfg.BatchSize)
 	}
@@ -262,11 +266,12 @@ func (s *Switch) newQueueRunner(no uint32, co *gpu.Coalescer) *queueRunner {
 }
 
 // next runs the closed batch b, RunPort's way: on the shared-batch path
-// (hand) while a table is coalesced or a batch handed earlier is
-// unfinished, else on the reader itself (the synchronous path). It
+// (hand) while a table is coalesced, else on the reader itself (the
+// synchronous path), once the batches handed earlier have transmitted. It
 // returns the batcher to fill next.
 func (q *queueRunner) next(b *batcher) *batcher {
-	if q.unfinished.Load() == 0 && !q.anyCoalesced() {
+	if !q.anyCoalesced() {
+		q.drain()
 		q.s.batches.direct.Add(1)
 		q.s.runBatch(q.no, b, true)
 		return b
@@ -292,6 +297,13 @@ func (q *queueRunner) anyCoalesced() bool {
 		}
 	}
 	return q.coalesced
+}
+
+// drain waits until every batch handed so far has transmitted.
+func (q *queueRunner) drain() {
+	for q.unfinished.Load() > 0 {
+		<-q.idle // a stale wake-up only makes the loop look again
+	}
 }
 
 // hand gives the closed batch b to loop and returns an empty batcher,
@@ -347,7 +359,12 @@ func (q *queueRunner) dispatch(b *batcher) {
 func (q *queueRunner) finish(b *batcher) {
 	q.s.latency.observe(b.rxAt, time.Now())
 	b.reset()
-	q.unfinished.Add(-1)
+	if q.unfinished.Add(-1) == 0 {
+		select {
+		case q.idle <- struct{}{}:
+		default:
+		}
+	}
 	q.free <- b
 }
 
