@@ -124,6 +124,7 @@ type auto struct {
 
 	mu   sync.Mutex                          // serializes writers of tabs
 	tabs atomic.Pointer[map[TableID]*placed] // copied on write; read lock-free by the lookups
+	gen  atomic.Uint64                       // PlacementGeneration
 
 	kick chan struct{} // cap 1: a table needs a calibration
 	done chan struct{}
@@ -180,6 +181,18 @@ func (e *Engine) placedOnCPU(id TableID) bool {
 	return p != nil && Placement(p.place.Load()) == OnCPU
 }
 
+// PlacementGeneration returns a number that changes (after the change)
+// whenever which backend serves a table may have changed: a table loaded
+// anew, a calibration that moved a table, a device that could not take a
+// table or took one back, a device taken out of service. A caller that
+// caches what DeviceServes answered for its tables reads the generation
+// first, then asks, and asks again once the generation differs (the
+// datapath's choice between its synchronous and its shared-batch path).
+func (e *Engine) PlacementGeneration() uint64 { return e.auto.gen.Load() }
+
+// placementChanged moves PlacementGeneration on; called after the change.
+func (e *Engine) placementChanged() { e.auto.gen.Add(1) }
+
 // noteLoad records a loaded table: a new flow table starts on the CPU and
 // is calibrated; an LPM table is on the devices.
 func (e *Engine) noteLoad(id TableID, kind Kind) {
@@ -195,6 +208,7 @@ func (e *Engine) noteLoad(id TableID, kind Kind) {
 		m := maps.Clone(*a.tabs.Load())
 		m[id] = p
 		a.tabs.Store(&m)
+		e.placementChanged()
 	}
 	a.mu.Unlock()
 	if kind == Flow && a.on {
@@ -321,6 +335,9 @@ func (e *Engine) calibrate(p *placed) {
 		}
 	}
 	p.place.Store(uint32(next))
+	if next != cur {
+		e.placementChanged()
+	}
 	p.classes.Store(int64(classes))
 	p.mu.Lock()
 	p.info.Classes, p.info.CPUNsPerKey, p.info.DeviceNsPerKey, p.info.Batch = classes, cpuNs, devNs, b

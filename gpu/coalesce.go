@@ -24,6 +24,13 @@ type deviceServer interface {
 	DeviceServes(id TableID, n int) bool
 }
 
+// placementGen is what a Coalescer asks of a backend, when it has it, to
+// tell its users when DeviceServes's answers may have changed
+// (Engine.PlacementGeneration).
+type placementGen interface {
+	PlacementGeneration() uint64
+}
+
 // DeviceServes reports whether a flow lookup of n keys in table id would
 // go to a device now: n is at least MinBatch and a device in service holds
 // the table. A Coalescer passes lookups of the tables no device serves
@@ -76,6 +83,7 @@ const DefaultCoalescerMaxBatch = 8192
 type Coalescer struct {
 	be  FlowLooker
 	ds  deviceServer // be's, or nil
+	pg  placementGen // be's, or nil
 	cfg CoalescerConfig
 
 	mu       sync.Mutex
@@ -147,7 +155,29 @@ func NewCoalescer(be FlowLooker, cfg CoalescerConfig) (*Coalescer, error) {
 	}
 	c := &Coalescer{be: be, cfg: cfg, pending: map[TableID]*cgroup{}}
 	c.ds, _ = be.(deviceServer)
+	c.pg, _ = be.(placementGen)
 	return c, nil
+}
+
+// Coalesces reports whether lookups of table id are held for shared
+// batches now: a device would serve a full batch of the table. When it
+// is false LookupFlow passes the table's lookups straight to the backend,
+// and a caller that makes no lookup of another table may as well call the
+// backend itself, with no Enter, Leave or hand-off to a goroutine that
+// may wait (the datapath's synchronous path). A backend that cannot tell
+// (no DeviceServes) is always coalesced.
+func (c *Coalescer) Coalesces(id TableID) bool {
+	return c.ds == nil || c.ds.DeviceServes(id, max(c.cfg.MaxBatch, c.cfg.MinBatch))
+}
+
+// Generation is the backend's PlacementGeneration (0, constant, for a
+// backend without one): Coalesces's answers change only after it has
+// moved. Read it before asking Coalesces, and ask again once it differs.
+func (c *Coalescer) Generation() uint64 {
+	if c.pg == nil {
+		return 0
+	}
+	return c.pg.PlacementGeneration()
 }
 
 // Config returns the Coalescer's settings, defaults filled in.
@@ -187,7 +217,7 @@ func (c *Coalescer) Stats() CoalescerStats {
 // as PackSoA returns them) into out[0:n], in a shared batch when a device
 // serves the table (see Coalescer).
 func (c *Coalescer) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) error {
-	if n <= 0 || (c.ds != nil && !c.ds.DeviceServes(id, max(c.cfg.MaxBatch, c.cfg.MinBatch))) {
+	if n <= 0 || !c.Coalesces(id) {
 		if n > 0 {
 			c.direct.Add(1)
 		}

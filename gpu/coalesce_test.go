@@ -1,7 +1,10 @@
 package gpu
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -271,5 +274,79 @@ func TestCoalescerDirectWithoutDevice(t *testing.T) {
 	}
 	if e.Devices() != 0 || e.DeviceServes(id, 1<<20) {
 		t.Fatal("an engine without devices says a device serves the table")
+	}
+}
+
+// TestCoalescerGeneration: Coalesces follows the Engine's placement, and
+// Generation moves whenever it may have changed: a calibration that moves
+// the table to the device, a device taken out of service. A backend that
+// cannot tell is always coalesced, at generation 0.
+func TestCoalescerGeneration(t *testing.T) {
+	const id = 3
+	var devNs atomic.Uint64 // math.Float64bits
+	devNs.Store(math.Float64bits(1e9))
+	e := NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: 64, Mode: ModeAuto,
+		Auto: AutoConfig{Delay: time.Millisecond, HostNsPerKey: -1}, Logger: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)),
+		measureDev: func(Backend, TableID, []uint32, int) (float64, error) { return math.Float64frombits(devNs.Load()), nil }})
+	defer e.Close()
+	tab, err := flow.NewTable(flow.Config{Algo: flow.Tuple, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addClasses(t, tab, 0, 1)
+	g0 := e.PlacementGeneration()
+	if err := e.Load(id, Flow, tab.Mirror().Sync().Full); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCoalescer(e, CoalescerConfig{MinBatch: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g1 := c.Generation()
+	if g1 == g0 {
+		t.Errorf("loading a new table left the generation at %d", g0)
+	}
+	waitCalibrated(t, e, id)
+	if c.Coalesces(id) {
+		t.Fatal("a table on the CPU is coalesced")
+	}
+	devNs.Store(math.Float64bits(1e-3))
+	addClasses(t, tab, 1, 1)
+	syncTable(t, e, id, tab)
+	waitBackend(t, e, id, "device")
+	g2 := c.Generation()
+	if g2 == g1 || !c.Coalesces(id) {
+		t.Fatalf("moved to the device: generation %d (was %d), coalesced %v", g2, g1, c.Coalesces(id))
+	}
+
+	// A device that fails moves the generation, and nothing is coalesced.
+	f := newFlaky(1) // the Load succeeds, the first lookup fails
+	e2 := NewEngine(EngineConfig{Devices: []Backend{f}, MinBatch: 1, Logger: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))})
+	defer e2.Close()
+	if err := e2.Load(id, Flow, tab.Mirror().Image().Clone()); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := NewCoalescer(e2, CoalescerConfig{MinBatch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := c2.Generation()
+	if !c2.Coalesces(id) {
+		t.Fatal("a table on a device in service is not coalesced")
+	}
+	out := make([]flow.RuleID, 4)
+	if err := e2.LookupFlow(id, make([]uint32, 4*len(tab.UsedWords())), 4, out); err != nil {
+		t.Fatal(err) // the CPU answers for the failed device
+	}
+	if c2.Generation() == g || c2.Coalesces(id) {
+		t.Fatalf("after the device failed: generation %d (was %d), coalesced %v", c2.Generation(), g, c2.Coalesces(id))
+	}
+
+	c3, err := NewCoalescer(FlowLooker(e2.CPU()), CoalescerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c3.Generation() != 0 || !c3.Coalesces(id) {
+		t.Errorf("a backend without placement: generation %d, coalesced %v", c3.Generation(), c3.Coalesces(id))
 	}
 }

@@ -141,7 +141,12 @@
 // lookups read the placements through an atomic pointer to a map copied on
 // write (lock-free, allocation-free), and an Apply only reads the class
 // count and marks the table. TableBackends reports every table's backend
-// and why. The Batcher forms batches from keys that arrive one by one,
+// and why. PlacementGeneration moves after every change of which backend
+// may serve a table (a table loaded anew, a calibration that moved one, a
+// device that could not hold a table or failed), so that a Coalescer's
+// users can cache whether any of their tables is coalesced
+// (Coalescer.Coalesces, Generation): the datapath runs its synchronous
+// path while none is. The Batcher forms batches from keys that arrive one by one,
 // closing a batch when it is full or when its oldest key has waited
 // MaxDelay (GSwitch §7.4).
 //

@@ -126,6 +126,7 @@ func (e *Engine) fail(i int, d *engineDev, err error) {
 	d.once.Do(func() {
 		d.err.Store(err)
 		d.failed.Store(true)
+		e.placementChanged()
 		e.log.Error("gpu: device failed; its lookups now run on the CPU backend", "device", i, "backend", d.b.Name(), "err", err)
 	})
 }
@@ -172,8 +173,12 @@ func (e *Engine) eachDev(id TableID, f func(d *engineDev) error, load bool) {
 		}
 		err := f(d)
 		d.mu.Lock()
+		changed := d.noTable[id] != (err != nil)
 		d.noTable[id] = err != nil
 		d.mu.Unlock()
+		if changed {
+			e.placementChanged()
+		}
 		switch {
 		case err == nil:
 		case tableFault(err):

@@ -14,6 +14,11 @@ type batchStats struct {
 	buckets [len(batchBounds) + 1]atomic.Uint64
 	full    atomic.Uint64 // closed by RunPort at Config.BatchSize frames
 	delay   atomic.Uint64 // closed by RunPort when the oldest frame had waited Config.MaxDelay (or the ring was idle)
+	// With a Coalescer, where RunPort ran its closed batches (rx.go,
+	// queueRunner.next): itself, lookups straight to the Classifier
+	// (direct), or handed to the queue's runner (shared).
+	direct atomic.Uint64
+	shared atomic.Uint64
 }
 
 func (b *batchStats) observe(n int) {
@@ -36,13 +41,18 @@ type BatchStats struct {
 	Counts []uint64
 	Full   uint64 // batches a port loop closed because they were full
 	Delay  uint64 // batches a port loop closed at the maximum delay
+	// With a Coalescer: batches a port loop ran itself on the synchronous
+	// path (Direct: no table was served by a device) and batches it handed
+	// to its queue's runner, the shared-batch path (Shared).
+	Direct uint64
+	Shared uint64
 }
 
 // BatchStats returns the batch counters.
 func (s *Switch) BatchStats() BatchStats {
 	b := &s.batches
 	st := BatchStats{Batches: b.count.Load(), Frames: b.frames.Load(), Bounds: batchBounds[:],
-		Full: b.full.Load(), Delay: b.delay.Load(), Counts: make([]uint64, len(b.buckets))}
+		Full: b.full.Load(), Delay: b.delay.Load(), Direct: b.direct.Load(), Shared: b.shared.Load(), Counts: make([]uint64, len(b.buckets))}
 	for i := range b.buckets {
 		st.Counts[i] = b.buckets[i].Load()
 	}

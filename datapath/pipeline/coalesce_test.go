@@ -130,12 +130,18 @@ func fill(t *testing.T, b *batcher, frames [][]byte) {
 // the same fate, each output port gets each queue's frames in the order
 // they arrived, the counters agree, and every frame's latency is recorded.
 func TestAsyncSameFatesInOrder(t *testing.T) {
-	testAsyncSameFates(t, newCoalescedRig(t, 3, &gatedLooker{}, 3))
+	async := newCoalescedRig(t, 3, &gatedLooker{}, 3)
+	testAsyncSameFates(t, async, false)
+	if s := async.sw.cfg.Coalescer.Stats(); s.Batches == 0 || s.Callers == 0 || s.InFlight != 0 {
+		t.Errorf("coalescer stats %+v", s)
+	}
 }
 
 // testAsyncSameFates is TestAsyncSameFatesInOrder on the asynchronous rig
-// async (its tables empty).
-func testAsyncSameFates(t *testing.T, async *rig) {
+// async (its tables empty): the queues hand their batches to their runners
+// (queueRunner.hand), or with viaNext give them to queueRunner.next as
+// RunPort does (which may run them itself).
+func testAsyncSameFates(t *testing.T, async *rig, viaNext bool) {
 	const queues, batches = 4, 12
 	sync0 := newRig(t, 3, FailSecure)
 	installFates(t, sync0)
@@ -173,7 +179,11 @@ func testAsyncSameFates(t *testing.T, async *rig) {
 			b := <-qr.free
 			for _, fs := range in[q] {
 				fill(t, b, fs)
-				b = qr.hand(b)
+				if viaNext {
+					b = qr.next(b)
+				} else {
+					b = qr.hand(b)
+				}
 			}
 			qr.stop()
 		}()
@@ -201,9 +211,6 @@ func testAsyncSameFates(t *testing.T, async *rig) {
 	}
 	if n := async.sw.latency.count.Load(); n != uint64(total) {
 		t.Errorf("latency recorded for %d frames, want %d", n, total)
-	}
-	if s := async.sw.cfg.Coalescer.Stats(); s.Batches == 0 || s.Callers == 0 || s.InFlight != 0 {
-		t.Errorf("coalescer stats %+v", s)
 	}
 }
 

@@ -284,9 +284,32 @@
 //     Tables no device serves (the CPU backend) are looked up directly,
 //     with no waiting, and without a GPU the agent makes no Coalescer: the
 //     CPU path is the synchronous one, unchanged.
+//   - While no flow table is coalesced (Coalescer.Coalesces: with
+//     --backend auto every table placed on the CPU, or the device out of
+//     service) the hand-off buys nothing and costs CPU per frame (the
+//     runner's wake-ups, Enter/Leave, the per-batch goroutines): RunPort
+//     then runs each closed batch itself, synchronously, its lookups
+//     straight to the Classifier (queueRunner.next), and goes back to
+//     handing its batches over as soon as a table is coalesced again.
+//     Which path is checked per batch against the Coalescer's Generation
+//     (the Engine's PlacementGeneration, moved by every placement change
+//     and device failure): one atomic load while nothing moves, the tables
+//     asked again when it has. Going from the shared path to the
+//     synchronous one, the reader first waits until every batch it handed
+//     has transmitted (queueRunner.drain: at most Depth batches), so the
+//     queue's frames stay in order and its receive stages run in order;
+//     the other way needs no wait (the synchronous batch has transmitted
+//     when the next is handed). A table that moves in the middle of a
+//     synchronous batch is still answered right (the Engine serves it,
+//     on the CPU below MinBatch). Switch.BatchStats' Direct and Shared
+//     (metric gswitch_batches_path_total) count the batches of each path.
 //
-// Ownership and locks: a batcher belongs to the reader while open, to the
-// runner from hand until it is back on the free channel. The runner holds
+// Ownership and locks: a batcher belongs to the reader while open (and
+// while the reader runs it on the synchronous path), to the runner from
+// hand until it is back on the free channel. The count of a queue's
+// unfinished batches is raised by the reader (hand) and lowered by the
+// runner after the batch's transmit (finish), atomically; the cached
+// path choice (generation, answer) is the reader's alone. The runner holds
 // mu for reading (as Process always does) while it waits in the
 // Coalescer; the Coalescer's mutex is taken inside it and held for no
 // backend call, so the order is mu, then the Coalescer's mutex. A change

@@ -54,6 +54,10 @@ type worker struct {
 	depth     int  // group nesting of the actions running now
 	packetOut bool // running a PACKET_OUT: output:TABLE is allowed
 	resubmit  bool // output:TABLE was executed
+	// direct: the batch runs on the synchronous path (rx.go,
+	// queueRunner.next): its lookups go to the Classifier, not through
+	// the Coalescer.
+	direct bool
 }
 
 func newWorker(s *Switch) *worker {
@@ -67,18 +71,20 @@ func newWorker(s *Switch) *worker {
 // flow tables (or, in standalone fail mode without a controller, MAC
 // learning) and the actions, then sends what the actions output. Frames
 // are edited in place: the caller gives them up.
-func (s *Switch) Process(inPort uint32, frames [][]byte) { s.process(inPort, frames, nil, nil) }
+func (s *Switch) Process(inPort uint32, frames [][]byte) { s.process(inPort, frames, nil, nil, false) }
 
 // process is Process; with 'turn' it transmits only once turn is closed
 // (the previous batch of the receive queue has transmitted), and it closes
 // 'sent' once it has transmitted (or had nothing to), so that batches of
 // one queue run concurrently still leave in the order they arrived
-// (queueRunner).
-func (s *Switch) process(inPort uint32, frames [][]byte, turn <-chan struct{}, sent chan struct{}) {
+// (queueRunner). With direct its lookups bypass the Coalescer (the
+// synchronous path of a receive queue while no table is coalesced).
+func (s *Switch) process(inPort uint32, frames [][]byte, turn <-chan struct{}, sent chan struct{}, direct bool) {
 	s.batches.observe(len(frames))
 	w := s.workers.Get().(*worker)
 	defer s.workers.Put(w)
 	w.begin()
+	w.direct = direct
 	flush := func() {
 		if turn != nil {
 			<-turn
@@ -130,7 +136,7 @@ func (w *worker) begin() {
 	}
 	w.txArena = w.txArena[:0]
 	w.now = time.Now().UnixNano()
-	w.packetOut, w.resubmit = false, false
+	w.packetOut, w.resubmit, w.direct = false, false, false
 }
 
 // pipeline runs every packet whose next table is from or later through
@@ -212,7 +218,7 @@ func (w *worker) classify(tab *table) {
 	}
 	w.soa = flow.PackSoA(w.keys, tab.proj, w.soa)
 	var err error
-	if co := w.s.cfg.Coalescer; co != nil {
+	if co := w.s.cfg.Coalescer; co != nil && !w.direct {
 		err = co.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res)
 	} else {
 		err = w.s.cfg.Classifier.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res)

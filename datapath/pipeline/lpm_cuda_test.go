@@ -51,7 +51,11 @@ func BenchmarkCUDALPMShapedTable(b *testing.B) {
 // shared batches on the GPU (min-batch 1: every batch on the device).
 func TestCUDAAsyncSameFates(t *testing.T) {
 	eng := gpuEngine(t)
-	testAsyncSameFates(t, newCoalescedRigOn(t, 3, eng, eng, 3, 1))
+	r := newCoalescedRigOn(t, 3, eng, eng, 3, 1)
+	testAsyncSameFates(t, r, false)
+	if s := r.sw.cfg.Coalescer.Stats(); s.Batches == 0 || s.Callers == 0 || s.InFlight != 0 {
+		t.Errorf("coalescer stats %+v", s)
+	}
 	if s := eng.Stats(); s.KeysOnDevice == 0 {
 		t.Fatalf("engine stats %+v: no key looked up on the device", s)
 	}

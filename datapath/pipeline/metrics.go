@@ -52,6 +52,7 @@ var (
 	mBatchFrames   = prometheus.NewDesc("gswitch_batch_frames", "Frames per batch run through the pipeline.", nil, nil)
 	mFrameLatency  = prometheus.NewDesc("gswitch_frame_latency_seconds", "Per-frame latency from the kernel's receive timestamp (the receive ring) to the end of its batch's run through the pipeline (transmitted or dropped).", nil, nil)
 	mBatchesClosed = metricCounter("gswitch_batches_closed_total", "Batches a port loop closed, by why: full (batch size reached) or delay (the oldest frame waited the maximum delay).", "why")
+	mBatchesPath   = metricCounter("gswitch_batches_path_total", "Batches a port loop closed with a coalescer (a GPU), by the path they ran: direct (in the port loop, lookups straight to the classifier: no table was served by the device) or shared (handed to the queue's runner, lookups in shared device batches).", "path")
 
 	mLearnedMACs = metricGauge("gswitch_learned_macs", "MAC addresses in the learning table.")
 	mStandalone  = metricGauge("gswitch_standalone", "1 while the switch acts as a learning switch (standalone fail mode, no controller).")
@@ -60,7 +61,7 @@ var (
 		mPortRxPackets, mPortRxBytes, mPortTxPackets, mPortTxBytes, mPortRxDropped, mPortTxDropped,
 		mTableFlows, mTableLookups, mTableMatched, mTableLPM, mTableLPMTransitions, mTableLPMConflicts,
 		mMalformedFrames, mTableMissDrops, mNoRoute, mUnsupportedActions, mGroupDrops, mMeterDrops, mOffloadDrops,
-		mBatchesClosed, mLearnedMACs, mStandalone,
+		mBatchesClosed, mBatchesPath, mLearnedMACs, mStandalone,
 	}
 )
 
@@ -150,6 +151,10 @@ func (c switchCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prom.Histogram(mFrameLatency, cum, ls.Sum.Seconds(), lb)
 	emit(mBatchesClosed, float64(bs.Full), "full")
 	emit(mBatchesClosed, float64(bs.Delay), "delay")
+	if c.s.cfg.Coalescer != nil {
+		emit(mBatchesPath, float64(bs.Direct), "direct")
+		emit(mBatchesPath, float64(bs.Shared), "shared")
+	}
 }
 
 // WriteMetrics writes the switch's Collector in the Prometheus text format.

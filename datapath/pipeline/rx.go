@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gswitch/gswitch/datapath/afpacket"
@@ -128,13 +129,16 @@ type frameRing interface {
 // own (queueRunner), in the order they were closed, while RunPort goes on
 // reading the ring: RunPort blocks (and the ring fills) only when
 // Config.Depth closed batches are unfinished, the running one included.
+// While no table is coalesced (every table on the CPU, or the device out
+// of service) RunPort runs its batches itself, synchronously
+// (queueRunner.next).
 func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error {
 	var b *batcher
-	run := func(b *batcher) *batcher { s.runBatch(no, b); return b }
+	run := func(b *batcher) *batcher { s.runBatch(no, b, false); return b }
 	if co := s.cfg.Coalescer; co != nil {
 		q := s.newQueueRunner(no, co)
 		defer q.stop()
-		run = q.hand
+		run = q.next
 		b = <-q.free
 	} else {
 		b = newBatcher(s.cfg.BatchSize)
@@ -191,9 +195,14 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error 
 }
 
 // runBatch runs a closed batch of port no through the switch, records its
-// frames' latencies and empties it.
-func (s *Switch) runBatch(no uint32, b *batcher) {
-	s.receive(no, b)
+// frames' latencies and empties it. With direct its lookups go to the
+// Classifier even when there is a Coalescer (the synchronous path).
+func (s *Switch) runBatch(no uint32, b *batcher, direct bool) {
+	if !direct {
+		s.receive(no, b)
+	} else if frames := s.rxStages(no, b); len(frames) > 0 {
+		s.process(no, frames, nil, nil, true)
+	}
 	s.latency.observe(b.rxAt, time.Now())
 	b.reset()
 }
@@ -209,9 +218,24 @@ func (s *Switch) runBatch(no uint32, b *batcher) {
 // and sent channels), so the queue's frames leave in the order they
 // arrived while up to K of its lookups are in flight.
 //
-// Ownership: a batcher belongs to RunPort while it is open, to the runner
-// from hand until it is put back on free (loop, then the batch's
-// goroutine); Config.Depth+1 batchers circulate. prev belongs to loop.
+// While no table of the switch is coalesced (gpu.Coalescer.Coalesces: the
+// Engine places every flow table on the CPU, or its device is out of
+// service) the shared-batch path buys nothing, and next, which RunPort
+// calls for each closed batch, runs the batch on the reader itself
+// (synchronous, lookups straight to the Classifier) instead of handing it
+// over, once every batch handed before has transmitted (it waits for
+// them: at most Depth batches): so the queue's batches still run their
+// stages and transmit in the order they were closed across a switch
+// between the paths, either way. Handing the batch over instead while
+// some were unfinished would, under a steady load, never let the queue
+// back onto the synchronous path (the reader is always ahead).
+//
+// Ownership: a batcher belongs to RunPort while it is open (and while
+// next runs it synchronously), to the runner from hand until it is put
+// back on free (loop, then the batch's goroutine); Config.Depth+1
+// batchers circulate. prev belongs to loop; gen, known and coalesced to
+// RunPort (next); unfinished is RunPort's to raise (hand) and the
+// runner's to lower (finish), atomically.
 type queueRunner struct {
 	s     *Switch
 	no    uint32
@@ -222,12 +246,18 @@ type queueRunner struct {
 	slots chan struct{} // batches running (cap InFlight)
 	prev  chan struct{} // closed once the last dispatched batch has transmitted (nil: none)
 	wg    sync.WaitGroup
+
+	unfinished atomic.Int64  // batches handed and not yet transmitted (finish)
+	idle       chan struct{} // cap 1: finish brought unfinished to 0 (a wake-up for drain)
+	gen        uint64        // the Coalescer's Generation when coalesced was found
+	known      bool          // gen and coalesced are set
+	coalesced  bool          // some table of the switch is coalesced
 }
 
 func (s *Switch) newQueueRunner(no uint32, co *gpu.Coalescer) *queueRunner {
 	d := s.cfg.Depth
 	q := &queueRunner{s: s, no: no, co: co, work: make(chan *batcher, d), free: make(chan *batcher, d+1),
-		done: make(chan struct{}), slots: make(chan struct{}, s.cfg.InFlight)}
+		done: make(chan struct{}), slots: make(chan struct{}, s.cfg.InFlight), idle: make(chan struct{}, 1)}
 	for range d + 1 {
 		q.free <- newBatcher(s.cfg.BatchSize)
 	}
@@ -235,9 +265,51 @@ func (s *Switch) newQueueRunner(no uint32, co *gpu.Coalescer) *queueRunner {
 	return q
 }
 
+// next runs the closed batch b, RunPort's way: on the shared-batch path
+// (hand) while a table is coalesced, else on the reader itself (the
+// synchronous path), once the batches handed earlier have transmitted. It
+// returns the batcher to fill next.
+func (q *queueRunner) next(b *batcher) *batcher {
+	if !q.anyCoalesced() {
+		q.drain()
+		q.s.batches.direct.Add(1)
+		q.s.runBatch(q.no, b, true)
+		return b
+	}
+	q.s.batches.shared.Add(1)
+	return q.hand(b)
+}
+
+// anyCoalesced reports whether a flow table of the switch is coalesced
+// (looked up in shared device batches). It asks the Coalescer again only
+// once its Generation has moved (read before asking, so that a change
+// during the asking is seen at the next batch).
+func (q *queueRunner) anyCoalesced() bool {
+	g := q.co.Generation()
+	if q.known && g == q.gen {
+		return q.coalesced
+	}
+	q.gen, q.known, q.coalesced = g, true, false
+	for i := range q.s.cfg.Tables {
+		if q.co.Coalesces(gpu.TableID(i)) {
+			q.coalesced = true
+			break
+		}
+	}
+	return q.coalesced
+}
+
+// drain waits until every batch handed so far has transmitted.
+func (q *queueRunner) drain() {
+	for q.unfinished.Load() > 0 {
+		<-q.idle // a stale wake-up only makes the loop look again
+	}
+}
+
 // hand gives the closed batch b to loop and returns an empty batcher,
 // waiting for one if loop holds all the others.
 func (q *queueRunner) hand(b *batcher) *batcher {
+	q.unfinished.Add(1)
 	q.work <- b
 	return <-q.free
 }
@@ -251,9 +323,9 @@ func (q *queueRunner) loop() {
 	for b := range q.work {
 		if q.s.cfg.InFlight == 1 {
 			q.co.Enter()
-			q.s.runBatch(q.no, b)
+			q.s.receive(q.no, b)
 			q.co.Leave()
-			q.free <- b
+			q.finish(b)
 			continue
 		}
 		q.dispatch(b)
@@ -275,17 +347,24 @@ func (q *queueRunner) dispatch(b *batcher) {
 	q.wg.Add(1)
 	go func() {
 		defer q.wg.Done()
-		q.s.process(q.no, frames, turn, sent)
+		q.s.process(q.no, frames, turn, sent, false)
 		q.co.Leave()
 		q.finish(b)
 		<-q.slots
 	}()
 }
 
-// finish records a run batch's latencies, empties it and returns it.
+// finish records a run (and transmitted) batch's latencies, empties it,
+// counts it finished and returns it.
 func (q *queueRunner) finish(b *batcher) {
 	q.s.latency.observe(b.rxAt, time.Now())
 	b.reset()
+	if q.unfinished.Add(-1) == 0 {
+		select {
+		case q.idle <- struct{}{}:
+		default:
+		}
+	}
 	q.free <- b
 }
 
