@@ -643,12 +643,21 @@ func BenchmarkSetDelete1000(b *testing.B) { benchSetAdd(b, 1000, true) }
 // is the process's CPU time per frame.
 func BenchmarkRx100(b *testing.B) {
 	b.Run("memo", func(b *testing.B) { benchRx100(b) })
+	b.Run("memo-seq", func(b *testing.B) {
+		stampSeq = true
+		defer func() { stampSeq = false }()
+		benchRx100(b)
+	})
 	b.Run("nomemo", func(b *testing.B) {
 		defer func(n int) { memoMinFilters = n }(memoMinFilters)
 		memoMinFilters = 1 << 30
 		benchRx100(b)
 	})
 }
+
+// stampSeq: benchRx100 writes a sequence number into each frame's payload
+// (bytes 50-57, as bench forward stamps its frames) before each batch.
+var stampSeq bool
 
 func benchRx100(b *testing.B) {
 	text, err := os.ReadFile(filepath.Join("..", "..", "bench", "forward", "testdata", "filters100.txt"))
@@ -679,7 +688,14 @@ func benchRx100(b *testing.B) {
 	var ru0, ru1 syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	b.ResetTimer()
+	seq := uint64(0)
 	for i := 0; i < b.N; i++ {
+		if stampSeq {
+			for _, f := range batch {
+				seq++
+				binary.BigEndian.PutUint64(f[50:], seq)
+			}
+		}
 		s.Rx(1, batch, nil)
 	}
 	b.StopTimer()
