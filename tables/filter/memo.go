@@ -60,6 +60,7 @@ type Memo struct {
 	used    []uint32 // the batch that last returned slot i
 	batch   uint32
 
+	last        int    // the slot of the last hit or insertion; -1: none
 	looks, hits int    // in the current window
 	bypass      int    // lookups left to skip
 	hitsAll     uint64 // Stats
@@ -97,7 +98,7 @@ func NewMemo(p *Program) *Memo {
 	m := &Memo{ev: NewEvaluator(p), words: w, out: make([]uint64, w),
 		key: make([]uint64, 0, memoKeyWords), keys: make([]uint64, memoSlots*memoKeyWords),
 		klen: make([]uint8, memoSlots), hashes: make([]uint64, memoSlots),
-		answers: make([]uint64, memoSlots*w), used: make([]uint32, memoSlots), batch: 1}
+		answers: make([]uint64, memoSlots*w), used: make([]uint32, memoSlots), batch: 1, last: -1}
 	for i := range m.order {
 		m.order[i] = uint8(i)
 	}
@@ -140,8 +141,19 @@ func (m *Memo) Eval(data []byte, wire uint32) ([]uint64, int) {
 	}
 	for j := 0; j < m.nshape; j++ {
 		si := int(m.order[j])
-		h := m.gather(si, data, wire)
+		m.gather(si, data, wire)
+		if i := m.last; j == 0 && i >= 0 && int(m.klen[i]) == len(m.key) &&
+			slices.Equal(m.keys[i*memoKeyWords:i*memoKeyWords+len(m.key)], m.key) {
+			// The last slot again (a run of one flow, or flows that read
+			// alike): no hash.
+			m.hits++
+			m.hitsAll++
+			m.used[i] = m.batch
+			return m.Answers(i), i
+		}
+		h := hashKey64(m.key)
 		if i := m.find(h); i >= 0 {
+			m.last = i
 			m.hits++
 			m.hitsAll++
 			if j > 0 { // most recently hit first
@@ -162,7 +174,8 @@ func (m *Memo) Eval(data []byte, wire uint32) ([]uint64, int) {
 	if si < 0 {
 		return m.out, -1
 	}
-	h := m.gather(si, data, wire)
+	m.gather(si, data, wire)
+	h := hashKey64(m.key)
 	for p := uint64(0); p < memoProbe; p++ {
 		i := int((h>>(64-memoSlotBits) + p) % memoSlots)
 		if m.klen[i] != 0 && m.used[i] == m.batch {
@@ -173,6 +186,7 @@ func (m *Memo) Eval(data []byte, wire uint32) ([]uint64, int) {
 		m.hashes[i] = h
 		copy(m.Answers(i), m.out)
 		m.used[i] = m.batch
+		m.last = i
 		return m.Answers(i), i
 	}
 	return m.out, -1
@@ -193,9 +207,8 @@ func (m *Memo) find(h uint64) int {
 	return -1
 }
 
-// gather sets m.key to the packet's key under shape si and returns its
-// hash.
-func (m *Memo) gather(si int, data []byte, wire uint32) uint64 {
+// gather sets m.key to the packet's key under shape si.
+func (m *Memo) gather(si int, data []byte, wire uint32) {
 	sh := &m.shapes[si]
 	n := uint32(len(data))
 	k := m.key[:0]
@@ -215,6 +228,10 @@ func (m *Memo) gather(si int, data []byte, wire uint32) uint64 {
 		k = append(k, v)
 	}
 	m.key = k
+}
+
+// hashKey64 hashes a key.
+func hashKey64(k []uint64) uint64 {
 	h := uint64(0x243f6a8885a308d3)
 	for _, w := range k {
 		h = (h ^ w) * 0x9e3779b97f4a7c15
