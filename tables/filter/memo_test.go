@@ -161,3 +161,50 @@ func mutate(r *rand.Rand, pk testPacket) testPacket {
 	}
 	return testPacket{b, wb}
 }
+
+// FuzzMemo: a packet and variants of it (a byte flipped at an offset the
+// input picks, cut at another, the wire length changed) through one Memo
+// per program, kept across inputs, give Eval's answers; the variants
+// usually share the packet's key, so hits are checked, not only misses.
+func FuzzMemo(f *testing.F) {
+	for _, p := range ethernetCorpus()[:40] {
+		f.Add(p.data, p.wire, uint16(len(p.data)-1), uint16(len(p.data)/2))
+	}
+	var progs []*Program
+	for _, specs := range memoSets() {
+		p, err := Compile(specs, LinkEthernet, false, nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		progs = append(progs, p)
+	}
+	memos := make([]*Memo, len(progs))
+	evs := make([]*Evaluator, len(progs))
+	for i, p := range progs {
+		memos[i], evs[i] = NewMemo(p), NewEvaluator(p)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, wire uint32, flip, cut uint16) {
+		variants := [][]byte{data, data}
+		if len(data) > 0 {
+			b := slices.Clone(data)
+			b[int(flip)%len(b)] ^= 0x5a
+			variants = append(variants, b, data[:int(cut)%len(data)])
+		}
+		for i, p := range progs {
+			want := make([]uint64, p.Words())
+			m := memos[i]
+			m.Begin()
+			for j, v := range variants {
+				w := wire
+				if j == 1 {
+					w = wire + uint32(flip)
+				}
+				got, _ := m.Eval(v, w)
+				evs[i].Eval(v, w, want)
+				if !slices.Equal(got, want) {
+					t.Fatalf("program %d, variant %d: memo %x, Eval %x", i, j, got, want)
+				}
+			}
+		}
+	})
+}
