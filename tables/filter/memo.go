@@ -33,7 +33,9 @@ import (
 //
 // Up to memoShapes shapes, most recently hit first; a lookup gathers the
 // packet's key for each shape in turn and probes an open-addressing table
-// of memoSlots entries (memoProbe slots from the key's hash). A shape
+// of memoSlots entries (memoProbe slots from the key's hash); the entry of
+// the last hit is compared first, without a hash (a run of one flow's
+// packets, or of flows that read alike). A shape
 // replaced (the least recently hit, when a new one comes) bumps its
 // version, which is part of the key: its old entries match nothing and
 // are overwritten in time. Entries outlive batches; Begin marks a batch,
