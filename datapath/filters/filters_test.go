@@ -648,6 +648,20 @@ func BenchmarkRx100(b *testing.B) {
 		defer func() { stampSeq = false }()
 		benchRx100(b)
 	})
+	// Every frame another source address: nothing repeats, the memo
+	// steps aside (against nomemo-distinct: what that costs).
+	b.Run("memo-distinct", func(b *testing.B) {
+		stampSrc = true
+		defer func() { stampSrc = false }()
+		benchRx100(b)
+	})
+	b.Run("nomemo-distinct", func(b *testing.B) {
+		defer func(n int) { memoMinFilters = n }(memoMinFilters)
+		memoMinFilters = 1 << 30
+		stampSrc = true
+		defer func() { stampSrc = false }()
+		benchRx100(b)
+	})
 	b.Run("nomemo", func(b *testing.B) {
 		defer func(n int) { memoMinFilters = n }(memoMinFilters)
 		memoMinFilters = 1 << 30
@@ -658,6 +672,10 @@ func BenchmarkRx100(b *testing.B) {
 // stampSeq: benchRx100 writes a sequence number into each frame's payload
 // (bytes 50-57, as bench forward stamps its frames) before each batch.
 var stampSeq bool
+
+// stampSrc: benchRx100 gives each frame a new IPv4 source address
+// (bytes 26-29) before each batch.
+var stampSrc bool
 
 func benchRx100(b *testing.B) {
 	text, err := os.ReadFile(filepath.Join("..", "..", "bench", "forward", "testdata", "filters100.txt"))
@@ -694,6 +712,12 @@ func benchRx100(b *testing.B) {
 			for _, f := range batch {
 				seq++
 				binary.BigEndian.PutUint64(f[50:], seq)
+			}
+		}
+		if stampSrc {
+			for _, f := range batch {
+				seq++
+				binary.BigEndian.PutUint32(f[26:], 0x0b000000+uint32(seq))
 			}
 		}
 		s.Rx(1, batch, nil)

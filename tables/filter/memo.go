@@ -42,7 +42,8 @@ import (
 // and an entry returned since the last Begin is not overwritten before
 // the next (callers accumulate counts per entry). When fewer than a
 // quarter of memoWindow lookups hit (traffic of many flows), lookups are
-// skipped for memoBypass packets: plain evaluations, no key.
+// skipped for memoBypass packets, twice that after a second such window
+// in a row and so on up to 16 times: plain evaluations, no key.
 //
 // A Memo, like its Evaluator, belongs to one goroutine at a time.
 type Memo struct {
@@ -65,6 +66,7 @@ type Memo struct {
 	last        int    // the slot of the last hit or insertion; -1: none
 	looks, hits int    // in the current window
 	bypass      int    // lookups left to skip
+	fails       uint   // windows in a row that ended in a bypass
 	hitsAll     uint64 // Stats
 	evals       uint64
 }
@@ -137,7 +139,12 @@ func (m *Memo) Eval(data []byte, wire uint32) ([]uint64, int) {
 	}
 	if m.looks++; m.looks == memoWindow {
 		if m.hits < memoWindow/4 {
-			m.bypass = memoBypass
+			// Longer each time in a row, up to 16×: a traced miss
+			// (every filter walked) costs several evaluations.
+			m.bypass = memoBypass << min(m.fails, 4)
+			m.fails++
+		} else {
+			m.fails = 0
 		}
 		m.looks, m.hits = 0, 0
 	}
