@@ -1,10 +1,8 @@
 package filters
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"math/bits"
 	"slices"
@@ -69,38 +67,30 @@ type entry struct {
 type portProg struct {
 	prog    *filter.Program
 	entries []*entry // filter i of prog
-	memo    bool     // keep answers by memo key within a batch (enough filters to pay)
+	memo    bool     // keep answers in a filter.Memo (enough filters to pay)
+	capture []uint64 // bit i: filter i captures; nil: none does
 	pool    sync.Pool
 }
 
-// memoMinFilters: a program of fewer filters evaluates as fast as it
-// builds a memo key. (A variable: BenchmarkRx100 turns memos off.)
+// memoMinFilters: a program of fewer filters evaluates about as fast as
+// a memo looks a frame up (~40 ns). (A variable: BenchmarkRx100 turns
+// memos off.)
 var memoMinFilters = 8
-
-// memoSlots is the answers a batch keeps by memo key (open addressing,
-// linear probing of at most memoProbe slots; a key that finds neither
-// itself nor a free slot is evaluated and not kept).
-const (
-	memoSlots = 128
-	memoProbe = 8
-)
 
 // scratch is one receive loop's per-batch state, pooled per portProg.
 type scratch struct {
-	ev      *filter.Evaluator
+	ev      *filter.Evaluator // without a memo
+	memo    *filter.Memo      // nil: none
 	out     []uint64
-	packets []uint64
+	packets []uint64 // per filter, this batch
 	bytes   []uint64
 
-	// The batch's answers by memo key (filter.Program.MemoKey): slot i
-	// holds key keys[i] and answer outs[i*words:] when stamp[i] == batch
-	// (else it is free).
-	seed  maphash.Seed
-	key   []byte
-	keys  [memoSlots][]byte
-	outs  []uint64
-	stamp [memoSlots]uint32
-	batch uint32
+	// Per memo slot, this batch: the frames that took its answers and
+	// their bytes, and the slots touched (counted per filter once per
+	// slot at the batch's end).
+	slotPackets []uint32
+	slotBytes   []uint64
+	touched     []int32
 }
 
 // generation is an immutable compiled set: the programs assembled by the
@@ -389,11 +379,21 @@ func (s *Set) program(prev *portProg, es []*entry) (*portProg, error) {
 		return nil, err
 	}
 	pp := &portProg{prog: p, entries: es, memo: len(es) >= memoMinFilters}
+	for i, e := range es {
+		if e.cfg.Capture != nil { // (its capture opens after its side program is made)
+			if pp.capture == nil {
+				pp.capture = make([]uint64, p.Words())
+			}
+			pp.capture[i/64] |= 1 << (i % 64)
+		}
+	}
 	pp.pool.New = func() any {
-		sc := &scratch{ev: filter.NewEvaluator(p), out: make([]uint64, p.Words()),
-			packets: make([]uint64, len(es)), bytes: make([]uint64, len(es))}
+		sc := &scratch{out: make([]uint64, p.Words()), packets: make([]uint64, len(es)), bytes: make([]uint64, len(es))}
 		if pp.memo {
-			sc.seed, sc.outs = maphash.MakeSeed(), make([]uint64, memoSlots*p.Words())
+			sc.memo = filter.NewMemo(p)
+			sc.slotPackets, sc.slotBytes = make([]uint32, filter.MemoSlots), make([]uint64, filter.MemoSlots)
+		} else {
+			sc.ev = filter.NewEvaluator(p)
 		}
 		return sc
 	}
@@ -424,45 +424,48 @@ func (s *Set) Rx(port uint32, frames [][]byte, scratchBuf []byte) ([][]byte, []b
 }
 
 // rx evaluates pp's filters on frames and adds to their counters, those
-// in dead excepted. A frame whose memo key an earlier frame of the batch
-// had takes that frame's answers (equal keys, equal answers: the key holds
-// every byte a criterion reads).
+// in dead excepted. With a memo, a frame's answers are usually a slot's
+// (filter.Memo: a frame that reads what an earlier one read gets its
+// answers); the frames and bytes are summed per slot and added to the
+// slot's filters once at the batch's end. Capturing filters are offered
+// their frames one by one.
 func (pp *portProg) rx(frames [][]byte, dead map[*entry]bool) {
 	sc := pp.pool.Get().(*scratch)
-	memo := pp.memo && len(frames) > 1
-	if memo {
-		if sc.batch++; sc.batch == 0 {
-			sc.stamp, sc.batch = [memoSlots]uint32{}, 1
-		}
-	}
-	words := len(sc.out)
 	var now int64
+	if sc.memo != nil {
+		sc.memo.Begin()
+	}
 	for _, f := range frames {
-		out := sc.out
-		if !memo {
-			sc.ev.Eval(f, uint32(len(f)), out)
-		} else if k, ok := pp.prog.MemoKey(sc.key[:0], f, uint32(len(f))); !ok {
-			sc.key = k
-			sc.ev.Eval(f, uint32(len(f)), out)
+		n := uint32(len(f))
+		var out []uint64
+		if sc.memo == nil {
+			out = sc.out
+			sc.ev.Eval(f, n, out)
 		} else {
-			sc.key = k
-			out = sc.memoize(k, f, words)
-		}
-		for w, word := range out {
-			for word != 0 {
-				i := w*64 + bits.TrailingZeros64(word)
-				word &= word - 1
-				sc.packets[i]++
-				sc.bytes[i] += uint64(len(f))
-				if e := pp.entries[i]; e.capture != nil && (dead == nil || !dead[e]) {
-					if now == 0 {
-						now = time.Now().UnixNano()
-					}
-					e.capture.offer(f, now)
+			var slot int
+			out, slot = sc.memo.Eval(f, n)
+			if slot >= 0 {
+				if sc.slotPackets[slot] == 0 {
+					sc.touched = append(sc.touched, int32(slot))
 				}
+				sc.slotPackets[slot]++
+				sc.slotBytes[slot] += uint64(n)
+				if pp.capture != nil {
+					now = pp.offer(out, f, now, dead)
+				}
+				continue
 			}
 		}
+		sc.count(out, 1, uint64(n))
+		if pp.capture != nil {
+			now = pp.offer(out, f, now, dead)
+		}
 	}
+	for _, slot := range sc.touched {
+		sc.count(sc.memo.Answers(int(slot)), uint64(sc.slotPackets[slot]), sc.slotBytes[slot])
+		sc.slotPackets[slot], sc.slotBytes[slot] = 0, 0
+	}
+	sc.touched = sc.touched[:0]
 	for i, n := range sc.packets {
 		if n != 0 {
 			if e := pp.entries[i]; dead == nil || !dead[e] {
@@ -475,27 +478,36 @@ func (pp *portProg) rx(frames [][]byte, dead map[*entry]bool) {
 	pp.pool.Put(sc)
 }
 
-// memoize returns the batch's answer for memo key k: the one kept under k,
-// else frame f's, evaluated into sc.out and kept in a free slot if the
-// probe finds one.
-func (sc *scratch) memoize(k, f []byte, words int) []uint64 {
-	h := maphash.Bytes(sc.seed, k)
-	for p := uint64(0); p < memoProbe; p++ {
-		i := (h + p) % memoSlots
-		slot := sc.outs[int(i)*words : int(i+1)*words]
-		if sc.stamp[i] != sc.batch {
-			sc.ev.Eval(f, uint32(len(f)), sc.out)
-			copy(slot, sc.out)
-			sc.keys[i] = append(sc.keys[i][:0], k...)
-			sc.stamp[i] = sc.batch
-			return sc.out
-		}
-		if bytes.Equal(sc.keys[i], k) {
-			return slot
+// count adds packets and bytes to the batch's counts of the filters set
+// in out.
+func (sc *scratch) count(out []uint64, packets, bytes uint64) {
+	for w, word := range out {
+		for word != 0 {
+			i := w*64 + bits.TrailingZeros64(word)
+			word &= word - 1
+			sc.packets[i] += packets
+			sc.bytes[i] += bytes
 		}
 	}
-	sc.ev.Eval(f, uint32(len(f)), sc.out)
-	return sc.out
+}
+
+// offer offers frame f to the captures of the filters set in out (dead
+// excepted); now is the batch's capture time, taken at the first offer.
+func (pp *portProg) offer(out []uint64, f []byte, now int64, dead map[*entry]bool) int64 {
+	for w, word := range out {
+		word &= pp.capture[w]
+		for word != 0 {
+			i := w*64 + bits.TrailingZeros64(word)
+			word &= word - 1
+			if e := pp.entries[i]; e.capture != nil && (dead == nil || !dead[e]) {
+				if now == 0 {
+					now = time.Now().UnixNano()
+				}
+				e.capture.offer(f, now)
+			}
+		}
+	}
+	return now
 }
 
 // Filters describes every filter, in the order added.

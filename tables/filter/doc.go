@@ -106,6 +106,15 @@
 // three stages on a CPU; the oracle and fuzz tests check that the two
 // agree packet by packet.
 //
+// Memo (memo.go) keeps answers for packets that read alike: a miss is
+// evaluated with the Evaluator tracing every byte range a load reads
+// (every filter walked, without the indexes, whose loads are speculative),
+// and a later packet whose bytes at those ranges, captured length and wire
+// length are equal gets the same answers without an evaluation (the
+// evaluation is deterministic in what it has read). The live filters
+// (datapath/filters) use it: a port's few flows share a handful of
+// entries, whatever their payloads.
+//
 // # Truncated packets and libpcap's optimizer
 //
 // tcpdump runs libpcap's optimized program by default, and the optimizer

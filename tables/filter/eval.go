@@ -22,6 +22,29 @@ type Evaluator struct {
 	gok    []bool
 	gepoch []uint32
 	one    *cfg // a program of one filter: its form (walkAlone); nil: several
+
+	// tracing: note every byte range the evaluation reads into trace
+	// (Memo's misses: memo.go), as off<<4 | size.
+	tracing bool
+	trace   []uint64
+}
+
+// note records a read of data[off:off+size] (tracing only; out of line,
+// so that the loads that call it stay inlined).
+//
+//go:noinline
+func (e *Evaluator) note(off uint64, size uint8) {
+	e.trace = append(e.trace, off<<4|uint64(size))
+}
+
+// noteNet records the IPv4 header length byte that address reads for l
+// (tracing only).
+//
+//go:noinline
+func (e *Evaluator) noteNet(data []byte, l Load) {
+	if l.Base == BaseIPv4 && uint64(l.NetOff) < uint64(len(data)) {
+		e.note(uint64(l.NetOff), 1)
+	}
 }
 
 // NewEvaluator returns an evaluator of p.
@@ -49,7 +72,7 @@ func (p *Program) Words() int { return (len(p.Roots) + 63) / 64 }
 // constants) at once. EvalStages is the device's three-stage form; both
 // give the same answers (FuzzEval checks it).
 func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
-	if e.one != nil {
+	if e.one != nil && !e.tracing {
 		// One filter: nothing to share between filters, so no marks;
 		// its form runs as tcpdump's program would. (A branch here, not
 		// in evalMany: there it slowed many filters by a tenth.)
@@ -59,7 +82,35 @@ func (e *Evaluator) Eval(data []byte, wire uint32, out []uint64) {
 		}
 		return
 	}
+	if e.tracing {
+		e.evalAll(data, wire, out)
+		return
+	}
 	e.evalMany(data, wire, out)
+}
+
+// evalAll is evalMany without the indexes: every filter walked (each
+// graph once). Memo's traced evaluations use it: an index loads its value
+// in every packet, also where none of the filters it lists would read it
+// (an IPv6 port's bytes in an IPv4 packet's payload), while the walks read
+// only what decides their filters; the indexes skip only walks that would
+// reject, so the answers are the same.
+func (e *Evaluator) evalAll(data []byte, wire uint32, out []uint64) {
+	p := e.p
+	e.cur++
+	if e.cur == 0 {
+		clear(e.epoch)
+		clear(e.seen)
+		clear(e.gepoch)
+		e.cur = 1
+	}
+	clear(out[:p.Words()])
+	for f := range p.Roots {
+		if p.canon[f] == int32(f) {
+			e.walk(f, data, wire, out)
+		}
+	}
+	p.copyDups(out)
 }
 
 // evalMany is Eval for a program of several filters.
@@ -362,7 +413,7 @@ func (e *Evaluator) get(c int32, data []byte, wire uint32) uint8 {
 		}
 		e.epoch[c] = e.cur
 	} else {
-		e.vals[c] = evalCrit(&e.p.Criteria[c], data, wire)
+		e.vals[c] = e.crit(&e.p.Criteria[c], data, wire)
 		e.epoch[c] = e.cur
 	}
 	return e.vals[c]
@@ -375,8 +426,13 @@ func (e *Evaluator) groupValue(gi int32, data []byte) (uint32, bool) {
 	}
 	g := &e.p.groups[gi]
 	x, ok := uint32(0), false
+	if e.tracing {
+		e.noteNet(data, g.load)
+	}
 	if off, aok := address(data, g.load, 0); aok {
-		x, ok = load(data, off, g.load.Size)
+		if x, ok = load(data, off, g.load.Size); ok && e.tracing {
+			e.note(off, g.load.Size)
+		}
 	}
 	x &= g.mask
 	e.gval[gi], e.gok[gi], e.gepoch[gi] = x, ok, e.cur
@@ -438,7 +494,7 @@ func (e *Evaluator) criteria(data []byte, wire uint32) bool {
 	v := e.vals
 	unknown := false
 	for _, i := range p.singles {
-		v[i] = evalCrit(&p.Criteria[i], data, wire)
+		v[i] = e.crit(&p.Criteria[i], data, wire)
 		unknown = unknown || v[i] == vAbort
 	}
 	for gi := range p.groups {
@@ -454,8 +510,13 @@ func (e *Evaluator) criteria(data []byte, wire uint32) bool {
 func (e *Evaluator) evalGroup(g *eqGroup, data []byte) bool {
 	v := e.vals
 	x, ok := uint32(0), false
+	if e.tracing {
+		e.noteNet(data, g.load)
+	}
 	if off, aok := address(data, g.load, 0); aok {
-		x, ok = load(data, off, g.load.Size)
+		if x, ok = load(data, off, g.load.Size); ok && e.tracing {
+			e.note(off, g.load.Size)
+		}
 	}
 	if !ok {
 		for _, id := range g.members {
@@ -538,6 +599,85 @@ func relTrue(rel Rel, a, k uint32) uint8 {
 	return vFalse
 }
 
+// crit evaluates one criterion on a packet.
+func (e *Evaluator) crit(c *Criterion, data []byte, wire uint32) uint8 {
+	switch {
+	case c.Const:
+		return uint8(c.K)
+	case c.Len:
+		return relTrue(c.Rel, wire, c.K)
+	case c.expr != nil:
+		a, ok := e.arith(c.expr.l, data, wire)
+		if !ok {
+			return vAbort
+		}
+		b, ok := e.arith(c.expr.r, data, wire)
+		if !ok {
+			return vAbort
+		}
+		return relTrue(c.expr.rel, a, b)
+	}
+	if e.tracing {
+		e.noteNet(data, c.Load)
+	}
+	off, ok := address(data, c.Load, 0)
+	if !ok {
+		return vAbort
+	}
+	x, ok := load(data, off, c.Load.Size)
+	if !ok {
+		return vAbort
+	}
+	if e.tracing {
+		e.note(off, c.Load.Size)
+	}
+	return relTrue(c.Rel, x&c.Mask, c.K)
+}
+
+// arith evaluates an arithmetic expression on a packet.
+func (e *Evaluator) arith(x *arith, data []byte, wire uint32) (uint32, bool) {
+	switch x.op {
+	case aConst:
+		return x.k, true
+	case aLen:
+		return wire, true
+	case aLoad:
+		var idx uint32
+		if x.a != nil {
+			var ok bool
+			if idx, ok = e.arith(x.a, data, wire); !ok {
+				return 0, false
+			}
+		}
+		if e.tracing {
+			e.noteNet(data, x.load)
+		}
+		off, ok := address(data, x.load, idx)
+		if !ok {
+			return 0, false
+		}
+		v, ok := load(data, off, x.load.Size)
+		if ok && e.tracing {
+			e.note(off, x.load.Size)
+		}
+		return v, ok
+	case aNeg:
+		a, ok := e.arith(x.a, data, wire)
+		return -a, ok
+	}
+	a, ok := e.arith(x.a, data, wire)
+	if !ok {
+		return 0, false
+	}
+	b, ok := e.arith(x.b, data, wire)
+	if !ok {
+		return 0, false
+	}
+	return alu(x.op, a, b)
+}
+
+// evalCrit is crit without tracing, for walkAlone (the checks cost a
+// program of one filter a tenth).
 func evalCrit(c *Criterion, data []byte, wire uint32) uint8 {
 	switch {
 	case c.Const:
@@ -566,6 +706,7 @@ func evalCrit(c *Criterion, data []byte, wire uint32) uint8 {
 	return relTrue(c.Rel, x&c.Mask, c.K)
 }
 
+// evalArith is arith without tracing.
 func evalArith(e *arith, data []byte, wire uint32) (uint32, bool) {
 	switch e.op {
 	case aConst:

@@ -60,7 +60,6 @@ type Program struct {
 	cfgs      []*cfg     // per filter: the optimized control-flow form
 	forms     []walkForm // per filter: its form in flat, for Eval's walk (nil: walk cfgs)
 	flat      []cnode    // every distinct form's nodes, jumps absolute (eval.go)
-	memo      memoPlan   // the byte plan laid out for MemoKey (memo.go)
 	groups    []eqGroup
 	singles   []int32  // criteria evaluated one by one
 	critGroup []int32  // per criterion: its group, or -1

@@ -247,6 +247,5 @@ func assemble(specs []Spec, units []*unit, link uint32, bigEndian bool) *Program
 	prog.group()
 	prog.buildIndex()
 	prog.flatten()
-	prog.prepareMemo()
 	return prog
 }
