@@ -208,26 +208,7 @@ func TestFrameRingVLAN(t *testing.T) {
 
 // TestFrameRingNoAllocs: reading a frame ring allocates nothing.
 func TestFrameRingNoAllocs(t *testing.T) {
-	tn := newTestNet(t)
-	p := openPort(t, tn.host, Config{Ring: RingFrames, BlockSize: 64 << 10, NumBlocks: 16})
-	var frames [][]byte
-	for i := range 400 {
-		frames = append(frames, testFrame(tn.hostMAC, tn.peerMAC, uint32(i)))
-	}
-	tn.peerSocket(t).send(t, frames...)
-	time.Sleep(30 * time.Millisecond)
-	n := 0
-	count := func(f *Frame) {
-		if _, ok := testSeq(f.Data); ok {
-			n++
-		}
-	}
-	if a := testing.AllocsPerRun(50, func() { p.Receive(time.Millisecond, count) }); a != 0 {
-		t.Errorf("Receive allocates %v times per block", a)
-	}
-	if n != 400 {
-		t.Errorf("received %d of 400 test frames", n)
-	}
+	receiveNoAllocs(t, Config{Ring: RingFrames, BlockSize: 64 << 10, NumBlocks: 16})
 }
 
 // TestFrameRingQueues: a frame ring in a fanout group of 3 queues gets

@@ -380,8 +380,19 @@ func TestClose(t *testing.T) {
 
 // TestNoAllocs: receiving a block and sending a batch allocate nothing.
 func TestNoAllocs(t *testing.T) {
+	p, frames := receiveNoAllocs(t, Config{BlockSize: os.Getpagesize(), NumBlocks: 64, BlockTimeout: time.Millisecond})
+	if a := testing.AllocsPerRun(20, func() { p.Send(frames[:10]) }); a != 0 {
+		t.Errorf("Send allocates %v times per batch", a)
+	}
+}
+
+// receiveNoAllocs opens a port with cfg, sends it 400 test frames and
+// checks that Receive allocates nothing and delivers them all; it returns
+// the port and the frames.
+func receiveNoAllocs(t *testing.T, cfg Config) (*Port, [][]byte) {
+	t.Helper()
 	tn := newTestNet(t)
-	p := openPort(t, tn.host, Config{BlockSize: os.Getpagesize(), NumBlocks: 64, BlockTimeout: time.Millisecond})
+	p := openPort(t, tn.host, cfg)
 	var frames [][]byte
 	for i := range 400 {
 		frames = append(frames, testFrame(tn.hostMAC, tn.peerMAC, uint32(i)))
@@ -400,7 +411,5 @@ func TestNoAllocs(t *testing.T) {
 	if n != 400 {
 		t.Errorf("received %d of 400 test frames", n)
 	}
-	if a := testing.AllocsPerRun(20, func() { p.Send(frames[:10]) }); a != 0 {
-		t.Errorf("Send allocates %v times per batch", a)
-	}
+	return p, frames
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/flow"
-	"github.com/gswitch/gswitch/tables/rule"
 )
 
 // processCPU is the process's CPU time so far (user and system, every
@@ -50,23 +49,7 @@ func BenchmarkQueuePath(b *testing.B) {
 	const rules, batch = 10000, 256
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(quietLog()) // lpmshape's line per change of shape
-	install := func(r *rig) *countDev {
-		out := &countDev{}
-		out.link = out.fakeDev.Link()
-		if err := r.sw.AddPort(2, out); err != nil {
-			b.Fatal(err)
-		}
-		for i := range rules - 1 {
-			var m flow.Match
-			m.SetEthType(flow.EthTypeIPv4)
-			if err := m.SetIPv4Dst(0x0a800000+uint32(i), 32); err != nil {
-				b.Fatal(err)
-			}
-			r.flowMod(b, &rule.FlowMod{Command: rule.FlowAdd, Priority: 200, Match: m})
-		}
-		r.flowMod(b, &rule.FlowMod{Command: rule.FlowAdd, Priority: 100, Match: matchInPort(1), Instructions: applyOut(2)})
-		return out
-	}
+	install := func(r *rig) *countDev { return installTrivial(b, r, rules) }
 	frames := make([]afpacket.Frame, batch)
 	for i := range frames {
 		f := make([]byte, 60)

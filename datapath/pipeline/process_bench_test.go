@@ -34,20 +34,7 @@ func BenchmarkProcess(b *testing.B) {
 	for _, rules := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("rules=%d", rules), func(b *testing.B) {
 			r := newRig(b, 1, FailSecure)
-			out := &countDev{}
-			out.link = out.fakeDev.Link()
-			if err := r.sw.AddPort(2, out); err != nil {
-				b.Fatal(err)
-			}
-			for i := range rules - 1 {
-				var m flow.Match
-				m.SetEthType(flow.EthTypeIPv4)
-				if err := m.SetIPv4Dst(0x0a800000+uint32(i), 32); err != nil {
-					b.Fatal(err)
-				}
-				r.flowMod(b, &rule.FlowMod{Command: rule.FlowAdd, Priority: 200, Match: m})
-			}
-			r.flowMod(b, &rule.FlowMod{Command: rule.FlowAdd, Priority: 100, Match: matchInPort(1), Instructions: applyOut(2)})
+			out := installTrivial(b, r, rules)
 			const batch = 128
 			frames := make([][]byte, batch)
 			for i := range frames {
@@ -71,4 +58,25 @@ func BenchmarkProcess(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/frame")
 		})
 	}
+}
+
+// installTrivial adds port 2 (a counting device) to r's switch and
+// installs bench forward's trivial set: rules-1 exact ipv4_dst rules
+// that miss, and in_port=1,actions=output:2.
+func installTrivial(b *testing.B, r *rig, rules int) *countDev {
+	out := &countDev{}
+	out.link = out.fakeDev.Link()
+	if err := r.sw.AddPort(2, out); err != nil {
+		b.Fatal(err)
+	}
+	for i := range rules - 1 {
+		var m flow.Match
+		m.SetEthType(flow.EthTypeIPv4)
+		if err := m.SetIPv4Dst(0x0a800000+uint32(i), 32); err != nil {
+			b.Fatal(err)
+		}
+		r.flowMod(b, &rule.FlowMod{Command: rule.FlowAdd, Priority: 200, Match: m})
+	}
+	r.flowMod(b, &rule.FlowMod{Command: rule.FlowAdd, Priority: 100, Match: matchInPort(1), Instructions: applyOut(2)})
+	return out
 }
