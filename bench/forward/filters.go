@@ -2,16 +2,12 @@ package forward
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gswitch/gswitch/tables/filter"
 )
@@ -74,20 +70,7 @@ func filtersConfig(dir string, specs []filter.Spec) (string, error) {
 // matches its filters counted (gswitch_filters, the sum of
 // gswitch_filter_packets_total); ok false when it does not answer.
 func (e *fwdEnv) scrapeFilters() (filters int, matches uint64, ok bool) {
-	if e.metricsAddr == "" {
-		return 0, 0, false
-	}
-	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			var conn net.Conn
-			err := inNS(e.sw, func() (err error) {
-				conn, err = (&net.Dialer{Timeout: time.Second}).DialContext(ctx, network, addr)
-				return err
-			})
-			return conn, err
-		},
-	}}
-	resp, err := c.Get("http://" + e.metricsAddr + "/metrics")
+	resp, err := e.getMetrics()
 	if err != nil {
 		return 0, 0, false
 	}

@@ -2,6 +2,7 @@ package forward
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -34,20 +35,7 @@ type latHist struct {
 // scrapeLatency reads gswitchd's latency histogram from its metrics
 // listener (nil when none runs or it does not answer).
 func (e *fwdEnv) scrapeLatency() *latHist {
-	if e.metricsAddr == "" {
-		return nil
-	}
-	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			var conn net.Conn
-			err := inNS(e.sw, func() (err error) {
-				conn, err = (&net.Dialer{Timeout: time.Second}).DialContext(ctx, network, addr)
-				return err
-			})
-			return conn, err
-		},
-	}}
-	resp, err := c.Get("http://" + e.metricsAddr + "/metrics")
+	resp, err := e.getMetrics()
 	if err != nil {
 		return nil
 	}
@@ -138,4 +126,23 @@ func (h *latHist) quantile(q float64) float64 {
 		return (lo + (h.bounds[i]-lo)*(rank-float64(below))/float64(in)) * 1e6
 	}
 	return h.bounds[len(h.bounds)-1] * 1e6
+}
+
+// getMetrics fetches gswitchd's Prometheus page over a connection made in
+// the switch's namespace; an error when it has no metrics listener.
+func (e *fwdEnv) getMetrics() (*http.Response, error) {
+	if e.metricsAddr == "" {
+		return nil, errors.New("no metrics listener")
+	}
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var conn net.Conn
+			err := inNS(e.sw, func() (err error) {
+				conn, err = (&net.Dialer{Timeout: time.Second}).DialContext(ctx, network, addr)
+				return err
+			})
+			return conn, err
+		},
+	}}
+	return c.Get("http://" + e.metricsAddr + "/metrics")
 }
