@@ -56,7 +56,7 @@ type fwdFlags struct {
 	// eventMinBatch is gswitchd's pubsub min_batch with --ruleset events
 	// (0: its default).
 	eventMinBatch int
-	logDir       string // where gswitchd's logs are kept (info level); empty: the temporary directory, warn level
+	logDir        string // where gswitchd's logs are kept (info level); empty: the temporary directory, warn level
 }
 
 // fwdTargets: gswitchd runs with --backend; gswitchd-cpu, gswitchd-gpu

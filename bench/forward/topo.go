@@ -50,8 +50,8 @@ type fwdEnv struct {
 
 	// The traffic: each pair's frames (with what the rules do with them)
 	// and the rule set of a --ruleset other than trivial (nil: trivial).
-	frames []*frameSet
-	rs     *ruleSet
+	frames   []*frameSet
+	rs       *ruleSet
 	events   *eventSet // --ruleset events[:F]: the subscriptions
 	subsFile string    // and their file, gswitchd's subscriptions_file
 
