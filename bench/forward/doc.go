@@ -82,6 +82,27 @@
 // another number of filters). testdata/filters100.txt holds 100 typical
 // monitoring filters, four of which match the traffic.
 //
+// # Content-based forwarding
+//
+// With --ruleset events[:F] (events.go) the traffic is event packets (UDP
+// datagrams in tables/pubsub's binary encoding) and gswitchd delivers them
+// by subscriptions, not flow rules: CCM's default scenario, one interface
+// per pair (F filters per interface with events:F), each filter of
+// interface k on pair k's sink port with one more constraint, pair = k, and
+// one more subscription per sink, pair = k && sel < 6, so that about three
+// events in four arrive. gswitchd gets them through its configuration's
+// pubsub: (subscriptions_file; event ports: the generators' ports;
+// --event-min-batch its min_batch). Each template's fate is known from the
+// CPU matcher over the same subscriptions; the mark is the event's last
+// attribute, an 8-byte string no constraint reads. After each series the
+// steps report what matched the events (event_matcher, and with a device
+// events_gpu and events_cpu since gswitchd started). Targets: gswitchd's
+// and plain (every frame forwarded: the floor).
+//
+// After each step's last frame the bench waits --settle, then until the
+// sinks' count holds still for 100 ms (5 s at most), so that what an
+// overloaded switch still held arrives in its own step.
+//
 // # Latency
 //
 // gswitchd runs with a metrics listener; each step scrapes its histogram

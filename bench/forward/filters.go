@@ -56,14 +56,20 @@ func readFilterSpecs(path string) ([]filter.Spec, error) {
 // filtersConfig writes gswitchd's configuration file holding specs as
 // live filters of every port and returns its path.
 func filtersConfig(dir string, specs []filter.Spec) (string, error) {
+	path := filepath.Join(dir, "filters.yaml")
+	return path, os.WriteFile(path, []byte(filtersYAML(specs)), 0o644)
+}
+
+// filtersYAML is the filters: section of gswitchd's configuration holding
+// specs as live filters of every port.
+func filtersYAML(specs []filter.Spec) string {
 	var b strings.Builder
 	b.WriteString("filters:\n")
 	for _, s := range specs {
 		// Double-quoted YAML scalars take Go's quoting of printable text.
 		fmt.Fprintf(&b, "  - {name: %s, expression: %s}\n", strconv.Quote(s.Name), strconv.Quote(s.Expr))
 	}
-	path := filepath.Join(dir, "filters.yaml")
-	return path, os.WriteFile(path, []byte(b.String()), 0o644)
+	return b.String()
 }
 
 // scrapeFilters reads the running gswitchd's live filter count and the

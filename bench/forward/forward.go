@@ -53,7 +53,10 @@ type fwdFlags struct {
 	latencyStep  bool   // after a gswitchd series, a step at half its lossless rate
 	filters      string // --filters FILE: gswitchd-filters' live filters
 	filterSpecs  []filter.Spec
-	logDir       string // where gswitchd's logs are kept (info level); empty: the temporary directory, warn level
+	// eventMinBatch is gswitchd's pubsub min_batch with --ruleset events
+	// (0: its default).
+	eventMinBatch int
+	logDir        string // where gswitchd's logs are kept (info level); empty: the temporary directory, warn level
 }
 
 // fwdTargets: gswitchd runs with --backend; gswitchd-cpu, gswitchd-gpu
@@ -102,6 +105,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs.IntVar(&f.flows, "flows", 65536, "rule-set traffic: different frames (headers) per pair, sent in turn, a power of two")
 	fs.BoolVar(&f.check, "check", false, "rule-set traffic: with --sink ring, check every frame that arrives against the rules (a frame its rule drops must not arrive) and fail the run on any; with either sink, fail when more frames arrive than the rules forward")
 	fs.StringVar(&f.classifier, "classifier", "merge", "gswitchd's --classifier, its flow tables' search: `ALGO` of linear, tuple, bloom or merge (the fastest on many classes)")
+	fs.IntVar(&f.eventMinBatch, "event-min-batch", 0, "--ruleset events: gswitchd's pubsub min_batch, the smallest batch of events its GPU matches (0: gswitchd's default)")
 	fs.StringVar(&f.filters, "filters", "", "target gswitchd-filters: live filters on every port of gswitchd, one `FILE` line NAME: EXPRESSION each (as bench filter's --filters-file); measure with --targets gswitchd,gswitchd-filters --rounds N for the cost")
 	fs.BoolVar(&f.latencyStep, "latency-step", false, "after each gswitchd series with a lossless rate, one more step at half that rate (half_lossless: its latency_p50_us and latency_p99_us are the latency of a switch that is not overloaded)")
 	fs.StringVar(&f.switchCPUs, "switch-cpus", "", "run gswitchd and plain on these cores only: `LIST` for taskset -c (e.g. 0-3); empty: any core")
@@ -165,6 +169,12 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 		if f.filterSpecs, err = readFilterSpecs(f.filters); err != nil {
 			return nil, fmt.Errorf("%w: --filters: %v", benchutil.ErrUsage, err)
 		}
+	}
+	if isEvents(f.ruleset) && slices.ContainsFunc(f.targets, func(t string) bool { return !isGswitchd(t) && t != "plain" }) {
+		return nil, fmt.Errorf("%w: --ruleset events: only gswitchd targets and plain (the others have no content-based forwarding)", benchutil.ErrUsage)
+	}
+	if f.eventMinBatch < 0 {
+		return nil, fmt.Errorf("%w: --event-min-batch %d: not negative", benchutil.ErrUsage, f.eventMinBatch)
 	}
 	if _, err := flow.ParseAlgo(f.classifier); err != nil {
 		return nil, fmt.Errorf("%w: --classifier: %v", benchutil.ErrUsage, err)
@@ -318,6 +328,12 @@ type Step struct {
 	LatencyP50us float64 `json:"latency_p50_us,omitempty"`
 	LatencyP99us float64 `json:"latency_p99_us,omitempty"`
 	HalfLossless bool    `json:"half_lossless,omitempty"`
+	// --ruleset events: what matched gswitchd's events (cpu, or the
+	// device) and the events it matched on the device and on the CPU since
+	// it started, read after the series.
+	EventMatcher string `json:"event_matcher,omitempty"`
+	EventsOnGPU  uint64 `json:"events_gpu,omitempty"`
+	EventsOnCPU  uint64 `json:"events_cpu,omitempty"`
 	// CPU over the step and its settle time: cores the whole machine kept
 	// busy (/proc/stat: senders, sinks, the kernel's veth work, the switch)
 	// and cores gswitchd's process used (its user and system time).

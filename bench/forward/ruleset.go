@@ -56,8 +56,11 @@ func parseRuleset(s string) error {
 			return fmt.Errorf("classbench:FILE needs a file")
 		}
 		return nil
+	case "events":
+		_, err := parseEvents(s, 1)
+		return err
 	}
-	return fmt.Errorf("%q: want trivial, synthetic:N,C[,F,Cm,f] or classbench:FILE", s)
+	return fmt.Errorf("%q: want trivial, synthetic:N,C[,F,Cm,f], classbench:FILE or events[:F]", s)
 }
 
 // loadRuleset builds the rule set of a non-trivial --ruleset for 'pairs'

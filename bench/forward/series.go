@@ -76,7 +76,7 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 	if err != nil {
 		return Step{}, err
 	}
-	time.Sleep(e.f.settle)
+	e.waitQuiet()
 	var got, sent, want, misrouted uint64
 	for k, pr := range e.pairs {
 		n, err2 := pr.sink.frames()
@@ -102,7 +102,7 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 		Pairs: len(e.pairs), RxQueues: e.f.rxQueues, Sink: e.f.sink,
 		OfferedPPS: float64(sent) / dur.Seconds(), ForwardedPPS: float64(got) / dur.Seconds(),
 		Sent: sent, Received: got, Expected: want, DroppedByRule: sent - want, Misrouted: misrouted,
-		LossPct: lossPct(want, got), FrameBytes: wireLen,
+		LossPct: lossPct(want, got), FrameBytes: meanWireBytes(fsets),
 		DurationS: dur.Seconds(), SinkRingDrops: e.sinkRingDrops() - before,
 		BacklogDrops: backlogDrops() - backlog0,
 		Machine:      benchutil.Machine(), Time: time.Now().UTC().Format(time.RFC3339),
@@ -123,4 +123,30 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 		e.round, target, rules, rate, s.OfferedPPS, s.ForwardedPPS, s.LossPct, s.DroppedByRule, s.BacklogDrops, s.SinkRingDrops, s.SwitchRx, s.SwitchRxDropped, s.SwitchTx,
 		s.SwitchKeysOnCPU, s.SwitchKeysOnGPU, s.LatencyP50us, s.LatencyP99us, s.BusyCores, s.StealCores, s.SwitchCores)
 	return s, nil
+}
+
+// waitQuiet waits --settle after a step's last frame, then until the
+// sinks' count holds still for 100 ms (at most 5 s more), so that the
+// frames an overloaded switch still held in its queues are counted in
+// their own step, never in the next one's (where a counter sink would see
+// more frames than were sent to it).
+func (e *fwdEnv) waitQuiet() {
+	time.Sleep(e.f.settle)
+	total := func() uint64 {
+		var n uint64
+		for _, pr := range e.pairs {
+			c, _ := pr.sink.frames()
+			n += c
+		}
+		return n
+	}
+	last := total()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		n := total()
+		if n == last {
+			return
+		}
+		last = n
+	}
 }

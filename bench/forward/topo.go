@@ -50,8 +50,10 @@ type fwdEnv struct {
 
 	// The traffic: each pair's frames (with what the rules do with them)
 	// and the rule set of a --ruleset other than trivial (nil: trivial).
-	frames []*frameSet
-	rs     *ruleSet
+	frames   []*frameSet
+	rs       *ruleSet
+	events   *eventSet // --ruleset events[:F]: the subscriptions
+	subsFile string    // and their file, gswitchd's subscriptions_file
 
 	gswitchdBin string
 	ctlSocket   string   // the running gswitchd's control socket; empty when none runs
@@ -201,6 +203,9 @@ func (e *fwdEnv) makeTraffic() error {
 		return nil
 	}
 	t0 := time.Now()
+	if isEvents(e.f.ruleset) {
+		return e.makeEventTraffic(t0)
+	}
 	rs, err := loadRuleset(e.f.ruleset, len(e.pairs), e.log)
 	if err != nil {
 		return fmt.Errorf("--ruleset: %w", err)
@@ -224,6 +229,9 @@ func (e *fwdEnv) makeTraffic() error {
 func (e *fwdEnv) ruleCounts() []int {
 	if e.rs != nil {
 		return []int{len(e.rs.rules)}
+	}
+	if e.events != nil {
+		return []int{len(e.pairs)} // the in_port rules; event packets bypass the flow tables
 	}
 	return e.f.rules
 }
@@ -473,11 +481,9 @@ func (e *fwdEnv) runTarget(target string) ([]Step, []FlowMods, error) {
 func (e *fwdEnv) startGswitchd(maxFlows int, backend string, filters bool) (*daemonProc, *ofClient, error) {
 	port := 16000 + rand.IntN(20000)
 	args := append(e.tasksetArgs(), e.gswitchdBin)
-	if filters {
-		cfg, err := filtersConfig(e.dir, e.f.filterSpecs)
-		if err != nil {
-			return nil, nil, err
-		}
+	if cfg, err := e.gswitchdConfig(filters); err != nil {
+		return nil, nil, err
+	} else if cfg != "" {
 		args = append(args, "--config", cfg)
 	}
 	for i := 1; i <= 2*len(e.pairs); i++ {
@@ -552,6 +558,9 @@ func (e *fwdEnv) runGswitchd(target, backend string) ([]Step, []FlowMods, error)
 			for i := range s {
 				s[i].Filters, s[i].FilterMatches = nf, matches
 			}
+		}
+		if e.events != nil {
+			err = errors.Join(err, e.eventCounters(target, s))
 		}
 		steps = append(steps, s...)
 		if err == nil {

@@ -87,8 +87,12 @@ func framesDue(rate int64, elapsed time.Duration) int64 {
 func generate(p *afpacket.Port, fs *frameSet, batch int, step uint32, rate int64, dur time.Duration) (uint64, time.Duration, error) {
 	frames := make([][]byte, batch)
 	tmpl := fs.tmpl
+	size := frameLen
+	for _, t := range tmpl {
+		size = max(size, len(t))
+	}
 	for i := range frames {
-		frames[i] = make([]byte, frameLen)
+		frames[i] = make([]byte, size)
 	}
 	var seq uint64
 	var sent int64
@@ -120,6 +124,7 @@ func generate(p *afpacket.Port, fs *frameSet, batch int, step uint32, rate int64
 		}
 		for i := range n {
 			t := int(seq % uint64(len(tmpl)))
+			frames[i] = frames[i][:len(tmpl[t])]
 			copy(frames[i], tmpl[t])
 			fs.stamp(frames[i], t, step, seq)
 			seq++
