@@ -199,7 +199,11 @@
 //     default kernel, gpf_walk, runs each filter's control-flow form for
 //     the packets an index of equality tests and port ranges lists it
 //     under (filter_walk.go: BuildWalkIndex from the layout's words, and
-//     WalkEvaluator, the kernel's CPU twin); gpf_filter is the three
+//     WalkEvaluator, the kernel's CPU twin): a warp copies its 32 rows
+//     into shared memory, looks its packets' field values up, queues the
+//     (packet, filter) pairs the lookups list in shared memory and walks
+//     them 32 at a time, a pair a lane; gpf_walk_v1 is its earlier form,
+//     kept to compare; gpf_filter is the three
 //     stages fused, a thread per packet, its values in shared memory or a
 //     per-stream device scratch (SetFilterKernel chooses). Packets travel
 //     reduced: FilterSnap bounds the bytes criteria read. The host side of

@@ -79,10 +79,12 @@ var filterKernel = "walk"
 
 // FilterKernels are the CUDA filter's kernels: "walk" (gpf_walk: each
 // filter's control-flow form, an index over equality tests; the default),
-// "stages" (gpf_filter: every criterion, sub-predicate and filter, fused)
-// and "stages-noreuse" (gpf_filter without the reuse of a field loaded
-// for the previous criterion).
-var FilterKernels = []string{"walk", "stages", "stages-noreuse"}
+// "walk-v1" (gpf_walk_v1, its earlier form: rows read in device memory,
+// each field's pairs walked as they are looked up), "stages" (gpf_filter:
+// every criterion, sub-predicate and filter, fused) and "stages-noreuse"
+// (gpf_filter without the reuse of a field loaded for the previous
+// criterion).
+var FilterKernels = []string{"walk", "walk-v1", "stages", "stages-noreuse"}
 
 // SetFilterKernel chooses the CUDA filter's kernel from the next launch
 // on; not for use while batches are being submitted. The benchmark and

@@ -16,10 +16,13 @@ import (
 )
 
 // CUDAFilter is gPF filtering on the GPU: a filter set's layout and walk
-// index in device memory (their word arrays end to end) and two kernels:
+// index in device memory (their word arrays end to end) and three kernels:
 // gpf_walk (the default: each filter's control-flow form, walked for the
-// packets its index entries list it under, the (packet, filter) pairs
-// spread over a warp's lanes) and gpf_filter (the three stages, a thread
+// packets its index entries list it under, a warp's rows staged in shared
+// memory where they are at most walkStageMax bytes, the (packet, filter)
+// pairs queued per warp and walked 32 at a time), gpf_walk_v1 (its earlier
+// form, to compare: rows read in device memory, each field's pairs walked
+// at once) and gpf_filter (the three stages, a thread
 // per packet keeping its criteria and sub-predicate values in shared
 // memory when a block of at least one warp fits, else in a device
 // scratch); SetFilterKernel chooses.
@@ -31,7 +34,12 @@ type CUDAFilter struct {
 	mod    cu.Module
 	fn     cu.Function
 	fnWalk cu.Function
-	wgrid  int
+	fnWv1  cu.Function
+	wgrid  int // gpf_walk's grid
+	wgrid1 int // gpf_walk_v1's
+	wstage int // gpf_walk's stage argument: a staged row's words apart (0: rows read in device memory)
+	wsmem  int // gpf_walk's dynamic shared memory
+	wscnt  int // gpf_walk's scnt argument: filters counted in shared memory (0: none)
 	wix    *WalkIndex
 	ptx    string
 	l      *filter.Layout
@@ -86,11 +94,14 @@ func (c *CUDA) PacketFilter(p *filter.Program, streams, maxRow int) (*CUDAFilter
 		if f.fnWalk, err = f.mod.Function("gpf_walk"); err != nil {
 			return fmt.Errorf("gpu: cuda: kernel gpf_walk: %v", err)
 		}
-		per, err := f.fnWalk.MaxActiveBlocksPerMultiProcessor(walkBlock, 0)
+		if f.fnWv1, err = f.mod.Function("gpf_walk_v1"); err != nil {
+			return fmt.Errorf("gpu: cuda: kernel gpf_walk_v1: %v", err)
+		}
+		per, err := f.fnWv1.MaxActiveBlocksPerMultiProcessor(walkBlock, 0)
 		if err != nil || per < 1 {
 			per = 1
 		}
-		f.wgrid = per * c.sms
+		f.wgrid1 = per * c.sms
 		dev, err := cu.CurrentDevice()
 		if err != nil {
 			return err
@@ -99,6 +110,16 @@ func (c *CUDA) PacketFilter(p *filter.Program, streams, maxRow int) (*CUDAFilter
 		if filterSmemLimit > 0 {
 			smax = filterSmemLimit
 		}
+		f.wix = BuildWalkIndex(l)
+		if f.nf >= 1<<27 {
+			return fmt.Errorf("gpu: cuda: %d filters: gpf_walk takes fewer than %d", f.nf, 1<<27)
+		}
+		f.wstage, f.wscnt, f.wsmem = walkShared(l, f.wix, maxRow, smax)
+		per, err = f.fnWalk.MaxActiveBlocksPerMultiProcessor(walkBlock, int64(f.wsmem))
+		if err != nil || per < 1 {
+			per = 1
+		}
+		f.wgrid = per * c.sms
 		// A block of 32..128 threads with its values in shared memory.
 		f.block = 128
 		for f.block > 32 && f.block*f.nvals > smax {
@@ -126,7 +147,6 @@ func (c *CUDA) PacketFilter(p *filter.Program, streams, maxRow int) (*CUDAFilter
 				f.gvals = append(f.gvals, g)
 			}
 		}
-		f.wix = BuildWalkIndex(l)
 		wx := f.wix
 		words := [][]uint32{l.Criteria, l.Exprs, l.Nodes, l.Roots, l.CFGIndex, l.CFGNodes, critOrder(l),
 			wx.Unindexed, wx.Fields, wx.Table, wx.IDs, wx.DedupOff, wx.Dedup, wx.Present}
@@ -205,10 +225,19 @@ func (f *CUDAFilter) Describe() string {
 	if f.smem == 0 {
 		where = "device memory"
 	}
-	if filterKernel == "walk" {
+	if filterKernel == "walk" || filterKernel == "walk-v1" {
 		wx := f.wix
-		return fmt.Sprintf("gpf_walk (%s): %d filters, %d criteria, %d walked always, %d indexed fields (%d slots, %d entries), blocks of %d, %d blocks",
-			f.ptx, f.nf, f.nc, len(wx.Unindexed), len(wx.Fields)/WalkFieldWords, len(wx.Table)/WalkSlotWords, len(wx.IDs), walkBlock, f.wgrid)
+		name, grid, rows := "gpf_walk", f.wgrid, "rows in device memory"
+		if filterKernel == "walk-v1" {
+			name, grid = "gpf_walk_v1", f.wgrid1
+		} else if f.wstage > 0 {
+			rows = fmt.Sprintf("rows staged in shared memory (%d bytes a block)", f.wsmem)
+		}
+		if filterKernel == "walk" && f.wscnt > 0 {
+			rows += ", counts in shared memory"
+		}
+		return fmt.Sprintf("%s (%s): %d filters, %d criteria, %d walked always, %d indexed fields (%d slots, %d entries), %s, blocks of %d, %d blocks",
+			name, f.ptx, f.nf, f.nc, len(wx.Unindexed), len(wx.Fields)/WalkFieldWords, len(wx.Table)/WalkSlotWords, len(wx.IDs), rows, walkBlock, grid)
 	}
 	return fmt.Sprintf("gpf_filter (%s, %s): %d filters, %d criteria, %d sub-predicates, values in %s, blocks of %d, %d blocks",
 		f.ptx, filterKernel, f.nf, f.nc, f.nn, where, f.block, f.grid)
@@ -297,13 +326,21 @@ func (f *CUDAFilter) params(a *cArgs, t *packetTwin, b *PacketBatch, stream int)
 	if f.smem > 0 {
 		smemVals = 1
 	}
-	if filterKernel == "walk" {
+	if filterKernel == "walk" || filterKernel == "walk-v1" {
 		wx := f.wix
-		return []unsafe.Pointer{a.u64(at(0)), a.u64(at(1)), a.u64(at(4)), a.u64(at(5)), a.u32(uint32(f.nf)),
+		ps := []unsafe.Pointer{a.u64(at(0)), a.u64(at(1)), a.u64(at(4)), a.u64(at(5)), a.u32(uint32(f.nf)),
 			a.u64(at(7)), a.u32(uint32(len(wx.Unindexed))), a.u64(at(8)), a.u32(uint32(len(wx.Fields) / WalkFieldWords)),
 			a.u64(at(9)), a.u64(at(10)), a.u64(at(13)), a.u64(at(11)), a.u64(at(12)),
 			a.u64(uint64(t.ddata.p)), a.u32(uint32(b.Snap)), a.u64(uint64(t.dcap.p)), a.u64(uint64(t.dwire.p)), a.u32(uint32(b.N)),
 			a.u64(uint64(t.dbits.p)), a.u32(uint32(b.BitWords)), a.u64(uint64(t.dcnt.p)), a.u64(uint64(t.dbytes.p))}
+		if filterKernel == "walk" {
+			stage := f.wstage
+			if b.Snap%4 != 0 || 4*stage < b.Snap {
+				stage = 0 // not the rows walkShared planned for
+			}
+			ps = append(ps, a.u32(uint32(stage)), a.u32(uint32(f.wscnt)))
+		}
+		return ps
 	}
 	order := uint64(0)
 	if filterKernel != "stages-noreuse" {
@@ -318,11 +355,48 @@ func (f *CUDAFilter) params(a *cArgs, t *packetTwin, b *PacketBatch, stream int)
 // walkBlock is gpf_walk's block (WALK_BLOCK).
 const walkBlock = 128
 
+// walkQueue is the words of a warp's queue of (packet, filter) pairs in
+// gpf_walk (WALK_Q).
+const walkQueue = 64
+
+// walkStageMax is the largest row gpf_walk stages in shared memory.
+const walkStageMax = 256
+
+// walkSharedCounts is the most filters gpf_walk counts in shared memory
+// (WALK_SCOUNTS): a block's counts go to device memory once, at its end.
+const walkSharedCounts = 512
+
+// walkShared returns gpf_walk's stage and scnt arguments and its dynamic
+// shared memory for layout l, its index ix and rows of at most maxRow
+// bytes: the counters of a set of at most walkSharedCounts filters, the
+// fields' presence bitmaps and the warps' queues, and, where the rows are
+// bounded (FilterSnap), a multiple of 4 bytes, at most walkStageMax and
+// the whole fits smax, the warps' rows, an odd number of words apart.
+func walkShared(l *filter.Layout, ix *WalkIndex, maxRow, smax int) (stage, scnt, smem int) {
+	nk := len(ix.Fields) / WalkFieldWords
+	if nf := int(l.Header[filter.HdrFilters]); nf <= walkSharedCounts {
+		scnt = nf
+	}
+	smem = 12*scnt + 4*(nk*128+walkBlock/32*walkQueue)
+	snap, bounded := FilterSnap(l, maxRow)
+	if !bounded || snap%4 != 0 || snap > walkStageMax {
+		return 0, scnt, smem
+	}
+	stage = snap/4 | 1
+	if sm := smem + 4*walkBlock*stage; sm <= smax {
+		return stage, scnt, sm
+	}
+	return 0, scnt, smem
+}
+
 // launch returns the kernel of the current choice and its grid for n
 // packets, block and dynamic shared memory.
 func (f *CUDAFilter) launch(n int) (cu.Function, int, int, int) {
-	if filterKernel == "walk" {
-		return f.fnWalk, max(1, min((n+walkBlock-1)/walkBlock, f.wgrid)), walkBlock, 0
+	switch filterKernel {
+	case "walk":
+		return f.fnWalk, max(1, min((n+walkBlock-1)/walkBlock, f.wgrid)), walkBlock, f.wsmem
+	case "walk-v1":
+		return f.fnWv1, max(1, min((n+walkBlock-1)/walkBlock, f.wgrid1)), walkBlock, 0
 	}
 	return f.fn, max(1, min((n+f.block-1)/f.block, f.grid)), f.block, f.smem
 }

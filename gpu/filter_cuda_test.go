@@ -11,17 +11,21 @@ import (
 )
 
 // TestCUDAFilterCaptures compares the GPU's bitmaps, counts and bytes
-// with EvalStages on every test capture, for each kernel (walk, stages,
-// stages-noreuse): reduced packets, whole packets (an offset read from
-// the packet), the stages' values in shared and in device memory.
+// with EvalStages on every test capture, for each kernel (a subtest each:
+// walk, walk-v1, stages, stages-noreuse): reduced packets, whole packets
+// (an offset read from the packet), gpf_walk's rows staged in shared
+// memory and read in device memory, the stages' values in shared and in
+// device memory.
 func TestCUDAFilterCaptures(t *testing.T) {
 	c := newTestCUDA(t)
 	defer SetFilterKernel("walk")
 	for _, k := range FilterKernels {
-		if err := SetFilterKernel(k); err != nil {
-			t.Fatal(err)
-		}
-		testCUDAFilterCaptures(t, c)
+		t.Run(k, func(t *testing.T) {
+			if err := SetFilterKernel(k); err != nil {
+				t.Fatal(err)
+			}
+			testCUDAFilterCaptures(t, c)
+		})
 	}
 }
 

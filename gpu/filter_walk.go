@@ -348,8 +348,10 @@ func (ix *WalkIndex) lookup(k int, x uint32) []uint32 {
 	}
 }
 
-// WalkEvaluator is the CPU twin of kernel gpf_walk: the same words, the
-// same steps.
+// WalkEvaluator is the CPU twin of kernels gpf_walk and gpf_walk_v1: the
+// same words, the same (packet, filter) pairs walked with the same
+// guards (the kernels walk a field's pairs later, queued, or at once; the
+// order of walks changes no answer), the same criteria.
 type WalkEvaluator struct {
 	l     *filter.Layout
 	ix    *WalkIndex

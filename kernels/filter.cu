@@ -338,10 +338,10 @@ extern "C" __global__ void gpf_filter(const uint32_t* __restrict__ crit, const u
 //
 // ABI: gpf_walk(crit, exprs, cfgidx, cfgnodes, nf, unidx, nun, fields, nk,
 //               table, ids, present, ddoff, dd, pkts, snap, caplen, wire, n,
-//               bits, bit_words, counts, bytesum)
+//               bits, bit_words, counts, bytesum, stage)
 //   crit, exprs, cfgidx, cfgnodes  the layout's words (filter.Layout);
 //   unidx    nun filters walked for every packet (a warp walks each one
-//            together: counted by a ballot);
+//            together);
 //   fields   nk (<= WALK_MAX_FIELDS) indexed fields (a filter is listed
 //            under each value of the intervals its accepting paths bound a
 //            field to: equalities, port ranges), 6 words each: load
@@ -358,10 +358,28 @@ extern "C" __global__ void gpf_filter(const uint32_t* __restrict__ crit, const u
 //            through field k, a filter with a guard of an earlier field
 //            whose interval holds the packet's value was walked there, and
 //            is skipped;
-//   pkts..n  as gpf_filter's; bits, bit_words, counts, bytesum likewise.
-// The (packet, filter) pairs a warp's lookups yield are spread over its
-// lanes (a prefix sum of the lanes' list lengths), so that a lane whose
-// packet reaches many filters does not hold the warp up.
+//   pkts..n  as gpf_filter's; bits, bit_words, counts, bytesum likewise;
+//   stage    0: the walks read the rows in device memory; else each warp
+//            first copies its 32 rows (snap a multiple of 4) into shared
+//            memory with coalesced word loads, stage words apart (odd: the
+//            lanes' loads of one offset fall in distinct banks).
+// Dynamic shared memory: nk*128 words (present), WALK_Q words per warp (its
+// queue), and where stage is set 32*stage words per warp (its rows).
+//
+// A warp takes 32 packets at a time. Each lane looks its packet's value of
+// each indexed field up; the (packet, filter) pairs a field's lookups yield
+// are spread over the lanes (a prefix sum of the lanes' list lengths), the
+// guards checked, and the pairs kept are appended to the warp's queue in
+// shared memory (a ballot compacts them); whenever it holds 32, the warp
+// walks them, a pair a lane, and once more for the rest after the last
+// field. So the lanes walk together however the pairs fall on the packets.
+// The matches are counted per filter by one atomic per group of lanes that
+// matched the same filter (__match_any_sync), the bytes summed in the group.
+//
+// gpf_walk_v1 is the earlier form, kept to compare: the rows read in device
+// memory, and each field's pairs walked as soon as they are looked up (most
+// lanes idle when few lanes' values are listed). Its ABI is gpf_walk's
+// without stage; its static shared memory holds the fields' values.
 #define WALK_MAX_FIELDS 16
 #define WALK_BLOCK 128
 #define CFG_ACCEPT 0xfffffffeu
@@ -388,7 +406,7 @@ __device__ bool walk_filter(const uint32_t* __restrict__ crit, const uint32_t* _
 }
 
 extern "C" __global__ void __launch_bounds__(WALK_BLOCK)
-	gpf_walk(const uint32_t* __restrict__ crit, const uint32_t* __restrict__ exprs, const uint32_t* __restrict__ cfgidx,
+	gpf_walk_v1(const uint32_t* __restrict__ crit, const uint32_t* __restrict__ exprs, const uint32_t* __restrict__ cfgidx,
 		 const uint32_t* __restrict__ cfgnodes, int nf, const uint32_t* __restrict__ unidx, int nun,
 		 const uint32_t* __restrict__ fields, int nk, const uint32_t* __restrict__ table,
 		 const uint32_t* __restrict__ ids, const uint32_t* __restrict__ present,
@@ -518,6 +536,265 @@ extern "C" __global__ void __launch_bounds__(WALK_BLOCK)
 				}
 			}
 			__syncwarp();
+		}
+	}
+}
+
+#define WALK_Q 64 // a warp's queue of (packet, filter) pairs (a power of two, >= 63)
+
+// walk_field loads field fw (WalkFieldWords words) of packet p into *x
+// (masked; 0 when the load fails) and reports whether the load held.
+__device__ __forceinline__ bool walk_field(const uint32_t* __restrict__ fw, const Pkt& p, uint32_t* x)
+{
+	const uint32_t w0 = __ldg(fw);
+	uint64_t a;
+	uint32_t v = 0;
+	const bool ok = addr(p, w0 >> 8 & 0xff, __ldg(fw + 1), __ldg(fw + 2), 0, &a) && ld(p, a, w0 >> 16 & 0xff, &v);
+	*x = v & __ldg(fw + 3);
+	return ok;
+}
+
+// walk_seen reports whether filter f, reached through field fk, has a guard
+// of an earlier field whose interval holds packet p's value (it was walked
+// there).
+__device__ __forceinline__ bool walk_seen(const uint32_t* __restrict__ fields, const uint32_t* __restrict__ ddoff,
+					  const uint32_t* __restrict__ dd, uint32_t f, uint32_t fk, const Pkt& p)
+{
+	for (uint32_t q = __ldg(ddoff + f), qe = __ldg(ddoff + f + 1); q < qe; q++) {
+		const uint32_t* e = dd + 3 * (size_t)q;
+		const uint32_t k2 = __ldg(e);
+		uint32_t v;
+		if (k2 < fk && walk_field(fields + 6 * (size_t)k2, p, &v) && v >= __ldg(e + 1) && v <= __ldg(e + 2))
+			return true;
+	}
+	return false;
+}
+
+// walk_count counts the lanes' matches (m: this lane's packet kp, of wire
+// length wl, matched filter f): one atomic per filter the warp matched
+// (in shared memory where scnt is set), the wire lengths summed over its
+// lanes. Every lane calls it.
+__device__ __forceinline__ void walk_count(bool m, uint32_t f, uint32_t wl, size_t kp, uint32_t* __restrict__ counts,
+					   unsigned long long* __restrict__ bytesum, uint32_t* bits, size_t bw, int scnt,
+					   uint32_t* scounts, unsigned long long* sbytes)
+{
+	const uint32_t mm = __ballot_sync(0xffffffffu, m);
+	if (!m)
+		return;
+	const uint32_t g = __match_any_sync(mm, f);
+	const bool leader = (threadIdx.x & 31) == (uint32_t)(__ffs(g) - 1);
+	if (bytesum) {
+		// Wire lengths are 32-bit: sum the halves apart.
+		const uint32_t lo = __reduce_add_sync(g, wl & 0xffffu), hi = __reduce_add_sync(g, wl >> 16);
+		if (leader)
+			atomicAdd(scnt ? sbytes + f : bytesum + f, ((unsigned long long)hi << 16) + lo);
+	}
+	if (leader)
+		atomicAdd(scnt ? scounts + f : counts + f, (uint32_t)__popc(g));
+	if (bw)
+		atomicOr(bits + kp * bw + (f >> 5), 1u << (f & 31));
+}
+
+// WALK_SERIAL: a field whose lanes' lists hold at most this many filters
+// each is queued a filter of each lane at a time; longer lists are spread
+// over the lanes by a prefix sum.
+#ifndef WALK_SERIAL
+#define WALK_SERIAL 4
+#endif
+// WALK_SCOUNTS: sets of at most this many filters count in shared memory
+// (package gpu's walkSharedCounts passes scnt).
+#define WALK_SCOUNTS 512
+
+extern "C" __global__ void __launch_bounds__(WALK_BLOCK)
+	gpf_walk(const uint32_t* __restrict__ crit, const uint32_t* __restrict__ exprs, const uint32_t* __restrict__ cfgidx,
+		 const uint32_t* __restrict__ cfgnodes, int nf, const uint32_t* __restrict__ unidx, int nun,
+		 const uint32_t* __restrict__ fields, int nk, const uint32_t* __restrict__ table,
+		 const uint32_t* __restrict__ ids, const uint32_t* __restrict__ present,
+		 const uint32_t* __restrict__ ddoff, const uint32_t* __restrict__ dd,
+		 const uint8_t* __restrict__ pkts, int snap, const uint32_t* __restrict__ caplen,
+		 const uint32_t* __restrict__ wire, int n, uint32_t* bits, int bit_words, uint32_t* __restrict__ counts,
+		 unsigned long long* __restrict__ bytesum, int stage, int scnt)
+{
+	extern __shared__ __align__(16) uint32_t wsm[];
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	unsigned long long* sbytes = (unsigned long long*)wsm;
+	uint32_t* scounts = wsm + 2 * scnt;
+	uint32_t* spresent = scounts + scnt;
+	uint32_t* q = spresent + nk * 128 + warp * WALK_Q;
+	uint32_t* rows = spresent + nk * 128 + (WALK_BLOCK / 32) * WALK_Q + warp * 32 * stage;
+	for (int i = threadIdx.x; i < nk * 128; i += blockDim.x)
+		spresent[i] = __ldg(present + i);
+	for (int i = threadIdx.x; i < scnt; i += blockDim.x) {
+		scounts[i] = 0;
+		sbytes[i] = 0;
+	}
+	__syncthreads();
+	const size_t stride = (size_t)gridDim.x * blockDim.x;
+	const size_t bw = (size_t)bit_words;
+	// Staging: word i = lane + 32m of the warp's rows goes to row i / sw,
+	// column i % sw; 32 = qd*sw + rd steps them.
+	const uint32_t sw = (uint32_t)snap / 4;
+	const uint32_t qd = stage ? 32u / sw : 0, rd = stage ? 32u % sw : 0;
+	const uint32_t r0 = stage ? (uint32_t)lane / sw : 0, c0 = stage ? (uint32_t)lane % sw : 0;
+	const uint32_t lt = (1u << lane) - 1; // the lanes below this one
+	// The loop is uniform per warp (k0 is the warp's first packet).
+	for (size_t k0 = (size_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31); k0 < (size_t)n; k0 += stride) {
+		const size_t k = k0 + lane;
+		const bool active = k < (size_t)n;
+		if (stage) {
+			__syncwarp(); // the last packets' walks are done with the rows
+			const uint32_t* src = (const uint32_t*)(pkts + k0 * (size_t)snap);
+			const size_t left = (size_t)n - k0;
+			const uint32_t nw = (left < 32 ? (uint32_t)left : 32u) * sw;
+			uint32_t r = r0, c = c0;
+			for (uint32_t i0 = lane; i0 < nw; i0 += 4 * 32) {
+				uint32_t v[4];
+#pragma unroll
+				for (int u = 0; u < 4; u++)
+					v[u] = i0 + 32 * u < nw ? __ldg(src + i0 + 32 * u) : 0;
+#pragma unroll
+				for (int u = 0; u < 4; u++) {
+					if (i0 + 32 * u < nw)
+						rows[r * stage + c] = v[u];
+					r += qd;
+					c += rd;
+					if (c >= sw) {
+						c -= sw;
+						r++;
+					}
+				}
+			}
+			__syncwarp();
+		}
+		// rowp(j): the row of the warp's packet j.
+#define rowp(j) (stage ? (const uint8_t*)(rows + (j) * stage) : pkts + (k0 + (j)) * (size_t)snap)
+		Pkt p = {pkts, 0, 0};
+		uint32_t wl = 0, cl = 0;
+		if (active) {
+			cl = caplen[k];
+			wl = wire[k];
+			p.d = rowp(lane);
+			p.len = cl;
+			p.snap = (uint32_t)snap;
+			for (size_t w = 0; w < bw; w++)
+				bits[k * bw + w] = 0;
+		}
+		if (bw)
+			__syncwarp();
+		for (int i = 0; i < nun; i++) {
+			const uint32_t f = __ldg(unidx + i);
+			const bool m = active && walk_filter(crit, exprs, cfgidx, cfgnodes, f, p, wl);
+			walk_count(m, f, wl, k, counts, bytesum, bits, bw, scnt, scounts, sbytes);
+		}
+		// The queue: qn pairs from qh (mod WALK_Q), f<<5 | packet; uniform.
+		uint32_t qh = 0, qn = 0;
+		// enqueue appends this lane's pair (f, packet j) where take holds.
+		auto enqueue = [&](bool take, uint32_t f, uint32_t j) {
+			const uint32_t tb = __ballot_sync(0xffffffffu, take);
+			if (take)
+				q[(qh + qn + __popc(tb & lt)) & (WALK_Q - 1)] = f << 5 | j;
+			qn += __popc(tb);
+		};
+		// walk walks cnt (<= qn, <= 32) queued pairs, one a lane.
+		auto walk = [&](uint32_t cnt) {
+			const bool has = (uint32_t)lane < cnt;
+			__syncwarp();
+			const uint32_t e = has ? q[(qh + lane) & (WALK_Q - 1)] : 0;
+			__syncwarp();
+			qh = (qh + cnt) & (WALK_Q - 1);
+			qn -= cnt;
+			const uint32_t f = e >> 5, j = e & 31;
+			const uint32_t jcl = __shfl_sync(0xffffffffu, cl, j), jwl = __shfl_sync(0xffffffffu, wl, j);
+			bool m = false;
+			if (has) {
+				const Pkt pj = {rowp(j), jcl, (uint32_t)snap};
+				m = walk_filter(crit, exprs, cfgidx, cfgnodes, f, pj, jwl);
+			}
+			walk_count(m, f, jwl, k0 + j, counts, bytesum, bits, bw, scnt, scounts, sbytes);
+		};
+		for (int fk = 0; fk < nk; fk++) {
+			uint32_t lo = 0, len = 0;
+			if (active) {
+				const uint32_t* fw = fields + 6 * (size_t)fk;
+				uint32_t x;
+				const bool ok = walk_field(fw, p, &x);
+				const uint32_t hx = walk_hash(x);
+				if (ok && (spresent[fk * 128 + (hx >> 25)] >> (hx >> 20 & 31) & 1)) {
+					const uint32_t base = __ldg(fw + 4), mask = __ldg(fw + 5);
+					for (uint32_t h = hx & mask;; h = (h + 1) & mask) {
+						const uint32_t* s = table + base + 3 * (size_t)h;
+						const uint32_t a1 = __ldg(s + 1), a2 = __ldg(s + 2);
+						if (a1 == a2)
+							break;
+						if (__ldg(s) == x) {
+							lo = a1;
+							len = a2 - a1;
+							break;
+						}
+					}
+				}
+			}
+			const uint32_t mx = __reduce_max_sync(0xffffffffu, len);
+			if (mx == 0)
+				continue; // no lane's value is listed
+			if (mx <= WALK_SERIAL) {
+				// Each lane queues one of its filters at a time.
+				for (uint32_t r = 0; r < mx; r++) {
+					bool take = false;
+					uint32_t f = 0;
+					if (r < len) {
+						f = __ldg(ids + lo + r);
+						take = !walk_seen(fields, ddoff, dd, f, (uint32_t)fk, p);
+					}
+					enqueue(take, f, (uint32_t)lane);
+					if (qn >= 32)
+						walk(32);
+				}
+				continue;
+			}
+			// The lists spread over the lanes: pair i is lane j's where
+			// j is the first lane whose inclusive sum exceeds i.
+			uint32_t incl = len;
+			for (int d = 1; d < 32; d <<= 1) {
+				const uint32_t y = __shfl_up_sync(0xffffffffu, incl, d);
+				if (lane >= d)
+					incl += y;
+			}
+			const uint32_t total = __shfl_sync(0xffffffffu, incl, 31);
+			for (uint32_t b0 = 0; b0 < total; b0 += 32) {
+				const uint32_t i = b0 + lane;
+				int j = 0;
+				for (int step = 16; step > 0; step >>= 1) {
+					if (__shfl_sync(0xffffffffu, incl, j + step - 1) <= i)
+						j += step;
+				}
+				const uint32_t jlo = __shfl_sync(0xffffffffu, lo, j);
+				const uint32_t jstart = __shfl_sync(0xffffffffu, incl, j) - __shfl_sync(0xffffffffu, len, j);
+				const uint32_t jcl = __shfl_sync(0xffffffffu, cl, j);
+				bool take = false;
+				uint32_t f = 0;
+				if (i < total) {
+					f = __ldg(ids + jlo + (i - jstart));
+					const Pkt pj = {rowp(j), jcl, (uint32_t)snap};
+					take = !walk_seen(fields, ddoff, dd, f, (uint32_t)fk, pj);
+				}
+				enqueue(take, f, (uint32_t)j);
+				if (qn >= 32)
+					walk(32);
+			}
+		}
+		while (qn > 0)
+			walk(qn < 32 ? qn : 32u);
+#undef rowp
+	}
+	if (scnt) {
+		__syncthreads();
+		for (int f = threadIdx.x; f < scnt; f += blockDim.x) {
+			if (scounts[f]) {
+				atomicAdd(counts + f, scounts[f]);
+				if (bytesum)
+					atomicAdd(bytesum + f, sbytes[f]);
+			}
 		}
 	}
 }

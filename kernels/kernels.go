@@ -16,8 +16,11 @@
 //
 // rabin.cu: rabin_markers and rabin_markers_w16/w32/w48/w64 (Rabin
 // fingerprint markers of packed payloads, a thread per payload segment); pubsub.cu:
-// pubsub_match (CCM counting, a block per event); filter.cu: gpf_filter (gPF's
-// criteria, sub-predicate and filter stages fused, a thread per packet). Each
+// pubsub_match (CCM counting, a block per event); filter.cu: gpf_walk (gPF's
+// filters walked in their control-flow form for the packets an index lists
+// them under, the pairs queued per warp), gpf_walk_v1 (its earlier form) and
+// gpf_filter (gPF's criteria, sub-predicate and filter stages fused, a
+// thread per packet). Each
 // header comment gives the ABI; package gpu loads these modules on first
 // use.
 //
