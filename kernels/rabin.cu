@@ -234,3 +234,105 @@ FIXED(16)
 FIXED(32)
 FIXED(48)
 FIXED(64)
+
+// rabin_gather copies payloads out of host memory the device reads directly
+// (page-locked and mapped: a receive ring registered with cuMemHostRegister)
+// into the indexed compact buffer the markers kernels read, so that the
+// payloads cross PCIe once, straight from where they were received, with
+// no copy on the host.
+//
+// ABI: rabin_gather(src, srcs, offs, lens, n, dst)
+//   src     the mapped host memory (its device address; a multiple of 16);
+//   srcs    payload k's first byte is src[srcs[k]] (any byte offset);
+//   offs    its place in dst, a multiple of 32 (as rabin_markers reads it);
+//   lens    its length;
+//   dst     the compact buffer in device memory: bytes offs[k] .. the next
+//           multiple of 32 past offs[k] + lens[k] are written, those past
+//           the payload zero.
+// A warp copies one payload at a time: each lane loads the 16-byte aligned
+// words of src it is given (every load of the warp one run of 512 bytes,
+// so that the reads cross PCIe as whole 128-byte requests; the first and
+// last words read a few bytes beside the payload, inside the same 16
+// bytes), all of a 1,536-byte stretch before the first use (GATHER_U words
+// a lane in flight), takes its neighbour's word with a shuffle, shifts the
+// pair to the payload's alignment and stores 16 bytes of dst.
+#define GATHER_U 3
+
+__device__ __forceinline__ uint4 ld16_sys(const uint8_t* p)
+{
+	// ld.global.nc: the mapped memory does not change during the kernel.
+	return __ldg(reinterpret_cast<const uint4*>(p));
+}
+
+// shr16 returns bytes sh .. sh+15 of the 32 bytes a, b (sh 0..15 in bytes:
+// q = sh / 4 words and r = 8 * (sh % 4) bits; q is the same across the warp).
+__device__ __forceinline__ uint4 shr16(const uint4 a, const uint4 b, int q, int r)
+{
+	uint32_t v0, v1, v2, v3, v4;
+	switch (q) {
+	case 0: v0 = a.x, v1 = a.y, v2 = a.z, v3 = a.w, v4 = b.x; break;
+	case 1: v0 = a.y, v1 = a.z, v2 = a.w, v3 = b.x, v4 = b.y; break;
+	case 2: v0 = a.z, v1 = a.w, v2 = b.x, v3 = b.y, v4 = b.z; break;
+	default: v0 = a.w, v1 = b.x, v2 = b.y, v3 = b.z, v4 = b.w; break;
+	}
+	return make_uint4(__funnelshift_r(v0, v1, r), __funnelshift_r(v1, v2, r), __funnelshift_r(v2, v3, r),
+			  __funnelshift_r(v3, v4, r));
+}
+
+// keep returns the low bytes (0..4) of x that lie before the payload's end.
+__device__ __forceinline__ uint32_t keep(uint32_t x, int bytes)
+{
+	return bytes >= 4 ? x : bytes <= 0 ? 0 : x & ((1u << (8 * bytes)) - 1);
+}
+
+extern "C" __global__ void rabin_gather(const uint8_t* __restrict__ src, const uint32_t* __restrict__ srcs,
+					const uint32_t* __restrict__ offs, const uint32_t* __restrict__ lens, int n,
+					uint8_t* __restrict__ dst)
+{
+	const int lane = threadIdx.x & 31;
+	const int warps = gridDim.x * (blockDim.x >> 5);
+	for (int k = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); k < n; k += warps) {
+		const uint32_t s = srcs[k], o = offs[k], len = lens[k];
+		const uint8_t* a = src + (s & ~15u); // the aligned word holding the first byte
+		const int sh = s & 15, q = sh >> 2, r = 8 * (sh & 3);
+		const int words = (sh + len + 15) >> 4;  // aligned source words holding the payload
+		const int chunks = ((len + 31) >> 5) * 2; // 16-byte stores, to the next multiple of 32
+		for (int c0 = 0; c0 < chunks; c0 += 32 * GATHER_U) {
+			uint4 w[GATHER_U + 1];
+#pragma unroll
+			for (int u = 0; u < GATHER_U; u++) {
+				const int i = c0 + 32 * u + lane;
+				w[u] = i < words ? ld16_sys(a + 16 * i) : make_uint4(0, 0, 0, 0);
+			}
+			// The word after lane 31's last one: the next stretch's first.
+			const int last = c0 + 32 * GATHER_U;
+			w[GATHER_U] = lane == 31 && last < words ? ld16_sys(a + 16 * last) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+			for (int u = 0; u < GATHER_U; u++) {
+				const int c = c0 + 32 * u + lane;
+				uint4 nx;
+				nx.x = __shfl_down_sync(0xffffffffu, w[u].x, 1);
+				nx.y = __shfl_down_sync(0xffffffffu, w[u].y, 1);
+				nx.z = __shfl_down_sync(0xffffffffu, w[u].z, 1);
+				nx.w = __shfl_down_sync(0xffffffffu, w[u].w, 1);
+				const uint4 first = make_uint4(__shfl_sync(0xffffffffu, w[u + 1].x, 0),
+							       __shfl_sync(0xffffffffu, w[u + 1].y, 0),
+							       __shfl_sync(0xffffffffu, w[u + 1].z, 0),
+							       __shfl_sync(0xffffffffu, w[u + 1].w, 0));
+				if (lane == 31)
+					nx = u + 1 < GATHER_U ? first : w[GATHER_U];
+				if (c >= chunks)
+					continue;
+				uint4 v = shr16(w[u], nx, q, r);
+				const int left = (int)len - 16 * c; // payload bytes from this chunk on
+				if (left < 16) {
+					v.x = keep(v.x, left);
+					v.y = keep(v.y, left - 4);
+					v.z = keep(v.z, left - 8);
+					v.w = keep(v.w, left - 12);
+				}
+				*reinterpret_cast<uint4*>(dst + o + 16 * c) = v;
+			}
+		}
+	}
+}
