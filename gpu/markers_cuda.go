@@ -58,15 +58,23 @@ func OpenMarkers(backend string, m *rabin.Marker) (Markers, error) {
 // until the batch is done instead of spinning on a core (CUDA's default):
 // for many goroutines waiting at once beside goroutines that need the
 // cores (MarkerPipeline's fillers), at the price of a wake-up latency.
+//
+// GatherWarps, when set before the first Submit, is the warps per SM of
+// rabin_gather (batches by reference; 0: gatherWarpsPerSM); Gather16
+// launches rabin_gather16 instead (loads from each payload's own 16-byte
+// word rather than whole 128-byte lines: the variant measured against).
 type RabinMarkers struct {
 	Parts        int
 	BlockingWait bool
+	GatherWarps  int
+	Gather16     bool
 
 	c       *CUDA
 	m       *rabin.Marker
 	mod     cu.Module
 	fn      cu.Function
 	gfn     cu.Function // rabin_gather (batches by reference)
+	gfn16   cu.Function // rabin_gather16
 	ptx     string
 	tabs    devBuf
 	shift   int
@@ -117,6 +125,9 @@ func (c *CUDA) RabinMarkers(m *rabin.Marker, streams int) (*RabinMarkers, error)
 		}
 		if r.gfn, err = r.mod.Function("rabin_gather"); err != nil {
 			return fmt.Errorf("gpu: cuda: kernel rabin_gather: %v", err)
+		}
+		if r.gfn16, err = r.mod.Function("rabin_gather16"); err != nil {
+			return fmt.Errorf("gpu: cuda: kernel rabin_gather16: %v", err)
 		}
 		if r.tabs, err = c.alloc(8 * 512); err != nil {
 			return err

@@ -208,16 +208,19 @@ func TestCUDARabinGather(t *testing.T) {
 	c := newTestCUDA(t)
 	mem := mmapRegion(t, 1<<20)
 	for _, w := range []int{16, 31, 32, 48, 64} {
-		m, err := rabin.NewMarker(rabin.DefaultPol, w, 3)
-		if err != nil {
-			t.Fatal(err)
+		for _, g16 := range []bool{false, true} {
+			m, err := rabin.NewMarker(rabin.DefaultPol, w, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := c.RabinMarkers(m, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Gather16 = g16
+			testRegionMarkers(t, r, m, mem)
+			r.Close()
 		}
-		r, err := c.RabinMarkers(m, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		testRegionMarkers(t, r, m, mem)
-		r.Close()
 	}
 	m, _ := rabin.NewMarker(rabin.DefaultPol, 32, 8)
 	r, err := c.RabinMarkers(m, 1)
@@ -249,7 +252,7 @@ func TestCUDARabinGather(t *testing.T) {
 	if err != nil || ms <= 0 {
 		t.Fatalf("GatherTime: %v ms, %v", ms, err)
 	}
-	t.Logf("gather of 700 payloads of 1460 bytes out of mapped host memory: %.3f ms (%.0f Gbit/s)", ms, 700*1460*8/(ms*1e6))
+	t.Logf("%s of 700 payloads of 1460 bytes out of mapped host memory: %.3f ms (%.0f Gbit/s)", r.GatherKernel(), ms, 700*1460*8/(ms*1e6))
 	if _, err := r.RegisterHost(make([]byte, 24)); err == nil {
 		t.Error("a region of 24 bytes accepted")
 	}

@@ -120,10 +120,34 @@ func (r *RabinMarkers) UnregisterHost(h *HostRegion) error {
 	})
 }
 
+// gatherFn is the gather kernel batches by reference are launched with.
+func (r *RabinMarkers) gatherFn() cu.Function {
+	if r.Gather16 {
+		return r.gfn16
+	}
+	return r.gfn
+}
+
+// GatherKernel names it.
+func (r *RabinMarkers) GatherKernel() string {
+	if r.Gather16 {
+		return "rabin_gather16"
+	}
+	return "rabin_gather"
+}
+
+// GatherWarpsPerSM returns the warps per SM rabin_gather is launched with.
+func (r *RabinMarkers) GatherWarpsPerSM() int {
+	if r.GatherWarps > 0 {
+		return r.GatherWarps
+	}
+	return gatherWarpsPerSM
+}
+
 // gatherShape returns the grid and block of rabin_gather over n payloads.
 func (r *RabinMarkers) gatherShape(n int) (grid, block int) {
 	const block0 = 256
-	warps := min(n, gatherWarpsPerSM*r.c.sms)
+	warps := min(n, r.GatherWarpsPerSM()*r.c.sms)
 	return (warps*32 + block0 - 1) / block0, block0
 }
 
@@ -157,7 +181,7 @@ func (r *RabinMarkers) submitGather(b *MarkerBatch, t *markerTwin) error {
 	nidx := 4 * (2*int64(t.capacity) + int64(b.N))
 	runtime.LockOSThread()
 	res := C.gs_gather_queue(cContext(r.c.ctx), cStream(st), cDev(t.didx.p), t.hidx.p, C.size_t(nidx),
-		cFunc(r.gfn), C.uint(ggrid), C.uint(gblock), &pp[len(mp)],
+		cFunc(r.gatherFn()), C.uint(ggrid), C.uint(gblock), &pp[len(mp)],
 		cFunc(r.fn), C.uint(grid), C.uint(block), &pp[0],
 		t.hbm.p, cDev(t.dbm.p), C.size_t(4*rabin.BitmapWords(b.Bytes)), cEvent(t.ev))
 	runtime.UnlockOSThread()
@@ -190,7 +214,7 @@ func (r *RabinMarkers) GatherTime(b *MarkerBatch, iters int) (float64, error) {
 	var ms float64
 	err = r.c.do(func() error {
 		ms, err = timeEvents(r.streams[0], iters, func(st cu.Stream) error {
-			return r.gfn.Launch(grid, 1, 1, block, 1, 1, 0, st, params)
+			return r.gatherFn().Launch(grid, 1, 1, block, 1, 1, 0, st, params)
 		})
 		return err
 	})

@@ -8,13 +8,10 @@ import (
 )
 
 // regionPayloads places payloads of markerLengths' lengths at random byte
-// offsets of mem (filled with random bytes; some payloads overlap, one ends
-// at mem's last byte, one starts at its first) and returns their offsets
-// and lengths, and the payloads as slices of mem.
+// offsets of mem (some overlap, one ends at mem's last byte, one starts at
+// its first) and returns their offsets and lengths, and the payloads as
+// slices of mem.
 func regionPayloads(rng *rand.Rand, mem []byte, n int) (srcs, lens []uint32, ps [][]byte) {
-	for i := range mem {
-		mem[i] = byte(rng.UintN(256))
-	}
 	for k, l := range markerLengths(rng, n) {
 		l = min(l, len(mem))
 		s := rng.IntN(len(mem) - l + 1)
@@ -36,6 +33,11 @@ func regionPayloads(rng *rand.Rand, mem []byte, n int) (srcs, lens []uint32, ps 
 // MarkerPipeline's BitmapRegion, and the rejects.
 func testRegionMarkers(t *testing.T, mk RegionMarkers, m *rabin.Marker, mem []byte) {
 	rng := rand.New(rand.NewPCG(21, uint64(m.W)))
+	// The region is written once, before any batch: a receive ring's
+	// payloads stay put until the batches that refer to them are done.
+	for i := range mem {
+		mem[i] = byte(rng.UintN(256))
+	}
 	h, err := mk.RegisterHost(mem)
 	if err != nil {
 		t.Fatal(err)
@@ -80,8 +82,6 @@ func testRegionMarkers(t *testing.T, mk RegionMarkers, m *rabin.Marker, mem []by
 		}
 		batches, want = append(batches, b), append(want, wb)
 	}
-	// Writing the region after Submit would race with the device: the
-	// region is the receive ring's, untouched until the batch is done.
 	for k, b := range batches {
 		if err := mk.Wait(b); err != nil {
 			t.Fatal(err)

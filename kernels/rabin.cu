@@ -241,7 +241,7 @@ FIXED(64)
 // payloads cross PCIe once, straight from where they were received, with
 // no copy on the host.
 //
-// ABI: rabin_gather(src, srcs, offs, lens, n, dst)
+// ABI: rabin_gather(src, srcs, offs, lens, n, dst) (and rabin_gather16)
 //   src     the mapped host memory (its device address; a multiple of 16);
 //   srcs    payload k's first byte is src[srcs[k]] (any byte offset);
 //   offs    its place in dst, a multiple of 32 (as rabin_markers reads it);
@@ -249,14 +249,20 @@ FIXED(64)
 //   dst     the compact buffer in device memory: bytes offs[k] .. the next
 //           multiple of 32 past offs[k] + lens[k] are written, those past
 //           the payload zero.
-// A warp copies one payload at a time: each lane loads the 16-byte aligned
-// words of src it is given (every load of the warp one run of 512 bytes,
-// so that the reads cross PCIe as whole 128-byte requests; the first and
-// last words read a few bytes beside the payload, inside the same 16
-// bytes), all of a 1,536-byte stretch before the first use (GATHER_U words
-// a lane in flight), takes its neighbour's word with a shuffle, shifts the
-// pair to the payload's alignment and stores 16 bytes of dst.
-#define GATHER_U 3
+// A warp copies one payload at a time, in stretches of 32 * GATHER_U
+// 16-byte words: lane l loads words l, 32 + l, ... of the stretch (every
+// load of the warp one run of 512 bytes), all of them before the first use,
+// then builds its 16 bytes of dst from the two source words that hold them
+// (shuffles from the lanes that loaded them) shifted to the payload's
+// alignment. The words are counted from the payload's first byte rounded
+// down to LINE bytes: rabin_gather's LINE 128 makes each load instruction
+// cover whole 128-byte lines (the first and last lines of a payload are
+// partial: no word before the payload's first or after its last is read),
+// rabin_gather16's LINE 16 starts at the payload's own 16-byte word, so
+// that each 512-byte run straddles lines at any other alignment.
+#ifndef GATHER_U
+#define GATHER_U 3 // the benchmark's variants build others with -DGATHER_U=
+#endif
 
 __device__ __forceinline__ uint4 ld16_sys(const uint8_t* p)
 {
@@ -285,45 +291,62 @@ __device__ __forceinline__ uint32_t keep(uint32_t x, int bytes)
 	return bytes >= 4 ? x : bytes <= 0 ? 0 : x & ((1u << (8 * bytes)) - 1);
 }
 
-extern "C" __global__ void rabin_gather(const uint8_t* __restrict__ src, const uint32_t* __restrict__ srcs,
-					const uint32_t* __restrict__ offs, const uint32_t* __restrict__ lens, int n,
-					uint8_t* __restrict__ dst)
+__device__ __forceinline__ uint4 shfl16(const uint4 v, int lane)
+{
+	return make_uint4(__shfl_sync(0xffffffffu, v.x, lane), __shfl_sync(0xffffffffu, v.y, lane),
+			  __shfl_sync(0xffffffffu, v.z, lane), __shfl_sync(0xffffffffu, v.w, lane));
+}
+
+// word returns word rel (0 .. 32 * (GATHER_U + 1) - 1) of the stretch, held
+// by lane rel % 32 in w[rel / 32]; rel / 32 is u or u + 1 (every lane
+// shuffles both).
+__device__ __forceinline__ uint4 word(const uint4 (&w)[GATHER_U + 1], int u, int rel)
+{
+	uint4 a = make_uint4(0, 0, 0, 0), b = make_uint4(0, 0, 0, 0);
+#pragma unroll
+	for (int v = 0; v < GATHER_U; v++) {
+		if (v == u) {
+			a = shfl16(w[v], rel & 31);
+			b = shfl16(w[v + 1], rel & 31);
+		}
+	}
+	return (rel >> 5) == u ? a : b;
+}
+
+template <int LINE>
+__device__ __forceinline__ void gather(const uint8_t* __restrict__ src, const uint32_t* __restrict__ srcs,
+				       const uint32_t* __restrict__ offs, const uint32_t* __restrict__ lens, int n,
+				       uint8_t* __restrict__ dst)
 {
 	const int lane = threadIdx.x & 31;
 	const int warps = gridDim.x * (blockDim.x >> 5);
 	for (int k = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); k < n; k += warps) {
 		const uint32_t s = srcs[k], o = offs[k], len = lens[k];
-		const uint8_t* a = src + (s & ~15u); // the aligned word holding the first byte
-		const int sh = s & 15, q = sh >> 2, r = 8 * (sh & 3);
-		const int words = (sh + len + 15) >> 4;  // aligned source words holding the payload
-		const int chunks = ((len + 31) >> 5) * 2; // 16-byte stores, to the next multiple of 32
+		const uint8_t* a = src + (s & ~(uint32_t)(LINE - 1)); // the line holding the first byte
+		const int sh = s & (LINE - 1);
+		const int first = sh >> 4;                    // the word of a holding the first byte
+		const int q = (sh & 15) >> 2, r = 8 * (sh & 3); // the shift inside a word
+		const int words = (sh + len + 15) >> 4;      // words of a up to the payload's last byte
+		const int chunks = ((len + 31) >> 5) * 2;    // 16-byte stores, to the next multiple of 32
 		for (int c0 = 0; c0 < chunks; c0 += 32 * GATHER_U) {
 			uint4 w[GATHER_U + 1];
 #pragma unroll
-			for (int u = 0; u < GATHER_U; u++) {
+			for (int u = 0; u <= GATHER_U; u++) {
+				// Word c0 + 32u + lane; the last row only as far as
+				// the stretch's last chunk reaches (first + 1 words).
 				const int i = c0 + 32 * u + lane;
-				w[u] = i < words ? ld16_sys(a + 16 * i) : make_uint4(0, 0, 0, 0);
+				const bool need = i >= first && i < words && (u < GATHER_U || lane <= first);
+				w[u] = need ? ld16_sys(a + 16 * i) : make_uint4(0, 0, 0, 0);
 			}
-			// The word after lane 31's last one: the next stretch's first.
-			const int last = c0 + 32 * GATHER_U;
-			w[GATHER_U] = lane == 31 && last < words ? ld16_sys(a + 16 * last) : make_uint4(0, 0, 0, 0);
 #pragma unroll
 			for (int u = 0; u < GATHER_U; u++) {
 				const int c = c0 + 32 * u + lane;
-				uint4 nx;
-				nx.x = __shfl_down_sync(0xffffffffu, w[u].x, 1);
-				nx.y = __shfl_down_sync(0xffffffffu, w[u].y, 1);
-				nx.z = __shfl_down_sync(0xffffffffu, w[u].z, 1);
-				nx.w = __shfl_down_sync(0xffffffffu, w[u].w, 1);
-				const uint4 first = make_uint4(__shfl_sync(0xffffffffu, w[u + 1].x, 0),
-							       __shfl_sync(0xffffffffu, w[u + 1].y, 0),
-							       __shfl_sync(0xffffffffu, w[u + 1].z, 0),
-							       __shfl_sync(0xffffffffu, w[u + 1].w, 0));
-				if (lane == 31)
-					nx = u + 1 < GATHER_U ? first : w[GATHER_U];
+				// Chunk c is bytes sh + 16c .. of a: words first + c and the next.
+				const int rel = 32 * u + lane + first;
+				const uint4 lo = word(w, u, rel), hi = word(w, u, rel + 1);
 				if (c >= chunks)
 					continue;
-				uint4 v = shr16(w[u], nx, q, r);
+				uint4 v = shr16(lo, hi, q, r);
 				const int left = (int)len - 16 * c; // payload bytes from this chunk on
 				if (left < 16) {
 					v.x = keep(v.x, left);
@@ -335,4 +358,18 @@ extern "C" __global__ void rabin_gather(const uint8_t* __restrict__ src, const u
 			}
 		}
 	}
+}
+
+extern "C" __global__ void rabin_gather(const uint8_t* __restrict__ src, const uint32_t* __restrict__ srcs,
+					const uint32_t* __restrict__ offs, const uint32_t* __restrict__ lens, int n,
+					uint8_t* __restrict__ dst)
+{
+	gather<128>(src, srcs, offs, lens, n, dst);
+}
+
+extern "C" __global__ void rabin_gather16(const uint8_t* __restrict__ src, const uint32_t* __restrict__ srcs,
+					  const uint32_t* __restrict__ offs, const uint32_t* __restrict__ lens, int n,
+					  uint8_t* __restrict__ dst)
+{
+	gather<16>(src, srcs, offs, lens, n, dst);
 }

@@ -26,8 +26,9 @@ type cudaMarkers struct {
 	b   *gpu.MarkerBatch
 	n   int // payloads of the last kernel-only batch
 
-	ring []byte          // RxRing's mapping
-	h    *gpu.HostRegion // its registration
+	ring []byte              // RxRing's mapping
+	h    *gpu.HostRegion     // its registration
+	pg   *gpu.MarkerPipeline // the gather path's
 }
 
 func openGPUMarkers(pol rabin.Pol, window, bits int, opt GPUOptions) (GPUMarkers, error) {
@@ -45,6 +46,7 @@ func openGPUMarkers(pol rabin.Pol, window, bits int, opt GPUOptions) (GPUMarkers
 		return nil, err
 	}
 	r.BlockingWait = opt.Sleep
+	r.GatherWarps, r.Gather16 = opt.GatherWarps, opt.Gather16
 	// A batch's index (offsets and lengths) is copied in with it, sized
 	// for payloads of 1 KiB on average: a batch of shorter ones is cut by
 	// its count before its bytes.
@@ -115,7 +117,7 @@ func (g *cudaMarkers) CopyGbps() (h2d, d2h float64, err error) {
 // Device names the GPU and the kernel.
 func (g *cudaMarkers) Device() string { return g.c.Device() + ", " + g.r.Kernel() }
 
-// Shape describes the pipeline and the kernel-only launch.
+// Shape describes the pipelines and the kernel-only launch.
 func (g *cudaMarkers) Shape() string {
 	wait := "spinning"
 	if g.opt.Sleep {
@@ -125,8 +127,9 @@ func (g *cudaMarkers) Shape() string {
 	if g.opt.FlatStart {
 		start = "first batches whole"
 	}
-	return fmt.Sprintf("%d fillers, batches of %d KiB (%s), %d streams, waits %s; kernel alone: %d payloads in %d segments each",
-		g.opt.Fillers, g.opt.BatchBytes>>10, start, g.r.Streams(), wait, g.n, g.r.PartsFor(g.n))
+	return fmt.Sprintf("pack: %d fillers, batches of %d KiB; gather: %d fillers, batches of %d KiB, %s %d warps/SM; both: %s, %d streams, waits %s; kernel alone: %d payloads in %d segments each",
+		g.opt.Fillers, g.opt.BatchBytes>>10, g.opt.GatherFillers, g.opt.GatherBatchBytes>>10, g.r.GatherKernel(), g.r.GatherWarpsPerSM(),
+		start, g.r.Streams(), wait, g.n, g.r.PartsFor(g.n))
 }
 
 // RxRing maps n bytes of anonymous memory (rounded up to a page; outside
@@ -135,8 +138,8 @@ func (g *cudaMarkers) RxRing(n int) ([]byte, error) {
 	if g.ring != nil {
 		return nil, fmt.Errorf("bench re: one receive ring per GPU backend")
 	}
-	pg := os.Getpagesize()
-	mem, err := syscall.Mmap(-1, 0, (n+pg-1)/pg*pg, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_POPULATE)
+	page := os.Getpagesize()
+	mem, err := syscall.Mmap(-1, 0, (n+page-1)/page*page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_POPULATE)
 	if err != nil {
 		return nil, fmt.Errorf("bench re: mapping a receive ring of %d bytes: %v", n, err)
 	}
@@ -145,7 +148,14 @@ func (g *cudaMarkers) RxRing(n int) ([]byte, error) {
 		syscall.Munmap(mem)
 		return nil, err
 	}
-	g.ring, g.h = mem, h
+	pg, err := gpu.NewMarkerPipeline(g.r, gpu.PipelineConfig{Fillers: g.opt.GatherFillers, BatchBytes: g.opt.GatherBatchBytes,
+		BatchPayloads: g.opt.GatherBatchBytes >> 10, FlatStart: g.opt.FlatStart})
+	if err != nil {
+		g.r.UnregisterHost(h)
+		syscall.Munmap(mem)
+		return nil, err
+	}
+	g.ring, g.h, g.pg = mem, h, pg
 	return mem[:n], nil
 }
 
@@ -155,7 +165,7 @@ func (g *cudaMarkers) BitmapRing(srcs, lens []uint32, bitmap []uint32) error {
 	if g.h == nil {
 		return fmt.Errorf("bench re: no receive ring")
 	}
-	return g.p.BitmapRegion(g.h, srcs, lens, bitmap)
+	return g.pg.BitmapRegion(g.h, srcs, lens, bitmap)
 }
 
 // GatherSeconds times rabin_gather alone over all the payloads, by
@@ -197,6 +207,7 @@ func (g *cudaMarkers) Close() {
 		g.r.FreeBatch(g.b)
 	}
 	if g.h != nil {
+		g.pg.Close()
 		g.r.UnregisterHost(g.h)
 		syscall.Munmap(g.ring)
 	}

@@ -112,6 +112,13 @@ type GPUOptions struct {
 	Streams    int  // CUDA streams the batches go over
 	Sleep      bool // wait for a batch asleep rather than spinning on a core (CUDA's default)
 	FlatStart  bool // no ramp: the fillers' first batches whole too
+	// The gather path's own pipeline (its fillers write only indexes, so
+	// fewer fillers and larger batches than packing's), the gather
+	// kernel's warps per SM (0: the package's default) and its variant.
+	GatherFillers    int
+	GatherBatchBytes int
+	GatherWarps      int
+	Gather16         bool
 }
 
 // NewGPUMarkers opens the GPU marker kernel for a polynomial, window and
@@ -168,6 +175,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.gpu.Streams, "gpu-streams", 8, "gpu: CUDA streams the batches go over (1..16)")
 	fs.BoolVar(&f.gpu.FlatStart, "gpu-flat-start", false, "gpu: the fillers' first batches whole too (else an eighth of a batch, so that the copies start early)")
 	fs.StringVar(&f.gpuPaths, "gpu-path", "pack,gather", "gpu: end-to-end paths, comma-separated: pack (goroutines copy the payloads out of the receive ring into page-locked batches, the copy engine moves those) or gather (the GPU reads the payloads out of the registered ring itself)")
+	fs.IntVar(&f.gpu.GatherFillers, "gpu-gather-fillers", 4, "gpu, gather: goroutines writing the batches' indexes")
+	fs.IntVar(&f.gpu.GatherBatchBytes, "gpu-gather-batch-bytes", 16<<20, "gpu, gather: packed bytes per batch")
+	fs.BoolVar(&f.gpu.Gather16, "gpu-gather16", false, "gpu, gather: rabin_gather16 (loads from each payload's own 16-byte word) instead of rabin_gather (whole 128-byte lines)")
+	fs.IntVar(&f.gpu.GatherWarps, "gpu-gather-warps", 0, "gpu, gather: warps per SM of the kernel that reads the payloads out of the ring (0: the default, 16)")
 	fs.IntVar(&f.rxFrame, "rx-frame", 2048, "gpu: bytes per frame of the receive ring the payloads are in")
 	fs.IntVar(&f.rxOffset, "rx-offset", 66, "gpu: each payload's offset in its frame (66: Ethernet, IPv4, TCP with timestamps)")
 	fs.BoolVar(&f.gpu.Sleep, "gpu-sleep", false, "gpu: fillers wait for their batches asleep instead of spinning on a core (CUDA's default; 20% faster on an H200 machine, 2026-11-26)")
@@ -223,6 +234,9 @@ func (f *reFlags) validate() (rabin.Pol, error) {
 		return 0, fmt.Errorf("%w: --backend gpu: the GPU marker kernel is not built into this gswitchctl; use --backend cpu", u)
 	case f.payloads < 1 || f.payloadBytes < 1 || f.payloadBytes > 65535:
 		return 0, fmt.Errorf("%w: --payloads must be at least 1 and --payload-bytes 1..65535", u)
+	case f.gpu.GatherWarps < 0 || f.gpu.GatherWarps > 64 || f.gpu.GatherFillers < 1 || f.gpu.GatherFillers > 64 ||
+		f.gpu.GatherBatchBytes < 64<<10 || f.gpu.GatherBatchBytes < f.payloadBytes:
+		return 0, fmt.Errorf("%w: --gpu-gather-warps 0..64, --gpu-gather-fillers 1..64, --gpu-gather-batch-bytes at least 64 KiB and a payload", u)
 	case f.gpu.Fillers < 1 || f.gpu.Fillers > 64 || f.gpu.BatchBytes < 64<<10 || f.gpu.BatchBytes < f.payloadBytes || f.gpu.Streams < 1 || f.gpu.Streams > 16:
 		return 0, fmt.Errorf("%w: --gpu-fillers 1..64, --gpu-batch-bytes at least 64 KiB and a payload, --gpu-streams 1..16", u)
 	case f.rxOffset < 0 || f.rxFrame < f.rxOffset+f.payloadBytes || f.rxFrame%16 != 0 || int64(f.rxFrame)*int64(f.payloads) > 1<<32:
