@@ -264,10 +264,20 @@ FIXED(64)
 #define GATHER_U 3 // the benchmark's variants build others with -DGATHER_U=
 #endif
 
+#ifndef GATHER_LD
+#define GATHER_LD 0 // 0 ld.global.nc; 1 ld.global.cs, 2 ld.global.cg: variants the benchmark builds
+#endif
+
 __device__ __forceinline__ uint4 ld16_sys(const uint8_t* p)
 {
-	// ld.global.nc: the mapped memory does not change during the kernel.
+	// The mapped memory does not change during the kernel.
+#if GATHER_LD == 1
+	return __ldcs(reinterpret_cast<const uint4*>(p));
+#elif GATHER_LD == 2
+	return __ldcg(reinterpret_cast<const uint4*>(p));
+#else
 	return __ldg(reinterpret_cast<const uint4*>(p));
+#endif
 }
 
 // shr16 returns bytes sh .. sh+15 of the 32 bytes a, b (sh 0..15 in bytes:
