@@ -15,7 +15,9 @@
 // packet). Its header comment gives the ABI.
 //
 // rabin.cu: rabin_markers and rabin_markers_w16/w32/w48/w64 (Rabin
-// fingerprint markers of packed payloads, a thread per payload segment); pubsub.cu:
+// fingerprint markers of packed payloads, a thread per payload segment),
+// rabin_gather and rabin_gather16 (payloads read out of registered host
+// memory into the packed buffer, a warp per payload); pubsub.cu:
 // pubsub_match (CCM counting, a block per event); filter.cu: gpf_filter (gPF's
 // criteria, sub-predicate and filter stages fused, a thread per packet). Each
 // header comment gives the ABI; package gpu loads these modules on first

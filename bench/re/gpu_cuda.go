@@ -36,6 +36,12 @@ func openGPUMarkers(pol rabin.Pol, window, bits int, opt GPUOptions) (GPUMarkers
 	if err != nil {
 		return nil, err
 	}
+	if opt.GatherFillers == 0 { // for callers that leave the gather path's shape out
+		opt.GatherFillers = DefaultGatherFillers
+	}
+	if opt.GatherBatchBytes == 0 {
+		opt.GatherBatchBytes = DefaultGatherBatchBytes
+	}
 	c, err := gpu.NewCUDA(0)
 	if err != nil {
 		return nil, err
