@@ -183,7 +183,16 @@
 //     cuts a stream into 64 KiB payloads that start w−1 bytes early, for
 //     gswitchctl re markers and chunk --backend gpu; MarkerPipeline marks
 //     many payloads through pinned batches that several goroutines pack
-//     while earlier ones are copied and computed (bench re --backend gpu).
+//     while earlier ones are copied and computed (bench re --backend gpu),
+//     its runs cut by a planning goroutine as the fillers take them.
+//     Batches by reference (RegionMarkers, MarkerBatch.AddRef,
+//     MarkerPipeline.BitmapRegion; markers_gather_cuda.go): the payloads
+//     stay in host memory registered with the device (a receive ring,
+//     cuMemHostRegister, mapped), the host writes only the index, and the
+//     kernel rabin_gather reads the payloads over PCIe into the device's
+//     compact buffer (a warp per payload, whole 128-byte lines, shifted to
+//     the packed alignment with shuffles) before the markers kernel: no
+//     host copy of a payload.
 //   - EventMatcher (pubsub.go): CCM content-based matching over a
 //     pubsub.Layout; CPUEventMatcher and CUDA.PubsubMatcher
 //     (kernels/pubsub.cu: each event scans the anchor lists of its

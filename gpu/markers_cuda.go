@@ -58,14 +58,23 @@ func OpenMarkers(backend string, m *rabin.Marker) (Markers, error) {
 // until the batch is done instead of spinning on a core (CUDA's default):
 // for many goroutines waiting at once beside goroutines that need the
 // cores (MarkerPipeline's fillers), at the price of a wake-up latency.
+//
+// GatherWarps, when set before the first Submit, is the warps per SM of
+// rabin_gather (batches by reference; 0: gatherWarpsPerSM); Gather16
+// launches rabin_gather16 instead (loads from each payload's own 16-byte
+// word rather than whole 128-byte lines: the variant measured against).
 type RabinMarkers struct {
 	Parts        int
 	BlockingWait bool
+	GatherWarps  int
+	Gather16     bool
 
 	c       *CUDA
 	m       *rabin.Marker
 	mod     cu.Module
 	fn      cu.Function
+	gfn     cu.Function // rabin_gather (batches by reference)
+	gfn16   cu.Function // rabin_gather16
 	ptx     string
 	tabs    devBuf
 	shift   int
@@ -77,7 +86,9 @@ type RabinMarkers struct {
 
 type markerTwin struct {
 	// The index: the offsets then the lengths, capacity words each, so
-	// that one copy moves both (the offsets and the first N lengths).
+	// that one copy moves both (the offsets and the first N lengths);
+	// then the sources of a batch by reference (a gather copies the
+	// offsets, the lengths and the first N sources).
 	hbuf, hidx, hbm hostBuf
 	dbuf, didx, dbm devBuf
 	capacity        int
@@ -111,6 +122,12 @@ func (c *CUDA) RabinMarkers(m *rabin.Marker, streams int) (*RabinMarkers, error)
 		}
 		if r.fn, err = r.mod.Function(rabinKernel(m.W)); err != nil {
 			return fmt.Errorf("gpu: cuda: kernel %s: %v", rabinKernel(m.W), err)
+		}
+		if r.gfn, err = r.mod.Function("rabin_gather"); err != nil {
+			return fmt.Errorf("gpu: cuda: kernel rabin_gather: %v", err)
+		}
+		if r.gfn16, err = r.mod.Function("rabin_gather16"); err != nil {
+			return fmt.Errorf("gpu: cuda: kernel rabin_gather16: %v", err)
 		}
 		if r.tabs, err = c.alloc(8 * 512); err != nil {
 			return err
@@ -153,7 +170,7 @@ func (r *RabinMarkers) NewBatch(bytes, payloads int) (*MarkerBatch, error) {
 			h *hostBuf
 			d *devBuf
 			n int64
-		}{{&t.hbuf, &t.dbuf, packedBytes(bytes)}, {&t.hidx, &t.didx, 8 * int64(payloads)}, {&t.hbm, &t.dbm, bmBytes}} {
+		}{{&t.hbuf, &t.dbuf, packedBytes(bytes)}, {&t.hidx, &t.didx, 12 * int64(payloads)}, {&t.hbm, &t.dbm, bmBytes}} {
 			if *a.h, err = allocHost(max(a.n, 4)); err != nil {
 				return err
 			}
@@ -175,6 +192,7 @@ func (r *RabinMarkers) NewBatch(bytes, payloads int) (*MarkerBatch, error) {
 	t.capacity = payloads
 	return &MarkerBatch{Buf: t.hbuf.bytes(int64(bytes)), Offs: wordsAt(t.hidx.p, payloads),
 		Lens:   wordsAt(unsafe.Add(t.hidx.p, 4*payloads), payloads),
+		Srcs:   wordsAt(unsafe.Add(t.hidx.p, 8*payloads), payloads),
 		Bitmap: wordsAt(t.hbm.p, rabin.BitmapWords(bytes)), impl: t}, nil
 }
 
@@ -251,7 +269,10 @@ func (r *RabinMarkers) launchShape(b *MarkerBatch) (grid, block, parts int) {
 func packedBytes(n int) int64 { return int64(n+rabin.PackAlign-1) / rabin.PackAlign * rabin.PackAlign }
 
 // Submit queues b's copy-in (bytes, offsets, lengths), the kernel and the
-// bitmap's copy-out in the next stream.
+// bitmap's copy-out in the next stream; for a batch by reference (a
+// Region), the copy-in of its index, rabin_gather (the payloads read out
+// of the region into the device's compact buffer), the kernel and the
+// copy-out.
 func (r *RabinMarkers) Submit(b *MarkerBatch) error {
 	t, err := r.twin(b)
 	if err != nil {
@@ -266,6 +287,14 @@ func (r *RabinMarkers) Submit(b *MarkerBatch) error {
 	}
 	if r.c.closed.Load() {
 		return ErrClosed
+	}
+	if b.Region != nil {
+		if err := r.submitGather(b, t); err != nil {
+			b.err = fmt.Errorf("gpu: cuda: markers: %v", err)
+			return b.err
+		}
+		t.submitted = true
+		return nil
 	}
 	clear(t.hbuf.bytes(packedBytes(b.Bytes))[b.Bytes:]) // the block past the last payload, copied in whole
 	grid, block, parts := r.launchShape(b)

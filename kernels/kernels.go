@@ -15,7 +15,9 @@
 // packet). Its header comment gives the ABI.
 //
 // rabin.cu: rabin_markers and rabin_markers_w16/w32/w48/w64 (Rabin
-// fingerprint markers of packed payloads, a thread per payload segment); pubsub.cu:
+// fingerprint markers of packed payloads, a thread per payload segment),
+// rabin_gather and rabin_gather16 (payloads read out of registered host
+// memory into the packed buffer, a warp per payload); pubsub.cu:
 // pubsub_match (CCM counting, a block per event); filter.cu: gpf_walk (gPF's
 // filters walked in their control-flow form for the packets an index lists
 // them under, the pairs queued per warp), gpf_walk_v1 (its earlier form) and

@@ -234,3 +234,152 @@ FIXED(16)
 FIXED(32)
 FIXED(48)
 FIXED(64)
+
+// rabin_gather copies payloads out of host memory the device reads directly
+// (page-locked and mapped: a receive ring registered with cuMemHostRegister)
+// into the indexed compact buffer the markers kernels read, so that the
+// payloads cross PCIe once, straight from where they were received, with
+// no copy on the host.
+//
+// ABI: rabin_gather(src, srcs, offs, lens, n, dst) (and rabin_gather16)
+//   src     the mapped host memory (its device address; a multiple of 16);
+//   srcs    payload k's first byte is src[srcs[k]] (any byte offset);
+//   offs    its place in dst, a multiple of 32 (as rabin_markers reads it);
+//   lens    its length;
+//   dst     the compact buffer in device memory: bytes offs[k] .. the next
+//           multiple of 32 past offs[k] + lens[k] are written, those past
+//           the payload zero.
+// A warp copies one payload at a time, in stretches of 32 * GATHER_U
+// 16-byte words: lane l loads words l, 32 + l, ... of the stretch (every
+// load of the warp one run of 512 bytes), all of them before the first use,
+// then builds its 16 bytes of dst from the two source words that hold them
+// (shuffles from the lanes that loaded them) shifted to the payload's
+// alignment. The words are counted from the payload's first byte rounded
+// down to LINE bytes: rabin_gather's LINE 128 makes each load instruction
+// cover whole 128-byte lines (the first and last lines of a payload are
+// partial: no word before the payload's first or after its last is read),
+// rabin_gather16's LINE 16 starts at the payload's own 16-byte word, so
+// that each 512-byte run straddles lines at any other alignment.
+#ifndef GATHER_U
+#define GATHER_U 3 // the benchmark's variants build others with -DGATHER_U=
+#endif
+
+#ifndef GATHER_LD
+#define GATHER_LD 0 // 0 ld.global.nc; 1 ld.global.cs, 2 ld.global.cg: variants the benchmark builds
+#endif
+
+__device__ __forceinline__ uint4 ld16_sys(const uint8_t* p)
+{
+	// The mapped memory does not change during the kernel.
+#if GATHER_LD == 1
+	return __ldcs(reinterpret_cast<const uint4*>(p));
+#elif GATHER_LD == 2
+	return __ldcg(reinterpret_cast<const uint4*>(p));
+#else
+	return __ldg(reinterpret_cast<const uint4*>(p));
+#endif
+}
+
+// shr16 returns bytes sh .. sh+15 of the 32 bytes a, b (sh 0..15 in bytes:
+// q = sh / 4 words and r = 8 * (sh % 4) bits; q is the same across the warp).
+__device__ __forceinline__ uint4 shr16(const uint4 a, const uint4 b, int q, int r)
+{
+	uint32_t v0, v1, v2, v3, v4;
+	switch (q) {
+	case 0: v0 = a.x, v1 = a.y, v2 = a.z, v3 = a.w, v4 = b.x; break;
+	case 1: v0 = a.y, v1 = a.z, v2 = a.w, v3 = b.x, v4 = b.y; break;
+	case 2: v0 = a.z, v1 = a.w, v2 = b.x, v3 = b.y, v4 = b.z; break;
+	default: v0 = a.w, v1 = b.x, v2 = b.y, v3 = b.z, v4 = b.w; break;
+	}
+	return make_uint4(__funnelshift_r(v0, v1, r), __funnelshift_r(v1, v2, r), __funnelshift_r(v2, v3, r),
+			  __funnelshift_r(v3, v4, r));
+}
+
+// keep returns the low bytes (0..4) of x that lie before the payload's end.
+__device__ __forceinline__ uint32_t keep(uint32_t x, int bytes)
+{
+	return bytes >= 4 ? x : bytes <= 0 ? 0 : x & ((1u << (8 * bytes)) - 1);
+}
+
+__device__ __forceinline__ uint4 shfl16(const uint4 v, int lane)
+{
+	return make_uint4(__shfl_sync(0xffffffffu, v.x, lane), __shfl_sync(0xffffffffu, v.y, lane),
+			  __shfl_sync(0xffffffffu, v.z, lane), __shfl_sync(0xffffffffu, v.w, lane));
+}
+
+// word returns word rel (0 .. 32 * (GATHER_U + 1) - 1) of the stretch, held
+// by lane rel % 32 in w[rel / 32]; rel / 32 is u or u + 1 (every lane
+// shuffles both).
+__device__ __forceinline__ uint4 word(const uint4 (&w)[GATHER_U + 1], int u, int rel)
+{
+	uint4 a = make_uint4(0, 0, 0, 0), b = make_uint4(0, 0, 0, 0);
+#pragma unroll
+	for (int v = 0; v < GATHER_U; v++) {
+		if (v == u) {
+			a = shfl16(w[v], rel & 31);
+			b = shfl16(w[v + 1], rel & 31);
+		}
+	}
+	return (rel >> 5) == u ? a : b;
+}
+
+template <int LINE>
+__device__ __forceinline__ void gather(const uint8_t* __restrict__ src, const uint32_t* __restrict__ srcs,
+				       const uint32_t* __restrict__ offs, const uint32_t* __restrict__ lens, int n,
+				       uint8_t* __restrict__ dst)
+{
+	const int lane = threadIdx.x & 31;
+	const int warps = gridDim.x * (blockDim.x >> 5);
+	for (int k = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); k < n; k += warps) {
+		const uint32_t s = srcs[k], o = offs[k], len = lens[k];
+		const uint8_t* a = src + (s & ~(uint32_t)(LINE - 1)); // the line holding the first byte
+		const int sh = s & (LINE - 1);
+		const int first = sh >> 4;                    // the word of a holding the first byte
+		const int q = (sh & 15) >> 2, r = 8 * (sh & 3); // the shift inside a word
+		const int words = (sh + len + 15) >> 4;      // words of a up to the payload's last byte
+		const int chunks = ((len + 31) >> 5) * 2;    // 16-byte stores, to the next multiple of 32
+		for (int c0 = 0; c0 < chunks; c0 += 32 * GATHER_U) {
+			uint4 w[GATHER_U + 1];
+#pragma unroll
+			for (int u = 0; u <= GATHER_U; u++) {
+				// Word c0 + 32u + lane; the last row only as far as
+				// the stretch's last chunk reaches (first + 1 words).
+				const int i = c0 + 32 * u + lane;
+				const bool need = i >= first && i < words && (u < GATHER_U || lane <= first);
+				w[u] = need ? ld16_sys(a + 16 * i) : make_uint4(0, 0, 0, 0);
+			}
+#pragma unroll
+			for (int u = 0; u < GATHER_U; u++) {
+				const int c = c0 + 32 * u + lane;
+				// Chunk c is bytes sh + 16c .. of a: words first + c and the next.
+				const int rel = 32 * u + lane + first;
+				const uint4 lo = word(w, u, rel), hi = word(w, u, rel + 1);
+				if (c >= chunks)
+					continue;
+				uint4 v = shr16(lo, hi, q, r);
+				const int left = (int)len - 16 * c; // payload bytes from this chunk on
+				if (left < 16) {
+					v.x = keep(v.x, left);
+					v.y = keep(v.y, left - 4);
+					v.z = keep(v.z, left - 8);
+					v.w = keep(v.w, left - 12);
+				}
+				*reinterpret_cast<uint4*>(dst + o + 16 * c) = v;
+			}
+		}
+	}
+}
+
+extern "C" __global__ void rabin_gather(const uint8_t* __restrict__ src, const uint32_t* __restrict__ srcs,
+					const uint32_t* __restrict__ offs, const uint32_t* __restrict__ lens, int n,
+					uint8_t* __restrict__ dst)
+{
+	gather<128>(src, srcs, offs, lens, n, dst);
+}
+
+extern "C" __global__ void rabin_gather16(const uint8_t* __restrict__ src, const uint32_t* __restrict__ srcs,
+					  const uint32_t* __restrict__ offs, const uint32_t* __restrict__ lens, int n,
+					  uint8_t* __restrict__ dst)
+{
+	gather<16>(src, srcs, offs, lens, n, dst);
+}

@@ -15,7 +15,7 @@
 // (the kernel's CPU twin); markers_per_payload is the mean number of
 // markers found. With --backend gpu the payloads go through the GPU's
 // marker kernel (kernels/rabin.cu) through the GPUMarkers seam: gbps end to
-// end, from the payloads (Go slices) to the bitmap in host memory through a
+// end, from the payloads in host memory to the bitmap in host memory through a
 // gpu.MarkerPipeline (--gpu-fillers goroutines packing page-locked batches
 // of --gpu-batch-bytes, copy in, kernel and copy out over --gpu-streams
 // streams; --gpu-sleep, --gpu-flat-start: the variants measured against the
@@ -23,7 +23,24 @@
 // whole packed buffer, gbps_h2d and gbps_d2h the PCIe copy rates of pinned
 // memory in the same run (the end-to-end ceiling), gbps_cpu the CPU figure
 // of the same run, and every bitmap (the warm-up's and the timed rounds')
-// is compared with the CPU's.
+// is compared with the CPU's (poisoned before the warm-up).
+//
+// The GPU's end-to-end paths (--gpu-path, one Result each, gpu_path says
+// which) start where a receiver has the payloads: one per frame of a
+// receive ring (--rx-frame bytes a frame, the payload at --rx-offset: 66
+// by default, after Ethernet, IPv4 and TCP with timestamps) in host memory
+// mapped outside the Go heap and registered with the device once
+// (cuMemHostRegister; the payloads are written there before the clock
+// starts, as a NIC would). pack: the fillers copy each payload out of the
+// ring into page-locked batches, which the copy engine moves (the host copy
+// a datapath that packs at receive does as well; --gpu-fillers,
+// --gpu-batch-bytes). gather: the fillers write only each batch's index
+// (12 bytes a payload) and the GPU reads the payloads out of the ring
+// itself (rabin_gather; --gpu-gather-fillers, --gpu-gather-batch-bytes,
+// --gpu-gather-warps, --gpu-gather16 for the 16-byte-word variant);
+// gbps_gather is that kernel alone over all payloads. Both figures include
+// every byte's way into device memory and the bitmap's way back; neither
+// includes the NIC's write into the ring.
 // A build without the GPU glue has NewGPUMarkers nil, and --backend gpu is
 // a usage error there.
 //

@@ -4,6 +4,8 @@ package re
 
 import (
 	"fmt"
+	"os"
+	"syscall"
 
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/rabin"
@@ -23,12 +25,22 @@ type cudaMarkers struct {
 	opt GPUOptions
 	b   *gpu.MarkerBatch
 	n   int // payloads of the last kernel-only batch
+
+	ring []byte              // RxRing's mapping
+	h    *gpu.HostRegion     // its registration
+	pg   *gpu.MarkerPipeline // the gather path's
 }
 
 func openGPUMarkers(pol rabin.Pol, window, bits int, opt GPUOptions) (GPUMarkers, error) {
 	m, err := rabin.NewMarker(pol, window, bits)
 	if err != nil {
 		return nil, err
+	}
+	if opt.GatherFillers == 0 { // for callers that leave the gather path's shape out
+		opt.GatherFillers = DefaultGatherFillers
+	}
+	if opt.GatherBatchBytes == 0 {
+		opt.GatherBatchBytes = DefaultGatherBatchBytes
 	}
 	c, err := gpu.NewCUDA(0)
 	if err != nil {
@@ -40,6 +52,7 @@ func openGPUMarkers(pol rabin.Pol, window, bits int, opt GPUOptions) (GPUMarkers
 		return nil, err
 	}
 	r.BlockingWait = opt.Sleep
+	r.GatherWarps, r.Gather16 = opt.GatherWarps, opt.Gather16
 	// A batch's index (offsets and lengths) is copied in with it, sized
 	// for payloads of 1 KiB on average: a batch of shorter ones is cut by
 	// its count before its bytes.
@@ -76,6 +89,7 @@ func (g *cudaMarkers) load(buf []byte, offs, lens []uint32) (*gpu.MarkerBatch, e
 		g.b = b
 	}
 	b := g.b
+	b.Region = nil
 	copy(b.Buf, buf)
 	copy(b.Offs, offs)
 	copy(b.Lens, lens)
@@ -109,7 +123,7 @@ func (g *cudaMarkers) CopyGbps() (h2d, d2h float64, err error) {
 // Device names the GPU and the kernel.
 func (g *cudaMarkers) Device() string { return g.c.Device() + ", " + g.r.Kernel() }
 
-// Shape describes the pipeline and the kernel-only launch.
+// Shape describes the pipelines and the kernel-only launch.
 func (g *cudaMarkers) Shape() string {
 	wait := "spinning"
 	if g.opt.Sleep {
@@ -119,14 +133,89 @@ func (g *cudaMarkers) Shape() string {
 	if g.opt.FlatStart {
 		start = "first batches whole"
 	}
-	return fmt.Sprintf("%d fillers, batches of %d KiB (%s), %d streams, waits %s; kernel alone: %d payloads in %d segments each",
-		g.opt.Fillers, g.opt.BatchBytes>>10, start, g.r.Streams(), wait, g.n, g.r.PartsFor(g.n))
+	return fmt.Sprintf("pack: %d fillers, batches of %d KiB; gather: %d fillers, batches of %d KiB, %s %d warps/SM; both: %s, %d streams, waits %s; kernel alone: %d payloads in %d segments each",
+		g.opt.Fillers, g.opt.BatchBytes>>10, g.opt.GatherFillers, g.opt.GatherBatchBytes>>10, g.r.GatherKernel(), g.r.GatherWarpsPerSM(),
+		start, g.r.Streams(), wait, g.n, g.r.PartsFor(g.n))
 }
 
-// Close frees the batches, the kernel's resources and the device.
+// RxRing maps n bytes of anonymous memory (rounded up to a page; outside
+// the Go heap) and registers them with the device.
+func (g *cudaMarkers) RxRing(n int) ([]byte, error) {
+	if g.ring != nil {
+		return nil, fmt.Errorf("bench re: one receive ring per GPU backend")
+	}
+	page := os.Getpagesize()
+	mem, err := syscall.Mmap(-1, 0, (n+page-1)/page*page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_POPULATE)
+	if err != nil {
+		return nil, fmt.Errorf("bench re: mapping a receive ring of %d bytes: %v", n, err)
+	}
+	h, err := g.r.RegisterHost(mem)
+	if err != nil {
+		syscall.Munmap(mem)
+		return nil, err
+	}
+	pg, err := gpu.NewMarkerPipeline(g.r, gpu.PipelineConfig{Fillers: g.opt.GatherFillers, BatchBytes: g.opt.GatherBatchBytes,
+		BatchPayloads: g.opt.GatherBatchBytes >> 10, FlatStart: g.opt.FlatStart})
+	if err != nil {
+		g.r.UnregisterHost(h)
+		syscall.Munmap(mem)
+		return nil, err
+	}
+	g.ring, g.h, g.pg = mem, h, pg
+	return mem[:n], nil
+}
+
+// BitmapRing runs the payloads, by reference into the ring, through the
+// pipeline.
+func (g *cudaMarkers) BitmapRing(srcs, lens []uint32, bitmap []uint32) error {
+	if g.h == nil {
+		return fmt.Errorf("bench re: no receive ring")
+	}
+	return g.pg.BitmapRegion(g.h, srcs, lens, bitmap)
+}
+
+// GatherSeconds times rabin_gather alone over all the payloads, by
+// reference into the ring, in the kernel-only batch.
+func (g *cudaMarkers) GatherSeconds(srcs, lens []uint32, iters int) (float64, error) {
+	if g.h == nil || len(srcs) != len(lens) {
+		return 0, fmt.Errorf("bench re: gather of %d sources, %d lengths (or no receive ring)", len(srcs), len(lens))
+	}
+	packed := 0
+	for _, l := range lens {
+		packed = (packed+rabin.PackAlign-1)/rabin.PackAlign*rabin.PackAlign + int(l)
+	}
+	if _, err := g.load(make([]byte, packed), make([]uint32, len(srcs)), make([]uint32, len(srcs))); err != nil {
+		return 0, err
+	}
+	b := g.b
+	b.Reset()
+	b.Region = g.h
+	for k := range srcs {
+		if !b.AddRef(srcs[k], int(lens[k])) {
+			return 0, fmt.Errorf("bench re: payload %d does not fit the gather batch", k)
+		}
+	}
+	if err := g.r.Submit(b); err != nil {
+		return 0, err
+	}
+	if err := g.r.Wait(b); err != nil {
+		return 0, err
+	}
+	ms, err := g.r.GatherTime(b, iters)
+	b.Region = nil
+	return ms / 1e3, err
+}
+
+// Close frees the batches, the receive ring, the kernel's resources and
+// the device.
 func (g *cudaMarkers) Close() {
 	if g.b != nil {
 		g.r.FreeBatch(g.b)
+	}
+	if g.h != nil {
+		g.pg.Close()
+		g.r.UnregisterHost(g.h)
+		syscall.Munmap(g.ring)
 	}
 	g.p.Close()
 	g.r.Close()

@@ -23,20 +23,24 @@ func TestRunGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var g0 *Result
-	for i := range rs {
-		if rs[i].Backend == "gpu" {
-			g0 = &rs[i]
+	paths := map[string]bool{}
+	for _, g0 := range rs {
+		if g0.Backend != "gpu" {
+			continue
 		}
+		paths[g0.GPUPath] = true
+		if !g0.Identical || g0.Gbps <= 0 || g0.GbpsKernel <= 0 || g0.GPU == "" {
+			t.Fatalf("result %+v: want an identical GPU result with rates", g0)
+		}
+		if g0.GbpsH2D <= 0 || g0.GbpsD2H <= 0 || (g0.GPUPath == "gather") != (g0.GbpsGather > 0) {
+			t.Errorf("PCIe copy rates %v, %v, gather alone %v: want each measured", g0.GbpsH2D, g0.GbpsD2H, g0.GbpsGather)
+		}
+		t.Logf("%s, path %s: end to end %.1f Gbit/s, kernel %.1f Gbit/s, gather alone %.1f Gbit/s, CPU %.2f Gbit/s, PCIe pinned copy in %.0f Gbit/s, out %.0f Gbit/s; %s",
+			g0.GPU, g0.GPUPath, g0.Gbps, g0.GbpsKernel, g0.GbpsGather, g0.GbpsCPU, g0.GbpsH2D, g0.GbpsD2H, g0.GPUShape)
 	}
-	if g0 == nil || !g0.Identical || g0.Gbps <= 0 || g0.GbpsKernel <= 0 || g0.GPU == "" {
-		t.Fatalf("results %+v: want an identical GPU result with rates", rs)
+	if !paths["pack"] || !paths["gather"] {
+		t.Fatalf("results %+v: want the pack and the gather paths", rs)
 	}
-	if g0.GbpsH2D <= 0 || g0.GbpsD2H <= 0 {
-		t.Errorf("PCIe copy rates %v, %v: want both measured", g0.GbpsH2D, g0.GbpsD2H)
-	}
-	t.Logf("%s: end to end %.1f Gbit/s, kernel %.1f Gbit/s, CPU %.2f Gbit/s, PCIe pinned copy in %.0f Gbit/s, out %.0f Gbit/s; %s",
-		g0.GPU, g0.Gbps, g0.GbpsKernel, g0.GbpsCPU, g0.GbpsH2D, g0.GbpsD2H, g0.GPUShape)
 	// The seam refuses what the kernel cannot take.
 	g, err := NewGPUMarkers(rabin.DefaultPol, 32, 8, GPUOptions{Fillers: 2, BatchBytes: 64 << 10, Streams: 2})
 	if err != nil {
@@ -48,5 +52,14 @@ func TestRunGPU(t *testing.T) {
 	}
 	if err := g.Bitmap([][]byte{make([]byte, 100)}, make([]uint32, 3)); err == nil {
 		t.Error("a short bitmap accepted")
+	}
+	if err := g.BitmapRing([]uint32{0}, []uint32{100}, make([]uint32, 4)); err == nil {
+		t.Error("BitmapRing without a ring accepted")
+	}
+	if _, err := g.RxRing(4096); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.BitmapRing([]uint32{4000}, []uint32{100}, make([]uint32, 4)); err == nil {
+		t.Error("a payload past the ring's end accepted")
 	}
 }

@@ -43,6 +43,10 @@ type Result struct {
 	GbpsH2D           float64 `json:"gbps_h2d,omitempty"`    // gpu: PCIe copy-in of pinned host memory, same run (the end-to-end ceiling)
 	GbpsD2H           float64 `json:"gbps_d2h,omitempty"`    // gpu: PCIe copy-out to pinned host memory, same run
 	GPUShape          string  `json:"gpu_shape,omitempty"`   // gpu: fillers, batch, streams, segments per payload
+	GPUPath           string  `json:"gpu_path,omitempty"`    // gpu: pack (host copies into pinned batches) | gather (the GPU reads the registered ring)
+	GbpsGather        float64 `json:"gbps_gather,omitempty"` // gpu, gather: rabin_gather alone reading the registered ring (CUDA events)
+	RxFrame           int     `json:"rx_frame,omitempty"`    // gpu: the receive ring's frame bytes
+	RxOffset          int     `json:"rx_offset,omitempty"`   // gpu: each payload's offset in its frame
 	MarkersPerPayload float64 `json:"markers_per_payload,omitempty"`
 
 	// chunk
@@ -77,6 +81,18 @@ type GPUMarkers interface {
 	// memory to the bitmap in host memory (packed into page-locked
 	// batches by several goroutines, copied in, marked, copied out).
 	Bitmap(payloads [][]byte, bitmap []uint32) error
+	// RxRing returns n bytes of host memory registered with the device
+	// (mapped, page-locked): the receive ring the payloads are received
+	// into. One per GPUMarkers; Close frees it.
+	RxRing(n int) ([]byte, error)
+	// BitmapRing is Bitmap of the payloads at ring[srcs[k]:][:lens[k]]
+	// taken by reference: the goroutines write only each batch's index,
+	// and the device reads the payloads out of the ring itself
+	// (rabin_gather), copies nothing on the host.
+	BitmapRing(srcs, lens []uint32, bitmap []uint32) error
+	// GatherSeconds runs the gather kernel alone iters times over all the
+	// payloads of the ring and returns the mean seconds of one run.
+	GatherSeconds(srcs, lens []uint32, iters int) (float64, error)
 	// KernelSeconds runs the kernel iters times on the packed buffer,
 	// already on the device, and returns the mean seconds of one run.
 	KernelSeconds(buf []byte, offs, lens []uint32, iters int) (float64, error)
@@ -96,7 +112,23 @@ type GPUOptions struct {
 	Streams    int  // CUDA streams the batches go over
 	Sleep      bool // wait for a batch asleep rather than spinning on a core (CUDA's default)
 	FlatStart  bool // no ramp: the fillers' first batches whole too
+	// The gather path's own pipeline (its fillers write only indexes, so
+	// fewer fillers and larger batches than packing's), the gather
+	// kernel's warps per SM (0: the package's default) and its variant.
+	GatherFillers    int
+	GatherBatchBytes int
+	GatherWarps      int
+	Gather16         bool
 }
+
+// The gather path's default shape: its fillers only write indexes, so four
+// keep the GPU fed, and batches of 16 MiB spend little on their launches
+// (H200, 2026-11-26: 2 fillers 318 Gbit/s, 8 of 4 MiB 334, 4 of 16 MiB 343,
+// 4 of 32 MiB 323, over 200,000 payloads).
+const (
+	DefaultGatherFillers    = 4
+	DefaultGatherBatchBytes = 16 << 20
+)
 
 // NewGPUMarkers opens the GPU marker kernel for a polynomial, window and
 // mask bits; nil in a build without it (--backend gpu is then a usage
@@ -118,6 +150,9 @@ type reFlags struct {
 	json         bool
 	measures     string
 	gpu          GPUOptions
+	gpuPaths     string
+	rxFrame      int
+	rxOffset     int
 }
 
 // Run runs "gswitchctl bench re" with the command-line arguments args (the
@@ -148,6 +183,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.gpu.BatchBytes, "gpu-batch-bytes", 2<<20, "gpu: packed bytes per batch")
 	fs.IntVar(&f.gpu.Streams, "gpu-streams", 8, "gpu: CUDA streams the batches go over (1..16)")
 	fs.BoolVar(&f.gpu.FlatStart, "gpu-flat-start", false, "gpu: the fillers' first batches whole too (else an eighth of a batch, so that the copies start early)")
+	fs.StringVar(&f.gpuPaths, "gpu-path", "pack,gather", "gpu: end-to-end paths, comma-separated: pack (goroutines copy the payloads out of the receive ring into page-locked batches, the copy engine moves those) or gather (the GPU reads the payloads out of the registered ring itself)")
+	fs.IntVar(&f.gpu.GatherFillers, "gpu-gather-fillers", DefaultGatherFillers, "gpu, gather: goroutines writing the batches' indexes")
+	fs.IntVar(&f.gpu.GatherBatchBytes, "gpu-gather-batch-bytes", DefaultGatherBatchBytes, "gpu, gather: packed bytes per batch")
+	fs.BoolVar(&f.gpu.Gather16, "gpu-gather16", false, "gpu, gather: rabin_gather16 (loads from each payload's own 16-byte word) instead of rabin_gather (whole 128-byte lines)")
+	fs.IntVar(&f.gpu.GatherWarps, "gpu-gather-warps", 0, "gpu, gather: warps per SM of the kernel that reads the payloads out of the ring (0: the default, 16)")
+	fs.IntVar(&f.rxFrame, "rx-frame", 2048, "gpu: bytes per frame of the receive ring the payloads are in")
+	fs.IntVar(&f.rxOffset, "rx-offset", 66, "gpu: each payload's offset in its frame (66: Ethernet, IPv4, TCP with timestamps)")
 	fs.BoolVar(&f.gpu.Sleep, "gpu-sleep", false, "gpu: fillers wait for their batches asleep instead of spinning on a core (CUDA's default; 20% faster on an H200 machine, 2026-11-26)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: gswitchctl bench re [flags]\n\nRabin fingerprinting of 1,460-byte payloads (Gbps), and content-defined chunking against\nrestic/chunker v0.4.0 on the same data (MB/s, ratio, identical chunks).\n\n")
@@ -201,12 +243,22 @@ func (f *reFlags) validate() (rabin.Pol, error) {
 		return 0, fmt.Errorf("%w: --backend gpu: the GPU marker kernel is not built into this gswitchctl; use --backend cpu", u)
 	case f.payloads < 1 || f.payloadBytes < 1 || f.payloadBytes > 65535:
 		return 0, fmt.Errorf("%w: --payloads must be at least 1 and --payload-bytes 1..65535", u)
+	case f.gpu.GatherWarps < 0 || f.gpu.GatherWarps > 64 || f.gpu.GatherFillers < 1 || f.gpu.GatherFillers > 64 ||
+		f.gpu.GatherBatchBytes < 64<<10 || f.gpu.GatherBatchBytes < f.payloadBytes:
+		return 0, fmt.Errorf("%w: --gpu-gather-warps 0..64, --gpu-gather-fillers 1..64, --gpu-gather-batch-bytes at least 64 KiB and a payload", u)
 	case f.gpu.Fillers < 1 || f.gpu.Fillers > 64 || f.gpu.BatchBytes < 64<<10 || f.gpu.BatchBytes < f.payloadBytes || f.gpu.Streams < 1 || f.gpu.Streams > 16:
 		return 0, fmt.Errorf("%w: --gpu-fillers 1..64, --gpu-batch-bytes at least 64 KiB and a payload, --gpu-streams 1..16", u)
+	case f.rxOffset < 0 || f.rxFrame < f.rxOffset+f.payloadBytes || f.rxFrame%16 != 0 || int64(f.rxFrame)*int64(f.payloads) > 1<<32:
+		return 0, fmt.Errorf("%w: --rx-frame must be a multiple of 16 holding --rx-offset and a payload, and the ring (frames x payloads) at most 4 GiB", u)
 	case f.rounds < 1:
 		return 0, fmt.Errorf("%w: --rounds must be at least 1", u)
 	case f.bytes < 1:
 		return 0, fmt.Errorf("%w: --bytes must be at least 1", u)
+	}
+	for _, p := range strings.Split(f.gpuPaths, ",") {
+		if p != "pack" && p != "gather" {
+			return 0, fmt.Errorf("%w: --gpu-path %q: want pack, gather or both", u, p)
+		}
 	}
 	for _, m := range strings.Split(f.measures, ",") {
 		if m != "markers" && m != "chunk" {
@@ -301,51 +353,96 @@ func benchMarkers(f *reFlags, pol rabin.Pol) ([]Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, g)
+		out = append(out, g...)
 	}
 	return out, nil
 }
 
 // gpuMarkers times the GPU's marker kernel on the payloads, end to end
 // and alone, measures the PCIe ceiling, and compares the device's bitmap
-// with the CPU's (want, of buf as rabin.Pack laid the payloads out).
-func gpuMarkers(f *reFlags, pol rabin.Pol, cpu Result, payloads [][]byte, buf []byte, offs, lens []uint32, want []uint32) (Result, error) {
+// with the CPU's (want, of buf as rabin.Pack laid the payloads out). The
+// payloads are first put where a receiver has them, one per frame of a
+// receive ring in host memory registered with the device (--rx-frame,
+// --rx-offset; untimed: the NIC's write); each end-to-end path of
+// --gpu-path then runs from there to the bitmap in host memory: pack (the
+// host copies each payload out of the ring into page-locked batches, the
+// copy engine moves the batches) and gather (the host writes each batch's
+// index only, and the GPU reads the payloads out of the ring). One Result
+// per path.
+func gpuMarkers(f *reFlags, pol rabin.Pol, cpu Result, payloads [][]byte, buf []byte, offs, lens []uint32, want []uint32) ([]Result, error) {
 	g, err := NewGPUMarkers(pol, f.window, f.bits, f.gpu)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	defer g.Close()
+	ring, err := g.RxRing(f.rxFrame * len(payloads))
+	if err != nil {
+		return nil, err
+	}
+	inRing := make([][]byte, len(payloads))
+	srcs := make([]uint32, len(payloads))
+	for k, p := range payloads {
+		at := k*f.rxFrame + f.rxOffset
+		inRing[k] = ring[at : at+len(p)]
+		copy(inRing[k], p)
+		srcs[k] = uint32(at)
+	}
 	res := cpu
 	res.Backend, res.GPU, res.GbpsCPU, res.GbpsBitmap = "gpu", g.Device(), cpu.Gbps, 0
-	got := make([]uint32, len(want))
-	if err := g.Bitmap(payloads, got); err != nil { // warm-up: page-locked batches, module, streams
-		return Result{}, err
-	}
-	res.Identical = slices.Equal(got, want)
-	clear(got)
-	var ferr error
-	rates, _ := benchutil.TimeRounds(f.rounds, func() int {
-		if err := g.Bitmap(payloads, got); err != nil && ferr == nil {
-			ferr = err
-		}
-		return int(res.Bytes)
-	})
-	if ferr != nil {
-		return Result{}, ferr
-	}
-	res.Gbps = gbps(benchutil.Median(rates))
-	res.Identical = res.Identical && slices.Equal(got, want)
+	res.RxFrame, res.RxOffset = f.rxFrame, f.rxOffset
 	sec, err := g.KernelSeconds(buf, offs, lens, 20)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	res.GbpsKernel = gbps(float64(res.Bytes) / sec)
 	if res.GbpsH2D, res.GbpsD2H, err = g.CopyGbps(); err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	res.GPUShape = g.Shape()
-	res.Notes = "gpu: gbps = end to end, from the payloads in host memory to the bitmap in host memory (packed into page-locked batches by gpu_shape's fillers, copied in, marked, copied out over its streams; the median of rounds, each all payloads); gbps_kernel = the kernel alone on the whole packed buffer (CUDA events); gbps_h2d/d2h = pinned copies of 256 MiB, same run; gbps_cpu = Marker.Markers on one CPU core, same run; identical: the device's bitmap equals Marker.Bitmap's, warm-up and timed rounds"
-	return res, nil
+	got := make([]uint32, len(want))
+	var out []Result
+	for _, path := range strings.Split(f.gpuPaths, ",") {
+		r := res
+		r.GPUPath = path
+		bitmap := func() error { return g.Bitmap(inRing, got) }
+		if path == "gather" {
+			bitmap = func() error { return g.BitmapRing(srcs, lens, got) }
+			if sec, err := g.GatherSeconds(srcs, lens, 10); err != nil {
+				return nil, err
+			} else {
+				r.GbpsGather = gbps(float64(r.Bytes) / sec)
+			}
+		}
+		for i := range got {
+			got[i] = 0xdeadbeef // poison: every word is written
+		}
+		if err := bitmap(); err != nil { // warm-up: page-locked batches, module, streams
+			return nil, err
+		}
+		r.Identical = slices.Equal(got, want)
+		clear(got)
+		var ferr error
+		rates, _ := benchutil.TimeRounds(f.rounds, func() int {
+			if err := bitmap(); err != nil && ferr == nil {
+				ferr = err
+			}
+			return int(r.Bytes)
+		})
+		if ferr != nil {
+			return nil, ferr
+		}
+		r.Gbps = gbps(benchutil.Median(rates))
+		r.Identical = r.Identical && slices.Equal(got, want)
+		r.GPUShape = g.Shape()
+		r.Notes = fmt.Sprintf("gpu, path %s: gbps = end to end, from the payloads in a receive ring in host memory (one per %d-byte frame at offset %d, registered with the device: cuMemHostRegister, mapped) to the bitmap in host memory; ", path, f.rxFrame, f.rxOffset)
+		if path == "pack" {
+			r.Notes += "gpu_shape's fillers copy each payload out of the ring into page-locked batches (the host copy a receiver that packs at receive does too), the copy engine moves the batches in, the kernel marks them, the bitmaps come back over its streams"
+		} else {
+			r.Notes += "gpu_shape's fillers write only each batch's index (offsets, lengths, ring offsets: 12 bytes a payload) into page-locked memory; per batch the copy engine moves the index in, rabin_gather reads the payloads out of the ring over PCIe into the device's compact buffer, the kernel marks it, the bitmap comes back; no host copy of a payload; gbps_gather = rabin_gather alone over all payloads (CUDA events)"
+		}
+		r.Notes += "; the median of rounds, each all payloads; gbps_kernel = the markers kernel alone on the whole packed buffer in device memory (CUDA events); gbps_h2d/d2h = pinned copies of 256 MiB, same run; gbps_cpu = Marker.Markers on one CPU core, same run; identical: the device's bitmap equals Marker.Bitmap's, warm-up (poisoned first) and timed rounds"
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // chunkData makes a data set of n bytes.
@@ -480,7 +577,11 @@ func printResults(w io.Writer, asJSON bool, rs []Result) error {
 			if r.Backend == "cpu" {
 				fmt.Fprintf(tw, "\tbitmap %.2f Gbps", r.GbpsBitmap)
 			} else {
-				fmt.Fprintf(tw, "\tkernel %.2f Gbps\tcpu %.2f Gbps\tPCIe in %.0f out %.0f Gbps\t%s\t%s", r.GbpsKernel, r.GbpsCPU, r.GbpsH2D, r.GbpsD2H, r.GPU, r.GPUShape)
+				fmt.Fprintf(tw, "\tpath %s\tkernel %.2f Gbps\tcpu %.2f Gbps\tPCIe in %.0f out %.0f Gbps", r.GPUPath, r.GbpsKernel, r.GbpsCPU, r.GbpsH2D, r.GbpsD2H)
+				if r.GbpsGather > 0 {
+					fmt.Fprintf(tw, "\tgather alone %.0f Gbps", r.GbpsGather)
+				}
+				fmt.Fprintf(tw, "\t%s\t%s", r.GPU, r.GPUShape)
 			}
 			fmt.Fprintf(tw, "\t%.2f markers/payload\tidentical %v\n", r.MarkersPerPayload, r.Identical)
 		case "chunk":

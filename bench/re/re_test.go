@@ -67,6 +67,7 @@ func TestRun(t *testing.T) {
 type fakeGPU struct {
 	m     *rabin.Marker
 	wrong bool
+	ring  *[]byte
 }
 
 func (g fakeGPU) Bitmap(payloads [][]byte, bitmap []uint32) error {
@@ -77,6 +78,15 @@ func (g fakeGPU) Bitmap(payloads [][]byte, bitmap []uint32) error {
 	}
 	return err
 }
+func (g fakeGPU) RxRing(n int) ([]byte, error) { *g.ring = make([]byte, n); return *g.ring, nil }
+func (g fakeGPU) BitmapRing(srcs, lens []uint32, bitmap []uint32) error {
+	ps := make([][]byte, len(srcs))
+	for k, s := range srcs {
+		ps[k] = (*g.ring)[s : s+lens[k]]
+	}
+	return g.Bitmap(ps, bitmap)
+}
+func (g fakeGPU) GatherSeconds([]uint32, []uint32, int) (float64, error)         { return 1e-3, nil }
 func (g fakeGPU) KernelSeconds([]byte, []uint32, []uint32, int) (float64, error) { return 1e-3, nil }
 func (g fakeGPU) CopyGbps() (float64, float64, error)                            { return 400, 400, nil }
 func (g fakeGPU) Device() string                                                 { return "fake" }
@@ -96,16 +106,23 @@ func TestGPUSeam(t *testing.T) {
 	for _, wrong := range []bool{false, true} {
 		NewGPUMarkers = func(pol rabin.Pol, w, b int, _ GPUOptions) (GPUMarkers, error) {
 			m, err := rabin.NewMarker(pol, w, b)
-			return fakeGPU{m, wrong}, err
+			return fakeGPU{m, wrong, new([]byte)}, err
 		}
 		rs, err := run(t, "--backend", "gpu", "--measure", "markers", "--payloads", "500", "--rounds", "1")
-		NewGPUMarkers = nil
-		if wrong != errors.Is(err, benchutil.ErrMismatch) || len(rs) != 2 {
+		if wrong != errors.Is(err, benchutil.ErrMismatch) || len(rs) != 3 {
 			t.Fatalf("wrong %v: %v, %d results", wrong, err, len(rs))
 		}
-		g := rs[1]
-		if g.Backend != "gpu" || g.GPU != "fake" || g.GbpsKernel <= 0 || g.GbpsCPU != rs[0].Gbps || g.Identical == wrong {
-			t.Errorf("gpu result: %+v", g)
+		for i, path := range []string{"pack", "gather"} {
+			g := rs[1+i]
+			if g.Backend != "gpu" || g.GPU != "fake" || g.GPUPath != path || g.GbpsKernel <= 0 || g.GbpsCPU != rs[0].Gbps ||
+				g.Identical == wrong || (path == "gather") != (g.GbpsGather > 0) || g.RxFrame != 2048 || g.RxOffset != 66 {
+				t.Errorf("gpu result: %+v", g)
+			}
+		}
+		rs, err = run(t, "--backend", "gpu", "--measure", "markers", "--payloads", "50", "--rounds", "1", "--gpu-path", "gather", "--rx-offset", "3", "--rx-frame", "1472")
+		NewGPUMarkers = nil
+		if wrong != errors.Is(err, benchutil.ErrMismatch) || len(rs) != 2 || rs[1].GPUPath != "gather" || rs[1].Identical == wrong {
+			t.Fatalf("--gpu-path gather, wrong %v: %v, %+v", wrong, err, rs)
 		}
 	}
 }
@@ -113,7 +130,8 @@ func TestGPUSeam(t *testing.T) {
 func TestUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"--backend", "tpu"}, {"--rounds", "0"}, {"--data", "video"}, {"--measure", "speed"},
-		{"--pol", "0x3"}, {"--min", "10"}, {"--bits", "0"}, {"extra"},
+		{"--pol", "0x3"}, {"--min", "10"}, {"--bits", "0"}, {"extra"}, {"--gpu-path", "dma"},
+		{"--rx-frame", "1000"}, {"--rx-offset", "-1"}, {"--rx-frame", "1480", "--rx-offset", "30"},
 	} {
 		if _, err := run(t, args...); !errors.Is(err, benchutil.ErrUsage) {
 			t.Errorf("%q: %v, want a usage error", args, err)
