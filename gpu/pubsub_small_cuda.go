@@ -269,6 +269,14 @@ func (m *CUDAMatcher) getSmall() (*smallPath, error) {
 				}
 			}
 		}
+		// Under the barrier: a live update either finds the path stored
+		// (and makes its stream wait for its scatter) or is over, its
+		// scatter the last this stream waits for.
+		m.live.bar.RLock()
+		defer m.live.bar.RUnlock()
+		if err := m.live.waitLast(s.st); err != nil {
+			return err
+		}
 		ok = true
 		m.small.Store(s)
 		return nil
@@ -298,9 +306,15 @@ func (m *CUDAMatcher) matchSmall(evs []pubsub.Event, out [][]uint32, slots []uin
 	if m.small.Load() != s || m.c.closed.Load() {
 		return out, slots, false, false, nil
 	}
+	// The whole call (a few µs of queueing, the kernel, the wait) under the
+	// live updates' barrier: an update waits for it, and the batch sees
+	// the words, names and ports of one version.
+	m.live.bar.RLock()
+	defer m.live.bar.RUnlock()
 	t0 := time.Now()
 	b := s.b
-	if k := EncodeEvents(b, m.names, evs); k < len(evs) {
+	st := m.state.Load()
+	if k := EncodeEvents(b, st.names, evs); k < len(evs) {
 		return out, slots, false, false, nil
 	}
 	if _, err := m.checkBatch(b, SmallBatchEvents); err != nil {
@@ -365,7 +379,7 @@ func (m *CUDAMatcher) matchSmall(evs []pubsub.Event, out [][]uint32, slots []uin
 	} else {
 		out = make([][]uint32, len(evs))
 	}
-	if err := decodeFlat(out, b, m.ports); err != nil {
+	if err := decodeFlat(out, b, st.ports); err != nil {
 		return out, slots, false, true, err
 	}
 	var ok bool
