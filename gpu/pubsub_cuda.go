@@ -36,7 +36,7 @@ type CUDAMatcher struct {
 	// The layout (replaced by Load, on the owning goroutine, with every
 	// stream idle).
 	img       devBuf
-	base      [pubsub.NumRegions]int64 // region base words
+	base      [pubsub.NumRegions]int64  // region base words
 	state     atomic.Pointer[liveState] // the name table and ports the device's words go with
 	slots     int
 	portWords int
@@ -44,8 +44,8 @@ type CUDAMatcher struct {
 
 	owned bool // Close closes c too (OpenEventDevice made it)
 
-	updMu sync.Mutex // serializes Update (pubsub_update_cuda.go, pubsub_live_cuda.go)
-	stage hostBuf    // staging of bubble copies (updMu; grown on the owning goroutine)
+	updMu sync.Mutex  // serializes Update (pubsub_update_cuda.go, pubsub_live_cuda.go)
+	stage hostBuf     // staging of bubble copies (updMu; grown on the owning goroutine)
 	live  liveUpdates // the live updates' streams, events and staging (pubsub_live_cuda.go)
 
 	smallMode   SmallMode                 // set before first use (SetSmallMode)
@@ -135,7 +135,10 @@ func OpenEventDevice(l *pubsub.Layout) (EventDevice, error) {
 // StartEventDevice starts opening device 0 and loading the matching kernel
 // (OpenEventDevice's slow part: the CUDA context, the PTX) on a goroutine
 // of its own, so that it overlaps the building of the table and its layout;
-// the function it returns waits for it and loads the layout.
+// the function it returns waits for it and loads the layout, keeping
+// l.Image as the matcher's own (no copy: the caller hands it over, for
+// example the full image of the layout's first bubble.Mirror.Sync, and
+// does not write it afterwards).
 func StartEventDevice() func(l *pubsub.Layout) (EventDevice, error) {
 	type opened struct {
 		m   *CUDAMatcher
@@ -162,7 +165,7 @@ func StartEventDevice() func(l *pubsub.Layout) (EventDevice, error) {
 		if o.err != nil {
 			return nil, o.err
 		}
-		if err := o.m.Load(l); err != nil {
+		if err := o.m.c.do(func() error { return o.m.load(l) }); err != nil {
 			o.m.Close()
 			return nil, err
 		}

@@ -350,7 +350,7 @@ func TestCUDAPubsubScenario(t *testing.T) {
 // after each; at the end a filter of 21 constraints on a new name, and a
 // new port.
 func TestCUDAPubsubUpdate(t *testing.T) {
-	for _, mode := range []string{"staged", "sync"} {
+	for _, mode := range []string{"live", "staged", "sync"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Setenv(UpdateModeEnv, mode)
 			testPubsubUpdate(t)
