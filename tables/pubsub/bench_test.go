@@ -117,7 +117,7 @@ func BenchmarkDeployDevice1M(b *testing.B) {
 						b.Fatal(err)
 					}
 					NewDevice(tb)
-				} else if _, _, err := tb.AddSpecsDevice(defaultSpecs); err != nil {
+				} else if _, _, err := tb.AddSpecsDevice(defaultSpecs, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

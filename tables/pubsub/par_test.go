@@ -139,9 +139,13 @@ func TestAddSpecsDevice(t *testing.T) {
 		}
 		da := NewDevice(a)
 		b := New()
-		if _, db, err := b.AddSpecsDevice(specs); err != nil {
+		var early *Device
+		if _, db, err := b.AddSpecsDevice(specs, func(d *Device) { early = d }); err != nil {
 			t.Fatal(err)
 		} else {
+			if early != db {
+				t.Fatalf("workers %d: built was called with %p, not the device returned (%p)", w, early, db)
+			}
 			ia, ib := da.Layout().Image, db.Layout().Image
 			for r := range ia.Words {
 				if !slices.Equal(ia.Words[r], ib.Words[r]) {

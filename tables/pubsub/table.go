@@ -190,7 +190,7 @@ func (t *Table) Add(port uint32, filters []Filter) (ID, error) {
 // keeps the specs' filters: the caller must not modify them afterwards
 // (Get, List and Specs hand out copies).
 func (t *Table) AddSpecs(specs []Spec) ([]ID, error) {
-	ids, _, err := t.addSpecs(specs, false)
+	ids, _, err := t.addSpecs(specs, false, nil)
 	return ids, err
 }
 
@@ -199,11 +199,16 @@ func (t *Table) AddSpecs(specs []Spec) ([]ID, error) {
 // filters have their slots, the image is built from the slots on other
 // goroutines while the caller's goroutine fills the indexes (a deploy's
 // two long parts overlap). The table's write lock is held throughout.
-func (t *Table) AddSpecsDevice(specs []Spec) ([]ID, *Device, error) {
-	return t.addSpecs(specs, true)
+//
+// built, if not nil, is called with the device on the build's goroutine
+// as soon as its image is ready, while the indexes may still be filled
+// (to load it on a device meanwhile); AddSpecsDevice returns after it
+// returns. It must not call the table (its lock is held).
+func (t *Table) AddSpecsDevice(specs []Spec, built func(*Device)) ([]ID, *Device, error) {
+	return t.addSpecs(specs, true, built)
 }
 
-func (t *Table) addSpecs(specs []Spec, device bool) ([]ID, *Device, error) {
+func (t *Table) addSpecs(specs []Spec, device bool, built func(*Device)) ([]ID, *Device, error) {
 	if err := validateSpecs(specs); err != nil {
 		return nil, nil, err
 	}
@@ -216,7 +221,7 @@ func (t *Table) addSpecs(specs []Spec, device bool) ([]ID, *Device, error) {
 	if device {
 		d = &Device{}
 	}
-	return t.addLocked(specs, d), d, nil
+	return t.addLocked(specs, d, built), d, nil
 }
 
 func validateSpecs(specs []Spec) error {
@@ -263,8 +268,9 @@ func validateRange(specs []Spec, base int) error {
 // parallel for a bulk), then the indexes. With d non-nil, d is built
 // (Device.build) from the slots on its own goroutine while the indexes are
 // filled: the build reads the slots, the ports and the slot log, which the
-// index pass does not write.
-func (t *Table) addLocked(specs []Spec, d *Device) []ID {
+// index pass does not write; onBuilt, if not nil, is called with d on that
+// goroutine once d is built.
+func (t *Table) addLocked(specs []Spec, d *Device, onBuilt func(*Device)) []ID {
 	ids := make([]ID, len(specs))
 	// The table keeps the specs' filters (AddSpecs' contract: the caller
 	// does not modify them); one allocation each for the subscriptions,
@@ -345,6 +351,9 @@ func (t *Table) addLocked(specs []Spec, d *Device) []ID {
 		go func() {
 			defer close(built)
 			d.build(t)
+			if onBuilt != nil {
+				onBuilt(d)
+			}
 		}()
 	}
 	// The indexes, filters in input order (their constraints are read in
@@ -738,7 +747,7 @@ func (t *Table) SetPort(port uint32, filters []Filter) (ID, []ID, error) {
 	if len(specs) == 0 {
 		return 0, removed, nil
 	}
-	return t.addLocked(specs, nil)[0], removed, nil
+	return t.addLocked(specs, nil, nil)[0], removed, nil
 }
 
 func (t *Table) removeLocked(subs []*subscription) {
