@@ -102,7 +102,7 @@ func (c *CUDA) newPubsubMatcher(streams int) (*CUDAMatcher, error) {
 			}
 			m.streams = append(m.streams, s)
 		}
-		return m.live.init(streams)
+		return m.live.init(c, streams)
 	})
 	if err != nil {
 		m.Close()
@@ -183,8 +183,8 @@ func (m *CUDAMatcher) Update(u bubble.Update, names map[string]uint32) error {
 	defer m.updMu.Unlock()
 	if u.Full == nil {
 		switch updateMode() {
-		case "live":
-			return m.updateLive(u, names)
+		case "live", "eager":
+			return m.updateLive(u, names, updateMode() == "eager")
 		case "staged":
 			return m.updateStaged(u, names)
 		}
@@ -461,18 +461,13 @@ func (m *CUDAMatcher) params(a *cArgs, b *EventBatch, off, attrs, str, out uint6
 // the copy-out of its port bitmaps and deciding slots in the next stream.
 //
 // A live update (pubsub_live_cuda.go) is either wholly before or wholly
-// after the batch: Submit queues the batch while holding the barrier's
-// read lock, which an update takes exclusively for queueing its scatter.
+// after the batch: Submit holds live.mu while it queues the batch, after
+// the scatter of the pending updates' words, if any, in the same stream.
 // A batch encoded by matchRange for a name table that an update has
 // replaced since is refused with errStaleNames (matchRange encodes it
 // again).
 func (m *CUDAMatcher) Submit(b *EventBatch) error {
-	m.live.bar.RLock()
-	defer m.live.bar.RUnlock()
-	if b.namesVer != 0 && b.namesVer != m.state.Load().namesVer {
-		return errStaleNames
-	}
-	b.seen = m.live.seq
+	// The check holds for later name tables too (names are only added).
 	t, err := m.check(b)
 	if err != nil {
 		b.err = err
@@ -488,7 +483,8 @@ func (m *CUDAMatcher) Submit(b *EventBatch) error {
 	a := newCArgs(16)
 	defer a.free()
 	sp := m.splits(b.N)
-	st := m.streams[int(m.rr.Add(1))%len(m.streams)]
+	si := int(m.rr.Add(1)) % len(m.streams)
+	st := m.streams[si]
 	ow := int64(m.portWords) * int64(b.N)
 	var params []unsafe.Pointer
 	var copies, zero []auxCopy
@@ -504,6 +500,20 @@ func (m *CUDAMatcher) Submit(b *EventBatch) error {
 			{t.dstr.p, t.hstr.p, int64(b.StrBytes)}}
 		zero = []auxCopy{{dst: t.dout.p, n: ow + 1}}
 		outs = []auxOut{{t.hout.p, t.dout.p, 4 * (ow + 1 + int64(hitCap(b.N)))}}
+	}
+	m.live.mu.Lock()
+	defer m.live.mu.Unlock()
+	if b.namesVer != 0 && b.namesVer != m.state.Load().namesVer {
+		return errStaleNames
+	}
+	b.seen = m.live.seq
+	if err := m.flushLocked(st, si); err != nil {
+		b.err = err
+		return err
+	}
+	if err := m.orderStream(si); err != nil {
+		b.err = err
+		return err
 	}
 	if err := m.c.auxQueue(st, copies, zero, m.fn, b.N*sp, pubsubBlock, 0, params, outs, t.ev); err != nil {
 		b.err = fmt.Errorf("gpu: cuda: matching: %v", err)
@@ -698,6 +708,15 @@ func (m *CUDAMatcher) KernelTime(b *EventBatch, iters int) (float64, error) {
 		return 0, err
 	}
 	var ms float64
+	m.live.mu.Lock()
+	err = m.flushLocked(m.streams[0], 0)
+	if err == nil {
+		err = m.orderStream(0)
+	}
+	m.live.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
 	err = m.c.do(func() error {
 		ms, err = timeEvents(m.streams[0], iters, func(st cu.Stream) error {
 			if err := cu.MemsetD32Async(dout, 0, ow, st); err != nil {

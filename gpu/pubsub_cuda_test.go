@@ -350,7 +350,7 @@ func TestCUDAPubsubScenario(t *testing.T) {
 // after each; at the end a filter of 21 constraints on a new name, and a
 // new port.
 func TestCUDAPubsubUpdate(t *testing.T) {
-	for _, mode := range []string{"live", "staged", "sync"} {
+	for _, mode := range []string{"live", "eager", "staged", "sync"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Setenv(UpdateModeEnv, mode)
 			testPubsubUpdate(t)
@@ -524,10 +524,19 @@ func TestCUDAPubsubSmall(t *testing.T) {
 // the CPU matcher over the subscriptions of the version the batch saw
 // (EventBatch.seen), and every fourth with the brute-force evaluator too.
 // New names and a new port arrive during the churn.
+//
+// It runs in both live modes: "live" (the pending words scattered before
+// each batch) and "eager" (a scatter per update).
 func TestCUDAPubsubLiveChurn(t *testing.T) {
-	if updateMode() != "live" {
-		t.Skipf("SKIPPED: %s=%s, not live updates", UpdateModeEnv, updateMode())
+	for _, mode := range []string{"live", "eager"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Setenv(UpdateModeEnv, mode)
+			testPubsubLiveChurn(t)
+		})
 	}
+}
+
+func testPubsubLiveChurn(t *testing.T) {
 	c := newTestCUDA(t)
 	rng := rand.New(rand.NewPCG(51, 52))
 	specs, evs := randomPubsub(rng, 20, 1500, 5, 2048)
@@ -549,9 +558,9 @@ func TestCUDAPubsubLiveChurn(t *testing.T) {
 	defer m.Close()
 
 	var vmu sync.Mutex
-	m.live.bar.RLock()
+	m.live.mu.Lock()
 	versions := map[uint64][]pubsub.Spec{m.live.seq: tb.Specs()}
-	m.live.bar.RUnlock()
+	m.live.mu.Unlock()
 	var gate sync.RWMutex // a whole image waits for the batches
 	stop := make(chan struct{})
 	churnErr := make(chan error, 1)
@@ -588,9 +597,9 @@ func TestCUDAPubsubLiveChurn(t *testing.T) {
 				gate.Lock()
 			}
 			err := m.Update(u, dev.Layout().Names)
-			m.live.bar.RLock()
+			m.live.mu.Lock()
 			v := m.live.seq
-			m.live.bar.RUnlock()
+			m.live.mu.Unlock()
 			if u.Full != nil {
 				gate.Unlock()
 				fulls.Add(1)

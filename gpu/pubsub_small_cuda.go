@@ -269,12 +269,12 @@ func (m *CUDAMatcher) getSmall() (*smallPath, error) {
 				}
 			}
 		}
-		// Under the barrier: a live update either finds the path stored
-		// (and makes its stream wait for its scatter) or is over, its
-		// scatter the last this stream waits for.
-		m.live.bar.RLock()
-		defer m.live.bar.RUnlock()
-		if err := m.live.waitLast(s.st); err != nil {
+		// Under live.mu: a later scatter finds the path stored (and makes
+		// its stream wait for it); an earlier one is the last this stream
+		// waits for.
+		m.live.mu.Lock()
+		defer m.live.mu.Unlock()
+		if err := m.orderSmall(s.st); err != nil {
 			return err
 		}
 		ok = true
@@ -306,11 +306,18 @@ func (m *CUDAMatcher) matchSmall(evs []pubsub.Event, out [][]uint32, slots []uin
 	if m.small.Load() != s || m.c.closed.Load() {
 		return out, slots, false, false, nil
 	}
-	// The whole call (a few µs of queueing, the kernel, the wait) under the
-	// live updates' barrier: an update waits for it, and the batch sees
-	// the words, names and ports of one version.
-	m.live.bar.RLock()
-	defer m.live.bar.RUnlock()
+	// The whole call (a few µs of queueing, the kernel, the wait) under
+	// live.mu, the pending updates' words scattered first: an update waits
+	// for it, and the batch sees the words, names and ports of one
+	// version.
+	m.live.mu.Lock()
+	defer m.live.mu.Unlock()
+	if err := m.flushLocked(s.st, -1); err != nil {
+		return out, slots, false, true, err
+	}
+	if err := m.orderSmall(s.st); err != nil {
+		return out, slots, false, true, err
+	}
 	t0 := time.Now()
 	b := s.b
 	st := m.state.Load()

@@ -50,13 +50,13 @@ import (
 //   - "sync": a synchronous copy per run on the context's goroutine.
 
 // UpdateModeEnv selects how bubbles reach the device: "live" (the
-// default), "staged" or "sync".
+// default), "eager", "staged" or "sync".
 const UpdateModeEnv = "GSWITCH_PUBSUB_UPDATE"
 
 // updateMode returns the bubble update mode the environment selects.
 func updateMode() string {
 	switch v := os.Getenv(UpdateModeEnv); v {
-	case "staged", "sync":
+	case "eager", "staged", "sync":
 		return v
 	}
 	return "live"
