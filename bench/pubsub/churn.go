@@ -44,10 +44,10 @@ type Churn struct {
 	// (with Sync on the gpu path).
 	AchievedRate float64 `json:"achieved_rate"`
 	// RateReached says whether AchievedRate is within 2% of Rate.
-	RateReached bool `json:"rate_reached"`
-	Changes      int     `json:"changes"`
-	ChangeP50US  float64 `json:"change_p50_us"`
-	ChangeP99US  float64 `json:"change_p99_us"`
+	RateReached bool    `json:"rate_reached"`
+	Changes     int     `json:"changes"`
+	ChangeP50US float64 `json:"change_p50_us"`
+	ChangeP99US float64 `json:"change_p99_us"`
 	// CPUBatches counts the batches the hybrid matched on the CPU (gpu).
 	CPUBatches uint64 `json:"cpu_batches,omitempty"`
 }
