@@ -201,7 +201,10 @@
 //     batches, the event's attributes and strings in shared memory; the
 //     slots of the filters that decided each delivery come back for the
 //     subscriptions' counters). EncodeEvents selects attributes by name on
-//     the host, as CCM does.
+//     the host, as CCM does. Subscription changes reach it as live updates
+//     (pubsub_live_cuda.go): their words wait on the host and the next
+//     batch scatters them in its own stream, ordered against the other
+//     streams by events, so matching never stops for a change.
 //   - PacketFilter (filter.go): gPF filtering over a filter.Layout, with
 //     per-filter packet and byte counters and optional per-packet bitmaps;
 //     CPUFilter (EvalStages) and CUDA.PacketFilter (kernels/filter.cu). Its

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/gswitch/gswitch/tables/bubble"
 	"github.com/gswitch/gswitch/tables/pubsub"
@@ -63,6 +64,11 @@ type EventBatch struct {
 
 	impl any
 	err  error
+	// namesVer is the version of the name table the batch was encoded
+	// for (0: not known; the CUDA matcher's own batches set it and Submit
+	// refuses them after a live update numbered new names), seen the live
+	// updates queued before its launch (set by Submit).
+	namesVer, seen uint64
 }
 
 // EncodeEvents encodes evs into b (replacing its contents) for a layout's
@@ -216,7 +222,8 @@ type EventDevice interface {
 	EventMatcher
 	// Update applies u (a full image, or bubbles of the generation held)
 	// and the layout's name table; batches matched after it returns see
-	// it. It is not called concurrently with Match.
+	// it. It is not called concurrently with Match, unless the device
+	// says it UpdatesLive (eventfwd.LiveDevice) and u is bubbles.
 	Update(u bubble.Update, names map[string]uint32) error
 	// Describe says how the device matches.
 	Describe() string
@@ -231,16 +238,25 @@ type EventDevice interface {
 // applying the updates (bubble.Update.ApplyTo) and matches each event from
 // the words alone (pubsub.EvalLayout, what the kernel computes). Tests use
 // it to check the bubble path end to end without a GPU.
+//
+// Its updates are live (UpdatesLive): Update holds its lock exclusively
+// and a batch holds it shared, so each batch sees one version of the words.
 type LayoutDevice struct {
+	mu    sync.RWMutex
 	img   *bubble.Image
 	names map[string]uint32
 }
+
+// UpdatesLive says that Update may run while batches are matched.
+func (d *LayoutDevice) UpdatesLive() bool { return true }
 
 // Name returns "layout".
 func (d *LayoutDevice) Name() string { return "layout" }
 
 // Describe says what it is.
 func (d *LayoutDevice) Describe() string {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
 	n := 0
 	if d.img != nil {
 		n = d.img.Bytes()
@@ -250,6 +266,8 @@ func (d *LayoutDevice) Describe() string {
 
 // Update applies u.
 func (d *LayoutDevice) Update(u bubble.Update, names map[string]uint32) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if err := u.ApplyTo(&d.img); err != nil {
 		return err
 	}
@@ -266,6 +284,8 @@ func (d *LayoutDevice) Match(evs []pubsub.Event, out [][]uint32) ([][]uint32, er
 // MatchSlots evaluates each event from the words (pubsub.EvalLayoutAttrs),
 // the first matching filter of each port deciding its delivery.
 func (d *LayoutDevice) MatchSlots(evs []pubsub.Event, out [][]uint32, slots []uint32) ([][]uint32, []uint32, bool, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
 	if d.img == nil {
 		return out[:0], slots, false, fmt.Errorf("gpu: layout device: no image")
 	}

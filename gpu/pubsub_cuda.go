@@ -23,7 +23,7 @@ import (
 // of 256 threads, several per event in small batches). Batches
 // (EventBatch) are queued round robin over its streams from the caller's
 // goroutine; Load replaces the layout (waiting for the device), Update
-// writes bubbles.
+// writes bubbles while batches go on (pubsub_live_cuda.go).
 type CUDAMatcher struct {
 	c       *CUDA
 	mod     cu.Module
@@ -36,17 +36,17 @@ type CUDAMatcher struct {
 	// The layout (replaced by Load, on the owning goroutine, with every
 	// stream idle).
 	img       devBuf
-	base      [pubsub.NumRegions]int64 // region base words
-	names     map[string]uint32
-	ports     []uint32
+	base      [pubsub.NumRegions]int64  // region base words
+	state     atomic.Pointer[liveState] // the name table and ports the device's words go with
 	slots     int
 	portWords int
 	host      *bubble.Image // the loaded image (Update applies bubbles to it)
 
 	owned bool // Close closes c too (OpenEventDevice made it)
 
-	updMu sync.Mutex // serializes Update (pubsub_update_cuda.go)
-	stage hostBuf    // staging of bubble copies (updMu; grown on the owning goroutine)
+	updMu sync.Mutex  // serializes Update (pubsub_update_cuda.go, pubsub_live_cuda.go)
+	stage hostBuf     // staging of bubble copies (updMu; grown on the owning goroutine)
+	live  liveUpdates // the live updates' streams, events and staging (pubsub_live_cuda.go)
 
 	smallMode   SmallMode                 // set before first use (SetSmallMode)
 	smallSplits int                       // blocks per event of small batches (0: splits)
@@ -102,7 +102,7 @@ func (c *CUDA) newPubsubMatcher(streams int) (*CUDAMatcher, error) {
 			}
 			m.streams = append(m.streams, s)
 		}
-		return nil
+		return m.live.init(c, streams)
 	})
 	if err != nil {
 		m.Close()
@@ -135,7 +135,10 @@ func OpenEventDevice(l *pubsub.Layout) (EventDevice, error) {
 // StartEventDevice starts opening device 0 and loading the matching kernel
 // (OpenEventDevice's slow part: the CUDA context, the PTX) on a goroutine
 // of its own, so that it overlaps the building of the table and its layout;
-// the function it returns waits for it and loads the layout.
+// the function it returns waits for it and loads the layout, keeping
+// l.Image as the matcher's own (no copy: the caller hands it over, for
+// example the full image of the layout's first bubble.Mirror.Sync, and
+// does not write it afterwards).
 func StartEventDevice() func(l *pubsub.Layout) (EventDevice, error) {
 	type opened struct {
 		m   *CUDAMatcher
@@ -162,7 +165,7 @@ func StartEventDevice() func(l *pubsub.Layout) (EventDevice, error) {
 		if o.err != nil {
 			return nil, o.err
 		}
-		if err := o.m.Load(l); err != nil {
+		if err := o.m.c.do(func() error { return o.m.load(l) }); err != nil {
 			o.m.Close()
 			return nil, err
 		}
@@ -178,14 +181,17 @@ func StartEventDevice() func(l *pubsub.Layout) (EventDevice, error) {
 func (m *CUDAMatcher) Update(u bubble.Update, names map[string]uint32) error {
 	m.updMu.Lock()
 	defer m.updMu.Unlock()
-	if u.Full == nil && stagedUpdates() {
-		return m.updateStaged(u, names)
+	if u.Full == nil {
+		switch updateMode() {
+		case "live", "eager":
+			return m.updateLive(u, names, updateMode() == "eager")
+		case "staged":
+			return m.updateStaged(u, names)
+		}
 	}
 	return m.c.do(func() error {
-		for _, s := range m.streams {
-			if err := s.Synchronize(); err != nil {
-				return err
-			}
+		if err := m.idle(); err != nil {
+			return err
 		}
 		if u.Full != nil {
 			return m.load(&pubsub.Layout{Image: u.Full, Names: names})
@@ -196,14 +202,13 @@ func (m *CUDAMatcher) Update(u bubble.Update, names map[string]uint32) error {
 		if err := m.host.Apply(u.Bubbles); err != nil {
 			return fmt.Errorf("%w: %v", ErrBadUpdate, err)
 		}
-		m.names = names
 		w := m.host.Words
 		for _, r := range bubbleRuns(u.Bubbles, 32) {
 			if err := upload(m.img.p+cu.DevicePtr(4*(m.base[r.region]+int64(r.lo))), w[r.region][r.lo:r.hi]); err != nil {
 				return fmt.Errorf("gpu: cuda: %v", err)
 			}
 		}
-		m.ports = append(m.ports[:0], w[pubsub.RegionPorts][:m.host.Words[pubsub.RegionHeader][pubsub.HdrPorts]]...)
+		m.publish(m.nextState(names))
 		return nil
 	})
 }
@@ -225,10 +230,8 @@ func (m *CUDAMatcher) dropPool() {
 // Load replaces the layout (after every queued batch is done).
 func (m *CUDAMatcher) Load(l *pubsub.Layout) error {
 	return m.c.do(func() error {
-		for _, s := range m.streams {
-			if err := s.Synchronize(); err != nil {
-				return err
-			}
+		if err := m.idle(); err != nil {
+			return err
 		}
 		return m.load(&pubsub.Layout{Image: l.Image.Clone(), Names: l.Names})
 	})
@@ -267,11 +270,10 @@ func (m *CUDAMatcher) load(l *pubsub.Layout) error {
 	}
 	m.slots = int(w[pubsub.RegionHeader][pubsub.HdrFilters])
 	np := int(w[pubsub.RegionHeader][pubsub.HdrPorts])
-	m.ports = append([]uint32(nil), w[pubsub.RegionPorts][:np]...)
 	// Port words for the region's capacity: ports added later need no new
 	// batches.
 	m.portWords = max(1, (len(w[pubsub.RegionPorts])+31)/32)
-	m.names = l.Names
+	m.publish(&liveState{names: l.Names, ports: append([]uint32(nil), w[pubsub.RegionPorts][:np]...), namesVer: m.nextNamesVer()})
 	return nil
 }
 
@@ -307,17 +309,17 @@ func (m *CUDAMatcher) Name() string { return "cuda" }
 // Describe says how the kernel runs for the loaded layout.
 func (m *CUDAMatcher) Describe() string {
 	return fmt.Sprintf("pubsub_match (%s): %d filter slots, anchor lists with name signatures, blocks of %d, %d ports, image %d bytes",
-		m.ptx, m.slots, pubsubBlock, len(m.ports), m.host.Bytes())
+		m.ptx, m.slots, pubsubBlock, len(m.state.Load().ports), m.host.Bytes())
 }
 
 // ImageBytes returns the device memory the layout takes.
 func (m *CUDAMatcher) ImageBytes() int64 { return m.img.n }
 
 // Ports returns the layout's ports region (port index → port).
-func (m *CUDAMatcher) Ports() []uint32 { return m.ports }
+func (m *CUDAMatcher) Ports() []uint32 { return m.state.Load().ports }
 
 // Names returns the layout's name table.
-func (m *CUDAMatcher) Names() map[string]uint32 { return m.names }
+func (m *CUDAMatcher) Names() map[string]uint32 { return m.state.Load().names }
 
 // NewEventBatch allocates a batch of at most events events, attrs
 // attributes and strBytes bytes of string values.
@@ -391,7 +393,7 @@ func (m *CUDAMatcher) checkBatch(b *EventBatch, events int) (*eventTwin, error) 
 	if b.N < 0 || b.N > events || b.N+1 > len(b.Off) || int(b.Off[b.N]) > len(b.Attrs)/AttrWords || b.StrBytes > len(b.Str) || b.StrBytes < 0 {
 		return nil, fmt.Errorf("gpu: cuda: event batch of %d events outside its capacity", b.N)
 	}
-	nn := uint32(len(m.names))
+	nn := uint32(len(m.state.Load().names))
 	for k := 0; k < b.N; k++ {
 		if b.Off[k] > b.Off[k+1] {
 			return nil, fmt.Errorf("gpu: cuda: event batch: offsets decrease at event %d", k)
@@ -457,7 +459,15 @@ func (m *CUDAMatcher) params(a *cArgs, b *EventBatch, off, attrs, str, out uint6
 
 // Submit queues b's copy-in, the zeroing of its answers, the kernel and
 // the copy-out of its port bitmaps and deciding slots in the next stream.
+//
+// A live update (pubsub_live_cuda.go) is either wholly before or wholly
+// after the batch: Submit holds live.mu while it queues the batch, after
+// the scatter of the pending updates' words, if any, in the same stream.
+// A batch encoded by matchRange for a name table that an update has
+// replaced since is refused with errStaleNames (matchRange encodes it
+// again).
 func (m *CUDAMatcher) Submit(b *EventBatch) error {
+	// The check holds for later name tables too (names are only added).
 	t, err := m.check(b)
 	if err != nil {
 		b.err = err
@@ -473,7 +483,8 @@ func (m *CUDAMatcher) Submit(b *EventBatch) error {
 	a := newCArgs(16)
 	defer a.free()
 	sp := m.splits(b.N)
-	st := m.streams[int(m.rr.Add(1))%len(m.streams)]
+	si := int(m.rr.Add(1)) % len(m.streams)
+	st := m.streams[si]
 	ow := int64(m.portWords) * int64(b.N)
 	var params []unsafe.Pointer
 	var copies, zero []auxCopy
@@ -489,6 +500,20 @@ func (m *CUDAMatcher) Submit(b *EventBatch) error {
 			{t.dstr.p, t.hstr.p, int64(b.StrBytes)}}
 		zero = []auxCopy{{dst: t.dout.p, n: ow + 1}}
 		outs = []auxOut{{t.hout.p, t.dout.p, 4 * (ow + 1 + int64(hitCap(b.N)))}}
+	}
+	m.live.mu.Lock()
+	defer m.live.mu.Unlock()
+	if b.namesVer != 0 && b.namesVer != m.state.Load().namesVer {
+		return errStaleNames
+	}
+	b.seen = m.live.seq
+	if err := m.flushLocked(st, si); err != nil {
+		b.err = err
+		return err
+	}
+	if err := m.orderStream(si); err != nil {
+		b.err = err
+		return err
 	}
 	if err := m.c.auxQueue(st, copies, zero, m.fn, b.N*sp, pubsubBlock, 0, params, outs, t.ev); err != nil {
 		b.err = fmt.Errorf("gpu: cuda: matching: %v", err)
@@ -612,20 +637,28 @@ func (m *CUDAMatcher) matchRange(evs []pubsub.Event, out [][]uint32, slots []uin
 		return out, slots, false, err
 	}
 	defer m.putBatch(b)
+	defer func() { b.namesVer = 0 }()
 	complete := true
 	done := 0
 	for done < len(evs) {
-		k := EncodeEvents(b, m.names, evs[done:])
+		st := m.state.Load()
+		k := EncodeEvents(b, st.names, evs[done:])
 		if k == 0 {
 			return out, slots, false, fmt.Errorf("gpu: cuda: an event does not fit a batch")
 		}
-		if err := m.Submit(b); err != nil {
+		b.namesVer = st.namesVer
+		if err := m.Submit(b); err == errStaleNames {
+			continue // a live update numbered new names meanwhile
+		} else if err != nil {
 			return out, slots, false, err
 		}
 		if err := m.Wait(b); err != nil {
 			return out, slots, false, err
 		}
-		if err := decodeInto(out[done:done+k], b, m.ports); err != nil {
+		// The ports after the batch's launch: a port an update added
+		// before it has its index there (ports are only appended within a
+		// layout).
+		if err := decodeInto(out[done:done+k], b, m.state.Load().ports); err != nil {
 			return out, slots, false, err
 		}
 		var ok bool
@@ -675,6 +708,15 @@ func (m *CUDAMatcher) KernelTime(b *EventBatch, iters int) (float64, error) {
 		return 0, err
 	}
 	var ms float64
+	m.live.mu.Lock()
+	err = m.flushLocked(m.streams[0], 0)
+	if err == nil {
+		err = m.orderStream(0)
+	}
+	m.live.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
 	err = m.c.do(func() error {
 		ms, err = timeEvents(m.streams[0], iters, func(st cu.Stream) error {
 			if err := cu.MemsetD32Async(dout, 0, ow, st); err != nil {
@@ -694,6 +736,7 @@ func (m *CUDAMatcher) Close() error {
 			m.dropPool()
 			m.dropSmall()
 			m.stage.free()
+			m.live.free(m.c)
 			for i := range m.streams {
 				m.streams[i].Destroy()
 			}

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -348,7 +350,7 @@ func TestCUDAPubsubScenario(t *testing.T) {
 // after each; at the end a filter of 21 constraints on a new name, and a
 // new port.
 func TestCUDAPubsubUpdate(t *testing.T) {
-	for _, mode := range []string{"staged", "sync"} {
+	for _, mode := range []string{"live", "eager", "staged", "sync"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Setenv(UpdateModeEnv, mode)
 			testPubsubUpdate(t)
@@ -511,4 +513,192 @@ func TestCUDAPubsubSmall(t *testing.T) {
 		check("3 blocks per event")
 		m.Close()
 	}
+}
+
+// TestCUDAPubsubLiveChurn matches batches (two in flight, over the
+// matcher's streams) while another goroutine changes the subscriptions and
+// applies each change as a live update (no pause of the matching: bubble
+// updates are scattered on the device between batches); a change that
+// needs a whole image waits for the batches (the test's gate, as
+// eventfwd.Hybrid's lock). Every batch is then compared, bit for bit, with
+// the CPU matcher over the subscriptions of the version the batch saw
+// (EventBatch.seen), and every fourth with the brute-force evaluator too.
+// New names and a new port arrive during the churn.
+//
+// It runs in both live modes: "live" (the pending words scattered before
+// each batch) and "eager" (a scatter per update).
+func TestCUDAPubsubLiveChurn(t *testing.T) {
+	for _, mode := range []string{"live", "eager"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Setenv(UpdateModeEnv, mode)
+			testPubsubLiveChurn(t)
+		})
+	}
+}
+
+func testPubsubLiveChurn(t *testing.T) {
+	c := newTestCUDA(t)
+	rng := rand.New(rand.NewPCG(51, 52))
+	specs, evs := randomPubsub(rng, 20, 1500, 5, 2048)
+	more, _ := randomPubsub(rng, 20, 300, 5, 0)
+	for i := range 4 { // filters on names no subscription had, one on a new port
+		name := fmt.Sprintf("fresh%d", i)
+		more = append(more, pubsub.Spec{Port: uint32(900 + i), Filters: []pubsub.Filter{{{Name: name, Op: pubsub.OpGe, Value: pubsub.Int(2)}}}})
+		for k := i; k < len(evs); k += 7 {
+			evs[k].Attrs = append(evs[k].Attrs, pubsub.Attr{Name: name, Value: pubsub.Int(int64(k % 5))})
+		}
+	}
+	tb := pubsubTable(t, specs)
+	dev := pubsub.NewDevice(tb)
+	dev.Mirror().Sync()
+	m, err := c.PubsubMatcher(dev.Layout(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+
+	var vmu sync.Mutex
+	m.live.mu.Lock()
+	versions := map[uint64][]pubsub.Spec{m.live.seq: tb.Specs()}
+	m.live.mu.Unlock()
+	var gate sync.RWMutex // a whole image waits for the batches
+	stop := make(chan struct{})
+	churnErr := make(chan error, 1)
+	var changes, fulls, live atomic.Int64
+	go func() {
+		r := rand.New(rand.NewPCG(53, 54))
+		var ids []pubsub.ID
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				churnErr <- nil
+				return
+			default:
+			}
+			if i%2 == 0 || len(ids) == 0 {
+				s := more[r.IntN(len(more))]
+				id, err := tb.Add(s.Port, s.Filters)
+				if err != nil {
+					churnErr <- err
+					return
+				}
+				ids = append(ids, id)
+			} else {
+				k := r.IntN(len(ids))
+				if err := tb.Remove(ids[k]); err != nil {
+					churnErr <- err
+					return
+				}
+				ids = slices.Delete(ids, k, k+1)
+			}
+			snap := tb.Specs()
+			u := dev.Update(tb)
+			if u.Full != nil {
+				gate.Lock()
+			}
+			err := m.Update(u, dev.Layout().Names)
+			m.live.mu.Lock()
+			v := m.live.seq
+			m.live.mu.Unlock()
+			if u.Full != nil {
+				gate.Unlock()
+				fulls.Add(1)
+			} else {
+				live.Add(1)
+			}
+			if err != nil {
+				churnErr <- err
+				return
+			}
+			vmu.Lock()
+			versions[v] = snap
+			vmu.Unlock()
+			changes.Add(1)
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+
+	type result struct {
+		seen  uint64
+		lo    int
+		ports [][]uint32
+	}
+	const per = 256
+	var results []result
+	var bs [2]*EventBatch
+	for i := range bs {
+		if bs[i], err = m.NewEventBatch(per, 8*per, 64*per); err != nil {
+			t.Fatal(err)
+		}
+		defer m.FreeEventBatch(bs[i])
+	}
+	submit := func(b *EventBatch, lo int) error {
+		for {
+			st := m.state.Load()
+			if k := EncodeEvents(b, st.names, evs[lo:lo+per]); k != per {
+				return fmt.Errorf("%d events of %d encoded", k, per)
+			}
+			b.namesVer = st.namesVer
+			if err := m.Submit(b); err != errStaleNames {
+				return err
+			}
+		}
+	}
+	// At least 40 rounds, at most 150 or a second (the check below
+	// builds a CPU table per version seen).
+	deadline := time.Now().Add(time.Second)
+	for round := 0; round < 150 && (time.Now().Before(deadline) || round < 40); round++ {
+		gate.RLock()
+		los := [2]int{(2 * round * per) % len(evs), ((2*round + 1) * per) % len(evs)}
+		for i, b := range bs {
+			if err := submit(b, los[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, b := range bs {
+			if err := m.Wait(b); err != nil {
+				t.Fatal(err)
+			}
+			out := make([][]uint32, per)
+			if err := decodeInto(out, b, m.state.Load().ports); err != nil {
+				t.Fatal(err)
+			}
+			results = append(results, result{b.seen, los[i], out})
+		}
+		gate.RUnlock()
+	}
+	close(stop)
+	if err := <-churnErr; err != nil {
+		t.Fatal(err)
+	}
+	cpu := map[uint64]*pubsub.Table{}
+	seen := map[uint64]bool{}
+	for i, r := range results {
+		s, ok := versions[r.seen]
+		if !ok {
+			t.Fatalf("batch %d saw version %d, which no change published", i, r.seen)
+		}
+		tv := cpu[r.seen]
+		if tv == nil {
+			tv = pubsubTable(t, s)
+			cpu[r.seen] = tv
+		}
+		seen[r.seen] = true
+		want := tv.MatchBatch(evs[r.lo:r.lo+per], nil)
+		for k := range want {
+			if !slices.Equal(r.ports[k], want[k]) && len(r.ports[k])+len(want[k]) > 0 {
+				t.Fatalf("batch %d (version %d), event %d %s: gpu %v, cpu %v", i, r.seen, r.lo+k, evs[r.lo+k].String(), r.ports[k], want[k])
+			}
+			if i%4 == 0 {
+				if b := pubsub.BruteMatch(s, &evs[r.lo+k]); !slices.Equal(want[k], b) && len(want[k])+len(b) > 0 {
+					t.Fatalf("batch %d (version %d), event %d: cpu %v, brute %v", i, r.seen, r.lo+k, want[k], b)
+				}
+			}
+		}
+	}
+	if live.Load() == 0 || len(seen) < 10 {
+		t.Fatalf("%d live updates, %d versions seen by the batches: the churn did not overlap the matching", live.Load(), len(seen))
+	}
+	t.Logf("%d batches of %d events equal to the CPU at their version; %d changes (%d live updates, %d whole images), %d versions seen",
+		len(results), per, changes.Load(), live.Load(), fulls.Load(), len(seen))
 }

@@ -269,6 +269,14 @@ func (m *CUDAMatcher) getSmall() (*smallPath, error) {
 				}
 			}
 		}
+		// Under live.mu: a later scatter finds the path stored (and makes
+		// its stream wait for it); an earlier one is the last this stream
+		// waits for.
+		m.live.mu.Lock()
+		defer m.live.mu.Unlock()
+		if err := m.orderSmall(s.st); err != nil {
+			return err
+		}
 		ok = true
 		m.small.Store(s)
 		return nil
@@ -298,9 +306,22 @@ func (m *CUDAMatcher) matchSmall(evs []pubsub.Event, out [][]uint32, slots []uin
 	if m.small.Load() != s || m.c.closed.Load() {
 		return out, slots, false, false, nil
 	}
+	// The whole call (a few µs of queueing, the kernel, the wait) under
+	// live.mu, the pending updates' words scattered first: an update waits
+	// for it, and the batch sees the words, names and ports of one
+	// version.
+	m.live.mu.Lock()
+	defer m.live.mu.Unlock()
+	if err := m.flushLocked(s.st, -1); err != nil {
+		return out, slots, false, true, err
+	}
+	if err := m.orderSmall(s.st); err != nil {
+		return out, slots, false, true, err
+	}
 	t0 := time.Now()
 	b := s.b
-	if k := EncodeEvents(b, m.names, evs); k < len(evs) {
+	st := m.state.Load()
+	if k := EncodeEvents(b, st.names, evs); k < len(evs) {
 		return out, slots, false, false, nil
 	}
 	if _, err := m.checkBatch(b, SmallBatchEvents); err != nil {
@@ -365,7 +386,7 @@ func (m *CUDAMatcher) matchSmall(evs []pubsub.Event, out [][]uint32, slots []uin
 	} else {
 		out = make([][]uint32, len(evs))
 	}
-	if err := decodeFlat(out, b, m.ports); err != nil {
+	if err := decodeFlat(out, b, st.ports); err != nil {
 		return out, slots, false, true, err
 	}
 	var ok bool

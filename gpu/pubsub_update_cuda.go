@@ -36,22 +36,31 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/gswitch/gswitch/tables/bubble"
-	"github.com/gswitch/gswitch/tables/pubsub"
 )
 
-// A change's bubbles reach the device through one cgo call on the
-// caller's goroutine (no hop to the context's goroutine): the changed runs
-// of words are gathered into a page-locked staging buffer, queued as
-// asynchronous copies in one stream, and waited for once — instead of a
-// synchronous copy per run from Go memory. A full image still loads on the
-// context's goroutine. GSWITCH_PUBSUB_UPDATE=sync selects the former way
-// (a synchronous copy per run), for comparison.
+// The two earlier ways of bringing bubbles to the device, kept for
+// comparison (GSWITCH_PUBSUB_UPDATE; the default is "live",
+// pubsub_live_cuda.go). Both wait for every queued batch first, so the
+// caller must keep batches out while they run (eventfwd.Hybrid takes its
+// lock exclusively for them):
+//
+//   - "staged": the changed runs of words are gathered into a page-locked
+//     staging buffer, queued as asynchronous copies in one stream and
+//     waited for, in one cgo call on the caller's goroutine;
+//   - "sync": a synchronous copy per run on the context's goroutine.
 
-// UpdateModeEnv selects how bubbles are copied: "staged" (the default) or
-// "sync".
+// UpdateModeEnv selects how bubbles reach the device: "live" (the
+// default), "eager", "staged" or "sync".
 const UpdateModeEnv = "GSWITCH_PUBSUB_UPDATE"
 
-func stagedUpdates() bool { return os.Getenv(UpdateModeEnv) != "sync" }
+// updateMode returns the bubble update mode the environment selects.
+func updateMode() string {
+	switch v := os.Getenv(UpdateModeEnv); v {
+	case "eager", "staged", "sync":
+		return v
+	}
+	return "live"
+}
 
 // updateStaged applies bubbles u (not a full image) to the kept image and
 // copies their runs to the device (m.updMu held).
@@ -80,7 +89,6 @@ func (m *CUDAMatcher) updateStaged(u bubble.Update, names map[string]uint32) err
 	if err := m.host.Apply(u.Bubbles); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadUpdate, err)
 	}
-	m.names = names
 	w := m.host.Words
 	n, ns := len(runs), len(m.streams)
 	mem := C.malloc(C.size_t(8 * (3*n + ns + 3)))
@@ -107,6 +115,6 @@ func (m *CUDAMatcher) updateStaged(u bubble.Update, names map[string]uint32) err
 	if !cuOK(r) {
 		return fmt.Errorf("gpu: cuda: %v", cuErr(r))
 	}
-	m.ports = append(m.ports[:0], w[pubsub.RegionPorts][:w[pubsub.RegionHeader][pubsub.HdrPorts]]...)
+	m.publish(m.nextState(names))
 	return nil
 }

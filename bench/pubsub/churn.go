@@ -43,9 +43,11 @@ type Churn struct {
 	// period); ChangeP50US and ChangeP99US time one change until visible
 	// (with Sync on the gpu path).
 	AchievedRate float64 `json:"achieved_rate"`
-	Changes      int     `json:"changes"`
-	ChangeP50US  float64 `json:"change_p50_us"`
-	ChangeP99US  float64 `json:"change_p99_us"`
+	// RateReached says whether AchievedRate is within 2% of Rate.
+	RateReached bool    `json:"rate_reached"`
+	Changes     int     `json:"changes"`
+	ChangeP50US float64 `json:"change_p50_us"`
+	ChangeP99US float64 `json:"change_p99_us"`
 	// CPUBatches counts the batches the hybrid matched on the CPU (gpu).
 	CPUBatches uint64 `json:"cpu_batches,omitempty"`
 }
@@ -219,6 +221,7 @@ func runChurn(f *flags, tab *ps.Table, specs []ps.Spec, evs []ps.Event) (*Churn,
 	if changeTime > 0 {
 		r.AchievedRate = float64(changes) / changeTime.Seconds()
 	}
+	r.RateReached = r.AchievedRate >= 0.98*r.Rate
 	if len(lat) > 0 {
 		r.ChangeP50US, r.ChangeP99US = benchutil.Percentile(lat, 50), benchutil.Percentile(lat, 99)
 	}

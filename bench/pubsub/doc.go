@@ -58,26 +58,36 @@
 //     eventfwd.Hybrid on a device of its own (every batch on the device,
 //     each change made visible by Hybrid.Sync: the table's bubbles copied
 //     to the device; cpu_batches counts batches it matched on the CPU).
-//     The changes are removed afterwards.
+//     The changes are removed afterwards. The CUDA matcher's updates are
+//     live (the words of the changes since the previous batch scattered
+//     before the next one, on the device; GSWITCH_PUBSUB_UPDATE=eager: a
+//     scatter per change, staged or sync: the earlier ways, which hold
+//     the batches while the words are copied). rate_reached says whether
+//     the changes per second reached the asked rate (within 2%).
 //
 // The deploy's parts: deploy_table_ms is the table's bulk add
 // (parallel where its parts are independent, pubsub's par.go).
 //
 // --backend gpu matches through the CUDA matcher on device 0
-// (gpu.OpenEventDevice over the table's device layout, pubsub.NewDevice:
-// the matcher gswitchd uses): deploy then includes building the layout and
-// loading the layout on the device (deploy_device_ms, of which
-// deploy_layout_ms is the layout; the device's context and kernel are
-// opened while the table and its layout are built, gpu.StartEventDevice),
-// latency is one event per device round trip on the small-batch path
+// (gpu.StartEventDevice: the matcher gswitchd uses, its CUDA context and
+// kernel opened on a goroutine of their own from the start). Deploy is
+// then timed from the subscriptions (Go structs) until the device answers:
+// pubsub.Table.AddSpecsDevice fills the table's slots, builds the device
+// image from them while it fills the indexes (deploy_layout_ms, the
+// build's own time) and, as soon as the image is built, hands it to the
+// device (its first bubble.Mirror.Sync, a copy the device keeps; the
+// context's start awaited, the image uploaded: deploy_device_ms) while the
+// indexes are still being filled; deploy_ms = deploy_table_ms is the whole
+// call. Latency is one event per device round trip on the small-batch path
 // (latency_parts: the p50 of its encoding, queueing, waiting and decoding;
 // latency_modes: the p50 and p99 in each --small-modes mode and each
 // --small-splits blocks per event, with the p50 of their parts, see
 // gpu.SmallMode), throughput goes through Match (encoding by name, copies, kernel,
 // decoding; a call of 4,096 events or more in four parts on four
-// goroutines), and "visible" times a change until the device has it: the
-// table's Add or Remove, the layout's bubbles (pubsub.Device.Update) and
-// the device's update (CUDAMatcher.Update), 200 of each (p50 and p99 in
+// goroutines), and "visible" times a change until every batch queued
+// after it sees it: the table's Add or Remove, the layout's bubbles
+// (pubsub.Device.Update) and the device's update (CUDAMatcher.Update: the
+// words pending for the next batch's scatter), 200 of each (p50 and p99 in
 // µs), with device_bytes the image's size. In a build without CUDA it is
 // an error saying so.
 //

@@ -36,8 +36,11 @@
 // (counted). Subscription changes reach the device as the table's bubble
 // updates (pubsub.Device.Update, applied by Device.Update): Hybrid.Sync is
 // the subscription service's barrier, so a change is acknowledged once the
-// device has it. While an update is written to the device, batches wait
-// for it (tens of µs for a change's bubbles; HybridConfig.CPUDuringUpdates
+// device has it. A device whose bubble updates are live (LiveDevice: the
+// CUDA matcher, which scatters the pending words before its next batch,
+// ordered on the device, and the layout device) gets them while batches go
+// on; otherwise, and for a whole image, batches wait while an update is
+// written (tens of µs for a change's bubbles; HybridConfig.CPUDuringUpdates
 // sends them to the CPU, which has the change already, instead). A failed
 // update turns the device off; the CPU serves from then on. Per-
 // subscription match counters count the device's matches too: the device

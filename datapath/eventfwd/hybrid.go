@@ -23,6 +23,15 @@ type Device interface {
 	Close() error
 }
 
+// LiveDevice is a Device that may apply bubble updates (not whole images)
+// while batches are matched on it, each batch seeing the whole of an update
+// or none of it and every batch queued after Update returns seeing it
+// (gpu.CUDAMatcher in its default update mode). UpdatesLive says whether
+// it does so now.
+type LiveDevice interface {
+	UpdatesLive() bool
+}
+
 // SlotMatcher is a Device that also says which filter slot decided each
 // delivery (gpu.EventDevice.MatchSlots): complete is false when it could
 // not bring back every slot.
@@ -82,7 +91,9 @@ type HybridConfig struct {
 // against the device's update (held exclusively, so that no batch sees a
 // half-written layout); a batch that finds mu taken or wanted by an update
 // waits for it (RLock), or with CPUDuringUpdates is matched on the CPU
-// instead (TryRLock). syncMu serializes
+// instead (TryRLock). A LiveDevice's bubble updates do not take mu: the
+// device orders them against its batches itself, so batches go on while
+// subscriptions change (only a whole image still holds them). syncMu serializes
 // Syncs and guards the layout image; Sync builds the update under the
 // table's read lock before it takes mu. Lock order: syncMu > mu; the
 // table's lock is taken inside its own calls and never held while mu is
@@ -189,9 +200,14 @@ func (h *Hybrid) Sync(context.Context) error {
 	if u.Full == nil && len(u.Bubbles) == 0 {
 		return nil
 	}
-	h.mu.Lock()
-	err := h.dev.Update(u, h.img.Layout().Names)
-	h.mu.Unlock()
+	var err error
+	if ld, ok := h.dev.(LiveDevice); ok && u.Full == nil && ld.UpdatesLive() {
+		err = h.dev.Update(u, h.img.Layout().Names)
+	} else {
+		h.mu.Lock()
+		err = h.dev.Update(u, h.img.Layout().Names)
+		h.mu.Unlock()
+	}
 	if err != nil {
 		s := "update failed: " + err.Error()
 		h.offWhy.Store(&s)

@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -361,4 +362,108 @@ func checkAnswers(t *testing.T, what string, got [][]uint32, specs []pubsub.Spec
 			t.Fatalf("%s: event %d: %v, brute %v", what, i, got[i], want)
 		}
 	}
+}
+
+// TestHybridLiveUpdates matches batches on one goroutine while another
+// changes the subscriptions and syncs, on a device whose updates are live
+// (gpu.LayoutDevice: Sync does not hold the batches): every batch answers
+// exactly as the brute-force evaluator over the subscriptions of one
+// version between the last sync done before it and the last begun after
+// it, and every batch stays on the device.
+func TestHybridLiveUpdates(t *testing.T) {
+	sc := pubsub.DefaultScenario()
+	sc.FiltersMin, sc.FiltersMax = 60, 90
+	sc.Names, sc.Values, sc.Words = 8, 6, 5
+	specs := sc.Subscriptions()
+	tab := pubsub.New()
+	if _, err := tab.AddSpecs(specs); err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHybrid(HybridConfig{Table: tab, MinBatch: 8, Log: quiet(), Open: func(l *pubsub.Layout) (Device, error) {
+		d := &gpu.LayoutDevice{}
+		return d, d.Update(bubble.Update{Full: l.Image.Clone()}, l.Names)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if _, ok := h.dev.(LiveDevice); !ok {
+		t.Fatal("the layout device is not a LiveDevice")
+	}
+	evs := sc.Events(64)
+	more := sc
+	more.Seed = 11
+	extra := more.Subscriptions()
+	var mu sync.Mutex
+	versions := [][]pubsub.Spec{tab.Specs()} // versions[v]: the subscriptions after sync v
+	var begun, done atomic.Int64
+	stop := make(chan struct{})
+	churned := make(chan error, 1)
+	go func() {
+		r := rand.New(rand.NewSource(3))
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				churned <- nil
+				return
+			default:
+			}
+			if i%2 == 0 {
+				s := extra[r.Intn(len(extra))]
+				if _, err := tab.Add(s.Port, s.Filters); err != nil {
+					churned <- err
+					return
+				}
+			} else if subs := tab.List(); len(subs) > 0 {
+				if err := tab.Remove(subs[r.Intn(len(subs))].ID); err != nil {
+					churned <- err
+					return
+				}
+			}
+			snap := tab.Specs()
+			mu.Lock()
+			versions = append(versions, snap)
+			mu.Unlock()
+			begun.Add(1)
+			if err := h.Sync(context.Background()); err != nil {
+				churned <- err
+				return
+			}
+			done.Add(1)
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+	const batches = 60
+	for b := 0; b < batches; b++ {
+		lo := done.Load()
+		got := h.MatchBatch(evs, nil)
+		hi := begun.Load()
+		mu.Lock()
+		cands := versions[lo : hi+1]
+		mu.Unlock()
+		ok := false
+		for v := len(cands) - 1; v >= 0 && !ok; v-- {
+			ok = true
+			for i := range evs {
+				if want := pubsub.BruteMatch(cands[v], &evs[i]); !slices.Equal(got[i], want) && len(got[i])+len(want) > 0 {
+					ok = false
+					break
+				}
+			}
+		}
+		if !ok {
+			close(stop)
+			<-churned
+			t.Fatalf("batch %d: the answers are those of no version %d..%d", b, lo, hi)
+		}
+	}
+	close(stop)
+	if err := <-churned; err != nil {
+		t.Fatal(err)
+	}
+	k := h.Counters()
+	if k.CPUBatches != 0 || k.DeviceBatches != batches || k.Updates == 0 {
+		t.Fatalf("counters %+v: want every batch on the device, updates applied", k)
+	}
+	t.Logf("%d syncs during %d batches", done.Load(), batches)
 }

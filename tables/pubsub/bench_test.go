@@ -103,6 +103,28 @@ func BenchmarkDeploy1M(b *testing.B) {
 	b.ReportMetric(float64((threadCPU()-c0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
+// BenchmarkDeployDevice1M is BenchmarkDeploy1M with the device image:
+// separately (AddSpecs, then NewDevice) or built alongside the indexes
+// (AddSpecsDevice), alternately in one run.
+func BenchmarkDeployDevice1M(b *testing.B) {
+	defaultScenario(b)
+	for _, mode := range []string{"separate", "together"} {
+		b.Run(mode, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				tb := New()
+				if mode == "separate" {
+					if _, err := tb.AddSpecs(defaultSpecs); err != nil {
+						b.Fatal(err)
+					}
+					NewDevice(tb)
+				} else if _, _, err := tb.AddSpecsDevice(defaultSpecs, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkChange measures one subscription added and removed on the
 // default scenario's table (the cost a change puts on the write lock).
 func BenchmarkChange(b *testing.B) {

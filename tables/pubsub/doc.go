@@ -143,6 +143,14 @@
 // the specs' filters rather than copying them (AddSpecs' caller must not
 // modify them). The package's BenchmarkDeploy1M gives the time.
 //
+// A bulk add fills the new filters' slots (slot, port index, rank) first,
+// in parallel, and the indexes after. AddSpecsDevice builds the device
+// image (NewDevice's, word for word) from the slots on other goroutines
+// while the caller's goroutine fills the indexes, and can hand the image
+// over (to load it on a device) as soon as it is built: a deploy's table,
+// image and device load overlap (BenchmarkDeployDevice1M compares it with
+// AddSpecs then NewDevice).
+//
 // # Concurrency
 //
 // Table.mu (a sync.RWMutex) is the only lock of the package; there is no
@@ -156,7 +164,10 @@
 // not a whole batch's). A bulk add and a layout build (NewDevice) split
 // their independent parts over short-lived goroutines (par.go) while the
 // caller holds the lock; each works on its own names, slots or chunk and
-// all are joined before the call returns. A matching goroutine owns its
+// all are joined before the call returns. AddSpecsDevice's image build
+// runs on such goroutines beside the index pass: it reads only the slots,
+// the ports and the slot log, which the index pass does not write, and is
+// joined (its callback included) before the call returns. A matching goroutine owns its
 // scratch (from a sync.Pool) for the duration of one call. Subscription
 // match counters are atomic and are the only state readers write. Nothing
 // calls back into the caller under the lock. The Go RWMutex blocks new

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gswitch/gswitch/tables/bubble"
 )
@@ -107,6 +108,8 @@ type Device struct {
 	direct             [][]uint32
 	// Rebuilds counts the full images built (NewDevice's first included).
 	Rebuilds int
+	// BuildTime is how long the latest full image took to build.
+	BuildTime time.Duration
 }
 
 // alist is a name's anchor list: entries [off, off+n) of the anchor
@@ -177,6 +180,8 @@ func room(n int) int { return n + max(n/HeadroomDiv, HeadroomMin) }
 // in sorted order, each filter anchored on the name of its constraints
 // whose list is shortest so far, lists and records written in slot order.
 func (d *Device) build(t *Table) {
+	t0 := time.Now()
+	defer func() { d.BuildTime = time.Since(t0) }()
 	if len(t.info) > MaxLayoutSlots {
 		panic(fmt.Sprintf("pubsub: %d filter slots do not fit the layout", len(t.info)))
 	}

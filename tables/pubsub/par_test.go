@@ -119,3 +119,64 @@ func TestRadixSortRefsParallel(t *testing.T) {
 		}
 	}
 }
+
+// TestAddSpecsDevice: the image AddSpecsDevice builds alongside the
+// indexes is NewDevice's, word for word, with the same name table and
+// slot log position (an Update after a change gives the same bubbles); the
+// table is AddSpecs' (same slots and answers). Run with -race: the build
+// and the index pass share the table.
+func TestAddSpecsDevice(t *testing.T) {
+	defer func(w int) { buildWorkers = w }(buildWorkers)
+	sc := DefaultScenario()
+	sc.FiltersMin, sc.FiltersMax = 900, 1100
+	specs := sc.Subscriptions()
+	evs := sc.Events(300)
+	for _, w := range []int{1, 4} {
+		buildWorkers = w
+		a := New()
+		if _, err := a.AddSpecs(specs); err != nil {
+			t.Fatal(err)
+		}
+		da := NewDevice(a)
+		b := New()
+		var early *Device
+		if _, db, err := b.AddSpecsDevice(specs, func(d *Device) { early = d }); err != nil {
+			t.Fatal(err)
+		} else {
+			if early != db {
+				t.Fatalf("workers %d: built was called with %p, not the device returned (%p)", w, early, db)
+			}
+			ia, ib := da.Layout().Image, db.Layout().Image
+			for r := range ia.Words {
+				if !slices.Equal(ia.Words[r], ib.Words[r]) {
+					t.Fatalf("workers %d: region %d differs from NewDevice's", w, r)
+				}
+			}
+			if !reflect.DeepEqual(da.Layout().Names, db.Layout().Names) || da.seq != db.seq {
+				t.Fatalf("workers %d: names or slot log position differ", w)
+			}
+			if !reflect.DeepEqual(a.info, b.info) || a.constraints != b.constraints || a.filters != b.filters || a.active != b.active ||
+				!reflect.DeepEqual(a.live, b.live) {
+				t.Fatalf("workers %d: slots differ", w)
+			}
+			for _, tb := range []*Table{a, b} {
+				if _, err := tb.Add(3, specs[5].Filters); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ua, ub := da.Update(a), db.Update(b)
+			if !reflect.DeepEqual(ua, ub) {
+				t.Fatalf("workers %d: the update after a change differs", w)
+			}
+			all := b.Specs()
+			for i := range evs {
+				if x, y := a.Match(&evs[i]), b.Match(&evs[i]); !slices.Equal(x, y) {
+					t.Fatalf("workers %d: event %d: %v, AddSpecs' table %v", w, i, y, x)
+				}
+				if got, want := EvalLayout(db.Layout(), &evs[i]), BruteMatch(all, &evs[i]); !slices.Equal(got, want) && len(got)+len(want) > 0 {
+					t.Fatalf("workers %d: event %d: layout %v, brute %v", w, i, got, want)
+				}
+			}
+		}
+	}
+}

@@ -190,15 +190,38 @@ func (t *Table) Add(port uint32, filters []Filter) (ID, error) {
 // keeps the specs' filters: the caller must not modify them afterwards
 // (Get, List and Specs hand out copies).
 func (t *Table) AddSpecs(specs []Spec) ([]ID, error) {
+	ids, _, err := t.addSpecs(specs, false, nil)
+	return ids, err
+}
+
+// AddSpecsDevice is AddSpecs that also builds the table's device image
+// (NewDevice's, word for word) while the indexes are built: once the new
+// filters have their slots, the image is built from the slots on other
+// goroutines while the caller's goroutine fills the indexes (a deploy's
+// two long parts overlap). The table's write lock is held throughout.
+//
+// built, if not nil, is called with the device on the build's goroutine
+// as soon as its image is ready, while the indexes may still be filled
+// (to load it on a device meanwhile); AddSpecsDevice returns after it
+// returns. It must not call the table (its lock is held).
+func (t *Table) AddSpecsDevice(specs []Spec, built func(*Device)) ([]ID, *Device, error) {
+	return t.addSpecs(specs, true, built)
+}
+
+func (t *Table) addSpecs(specs []Spec, device bool, built func(*Device)) ([]ID, *Device, error) {
 	if err := validateSpecs(specs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.ports)+countNewPorts(t.portIdx, specs) > MaxPorts {
-		return nil, fmt.Errorf("pubsub: more than %d ports", MaxPorts)
+		return nil, nil, fmt.Errorf("pubsub: more than %d ports", MaxPorts)
 	}
-	return t.addLocked(specs), nil
+	var d *Device
+	if device {
+		d = &Device{}
+	}
+	return t.addLocked(specs, d, built), d, nil
 }
 
 func validateSpecs(specs []Spec) error {
@@ -240,7 +263,14 @@ func validateRange(specs []Spec, base int) error {
 	return nil
 }
 
-func (t *Table) addLocked(specs []Spec) []ID {
+// addLocked adds specs (t.mu held). It fills the new filters' slots first
+// (slot, port index, rank: what the device image is built from; in
+// parallel for a bulk), then the indexes. With d non-nil, d is built
+// (Device.build) from the slots on its own goroutine while the indexes are
+// filled: the build reads the slots, the ports and the slot log, which the
+// index pass does not write; onBuilt, if not nil, is called with d on that
+// goroutine once d is built.
+func (t *Table) addLocked(specs []Spec, d *Device, onBuilt func(*Device)) []ID {
 	ids := make([]ID, len(specs))
 	// The table keeps the specs' filters (AddSpecs' contract: the caller
 	// does not modify them); one allocation each for the subscriptions,
@@ -254,7 +284,9 @@ func (t *Table) addLocked(specs []Spec) []ID {
 	fsub := make([]int32, 0, nf) // flat filter index -> spec index
 	sstore := make([]uint32, nf)
 	sflat := sstore // flat filter index -> slot
+	spi := make([]uint32, len(specs))
 	t.subs.e = slices.Grow(t.subs.e, len(specs))
+	lastPort, lastPI := uint32(0), uint32(0)
 	for i, s := range specs {
 		t.nextID++
 		sub := &store[i]
@@ -268,35 +300,73 @@ func (t *Table) addLocked(specs []Spec) []ID {
 		t.subs.add(sub)
 		t.addToPort(sub)
 		ids[i] = sub.id
+		if i == 0 || s.Port != lastPort {
+			lastPort, lastPI = s.Port, t.portIndex(s.Port)
+		}
+		spi[i] = lastPI
 	}
 	order, nInts, nStrs := t.slotOrder(fstore)
 	for _, fi := range order {
 		sflat[fi] = t.allocSlot()
 	}
-	// Filters in input order (their constraints are read in memory order).
+	// The slots: independent per filter, the port counts per range.
+	w := workers(len(fstore), 4*parMin)
+	live := make([][]int32, w)
+	cons := make([]int, w)
+	slots := func(c, lo, hi int) {
+		lv := make([]int32, len(t.ports))
+		n := 0
+		for fi := lo; fi < hi; fi++ {
+			f := fstore[fi]
+			sl, pi := sflat[fi], spi[fsub[fi]]
+			best, k := filterRank(f)
+			t.info[sl] = pi<<8 | uint32(k)
+			t.meta[sl] = slotMeta{owner: &store[fsub[fi]], filt: f, best: best, resid: k < len(f), rmask: residualMask(f, best)}
+			lv[pi]++
+			n += len(f)
+		}
+		live[c], cons[c] = lv, n
+	}
+	if w == 1 {
+		slots(0, 0, len(fstore))
+	} else {
+		eachChunk(chunks(len(fstore), w), slots)
+	}
+	for c := range live {
+		for pi, n := range live[c] {
+			if n > 0 && t.live[pi] == 0 {
+				t.active++
+			}
+			t.live[pi] += n
+		}
+		t.constraints += cons[c]
+	}
+	for _, sl := range sflat {
+		t.logSlot(sl)
+	}
+	t.filters += len(fstore)
+	var built chan struct{}
+	if d != nil {
+		built = make(chan struct{})
+		go func() {
+			defer close(built)
+			d.build(t)
+			if onBuilt != nil {
+				onBuilt(d)
+			}
+		}()
+	}
+	// The indexes, filters in input order (their constraints are read in
+	// memory order).
 	var touched []*nameIdx
 	var last *nameIdx // the previous counted constraint's name
 	var bk *bulk
 	if len(fstore) >= bulkMin {
 		bk = newBulk(nInts, nStrs)
 	}
-	lastPort, lastPI := uint32(0), uint32(0)
 	for fi, f := range fstore {
-		sub := &store[fsub[fi]]
 		sl := sflat[fi]
-		pi := lastPI
-		if sub.port != lastPort || fi == 0 {
-			pi = t.portIndex(sub.port)
-			lastPort, lastPI = sub.port, pi
-		}
-		best, n := filterRank(f)
-		t.info[sl] = pi<<8 | uint32(n)
-		t.logSlot(sl)
-		t.meta[sl] = slotMeta{owner: sub, filt: f, best: best, resid: n < len(f), rmask: residualMask(f, best)}
-		if t.live[pi] == 0 {
-			t.active++
-		}
-		t.live[pi]++
+		best := t.meta[sl].best
 		for k := range f {
 			if rank(&f[k]) != best {
 				continue
@@ -320,8 +390,6 @@ func (t *Table) addLocked(specs []Spec) []ID {
 				touched = append(touched, ni)
 			}
 		}
-		t.constraints += len(f)
-		t.filters++
 	}
 	if bk != nil {
 		bk.flush()
@@ -330,6 +398,9 @@ func (t *Table) addLocked(specs []Spec) []ID {
 		ni.touched = false
 	}
 	parallelEach(len(touched), workers(len(fstore), parMin), func(i int) { touched[i].fix(t.dead) })
+	if built != nil {
+		<-built
+	}
 	return ids
 }
 
@@ -676,7 +747,7 @@ func (t *Table) SetPort(port uint32, filters []Filter) (ID, []ID, error) {
 	if len(specs) == 0 {
 		return 0, removed, nil
 	}
-	return t.addLocked(specs)[0], removed, nil
+	return t.addLocked(specs, nil, nil)[0], removed, nil
 }
 
 func (t *Table) removeLocked(subs []*subscription) {
