@@ -44,6 +44,7 @@ type Config struct {
 	Backend     string              `yaml:"backend"`
 	GPUs        []int               `yaml:"gpus"`
 	MaxDelay    time.Duration       `yaml:"max_delay"`
+	SharedDelay time.Duration       `yaml:"shared_delay"` // the part of max_delay a lookup may wait in a shared device batch (0: all of it, and the receive batch all of it too)
 	RxQueues    int                 `yaml:"rx_queues"`
 	RxRing      string              `yaml:"rx_ring"` // auto (frame below a 1 ms max_delay, else block), block or frame
 	MinBatch    int                 `yaml:"min_batch"`
@@ -108,6 +109,18 @@ func (c *Config) rxRing() afpacket.RingMode {
 	return afpacket.RingBlocks
 }
 
+// batchDelays returns how long a receive batch (pipeline.Config.MaxDelay)
+// and a shared device batch (gpu.CoalescerConfig.MaxDelay) may wait:
+// max_delay each, or with shared_delay set (and a GPU, 'shared'), the
+// receive batch max_delay minus shared_delay and the shared batch
+// shared_delay, so that a frame's two waits add up to max_delay at most.
+func (c *Config) batchDelays(shared bool) (rx, dev time.Duration) {
+	if !shared || c.SharedDelay <= 0 {
+		return c.MaxDelay, c.MaxDelay
+	}
+	return c.MaxDelay - c.SharedDelay, c.SharedDelay
+}
+
 // rxQueues returns the number of receive queues of port pc.
 func (c *Config) rxQueues(pc PortConfig) int {
 	if pc.RxQueues != 0 {
@@ -144,6 +157,10 @@ type settings struct {
 	p4rtTLS   *tls.Config // for the P4Runtime server; nil: plain gRPC (p4rt.go)
 	re        reSettings  // redundancy elimination (re.go)
 	pubsub    pubsubSettings
+
+	// openEngine replaces gpu.OpenConfig (tests: an Engine with a CPU
+	// backend standing in for a device); nil: gpu.OpenConfig.
+	openEngine func(backend string, ordinals []int, cfg gpu.EngineConfig) (*gpu.Engine, error)
 }
 
 // ErrConfig marks a configuration mistake (exit status 2): every error of
@@ -195,7 +212,7 @@ type Flags struct {
 	config                                          string
 	dpid, failMode, backend, gpus, metrics, ctl, lv string
 	tlsKey, tlsCert, tlsCA                          string
-	maxDelay                                        time.Duration
+	maxDelay, sharedDelay                           time.Duration
 	minBatch, batchSize, tables, maxFlows, rxQueues int
 	classifier, rxRing                              string
 	ports, controllers, listen                      multiFlag
@@ -229,6 +246,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.backend, "backend", "", "lookup backend: `auto` (each flow table on the CPU or the GPU, whichever a calibration at load and at every change of its class count finds cheaper per key; the CPU without a GPU), cpu or gpu (every table on the GPUs)")
 	fs.StringVar(&f.gpus, "gpus", "", "GPU ordinals to use, comma separated: `LIST` (e.g. 0,1)")
 	fs.DurationVar(&f.maxDelay, "max-delay", 0, "longest a received frame waits for its batch to fill: `DURATION` (e.g. 100us)")
+	fs.DurationVar(&f.sharedDelay, "shared-delay", 0, "with a GPU, the part of --max-delay a lookup may wait in a shared device batch: `DURATION`; receive batches then close after --max-delay minus it, so that a frame waits at most --max-delay in both (0, the default: each waits up to --max-delay)")
 	fs.IntVar(&f.minBatch, "min-batch", 0, "smallest batch sent to a GPU; smaller ones are classified on the CPU: `N`")
 	fs.IntVar(&f.batchSize, "batch-size", 0, "frames per batch at most: `N`")
 	fs.IntVar(&f.rxQueues, "rx-queues", 0, "receive queues per port: `N` (1..64) AF_PACKET rings in a PACKET_FANOUT group, each read by its own goroutine; 1: one ring, no fanout")
@@ -312,6 +330,7 @@ func (f *Flags) override(c *Config) error {
 	setIf(set, "max-flows", &c.MaxFlows, f.maxFlows)
 	setIf(set, "classifier", &c.Classifier, f.classifier)
 	setIf(set, "max-delay", &c.MaxDelay, f.maxDelay)
+	setIf(set, "shared-delay", &c.SharedDelay, f.sharedDelay)
 	setIf(set, "rx-queues", &c.RxQueues, f.rxQueues)
 	setIf(set, "rx-ring", &c.RxRing, f.rxRing)
 	setIf(set, "tls-private-key", &c.TLS.PrivateKey, f.tlsKey)
@@ -536,6 +555,8 @@ func checkNumbers(c *Config) error {
 		return configErr("tables %d: want 1..%d", c.Tables, rule.TableMax)
 	case c.MaxDelay <= 0 || c.MaxDelay > time.Second:
 		return configErr("max delay %v: want more than 0 and at most 1s", c.MaxDelay)
+	case c.SharedDelay < 0 || c.SharedDelay >= c.MaxDelay:
+		return configErr("shared delay %v: want 0 (off) or more, and less than the max delay %v", c.SharedDelay, c.MaxDelay)
 	case c.MinBatch < 1:
 		return configErr("min batch %d: want at least 1", c.MinBatch)
 	case c.BatchSize < 1 || c.BatchSize > 1<<16:

@@ -212,3 +212,33 @@ func TestRxRing(t *testing.T) {
 		t.Errorf("--rx-ring v3: %v, want a configuration error", err)
 	}
 }
+
+// TestSharedDelay: --shared-delay splits --max-delay between the receive
+// batch and the shared device batch (with a GPU; without one the receive
+// batch keeps all of it); 0 leaves both at --max-delay; it must be below
+// --max-delay.
+func TestSharedDelay(t *testing.T) {
+	us := time.Microsecond
+	for _, c := range []struct {
+		args            []string
+		gpu             bool
+		wantRx, wantDev time.Duration
+	}{
+		{nil, true, 100 * us, 100 * us},
+		{[]string{"--max-delay", "300us", "--shared-delay", "100us"}, true, 200 * us, 100 * us},
+		{[]string{"--max-delay", "300us", "--shared-delay", "100us"}, false, 300 * us, 300 * us},
+	} {
+		st, err := loadArgs(t, c.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if rx, dev := st.batchDelays(c.gpu); rx != c.wantRx || dev != c.wantDev {
+			t.Errorf("%v, gpu %v: receive batch %v, shared batch %v; want %v, %v", c.args, c.gpu, rx, dev, c.wantRx, c.wantDev)
+		}
+	}
+	for _, bad := range [][]string{{"--shared-delay", "100us"}, {"--max-delay", "1ms", "--shared-delay", "2ms"}, {"--shared-delay", "-1us"}} {
+		if _, err := loadArgs(t, bad...); !errors.Is(err, ErrConfig) {
+			t.Errorf("%v: %v, want a configuration error", bad, err)
+		}
+	}
+}
