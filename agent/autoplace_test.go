@@ -12,15 +12,16 @@ import (
 	"github.com/gswitch/gswitch/tables/rule"
 )
 
-// autoAgent starts an agent with --backend auto whose Engine has a CPU
+// autoAgent starts an agent with --backend auto and --min-batch minBatch
+// (without ports, the batch a device is priced at) whose Engine has a CPU
 // backend standing in for a device, priced at devNs a key (the CPU is
 // timed; devNs 0: the agent's own engine, a real device in the cuda
 // build, timed too), recalibrating 5 ms after a change; tuple search, so
 // that a table's CPU cost grows with its classes.
-func autoAgent(t *testing.T, devNs float64) (*Agent, *ctl.Client) {
+func autoAgent(t *testing.T, devNs float64, minBatch int) (*Agent, *ctl.Client) {
 	t.Helper()
 	cfg := testConfig(t.TempDir())
-	cfg.Backend, cfg.Classifier, cfg.Tables, cfg.MinBatch = "auto", "tuple", 2, 64
+	cfg.Backend, cfg.Classifier, cfg.Tables, cfg.MinBatch = "auto", "tuple", 2, minBatch
 	st, err := check(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +98,7 @@ func recalibrated(t *testing.T, c *ctl.Client, after uint64) gpu.TableBackend {
 // columns) says so at each step, with the classes counted.
 func TestAutoPlacementFollowsTable(t *testing.T) {
 	const devNs = 1500 // a tuple lookup costs some 15-40 ns a class: 40 to 130 classes
-	a, c := autoAgent(t, devNs)
+	a, c := autoAgent(t, devNs, 64)
 	tb := growAndShrink(t, a, c)
 	if tb.CPUNsPerKey <= devNs*gpu.SwitchMargin {
 		t.Fatalf("moved to the device at %+v", tb)

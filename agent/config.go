@@ -45,6 +45,8 @@ type Config struct {
 	GPUs        []int               `yaml:"gpus"`
 	MaxDelay    time.Duration       `yaml:"max_delay"`
 	SharedDelay time.Duration       `yaml:"shared_delay"` // the part of max_delay a lookup may wait in a shared device batch (0: all of it, and the receive batch all of it too)
+	InFlight    int                 `yaml:"in_flight"`    // with a GPU, batches of a receive queue in the pipeline at once (0: pipeline's default, 2)
+	BatchDepth  int                 `yaml:"batch_depth"`  // with a GPU, closed batches of a receive queue unfinished before its reader waits (0: pipeline's default, 3; at least in_flight)
 	RxQueues    int                 `yaml:"rx_queues"`
 	RxRing      string              `yaml:"rx_ring"` // auto (frame below a 1 ms max_delay, else block), block or frame
 	MinBatch    int                 `yaml:"min_batch"`
@@ -214,6 +216,7 @@ type Flags struct {
 	tlsKey, tlsCert, tlsCA                          string
 	maxDelay, sharedDelay                           time.Duration
 	minBatch, batchSize, tables, maxFlows, rxQueues int
+	inFlight, batchDepth                            int
 	classifier, rxRing                              string
 	ports, controllers, listen                      multiFlag
 	printConfig                                     bool
@@ -247,6 +250,8 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.gpus, "gpus", "", "GPU ordinals to use, comma separated: `LIST` (e.g. 0,1)")
 	fs.DurationVar(&f.maxDelay, "max-delay", 0, "longest a received frame waits for its batch to fill: `DURATION` (e.g. 100us)")
 	fs.DurationVar(&f.sharedDelay, "shared-delay", 0, "with a GPU, the part of --max-delay a lookup may wait in a shared device batch: `DURATION`; receive batches then close after --max-delay minus it, so that a frame waits at most --max-delay in both (0, the default: each waits up to --max-delay)")
+	fs.IntVar(&f.inFlight, "in-flight", 0, "with a GPU, batches of a receive queue in the pipeline at once, their lookups in the shared device batches while the reader reads on: `N` (0: 2)")
+	fs.IntVar(&f.batchDepth, "batch-depth", 0, "with a GPU, closed batches of a receive queue that may be unfinished before its reader waits: `N` (0: 3; at least --in-flight)")
 	fs.IntVar(&f.minBatch, "min-batch", 0, "smallest batch sent to a GPU; smaller ones are classified on the CPU: `N`")
 	fs.IntVar(&f.batchSize, "batch-size", 0, "frames per batch at most: `N`")
 	fs.IntVar(&f.rxQueues, "rx-queues", 0, "receive queues per port: `N` (1..64) AF_PACKET rings in a PACKET_FANOUT group, each read by its own goroutine; 1: one ring, no fanout")
@@ -331,6 +336,8 @@ func (f *Flags) override(c *Config) error {
 	setIf(set, "classifier", &c.Classifier, f.classifier)
 	setIf(set, "max-delay", &c.MaxDelay, f.maxDelay)
 	setIf(set, "shared-delay", &c.SharedDelay, f.sharedDelay)
+	setIf(set, "in-flight", &c.InFlight, f.inFlight)
+	setIf(set, "batch-depth", &c.BatchDepth, f.batchDepth)
 	setIf(set, "rx-queues", &c.RxQueues, f.rxQueues)
 	setIf(set, "rx-ring", &c.RxRing, f.rxRing)
 	setIf(set, "tls-private-key", &c.TLS.PrivateKey, f.tlsKey)
@@ -555,6 +562,8 @@ func checkNumbers(c *Config) error {
 		return configErr("tables %d: want 1..%d", c.Tables, rule.TableMax)
 	case c.MaxDelay <= 0 || c.MaxDelay > time.Second:
 		return configErr("max delay %v: want more than 0 and at most 1s", c.MaxDelay)
+	case c.InFlight < 0 || c.InFlight > 64 || c.BatchDepth < 0 || c.BatchDepth > 256:
+		return configErr("in flight %d, batch depth %d: want 0 (the default) to 64 and 0 to 256", c.InFlight, c.BatchDepth)
 	case c.SharedDelay < 0 || c.SharedDelay >= c.MaxDelay:
 		return configErr("shared delay %v: want 0 (off) or more, and less than the max delay %v", c.SharedDelay, c.MaxDelay)
 	case c.MinBatch < 1:

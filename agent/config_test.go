@@ -213,7 +213,8 @@ func TestRxRing(t *testing.T) {
 	}
 }
 
-// TestSharedDelay: --shared-delay splits --max-delay between the receive
+// TestSharedDelay: --in-flight and --batch-depth are read and bounded;
+// --shared-delay splits --max-delay between the receive
 // batch and the shared device batch (with a GPU; without one the receive
 // batch keeps all of it); 0 leaves both at --max-delay; it must be below
 // --max-delay.
@@ -236,7 +237,12 @@ func TestSharedDelay(t *testing.T) {
 			t.Errorf("%v, gpu %v: receive batch %v, shared batch %v; want %v, %v", c.args, c.gpu, rx, dev, c.wantRx, c.wantDev)
 		}
 	}
-	for _, bad := range [][]string{{"--shared-delay", "100us"}, {"--max-delay", "1ms", "--shared-delay", "2ms"}, {"--shared-delay", "-1us"}} {
+	st, err := loadArgs(t, "--in-flight", "8", "--batch-depth", "16")
+	if err != nil || st.InFlight != 8 || st.BatchDepth != 16 {
+		t.Errorf("--in-flight 8 --batch-depth 16: %+v, %v", st, err)
+	}
+	for _, bad := range [][]string{{"--shared-delay", "100us"}, {"--max-delay", "1ms", "--shared-delay", "2ms"}, {"--shared-delay", "-1us"},
+		{"--in-flight", "-1"}, {"--in-flight", "65"}, {"--batch-depth", "257"}} {
 		if _, err := loadArgs(t, bad...); !errors.Is(err, ErrConfig) {
 			t.Errorf("%v: %v, want a configuration error", bad, err)
 		}
