@@ -222,7 +222,7 @@ func blockTimeout(maxDelay time.Duration) time.Duration {
 func (d *Agent) openPorts() error {
 	for _, pc := range d.st.Ports {
 		p, err := afpacket.Open(pc.Interface, afpacket.Config{Promiscuous: true, BlockTimeout: blockTimeout(d.st.MaxDelay),
-			Queues: d.st.rxQueues(pc), Ring: d.st.rxRing()})
+			Queues: d.st.rxQueues(pc), Ring: d.st.rxRing(d.co != nil)})
 		if err != nil {
 			return fmt.Errorf("port %d (%s): %w", pc.Number, pc.Interface, err)
 		}
@@ -237,7 +237,7 @@ func (d *Agent) openPorts() error {
 		if err := d.reStage(pc.Number); err != nil {
 			return err
 		}
-		d.log.Info("port attached", "port", pc.Number, "link", p.Link().String(), "rx_queues", p.Queues(), "rx_ring", d.st.rxRing().String())
+		d.log.Info("port attached", "port", pc.Number, "link", p.Link().String(), "rx_queues", p.Queues(), "rx_ring", d.st.rxRing(d.co != nil).String())
 	}
 	return nil
 }

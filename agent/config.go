@@ -48,7 +48,7 @@ type Config struct {
 	InFlight    int                 `yaml:"in_flight"`    // with a GPU, batches of a receive queue in the pipeline at once (0: pipeline's default, 2)
 	BatchDepth  int                 `yaml:"batch_depth"`  // with a GPU, closed batches of a receive queue unfinished before its reader waits (0: pipeline's default, 3; at least in_flight)
 	RxQueues    int                 `yaml:"rx_queues"`
-	RxRing      string              `yaml:"rx_ring"` // auto (frame below a 1 ms max_delay, else block), block or frame
+	RxRing      string              `yaml:"rx_ring"` // auto (frame below a 1 ms max_delay without a GPU, else block), block or frame
 	MinBatch    int                 `yaml:"min_batch"`
 	BatchSize   int                 `yaml:"batch_size"`
 	Tables      int                 `yaml:"tables"`
@@ -92,20 +92,26 @@ const maxRxQueues = afpacket.MaxQueues
 // rxRing returns the receive rings' layout: rx_ring; unset, the block
 // ring; auto, a TPACKET_V2 frame ring when max_delay is under a
 // millisecond (a TPACKET_V3 block is handed over 1 ms after its first
-// frame at the soonest, so it could not keep a shorter delay), else the
-// block ring. The block ring is the default because the frame ring's
-// wake-up per frame cost a third of the peak rate (H200 machine,
+// frame at the soonest, so it could not keep a shorter delay) and no GPU
+// serves the datapath (gpu false: the CPU backend, or no usable device),
+// else the block ring. The block ring is the default because the frame
+// ring's wake-up per frame cost a third of the peak rate (H200 machine,
 // 2026-11-26: 2.0 against 3.0 Mframes/s lossless, trivial set, CPU
-// backend) and brought no gain in the device path's latency, which its
-// queueing sets.
-func (c *Config) rxRing() afpacket.RingMode {
+// backend). With a GPU, auto keeps the block ring: on the shared-batch
+// path the frame ring's many small batches queued longer than the block
+// ring's timeout (H200, 2026-11-26, 128K rules in 512 classes at 1
+// Mframes/s, --max-delay 50us: p50/p99 1.3-1.6 / 4.0-5.4 ms on the frame
+// ring against 1.1 / 2.7-3.0 ms on the block ring), while on the CPU
+// backend it cut the latency tenfold (p50 67-71 against 707-750 µs at
+// 250 kframes/s, half its lossless rate).
+func (c *Config) rxRing(gpu bool) afpacket.RingMode {
 	switch c.RxRing {
 	case "", "block":
 		return afpacket.RingBlocks
 	case "frame":
 		return afpacket.RingFrames
 	}
-	if c.MaxDelay < time.Millisecond {
+	if c.MaxDelay < time.Millisecond && !gpu {
 		return afpacket.RingFrames
 	}
 	return afpacket.RingBlocks
@@ -255,7 +261,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.IntVar(&f.minBatch, "min-batch", 0, "smallest batch sent to a GPU; smaller ones are classified on the CPU: `N`")
 	fs.IntVar(&f.batchSize, "batch-size", 0, "frames per batch at most: `N`")
 	fs.IntVar(&f.rxQueues, "rx-queues", 0, "receive queues per port: `N` (1..64) AF_PACKET rings in a PACKET_FANOUT group, each read by its own goroutine; 1: one ring, no fanout")
-	fs.StringVar(&f.rxRing, "rx-ring", "", "receive ring layout: `auto` (frame when --max-delay is under 1ms, else block), block (TPACKET_V3: blocks handed over when full or after a timeout of at least 1ms) or frame (TPACKET_V2: each frame handed over at once)")
+	fs.StringVar(&f.rxRing, "rx-ring", "", "receive ring layout: `auto` (frame when --max-delay is under 1ms and no GPU serves the datapath, else block), block (TPACKET_V3: blocks handed over when full or after a timeout of at least 1ms) or frame (TPACKET_V2: each frame handed over at once)")
 	fs.IntVar(&f.tables, "tables", 0, "number of OpenFlow flow tables: `N` (1..254)")
 	fs.IntVar(&f.maxFlows, "max-flows", 0, "flow entries per table at most: `N`")
 	fs.StringVar(&f.classifier, "classifier", "", "the flow tables' search: `ALGO` of linear (the default), tuple, bloom or merge (merged tuple search, fastest on many classes)")
