@@ -162,3 +162,44 @@ func growAndShrink(t *testing.T, a *Agent, c *ctl.Client) gpu.TableBackend {
 	t.Logf("1 class again: %s, %s", tb.Backend, tb.Reason)
 	return onDev
 }
+
+// TestAutoPlacementLPMShaped: an LPM-shaped flow table's LPM image is
+// calibrated too (addresses walked down its trie, priced at --batch-size),
+// and /v1/backend marks it with the flow table's number, as show tables
+// needs to give the table its images' backend.
+func TestAutoPlacementLPMShaped(t *testing.T) {
+	a, c := autoAgent(t, 1500, 64)
+	for k := range 200 {
+		var m flow.Match
+		m.SetEthType(flow.EthTypeIPv4)
+		if err := m.SetIPv4Dst(0x0a000000|uint32(k)<<8, 24); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Switch().FlowMod(&rule.FlowMod{Command: rule.FlowAdd, TableID: 1, Priority: 24, Match: m,
+			BufferID: rule.NoBuffer, OutPort: rule.PortAny, OutGroup: rule.GroupAny}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for ; ; time.Sleep(5 * time.Millisecond) {
+		b, err := c.Backend(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tb := range b.Tables {
+			if tb.Owner != lpmShapeIDsOwner || tb.Calibrations == 0 || tb.Classes == 0 {
+				continue
+			}
+			if tb.OwnerTable != 1 || tb.Kind != "lpm4" || tb.Backend != "cpu" || tb.Path != "direct" || tb.Batch != 256 ||
+				!strings.Contains(tb.Reason, "the CPU is cheaper") {
+				t.Fatalf("the LPM image of table 1: %+v", tb)
+			}
+			t.Logf("%+v", tb)
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no calibrated LPM image of table 1 in 20 s: %+v", b.Tables)
+		}
+	}
+}
