@@ -126,8 +126,12 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 	if len(st.GPUs) > 0 {
 		ordinals = st.GPUs
 	}
-	ecfg := gpu.EngineConfig{MinBatch: st.MinBatch, Logger: log, Auto: gpu.AutoConfig{Batch: st.calibrationBatch()}}
-	if d.eng, err = gpu.OpenConfig(st.Backend, ordinals, ecfg); err != nil {
+	ecfg := gpu.EngineConfig{MinBatch: st.MinBatch, Logger: log, Auto: gpu.AutoConfig{Batch: st.calibrationBatch(), LPMBatch: st.BatchSize}}
+	open := gpu.OpenConfig
+	if st.openEngine != nil {
+		open = st.openEngine
+	}
+	if d.eng, err = open(st.Backend, ordinals, ecfg); err != nil {
 		return d, fmt.Errorf("backend %s: %w", st.Backend, err)
 	}
 	lpmBase, err := d.reserveTableIDs()
@@ -137,16 +141,17 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 	if err := d.newRouter(); err != nil {
 		return d, err
 	}
+	rxDelay, devDelay := st.batchDelays(d.eng.Devices() > 0)
 	if d.eng.Devices() > 0 {
 		// Shared device batches across ports and queues (GSwitch §7.4).
-		if d.co, err = gpu.NewCoalescer(d.eng, gpu.CoalescerConfig{MinBatch: st.MinBatch, MaxDelay: st.MaxDelay}); err != nil {
+		if d.co, err = gpu.NewCoalescer(d.eng, gpu.CoalescerConfig{MinBatch: st.MinBatch, MaxDelay: devDelay}); err != nil {
 			return d, err
 		}
 	}
 	d.sw, err = pipeline.New(pipeline.Config{
 		DatapathID: st.dpid, Tables: st.Tables, MaxFlows: st.MaxFlows, Classifier: d.eng, Algo: st.algo,
-		FailMode: st.failMode, MaxDelay: st.MaxDelay, BatchSize: st.BatchSize, Logger: log,
-		Router: d.pipelineRouter(), LPMIDBase: lpmBase, Coalescer: d.co,
+		FailMode: st.failMode, MaxDelay: rxDelay, BatchSize: st.BatchSize, Logger: log,
+		Router: d.pipelineRouter(), LPMIDBase: lpmBase, Coalescer: d.co, InFlight: st.InFlight, Depth: st.BatchDepth,
 	})
 	if err != nil {
 		return d, err
@@ -217,7 +222,7 @@ func blockTimeout(maxDelay time.Duration) time.Duration {
 func (d *Agent) openPorts() error {
 	for _, pc := range d.st.Ports {
 		p, err := afpacket.Open(pc.Interface, afpacket.Config{Promiscuous: true, BlockTimeout: blockTimeout(d.st.MaxDelay),
-			Queues: d.st.rxQueues(pc), Ring: d.st.rxRing()})
+			Queues: d.st.rxQueues(pc), Ring: d.st.rxRing(d.co != nil)})
 		if err != nil {
 			return fmt.Errorf("port %d (%s): %w", pc.Number, pc.Interface, err)
 		}
@@ -232,7 +237,7 @@ func (d *Agent) openPorts() error {
 		if err := d.reStage(pc.Number); err != nil {
 			return err
 		}
-		d.log.Info("port attached", "port", pc.Number, "link", p.Link().String(), "rx_queues", p.Queues(), "rx_ring", d.st.rxRing().String())
+		d.log.Info("port attached", "port", pc.Number, "link", p.Link().String(), "rx_queues", p.Queues(), "rx_ring", d.st.rxRing(d.co != nil).String())
 	}
 	return nil
 }
@@ -355,14 +360,14 @@ type ctlSource struct{ d *Agent }
 func (s ctlSource) PortInfos() []pipeline.PortInfo   { return s.d.sw.PortInfos() }
 func (s ctlSource) TableInfos() []pipeline.TableInfo { return s.d.sw.TableInfos() }
 func (s ctlSource) Flows() []pipeline.FlowInfo       { return s.d.sw.Flows() }
-func (s ctlSource) Backend() gpu.EngineStats         { return s.d.eng.Stats() }
+func (s ctlSource) Backend() gpu.EngineStats         { return s.d.backend() }
 func (s ctlSource) Groups() []pipeline.GroupInfo     { return s.d.sw.Groups() }
 func (s ctlSource) Meters() []pipeline.MeterInfo     { return s.d.sw.Meters() }
 func (s ctlSource) Stats() ctl.Stats {
 	d := s.d
 	return ctl.Stats{DatapathID: d.st.dpid, Uptime: time.Since(d.started), Backend: d.eng.Device(),
 		Controller: d.agent.Connections(), PacketInsLimited: d.agent.PacketInsLimited(), OutputDrops: d.agent.OutputDrops(),
-		Counters: d.sw.Counters()}
+		Counters: d.sw.Counters(), Batches: d.batchPaths()}
 }
 func (s ctlSource) Neighbours() []l3.NeighInfo { return s.d.neighbours() }
 func (s ctlSource) L3Counters() l3.Counters    { return s.d.l3Counters() }

@@ -44,8 +44,11 @@ type Config struct {
 	Backend     string              `yaml:"backend"`
 	GPUs        []int               `yaml:"gpus"`
 	MaxDelay    time.Duration       `yaml:"max_delay"`
+	SharedDelay time.Duration       `yaml:"shared_delay"` // the part of max_delay a lookup may wait in a shared device batch (0: all of it, and the receive batch all of it too)
+	InFlight    int                 `yaml:"in_flight"`    // with a GPU, batches of a receive queue in the pipeline at once (0: pipeline's default, 2)
+	BatchDepth  int                 `yaml:"batch_depth"`  // with a GPU, closed batches of a receive queue unfinished before its reader waits (0: pipeline's default, 3; at least in_flight)
 	RxQueues    int                 `yaml:"rx_queues"`
-	RxRing      string              `yaml:"rx_ring"` // auto (frame below a 1 ms max_delay, else block), block or frame
+	RxRing      string              `yaml:"rx_ring"` // auto (frame below a 1 ms max_delay without a GPU, else block), block or frame
 	MinBatch    int                 `yaml:"min_batch"`
 	BatchSize   int                 `yaml:"batch_size"`
 	Tables      int                 `yaml:"tables"`
@@ -89,23 +92,41 @@ const maxRxQueues = afpacket.MaxQueues
 // rxRing returns the receive rings' layout: rx_ring; unset, the block
 // ring; auto, a TPACKET_V2 frame ring when max_delay is under a
 // millisecond (a TPACKET_V3 block is handed over 1 ms after its first
-// frame at the soonest, so it could not keep a shorter delay), else the
-// block ring. The block ring is the default because the frame ring's
-// wake-up per frame cost a third of the peak rate (H200 machine,
+// frame at the soonest, so it could not keep a shorter delay) and no GPU
+// serves the datapath (gpu false: the CPU backend, or no usable device),
+// else the block ring. The block ring is the default because the frame
+// ring's wake-up per frame cost a third of the peak rate (H200 machine,
 // 2026-11-26: 2.0 against 3.0 Mframes/s lossless, trivial set, CPU
-// backend) and brought no gain in the device path's latency, which its
-// queueing sets.
-func (c *Config) rxRing() afpacket.RingMode {
+// backend). With a GPU, auto keeps the block ring: on the shared-batch
+// path the frame ring's many small batches queued longer than the block
+// ring's timeout (H200, 2026-11-26, 128K rules in 512 classes at 1
+// Mframes/s, --max-delay 50us: p50/p99 1.3-1.6 / 4.0-5.4 ms on the frame
+// ring against 1.1 / 2.7-3.0 ms on the block ring), while on the CPU
+// backend it cut the latency tenfold (p50 67-71 against 707-750 µs at
+// 250 kframes/s, half its lossless rate).
+func (c *Config) rxRing(gpu bool) afpacket.RingMode {
 	switch c.RxRing {
 	case "", "block":
 		return afpacket.RingBlocks
 	case "frame":
 		return afpacket.RingFrames
 	}
-	if c.MaxDelay < time.Millisecond {
+	if c.MaxDelay < time.Millisecond && !gpu {
 		return afpacket.RingFrames
 	}
 	return afpacket.RingBlocks
+}
+
+// batchDelays returns how long a receive batch (pipeline.Config.MaxDelay)
+// and a shared device batch (gpu.CoalescerConfig.MaxDelay) may wait:
+// max_delay each, or with shared_delay set (and a GPU, 'shared'), the
+// receive batch max_delay minus shared_delay and the shared batch
+// shared_delay, so that a frame's two waits add up to max_delay at most.
+func (c *Config) batchDelays(shared bool) (rx, dev time.Duration) {
+	if !shared || c.SharedDelay <= 0 {
+		return c.MaxDelay, c.MaxDelay
+	}
+	return c.MaxDelay - c.SharedDelay, c.SharedDelay
 }
 
 // rxQueues returns the number of receive queues of port pc.
@@ -144,6 +165,10 @@ type settings struct {
 	p4rtTLS   *tls.Config // for the P4Runtime server; nil: plain gRPC (p4rt.go)
 	re        reSettings  // redundancy elimination (re.go)
 	pubsub    pubsubSettings
+
+	// openEngine replaces gpu.OpenConfig (tests: an Engine with a CPU
+	// backend standing in for a device); nil: gpu.OpenConfig.
+	openEngine func(backend string, ordinals []int, cfg gpu.EngineConfig) (*gpu.Engine, error)
 }
 
 // ErrConfig marks a configuration mistake (exit status 2): every error of
@@ -195,8 +220,9 @@ type Flags struct {
 	config                                          string
 	dpid, failMode, backend, gpus, metrics, ctl, lv string
 	tlsKey, tlsCert, tlsCA                          string
-	maxDelay                                        time.Duration
+	maxDelay, sharedDelay                           time.Duration
 	minBatch, batchSize, tables, maxFlows, rxQueues int
+	inFlight, batchDepth                            int
 	classifier, rxRing                              string
 	ports, controllers, listen                      multiFlag
 	printConfig                                     bool
@@ -229,10 +255,13 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.backend, "backend", "", "lookup backend: `auto` (each flow table on the CPU or the GPU, whichever a calibration at load and at every change of its class count finds cheaper per key; the CPU without a GPU), cpu or gpu (every table on the GPUs)")
 	fs.StringVar(&f.gpus, "gpus", "", "GPU ordinals to use, comma separated: `LIST` (e.g. 0,1)")
 	fs.DurationVar(&f.maxDelay, "max-delay", 0, "longest a received frame waits for its batch to fill: `DURATION` (e.g. 100us)")
+	fs.DurationVar(&f.sharedDelay, "shared-delay", 0, "with a GPU, the part of --max-delay a lookup may wait in a shared device batch: `DURATION`; receive batches then close after --max-delay minus it, so that a frame waits at most --max-delay in both (0, the default: each waits up to --max-delay)")
+	fs.IntVar(&f.inFlight, "in-flight", 0, "with a GPU, batches of a receive queue in the pipeline at once, their lookups in the shared device batches while the reader reads on: `N` (0: 2)")
+	fs.IntVar(&f.batchDepth, "batch-depth", 0, "with a GPU, closed batches of a receive queue that may be unfinished before its reader waits: `N` (0: 3; at least --in-flight)")
 	fs.IntVar(&f.minBatch, "min-batch", 0, "smallest batch sent to a GPU; smaller ones are classified on the CPU: `N`")
 	fs.IntVar(&f.batchSize, "batch-size", 0, "frames per batch at most: `N`")
 	fs.IntVar(&f.rxQueues, "rx-queues", 0, "receive queues per port: `N` (1..64) AF_PACKET rings in a PACKET_FANOUT group, each read by its own goroutine; 1: one ring, no fanout")
-	fs.StringVar(&f.rxRing, "rx-ring", "", "receive ring layout: `auto` (frame when --max-delay is under 1ms, else block), block (TPACKET_V3: blocks handed over when full or after a timeout of at least 1ms) or frame (TPACKET_V2: each frame handed over at once)")
+	fs.StringVar(&f.rxRing, "rx-ring", "", "receive ring layout: `auto` (frame when --max-delay is under 1ms and no GPU serves the datapath, else block), block (TPACKET_V3: blocks handed over when full or after a timeout of at least 1ms) or frame (TPACKET_V2: each frame handed over at once)")
 	fs.IntVar(&f.tables, "tables", 0, "number of OpenFlow flow tables: `N` (1..254)")
 	fs.IntVar(&f.maxFlows, "max-flows", 0, "flow entries per table at most: `N`")
 	fs.StringVar(&f.classifier, "classifier", "", "the flow tables' search: `ALGO` of linear (the default), tuple, bloom or merge (merged tuple search, fastest on many classes)")
@@ -312,6 +341,9 @@ func (f *Flags) override(c *Config) error {
 	setIf(set, "max-flows", &c.MaxFlows, f.maxFlows)
 	setIf(set, "classifier", &c.Classifier, f.classifier)
 	setIf(set, "max-delay", &c.MaxDelay, f.maxDelay)
+	setIf(set, "shared-delay", &c.SharedDelay, f.sharedDelay)
+	setIf(set, "in-flight", &c.InFlight, f.inFlight)
+	setIf(set, "batch-depth", &c.BatchDepth, f.batchDepth)
 	setIf(set, "rx-queues", &c.RxQueues, f.rxQueues)
 	setIf(set, "rx-ring", &c.RxRing, f.rxRing)
 	setIf(set, "tls-private-key", &c.TLS.PrivateKey, f.tlsKey)
@@ -536,6 +568,10 @@ func checkNumbers(c *Config) error {
 		return configErr("tables %d: want 1..%d", c.Tables, rule.TableMax)
 	case c.MaxDelay <= 0 || c.MaxDelay > time.Second:
 		return configErr("max delay %v: want more than 0 and at most 1s", c.MaxDelay)
+	case c.InFlight < 0 || c.InFlight > 64 || c.BatchDepth < 0 || c.BatchDepth > 256:
+		return configErr("in flight %d, batch depth %d: want 0 (the default) to 64 and 0 to 256", c.InFlight, c.BatchDepth)
+	case c.SharedDelay < 0 || c.SharedDelay >= c.MaxDelay:
+		return configErr("shared delay %v: want 0 (off) or more, and less than the max delay %v", c.SharedDelay, c.MaxDelay)
 	case c.MinBatch < 1:
 		return configErr("min batch %d: want at least 1", c.MinBatch)
 	case c.BatchSize < 1 || c.BatchSize > 1<<16:

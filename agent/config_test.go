@@ -184,8 +184,8 @@ func TestCalibrationBatch(t *testing.T) {
 }
 
 // TestRxRing: the block ring by default; auto picks the frame ring below
-// a 1 ms max_delay and the block ring from 1 ms on; block and frame are
-// taken as given.
+// a 1 ms max_delay without a GPU, and the block ring from 1 ms on or with
+// a GPU; block and frame are taken as given.
 func TestRxRing(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -204,11 +204,53 @@ func TestRxRing(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", c.args, err)
 		}
-		if got := st.rxRing(); got != c.want {
+		if got := st.rxRing(false); got != c.want {
 			t.Errorf("%v: ring %v, want %v", c.args, got, c.want)
+		}
+		if got := st.rxRing(true); got != c.want && (got != afpacket.RingBlocks || c.args[len(c.args)-1] != "auto") {
+			t.Errorf("%v with a GPU: ring %v", c.args, got)
+		}
+		if got := st.rxRing(true); c.args != nil && c.args[len(c.args)-1] == "auto" && got != afpacket.RingBlocks {
+			t.Errorf("%v with a GPU: ring %v, want the block ring", c.args, got)
 		}
 	}
 	if _, err := loadArgs(t, "--rx-ring", "v3"); !errors.Is(err, ErrConfig) {
 		t.Errorf("--rx-ring v3: %v, want a configuration error", err)
+	}
+}
+
+// TestSharedDelay: --in-flight and --batch-depth are read and bounded;
+// --shared-delay splits --max-delay between the receive
+// batch and the shared device batch (with a GPU; without one the receive
+// batch keeps all of it); 0 leaves both at --max-delay; it must be below
+// --max-delay.
+func TestSharedDelay(t *testing.T) {
+	us := time.Microsecond
+	for _, c := range []struct {
+		args            []string
+		gpu             bool
+		wantRx, wantDev time.Duration
+	}{
+		{nil, true, 100 * us, 100 * us},
+		{[]string{"--max-delay", "300us", "--shared-delay", "100us"}, true, 200 * us, 100 * us},
+		{[]string{"--max-delay", "300us", "--shared-delay", "100us"}, false, 300 * us, 300 * us},
+	} {
+		st, err := loadArgs(t, c.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if rx, dev := st.batchDelays(c.gpu); rx != c.wantRx || dev != c.wantDev {
+			t.Errorf("%v, gpu %v: receive batch %v, shared batch %v; want %v, %v", c.args, c.gpu, rx, dev, c.wantRx, c.wantDev)
+		}
+	}
+	st, err := loadArgs(t, "--in-flight", "8", "--batch-depth", "16")
+	if err != nil || st.InFlight != 8 || st.BatchDepth != 16 {
+		t.Errorf("--in-flight 8 --batch-depth 16: %+v, %v", st, err)
+	}
+	for _, bad := range [][]string{{"--shared-delay", "100us"}, {"--max-delay", "1ms", "--shared-delay", "2ms"}, {"--shared-delay", "-1us"},
+		{"--in-flight", "-1"}, {"--in-flight", "65"}, {"--batch-depth", "257"}} {
+		if _, err := loadArgs(t, bad...); !errors.Is(err, ErrConfig) {
+			t.Errorf("%v: %v, want a configuration error", bad, err)
+		}
 	}
 }

@@ -51,8 +51,19 @@ import (
 // marks the table. Every calibration is logged at info level with its
 // measured costs ("gpu: table calibrated").
 //
-// LPM tables are not calibrated: their batches of MinBatch keys or more go
-// to the devices, as with --backend gpu.
+// LPM tables (LPM-shaped flow tables, served by tables/lpm, and the
+// router's route tables) are calibrated the same way, with keys of their
+// own shape: calibKeys addresses, each a walk from the trie's root to a
+// leaf through entries that hold a route or a pointer (the address bits
+// the walk does not read random), so that the timed lookups descend to
+// the depths the table's routes are at (calibsample.go). Their device
+// cost is measured at AutoConfig.LPMBatch keys, the batch the datapath
+// looks them up in (its --batch-size: LPM lookups are made per receive
+// batch, not in the shared device batches). An LPM table's "classes" are
+// its trie levels that hold a node (what a CPU lookup's dependent loads
+// grow with); it is recalibrated when an update changes the words of its
+// levels by half or more (a rebuild that grew or shrank the trie), or
+// moves it between empty and not.
 
 // AutoConfig configures the auto placement (EngineConfig.Mode "auto").
 type AutoConfig struct {
@@ -70,6 +81,17 @@ type AutoConfig struct {
 	// Delay is how long a table must be quiet after a change of its class
 	// count before it is recalibrated (0: DefaultCalibrationDelay).
 	Delay time.Duration
+	// LPMBatch is the batch an LPM table's device cost is measured at (0:
+	// Batch). The datapath looks its LPM tables (LPM-shaped flow tables,
+	// route tables) up per receive batch, not in the shared device
+	// batches, so gswitchd sets it to its --batch-size: below --min-batch,
+	// which keeps them on the CPU (the lookups of such batches never reach
+	// a device anyway).
+	LPMBatch int
+	// FixedDeviceNsPerKey, when positive, is a device's cost per key
+	// (before HostNsPerKey) instead of a timed lookup: a figure known in
+	// advance, or a simulated device in tests. The CPU is still timed.
+	FixedDeviceNsPerKey float64
 }
 
 // DefaultHostNsPerKey is AutoConfig.HostNsPerKey's default, measured with
@@ -106,14 +128,18 @@ type placed struct {
 	dirty atomic.Bool   // its class count changed since its last calibration
 	// classes is the class count of the last calibration (-1: none).
 	classes atomic.Int64
+	// size is an LPM table's level words at its last calibration
+	// (CPU.tableSize): a change by half or more recalibrates it.
+	size atomic.Int64
 
 	mu   sync.Mutex
 	info TableBackend // the last calibration's figures; guarded by mu
 }
 
-// devCost measures a device's lookup of n keys of table id: the wall
-// nanoseconds per key (tests replace it through EngineConfig.measureDev).
-type devCost func(b Backend, id TableID, soa []uint32, n int) (float64, error)
+// devCost measures a device's lookup of the keys of s in table id: the
+// wall nanoseconds per key (tests replace it through
+// EngineConfig.measureDev).
+type devCost func(b Backend, id TableID, s *calibSample) (float64, error)
 
 // auto is the Engine's auto placement: its tables and its calibrator.
 type auto struct {
@@ -147,6 +173,12 @@ func (e *Engine) startAuto(cfg EngineConfig) {
 		a.cfg.Delay = DefaultCalibrationDelay
 	}
 	a.measure, a.stall = cfg.measureDev, cfg.calibStall
+	if a.cfg.LPMBatch <= 0 {
+		a.cfg.LPMBatch = a.cfg.Batch
+	}
+	if a.measure == nil && a.cfg.FixedDeviceNsPerKey > 0 {
+		a.measure = fixedDeviceCost(a.cfg.FixedDeviceNsPerKey)
+	}
 	if a.measure == nil {
 		a.measure = timeDeviceLookup
 	}
@@ -193,8 +225,8 @@ func (e *Engine) PlacementGeneration() uint64 { return e.auto.gen.Load() }
 // placementChanged moves PlacementGeneration on; called after the change.
 func (e *Engine) placementChanged() { e.auto.gen.Add(1) }
 
-// noteLoad records a loaded table: a new flow table starts on the CPU and
-// is calibrated; an LPM table is on the devices.
+// noteLoad records a loaded table: a new table starts on the CPU and is
+// calibrated.
 func (e *Engine) noteLoad(id TableID, kind Kind) {
 	a := &e.auto
 	a.mu.Lock()
@@ -202,29 +234,37 @@ func (e *Engine) noteLoad(id TableID, kind Kind) {
 	if p == nil || p.kind != kind { // a table loaded again keeps its place until its calibration
 		p = &placed{id: id, kind: kind}
 		p.classes.Store(-1)
-		if kind != Flow {
-			p.place.Store(uint32(OnDevice))
-		}
+		p.size.Store(-1)
 		m := maps.Clone(*a.tabs.Load())
 		m[id] = p
 		a.tabs.Store(&m)
 		e.placementChanged()
 	}
 	a.mu.Unlock()
-	if kind == Flow && a.on {
+	if a.on {
 		p.dirty.Store(true)
 		e.kickCalibrator()
 	}
 }
 
-// noteApply marks flow table id for a calibration when an update changed
-// its class count.
+// noteApply marks table id for a calibration when an update changed its
+// class count (a flow table) or its trie's size by half or more (an LPM
+// table).
 func (e *Engine) noteApply(id TableID) {
 	if !e.auto.on {
 		return
 	}
 	p := (*e.auto.tabs.Load())[id]
-	if p == nil || p.kind != Flow {
+	if p == nil {
+		return
+	}
+	if p.kind != Flow {
+		// A table that was empty at its last calibration is recalibrated
+		// after any update: routes in its root change no level's size.
+		if sz, last := e.cpu.tableSize(id, p.kind), p.size.Load(); p.dirty.Load() || p.classes.Load() == 0 || sizeMoved(last, sz) {
+			p.dirty.Store(true)
+			e.kickCalibrator()
+		}
 		return
 	}
 	n, err := e.cpu.flowClasses(id)
@@ -286,26 +326,29 @@ func (e *Engine) calibrateMarked() {
 
 // calibrate measures table p's costs and places it (Choose).
 func (e *Engine) calibrate(p *placed) {
-	classes, pw, soa, n, err := e.cpu.flowSample(p.id, calibKeys)
+	smp, err := e.cpu.sample(p.id, p.kind, calibKeys)
 	if err != nil {
 		e.setReason(p, fmt.Sprintf("calibration failed: %v", err))
 		return
 	}
+	classes := smp.classes
 	b := e.auto.cfg.Batch
-	out := make([]flow.RuleID, max(calibKeys, b))
-	keys := tile(soa, pw, n, calibKeys)
+	if p.kind != Flow {
+		b = e.auto.cfg.LPMBatch
+	}
+	keys := smp.tile(calibKeys)
 	stall := e.auto.stall
 	cpuNs, err := timeCPULookup(calibKeys, func() error {
 		if stall != nil {
 			stall()
 		}
-		return e.cpu.LookupFlow(p.id, keys, calibKeys, out)
+		return keys.lookup(e.cpu, p.id)
 	})
 	if err != nil {
 		e.setReason(p, fmt.Sprintf("calibration failed on the CPU: %v", err))
 		return
 	}
-	tiled := tile(soa, pw, n, b)
+	tiled := smp.tile(b)
 	// A device's error here only keeps the table on the CPU: a device
 	// that is really broken is found (and taken out of service) by the
 	// lookups, which fall back to the CPU.
@@ -315,7 +358,7 @@ func (e *Engine) calibrate(p *placed) {
 		if classes == 0 || !d.serves(p.id) {
 			continue
 		}
-		ns, err := e.auto.measure(d.b, p.id, tiled, b)
+		ns, err := e.auto.measure(d.b, p.id, tiled)
 		if err != nil {
 			devErr = err
 			continue
@@ -339,6 +382,7 @@ func (e *Engine) calibrate(p *placed) {
 		e.placementChanged()
 	}
 	p.classes.Store(int64(classes))
+	p.size.Store(e.cpu.tableSize(p.id, p.kind))
 	p.mu.Lock()
 	p.info.Classes, p.info.CPUNsPerKey, p.info.DeviceNsPerKey, p.info.Batch = classes, cpuNs, devNs, b
 	if math.IsNaN(devNs) {
@@ -354,11 +398,11 @@ func (e *Engine) calibrate(p *placed) {
 		}
 		return math.Round(x*10) / 10
 	}
-	e.log.Info("gpu: table calibrated", "table", p.id, "backend", next.String(), "was", cur.String(), "classes", classes,
+	e.log.Info("gpu: table calibrated", "table", p.id, "kind", p.kind.String(), "backend", next.String(), "was", cur.String(), "classes", classes,
 		"cpu_ns_per_key", math.Round(cpuNs*10)/10, "device_ns_per_key", dev(devNs), "device_measured_ns_per_key", dev(devWall),
 		"host_ns_per_key", e.auto.cfg.HostNsPerKey, "batch", b, "calibration", calibs, "why", why)
 	if next != cur {
-		e.log.Info("gpu: table placed", "table", p.id, "backend", next.String(), "classes", classes, "why", why)
+		e.log.Info("gpu: table placed", "table", p.id, "kind", p.kind.String(), "backend", next.String(), "classes", classes, "why", why)
 	}
 }
 
@@ -435,10 +479,21 @@ func threadCPUClock() (time.Duration, error) {
 }
 
 // timeDeviceLookup is the default devCost: the wall time of a device's
-// LookupFlow of n keys, the best of timeLookup's runs, per key.
-func timeDeviceLookup(b Backend, id TableID, soa []uint32, n int) (float64, error) {
-	out := make([]flow.RuleID, n)
-	return timeLookup(n, wallClock, func() error { return b.LookupFlow(id, soa, n, out) })
+// lookup of s's keys, the best of timeLookup's runs, per key.
+func timeDeviceLookup(b Backend, id TableID, s *calibSample) (float64, error) {
+	return timeLookup(s.n, wallClock, func() error { return s.lookup(b, id) })
+}
+
+// fixedDeviceCost is the devCost of AutoConfig.FixedDeviceNsPerKey: the
+// device looks the keys up once (so that a device that cannot serve the
+// table still says so) and costs ns a key.
+func fixedDeviceCost(ns float64) devCost {
+	return func(b Backend, id TableID, s *calibSample) (float64, error) {
+		if err := s.lookup(b, id); err != nil {
+			return 0, err
+		}
+		return ns, nil
+	}
 }
 
 // TableBackends says, for each table the Engine holds (by id), which
@@ -477,8 +532,6 @@ func (e *Engine) TableBackends() []TableBackend {
 			tb.Backend, tb.Reason = "cpu", "no device can hold the table"
 		case e.mode != ModeAuto:
 			tb.Backend, tb.Reason = "device", fmt.Sprintf("--backend gpu: batches of %d keys or more on the device", e.minBatch)
-		case p.kind != Flow:
-			tb.Backend, tb.Reason = "device", fmt.Sprintf("auto: %v tables are not calibrated: batches of %d keys or more on the device", p.kind, e.minBatch)
 		default:
 			tb.Backend = Placement(p.place.Load()).String()
 			if tb.Reason == "" {
@@ -488,6 +541,41 @@ func (e *Engine) TableBackends() []TableBackend {
 		out = append(out, tb)
 	}
 	return out
+}
+
+// sizeMoved reports whether an LPM table's level words went from last
+// (its last calibration's; -1: none) to now by half or more, or between
+// none and some.
+func sizeMoved(last, now int64) bool {
+	switch {
+	case last < 0:
+		return true
+	case last == 0 || now == 0:
+		return last != now
+	}
+	return now*2 <= last || now >= last*3/2
+}
+
+// tableSize returns the words of LPM table id's levels below the root (0
+// for a flow table or a table it does not hold): they grow and shrink
+// with the trie (a rebuild), not with every route.
+func (c *CPU) tableSize(id TableID, kind Kind) int64 {
+	if kind == Flow {
+		return 0
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	lt, err := c.lookupTable(id, kind, 0, 0)
+	if err != nil {
+		return 0
+	}
+	t, i := lt.enter()
+	defer lt.leave(i)
+	var n int64
+	for _, lv := range t.img.Words[min(2, len(t.img.Words)):] {
+		n += int64(len(lv))
+	}
+	return n
 }
 
 // flowClasses returns flow table id's class count: the classes in its

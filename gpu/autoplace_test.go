@@ -79,7 +79,7 @@ func TestEngineAutoLoadedCalibration(t *testing.T) {
 	e := NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: 64, Mode: ModeAuto,
 		Auto:   AutoConfig{Delay: time.Millisecond, Batch: 4096},
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		measureDev: func(Backend, TableID, []uint32, int) (float64, error) {
+		measureDev: func(Backend, TableID, *calibSample) (float64, error) {
 			return devNs, nil
 		},
 		calibStall: stall})
@@ -93,7 +93,7 @@ func TestEngineAutoLoadedCalibration(t *testing.T) {
 	if tb.Backend != "cpu" || tb.CPUNsPerKey >= devNs+DefaultHostNsPerKey || tb.Classes != 1 {
 		t.Fatalf("calibrated under load: %+v; want the CPU, timed below the device's %v ns", tb, devNs+DefaultHostNsPerKey)
 	}
-	for _, want := range []string{`msg="gpu: table calibrated" table=1 backend=cpu was=cpu classes=1 cpu_ns_per_key=`,
+	for _, want := range []string{`msg="gpu: table calibrated" table=1 kind=flow backend=cpu was=cpu classes=1 cpu_ns_per_key=`,
 		"device_measured_ns_per_key=", "host_ns_per_key=300 batch=4096 calibration=1"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, logs.String())
@@ -112,7 +112,7 @@ func TestEngineAutoWaitsForQuiet(t *testing.T) {
 	}
 	e := NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: 64, Mode: ModeAuto,
 		Auto: AutoConfig{Delay: 60 * time.Millisecond},
-		measureDev: func(Backend, TableID, []uint32, int) (float64, error) {
+		measureDev: func(Backend, TableID, *calibSample) (float64, error) {
 			return 1e6, nil
 		}})
 	defer e.Close()

@@ -287,7 +287,7 @@ func TestCoalescerGeneration(t *testing.T) {
 	devNs.Store(math.Float64bits(1e9))
 	e := NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: 64, Mode: ModeAuto,
 		Auto: AutoConfig{Delay: time.Millisecond, HostNsPerKey: -1}, Logger: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)),
-		measureDev: func(Backend, TableID, []uint32, int) (float64, error) { return math.Float64frombits(devNs.Load()), nil }})
+		measureDev: func(Backend, TableID, *calibSample) (float64, error) { return math.Float64frombits(devNs.Load()), nil }})
 	defer e.Close()
 	tab, err := flow.NewTable(flow.Config{Algo: flow.Tuple, Seed: 1})
 	if err != nil {

@@ -99,4 +99,16 @@ type TableBackend struct {
 	Batch          int
 	Calibrations   uint64 // calibrations run for the table
 	Reason         string
+
+	// Set by the agent, empty from the Engine: the part of the agent the
+	// table belongs to (its range of table ids: "flow tables", "lpm-shaped
+	// flow tables", the router's route tables), for an LPM-shaped flow
+	// table's image the flow table's number (OwnerTable), and the path
+	// its lookups take in the datapath (Path): "shared" (in the shared
+	// device batches of all ports and queues, gpu.Coalescer) or "direct"
+	// (each batch's lookups straight to the Engine: on the CPU, or on the
+	// device for batches of MinBatch keys or more).
+	Owner      string `json:",omitempty"`
+	OwnerTable uint32 `json:",omitempty"`
+	Path       string `json:",omitempty"`
 }

@@ -133,9 +133,8 @@ func TestEngineAutoPlacement(t *testing.T) {
 	e := NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: 256, Mode: ModeAuto,
 		Auto:   AutoConfig{Delay: 5 * time.Millisecond, HostNsPerKey: -1}, // the device's cost is exactly the one set
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		measureDev: func(b Backend, id TableID, soa []uint32, n int) (float64, error) {
-			out := make([]flow.RuleID, n)
-			if err := b.LookupFlow(id, soa, n, out); err != nil { // the device holds the table
+		measureDev: func(b Backend, id TableID, s *calibSample) (float64, error) {
+			if err := s.lookup(b, id); err != nil { // the device holds the table
 				return 0, err
 			}
 			return math.Float64frombits(devNs.Load()), nil
@@ -238,7 +237,7 @@ func TestEngineAutoHostCost(t *testing.T) {
 	}{{1e6, "cpu", 1e6 + 0.001}, {-1, "device", 0.001}, {0, "", DefaultHostNsPerKey + 0.001}} {
 		e := NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: 64, Mode: ModeAuto,
 			Auto: AutoConfig{Delay: time.Millisecond, HostNsPerKey: tc.host},
-			measureDev: func(b Backend, id TableID, soa []uint32, n int) (float64, error) {
+			measureDev: func(Backend, TableID, *calibSample) (float64, error) {
 				return 0.001, nil // far below any CPU lookup
 			}})
 		tab, err := flow.NewTable(flow.Config{Algo: flow.Tuple, Seed: 1})
@@ -302,7 +301,7 @@ func TestEngineAutoDeviceError(t *testing.T) {
 	addClasses(t, tab, 0, 50)
 	e := NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: 64, Mode: ModeAuto, Auto: AutoConfig{Delay: time.Millisecond},
 		Logger: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)),
-		measureDev: func(Backend, TableID, []uint32, int) (float64, error) {
+		measureDev: func(Backend, TableID, *calibSample) (float64, error) {
 			return 0, errors.Join(ErrBadUpdate, errors.New("test: the device rejects it"))
 		}})
 	defer e.Close()
@@ -343,14 +342,15 @@ func TestTimeDeviceLookup(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := len(tab.UsedWords())
-	ns, err := timeDeviceLookup(dev, 1, make([]uint32, p*1000), 1000)
+	keys := &calibSample{kind: Flow, n: 1000, p: p, soa: make([]uint32, p*1000)}
+	ns, err := timeDeviceLookup(dev, 1, keys)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ns < 2000 || ns > 1e6 {
 		t.Errorf("%.0f ns/key for 1000 keys in 2 ms batches", ns)
 	}
-	if _, err := timeDeviceLookup(dev, 9, make([]uint32, p*1000), 1000); !errors.Is(err, ErrNoTable) {
+	if _, err := timeDeviceLookup(dev, 9, keys); !errors.Is(err, ErrNoTable) {
 		t.Errorf("a missing table: %v", err)
 	}
 }

@@ -61,6 +61,18 @@ type Stats struct {
 	PacketInsLimited uint64
 	OutputDrops      uint64
 	Counters         pipeline.Counters
+	// Batches counts the receive batches by the path they ran.
+	Batches BatchPaths
+}
+
+// BatchPaths counts receive batches by path (metric
+// gswitch_batches_path_total): Direct, run in the port loop with their
+// lookups straight to the classifier (no table was served by a device,
+// or there is no GPU); Shared, handed to the queue's runner, their device
+// tables' lookups in the shared device batches.
+type BatchPaths struct {
+	Direct uint64
+	Shared uint64
 }
 
 // Source is what the server reports on: the daemon implements it over a

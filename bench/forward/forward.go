@@ -36,6 +36,8 @@ type fwdFlags struct {
 	gswitchd     string
 	backend      string
 	maxDelay     string
+	sharedDelay  string // gswitchd's --shared-delay; empty: not given
+	swFlags      string // more gswitchd flags, space-separated
 	rxQueues     int
 	pairs        int
 	batchSize    int // gswitchd's --batch-size; 0: its default
@@ -93,6 +95,8 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs.StringVar(&f.gswitchd, "gswitchd", "", "gswitchd `BINARY` (default: gswitchd beside gswitchctl, else built from this tree with go build)")
 	fs.StringVar(&f.backend, "backend", "cpu", "gswitchd's lookup backend: cpu, gpu or auto")
 	fs.StringVar(&f.maxDelay, "max-delay", "50us", "gswitchd's --max-delay")
+	fs.StringVar(&f.swFlags, "gswitchd-flags", "", "more flags for every gswitchd target, space-separated: `FLAGS` (e.g. \"--in-flight 8\")")
+	fs.StringVar(&f.sharedDelay, "shared-delay", "", "gswitchd's --shared-delay: the part of --max-delay a lookup may wait in a shared device batch (empty: gswitchd's default)")
 	fs.IntVar(&f.batchSize, "batch-size", 0, "gswitchd's --batch-size, frames per batch at most (0: gswitchd's default)")
 	fs.IntVar(&f.minBatch, "min-batch", 0, "gswitchd's --min-batch, the smallest batch its GPU backend classifies on the GPU (0: gswitchd's default; smaller batches go to the CPU)")
 	fs.IntVar(&f.pairs, "pairs", 1, "generator/sink pairs, each on its own two switch ports (2k+1 to 2k+2) with its own sender thread, sharing the asked rate; more than 1 only with --targets gswitchd and plain")
@@ -281,15 +285,18 @@ func parseRates(s string) ([]int64, error) {
 
 // Step is one offered-load step, one JSON line with --json.
 type Step struct {
-	Bench        string  `json:"bench"`             // forward
-	Target       string  `json:"target"`            // gswitchd | ovs | bridge | plain
-	Backend      string  `json:"backend"`           // gswitchd's backend; empty otherwise
-	RxRing       string  `json:"rx_ring,omitempty"` // gswitchd's --rx-ring: block or frame
-	Rules        int     `json:"rules"`             // installed rules (0 for the bridge and plain)
-	Ruleset      string  `json:"ruleset"`           // --ruleset: trivial, synthetic:N,C or classbench:FILE
-	Round        int     `json:"round"`             // 1..--rounds
-	Pairs        int     `json:"pairs"`             // generator/sink pairs (port pairs of the switch)
-	RxQueues     int     `json:"rx_queues"`         // gswitchd's receive queues per port
+	Bench        string  `json:"bench"`                    // forward
+	Target       string  `json:"target"`                   // gswitchd | ovs | bridge | plain
+	Backend      string  `json:"backend"`                  // gswitchd's backend; empty otherwise
+	RxRing       string  `json:"rx_ring,omitempty"`        // gswitchd's --rx-ring: block or frame
+	MaxDelay     string  `json:"max_delay,omitempty"`      // gswitchd's --max-delay
+	SharedDelay  string  `json:"shared_delay,omitempty"`   // gswitchd's --shared-delay, when given
+	SwitchFlags  string  `json:"gswitchd_flags,omitempty"` // --gswitchd-flags
+	Rules        int     `json:"rules"`                    // installed rules (0 for the bridge and plain)
+	Ruleset      string  `json:"ruleset"`                  // --ruleset: trivial, synthetic:N,C or classbench:FILE
+	Round        int     `json:"round"`                    // 1..--rounds
+	Pairs        int     `json:"pairs"`                    // generator/sink pairs (port pairs of the switch)
+	RxQueues     int     `json:"rx_queues"`                // gswitchd's receive queues per port
 	AskedPPS     int64   `json:"asked_pps"`
 	OfferedPPS   float64 `json:"offered_pps"`   // frames the sender's kernel accepted per second
 	ForwardedPPS float64 `json:"forwarded_pps"` // frames the sink received per second of the step

@@ -495,6 +495,10 @@ func (e *fwdEnv) startGswitchd(maxFlows int, backend string, filters bool) (*dae
 	if e.f.minBatch > 0 {
 		args = append(args, "--min-batch", fmt.Sprint(e.f.minBatch))
 	}
+	if e.f.sharedDelay != "" {
+		args = append(args, "--shared-delay", e.f.sharedDelay)
+	}
+	args = append(args, strings.Fields(e.f.swFlags)...)
 	name, level := "gswitchd", "warn"
 	if e.f.logDir != "" {
 		name, level = strings.ReplaceAll(e.swTarget, "@", "-"), "info"

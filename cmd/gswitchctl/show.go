@@ -28,8 +28,11 @@ const showUsage = `Usage: gswitchctl show [--socket PATH] [--json] WHAT
 Queries a running gswitchd over its control socket. WHAT is one of:
   ports    ports: link, OpenFlow config, receive/transmit counters
   tables   flow tables: entries, lookups, matches, search (lpm or the classifier),
-           backend (cpu or device) and why (--backend auto: the classes and the
-           costs per key its calibration measured)
+           backend (cpu or device; an LPM-shaped table: its LPM images'), the
+           path its lookups take (shared: the shared device batches; direct:
+           each receive batch straight to the engine) and why (--backend auto:
+           the classes or trie levels and the costs per key its calibration
+           measured); then the receive batches by path
   flows    every flow entry, as ovs-ofctl dump-flows writes them
   groups   groups with their buckets and counters
   meters   meters with their bands and counters
@@ -98,12 +101,17 @@ func runShow(args []string, stdout, stderr io.Writer) error {
 		return enc.Encode(v)
 	}
 	if ts, ok := v.([]pipeline.TableInfo); ok {
-		// The backend of each table comes from /v1/backend.
+		// The backend of each table comes from /v1/backend, the batches'
+		// paths from /v1/stats.
 		b, err := c.Backend(ctx)
 		if err != nil {
 			return err
 		}
-		v = tablesView{ts, b.Tables}
+		st, err := c.Stats(ctx)
+		if err != nil {
+			return err
+		}
+		v = tablesView{ts, b.Tables, st.Batches}
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	printShow(tw, v)
@@ -202,28 +210,76 @@ func portConfig(c uint32) string {
 	return strings.Join(parts, ",")
 }
 
-// tablesView is show tables' answer: the flow tables (/v1/tables) and the
-// backend of each engine table (/v1/backend).
+// tablesView is show tables' answer: the flow tables (/v1/tables), the
+// backend of each engine table (/v1/backend) and the receive batches by
+// path (/v1/stats).
 type tablesView struct {
 	tables   []pipeline.TableInfo
 	backends []gpu.TableBackend
+	batches  ctl.BatchPaths
 }
 
 func printTables(w io.Writer, v tablesView) {
 	// The pipeline's flow table N is the engine's table N (the flow
-	// tables' fixed id range, agent/tableids.go).
+	// tables' fixed id range, agent/tableids.go); an LPM-shaped table is
+	// served by its LPM images (the agent marks them with the table's
+	// number).
 	byID := map[gpu.TableID]gpu.TableBackend{}
+	images := map[uint32][]gpu.TableBackend{}
 	for _, b := range v.backends {
+		if b.Owner == "lpm-shaped flow tables" {
+			images[b.OwnerTable] = append(images[b.OwnerTable], b)
+			continue
+		}
 		byID[b.Table] = b
 	}
-	fmt.Fprintln(w, "TABLE\tACTIVE\tLOOKUPS\tMATCHED\tSEARCH\tBACKEND\tWHY")
+	fmt.Fprintln(w, "TABLE\tACTIVE\tLOOKUPS\tMATCHED\tSEARCH\tBACKEND\tPATH\tWHY")
 	for _, t := range v.tables {
-		backend, why := "-", "-"
-		if b, ok := byID[gpu.TableID(t.ID)]; ok {
+		backend, path, why := "-", "-", "-"
+		if imgs := images[uint32(t.ID)]; t.Search == "lpm" && len(imgs) > 0 {
+			backend, path, why = lpmBackend(imgs)
+		} else if b, ok := byID[gpu.TableID(t.ID)]; ok {
 			backend, why = b.Backend, tableWhy(b, t.Search)
+			if b.Path != "" {
+				path = b.Path
+			}
 		}
-		fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%s\t%s\t%s\n", t.ID, t.Active, t.Lookups, t.Matched, tableSearch(&t), backend, why)
+		fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", t.ID, t.Active, t.Lookups, t.Matched, tableSearch(&t), backend, path, why)
 	}
+	if b := v.batches; b.Direct+b.Shared > 0 {
+		fmt.Fprintf(w, "receive batches: %d direct (in the port loop, lookups straight to the engine), %d shared (device tables' lookups in the shared device batches)\n", b.Direct, b.Shared)
+	}
+}
+
+// lpmBackend says what serves an LPM-shaped table: its images' backends
+// (one per in_port group and family; "cpu+device" when they differ), the
+// path of their lookups and the first image's reason, with its trie
+// levels when a calibration counted them.
+func lpmBackend(imgs []gpu.TableBackend) (backend, path, why string) {
+	var names []string
+	for _, b := range imgs {
+		if !slices.Contains(names, b.Backend) {
+			names = append(names, b.Backend)
+		}
+	}
+	slices.Sort(names)
+	b := imgs[0]
+	path = b.Path
+	if path == "" {
+		path = "-"
+	}
+	why = b.Reason
+	if b.Calibrations > 0 {
+		unit := "levels"
+		if b.Classes == 1 {
+			unit = "level"
+		}
+		why = fmt.Sprintf("%s (%s image, %d trie %s)", why, b.Kind, b.Classes, unit)
+	}
+	if len(imgs) > 1 {
+		why += fmt.Sprintf("; %d images", len(imgs))
+	}
+	return strings.Join(names, "+"), path, why
 }
 
 // tableWhy says why a table is on its backend, with its classes (linear

@@ -55,9 +55,11 @@
 // than a millisecond arms the queue's timerfd (package kick) at its
 // deadline, which wakes the runtime on time.
 //
-// gswitchd picks the frame ring when --max-delay is under a millisecond
-// (--rx-ring auto), the block ring otherwise; --rx-ring block|frame
-// forces one.
+// With --rx-ring auto gswitchd picks the frame ring when --max-delay is
+// under a millisecond and no GPU serves its datapath, the block ring
+// otherwise (on the shared device batches' path the frame ring's many
+// small batches queued longer than the block ring's timeout: H200,
+// 2026-11-26); --rx-ring block|frame forces one.
 //
 // Linux removes the outermost VLAN tag on receive, also on veth (the
 // software path untags before packet taps run), and AF_PACKET reports it
