@@ -142,29 +142,46 @@ func splitCapture(data []byte, per int, emit func(c scanChunk) bool) {
 // end, where the consumer would walk the rest itself.
 const openFill = 0.95
 
-// openSplit cuts a classic pcap into open chunks without hopping over its
-// records: the mean record size of the first 1,024 records sizes chunks
-// of about openFill x per packets (at most 32 MiB), and each chunk after
-// the first starts where pcapSync finds records past the previous start
-// plus that size. The worker of a chunk walks its records from there, so
-// that the file's records are read once, in parallel; a start pcapSync
-// guessed wrong (a run of plausible headers in a payload) is caught by
-// the consumer, where the previous chunk's walk does not stop on it, and
-// walked again from where that one stopped (ScanCapture).
+// openSplit cuts a classic pcap into open chunks without hopping over
+// all its records: the mean record size (of the first 1,024 records and
+// samples through the file) sizes chunks of about openFill x per packets
+// (at most 32 MiB), and each chunk after the first starts where pcapSync
+// finds records past the previous start plus that size. The worker of a
+// chunk walks its records from there, so that the file's records are
+// read once, in parallel; a start pcapSync guessed wrong (a run of
+// plausible headers in a payload) is caught by the consumer, where the
+// previous chunk's walk does not stop on it, and walked again from where
+// that one stopped (ScanCapture).
 func openSplit(data []byte, per int, rec *pcapRecords, emit func(c scanChunk) bool) {
 	n := int64(len(data))
 	prefix := data[:24:24]
-	off, k := int64(24), 0
-	for ; k < 1024 && off+16 <= n; k++ {
-		incl := int64(u32(data[off+8:], rec.big))
-		if incl > pcapfile.MaxPacket || off+16+incl > n {
-			break
+	// The mean record size: the first 1,024 records and 64 at each of 63
+	// points through the file (where pcapSync finds records), so that a
+	// capture whose first packets are unlike the rest still gets chunks
+	// that rarely fill their batches.
+	hop := func(off int64, most int) (int64, int) {
+		from, k := off, 0
+		for ; k < most && off+16 <= n; k++ {
+			incl := int64(u32(data[off+8:], rec.big))
+			if incl > pcapfile.MaxPacket || off+16+incl > n {
+				break
+			}
+			off += 16 + incl
 		}
-		off += 16 + incl
+		return off - from, k
+	}
+	sum, k := hop(24, 1024)
+	if n > 1<<20 {
+		for i := int64(1); i < 64; i++ {
+			if s := pcapSync(data, n*i/64, rec); s >= 0 {
+				b, m := hop(s, 64)
+				sum, k = sum+b, k+m
+			}
+		}
 	}
 	mean := 64.0
 	if k > 0 {
-		mean = float64(off-24) / float64(k)
+		mean = float64(sum) / float64(k)
 	}
 	size := min(max(int64(float64(per)*mean*openFill), 1), splitMaxBytes)
 	for start := int64(24); start < n; {
