@@ -21,7 +21,11 @@
 // median rate per CPU-second of the process (getrusage), which is what
 // the evaluation costs on a machine that other work shares, and
 // mpps_file the median of passes that also read the capture from the page
-// cache (pcapfile.Reader) on one thread (mpps_file_cpu: per CPU-second).
+// cache: mapped and scanned on --threads goroutines as gswitchctl filter
+// --backend cpu does (gpfscan.ScanCapture without a Filter: the records
+// split and evaluated where they lie, answers in file order; the counts
+// of a pass over the whole capture must equal the in-memory pass's), and
+// mpps_file_cpu the same per CPU-second.
 // tcpdump_mpps is "tcpdump -r FILE --count EXPR" for the set's first
 // filter, timed the same way (median of the rounds, the file in the page
 // cache), tcpdump_mpps_cpu the same per CPU-second of tcpdump's own

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/bench/benchutil"
+	"github.com/gswitch/gswitch/datapath/gpfscan"
 	"github.com/gswitch/gswitch/datapath/pcapfile"
 	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/filter"
@@ -39,7 +40,7 @@ type Result struct {
 	Threads     int     `json:"threads"`
 	MPPS        float64 `json:"mpps"`          // median pass, packets in memory
 	MPPSCPU     float64 `json:"mpps_cpu"`      // median, per CPU-second of the process
-	MPPSFile    float64 `json:"mpps_file"`     // reading the capture and evaluating, one thread
+	MPPSFile    float64 `json:"mpps_file"`     // reading the capture and evaluating (mapped, scanned on Threads goroutines)
 	MPPSFileCPU float64 `json:"mpps_file_cpu"` // likewise, per CPU-second
 	TcpdumpMPPS float64 `json:"tcpdump_mpps,omitempty"`
 	TcpdumpCPU  float64 `json:"tcpdump_mpps_cpu,omitempty"` // per CPU-second of tcpdump (its rusage)
@@ -78,7 +79,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	counts := fs.String("filters", "1,100,1000", "filter set sizes `N,N,...` (generated sets)")
 	file := fs.String("filters-file", "", "the filters, one `NAME: EXPRESSION` a line (instead of generated sets)")
 	rounds := fs.Int("rounds", 5, "timed passes per set (the median is reported)")
-	threads := fs.Int("threads", 1, "goroutines evaluating")
+	threads := fs.Int("threads", 1, "goroutines evaluating (in memory, and scanning the file)")
 	useTcpdump := fs.Bool("tcpdump", true, "time tcpdump --count on the set's first filter (needs tcpdump)")
 	check := fs.Bool("check", true, "the first filter's count must equal tcpdump's")
 	asJSON := fs.Bool("json", false, "one JSON object per set")
@@ -306,12 +307,20 @@ func benchSet(specs []filter.Spec, all []packet, link uint32, big bool, data str
 	var file, fileCPU []float64
 	for range rounds {
 		c0 := cpuTime()
-		rate, err := fromFile(prog, data, len(pkts))
+		rate, n, got, err := fromFile(prog, data, len(pkts), threads, link, big)
 		if err != nil {
 			return r, counts, err
 		}
+		if n == len(all) { // the whole capture: the in-memory pass's counts
+			for f := range got.packets {
+				if got.packets[f] != counts.packets[f] || got.bytes[f] != counts.bytes[f] {
+					return r, counts, fmt.Errorf("%w: filter %q: the file pass counts %d packets %d bytes, in memory %d, %d", benchutil.ErrMismatch,
+						specs[f].Expr, got.packets[f], got.bytes[f], counts.packets[f], counts.bytes[f])
+				}
+			}
+		}
 		file = append(file, rate)
-		fileCPU = append(fileCPU, float64(len(pkts))/(cpuTime()-c0).Seconds()/1e6)
+		fileCPU = append(fileCPU, float64(n)/(cpuTime()-c0).Seconds()/1e6)
 	}
 	r.MPPSFile, r.MPPSFileCPU = benchutil.Median(file), benchutil.Median(fileCPU)
 	if tcpdump {
@@ -369,31 +378,39 @@ func cpuCounts(prog *filter.Program, pkts []packet) setCounts {
 	return sum
 }
 
-// fromFile reads the capture and evaluates each packet, one thread, up to
-// limit packets: the file mapped and each packet evaluated where it lies
-// (pcapfile.Open; no read calls, no copy).
-func fromFile(prog *filter.Program, path string, limit int) (float64, error) {
+// errEnough stops a file pass at its packet limit.
+var errEnough = errors.New("enough packets")
+
+// fromFile reads the capture and evaluates each packet up to limit
+// packets (the pieces of the chunk that reaches it): the file mapped
+// (gpfscan.MapCapture) and scanned on threads goroutines, each packet
+// evaluated where it lies (gpfscan.ScanCapture without a Filter: the CPU
+// backend of gswitchctl filter). It returns the rate and the packets.
+func fromFile(prog *filter.Program, path string, limit, threads int, link uint32, big bool) (float64, int, setCounts, error) {
+	nf := len(prog.Roots)
+	got := setCounts{make([]uint64, nf), make([]uint64, nf)}
 	t0 := time.Now()
-	rd, err := pcapfile.Open(path)
+	data, unmap, err := gpfscan.MapCapture(path, threads)
 	if err != nil {
-		return 0, err
+		return 0, 0, got, err
 	}
-	defer rd.Close()
-	ev := filter.NewEvaluator(prog)
-	out := make([]uint64, prog.Words())
+	defer unmap()
 	n := 0
-	for n < limit {
-		p, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return 0, err
-		}
-		ev.Eval(p.Data, p.WireLen, out)
-		n++
+	err = gpfscan.ScanCapture(data, gpfscan.ScanConfig{Link: pcapfile.LinkType(link), BigEndian: big, Program: prog, Workers: threads},
+		func(p *gpfscan.ScanPiece) error {
+			for f := 0; f < nf; f++ {
+				got.packets[f] += p.Counts[f]
+				got.bytes[f] += p.Bytes[f]
+			}
+			if n += p.N; n >= limit {
+				return errEnough
+			}
+			return nil
+		})
+	if err != nil && err != errEnough {
+		return 0, 0, got, err
 	}
-	return float64(n) / time.Since(t0).Seconds() / 1e6, nil
+	return float64(n) / time.Since(t0).Seconds() / 1e6, n, got, nil
 }
 
 // tcpdumpCount runs tcpdump --count and returns its count and the CPU

@@ -15,7 +15,7 @@ import (
 // it must agree with pcapfile.Reader read sequentially: the same error or
 // none, and without one the counts Evaluator.Eval gives (small batches,
 // three workers: many chunks; pcapng interfaces of any link type go to
-// the CPU; pcaps split in parallel). Seeds in testdata/fuzz/FuzzScanCapture: a pcap and a pcapng
+// the CPU; pcaps cut into open chunks the workers walk). Seeds in testdata/fuzz/FuzzScanCapture: a pcap and a pcapng
 // of test packets, and truncated and corrupted copies.
 func FuzzScanCapture(f *testing.F) {
 	specs := []filter.Spec{{Name: "t", Expr: "tcp"}, {Name: "p", Expr: "udp port 53"}, {Name: "h", Expr: "host 10.0.0.1"},
@@ -24,9 +24,6 @@ func FuzzScanCapture(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	// Pcaps of any size are split in parallel first.
-	defer func(v int64) { parallelSplitMin = v }(parallelSplitMin)
-	parallelSplitMin = 64
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// The sequential answer.
 		want := make([]uint64, len(specs))
@@ -63,29 +60,32 @@ func FuzzScanCapture(f *testing.F) {
 				}
 			}
 		}
-		got := make([]uint64, len(specs))
-		err = ScanCapture(data, ScanConfig{Filter: gpu.NewCPUFilter(prog, 0), Link: pcapfile.LinkEthernet, Program: prog,
-			Workers: 3, Batch: 3, Batches: 4,
-			Compile: func(l pcapfile.LinkType, big bool) (*filter.Program, error) {
-				return filter.Compile(specs, uint32(l), big, nil)
-			}}, func(p *ScanPiece) error {
+		// On batches (the CPU filter), and on the CPU alone.
+		for _, pf := range []gpu.PacketFilter{gpu.NewCPUFilter(prog, 0), nil} {
+			got := make([]uint64, len(specs))
+			err = ScanCapture(data, ScanConfig{Filter: pf, Link: pcapfile.LinkEthernet, Program: prog,
+				Workers: 3, Batch: 3, Batches: 4,
+				Compile: func(l pcapfile.LinkType, big bool) (*filter.Program, error) {
+					return filter.Compile(specs, uint32(l), big, nil)
+				}}, func(p *ScanPiece) error {
+				for i := range specs {
+					got[i] += p.Counts[i]
+				}
+				return nil
+			})
+			if (err == nil) != (wantErr == nil) {
+				t.Fatalf("scan (%v): %v; reader: %v", pf != nil, err, wantErr)
+			}
+			if wantErr != nil {
+				if errors.Is(wantErr, pcapfile.ErrFormat) && !errors.Is(err, pcapfile.ErrFormat) {
+					t.Fatalf("scan (%v): %v; reader: %v", pf != nil, err, wantErr)
+				}
+				continue
+			}
 			for i := range specs {
-				got[i] += p.Counts[i]
-			}
-			return nil
-		})
-		if (err == nil) != (wantErr == nil) {
-			t.Fatalf("scan: %v; reader: %v", err, wantErr)
-		}
-		if wantErr != nil {
-			if errors.Is(wantErr, pcapfile.ErrFormat) && !errors.Is(err, pcapfile.ErrFormat) {
-				t.Fatalf("scan: %v; reader: %v", err, wantErr)
-			}
-			return
-		}
-		for i := range specs {
-			if got[i] != want[i] {
-				t.Fatalf("filter %s: scan %d, reader and Eval %d", specs[i].Expr, got[i], want[i])
+				if got[i] != want[i] {
+					t.Fatalf("filter %s: scan (%v) %d, reader and Eval %d", specs[i].Expr, pf != nil, got[i], want[i])
+				}
 			}
 		}
 	})

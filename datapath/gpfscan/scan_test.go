@@ -195,7 +195,7 @@ func testScan(t *testing.T, open func(p *filter.Program, maxRow int) gpu.PacketF
 		pf := open(p, 0)
 		checkScan(t, filepath.Base(path), data, specs, link, pf, 7, 3)
 		checkScan(t, filepath.Base(path)+" as pcapng", toPcapNG(t, path), specs, link, pf, 5, 2)
-		pf.Close()
+		closeFilter(pf)
 	}
 	if eth == "" || other == "" {
 		t.Fatalf("want an Ethernet capture and one of another link type")
@@ -215,7 +215,7 @@ func testScan(t *testing.T, open func(p *filter.Program, maxRow int) gpu.PacketF
 	}
 	pf := open(p, 0)
 	checkScan(t, "two link types", toPcapNG(t, eth, other, eth), both, pcapfile.LinkEthernet, pf, 16, 4)
-	pf.Close()
+	closeFilter(pf)
 	// Whole packets in rows of 96 bytes: longer ones go to the CPU.
 	specs = scanSpecs(uint32(pcapfile.LinkEthernet), []filter.Spec{{Name: "var", Expr: "tcp[((tcp[12:1] & 0xf0) >> 2):4] = 0x47455420"}})
 	p, err = filter.Compile(specs, uint32(pcapfile.LinkEthernet), false, nil)
@@ -237,7 +237,7 @@ func testScan(t *testing.T, open func(p *filter.Program, maxRow int) gpu.PacketF
 	if err != stop {
 		t.Fatalf("stopping: %v", err)
 	}
-	pf.Close()
+	closeFilter(pf)
 }
 
 func mustRead(t *testing.T, path string) []byte {
@@ -250,6 +250,12 @@ func mustRead(t *testing.T, path string) []byte {
 
 func TestScanCaptureCPU(t *testing.T) {
 	testScan(t, func(p *filter.Program, maxRow int) gpu.PacketFilter { return gpu.NewCPUFilter(p, maxRow) })
+}
+
+// TestScanCaptureNoFilter: without a Filter, the workers evaluate every
+// packet where it lies (the CPU backend over a file).
+func TestScanCaptureNoFilter(t *testing.T) {
+	testScan(t, func(p *filter.Program, maxRow int) gpu.PacketFilter { return nil })
 }
 
 func TestMapCapture(t *testing.T) {
@@ -266,14 +272,13 @@ func TestMapCapture(t *testing.T) {
 	}
 }
 
-// TestSplitPcapParallel: a pcap split by several goroutines (records
-// whose payloads hold plausible fake record headers) gives chunks that
-// tile the file from its header on, each starting at a record, and the
-// scan's answer; a file with a bad record falls back to the serial split
-// and its error.
-func TestSplitPcapParallel(t *testing.T) {
-	defer func(v int64) { parallelSplitMin = v }(parallelSplitMin)
-	parallelSplitMin = 1024
+// TestOpenSplit: a classic pcap whose payloads hold plausible fake
+// record headers, cut into open chunks small enough that pcapSync guesses
+// some starts wrong: the chunks the consumer takes tile the file from its
+// header on, each starting at a record, the wrong ones are walked again
+// by the consumer, and the scan's answer is the reader's (on batches, and
+// on the CPU alone); a bad record in the middle gives the reader's error.
+func TestOpenSplit(t *testing.T) {
 	eth := ""
 	for _, path := range filtertest.Captures(t) {
 		if link, _ := filtertest.ReadCapture(t, path); link == filter.LinkEthernet {
@@ -294,6 +299,12 @@ func TestSplitPcapParallel(t *testing.T) {
 			binary.LittleEndian.PutUint32(p[16:], 3)
 			binary.LittleEndian.PutUint32(p[20:], 3)
 		}
+		if i%5 == 2 { // a run of 36 plausible empty records in the payload
+			p = append(p[:min(len(p), 14):min(len(p), 14)], make([]byte, 36*16+6)...)
+			for j := 0; j < 36; j++ {
+				binary.LittleEndian.PutUint32(p[14+16*j:], uint32(i/100))
+			}
+		}
 		var h [16]byte
 		binary.LittleEndian.PutUint32(h[0:], uint32(i/100))
 		binary.LittleEndian.PutUint32(h[8:], uint32(len(p)))
@@ -305,37 +316,55 @@ func TestSplitPcapParallel(t *testing.T) {
 	for _, b := range bounds {
 		isBound[b] = true
 	}
-	for _, workers := range []int{2, 5, 16} {
-		cs, ok := splitPcapParallel(data, 37, workers, &pcapRecords{link: 1})
-		if !ok {
-			t.Fatalf("%d workers: the parallel split failed", workers)
+	isBound[int64(len(data))] = true
+	// The chunks' starts: some guessed wrong.
+	wrong := 0
+	splitCapture(data, 37, func(c scanChunk) bool {
+		if !c.open || c.end <= c.start {
+			t.Fatalf("chunk %d-%d (open %v)", c.start, c.end, c.open)
 		}
-		at := int64(24)
-		for _, c := range cs {
-			if c.start != at || !isBound[c.start] || c.end <= c.start {
-				t.Fatalf("%d workers: chunk %d-%d after %d", workers, c.start, c.end, at)
-			}
-			at = c.end
+		if !isBound[c.start] {
+			wrong++
 		}
-		if at != int64(len(data)) {
-			t.Fatalf("%d workers: chunks end at %d of %d", workers, at, len(data))
+		return true
+	})
+	if wrong == 0 {
+		t.Fatal("no chunk starts off a record: the test tests no recovery")
+	}
+	walks := 0
+	testWalk = func(from, to int64) {
+		walks++
+		if !isBound[from] {
+			t.Errorf("the consumer walks from %d, not a record", from)
 		}
 	}
+	defer func() { testWalk = nil }()
 	specs := scanSpecs(uint32(pcapfile.LinkEthernet), nil)
 	p, err := filter.Compile(specs, uint32(pcapfile.LinkEthernet), false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkScan(t, "parallel split", data, specs, pcapfile.LinkEthernet, gpu.NewCPUFilter(p, 0), 37, 5)
-	// A bad record in the middle: the serial split, the reader's error.
+	checkScan(t, "open split", data, specs, pcapfile.LinkEthernet, gpu.NewCPUFilter(p, 0), 37, 5)
+	checkScan(t, "open split on the CPU", data, specs, pcapfile.LinkEthernet, nil, 37, 5)
+	if walks == 0 {
+		t.Fatal("the consumer walked nothing again")
+	}
+	t.Logf("%d wrong starts of the split, %d walks of the consumer", wrong, walks)
+	// A bad record in the middle: the reader's error.
 	bad := append([]byte(nil), data...)
 	binary.LittleEndian.PutUint32(bad[bounds[1500]+8:], 0xfffffff0)
-	if _, ok := splitPcapParallel(bad, 37, 5, &pcapRecords{link: 1}); ok {
-		t.Fatal("the parallel split took a bad record")
+	for _, pf := range []gpu.PacketFilter{gpu.NewCPUFilter(p, 0), nil} {
+		err = ScanCapture(bad, ScanConfig{Filter: pf, Link: pcapfile.LinkEthernet, Program: p, Workers: 5, Batch: 37},
+			func(*ScanPiece) error { return nil })
+		if !errors.Is(err, pcapfile.ErrFormat) {
+			t.Fatalf("bad record: %v", err)
+		}
 	}
-	err = ScanCapture(bad, ScanConfig{Filter: gpu.NewCPUFilter(p, 0), Link: pcapfile.LinkEthernet, Program: p, Workers: 5, Batch: 37},
-		func(*ScanPiece) error { return nil })
-	if !errors.Is(err, pcapfile.ErrFormat) {
-		t.Fatalf("bad record: %v", err)
+}
+
+// closeFilter closes a filter (none: a scan on the CPU alone).
+func closeFilter(pf gpu.PacketFilter) {
+	if pf != nil {
+		pf.Close()
 	}
 }

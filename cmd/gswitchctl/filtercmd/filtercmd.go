@@ -2,7 +2,7 @@
 // pass of each capture file, with per-filter packet and byte counts and,
 // optionally, one pcapng file per filter.
 //
-//	gswitchctl filter [--backend cpu|gpu] [--json] [--write DIR] [--progress auto|always|never]
+//	gswitchctl filter [--backend cpu|gpu] [--threads N] [--json] [--write DIR] [--progress auto|always|never]
 //	                  (--filters FILE | -e 'NAME: EXPR'...) PCAP...
 //
 // Every filter is compiled before any packet is read (for the link type of
@@ -12,13 +12,17 @@
 // bytes are the packets' lengths on the wire. With --write, DIR/NAME.pcapng
 // holds exactly the packets the filter accepts, in file order.
 //
-// With --backend cpu (the default) the command reads each capture once,
-// streaming (files larger than memory are fine): one goroutine reads and
-// parses batches of packets ahead while the calling goroutine evaluates
-// them with tables/filter's CPU evaluator, counts and writes, in file
-// order. With --backend gpu (a build with -tags cuda and a device) it maps
-// each capture and parses it on every CPU into batches for the filter
-// kernel (gpu.go); the output is the same, file for file.
+// Each capture is read once: mapped and cut into chunks that --threads
+// goroutines (default: one per CPU) parse at once (datapath/gpfscan;
+// files larger than memory are fine: their pages are read as the scan
+// reaches them). With --backend cpu (the default) each goroutine
+// evaluates its packets where they lie with tables/filter's CPU
+// evaluator; with --backend gpu (a build with -tags cuda and a device) it
+// reduces them into batches for the filter kernel (gpu.go). The calling
+// goroutine adds up the counts and writes the captures in file order, so
+// the output is the same, file for file, whatever the backend and the
+// number of goroutines (scan.go). A capture that cannot be mapped (a pipe,
+// a device) is streamed on the CPU by one goroutine.
 package filtercmd
 
 import (
@@ -32,6 +36,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gswitch/gswitch/datapath/pcapfile"
@@ -41,7 +46,7 @@ import (
 // ErrUsage marks an error in the command line (exit status 2).
 var ErrUsage = errors.New("usage")
 
-const usage = `Usage: gswitchctl filter [--backend cpu|gpu] [--json] [--write DIR] [--progress auto|always|never]
+const usage = `Usage: gswitchctl filter [--backend cpu|gpu] [--threads N] [--json] [--write DIR] [--progress auto|always|never]
                          (--filters FILE | -e 'NAME: EXPR'...) PCAP...
 
 Evaluates every filter on every packet of each capture (pcap or pcapng, told
@@ -142,6 +147,8 @@ type Runner struct {
 	progress func(done, total int64, packets uint64)
 	lastKey  linkKey
 	last     *filter.Evaluator
+	threads  int        // goroutines a capture is scanned on (0: GOMAXPROCS)
+	mu       sync.Mutex // guards progs, programs and out while a scan's workers compile (program)
 }
 
 // NewRunner checks names and prepares counters. writeDir, if not empty,
@@ -236,14 +243,18 @@ func bitIndex(b uint64) int {
 
 const batchPackets = 4096
 
-// File reads one capture through the filters: pcapfile.Open maps it (a
-// regular file; another is streamed) and Batches parses it on a goroutine
-// of its own, in place, into batches that evaluation, counting and writing
-// take on the caller's goroutine, in file order.
+// File reads one capture through the filters: mapped and scanned on
+// several goroutines (scanFile), or streamed (streamFile).
 func (r *Runner) File(path string) error {
-	if r.gpu != nil {
-		return r.gpuFile(path)
-	}
+	return r.scanFile(path)
+}
+
+// streamFile reads a capture on the CPU without mapping it all:
+// pcapfile.Open maps a regular file where it can and streams another, and
+// Batches parses it on a goroutine of its own, in place, into batches
+// that evaluation, counting and writing take on the caller's goroutine,
+// in file order.
+func (r *Runner) streamFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -316,6 +327,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	writeDir := fs.String("write", "", "write one pcapng per filter into `DIR`")
 	backend := fs.String("backend", "cpu", "cpu, or gpu (a build with -tags cuda, and a CUDA device)")
 	progress := fs.String("progress", "auto", "progress on stderr: auto (when stderr is a terminal), always, never")
+	threads := fs.Int("threads", 0, "goroutines that read, parse and (cpu) evaluate each capture; 0: one per CPU (GOMAXPROCS)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -324,6 +336,9 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	}
 	if *backend != "cpu" && *backend != "gpu" {
 		return fmt.Errorf("%w: --backend %s: want cpu or gpu", ErrUsage, *backend)
+	}
+	if *threads < 0 {
+		return fmt.Errorf("%w: --threads %d: want 0 (one per CPU) or more", ErrUsage, *threads)
 	}
 	if fs.NArg() == 0 {
 		return fmt.Errorf("%w: no capture files", ErrUsage)
@@ -375,6 +390,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer r.Close()
+	r.SetThreads(*threads)
 	if *backend == "gpu" {
 		if err := r.OpenGPU(); err != nil {
 			return fmt.Errorf("--backend gpu: %v", oneLine(err))
