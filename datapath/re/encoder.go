@@ -58,6 +58,7 @@ func NewEncoder(cfg Config) (*Encoder, error) {
 		return nil, err
 	}
 	e := &Encoder{cfg: cfg, m: m, markers: cfg.Markers, log: newLog(cfg.LogBytes), index: newFPIndex(), epoch: randomEpoch()}
+	e.log.recycle = true
 	e.scratch.New = func() any { return new(Scratch) }
 	return e, nil
 }
@@ -177,9 +178,11 @@ func (e *Encoder) Encode(frame, out []byte) (res []byte, encoded bool) {
 	sc := e.scratch.Get().(*Scratch)
 	defer e.scratch.Put(sc)
 	e.prepare(sc, [][]byte{frame})
+	var t tally
 	e.mu.Lock()
-	res, encoded = e.encodeOne(frame, sc, 0, out)
+	res, encoded = e.encodeOne(frame, sc, 0, out, &t)
 	e.mu.Unlock()
+	t.add(&e.Stats)
 	clear(sc.payloads)
 	return res, encoded
 }
@@ -192,31 +195,56 @@ func (e *Encoder) Encode(frame, out []byte) (res []byte, encoded bool) {
 // once, each with a Scratch of its own.
 func (e *Encoder) EncodeBatch(sc *Scratch, frames, res [][]byte, arena []byte) ([][]byte, []byte) {
 	e.prepare(sc, frames)
+	var t tally
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	for i, f := range frames {
 		// An encoded frame is shorter than f: room for len(f) bytes past
 		// the arena's end (no zeroing), where encodeOne writes it.
 		start := len(arena)
 		arena = slices.Grow(arena, len(f))
-		r, encoded := e.encodeOne(f, sc, i, arena[start:start:start+len(f)])
+		r, encoded := e.encodeOne(f, sc, i, arena[start:start:start+len(f)], &t)
 		if encoded {
 			arena = arena[:start+len(r)]
 		}
 		res = append(res, r)
 	}
+	e.mu.Unlock()
+	t.add(&e.Stats)
 	clear(sc.payloads) // the Scratch keeps no frame alive
 	return res, arena
 }
 
-// encodeOne encodes frame i of sc's batch; e.mu is held.
-func (e *Encoder) encodeOne(frame []byte, sc *Scratch, i int, out []byte) (res []byte, encoded bool) {
-	e.Stats.Frames.Add(1)
-	e.Stats.BytesIn.Add(uint64(len(frame)))
+// tally is a batch's counts, added to the encoder's atomic counters once
+// per batch rather than per frame.
+type tally struct {
+	frames, bytesIn, bytesOut, saved, encoded, raw, refs, passed uint64
+}
+
+func (t *tally) add(s *EncoderStats) {
+	s.Frames.Add(t.frames)
+	s.BytesIn.Add(t.bytesIn)
+	s.BytesOut.Add(t.bytesOut)
+	if t.passed > 0 {
+		s.Passed.Add(t.passed)
+	}
+	if t.raw > 0 {
+		s.Raw.Add(t.raw)
+	}
+	if t.encoded > 0 {
+		s.Encoded.Add(t.encoded)
+		s.Refs.Add(t.refs)
+		s.Saved.Add(t.saved)
+	}
+}
+
+// encodeOne encodes frame i of sc's batch, counting it in t; e.mu is held.
+func (e *Encoder) encodeOne(frame []byte, sc *Scratch, i int, out []byte, t *tally) (res []byte, encoded bool) {
+	t.frames++
+	t.bytesIn += uint64(len(frame))
 	p := sc.prep[i]
 	if !p.ok {
-		e.Stats.Passed.Add(1)
-		e.Stats.BytesOut.Add(uint64(len(frame)))
+		t.passed++
+		t.bytesOut += uint64(len(frame))
 		return frame, false
 	}
 	s, id := p.s, p.id
@@ -244,13 +272,13 @@ func (e *Encoder) encodeOne(frame []byte, sc *Scratch, i int, out []byte) (res [
 	e.endFlow(p.flow, p.seq, len(pay))
 	e.remember(id, pay, pos, fps)
 	if encoded {
-		e.Stats.Encoded.Add(1)
-		e.Stats.Refs.Add(uint64(len(e.refs)))
-		e.Stats.Saved.Add(uint64(len(frame) - len(res)))
+		t.encoded++
+		t.refs += uint64(len(e.refs))
+		t.saved += uint64(len(frame) - len(res))
 	} else {
-		e.Stats.Raw.Add(1)
+		t.raw++
 	}
-	e.Stats.BytesOut.Add(uint64(len(res)))
+	t.bytesOut += uint64(len(res))
 	return res, encoded
 }
 
@@ -445,7 +473,7 @@ func (e *Encoder) remember(id uint64, pay []byte, pos []int32, fps []uint64) {
 	if x := e.log.get(id); x != nil {
 		return // a retransmission: logged already
 	}
-	x := &entry{id: id}
+	x := e.log.newEntry(id)
 	if len(pos) <= inlineMarkers {
 		x.fps, x.markers = x.fpsIn[:0:len(pos)], x.posIn[:0:len(pos)]
 	}
