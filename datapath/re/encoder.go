@@ -73,6 +73,7 @@ type slots struct{ latest, acked loc }
 
 // unindex drops an evicted payload's index entries that still point at it.
 func (e *Encoder) unindex(x *entry) {
+	e.index.touch(x.fps)
 	for _, fp := range x.fps {
 		s := e.index.get(fp)
 		if s == nil {
@@ -516,9 +517,18 @@ func (e *Encoder) HandleControl(frame []byte) error {
 		e.peerEpoch = c.epoch
 		e.log.each(func(x *entry) { x.acked = false })
 	}
+	// The ids come in the order their payloads were logged, mostly: the
+	// entry after the last one found is tried before the log's table.
+	var next *entry
 	for i := 0; i < c.n; i++ {
-		if x := e.log.get(c.id(i)); x != nil {
+		id := c.id(i)
+		x := next
+		if x == nil || x.gone || x.id != id {
+			x = e.log.get(id)
+		}
+		if x != nil {
 			x.acked = c.kind == kindAck
+			next = x.next
 		}
 	}
 	return nil

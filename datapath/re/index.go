@@ -14,6 +14,7 @@ type table[V any] struct {
 	mask  uint64 // len(cells) − 1, a power of two minus one
 	shift uint   // 64 − log2(len(cells))
 	n     int    // occupied cells
+	sink  uint64 // touch's loads go here (so that they are made)
 }
 
 type cell[V any] struct {
@@ -60,6 +61,19 @@ func (x *table[V]) get(k uint64) *V {
 			return &c.v
 		}
 	}
+}
+
+// touch loads the home cells of keys, which a caller is about to look
+// up one by one: the loads are independent, so their cache misses overlap
+// (a table of a large log's markers is far larger than the caches, and
+// each look-up of a new fingerprint misses), where the look-ups one after
+// the other would wait for each miss in turn.
+func (x *table[V]) touch(keys []uint64) {
+	s := x.sink
+	for _, k := range keys {
+		s += x.cells[x.home(k)].key
+	}
+	x.sink = s
 }
 
 // put returns k's value, inserting a zero one when absent. The address is
