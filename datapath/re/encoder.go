@@ -34,6 +34,7 @@ type Encoder struct {
 	crc       crcShift
 	hints     [hintSlots]flowHint // by flow hash: where each flow's next payload probably continues
 	exp       expected            // the payload being matched: where its bytes probably are
+	fpBuf     []uint64            // fingerprints' scratch (lazy.go)
 }
 
 // maxRefs is the most references a shim can count.
@@ -535,11 +536,14 @@ func (e *Encoder) HandleControl(frame []byte) error {
 }
 
 // commonPrefix returns how many bytes a and b agree on from their starts:
-// 64 at a time with the runtime's vectorised comparison while they agree,
+// 512, then 64 at a time with the runtime's vectorised comparison while
+// they agree (a repeated payload agrees for its whole length: few calls),
 // then eight at a time.
 func commonPrefix(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
+	for ; i+512 <= n && string(a[i:i+512]) == string(b[i:i+512]); i += 512 {
+	}
 	for ; i+64 <= n && string(a[i:i+64]) == string(b[i:i+64]); i += 64 {
 	}
 	for ; i+8 <= n; i += 8 {
@@ -558,6 +562,8 @@ func commonPrefix(a, b []byte) int {
 func commonSuffix(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
+	for ; i+512 <= n && string(a[len(a)-i-512:len(a)-i]) == string(b[len(b)-i-512:len(b)-i]); i += 512 {
+	}
 	for ; i+64 <= n && string(a[len(a)-i-64:len(a)-i]) == string(b[len(b)-i-64:len(b)-i]); i += 64 {
 	}
 	for ; i+8 <= n; i += 8 {
