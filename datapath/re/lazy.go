@@ -1,7 +1,5 @@
 package re
 
-import "slices"
-
 // Markers found lazily (the CPU's path): a payload that repeats logged
 // bytes has, inside the repeated run, exactly the markers of the logged
 // copy — a marker depends on its window's bytes only — so the encoder need
@@ -96,58 +94,14 @@ func (e *Encoder) afterMatch(pay []byte, pos []int32, fps []uint64, sp span) ([]
 	}
 	// Those ending in [pe, pe+w−1) straddle q's end and y's start:
 	// fingerprinted; those ending in [pe+w−1, pe+yn) are y's.
-	g := e.fingerprints(pay, sp.pe, sp.pe+w-1)
-	for k, f := range g {
+	e.fpBuf = e.m.Fingerprints(e.fpBuf[:0], pay, sp.pe, sp.pe+w-1)
+	for k, f := range e.fpBuf {
 		if f&mask == 0 {
 			pos, fps = append(pos, int32(sp.pe+k)), append(fps, f)
 		}
 	}
 	pos, fps = copyMarkers(pos, fps, sp.y, w-1, sp.yn, sp.pe)
 	return pos, fps, sp.pe + sp.yn
-}
-
-// fingerprints returns the fingerprints of pay's windows ending in [a, b)
-// (in e.fpBuf). One chain of look-ups would take w steps for the first
-// and one for each further window, each step waiting for the one before;
-// here four chains, each of a quarter of the windows, go side by side.
-func (e *Encoder) fingerprints(pay []byte, a, b int) []uint64 {
-	m, w := e.m, e.cfg.Window
-	g := slices.Grow(e.fpBuf[:0], b-a)[:b-a]
-	e.fpBuf = g
-	L := (b - a) / 4
-	if L < 2 {
-		f := m.FingerprintAt(pay, a)
-		g[0] = f
-		for t := a + 1; t < b; t++ {
-			f = m.Roll(f, pay[t-w], pay[t])
-			g[t-a] = f
-		}
-		return g
-	}
-	// Lane k covers the windows ending in [a+kL, a+(k+1)L), the last one
-	// to b. Each starts from its first window's bytes: rolling into an
-	// empty window (out byte 0, whose term is 0) appends a byte.
-	a1, a2, a3 := a+L, a+2*L, a+3*L
-	var f0, f1, f2, f3 uint64
-	for j := 1 - w; j <= 0; j++ {
-		f0 = m.Roll(f0, 0, pay[a+j])
-		f1 = m.Roll(f1, 0, pay[a1+j])
-		f2 = m.Roll(f2, 0, pay[a2+j])
-		f3 = m.Roll(f3, 0, pay[a3+j])
-	}
-	g[0], g[L], g[2*L], g[3*L] = f0, f1, f2, f3
-	for j := 1; j < L; j++ {
-		f0 = m.Roll(f0, pay[a+j-w], pay[a+j])
-		f1 = m.Roll(f1, pay[a1+j-w], pay[a1+j])
-		f2 = m.Roll(f2, pay[a2+j-w], pay[a2+j])
-		f3 = m.Roll(f3, pay[a3+j-w], pay[a3+j])
-		g[j], g[L+j], g[2*L+j], g[3*L+j] = f0, f1, f2, f3
-	}
-	for t := a3 + L; t < b; t++ {
-		f3 = m.Roll(f3, pay[t-w], pay[t])
-		g[t-a] = f3
-	}
-	return g
 }
 
 // copyMarkers appends x's markers at positions [lo, hi), moved by shift,

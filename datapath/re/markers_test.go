@@ -220,29 +220,3 @@ func TestLazyMarkers(t *testing.T) {
 		t.Fatalf("%d payloads logged, %d encoded of %d frames", entries, lazy.Stats.Encoded.Load(), len(frames))
 	}
 }
-
-// TestFingerprints checks the encoder's four-chain fingerprints of a run
-// of windows against rabin's, window by window, for several windows and
-// run lengths (one chain below eight windows).
-func TestFingerprints(t *testing.T) {
-	r := rand.New(rand.NewPCG(63, 64))
-	pay := randomBytes(r, 600)
-	for _, w := range []int{16, 32, 48} {
-		e, err := NewEncoder(Config{Window: w})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, span := range []int{1, 2, 7, 8, 9, 31, 33, 100} {
-			a := w - 1 + r.IntN(len(pay)-w-span)
-			g := e.fingerprints(pay, a, a+span)
-			if len(g) != span {
-				t.Fatalf("window %d, %d windows: %d fingerprints", w, span, len(g))
-			}
-			for k, f := range g {
-				if want := e.m.FingerprintAt(pay, a+k); f != want {
-					t.Fatalf("window %d, windows from %d: %d: %#x, want %#x", w, a, k, f, want)
-				}
-			}
-		}
-	}
-}
