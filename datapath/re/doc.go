@@ -22,11 +22,11 @@
 //
 // The encoder finds the payload's markers (window Config.Window, Config.Bits
 // mask bits), looks each marker's fingerprint up in its index (fingerprint →
-// the latest logged payload and position with that fingerprint, and the
-// one before it that was acknowledged when the latest took its place, so
-// that data repeating faster than acknowledgements return still finds a
-// copy it may use), checks the bytes, and extends the match both ways as far as the bytes agree
-// (Max-Match). Matches shorter than MinMatch are ignored. A match that
+// the latest logged payload and position with that fingerprint, and an
+// earlier one, acknowledged or the first displaced since none was, so that
+// data repeating faster than acknowledgements return still finds a copy
+// it may use), checks the bytes, and extends the match both ways as far
+// as the bytes agree (Max-Match). Matches shorter than MinMatch are ignored. A match that
 // reaches the start (end) of the logged payload goes on in the payload
 // logged just before (after) it, as far as the bytes agree there, with a
 // reference of its own: a stream sent again is rarely cut into the same
