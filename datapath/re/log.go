@@ -40,7 +40,8 @@ type payloadLog struct {
 	w     int    // the next payload's offset in ring
 	// recycle: evicted entries go to free for newEntry, so that logging a
 	// payload allocates nothing. The decoder's entries have no other
-	// pointers to them. The encoder's index drops its pointers to an entry
+	// pointers to them but its last reference's (Decoder.ref, which
+	// checks the id and gone). The encoder's index drops its pointers to an entry
 	// when it is evicted (the evict callback, before the entry is
 	// recycled); what else may still point to one (a flow's hint, the
 	// acknowledgements' guess) finds it either in the free list, gone and
