@@ -34,7 +34,6 @@ type Encoder struct {
 	crc       crcShift
 	hints     [hintSlots]flowHint // by flow hash: where each flow's next payload probably continues
 	exp       expected            // the payload being matched: where its bytes probably are
-	fpBuf     []uint64            // fingerprints' scratch (lazy.go)
 }
 
 // maxRefs is the most references a shim can count.
