@@ -36,6 +36,11 @@ type Decoder struct {
 	acks      []uint64
 	naks      []uint64
 	crc       crcShift
+	// last is the payload the last reference restored from: the next
+	// reference is most often to it or to the payload logged after it (a
+	// stream sent again references its old copy in order), tried before
+	// the log's table (whose look-ups miss the caches).
+	last *entry
 }
 
 // NewDecoder returns a decoder with a fresh random epoch.
@@ -134,7 +139,7 @@ func (d *Decoder) restore(frame []byte, off int, out []byte) ([]byte, error) {
 		}
 		copy(pay[at:], literal[:lit])
 		literal = literal[lit:]
-		x := d.log.get(id)
+		x := d.ref(id)
 		if x == nil || src+n > len(x.data) {
 			missing = append(missing, id)
 			at = dst + n
@@ -178,6 +183,23 @@ func (d *Decoder) restore(frame []byte, off int, out []byte) ([]byte, error) {
 	}
 	d.logPayload(id, out[s.pay:s.end])
 	return out, nil
+}
+
+// ref returns the logged payload of id, or nil; d.mu is held.
+func (d *Decoder) ref(id uint64) *entry {
+	x := d.last
+	if x != nil && (x.gone || x.id != id) {
+		if x = x.next; x != nil && (x.gone || x.id != id) {
+			x = nil
+		}
+	}
+	if x == nil {
+		x = d.log.get(id)
+	}
+	if x != nil {
+		d.last = x
+	}
+	return x
 }
 
 // logPayload logs a payload and queues its acknowledgement; d.mu is held.

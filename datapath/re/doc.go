@@ -22,11 +22,11 @@
 //
 // The encoder finds the payload's markers (window Config.Window, Config.Bits
 // mask bits), looks each marker's fingerprint up in its index (fingerprint →
-// the latest logged payload and position with that fingerprint, and the
-// one before it that was acknowledged when the latest took its place, so
-// that data repeating faster than acknowledgements return still finds a
-// copy it may use), checks the bytes, and extends the match both ways as far as the bytes agree
-// (Max-Match). Matches shorter than MinMatch are ignored. A match that
+// the latest logged payload and position with that fingerprint, and an
+// earlier one, acknowledged or the first displaced since none was, so that
+// data repeating faster than acknowledgements return still finds a copy
+// it may use), checks the bytes, and extends the match both ways as far
+// as the bytes agree (Max-Match). Matches shorter than MinMatch are ignored. A match that
 // reaches the start (end) of the logged payload goes on in the payload
 // logged just before (after) it, as far as the bytes agree there, with a
 // reference of its own: a stream sent again is rarely cut into the same
@@ -114,12 +114,17 @@
 // Each side's log keeps the payloads' bytes in one ring of Config.LogBytes
 // bytes, written in the order they are logged; logging a payload evicts
 // the oldest ones whose bytes it overwrites. A payload costs no allocation
-// for its bytes; an encoder entry keeps up to 12 markers inline. The
-// encoder's index and both logs' ids are open-addressing tables (index.go)
-// that hand out a value's address, so updating a fingerprint's slots is
-// one probe, not a map read and a write. Each side checksums a payload
-// once: the shim's CRC of the IP packet is combined from the headers' and
-// the payload's CRCs (crc.go), the latter also the high half of the id.
+// for its bytes, and none for its entry once the log is full (evicted
+// entries are reused, log.go); an encoder entry keeps up to 12 markers
+// inline. The encoder's index and both logs' ids are open-addressing
+// tables (index.go) that hand out a value's address, so updating a
+// fingerprint's slots is one probe, not a map read and a write; the ids'
+// cells are 16 bytes, and the decoder tries its last reference's payload
+// and the next one before the table, the encoder the next logged payload
+// for each acknowledged id (both come in order, mostly). Each side
+// checksums a payload once: the shim's CRC of the IP packet is combined
+// from the headers' and the payload's CRCs (crc.go), the latter also the
+// high half of the id. The encoder adds its counters once per batch.
 //
 // # Concurrency
 //

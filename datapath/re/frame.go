@@ -95,9 +95,13 @@ func payloadID(f []byte, s segment) uint64 {
 func payloadIDCRC(f []byte, s segment, payCRC uint32) uint64 {
 	var flow uint32
 	if s.etherType == 0x0800 {
-		flow = crc32.Update(0, castagnoli, f[s.l3+12:s.l3+20]) // addresses
-		ihl := int(f[s.l3]&0x0f) * 4
-		flow = crc32.Update(flow, castagnoli, f[s.l3+ihl:s.l3+ihl+8]) // ports, seq
+		if ihl := int(f[s.l3]&0x0f) * 4; ihl == 20 {
+			// Addresses, ports and sequence number lie together: one pass.
+			flow = crc32.Update(0, castagnoli, f[s.l3+12:s.l3+28])
+		} else {
+			flow = crc32.Update(0, castagnoli, f[s.l3+12:s.l3+20])        // addresses
+			flow = crc32.Update(flow, castagnoli, f[s.l3+ihl:s.l3+ihl+8]) // ports, seq
+		}
 	} else {
 		flow = crc32.Update(0, castagnoli, f[s.l3+8:s.l3+48])
 	}

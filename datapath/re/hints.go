@@ -1,9 +1,6 @@
 package re
 
-import (
-	"encoding/binary"
-	"hash/crc32"
-)
+import "encoding/binary"
 
 // Where a payload's bytes probably are. The index keeps one location per
 // marker fingerprint (and an acknowledged one before it), the latest: for
@@ -43,18 +40,23 @@ type expected struct {
 	base int
 }
 
-// flowKey returns a hash of frame f's addresses and ports, and its TCP
-// sequence number.
+// flowKey returns a hash of frame f's addresses and ports (a multiplicative
+// mix of their words: it only picks the flow's hint slot, and the slot
+// keeps the whole hash), and its TCP sequence number.
 func flowKey(f []byte, s segment) (flow, seq uint32) {
+	const k1, k2 = 0x9e3779b97f4a7c15, 0xc2b2ae3d27d4eb4f
+	var h uint64
 	tcp := s.l3 + 40
 	if s.etherType == 0x0800 {
-		flow = crc32.Update(0, castagnoli, f[s.l3+12:s.l3+20])
+		h = binary.LittleEndian.Uint64(f[s.l3+12:]) * k1
 		tcp = s.l3 + int(f[s.l3]&0x0f)*4
 	} else {
-		flow = crc32.Update(0, castagnoli, f[s.l3+8:s.l3+40])
+		for k := s.l3 + 8; k < s.l3+40; k += 8 {
+			h = (h ^ binary.LittleEndian.Uint64(f[k:])) * k1
+		}
 	}
-	flow = crc32.Update(flow, castagnoli, f[tcp:tcp+4])
-	return flow, binary.BigEndian.Uint32(f[tcp+4:])
+	h = (h ^ uint64(binary.LittleEndian.Uint32(f[tcp:]))) * k2
+	return uint32(h>>32) ^ uint32(h), binary.BigEndian.Uint32(f[tcp+4:])
 }
 
 // startFlow sets the expected location of a payload of flow at seq from

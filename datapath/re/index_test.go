@@ -55,3 +55,55 @@ func TestFPIndex(t *testing.T) {
 		t.Errorf("index never grew: %d cells", len(x.cells))
 	}
 }
+
+// TestIDTable runs random sets, gets and conditional deletes on the logs'
+// id table and on a map, and compares them, through growth.
+func TestIDTable(t *testing.T) {
+	r := rand.New(rand.NewPCG(53, 54))
+	x := newIDTable()
+	want := map[uint64]*entry{}
+	var keys []uint64
+	for step := 0; step < 200000; step++ {
+		var k uint64
+		if len(keys) > 0 && r.IntN(3) > 0 {
+			k = keys[r.IntN(len(keys))]
+		} else {
+			k = r.Uint64()
+			if r.IntN(4) == 0 {
+				k = uint64(r.IntN(64)) // few distinct small values: long runs
+			}
+			keys = append(keys, k)
+		}
+		switch op := r.IntN(10); {
+		case op < 5 || step < 50000:
+			v := &entry{id: k}
+			x.set(k, v)
+			want[k] = v
+		case op < 8:
+			v := want[k]
+			if r.IntN(4) == 0 {
+				v = &entry{} // not k's: must stay
+			} else {
+				delete(want, k)
+			}
+			x.delIf(k, v)
+		default:
+			if got := x.get(k); got != want[k] {
+				t.Fatalf("step %d: get %#x = %p, want %p", step, k, got, want[k])
+			}
+		}
+		if step%5000 == 0 || step > 199000 {
+			if x.len() != len(want) {
+				t.Fatalf("step %d: %d held, want %d", step, x.len(), len(want))
+			}
+			for k, v := range want {
+				if x.get(k) != v {
+					t.Fatalf("step %d: %#x lost or wrong", step, k)
+				}
+			}
+		}
+	}
+	if len(x.cells) <= tableMinCells {
+		t.Errorf("table never grew: %d cells", len(x.cells))
+	}
+}

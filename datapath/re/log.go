@@ -31,16 +31,23 @@ const inlineMarkers = 12
 // bytes its own overwrite, so the log takes no allocation per payload for
 // its bytes (and gives the garbage collector nothing to scan).
 type payloadLog struct {
-	byID  table[*entry]
+	byID  idTable
 	fifo  []*entry // oldest at head
 	head  int
 	bytes int
 	limit int
 	ring  []byte // allocated on first use
 	w     int    // the next payload's offset in ring
-	// recycle: evicted entries go to free for newEntry (the decoder's log,
-	// whose entries nothing else points to; the encoder's index and hints
-	// do point to its own).
+	// recycle: evicted entries go to free for newEntry, so that logging a
+	// payload allocates nothing. The decoder's entries have no other
+	// pointers to them but its last reference's (Decoder.ref, which
+	// checks the id and gone). The encoder's index drops its pointers to an entry
+	// when it is evicted (the evict callback, before the entry is
+	// recycled); what else may still point to one (a flow's hint, the
+	// acknowledgements' guess) finds it either in the free list, gone and
+	// not acknowledged, hence not usable, or logged again as another
+	// payload, whose id and bytes are read together and checked as any
+	// other candidate's.
 	recycle bool
 	free    []*entry
 }
@@ -53,14 +60,14 @@ func (l *payloadLog) newEntry(id uint64) *entry {
 	if n := len(l.free); n > 0 {
 		e := l.free[n-1]
 		l.free = l.free[:n-1]
-		e.id = id
+		*e = entry{id: id}
 		return e
 	}
 	return &entry{id: id}
 }
 
 func newLog(limit int) payloadLog {
-	return payloadLog{byID: newTable[*entry](), limit: limit}
+	return payloadLog{byID: newIDTable(), limit: limit}
 }
 
 // add logs e with a copy of pay, evicting the oldest payloads whose bytes
@@ -97,7 +104,7 @@ func (l *payloadLog) add(e *entry, pay []byte, evict func(*entry)) {
 	copy(l.ring[at:at+n], pay)
 	e.data, e.off = l.ring[at:at+n:at+n], at
 	l.w = at + n
-	*l.byID.put(e.id) = e
+	l.byID.set(e.id, e)
 	if l.head < len(l.fifo) {
 		last := l.fifo[len(l.fifo)-1]
 		last.next, e.prev = e, last
@@ -123,24 +130,19 @@ func (l *payloadLog) evictOldest(evict func(*entry)) {
 		o.next.prev = nil
 		o.next = nil
 	}
-	if p := l.byID.get(o.id); p != nil && *p == o {
-		l.byID.del(o.id)
-	}
+	l.byID.delIf(o.id, o)
 	if evict != nil {
 		evict(o)
 	}
 	if l.recycle && len(l.free) < maxFree {
-		*o = entry{}
+		o.data, o.fps, o.markers, o.acked = nil, nil, nil, false // gone stays set
 		l.free = append(l.free, o)
 	}
 }
 
 // get returns the live entry of id.
 func (l *payloadLog) get(id uint64) *entry {
-	if p := l.byID.get(id); p != nil {
-		return *p
-	}
-	return nil
+	return l.byID.get(id)
 }
 
 // reset empties the log (its ring is kept).

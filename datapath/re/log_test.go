@@ -65,9 +65,10 @@ func testLogRing(t *testing.T, recycle bool) {
 
 func TestCommonPrefixSuffix(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 44))
-	for trial := 0; trial < 2000; trial++ {
-		// Up to 400 bytes: the 64-byte strides and the tails.
-		a := randomBytes(r, r.IntN([]int{40, 400}[trial%2]))
+	for trial := 0; trial < 3000; trial++ {
+		// Up to 400 bytes (the 64-byte strides and the tails) and up to
+		// 1,600 (the 512-byte strides).
+		a := randomBytes(r, r.IntN([]int{40, 400, 1600}[trial%3]))
 		b := append([]byte(nil), a...)
 		if len(b) > 0 && r.IntN(3) > 0 {
 			b[r.IntN(len(b))] ^= byte(1 + r.IntN(255))
