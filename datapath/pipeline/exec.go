@@ -42,7 +42,11 @@ type worker struct {
 	keys []flow.Key
 	soa  []uint32
 	res  []flow.RuleID
-	tx   map[uint32][][]byte
+	// txq holds the frames to send, one queue per output port the batch
+	// used, in the order the ports were first output to; txLast is the
+	// queue emit used last (a batch's frames mostly go to one port).
+	txq    []txQueue
+	txLast int
 	// txArena holds the copies emit makes of output frames, from begin
 	// until flush has sent them: one allocation per chunk, not per frame.
 	txArena []byte
@@ -61,7 +65,7 @@ type worker struct {
 }
 
 func newWorker(s *Switch) *worker {
-	w := &worker{s: s, tx: map[uint32][][]byte{}}
+	w := &worker{s: s}
 	w.emitFn = w.emit
 	return w
 }
@@ -262,7 +266,7 @@ func (w *worker) applyEntry(p *pkt, tab *table, id flow.RuleID) {
 	}
 	w.countEntry(tab, e, len(p.data))
 	p.tableID, p.cookie = tab.id, e.fm.Cookie
-	p.miss = e.fm.Priority == 0 && e.fm.Match.IsAll()
+	p.miss = e.tableMiss
 	in := &e.fm.Instructions
 	if in.Has&rule.HasMeter != 0 {
 		w.meter(p, in.Meter)
@@ -392,18 +396,30 @@ func writeActions(set, as []rule.Action) []rule.Action {
 
 // actionSetRank is the execution order of an action set (§5.10): copy TTL
 // in, pop, push-MPLS, push-PBB, push-VLAN, copy TTL out, decrement TTL,
-// set, qos, group, output.
-var actionSetRank = map[rule.ActionKind]int{
+// set, qos, group, output. It is indexed by the kind (an array, not a map:
+// every packet leaving the pipeline looks its actions up); a kind beyond
+// it ranks 0, as a kind missing from it.
+var actionSetRank = [...]int{
 	rule.ActCopyTTLIn: 0, rule.ActPopVLAN: 1, rule.ActPopMPLS: 1, rule.ActPopPBB: 1,
 	rule.ActPushMPLS: 2, rule.ActPushPBB: 3, rule.ActPushVLAN: 4, rule.ActCopyTTLOut: 5,
 	rule.ActDecMPLSTTL: 6, rule.ActDecNwTTL: 6, rule.ActSetField: 7, rule.ActSetNwTTL: 7,
 	rule.ActSetMPLSTTL: 7, rule.ActSetQueue: 8, rule.ActGroup: 9, rule.ActOutput: 10,
 }
 
+func rankOf(k rule.ActionKind) int {
+	if int(k) < len(actionSetRank) {
+		return actionSetRank[k]
+	}
+	return 0
+}
+
 // orderActionSet sorts an action set into execution order, in place; with
 // a group action the output action is not executed.
 func orderActionSet(set []rule.Action) []rule.Action {
-	slices.SortStableFunc(set, func(a, b rule.Action) int { return actionSetRank[a.Kind] - actionSetRank[b.Kind] })
+	if len(set) == 0 { // the common case: apply-actions only
+		return set
+	}
+	slices.SortStableFunc(set, func(a, b rule.Action) int { return rankOf(a.Kind) - rankOf(b.Kind) })
 	if slices.ContainsFunc(set, func(a rule.Action) bool { return a.Kind == rule.ActGroup }) {
 		set = slices.DeleteFunc(set, func(a rule.Action) bool { return a.Kind == rule.ActOutput })
 	}
@@ -444,18 +460,55 @@ func (w *worker) flood(p *pkt) {
 	}
 }
 
+// txQueue is a batch's frames for one output port.
+type txQueue struct {
+	no     uint32
+	sp     *swPort // nil: no such port
+	ok     bool    // the port was up and forwarding when the batch first output to it
+	frames [][]byte
+}
+
 // emit queues a copy of data for port no., padded to the Ethernet minimum.
+// Whether the port can send (link up, not PORT_DOWN or NO_FWD) is looked
+// at once per batch and port, when the batch first outputs to it: its
+// frames leave in one Send at the end of the batch anyway.
 func (w *worker) emit(no uint32, data []byte) {
-	sp := w.s.ports[no]
-	if sp == nil {
+	q := w.txQueueOf(no)
+	switch {
+	case q.sp == nil:
 		w.s.noRoute.Add(1)
-		return
+	case !q.ok:
+		q.sp.txDropped.Add(1)
+	default:
+		q.frames = append(q.frames, w.txCopy(data))
 	}
-	if !sp.up() || !sp.forwards() {
-		sp.txDropped.Add(1)
-		return
+}
+
+// txQueueOf returns the batch's queue for port no, made on the batch's
+// first output to it.
+func (w *worker) txQueueOf(no uint32) *txQueue {
+	if w.txLast < len(w.txq) && w.txq[w.txLast].no == no {
+		return &w.txq[w.txLast]
 	}
-	w.tx[no] = append(w.tx[no], w.txCopy(data))
+	for i := range w.txq {
+		if w.txq[i].no == no {
+			w.txLast = i
+			return &w.txq[i]
+		}
+	}
+	// A new queue, reusing the frames slice a queue of an earlier batch
+	// left at that index.
+	n := len(w.txq)
+	if n < cap(w.txq) {
+		w.txq = w.txq[:n+1]
+	} else {
+		w.txq = append(w.txq, txQueue{})
+	}
+	q := &w.txq[n]
+	sp := w.s.ports[no]
+	q.no, q.sp, q.ok, q.frames = no, sp, sp != nil && sp.up() && sp.forwards(), q.frames[:0]
+	w.txLast = n
+	return q
 }
 
 // maxTxArena bounds the output arena a worker keeps between batches.
@@ -553,23 +606,26 @@ func (p *pkt) packetInData() []byte {
 	return out
 }
 
-// flush sends the queued frames, one batch per port.
+// flush sends the queued frames, one Send per port, and empties the
+// queues.
 func (w *worker) flush() {
-	for no, frames := range w.tx {
+	for i := range w.txq {
+		q := &w.txq[i]
+		frames := q.frames
 		if len(frames) == 0 {
 			continue
 		}
-		sp := w.s.ports[no]
-		n, err := sp.dev.Send(frames)
+		n, err := q.sp.dev.Send(frames)
 		if n < len(frames) {
-			sp.txDropped.Add(uint64(len(frames) - n))
+			q.sp.txDropped.Add(uint64(len(frames) - n))
 			if err != nil {
-				w.s.log.Debug("pipeline: send", "port", no, "sent", n, "of", len(frames), "err", err)
+				w.s.log.Debug("pipeline: send", "port", q.no, "sent", n, "of", len(frames), "err", err)
 			}
 		}
 		clear(frames)
-		w.tx[no] = frames[:0]
+		q.frames, q.sp = frames[:0], nil
 	}
+	w.txq, w.txLast = w.txq[:0], 0
 }
 
 // Transmit sends frames the router originates outside a batch (its
