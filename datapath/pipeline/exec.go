@@ -52,6 +52,7 @@ type worker struct {
 	txArena []byte
 	now     int64
 	run     entryRun // the matches being counted (see countEntry)
+	matched uint64   // packets of the table stage running now that matched an entry
 	// emitFn is emit as a func value, made once (the router's output).
 	emitFn func(port uint32, frame []byte)
 
@@ -161,28 +162,35 @@ func (w *worker) pipeline(from int) {
 		tab := w.s.tables[t]
 		w.classify(tab)
 		tab.lookups.Add(uint64(len(w.idx)))
+		w.matched = 0
 		for k, i := range w.idx {
 			w.applyEntry(&w.pkts[i], tab, w.res[k])
 		}
 		w.flushRun()
+		if w.matched > 0 {
+			tab.matched.Add(w.matched)
+		}
 	}
 }
 
 // entryRun counts the packets in a row of one table stage that matched
-// one entry: its counters (and the table's matched count) then take one
-// atomic add per run instead of several per packet, which in a batch of
-// one flow is once per batch. flushRun adds the run before the stage
-// ends, under the same lock the stage holds.
+// one entry: its counters then take one atomic add per run instead of
+// several per packet, which in a batch of one flow is once per batch.
+// flushRun adds the run before the stage ends, under the same lock the
+// stage holds. The table's matched count is added once per stage
+// (worker.matched): with traffic that hits the table's entries at random
+// (a run per packet) the table's counter, which every receive queue
+// shares, would otherwise take an atomic add per packet.
 type entryRun struct {
 	e              *entry
-	tab            *table
 	packets, bytes uint64
 }
 
-func (w *worker) countEntry(tab *table, e *entry, bytes int) {
+func (w *worker) countEntry(e *entry, bytes int) {
+	w.matched++
 	if w.run.e != e {
 		w.flushRun()
-		w.run = entryRun{e: e, tab: tab}
+		w.run = entryRun{e: e}
 	}
 	w.run.packets++
 	w.run.bytes += uint64(bytes)
@@ -193,7 +201,6 @@ func (w *worker) flushRun() {
 	if r.e == nil {
 		return
 	}
-	r.tab.matched.Add(r.packets)
 	r.e.packets.Add(r.packets)
 	r.e.bytes.Add(r.bytes)
 	r.e.used.Store(w.now)
@@ -264,7 +271,7 @@ func (w *worker) applyEntry(p *pkt, tab *table, id flow.RuleID) {
 		w.dropRx(p)
 		return
 	}
-	w.countEntry(tab, e, len(p.data))
+	w.countEntry(e, len(p.data))
 	p.tableID, p.cookie = tab.id, e.fm.Cookie
 	p.miss = e.tableMiss
 	in := &e.fm.Instructions
