@@ -289,20 +289,13 @@ func (c *Coalescer) newGroup(id TableID, width int) *cgroup {
 // await waits, as g's leader, until g is closed: by evaluate (a kick) or
 // by its delay running out.
 func (c *Coalescer) await(g *cgroup) {
-	wait := c.cfg.MaxDelay - time.Since(g.opened)
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		var k *kick.Kicker
-		if wait < kick.Threshold { // see package kick: else an idle process wakes ~1 ms late
-			k = c.kickers.Get()
-			k.Arm(wait)
-		}
-		select {
-		case <-g.kick:
-		case <-t.C:
-		}
-		t.Stop()
-		c.kickers.Put(k)
+	select {
+	case <-g.kick:
+		// Closed already (evaluate, as the leader added its keys: the
+		// other callers were all waiting, or the batch was full): no timer
+		// to arm, which costs three system calls with the kicker.
+	default:
+		c.sleep(g)
 	}
 	c.mu.Lock()
 	if !g.closed {
@@ -310,6 +303,26 @@ func (c *Coalescer) await(g *cgroup) {
 		c.close(g)
 	}
 	c.mu.Unlock()
+}
+
+// sleep waits for g's kick or for its delay to run out.
+func (c *Coalescer) sleep(g *cgroup) {
+	wait := c.cfg.MaxDelay - time.Since(g.opened)
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	var k *kick.Kicker
+	if wait < kick.Threshold { // see package kick: else an idle process wakes ~1 ms late
+		k = c.kickers.Get()
+		k.Arm(wait)
+	}
+	select {
+	case <-g.kick:
+	case <-t.C:
+	}
+	t.Stop()
+	c.kickers.Put(k)
 }
 
 // close takes g out of the pending batches and counts it in flight (mu

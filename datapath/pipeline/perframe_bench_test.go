@@ -27,7 +27,14 @@ import (
 //     is cheap and the rest shows) with goto_table:1, table 1 maps in_port
 //     1 to output:2;
 //
-// in batches of 256 frames (--batch-size's default, a loaded port) and of
+// on two paths: path=direct, the synchronous one (the CPU backend, or
+// --backend auto with every table on the CPU); path=shared, the batches
+// handed to the queue's runner and their lookups gathered by a
+// gpu.Coalescer into shared batches, the device being the CPU backend
+// standing in for one (the host's work of the GPU path: the hand-off, the
+// in-flight goroutines, Enter/Leave, the columns gathered and the results
+// scattered back, without the device's own cost; set=goto only: the
+// trivial set's table is LPM-shaped, looked up by lpmshape); in batches of 256 frames (--batch-size's default, a loaded port) and of
 // 16 (a batch closed by --max-delay at a few hundred thousand frames per
 // second per queue, where the per-batch costs weigh). 64-byte UDP frames
 // of 16 flows. Besides ns/frame it reports cpu-ns/frame (the process's
@@ -35,22 +42,41 @@ import (
 func BenchmarkPerFrame(b *testing.B) {
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(quietLog()) // lpmshape's line per change of shape
-	for _, set := range []string{"trivial", "goto"} {
-		for _, batch := range []int{16, 256} {
-			b.Run(fmt.Sprintf("set=%s/batch=%d", set, batch), func(b *testing.B) {
-				benchPerFrame(b, set, batch)
-			})
+	for _, path := range []string{"direct", "shared"} {
+		for _, set := range []string{"trivial", "goto"} {
+			if path == "shared" && set == "trivial" {
+				continue // an LPM-shaped table is not looked up through the Coalescer
+			}
+			for _, batch := range []int{16, 256} {
+				b.Run(fmt.Sprintf("path=%s/set=%s/batch=%d", path, set, batch), func(b *testing.B) {
+					benchPerFrame(b, path, set, batch)
+				})
+			}
 		}
 	}
 }
 
-func benchPerFrame(b *testing.B, set string, batch int) {
+// lookerOnly hides every method of the Engine but LookupFlow: a Coalescer
+// over it coalesces every table (no placement to ask).
+type lookerOnly struct{ e *gpu.Engine }
+
+func (l lookerOnly) LookupFlow(id gpu.TableID, soa []uint32, n int, out []flow.RuleID) error {
+	return l.e.LookupFlow(id, soa, n, out)
+}
+
+func benchPerFrame(b *testing.B, path, set string, batch int) {
 	eng, err := gpu.Open("cpu", nil, 0, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { eng.Close() })
-	sw, err := New(Config{DatapathID: 1, Tables: 4, Algo: flow.Merge, Classifier: eng, FailMode: FailSecure})
+	var co *gpu.Coalescer
+	if path == "shared" {
+		if co, err = gpu.NewCoalescer(lookerOnly{eng}, gpu.CoalescerConfig{MaxDelay: 50 * time.Microsecond}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sw, err := New(Config{DatapathID: 1, Tables: 4, Algo: flow.Merge, Classifier: eng, FailMode: FailSecure, Coalescer: co})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -95,6 +121,11 @@ func benchPerFrame(b *testing.B, set string, batch int) {
 		frames[i] = afpacket.Frame{Data: f, Len: len(f), Time: time.Unix(0, rx)}
 	}
 	bt := newBatcher(batch)
+	next, stop := func(bt *batcher) *batcher { sw.runBatch(1, bt, false); return bt }, func() {}
+	if co != nil {
+		q := sw.newQueueRunner(1, co)
+		next, stop, bt = q.next, q.stop, <-q.free
+	}
 	b.ReportAllocs()
 	runtime.GC() // the setup's garbage is not collected on the clock
 	cpu0 := processCPU(b)
@@ -104,8 +135,9 @@ func benchPerFrame(b *testing.B, set string, batch int) {
 		for i := range frames {
 			bt.add(&frames[i], now)
 		}
-		sw.runBatch(1, bt, false)
+		bt = next(bt)
 	}
+	stop()
 	b.StopTimer()
 	cpu := processCPU(b) - cpu0
 	if out.frames != b.N*batch {
@@ -113,6 +145,9 @@ func benchPerFrame(b *testing.B, set string, batch int) {
 	}
 	if st := sw.LatencyStats(); st.Frames != uint64(b.N*batch) {
 		b.Fatalf("latency histogram: %d frames of %d", st.Frames, b.N*batch)
+	}
+	if co != nil && co.Stats().Keys == 0 {
+		b.Fatalf("coalescer stats %+v: no shared batch", co.Stats())
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/frame")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*batch), "cpu-ns/frame")

@@ -212,11 +212,15 @@ func (s *Switch) runBatch(no uint32, b *batcher, direct bool) {
 // batch waits for its shared device lookup. With Config.InFlight 1 one
 // goroutine (loop) runs them one after the other. With InFlight K > 1,
 // loop is a dispatcher: it takes the batches in order, runs their receive
-// stages itself (in order: a stage may keep per-flow state), and starts
-// each batch's pipeline on a goroutine of its own, at most K at once;
-// each batch transmits only after the batch before it has (process's turn
-// and sent channels), so the queue's frames leave in the order they
-// arrived while up to K of its lookups are in flight.
+// stages itself (in order: a stage may keep per-flow state), and hands
+// each batch's pipeline to one of K goroutines of the queue (flight), at
+// most K at once; each batch transmits only after the batch before it
+// has (process's turn and sent channels), so the queue's frames leave in
+// the order they arrived while up to K of its lookups are in flight. The K
+// goroutines live as long as the runner: a goroutine started per batch
+// would grow its stack anew for every batch (the lookups' frames are
+// deep), which cost more CPU than the batch's frames themselves in
+// batches of a few frames.
 //
 // While no table of the switch is coalesced (gpu.Coalescer.Coalesces: the
 // Engine places every flow table on the CPU, or its device is out of
@@ -232,8 +236,8 @@ func (s *Switch) runBatch(no uint32, b *batcher, direct bool) {
 //
 // Ownership: a batcher belongs to RunPort while it is open (and while
 // next runs it synchronously), to the runner from hand until it is put
-// back on free (loop, then the batch's goroutine); Config.Depth+1
-// batchers circulate. prev belongs to loop; gen, known and coalesced to
+// back on free (loop, then the flight goroutine that runs it);
+// Config.Depth+1 batchers circulate. prev belongs to loop; gen, known and coalesced to
 // RunPort (next); unfinished is RunPort's to raise (hand) and the
 // runner's to lower (finish), atomically.
 type queueRunner struct {
@@ -244,6 +248,7 @@ type queueRunner struct {
 	free  chan *batcher // empty batchers (cap Depth+1)
 	done  chan struct{} // closed when loop returns
 	slots chan struct{} // batches running (cap InFlight)
+	jobs  chan flight   // batches for the flight goroutines (cap InFlight; nil with InFlight 1)
 	prev  chan struct{} // closed once the last dispatched batch has transmitted (nil: none)
 	wg    sync.WaitGroup
 
@@ -261,8 +266,35 @@ func (s *Switch) newQueueRunner(no uint32, co *gpu.Coalescer) *queueRunner {
 	for range d + 1 {
 		q.free <- newBatcher(s.cfg.BatchSize)
 	}
+	if k := s.cfg.InFlight; k > 1 {
+		q.jobs = make(chan flight, k)
+		q.wg.Add(k)
+		for range k {
+			go q.flights()
+		}
+	}
 	go q.loop()
 	return q
+}
+
+// flight is a batch whose pipeline a flight goroutine runs: its frames
+// (what the receive stages left), the batch's turn and sent channels
+// (process).
+type flight struct {
+	b          *batcher
+	frames     [][]byte
+	turn, sent chan struct{}
+}
+
+// flights runs the dispatched batches' pipelines until jobs is closed.
+func (q *queueRunner) flights() {
+	defer q.wg.Done()
+	for j := range q.jobs {
+		q.s.process(q.no, j.frames, j.turn, j.sent, false)
+		q.co.Leave()
+		q.finish(j.b)
+		<-q.slots
+	}
 }
 
 // next runs the closed batch b, RunPort's way: on the shared-batch path
@@ -320,6 +352,9 @@ func (q *queueRunner) hand(b *batcher) *batcher {
 func (q *queueRunner) loop() {
 	defer close(q.done)
 	defer q.wg.Wait()
+	if q.jobs != nil {
+		defer close(q.jobs) // (before the Wait: the flight goroutines end)
+	}
 	for b := range q.work {
 		if q.s.cfg.InFlight == 1 {
 			q.co.Enter()
@@ -332,8 +367,8 @@ func (q *queueRunner) loop() {
 	}
 }
 
-// dispatch runs b's receive stages and starts its pipeline on a goroutine
-// of its own once one of the InFlight slots is free.
+// dispatch runs b's receive stages and hands its pipeline to the flight
+// goroutines once one of the InFlight slots is free.
 func (q *queueRunner) dispatch(b *batcher) {
 	frames := q.s.rxStages(q.no, b)
 	if len(frames) == 0 { // the stages took them all: nothing to order
@@ -344,14 +379,7 @@ func (q *queueRunner) dispatch(b *batcher) {
 	q.co.Enter()
 	turn, sent := q.prev, make(chan struct{})
 	q.prev = sent
-	q.wg.Add(1)
-	go func() {
-		defer q.wg.Done()
-		q.s.process(q.no, frames, turn, sent, false)
-		q.co.Leave()
-		q.finish(b)
-		<-q.slots
-	}()
+	q.jobs <- flight{b: b, frames: frames, turn: turn, sent: sent} // (room: a slot is held)
 }
 
 // finish records a run (and transmitted) batch's latencies, empties it,
