@@ -61,7 +61,12 @@
 // Config.BatchSize frames or its oldest frame has waited Config.MaxDelay.
 // The afpacket block timeout is set to that delay too (at its 1 ms
 // resolution), so the kernel does not hold frames longer; below 1 ms the
-// agent uses frame rings, which hand each frame over at once. A frame
+// agent uses frame rings, which hand each frame over at once. A block
+// ring hands over nothing sooner than its timeout unless a block fills,
+// so with a block ring and a batch whose deadline is under 1 ms away
+// RunPort takes the blocks that are ready and then runs the batch, instead
+// of waiting out the deadline (a timer and a wake-up per block, for no
+// frames). A frame
 // ring would wake a waiting reader for every frame, so with a batch open
 // and the ring empty RunPort pauses until the batch's deadline
 // (afpacket's Queue.Pause, on time below a millisecond) and then reads

@@ -15,6 +15,11 @@ import (
 // loop notices a cancelled context even on a silent port.
 const idlePoll = 200 * time.Millisecond
 
+// minBlockTimeout is the shortest block timeout of a TPACKET_V3 ring
+// (afpacket.Config.BlockTimeout): a block that is not full is handed over
+// no sooner.
+const minBlockTimeout = time.Millisecond
+
 // batcher collects one port's frames into a batch: copies (the actions
 // edit them, and the ring block must go back to the kernel), the tag the
 // kernel removed put back.
@@ -144,6 +149,7 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error 
 		b = newBatcher(s.cfg.BatchSize)
 	}
 	fr, _ := src.(frameRing)
+	blocks := fr != nil && fr.Ring() == afpacket.RingBlocks
 	if fr != nil && fr.Ring() != afpacket.RingFrames {
 		fr = nil
 	}
@@ -152,6 +158,15 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error 
 		wait := idlePoll
 		if len(b.frames) > 0 {
 			wait = max(s.cfg.MaxDelay-time.Since(b.oldest), 0)
+			if blocks && wait < minBlockTimeout {
+				// A block ring hands its next block over when it is full
+				// or its timeout (at least 1 ms) has passed, so it hands
+				// over nothing more before the batch's deadline: take a
+				// block that is ready already, else run the batch now. A
+				// wait would end by its deadline, and cost a timer and a
+				// wake-up per block.
+				wait = 0
+			}
 		}
 		var blk *afpacket.Block
 		var err error
