@@ -112,8 +112,8 @@ func (s *Switch) process(inPort uint32, frames [][]byte, turn <-chan struct{}, s
 	}
 	for _, f := range frames {
 		// Parsed in place: a pkt is a few hundred bytes.
-		w.pkts = append(w.pkts, pkt{data: f, rxLen: len(f), inPort: inPort})
-		p := &w.pkts[len(w.pkts)-1]
+		p := w.newPkt()
+		p.data, p.rxLen, p.inPort = f, len(f), inPort
 		if r := packet.Parse(&p.key, f, inPort); r != packet.OK {
 			w.pkts = w.pkts[:len(w.pkts)-1]
 			s.malformed[r].Add(1)
@@ -132,6 +132,26 @@ func (s *Switch) process(inPort uint32, frames [][]byte, turn <-chan struct{}, s
 		s.mu.RUnlock() // before waiting for the turn: a FLOW_MOD waiting for mu must not wait on an earlier batch
 	}
 	flush()
+}
+
+// newPkt appends a packet to the batch and returns it, empty but for its
+// key, which Parse writes whole, and its action set's storage, kept from
+// an earlier batch. It is the append of a pkt{} without writing the key
+// twice and copying the packet from a temporary: per frame, that took
+// about a tenth of the switch's CPU time.
+func (w *worker) newPkt() *pkt {
+	n := len(w.pkts)
+	if n == cap(w.pkts) {
+		w.pkts = append(w.pkts, pkt{})
+	} else {
+		w.pkts = w.pkts[:n+1]
+	}
+	p := &w.pkts[n]
+	p.data, p.rxLen, p.inPort = nil, 0, 0
+	p.next, p.drop, p.dirty = 0, false, false
+	p.metadata, p.tunnelID, p.actset = 0, 0, p.actset[:0]
+	p.tableID, p.cookie, p.miss = 0, 0, false
+	return p // (TestNewPktResets checks that every field but the key is reset)
 }
 
 func (w *worker) begin() {

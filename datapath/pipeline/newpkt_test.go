@@ -1,0 +1,56 @@
+package pipeline
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/gswitch/gswitch/tables/rule"
+)
+
+// TestNewPktResets fills every field of a batch's packets, as an earlier
+// batch leaves them, and checks that newPkt hands them out empty but for
+// the key (which Parse writes whole) and the action set's storage: a
+// field added to pkt and not reset in newPkt fails here.
+func TestNewPktResets(t *testing.T) {
+	w := &worker{}
+	w.pkts = make([]pkt, 3)
+	for i := range w.pkts {
+		v := reflect.ValueOf(&w.pkts[i]).Elem()
+		for j := range v.NumField() {
+			f := v.Field(j)
+			f = reflect.NewAt(f.Type(), f.Addr().UnsafePointer()).Elem() // the unexported fields too
+			switch f.Kind() {
+			case reflect.Bool:
+				f.SetBool(true)
+			case reflect.Int, reflect.Int64:
+				f.SetInt(7)
+			case reflect.Uint8, reflect.Uint32, reflect.Uint64:
+				f.SetUint(7)
+			case reflect.Slice:
+				if f.Type() == reflect.TypeFor[[]rule.Action]() {
+					f.Set(reflect.ValueOf([]rule.Action{{Kind: rule.ActGroup}}))
+				} else {
+					f.Set(reflect.ValueOf([]byte{1}))
+				}
+			case reflect.Array: // the key
+				for k := range f.Len() {
+					f.Index(k).SetUint(7)
+				}
+			default:
+				t.Fatalf("pkt field %s of kind %v: teach this test to fill it", v.Type().Field(j).Name, f.Kind())
+			}
+		}
+	}
+	w.pkts = w.pkts[:0]
+	for i := range 4 { // three reused, one appended
+		p := w.newPkt()
+		if len(p.actset) != 0 {
+			t.Errorf("packet %d: action set %v", i, p.actset)
+		}
+		got := *p
+		got.key, got.actset = [len(got.key)]uint32{}, nil
+		if !reflect.ValueOf(got).IsZero() {
+			t.Errorf("packet %d not reset: %+v", i, got)
+		}
+	}
+}
