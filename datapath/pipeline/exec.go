@@ -228,26 +228,26 @@ func (w *worker) flushRun() {
 }
 
 // classify looks the packets of w.idx up in tab through the classifier;
-// should it fail, the table's own (authoritative) copy answers.
+// should it fail, the table's own (authoritative) copy answers. The
+// classifier's keys are packed straight from the packets (packSoA); the
+// whole keys are gathered (w.keys) only for an LPM-shaped table and the
+// fallback, which take them.
 func (w *worker) classify(tab *table) {
-	w.keys = w.keys[:0]
 	for _, i := range w.idx {
-		p := &w.pkts[i]
-		if p.dirty {
+		if p := &w.pkts[i]; p.dirty {
 			p.reparse()
 		}
-		w.keys = append(w.keys, p.key)
 	}
-	n := len(w.keys)
+	n := len(w.idx)
 	w.res = slices.Grow(w.res[:0], n)[:n]
 	if tab.lpm != nil && tab.lpm.Serves() { // an LPM-shaped table (lpm.go, tables/lpmshape)
-		err := tab.lpm.Lookup(w.keys, w.res)
+		err := tab.lpm.Lookup(w.gatherKeys(), w.res)
 		if err == nil {
 			return
 		}
 		w.s.log.Error("pipeline: LPM lookup failed; table answered by the classifier", "table", tab.id, "err", err)
 	}
-	w.soa = flow.PackSoA(w.keys, tab.proj, w.soa)
+	w.soa = w.packSoA(tab.proj, w.soa)
 	var err error
 	if co := w.s.cfg.Coalescer; co != nil && !w.direct {
 		err = co.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res)
@@ -256,8 +256,45 @@ func (w *worker) classify(tab *table) {
 	}
 	if err != nil {
 		w.s.log.Error("pipeline: classifier lookup failed; table answered on the CPU", "table", tab.id, "err", err)
-		tab.ft.LookupBatch(w.keys, w.res)
+		tab.ft.LookupBatch(w.gatherKeys(), w.res)
 	}
+}
+
+// gatherKeys returns the keys of the packets of w.idx, in order.
+func (w *worker) gatherKeys() []flow.Key {
+	w.keys = w.keys[:0]
+	for _, i := range w.idx {
+		w.keys = append(w.keys, w.pkts[i].key)
+	}
+	return w.keys
+}
+
+// packSoA is flow.PackSoA(w.gatherKeys(), words, dst) without the copy of
+// the whole keys: word words[j] of the k-th packet of w.idx goes to
+// dst[j*n+k] (n packets), a word index outside the key reads as 0. Each
+// packet's key is read once (its words are adjacent) and written into the
+// columns.
+func (w *worker) packSoA(words []int, dst []uint32) []uint32 {
+	n := len(w.idx)
+	size := n * len(words)
+	if cap(dst) < size {
+		dst = make([]uint32, size)
+	}
+	dst = dst[:size]
+	for j, wd := range words {
+		if wd < 0 || wd >= flow.KeyWords {
+			clear(dst[j*n : (j+1)*n])
+		}
+	}
+	for k, i := range w.idx {
+		key := &w.pkts[i].key
+		for j, wd := range words {
+			if wd >= 0 && wd < flow.KeyWords {
+				dst[j*n+k] = key[wd]
+			}
+		}
+	}
+	return dst
 }
 
 // reparse extracts the key again after actions changed the frame, keeping

@@ -2,8 +2,10 @@ package pipeline
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
+	"github.com/gswitch/gswitch/tables/flow"
 	"github.com/gswitch/gswitch/tables/rule"
 )
 
@@ -51,6 +53,35 @@ func TestNewPktResets(t *testing.T) {
 		got.key, got.actset = [len(got.key)]uint32{}, nil
 		if !reflect.ValueOf(got).IsZero() {
 			t.Errorf("packet %d not reset: %+v", i, got)
+		}
+	}
+}
+
+// TestPackSoA checks the worker's packing straight from the packets
+// against flow.PackSoA of their gathered keys, for projections with words
+// outside the key, repeated words and none, over a subset of the packets.
+func TestPackSoA(t *testing.T) {
+	w := &worker{}
+	for i := range 40 {
+		p := w.newPkt()
+		for k := range p.key {
+			p.key[k] = uint32(i*1000 + k)
+		}
+	}
+	for i := 0; i < 40; i += 3 {
+		w.idx = append(w.idx, i)
+	}
+	for _, words := range [][]int{nil, {0}, {3, 1, 26}, {5, -1, 27, 5, 100}, {26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0}} {
+		want := flow.PackSoA(slices.Clone(w.gatherKeys()), words, nil)
+		dst := make([]uint32, 3) // garbage to overwrite, too short
+		dst[0] = 99
+		got := w.packSoA(words, dst[:0])
+		if !slices.Equal(got, want) {
+			t.Errorf("words %v: got %v, want %v", words, got, want)
+		}
+		big := slices.Repeat([]uint32{7}, len(want)+5) // storage reused, stale values overwritten
+		if got := w.packSoA(words, big[:0]); !slices.Equal(got, want) {
+			t.Errorf("words %v into used storage: got %v, want %v", words, got, want)
 		}
 	}
 }
