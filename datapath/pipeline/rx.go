@@ -124,7 +124,9 @@ type frameRing interface {
 // RunPort is a datapath loop of port no: it reads blocks (TPACKET_V3) or runs of frames (TPACKET_V2) from
 // src, gathers their frames into batches and runs each batch through the
 // switch (Process) when it is full (Config.BatchSize) or its oldest frame
-// has waited Config.MaxDelay. It returns nil when ctx is done or src is
+// has waited Config.MaxDelay (on a block ring, with a MaxDelay under the
+// ring's 1 ms least block timeout: as soon as no block is ready, since
+// none can come before the deadline). It returns nil when ctx is done or src is
 // closed, else the read error. A port with several receive queues has one
 // RunPort per queue, all with the same no: Process is safe for concurrent
 // batches of one port, and the fanout keeps each flow on one queue, so a
