@@ -76,7 +76,7 @@ func benchPerFrame(b *testing.B, path, set string, batch int) {
 			b.Fatal(err)
 		}
 	}
-	sw, err := New(Config{DatapathID: 1, Tables: 4, Algo: flow.Merge, Classifier: eng, FailMode: FailSecure, Coalescer: co, InFlight: benchInFlight})
+	sw, err := New(Config{DatapathID: 1, Tables: 4, Algo: flow.Merge, Classifier: eng, FailMode: FailSecure, Coalescer: co})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -152,5 +152,3 @@ func benchPerFrame(b *testing.B, path, set string, batch int) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/frame")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*batch), "cpu-ns/frame")
 }
-
-var benchInFlight = 0 // Config.InFlight: 0, the default
