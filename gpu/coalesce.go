@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,10 +88,10 @@ type Coalescer struct {
 	cfg CoalescerConfig
 
 	mu       sync.Mutex
-	pending  map[TableID]*cgroup
-	active   int // callers between Enter and Leave
-	blocked  int // callers inside LookupFlow (pending or in flight)
-	inflight int // batches closed and not yet answered
+	pending  []*cgroup // the open batches, one per table at most (a slice: a few tables, scanned on every call)
+	active   int       // callers between Enter and Leave
+	blocked  int       // callers inside LookupFlow (pending or in flight)
+	inflight int       // batches closed and not yet answered
 	stats    CoalescerStats
 	free     []*cgroup
 	direct   atomic.Uint64 // Stats.Direct (no lock on the direct path)
@@ -153,7 +154,7 @@ func NewCoalescer(be FlowLooker, cfg CoalescerConfig) (*Coalescer, error) {
 	if cfg.Depth == 0 {
 		cfg.Depth = 4
 	}
-	c := &Coalescer{be: be, cfg: cfg, pending: map[TableID]*cgroup{}}
+	c := &Coalescer{be: be, cfg: cfg}
 	c.ds, _ = be.(deviceServer)
 	c.pg, _ = be.(placementGen)
 	return c, nil
@@ -231,7 +232,7 @@ func (c *Coalescer) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleI
 	}
 	width := len(soa) / n
 	c.mu.Lock()
-	g := c.pending[id]
+	g := c.pendingOf(id)
 	if g != nil && g.width != width {
 		// Keys of another projection (the table was rebuilt between the
 		// members' packing): close the batch, start another.
@@ -241,7 +242,7 @@ func (c *Coalescer) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleI
 	leader := g == nil
 	if leader {
 		g = c.newGroup(id, width)
-		c.pending[id] = g
+		c.pending = append(c.pending, g)
 	}
 	g.soas = append(g.soas, soa)
 	g.ns = append(g.ns, n)
@@ -277,11 +278,13 @@ func (c *Coalescer) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleI
 
 // newGroup returns an empty batch of table id (mu held).
 func (c *Coalescer) newGroup(id TableID, width int) *cgroup {
-	g := &cgroup{table: id, opened: time.Now(), width: width, kick: make(chan struct{}, 1), done: make(chan struct{})}
-	if k := len(c.free); k > 0 { // reuse the buffers of a finished batch
+	g := &cgroup{table: id, opened: time.Now(), width: width, done: make(chan struct{})}
+	if k := len(c.free); k > 0 { // reuse the buffers of a finished batch, and its (empty) kick channel
 		f := c.free[k-1]
 		c.free = c.free[:k-1]
-		g.soas, g.ns, g.outs, g.keys, g.results = f.soas[:0], f.ns[:0], f.outs[:0], f.keys, f.results
+		g.soas, g.ns, g.outs, g.keys, g.results, g.kick = f.soas[:0], f.ns[:0], f.outs[:0], f.keys, f.results, f.kick
+	} else {
+		g.kick = make(chan struct{}, 1)
 	}
 	return g
 }
@@ -289,20 +292,13 @@ func (c *Coalescer) newGroup(id TableID, width int) *cgroup {
 // await waits, as g's leader, until g is closed: by evaluate (a kick) or
 // by its delay running out.
 func (c *Coalescer) await(g *cgroup) {
-	wait := c.cfg.MaxDelay - time.Since(g.opened)
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		var k *kick.Kicker
-		if wait < kick.Threshold { // see package kick: else an idle process wakes ~1 ms late
-			k = c.kickers.Get()
-			k.Arm(wait)
-		}
-		select {
-		case <-g.kick:
-		case <-t.C:
-		}
-		t.Stop()
-		c.kickers.Put(k)
+	select {
+	case <-g.kick:
+		// Closed already (evaluate, as the leader added its keys: the
+		// other callers were all waiting, or the batch was full): no timer
+		// to arm, which costs three system calls with the kicker.
+	default:
+		c.sleep(g)
 	}
 	c.mu.Lock()
 	if !g.closed {
@@ -312,6 +308,26 @@ func (c *Coalescer) await(g *cgroup) {
 	c.mu.Unlock()
 }
 
+// sleep waits for g's kick or for its delay to run out.
+func (c *Coalescer) sleep(g *cgroup) {
+	wait := c.cfg.MaxDelay - time.Since(g.opened)
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	var k *kick.Kicker
+	if wait < kick.Threshold { // see package kick: else an idle process wakes ~1 ms late
+		k = c.kickers.Get()
+		k.Arm(wait)
+	}
+	select {
+	case <-g.kick:
+	case <-t.C:
+	}
+	t.Stop()
+	c.kickers.Put(k)
+}
+
 // close takes g out of the pending batches and counts it in flight (mu
 // held); its leader runs it.
 func (c *Coalescer) close(g *cgroup) {
@@ -319,8 +335,8 @@ func (c *Coalescer) close(g *cgroup) {
 		return
 	}
 	g.closed = true
-	if c.pending[g.table] == g {
-		delete(c.pending, g.table)
+	if i := slices.Index(c.pending, g); i >= 0 {
+		c.pending = slices.Delete(c.pending, i, i+1)
 	}
 	c.inflight++
 	select {
@@ -332,7 +348,8 @@ func (c *Coalescer) close(g *cgroup) {
 // evaluate closes the pending batches that are ready (mu held).
 func (c *Coalescer) evaluate() {
 	quiet := c.active > 0 && c.blocked >= c.active
-	for _, g := range c.pending {
+	for i := 0; i < len(c.pending); {
+		g, n := c.pending[i], len(c.pending)
 		switch {
 		case g.n >= c.cfg.MaxBatch:
 			c.stats.ByFull++
@@ -350,7 +367,20 @@ func (c *Coalescer) evaluate() {
 			c.stats.ByIdle++
 			c.close(g)
 		}
+		if len(c.pending) == n { // (close took g out: the next one is at i now)
+			i++
+		}
 	}
+}
+
+// pendingOf returns the open batch of table id, or nil (mu held).
+func (c *Coalescer) pendingOf(id TableID) *cgroup {
+	for _, g := range c.pending {
+		if g.table == id {
+			return g
+		}
+	}
+	return nil
 }
 
 // run looks g up: one member alone with its own buffers, several through
@@ -393,7 +423,11 @@ func (c *Coalescer) run(g *cgroup) {
 // recycle keeps g's buffers for a later batch (the members' slices are
 // theirs again once done is closed: they are dropped here).
 func (c *Coalescer) recycle(g *cgroup) {
-	f := &cgroup{soas: g.soas, ns: g.ns, outs: g.outs, keys: g.keys, results: g.results}
+	select { // the kick of a batch closed by its delay is still in the channel
+	case <-g.kick:
+	default:
+	}
+	f := &cgroup{soas: g.soas, ns: g.ns, outs: g.outs, keys: g.keys, results: g.results, kick: g.kick}
 	clear(f.soas)
 	clear(f.outs)
 	c.mu.Lock()

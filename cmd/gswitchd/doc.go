@@ -43,7 +43,7 @@
 //	         [--listen ptcp:PORT]... [--datapath-id N] [--fail-mode secure|standalone]
 //	         [--backend auto|cpu|gpu] [--gpus LIST] [--max-delay D] [--min-batch N]
 //	         [--batch-size N] [--rx-queues N] [--rx-ring auto|block|frame] [--tables N] [--max-flows N] [--metrics ADDR]
-//	         [--ctl-socket PATH] [--log-level LEVEL] [--print-config]
+//	         [--ctl-socket PATH] [--log-level LEVEL] [--print-config] [--cpuprofile FILE]
 //	         [--p4rt-listen HOST:PORT|off] [--p4rt-device-id N] [--p4rt-tls-certificate FILE]
 //	         [--p4rt-tls-private-key FILE] [--p4rt-tls-ca-cert FILE] [--p4rt-require-client-cert]
 //	         [--p4rt-reflection] [--router-port N=ADDR/LEN[,...][,table=T][,mac=MAC]]...
@@ -60,6 +60,10 @@
 // one-line error with exit status 2. --print-config prints the effective
 // configuration and exits. --version prints the module version and the
 // VCS revision the binary was built from (internal/version).
+// --cpuprofile FILE writes a CPU profile of the whole run (runtime/pprof)
+// to FILE, complete once gswitchd exits (SIGINT or SIGTERM): how the
+// per-frame CPU of bench forward's targets is looked into (go tool pprof
+// gswitchd FILE).
 //
 // At start gswitchd opens the backend (gpu.Open), the switch, one
 // afpacket port per configured interface (promiscuous), the control

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/gswitch/gswitch/agent"
@@ -29,6 +30,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	f := agent.RegisterFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version (module version and VCS revision) and exit")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (runtime/pprof) of the whole run to `FILE`, for go tool pprof; it is complete once gswitchd exits")
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -39,7 +41,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "gswitchd", version.Get())
 		return 0
 	default:
-		err = agent.Run(ctx, f, stdout, stderr)
+		var stopProfile func()
+		if stopProfile, err = startCPUProfile(*cpuProfile); err == nil {
+			err = agent.Run(ctx, f, stdout, stderr)
+			stopProfile()
+		}
 	}
 	switch {
 	case err == nil:
@@ -51,4 +57,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gswitchd:", err)
 		return 1
 	}
+}
+
+// startCPUProfile starts a CPU profile written to path (nothing for an
+// empty path) and returns the function that ends it.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	pf, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --cpuprofile: %v", agent.ErrConfig, err)
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		pf.Close()
+	}, nil
 }

@@ -61,7 +61,12 @@
 // Config.BatchSize frames or its oldest frame has waited Config.MaxDelay.
 // The afpacket block timeout is set to that delay too (at its 1 ms
 // resolution), so the kernel does not hold frames longer; below 1 ms the
-// agent uses frame rings, which hand each frame over at once. A frame
+// agent uses frame rings, which hand each frame over at once. A block
+// ring hands over nothing sooner than its timeout unless a block fills,
+// so with a block ring and a batch whose deadline is under 1 ms away
+// RunPort takes the blocks that are ready and then runs the batch, instead
+// of waiting out the deadline (a timer and a wake-up per block, for no
+// frames). A frame
 // ring would wake a waiting reader for every frame, so with a batch open
 // and the ring empty RunPort pauses until the batch's deadline
 // (afpacket's Queue.Pause, on time below a millisecond) and then reads
@@ -251,27 +256,28 @@
 //
 //   - RunPort (one goroutine per receive queue, the reader) reads the ring
 //     and fills batches as before; a closed batch is handed, in order, to
-//     the queue's runner (queueRunner.loop, one goroutine per receive
-//     queue) through a channel, and the reader goes on reading with an
-//     empty batcher. Config.Depth+1 batchers circulate per queue; the
-//     reader waits only when Config.Depth closed batches are unfinished
-//     (the running one included), and then the ring fills as it did when
-//     Process was slow.
-//   - The runner takes its batches in order and runs their receive stages
-//     one after the other (a stage may keep per-flow state). Up to
-//     Config.InFlight batches (default 2) then run the rest (Process:
-//     parse, the tables stage by stage, actions, transmit, the latency
-//     histogram) at once, each on a goroutine of its own, so batch k+1's
-//     lookups are made while batch k's is on the device; each batch
-//     transmits only once the batch before it has (a channel per batch,
-//     closed after its transmit, which the next one waits on before its
-//     own: Process's flush), so frames of one queue, and so of one flow,
-//     leave in the order they arrived. Only the transmit is ordered: the
-//     counters, and packet-ins sent to a controller by two batches in
-//     flight, may interleave. With InFlight 1 one goroutine runs the
-//     batches one after the other. Between hand and its return to the
-//     free list a batch's frames belong to the runner: the dispatching
-//     goroutine for its stages, then its own goroutine.
+//     the queue's runner through a channel, and the reader goes on reading
+//     with an empty batcher. Config.Depth+1 batchers circulate per queue;
+//     the reader waits only when Config.Depth closed batches are
+//     unfinished (the running ones included), and then the ring fills as
+//     it did when Process was slow.
+//   - The batches' receive stages run one after the other, in order (a
+//     stage may keep per-flow state): with Config.InFlight above 1 on the
+//     reader as it hands the batch over. Up to Config.InFlight batches
+//     (default 2) then run the rest (Process: parse, the tables stage by
+//     stage, actions, transmit, the latency histogram) at once, on the
+//     queue's InFlight goroutines (queueRunner.flights, which live as long
+//     as the queue: one hand-off per batch, no goroutine started per
+//     batch), so batch k+1's lookups are made while batch k's is on the
+//     device; each batch transmits only once the batch before it has (a
+//     channel per batch, closed after its transmit, which the next one
+//     waits on before its own: Process's flush), so frames of one queue,
+//     and so of one flow, leave in the order they arrived. Only the
+//     transmit is ordered: the counters, and packet-ins sent to a
+//     controller by two batches in flight, may interleave. With InFlight 1
+//     one goroutine (queueRunner.loop) runs the batches, stages included,
+//     one after the other. Between hand and its return to the free list a
+//     batch's frames belong to the runner: the goroutine that runs it.
 //   - Each table stage's lookup goes to Coalescer.LookupFlow, which adds
 //     the packed keys (flow.PackSoA) to the table's pending batch and
 //     blocks the runner until the results are in; the batch's first

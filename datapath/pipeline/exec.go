@@ -42,12 +42,17 @@ type worker struct {
 	keys []flow.Key
 	soa  []uint32
 	res  []flow.RuleID
-	tx   map[uint32][][]byte
+	// txq holds the frames to send, one queue per output port the batch
+	// used, in the order the ports were first output to; txLast is the
+	// queue emit used last (a batch's frames mostly go to one port).
+	txq    []txQueue
+	txLast int
 	// txArena holds the copies emit makes of output frames, from begin
 	// until flush has sent them: one allocation per chunk, not per frame.
 	txArena []byte
 	now     int64
 	run     entryRun // the matches being counted (see countEntry)
+	matched uint64   // packets of the table stage running now that matched an entry
 	// emitFn is emit as a func value, made once (the router's output).
 	emitFn func(port uint32, frame []byte)
 
@@ -61,7 +66,7 @@ type worker struct {
 }
 
 func newWorker(s *Switch) *worker {
-	w := &worker{s: s, tx: map[uint32][][]byte{}}
+	w := &worker{s: s}
 	w.emitFn = w.emit
 	return w
 }
@@ -107,8 +112,8 @@ func (s *Switch) process(inPort uint32, frames [][]byte, turn <-chan struct{}, s
 	}
 	for _, f := range frames {
 		// Parsed in place: a pkt is a few hundred bytes.
-		w.pkts = append(w.pkts, pkt{data: f, rxLen: len(f), inPort: inPort})
-		p := &w.pkts[len(w.pkts)-1]
+		p := w.newPkt()
+		p.data, p.rxLen, p.inPort = f, len(f), inPort
 		if r := packet.Parse(&p.key, f, inPort); r != packet.OK {
 			w.pkts = w.pkts[:len(w.pkts)-1]
 			s.malformed[r].Add(1)
@@ -127,6 +132,26 @@ func (s *Switch) process(inPort uint32, frames [][]byte, turn <-chan struct{}, s
 		s.mu.RUnlock() // before waiting for the turn: a FLOW_MOD waiting for mu must not wait on an earlier batch
 	}
 	flush()
+}
+
+// newPkt appends a packet to the batch and returns it, empty but for its
+// key, which Parse writes whole, and its action set's storage, kept from
+// an earlier batch. It is the append of a pkt{} without writing the key
+// twice and copying the packet from a temporary: per frame, that took
+// about a tenth of the switch's CPU time.
+func (w *worker) newPkt() *pkt {
+	n := len(w.pkts)
+	if n == cap(w.pkts) {
+		w.pkts = append(w.pkts, pkt{})
+	} else {
+		w.pkts = w.pkts[:n+1]
+	}
+	p := &w.pkts[n]
+	p.data, p.rxLen, p.inPort = nil, 0, 0
+	p.next, p.drop, p.dirty = 0, false, false
+	p.metadata, p.tunnelID, p.actset = 0, 0, p.actset[:0]
+	p.tableID, p.cookie, p.miss = 0, 0, false
+	return p // (TestNewPktResets checks that every field but the key is reset)
 }
 
 func (w *worker) begin() {
@@ -157,28 +182,35 @@ func (w *worker) pipeline(from int) {
 		tab := w.s.tables[t]
 		w.classify(tab)
 		tab.lookups.Add(uint64(len(w.idx)))
+		w.matched = 0
 		for k, i := range w.idx {
 			w.applyEntry(&w.pkts[i], tab, w.res[k])
 		}
 		w.flushRun()
+		if w.matched > 0 {
+			tab.matched.Add(w.matched)
+		}
 	}
 }
 
 // entryRun counts the packets in a row of one table stage that matched
-// one entry: its counters (and the table's matched count) then take one
-// atomic add per run instead of several per packet, which in a batch of
-// one flow is once per batch. flushRun adds the run before the stage
-// ends, under the same lock the stage holds.
+// one entry: its counters then take one atomic add per run instead of
+// several per packet, which in a batch of one flow is once per batch.
+// flushRun adds the run before the stage ends, under the same lock the
+// stage holds. The table's matched count is added once per stage
+// (worker.matched): with traffic that hits the table's entries at random
+// (a run per packet) the table's counter, which every receive queue
+// shares, would otherwise take an atomic add per packet.
 type entryRun struct {
 	e              *entry
-	tab            *table
 	packets, bytes uint64
 }
 
-func (w *worker) countEntry(tab *table, e *entry, bytes int) {
+func (w *worker) countEntry(e *entry, bytes int) {
+	w.matched++
 	if w.run.e != e {
 		w.flushRun()
-		w.run = entryRun{e: e, tab: tab}
+		w.run = entryRun{e: e}
 	}
 	w.run.packets++
 	w.run.bytes += uint64(bytes)
@@ -189,7 +221,6 @@ func (w *worker) flushRun() {
 	if r.e == nil {
 		return
 	}
-	r.tab.matched.Add(r.packets)
 	r.e.packets.Add(r.packets)
 	r.e.bytes.Add(r.bytes)
 	r.e.used.Store(w.now)
@@ -197,26 +228,26 @@ func (w *worker) flushRun() {
 }
 
 // classify looks the packets of w.idx up in tab through the classifier;
-// should it fail, the table's own (authoritative) copy answers.
+// should it fail, the table's own (authoritative) copy answers. The
+// classifier's keys are packed straight from the packets (packSoA); the
+// whole keys are gathered (w.keys) only for an LPM-shaped table and the
+// fallback, which take them.
 func (w *worker) classify(tab *table) {
-	w.keys = w.keys[:0]
 	for _, i := range w.idx {
-		p := &w.pkts[i]
-		if p.dirty {
+		if p := &w.pkts[i]; p.dirty {
 			p.reparse()
 		}
-		w.keys = append(w.keys, p.key)
 	}
-	n := len(w.keys)
+	n := len(w.idx)
 	w.res = slices.Grow(w.res[:0], n)[:n]
 	if tab.lpm != nil && tab.lpm.Serves() { // an LPM-shaped table (lpm.go, tables/lpmshape)
-		err := tab.lpm.Lookup(w.keys, w.res)
+		err := tab.lpm.Lookup(w.gatherKeys(), w.res)
 		if err == nil {
 			return
 		}
 		w.s.log.Error("pipeline: LPM lookup failed; table answered by the classifier", "table", tab.id, "err", err)
 	}
-	w.soa = flow.PackSoA(w.keys, tab.proj, w.soa)
+	w.soa = w.packSoA(tab.proj, w.soa)
 	var err error
 	if co := w.s.cfg.Coalescer; co != nil && !w.direct {
 		err = co.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res)
@@ -225,8 +256,45 @@ func (w *worker) classify(tab *table) {
 	}
 	if err != nil {
 		w.s.log.Error("pipeline: classifier lookup failed; table answered on the CPU", "table", tab.id, "err", err)
-		tab.ft.LookupBatch(w.keys, w.res)
+		tab.ft.LookupBatch(w.gatherKeys(), w.res)
 	}
+}
+
+// gatherKeys returns the keys of the packets of w.idx, in order.
+func (w *worker) gatherKeys() []flow.Key {
+	w.keys = w.keys[:0]
+	for _, i := range w.idx {
+		w.keys = append(w.keys, w.pkts[i].key)
+	}
+	return w.keys
+}
+
+// packSoA is flow.PackSoA(w.gatherKeys(), words, dst) without the copy of
+// the whole keys: word words[j] of the k-th packet of w.idx goes to
+// dst[j*n+k] (n packets), a word index outside the key reads as 0. Each
+// packet's key is read once (its words are adjacent) and written into the
+// columns.
+func (w *worker) packSoA(words []int, dst []uint32) []uint32 {
+	n := len(w.idx)
+	size := n * len(words)
+	if cap(dst) < size {
+		dst = make([]uint32, size)
+	}
+	dst = dst[:size]
+	for j, wd := range words {
+		if wd < 0 || wd >= flow.KeyWords {
+			clear(dst[j*n : (j+1)*n])
+		}
+	}
+	for k, i := range w.idx {
+		key := &w.pkts[i].key
+		for j, wd := range words {
+			if wd >= 0 && wd < flow.KeyWords {
+				dst[j*n+k] = key[wd]
+			}
+		}
+	}
+	return dst
 }
 
 // reparse extracts the key again after actions changed the frame, keeping
@@ -260,9 +328,9 @@ func (w *worker) applyEntry(p *pkt, tab *table, id flow.RuleID) {
 		w.dropRx(p)
 		return
 	}
-	w.countEntry(tab, e, len(p.data))
+	w.countEntry(e, len(p.data))
 	p.tableID, p.cookie = tab.id, e.fm.Cookie
-	p.miss = e.fm.Priority == 0 && e.fm.Match.IsAll()
+	p.miss = e.tableMiss
 	in := &e.fm.Instructions
 	if in.Has&rule.HasMeter != 0 {
 		w.meter(p, in.Meter)
@@ -392,18 +460,30 @@ func writeActions(set, as []rule.Action) []rule.Action {
 
 // actionSetRank is the execution order of an action set (§5.10): copy TTL
 // in, pop, push-MPLS, push-PBB, push-VLAN, copy TTL out, decrement TTL,
-// set, qos, group, output.
-var actionSetRank = map[rule.ActionKind]int{
+// set, qos, group, output. It is indexed by the kind (an array, not a map:
+// every packet leaving the pipeline looks its actions up); a kind beyond
+// it ranks 0, as a kind missing from it.
+var actionSetRank = [...]int{
 	rule.ActCopyTTLIn: 0, rule.ActPopVLAN: 1, rule.ActPopMPLS: 1, rule.ActPopPBB: 1,
 	rule.ActPushMPLS: 2, rule.ActPushPBB: 3, rule.ActPushVLAN: 4, rule.ActCopyTTLOut: 5,
 	rule.ActDecMPLSTTL: 6, rule.ActDecNwTTL: 6, rule.ActSetField: 7, rule.ActSetNwTTL: 7,
 	rule.ActSetMPLSTTL: 7, rule.ActSetQueue: 8, rule.ActGroup: 9, rule.ActOutput: 10,
 }
 
+func rankOf(k rule.ActionKind) int {
+	if int(k) < len(actionSetRank) {
+		return actionSetRank[k]
+	}
+	return 0
+}
+
 // orderActionSet sorts an action set into execution order, in place; with
 // a group action the output action is not executed.
 func orderActionSet(set []rule.Action) []rule.Action {
-	slices.SortStableFunc(set, func(a, b rule.Action) int { return actionSetRank[a.Kind] - actionSetRank[b.Kind] })
+	if len(set) == 0 { // the common case: apply-actions only
+		return set
+	}
+	slices.SortStableFunc(set, func(a, b rule.Action) int { return rankOf(a.Kind) - rankOf(b.Kind) })
 	if slices.ContainsFunc(set, func(a rule.Action) bool { return a.Kind == rule.ActGroup }) {
 		set = slices.DeleteFunc(set, func(a rule.Action) bool { return a.Kind == rule.ActOutput })
 	}
@@ -444,18 +524,55 @@ func (w *worker) flood(p *pkt) {
 	}
 }
 
+// txQueue is a batch's frames for one output port.
+type txQueue struct {
+	no     uint32
+	sp     *swPort // nil: no such port
+	ok     bool    // the port was up and forwarding when the batch first output to it
+	frames [][]byte
+}
+
 // emit queues a copy of data for port no., padded to the Ethernet minimum.
+// Whether the port can send (link up, not PORT_DOWN or NO_FWD) is looked
+// at once per batch and port, when the batch first outputs to it: its
+// frames leave in one Send at the end of the batch anyway.
 func (w *worker) emit(no uint32, data []byte) {
-	sp := w.s.ports[no]
-	if sp == nil {
+	q := w.txQueueOf(no)
+	switch {
+	case q.sp == nil:
 		w.s.noRoute.Add(1)
-		return
+	case !q.ok:
+		q.sp.txDropped.Add(1)
+	default:
+		q.frames = append(q.frames, w.txCopy(data))
 	}
-	if !sp.up() || !sp.forwards() {
-		sp.txDropped.Add(1)
-		return
+}
+
+// txQueueOf returns the batch's queue for port no, made on the batch's
+// first output to it.
+func (w *worker) txQueueOf(no uint32) *txQueue {
+	if w.txLast < len(w.txq) && w.txq[w.txLast].no == no {
+		return &w.txq[w.txLast]
 	}
-	w.tx[no] = append(w.tx[no], w.txCopy(data))
+	for i := range w.txq {
+		if w.txq[i].no == no {
+			w.txLast = i
+			return &w.txq[i]
+		}
+	}
+	// A new queue, reusing the frames slice a queue of an earlier batch
+	// left at that index.
+	n := len(w.txq)
+	if n < cap(w.txq) {
+		w.txq = w.txq[:n+1]
+	} else {
+		w.txq = append(w.txq, txQueue{})
+	}
+	q := &w.txq[n]
+	sp := w.s.ports[no]
+	q.no, q.sp, q.ok, q.frames = no, sp, sp != nil && sp.up() && sp.forwards(), q.frames[:0]
+	w.txLast = n
+	return q
 }
 
 // maxTxArena bounds the output arena a worker keeps between batches.
@@ -553,23 +670,26 @@ func (p *pkt) packetInData() []byte {
 	return out
 }
 
-// flush sends the queued frames, one batch per port.
+// flush sends the queued frames, one Send per port, and empties the
+// queues.
 func (w *worker) flush() {
-	for no, frames := range w.tx {
+	for i := range w.txq {
+		q := &w.txq[i]
+		frames := q.frames
 		if len(frames) == 0 {
 			continue
 		}
-		sp := w.s.ports[no]
-		n, err := sp.dev.Send(frames)
+		n, err := q.sp.dev.Send(frames)
 		if n < len(frames) {
-			sp.txDropped.Add(uint64(len(frames) - n))
+			q.sp.txDropped.Add(uint64(len(frames) - n))
 			if err != nil {
-				w.s.log.Debug("pipeline: send", "port", no, "sent", n, "of", len(frames), "err", err)
+				w.s.log.Debug("pipeline: send", "port", q.no, "sent", n, "of", len(frames), "err", err)
 			}
 		}
 		clear(frames)
-		w.tx[no] = frames[:0]
+		q.frames, q.sp = frames[:0], nil
 	}
+	w.txq, w.txLast = w.txq[:0], 0
 }
 
 // Transmit sends frames the router originates outside a batch (its

@@ -32,6 +32,14 @@ type entry struct {
 	packets atomic.Uint64
 	bytes   atomic.Uint64
 	used    atomic.Int64 // unix nanoseconds of the last hit (idle timeout)
+	// tableMiss: the entry is a table-miss entry (priority 0, matching
+	// everything; its packet-ins have reason NO_MATCH). Match and priority
+	// never change for an entry, so it is set once, by newEntry.
+	tableMiss bool
+}
+
+func newEntry(fm *rule.FlowMod, added time.Time) *entry {
+	return &entry{fm: *fm, added: added, tableMiss: fm.Priority == 0 && fm.Match.IsAll()}
 }
 
 func (t *table) entry(id flow.RuleID) *entry {
@@ -97,7 +105,7 @@ func (s *Switch) addLocked(fm *rule.FlowMod) error {
 		return err
 	}
 	now := time.Now()
-	e := &entry{fm: *fm, added: now}
+	e := newEntry(fm, now)
 	e.used.Store(now.UnixNano())
 	if old := t.entry(id); replaced && old != nil {
 		s.releaseRefs(&old.fm.Instructions)
@@ -138,7 +146,7 @@ func (s *Switch) modifyLocked(fm *rule.FlowMod) error {
 		}
 		_ = s.acquireRefsLocked(&fm.Instructions)
 		s.releaseRefs(&e.fm.Instructions)
-		ne := &entry{fm: e.fm, added: e.added}
+		ne := newEntry(&e.fm, e.added)
 		ne.fm.Instructions, ne.fm.Echo.Instructions = fm.Instructions, fm.Echo.Instructions
 		ne.used.Store(e.used.Load())
 		if fm.Flags&rule.FlagResetCounts == 0 {

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"math/bits"
 	"sync/atomic"
 	"time"
 )
@@ -27,6 +28,36 @@ var latencyBounds = func() (b [41]int64) {
 	return b
 }()
 
+// latencyFirst[L] is the first bucket whose bound is at least 2^(L-1),
+// the least value of bit length L: a value's bucket is at most two
+// buckets past its bit length's (the bounds are √2 apart), so
+// latencyBucket finds it in a step or three instead of a binary search.
+var latencyFirst = func() (f [64]uint8) {
+	for l := range f {
+		least := int64(0)
+		if l > 0 {
+			least = 1 << (l - 1)
+		}
+		i := 0
+		for i < len(latencyBounds) && latencyBounds[i] < least {
+			i++
+		}
+		f[l] = uint8(i)
+	}
+	return f
+}()
+
+// latencyBucket is the histogram bucket of a latency of d ns (0 <= d,
+// so its bit length is below 64):
+// the first whose bound is at least d, or the last bucket.
+func latencyBucket(d int64) int {
+	i := int(latencyFirst[bits.Len64(uint64(d))])
+	for i < len(latencyBounds) && latencyBounds[i] < d {
+		i++
+	}
+	return i
+}
+
 // maxLatency: values beyond it (a receive timestamp from another clock, a
 // frame without one) are not recorded.
 const maxLatency = int64(time.Minute)
@@ -49,16 +80,7 @@ func (l *latencyStats) observe(rxAt []int64, done time.Time) {
 		if t == 0 || d < 0 || d > maxLatency {
 			continue
 		}
-		lo, hi := 0, len(latencyBounds)
-		for lo < hi { // the first bound >= d
-			m := (lo + hi) / 2
-			if latencyBounds[m] < d {
-				lo = m + 1
-			} else {
-				hi = m
-			}
-		}
-		local[lo]++
+		local[latencyBucket(d)]++
 		n++
 		sum += uint64(d)
 	}

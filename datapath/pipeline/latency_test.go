@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -61,5 +63,31 @@ func TestLatencyObserveAllocs(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { l.observe(rx, now) }); n != 0 {
 		t.Errorf("%v allocations per batch", n)
+	}
+}
+
+// TestLatencyBucket checks the shortcut against a binary search of the
+// bounds, at every bound, next to it and at random values.
+func TestLatencyBucket(t *testing.T) {
+	want := func(d int64) int { // the first bound >= d, else the last bucket
+		i, _ := slices.BinarySearch(latencyBounds[:], d)
+		return i
+	}
+	check := func(d int64) {
+		if got, w := latencyBucket(d), want(d); got != w {
+			t.Fatalf("latencyBucket(%d) = %d, want %d", d, got, w)
+		}
+	}
+	for _, d := range []int64{0, 1, 999, 1000, 1001, maxLatency, 1<<63 - 1} {
+		check(d)
+	}
+	for _, b := range latencyBounds {
+		check(b - 1)
+		check(b)
+		check(b + 1)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 100000 {
+		check(r.Int64N(int64(1) << r.IntN(63)))
 	}
 }

@@ -15,6 +15,11 @@ import (
 // loop notices a cancelled context even on a silent port.
 const idlePoll = 200 * time.Millisecond
 
+// minBlockTimeout is the shortest block timeout of a TPACKET_V3 ring
+// (afpacket.Config.BlockTimeout): a block that is not full is handed over
+// no sooner.
+const minBlockTimeout = time.Millisecond
+
 // batcher collects one port's frames into a batch: copies (the actions
 // edit them, and the ring block must go back to the kernel), the tag the
 // kernel removed put back.
@@ -119,7 +124,9 @@ type frameRing interface {
 // RunPort is a datapath loop of port no: it reads blocks (TPACKET_V3) or runs of frames (TPACKET_V2) from
 // src, gathers their frames into batches and runs each batch through the
 // switch (Process) when it is full (Config.BatchSize) or its oldest frame
-// has waited Config.MaxDelay. It returns nil when ctx is done or src is
+// has waited Config.MaxDelay (on a block ring, with a MaxDelay under the
+// ring's 1 ms least block timeout: as soon as no block is ready, since
+// none can come before the deadline). It returns nil when ctx is done or src is
 // closed, else the read error. A port with several receive queues has one
 // RunPort per queue, all with the same no: Process is safe for concurrent
 // batches of one port, and the fanout keeps each flow on one queue, so a
@@ -144,6 +151,7 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error 
 		b = newBatcher(s.cfg.BatchSize)
 	}
 	fr, _ := src.(frameRing)
+	blocks := fr != nil && fr.Ring() == afpacket.RingBlocks
 	if fr != nil && fr.Ring() != afpacket.RingFrames {
 		fr = nil
 	}
@@ -152,6 +160,15 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error 
 		wait := idlePoll
 		if len(b.frames) > 0 {
 			wait = max(s.cfg.MaxDelay-time.Since(b.oldest), 0)
+			if blocks && wait < minBlockTimeout {
+				// A block ring hands its next block over when it is full
+				// or its timeout (at least 1 ms) has passed, so it hands
+				// over nothing more before the batch's deadline: take a
+				// block that is ready already, else run the batch now. A
+				// wait would end by its deadline, and cost a timer and a
+				// wake-up per block.
+				wait = 0
+			}
 		}
 		var blk *afpacket.Block
 		var err error
@@ -210,13 +227,20 @@ func (s *Switch) runBatch(no uint32, b *batcher, direct bool) {
 // queueRunner runs one receive queue's closed batches on goroutines of
 // its own, so that the queue's RunPort keeps reading its ring while a
 // batch waits for its shared device lookup. With Config.InFlight 1 one
-// goroutine (loop) runs them one after the other. With InFlight K > 1,
-// loop is a dispatcher: it takes the batches in order, runs their receive
-// stages itself (in order: a stage may keep per-flow state), and starts
-// each batch's pipeline on a goroutine of its own, at most K at once;
-// each batch transmits only after the batch before it has (process's turn
-// and sent channels), so the queue's frames leave in the order they
-// arrived while up to K of its lookups are in flight.
+// goroutine (loop) takes the handed batches and runs them one after the
+// other. With InFlight K > 1, K goroutines of the queue (flights) run
+// the batches' pipelines, up to K at once: hand, on the reader, runs a
+// batch's receive stages (in order: a stage may keep per-flow state),
+// chains it to the batch before it and queues it (jobs), and the flight
+// goroutines take the batches in that order; each batch transmits only
+// after the batch before it has (process's turn and sent channels), so
+// the queue's frames leave in the order they arrived while up to K of
+// its lookups are in flight. The goroutines live as long as the runner,
+// and a batch passes one hand-off from the reader to the goroutine that
+// runs it: a goroutine started per batch grew its stack anew each time
+// (the lookups' frames are deep), and a dispatching goroutine between the
+// two woke one more goroutine per batch, which together cost more CPU
+// than a batch's frames themselves in batches of a few frames.
 //
 // While no table of the switch is coalesced (gpu.Coalescer.Coalesces: the
 // Engine places every flow table on the CPU, or its device is out of
@@ -231,21 +255,22 @@ func (s *Switch) runBatch(no uint32, b *batcher, direct bool) {
 // back onto the synchronous path (the reader is always ahead).
 //
 // Ownership: a batcher belongs to RunPort while it is open (and while
-// next runs it synchronously), to the runner from hand until it is put
-// back on free (loop, then the batch's goroutine); Config.Depth+1
-// batchers circulate. prev belongs to loop; gen, known and coalesced to
-// RunPort (next); unfinished is RunPort's to raise (hand) and the
-// runner's to lower (finish), atomically.
+// next runs it synchronously, or hand runs its receive stages), to the
+// runner from hand until it is put back on free (loop, or the flight
+// goroutine that runs it); Config.Depth+1 batchers circulate. prev, gen,
+// known and coalesced belong to RunPort (hand, next); unfinished is
+// RunPort's to raise (hand) and the runner's to lower (finish),
+// atomically.
 type queueRunner struct {
-	s     *Switch
-	no    uint32
-	co    *gpu.Coalescer
-	work  chan *batcher // closed batches, in order (cap Depth)
-	free  chan *batcher // empty batchers (cap Depth+1)
-	done  chan struct{} // closed when loop returns
-	slots chan struct{} // batches running (cap InFlight)
-	prev  chan struct{} // closed once the last dispatched batch has transmitted (nil: none)
-	wg    sync.WaitGroup
+	s    *Switch
+	no   uint32
+	co   *gpu.Coalescer
+	work chan *batcher // InFlight 1: closed batches, in order (cap Depth), for loop
+	jobs chan flight   // InFlight > 1: closed batches, in order (cap Depth), for the flight goroutines
+	free chan *batcher // empty batchers (cap Depth+1)
+	done chan struct{} // closed when loop returns (InFlight 1)
+	prev chan struct{} // closed once the last handed batch has transmitted (nil: none)
+	wg   sync.WaitGroup
 
 	unfinished atomic.Int64  // batches handed and not yet transmitted (finish)
 	idle       chan struct{} // cap 1: finish brought unfinished to 0 (a wake-up for drain)
@@ -256,13 +281,43 @@ type queueRunner struct {
 
 func (s *Switch) newQueueRunner(no uint32, co *gpu.Coalescer) *queueRunner {
 	d := s.cfg.Depth
-	q := &queueRunner{s: s, no: no, co: co, work: make(chan *batcher, d), free: make(chan *batcher, d+1),
-		done: make(chan struct{}), slots: make(chan struct{}, s.cfg.InFlight), idle: make(chan struct{}, 1)}
+	q := &queueRunner{s: s, no: no, co: co, free: make(chan *batcher, d+1), idle: make(chan struct{}, 1)}
 	for range d + 1 {
 		q.free <- newBatcher(s.cfg.BatchSize)
 	}
-	go q.loop()
+	if k := s.cfg.InFlight; k > 1 {
+		q.jobs = make(chan flight, d)
+		q.wg.Add(k)
+		for range k {
+			go q.flights()
+		}
+	} else {
+		q.work, q.done = make(chan *batcher, d), make(chan struct{})
+		go q.loop()
+	}
 	return q
+}
+
+// flight is a handed batch for the flight goroutines: what its receive
+// stages left of its frames, and its turn and sent channels (process).
+type flight struct {
+	b          *batcher
+	frames     [][]byte
+	turn, sent chan struct{}
+}
+
+// flights runs the handed batches' pipelines until jobs is closed. While
+// a batch runs it is an active caller of the Coalescer (Enter/Leave), so
+// that a shared batch closes as soon as every running batch is waiting
+// for it.
+func (q *queueRunner) flights() {
+	defer q.wg.Done()
+	for j := range q.jobs {
+		q.co.Enter()
+		q.s.process(q.no, j.frames, j.turn, j.sent, false)
+		q.co.Leave()
+		q.finish(j.b)
+	}
 }
 
 // next runs the closed batch b, RunPort's way: on the shared-batch path
@@ -306,52 +361,39 @@ func (q *queueRunner) drain() {
 	}
 }
 
-// hand gives the closed batch b to loop and returns an empty batcher,
-// waiting for one if loop holds all the others.
+// hand gives the closed batch b to the runner and returns an empty
+// batcher, waiting for one if the runner holds all the others. With
+// InFlight above 1 it runs b's receive stages first and chains b to the
+// batch handed before it (flights).
 func (q *queueRunner) hand(b *batcher) *batcher {
 	q.unfinished.Add(1)
-	q.work <- b
-	return <-q.free
-}
-
-// loop runs the handed batches in order until stop. While a batch runs
-// it is an active caller of the Coalescer (Enter/Leave), so that a shared
-// batch closes as soon as every running batch is waiting for it.
-func (q *queueRunner) loop() {
-	defer close(q.done)
-	defer q.wg.Wait()
-	for b := range q.work {
-		if q.s.cfg.InFlight == 1 {
-			q.co.Enter()
-			q.s.receive(q.no, b)
-			q.co.Leave()
-			q.finish(b)
-			continue
-		}
-		q.dispatch(b)
+	if q.jobs == nil {
+		q.work <- b
+		return <-q.free
 	}
-}
-
-// dispatch runs b's receive stages and starts its pipeline on a goroutine
-// of its own once one of the InFlight slots is free.
-func (q *queueRunner) dispatch(b *batcher) {
 	frames := q.s.rxStages(q.no, b)
 	if len(frames) == 0 { // the stages took them all: nothing to order
 		q.finish(b)
-		return
+		return <-q.free
 	}
-	q.slots <- struct{}{}
-	q.co.Enter()
 	turn, sent := q.prev, make(chan struct{})
 	q.prev = sent
-	q.wg.Add(1)
-	go func() {
-		defer q.wg.Done()
-		q.s.process(q.no, frames, turn, sent, false)
+	q.jobs <- flight{b: b, frames: frames, turn: turn, sent: sent}
+	return <-q.free
+}
+
+// loop runs the handed batches in order until stop (InFlight 1). While a
+// batch runs it is an active caller of the Coalescer (Enter/Leave), so
+// that a shared batch closes as soon as every running batch is waiting
+// for it.
+func (q *queueRunner) loop() {
+	defer close(q.done)
+	for b := range q.work {
+		q.co.Enter()
+		q.s.receive(q.no, b)
 		q.co.Leave()
 		q.finish(b)
-		<-q.slots
-	}()
+	}
 }
 
 // finish records a run (and transmitted) batch's latencies, empties it,
@@ -368,8 +410,13 @@ func (q *queueRunner) finish(b *batcher) {
 	q.free <- b
 }
 
-// stop runs the batches handed so far and ends loop.
+// stop runs the batches handed so far and ends the runner's goroutines.
 func (q *queueRunner) stop() {
+	if q.jobs != nil {
+		close(q.jobs)
+		q.wg.Wait()
+		return
+	}
 	close(q.work)
 	<-q.done
 }

@@ -1,0 +1,154 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/flow"
+	"github.com/gswitch/gswitch/tables/rule"
+)
+
+// BenchmarkPerFrame times the switch's own work per forwarded frame on a
+// receive queue's synchronous path (RunPort's: a batcher filled with
+// copies of the ring's frames, run through the pipeline, the latency
+// histogram recorded; the CPU backend, merged tuple search), what gswitchd
+// spends above the plain forwarder besides the kernel's receive and send:
+//
+//   - set=trivial: bench forward's trivial set (9,999 exact ipv4_dst rules
+//     the traffic misses, an LPM-shaped table, and in_port=1,actions=output:2);
+//   - set=goto: the shape of bench forward's rule sets (ruleset.go): table
+//     0 classifies (here 16 udp_src rules of one class, so that the lookup
+//     is cheap and the rest shows) with goto_table:1, table 1 maps in_port
+//     1 to output:2;
+//
+// on two paths: path=direct, the synchronous one (the CPU backend, or
+// --backend auto with every table on the CPU); path=shared, the batches
+// handed to the queue's runner and their lookups gathered by a
+// gpu.Coalescer into shared batches, the device being the CPU backend
+// standing in for one (the host's work of the GPU path: the hand-off, the
+// in-flight goroutines, Enter/Leave, the columns gathered and the results
+// scattered back, without the device's own cost; set=goto only: the
+// trivial set's table is LPM-shaped, looked up by lpmshape); in batches of 256 frames (--batch-size's default, a loaded port) and of
+// 16 (a batch closed by --max-delay at a few hundred thousand frames per
+// second per queue, where the per-batch costs weigh). 64-byte UDP frames
+// of 16 flows. Besides ns/frame it reports cpu-ns/frame (the process's
+// CPU time, every goroutine's).
+func BenchmarkPerFrame(b *testing.B) {
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(quietLog()) // lpmshape's line per change of shape
+	for _, path := range []string{"direct", "shared"} {
+		for _, set := range []string{"trivial", "goto"} {
+			if path == "shared" && set == "trivial" {
+				continue // an LPM-shaped table is not looked up through the Coalescer
+			}
+			for _, batch := range []int{16, 256} {
+				b.Run(fmt.Sprintf("path=%s/set=%s/batch=%d", path, set, batch), func(b *testing.B) {
+					benchPerFrame(b, path, set, batch)
+				})
+			}
+		}
+	}
+}
+
+// lookerOnly hides every method of the Engine but LookupFlow: a Coalescer
+// over it coalesces every table (no placement to ask).
+type lookerOnly struct{ e *gpu.Engine }
+
+func (l lookerOnly) LookupFlow(id gpu.TableID, soa []uint32, n int, out []flow.RuleID) error {
+	return l.e.LookupFlow(id, soa, n, out)
+}
+
+func benchPerFrame(b *testing.B, path, set string, batch int) {
+	eng, err := gpu.Open("cpu", nil, 0, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { eng.Close() })
+	var co *gpu.Coalescer
+	if path == "shared" {
+		if co, err = gpu.NewCoalescer(lookerOnly{eng}, gpu.CoalescerConfig{MaxDelay: 50 * time.Microsecond}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sw, err := New(Config{DatapathID: 1, Tables: 4, Algo: flow.Merge, Classifier: eng, FailMode: FailSecure, Coalescer: co})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &rig{sw: sw, ctrl: &fakeCtrl{conns: 1}}
+	sw.SetController(r.ctrl)
+	if err := sw.AddPort(1, &fakeDev{name: "p1"}); err != nil {
+		b.Fatal(err)
+	}
+	var out *countDev
+	switch set {
+	case "trivial":
+		out = installTrivial(b, r, 10000)
+	case "goto":
+		out = &countDev{}
+		out.link = out.fakeDev.Link()
+		if err := sw.AddPort(2, out); err != nil {
+			b.Fatal(err)
+		}
+		for i := range 16 {
+			var m flow.Match
+			m.SetEthType(flow.EthTypeIPv4)
+			if err := m.SetExact(flow.FieldIPProto, 17); err != nil {
+				b.Fatal(err)
+			}
+			if err := m.SetExact(flow.FieldUDPSrc, uint64(10000+i)); err != nil {
+				b.Fatal(err)
+			}
+			r.flowMod(b, &rule.FlowMod{Command: rule.FlowAdd, Priority: 100, Match: m,
+				Instructions: rule.Instructions{Has: rule.HasGotoTable, GotoTable: 1}})
+		}
+		r.flowMod(b, &rule.FlowMod{Command: rule.FlowAdd, TableID: 1, Priority: 100, Match: matchInPort(1), Instructions: applyOut(2)})
+	}
+	frames := make([]afpacket.Frame, batch)
+	rx := time.Now().UnixNano()
+	for i := range frames {
+		f := make([]byte, 60)
+		copy(f, []byte{2, 0, 0, 0, 0, 0xfe, 2, 0, 0, 0, 0, 1, 8, 0, 0x45, 0, 0, 46, 0, 0, 0, 0, 64, 17})
+		copy(f[26:], []byte{10, 0, 0, 1, 10, 0, 0, 2})
+		binary.BigEndian.PutUint16(f[34:], uint16(10000+i%16))
+		binary.BigEndian.PutUint16(f[36:], 9)
+		binary.BigEndian.PutUint16(f[38:], 26)
+		frames[i] = afpacket.Frame{Data: f, Len: len(f), Time: time.Unix(0, rx)}
+	}
+	bt := newBatcher(batch)
+	next, stop := func(bt *batcher) *batcher { sw.runBatch(1, bt, false); return bt }, func() {}
+	if co != nil {
+		q := sw.newQueueRunner(1, co)
+		next, stop, bt = q.next, q.stop, <-q.free
+	}
+	b.ReportAllocs()
+	runtime.GC() // the setup's garbage is not collected on the clock
+	cpu0 := processCPU(b)
+	b.ResetTimer()
+	for range b.N {
+		now := time.Now()
+		for i := range frames {
+			bt.add(&frames[i], now)
+		}
+		bt = next(bt)
+	}
+	stop()
+	b.StopTimer()
+	cpu := processCPU(b) - cpu0
+	if out.frames != b.N*batch {
+		b.Fatalf("port 2 got %d frames of %d", out.frames, b.N*batch)
+	}
+	if st := sw.LatencyStats(); st.Frames != uint64(b.N*batch) {
+		b.Fatalf("latency histogram: %d frames of %d", st.Frames, b.N*batch)
+	}
+	if co != nil && co.Stats().Keys == 0 {
+		b.Fatalf("coalescer stats %+v: no shared batch", co.Stats())
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/frame")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*batch), "cpu-ns/frame")
+}
