@@ -251,13 +251,8 @@ func (e *fwdEnv) makeEventTraffic(t0 time.Time) error {
 		return fmt.Errorf("--ruleset %s: %w", e.f.ruleset, err)
 	}
 	e.events = es
-	var fwd, n uint64
-	for _, fs := range e.frames {
-		fwd += fs.expected(uint64(len(fs.tmpl)))
-		n += uint64(len(fs.tmpl))
-	}
 	fmt.Fprintf(e.log, "bench forward: --ruleset %s: %d subscriptions, %d constraints; %d event frames per pair (%d bytes on the wire on average), %.1f%% of them delivered by the subscriptions (%v)\n",
-		e.f.ruleset, len(es.specs), es.constraints(), e.f.flows, meanWireBytes(e.frames), 100*float64(fwd)/float64(n), time.Since(t0).Round(time.Millisecond))
+		e.f.ruleset, len(es.specs), es.constraints(), e.f.flows, meanWireBytes(e.frames), forwardedPct(e.frames), time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 

@@ -49,6 +49,17 @@ func trivialFrames(dst, src []byte, srcPorts int) *frameSet {
 	return fs
 }
 
+// forwardedPct is the share of the pairs' templates, in percent, that the
+// rules (or the subscriptions) send on.
+func forwardedPct(fsets []*frameSet) float64 {
+	var fwd, n uint64
+	for _, fs := range fsets {
+		fwd += fs.expected(uint64(len(fs.tmpl)))
+		n += uint64(len(fs.tmpl))
+	}
+	return 100 * float64(fwd) / float64(n)
+}
+
 // forwardAll is the same traffic for a target without rules (plain, the
 // bridge): every frame is forwarded.
 func (fs *frameSet) forwardAll() *frameSet {

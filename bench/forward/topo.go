@@ -214,13 +214,8 @@ func (e *fwdEnv) makeTraffic() error {
 		return fmt.Errorf("--ruleset %s: %w", e.f.ruleset, err)
 	}
 	e.rs = rs
-	var fwd, n uint64
-	for _, fs := range e.frames {
-		fwd += fs.expected(uint64(len(fs.tmpl)))
-		n += uint64(len(fs.tmpl))
-	}
 	fmt.Fprintf(e.log, "bench forward: --ruleset %s: %d rules; %d frames per pair, %.1f%% of them forwarded by their rule (%v)\n",
-		e.f.ruleset, len(rs.rules), e.f.flows, 100*float64(fwd)/float64(n), time.Since(t0).Round(time.Millisecond))
+		e.f.ruleset, len(rs.rules), e.f.flows, forwardedPct(e.frames), time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 
