@@ -761,7 +761,7 @@ func (t *Table) removeLocked(subs []*subscription) {
 					continue
 				}
 				ni := t.names[f[k].Name]
-				ni.remove(&f[k])
+				ni.remove(&f[k], sl)
 				if !ni.touched {
 					ni.touched = true
 					touched = append(touched, ni)
