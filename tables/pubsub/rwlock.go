@@ -1,6 +1,7 @@
 package pubsub
 
 import (
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -29,15 +30,32 @@ import (
 // state counts the readers holding the lock, plus rwWriter while a writer
 // holds or waits for it; w serializes writers (they park on it: writers
 // are the rare side).
+//
+// With GSWITCH_PUBSUB_LOCK=rwmutex in the environment, New's tables use a
+// sync.RWMutex instead (std), the lock before 2026-11-26: for comparison
+// in the same run (bench pubsub --churn).
 type spinRW struct {
 	w     sync.Mutex
 	state atomic.Int64
+	std   *sync.RWMutex
+}
+
+// newLock returns the table lock the environment asks for.
+func newLock() spinRW {
+	if os.Getenv("GSWITCH_PUBSUB_LOCK") == "rwmutex" {
+		return spinRW{std: new(sync.RWMutex)}
+	}
+	return spinRW{}
 }
 
 const rwWriter = 1 << 40
 
 // RLock takes the lock shared.
 func (l *spinRW) RLock() {
+	if l.std != nil {
+		l.std.RLock()
+		return
+	}
 	var b backoff
 	for {
 		if l.state.Add(1) < rwWriter {
@@ -53,6 +71,10 @@ func (l *spinRW) RLock() {
 
 // RUnlock releases a shared hold.
 func (l *spinRW) RUnlock() {
+	if l.std != nil {
+		l.std.RUnlock()
+		return
+	}
 	if l.state.Add(-1) < 0 {
 		panic("pubsub: RUnlock of an unlocked table lock")
 	}
@@ -61,6 +83,10 @@ func (l *spinRW) RUnlock() {
 // Lock takes the lock exclusively: once no other writer holds it, new
 // readers wait, and Lock returns when the readers in progress are done.
 func (l *spinRW) Lock() {
+	if l.std != nil {
+		l.std.Lock()
+		return
+	}
 	l.w.Lock()
 	var b backoff
 	for n := l.state.Add(rwWriter); n != rwWriter; n = l.state.Load() {
@@ -70,6 +96,10 @@ func (l *spinRW) Lock() {
 
 // Unlock releases the exclusive hold.
 func (l *spinRW) Unlock() {
+	if l.std != nil {
+		l.std.Unlock()
+		return
+	}
 	if l.state.Add(-rwWriter) < 0 {
 		panic("pubsub: Unlock of an unlocked table lock")
 	}

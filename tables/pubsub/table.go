@@ -168,6 +168,7 @@ type slotMeta struct {
 // New returns an empty table.
 func New() *Table {
 	return &Table{
+		mu:      newLock(),
 		byPort:  map[uint32][]*subscription{},
 		names:   map[string]*nameIdx{},
 		portIdx: map[uint32]uint32{},
