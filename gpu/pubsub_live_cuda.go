@@ -87,6 +87,11 @@ import (
 // next batch): one scatter per batch for all the changes since the
 // previous one, and each batch sees the whole of an update or none of it;
 // a batch queued after Update returns sees it. Nothing waits on the host.
+// Work the host has seen finish (Wait: a batch's event fired) needs no
+// order: its stream is no longer dirty, and once every scatter is seen
+// finished a stream skips the wait for the latest (liveUpdates.finished),
+// so a single matching goroutine, which waits for each batch before it
+// queues the next, queues no cross-stream waits at all.
 // Mode
 // "eager" queues each update's scatter at once on an update stream of its
 // own, with the same ordering (one scatter per update: what the churn
