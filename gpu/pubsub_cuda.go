@@ -65,6 +65,10 @@ type eventTwin struct {
 	ev                              cu.Event
 	submitted                       bool
 	events                          int
+	// Where Submit queued it: the stream, the work's number in it and
+	// the scatters it follows (liveUpdates.finished).
+	si    int
+	q, fl uint64
 }
 
 // PubsubMatcher loads the matching kernel and the layout l, with batches
@@ -520,6 +524,7 @@ func (m *CUDAMatcher) Submit(b *EventBatch) error {
 		return b.err
 	}
 	t.submitted = true
+	t.si, t.q, t.fl = si, m.live.queued[si], m.live.flushes
 	return nil
 }
 
@@ -535,8 +540,12 @@ func (m *CUDAMatcher) Wait(b *EventBatch) error {
 	t.submitted = false
 	if err := m.c.auxWait(t.ev); err != nil {
 		b.err = fmt.Errorf("gpu: cuda: matching: %v", err)
+		return b.err
 	}
-	return b.err
+	m.live.mu.Lock()
+	m.live.finished(t.si, t.q, t.fl)
+	m.live.mu.Unlock()
+	return nil
 }
 
 // matchBatchEvents is the capacity of Match's batches.

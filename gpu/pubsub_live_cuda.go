@@ -87,6 +87,11 @@ import (
 // next batch): one scatter per batch for all the changes since the
 // previous one, and each batch sees the whole of an update or none of it;
 // a batch queued after Update returns sees it. Nothing waits on the host.
+// Work the host has seen finish (Wait: a batch's event fired) needs no
+// order: its stream is no longer dirty, and once every scatter is seen
+// finished a stream skips the wait for the latest (liveUpdates.finished),
+// so a single matching goroutine, which waits for each batch before it
+// queues the next, queues no cross-stream waits at all.
 // Mode
 // "eager" queues each update's scatter at once on an update stream of its
 // own, with the same ordering (one scatter per update: what the churn
@@ -151,6 +156,16 @@ type liveUpdates struct {
 	dirty       []bool
 	waited      []uint64
 	smallWaited uint64
+	// Completion (mu), what the host has seen finish: per matching
+	// stream, the works queued in it (orderStream counts them); doneFl,
+	// the scatters that a batch seen finished (Wait) was ordered after.
+	// A stream whose latest work is seen finished is not dirty (a
+	// scatter need not wait for it), and once every scatter queued is
+	// seen finished a stream need not wait for the latest (a single
+	// matching goroutine, which waits for each batch before the next,
+	// queues no cross-stream waits then).
+	queued []uint64
+	doneFl uint64
 }
 
 // liveStage is one staging buffer: cap offsets, then cap values, read by
@@ -178,7 +193,7 @@ func (l *liveUpdates) init(c *CUDA, streams int) error {
 		}
 		l.sev = append(l.sev, ev)
 	}
-	l.dirty, l.waited = make([]bool, streams), make([]uint64, streams)
+	l.dirty, l.waited, l.queued = make([]bool, streams), make([]uint64, streams), make([]uint64, streams)
 	for i := range l.ring {
 		if l.ring[i].done, err = cu.MakeEvent(cu.DisableTiming); err != nil {
 			return fmt.Errorf("gpu: cuda: event: %v", err)
@@ -222,18 +237,31 @@ func (l *liveUpdates) waitLast(st cu.Stream) error {
 }
 
 // orderStream orders matching stream i after every scatter queued, before
-// work is queued in it (l.mu held), and marks it as having work since the
-// latest scatter.
+// work is queued in it (l.mu held; no wait when every scatter is seen
+// finished), marks it as having work since the latest scatter and counts
+// the work.
 func (m *CUDAMatcher) orderStream(i int) error {
 	l := &m.live
 	if l.waited[i] < l.flushes {
-		if err := l.waitLast(m.streams[i]); err != nil {
-			return err
+		if l.doneFl < l.flushes {
+			if err := l.waitLast(m.streams[i]); err != nil {
+				return err
+			}
 		}
 		l.waited[i] = l.flushes
 	}
 	l.dirty[i] = true
+	l.queued[i]++
 	return nil
+}
+
+// finished records that the work queued numbered q in stream i, ordered
+// after the scatters up to fl, is seen finished (l.mu held).
+func (l *liveUpdates) finished(i int, q, fl uint64) {
+	if l.queued[i] == q {
+		l.dirty[i] = false
+	}
+	l.doneFl = max(l.doneFl, fl)
 }
 
 // orderSmall orders the small-batch path's stream after every scatter
@@ -242,8 +270,10 @@ func (m *CUDAMatcher) orderStream(i int) error {
 func (m *CUDAMatcher) orderSmall(st cu.Stream) error {
 	l := &m.live
 	if l.smallWaited < l.flushes {
-		if err := l.waitLast(st); err != nil {
-			return err
+		if l.doneFl < l.flushes {
+			if err := l.waitLast(st); err != nil {
+				return err
+			}
 		}
 		l.smallWaited = l.flushes
 	}

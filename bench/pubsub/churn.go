@@ -20,7 +20,12 @@ type Churn struct {
 	// Table.Add/Remove, Table.MatchBatch) or "hybrid" (gpu: the table,
 	// eventfwd.Hybrid.Sync's bubble update of the device, Hybrid.MatchBatch
 	// — gswitchd's path).
-	Path string  `json:"path"`
+	Path string `json:"path"`
+	// Op is what a change does (--churn-op): "change" (a subscription
+	// added or removed and made visible), "table" (the table's change
+	// only, no device update until the round ends), "cpu" (busy work of
+	// 10 µs, no change): the last two tell the parts of the loss apart.
+	Op   string  `json:"op,omitempty"`
 	Rate float64 `json:"rate"` // changes per second asked
 	// Clients is the goroutines making the changes (each Rate/Clients per
 	// second, each change visible before its next): with several, the
@@ -63,10 +68,18 @@ type churner struct {
 	ids   []ps.ID
 	n     int
 	lat   []float64
+	op    string // --churn-op
 }
 
 func (c *churner) change() error {
 	t0 := time.Now()
+	if c.op == "cpu" {
+		for time.Since(t0) < 10*time.Microsecond {
+		}
+		c.n++
+		c.lat = append(c.lat, float64(time.Since(t0).Nanoseconds())/1e3)
+		return nil
+	}
 	if c.n%2 == 0 || len(c.ids) == 0 {
 		s := c.specs[c.rng.Intn(len(c.specs))]
 		id, err := c.tab.Add(s.Port, s.Filters[:1])
@@ -81,7 +94,7 @@ func (c *churner) change() error {
 			return err
 		}
 	}
-	if c.sync != nil {
+	if c.sync != nil && c.op != "table" {
 		if err := c.sync(); err != nil {
 			return err
 		}
@@ -131,11 +144,11 @@ func (c *churner) cleanup() error {
 // (gswitchd's path: batches of any size on the device, changes made visible
 // by Hybrid.Sync).
 func runChurn(f *flags, tab *ps.Table, specs []ps.Spec, evs []ps.Event) (*Churn, error) {
-	r := &Churn{Path: "table", Rate: f.churn, Clients: f.churnClients, Batch: f.churnBatch, Rounds: f.rounds}
+	r := &Churn{Path: "table", Op: f.churnOp, Rate: f.churn, Clients: f.churnClients, Batch: f.churnBatch, Rounds: f.rounds}
 	match := func(evs []ps.Event, out [][]uint32) [][]uint32 { return tab.MatchBatch(evs, out) }
 	chs := make([]*churner, r.Clients)
 	for i := range chs {
-		chs[i] = &churner{tab: tab, specs: specs, rng: rand.New(rand.NewSource(f.seed + 2 + int64(i)))}
+		chs[i] = &churner{tab: tab, specs: specs, rng: rand.New(rand.NewSource(f.seed + 2 + int64(i))), op: f.churnOp}
 	}
 	var h *eventfwd.Hybrid
 	if f.backend == "gpu" {
@@ -198,6 +211,13 @@ func runChurn(f *flags, tab *ps.Table, specs []ps.Spec, evs []ps.Event) (*Churn,
 			changeTime += time.Since(t0)
 			for _, err := range errs {
 				if err != nil {
+					return nil, err
+				}
+			}
+			if f.churnOp == "table" && chs[0].sync != nil {
+				// The device catches up between rounds (a bubble
+				// update, not the whole image).
+				if err := chs[0].sync(); err != nil {
 					return nil, err
 				}
 			}

@@ -5,7 +5,7 @@
 //	gswitchctl bench pubsub [--sweep none|attrs|constraints|filters|interfaces|names|numeric|zipf|all]
 //	                        [--scale F] [--events N] [--batches 1,1024,16384] [--latency-samples N]
 //	                        [--rounds N] [--threads N] [--check N] [--backend cpu|gpu] [--seed N] [--json]
-//	                        [--churn RATE] [--churn-batch N] [--churn-seconds S] [--churn-clients N]
+//	                        [--churn RATE] [--churn-batch N] [--churn-seconds S] [--churn-clients N] [--churn-op OP]
 //	                        [--small-modes copy,mapped,flag,graph,off] [--small-splits 8,16,32]
 //
 // The base scenario is CCM's default (pubsub.DefaultScenario: 10
@@ -58,6 +58,10 @@
 //     eventfwd.Hybrid on a device of its own (every batch on the device,
 //     each change made visible by Hybrid.Sync: the table's bubbles copied
 //     to the device; cpu_batches counts batches it matched on the CPU).
+//     --churn-op tells the loss's parts apart: change (the default, as
+//     above), table (the table's change only; the gpu path's device is
+//     brought up to date between rounds), cpu (10 µs of busy work per
+//     change and no change: what the change goroutine's CPU alone costs).
 //     The changes are removed afterwards. The CUDA matcher's updates are
 //     live (the words of the changes since the previous batch scattered
 //     before the next one, on the device; GSWITCH_PUBSUB_UPDATE=eager: a

@@ -134,6 +134,29 @@ func (c *sorted[T]) add(e T) { c.a = append(c.a, e) }
 
 func cmpEnt[T entry[T]](a, b T) int { return a.cmp(b) }
 
+// del removes entry e from the array. While the array is sorted (as
+// every writer leaves it: fix runs before the write lock is released) the
+// entry is found by binary search (entries are ordered by value, then
+// slot, so e is found exactly) and the tail moved down one: O(log n) and a
+// memmove, instead of fix's pass over every entry that looks up each
+// slot's dead flag (a change's main cost on the write lock before
+// 2026-11-26). Otherwise (an unsorted tail, or e not found) the array is
+// marked for fix, which drops the entries of dead slots.
+func (c *sorted[T]) del(e T) {
+	if !c.dead && c.sortedN == len(c.a) {
+		if i, ok := slices.BinarySearchFunc(c.a, e, cmpEnt[T]); ok {
+			n := len(c.a)
+			copy(c.a[i:], c.a[i+1:])
+			var zero T
+			c.a[n-1] = zero
+			c.a = c.a[:n-1]
+			c.sortedN = n - 1
+			return
+		}
+	}
+	c.dead = true
+}
+
 // fix drops the entries of dead slots and sorts the array again.
 func (c *sorted[T]) fix(dead []bool) {
 	if c.dead {
@@ -367,27 +390,28 @@ func (ni *nameIdx) insert(c *Constraint, s uint32) {
 	}
 }
 
-// remove marks constraint c of a slot that the caller marked dead; fix then
-// drops it.
-func (ni *nameIdx) remove(c *Constraint) {
+// remove takes constraint c of slot s (which the caller marked dead) out:
+// the sorted arrays at once (sorted.del), the keyed and affix structures
+// when fix runs.
+func (ni *nameIdx) remove(c *Constraint, s uint32) {
 	ni.n--
 	v := c.Value
 	switch v.Type {
 	case TypeInt:
 		switch c.Op {
 		case OpNe:
-			ni.neNum.dead = true
+			ni.neNum.del(neNumEnt{bits: uint64(v.Int), s: s})
 		case OpEq:
 			ni.eqInt.remove(v.Int)
 			fallthrough
 		default:
-			ni.ints[rop(c.Op)].dead = true
+			ni.ints[rop(c.Op)].del(intEnt{v.Int, s})
 		}
 	case TypeFloat:
 		if c.Op == OpNe {
-			ni.neNum.dead = true
+			ni.neNum.del(neNumEnt{bits: math.Float64bits(v.Float), s: s, isFloat: true})
 		} else {
-			ni.floats[rop(c.Op)].dead = true
+			ni.floats[rop(c.Op)].del(floatEnt{v.Float, s})
 		}
 	case TypeString:
 		switch c.Op {
@@ -395,11 +419,11 @@ func (ni *nameIdx) remove(c *Constraint) {
 			ni.eqStr.remove(v.Str)
 		case OpNe:
 			id := ni.strIDs[v.Str]
+			ni.neStr.del(neStrEnt{s: s, id: id.id})
 			id.refs--
 			if id.refs == 0 {
 				delete(ni.strIDs, v.Str)
 			}
-			ni.neStr.dead = true
 		case OpPrefix:
 			ni.prefix.remove(v.Str)
 		case OpSuffix:
@@ -407,13 +431,13 @@ func (ni *nameIdx) remove(c *Constraint) {
 		case OpContains:
 			ni.contains.remove(v.Str)
 		default:
-			ni.strs[rop(c.Op)].dead = true
+			ni.strs[rop(c.Op)].del(strEnt{v.Str, s})
 		}
 	case TypeBool:
 		if (c.Op == OpEq) == (v.Int != 0) {
-			ni.bTrue.dead = true
+			ni.bTrue.del(slotEnt(s))
 		} else {
-			ni.bFalse.dead = true
+			ni.bFalse.del(slotEnt(s))
 		}
 	}
 }

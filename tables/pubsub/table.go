@@ -87,7 +87,8 @@ const MaxPorts = 1 << 24
 // Table holds the subscriptions and their constraint index, and matches
 // events against them.
 //
-// Concurrency: mu is the only lock. Writers (Add, Remove, RemovePort,
+// Concurrency: mu (spinRW: RWMutex semantics, waiters spin before they
+// sleep) is the only lock. Writers (Add, Remove, RemovePort,
 // SetPort) hold it exclusively while they change the index, so a change is
 // visible to every match that starts after the writer returns; Match,
 // MatchBatch, Explain, List and Layout hold it shared for the whole event,
@@ -95,7 +96,7 @@ const MaxPorts = 1 << 24
 // matching goroutine (from a sync.Pool); subscription match counters are
 // atomic. Nothing is called back under mu.
 type Table struct {
-	mu     sync.RWMutex
+	mu     spinRW
 	nextID ID
 	subs   subIndex
 	byPort map[uint32][]*subscription // in no order
@@ -167,6 +168,7 @@ type slotMeta struct {
 // New returns an empty table.
 func New() *Table {
 	return &Table{
+		mu:      newLock(),
 		byPort:  map[uint32][]*subscription{},
 		names:   map[string]*nameIdx{},
 		portIdx: map[uint32]uint32{},
@@ -761,7 +763,7 @@ func (t *Table) removeLocked(subs []*subscription) {
 					continue
 				}
 				ni := t.names[f[k].Name]
-				ni.remove(&f[k])
+				ni.remove(&f[k], sl)
 				if !ni.touched {
 					ni.touched = true
 					touched = append(touched, ni)
