@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"fmt"
+	"os"
 	"sync"
 	"time"
 	"unsafe"
@@ -217,6 +218,12 @@ func (c *CUDA) pool(kind Kind, width int) ([]*Batch, error) {
 // slotKeys is the most keys a lookup slot holds (see lookupVia).
 const slotKeys = 1 << 15
 
+// serialLookups, set by GSWITCH_CUDA_SERIAL_LOOKUPS=1 in the environment,
+// gives the small lookups the write lock too (each still in its slot):
+// the lookups of before 2026-11-26, one at a time, for comparisons on the
+// same machine. Not for production.
+var serialLookups = os.Getenv("GSWITCH_CUDA_SERIAL_LOOKUPS") == "1"
+
 // lookupVia runs a slice lookup of n keys: fill copies keys [lo, lo+b.N)
 // into a batch, the batch is submitted, and drain copies its results out
 // once it is done.
@@ -238,9 +245,13 @@ const slotKeys = 1 << 15
 // reached the device one at a time.)
 func (c *CUDA) lookupVia(id TableID, kind Kind, width, n int, fill, drain func(b *Batch, lo int)) error {
 	t0 := time.Now()
-	c.lmu.RLock()
+	lock, unlock := c.lmu.RLock, c.lmu.RUnlock
+	if serialLookups {
+		lock, unlock = c.lmu.Lock, c.lmu.Unlock
+	}
+	lock()
 	if n <= min(c.chunk, slotKeys) {
-		defer c.lmu.RUnlock()
+		defer unlock()
 		b, err := c.slot(kind, width)
 		backendStages.Observe(StageSlot, time.Since(t0))
 		if err != nil {
@@ -258,7 +269,7 @@ func (c *CUDA) lookupVia(id TableID, kind Kind, width, n int, fill, drain func(b
 		drain(b, 0)
 		return nil
 	}
-	c.lmu.RUnlock()
+	unlock()
 	c.lmu.Lock()
 	defer c.lmu.Unlock()
 	backendStages.Observe(StageSlot, time.Since(t0))
@@ -308,7 +319,7 @@ func (c *CUDA) lookupVia(id TableID, kind Kind, width, n int, fill, drain func(b
 }
 
 // slot takes a lookup slot of kind and width (slotKeys keys) from the free
-// list, or makes one. The caller holds lmu's read lock; smu is taken
+// list, or makes one. The caller holds lmu (the read lock); smu is taken
 // inside it (order: lmu, smu, then mu on the owning goroutine).
 func (c *CUDA) slot(kind Kind, width int) (*Batch, error) {
 	k := poolKey{kind, width}
