@@ -224,6 +224,16 @@ const slotKeys = 1 << 15
 // same machine. Not for production.
 var serialLookups = os.Getenv("GSWITCH_CUDA_SERIAL_LOOKUPS") == "1"
 
+// blockingWait, set by GSWITCH_CUDA_BLOCKING_WAIT=1, makes the batches'
+// events blocking-sync (CU_EVENT_BLOCKING_SYNC): a caller waiting for its
+// batch sleeps in the driver instead of spinning on a core (the context is
+// SchedAuto, which spins with one context on a many-core host). With
+// several lookups in flight at once each waiting caller spins otherwise;
+// on 2026-11-26 (H200, gswitchd on 4 cores) the wake-ups of the callers
+// around them (stage handback) grew as the device lock went. An experiment
+// until measured on the device: off by default.
+var blockingWait = os.Getenv("GSWITCH_CUDA_BLOCKING_WAIT") == "1"
+
 // lookupVia runs a slice lookup of n keys: fill copies keys [lo, lo+b.N)
 // into a batch, the batch is submitted, and drain copies its results out
 // once it is done.
