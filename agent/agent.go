@@ -346,6 +346,10 @@ func (d *Agent) close() {
 			cs := d.co.Stats()
 			d.log.Info("shared device batches", "batches", cs.Batches, "keys", cs.Keys, "lookups", cs.Callers,
 				"direct", cs.Direct, "closed_full", cs.ByFull, "closed_delay", cs.ByDelay, "closed_quiet", cs.ByQuiet, "closed_idle", cs.ByIdle, "max_keys", cs.MaxKeys)
+			for _, st := range d.co.Stages() { // gswitch_shared_batch_stage_seconds's summary
+				d.log.Info("shared batch stage", "stage", st.Stage.String(), "batches", st.N(), "mean", st.Mean(),
+					"p50_le", st.Quantile(0.5), "p99_le", st.Quantile(0.99))
+			}
 		}
 		if d.eng != nil {
 			d.eng.Close()

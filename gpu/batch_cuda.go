@@ -130,7 +130,11 @@ func (c *CUDA) newBatch(kind Kind, width, capacity int) (*Batch, error) {
 		if cb.hout, err = allocHost(outB); err == nil {
 			if cb.din, err = c.alloc(inB); err == nil {
 				if cb.dout, err = c.alloc(outB); err == nil {
-					cb.done, err = cu.MakeEvent(cu.DisableTiming)
+					flags := cu.DisableTiming
+					if blockingWait {
+						flags |= cu.BlockingSyncEvent
+					}
+					cb.done, err = cu.MakeEvent(flags)
 				}
 			}
 		}

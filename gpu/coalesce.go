@@ -79,8 +79,13 @@ const DefaultCoalescerMaxBatch = 8192
 // pool (package kick), so that an idle process wakes at the deadline and
 // not a millisecond later (the Go runtime's resolution when it sleeps).
 //
+// Each batch is timed in stages (Stages; see Stage): form, start, lookup
+// and handback, a few time.Now calls per batch into atomic counters.
+//
 // Concurrency: one mutex (mu) guards the pending batches and the counters;
-// the backend call runs without it. Safe for concurrent use.
+// the backend call runs without it, and the stage histogram needs none. A
+// batch's closeAt is written under mu before its kick, its doneAt by the
+// leader before done is closed. Safe for concurrent use.
 type Coalescer struct {
 	be  FlowLooker
 	ds  deviceServer // be's, or nil
@@ -96,6 +101,7 @@ type Coalescer struct {
 	free     []*cgroup
 	direct   atomic.Uint64 // Stats.Direct (no lock on the direct path)
 	kickers  kick.Pool     // keep the leaders' sub-millisecond MaxDelay on time (package kick)
+	stages   StageHist     // per batch: form, start, lookup, handback (see Stage; no lock)
 }
 
 // CoalescerConfig configures a Coalescer.
@@ -130,6 +136,8 @@ type cgroup struct {
 	ns      []int
 	outs    [][]flow.RuleID
 	closed  bool
+	closeAt time.Time     // when close took it out of the pending batches
+	doneAt  time.Time     // when its results were in (read by the members after done)
 	kick    chan struct{} // wakes the leader once the batch is closed (cap 1)
 	done    chan struct{} // closed when the results are in
 	err     error
@@ -213,6 +221,16 @@ func (c *Coalescer) Stats() CoalescerStats {
 	return s
 }
 
+// Stages returns the per-batch stage times of the shared batches (see
+// Stage): form, start, lookup and handback are this Coalescer's; slot is
+// the process's CUDA backends' (their slice lookups' wait for a staging
+// slot), empty without one.
+func (c *Coalescer) Stages() []StageStats {
+	st := c.stages.Stats()
+	st[StageSlot] = backendStages.Stats()[StageSlot]
+	return st
+}
+
 // LookupFlow classifies n packets whose keys are in soa (flow.PackSoA
 // order over table id's projection: exactly n words per projected word,
 // as PackSoA returns them) into out[0:n], in a shared batch when a device
@@ -254,6 +272,7 @@ func (c *Coalescer) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleI
 
 	if !leader {
 		<-g.done
+		c.stages.Observe(StageHandBack, time.Since(g.doneAt))
 		err := g.err
 		c.mu.Lock()
 		c.blocked--
@@ -261,7 +280,11 @@ func (c *Coalescer) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleI
 		return err
 	}
 	c.await(g)
+	start := time.Now()
+	c.stages.Observe(StageStart, start.Sub(g.closeAt))
 	c.run(g)
+	g.doneAt = time.Now()
+	c.stages.Observe(StageLookup, g.doneAt.Sub(start))
 	c.mu.Lock()
 	c.blocked--
 	c.inflight--
@@ -335,6 +358,8 @@ func (c *Coalescer) close(g *cgroup) {
 		return
 	}
 	g.closed = true
+	g.closeAt = time.Now()
+	c.stages.Observe(StageForm, g.closeAt.Sub(g.opened))
 	if i := slices.Index(c.pending, g); i >= 0 {
 		c.pending = slices.Delete(c.pending, i, i+1)
 	}

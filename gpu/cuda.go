@@ -40,7 +40,7 @@ const blockSize = 256
 // start and Close), cuda_tables.go (device memory, image uploads, Load,
 // Apply and the update scatter) and cuda_launch.go (kernel launches, the
 // stream pool, the LPM lookups, kernel timing). Locks are taken in the
-// order lmu, then mu, then pmu (see the fields).
+// order lmu, then smu, then mu, then pmu (see the fields).
 type CUDA struct {
 	work   chan func()
 	closed atomic.Bool
@@ -83,10 +83,15 @@ type CUDA struct {
 	ustream cu.Stream // the update stream: bubble copies and scatters only
 	rr      int
 
-	// lmu serialises the slice lookups (LookupLPM4, LookupLPM6,
-	// LookupFlow), which run through pools of pipeline batches.
-	lmu   sync.Mutex
+	// lmu orders the slice lookups (LookupLPM4, LookupLPM6, LookupFlow)
+	// against SetStreams and Close (write lock): a lookup of up to
+	// slotKeys keys holds the read lock and a slot of its own (slots,
+	// guarded by smu), a bigger one the write lock and the pools of
+	// pipeline batches (see lookupVia).
+	lmu   sync.RWMutex
 	pools map[poolKey][]*Batch
+	smu   sync.Mutex
+	slots map[poolKey][]*Batch // free lookup slots
 
 	// mu guards the tables map's writes (by the goroutine) and its reads by
 	// Submit, which runs on the caller's goroutine, the bubble staging and
@@ -131,7 +136,7 @@ type devBuf struct {
 // the NVIDIA driver.
 func NewCUDA(ordinal int) (*CUDA, error) {
 	c := &CUDA{work: make(chan func()), tables: make(map[TableID]*cudaTable),
-		occ: make(map[cu.Function]int), pools: make(map[poolKey][]*Batch)}
+		occ: make(map[cu.Function]int), pools: make(map[poolKey][]*Batch), slots: make(map[poolKey][]*Batch)}
 	started := make(chan error)
 	go c.loop(ordinal, started)
 	if err := <-started; err != nil {

@@ -4,7 +4,9 @@ package gpu
 
 import (
 	"fmt"
+	"os"
 	"sync"
+	"time"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -133,6 +135,12 @@ func (c *CUDA) freeStreams() {
 		}
 		delete(c.pools, k)
 	}
+	for k, free := range c.slots { // lmu held: none is taken
+		for _, b := range free {
+			b.impl.(*cudaBatch).release()
+		}
+		delete(c.slots, k)
+	}
 	for i := range c.streams {
 		c.streams[i].Destroy()
 	}
@@ -207,13 +215,74 @@ func (c *CUDA) pool(kind Kind, width int) ([]*Batch, error) {
 	return p, nil
 }
 
-// lookupVia runs a slice lookup of n keys through the pipeline batches of
-// kind and width: chunk by chunk, fill copies a chunk's keys into a batch,
-// the batch is submitted, and drain copies its results out once it is done;
-// a batch is refilled only after its previous chunk was drained.
+// slotKeys is the most keys a lookup slot holds (see lookupVia).
+const slotKeys = 1 << 15
+
+// serialLookups, set by GSWITCH_CUDA_SERIAL_LOOKUPS=1 in the environment,
+// gives the small lookups the write lock too (each still in its slot):
+// the lookups of before 2026-11-26, one at a time, for comparisons on the
+// same machine. Not for production.
+var serialLookups = os.Getenv("GSWITCH_CUDA_SERIAL_LOOKUPS") == "1"
+
+// blockingWait, set by GSWITCH_CUDA_BLOCKING_WAIT=1, makes the batches'
+// events blocking-sync (CU_EVENT_BLOCKING_SYNC): a caller waiting for its
+// batch sleeps in the driver instead of spinning on a core (the context is
+// SchedAuto, which spins with one context on a many-core host). With
+// several lookups in flight at once each waiting caller spins otherwise;
+// on 2026-11-26 (H200, gswitchd on 4 cores) the wake-ups of the callers
+// around them (stage handback) grew as the device lock went. An experiment
+// until measured on the device: off by default.
+var blockingWait = os.Getenv("GSWITCH_CUDA_BLOCKING_WAIT") == "1"
+
+// lookupVia runs a slice lookup of n keys: fill copies keys [lo, lo+b.N)
+// into a batch, the batch is submitted, and drain copies its results out
+// once it is done.
+//
+// A lookup of at most slotKeys keys (and at most a chunk: every shared
+// batch of a Coalescer) runs in one lookup slot, a batch of its own taken
+// from a free list, under lmu's read lock: lookups of several callers (a
+// Coalescer's batches in flight, one per leader) are on the device at once,
+// over the streams in turn, each caller waiting for its own batch's event.
+// A slot is made on first need, so there are as many as lookups ran at
+// once at most, and kept until SetStreams or Close.
+//
+// A bigger lookup is cut into chunks through the pipeline batches of kind
+// and width (two per stream), under lmu's write lock: chunk by chunk, a
+// batch is refilled only after its previous chunk was drained.
+//
+// (Before 2026-11-26 every lookup took lmu exclusively for its whole
+// submit and wait: a Coalescer's batches, however many were in flight,
+// reached the device one at a time.)
 func (c *CUDA) lookupVia(id TableID, kind Kind, width, n int, fill, drain func(b *Batch, lo int)) error {
+	t0 := time.Now()
+	lock, unlock := c.lmu.RLock, c.lmu.RUnlock
+	if serialLookups {
+		lock, unlock = c.lmu.Lock, c.lmu.Unlock
+	}
+	lock()
+	if n <= min(c.chunk, slotKeys) {
+		defer unlock()
+		b, err := c.slot(kind, width)
+		backendStages.Observe(StageSlot, time.Since(t0))
+		if err != nil {
+			return err
+		}
+		defer c.putSlot(kind, width, b)
+		b.N = n
+		fill(b, 0)
+		if err := c.Submit(id, b); err != nil {
+			return err
+		}
+		if err := b.Wait(); err != nil {
+			return err
+		}
+		drain(b, 0)
+		return nil
+	}
+	unlock()
 	c.lmu.Lock()
 	defer c.lmu.Unlock()
+	backendStages.Observe(StageSlot, time.Since(t0))
 	pool, err := c.pool(kind, width)
 	if err != nil {
 		return err
@@ -257,6 +326,36 @@ func (c *CUDA) lookupVia(id TableID, kind Kind, width, n int, fill, drain func(b
 		}
 	}
 	return err
+}
+
+// slot takes a lookup slot of kind and width (slotKeys keys) from the free
+// list, or makes one. The caller holds lmu (the read lock); smu is taken
+// inside it (order: lmu, smu, then mu on the owning goroutine).
+func (c *CUDA) slot(kind Kind, width int) (*Batch, error) {
+	k := poolKey{kind, width}
+	c.smu.Lock()
+	if free := c.slots[k]; len(free) > 0 {
+		b := free[len(free)-1]
+		c.slots[k] = free[:len(free)-1]
+		c.smu.Unlock()
+		return b, nil
+	}
+	c.smu.Unlock()
+	var b *Batch
+	err := c.do(func() error {
+		var err error
+		b, err = c.newBatch(kind, width, slotKeys)
+		return err
+	})
+	return b, err
+}
+
+// putSlot gives b back to the free list (lmu's read lock held).
+func (c *CUDA) putSlot(kind Kind, width int, b *Batch) {
+	k := poolKey{kind, width}
+	c.smu.Lock()
+	c.slots[k] = append(c.slots[k], b)
+	c.smu.Unlock()
 }
 
 // LookupLPM4 looks up IPv4 addresses in table id on the GPU.

@@ -83,9 +83,13 @@
 // dynamic shared memory) and the copy-out in the next of N streams
 // (SetStreams; GAMT §4.4), and records the batch's event; Wait synchronizes
 // on it. Several batches in flight overlap each other's copies and kernels.
-// The slice lookups (LookupLPM4, LookupLPM6, LookupFlow) run through pools of
-// such batches (two per stream, DefaultChunk keys each), the host copying
-// the keys in and the results out (split over goroutines). KernelTimeLPM4,
+// The slice lookups (LookupLPM4, LookupLPM6, LookupFlow) of up to 32K keys
+// (a Coalescer's shared batches) each run in a lookup slot of their own (a
+// batch from a free list, under a read lock): several callers' lookups are
+// on the device at once, each waiting for its own event. Bigger ones run,
+// one at a time, through pools of such batches (two per stream,
+// DefaultChunk keys each), the host copying the keys in and the results
+// out (split over goroutines). KernelTimeLPM4,
 // KernelTimeLPM6 and KernelTimeFlow time a kernel alone (CUDA events).
 //
 // Bubbles queued by Apply are scattered before the next batch on an update

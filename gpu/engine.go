@@ -248,26 +248,33 @@ func (e *Engine) split(id TableID, n int, run func(b Backend, lo, hi int) error)
 		return run(e.cpu, 0, n)
 	}
 	errs := make([]error, len(devs))
+	part := func(k, i int) {
+		lo, hi := k*n/len(devs), (k+1)*n/len(devs)
+		d := e.devs[i]
+		if err := run(d.b, lo, hi); err != nil {
+			if tableFault(err) || errors.Is(err, ErrNoTable) || errors.Is(err, ErrShortOut) || errors.Is(err, ErrShortKeys) {
+				errs[k] = err // the caller's mistake: the CPU says the same
+				return
+			}
+			e.fail(i, d, err)
+			e.fallbacks.Add(1)
+			e.onCPU.Add(uint64(hi - lo))
+			errs[k] = run(e.cpu, lo, hi)
+			return
+		}
+		e.onDev.Add(uint64(hi - lo))
+		d.keys.Add(uint64(hi - lo))
+	}
+	if len(devs) == 1 { // one device: on the caller's goroutine (no hop to a goroutine and back)
+		part(0, devs[0])
+		return errs[0]
+	}
 	var wg sync.WaitGroup
 	for k, i := range devs {
-		lo, hi := k*n/len(devs), (k+1)*n/len(devs)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d := e.devs[i]
-			if err := run(d.b, lo, hi); err != nil {
-				if tableFault(err) || errors.Is(err, ErrNoTable) || errors.Is(err, ErrShortOut) || errors.Is(err, ErrShortKeys) {
-					errs[k] = err // the caller's mistake: the CPU says the same
-					return
-				}
-				e.fail(i, d, err)
-				e.fallbacks.Add(1)
-				e.onCPU.Add(uint64(hi - lo))
-				errs[k] = run(e.cpu, lo, hi)
-				return
-			}
-			e.onDev.Add(uint64(hi - lo))
-			d.keys.Add(uint64(hi - lo))
+			part(k, i)
 		}()
 	}
 	wg.Wait()

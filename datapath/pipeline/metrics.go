@@ -51,6 +51,7 @@ var (
 
 	mBatchFrames   = prometheus.NewDesc("gswitch_batch_frames", "Frames per batch run through the pipeline.", nil, nil)
 	mFrameLatency  = prometheus.NewDesc("gswitch_frame_latency_seconds", "Per-frame latency from the kernel's receive timestamp (the receive ring) to the end of its batch's run through the pipeline (transmitted or dropped).", nil, nil)
+	mSharedStage   = prometheus.NewDesc("gswitch_shared_batch_stage_seconds", "With a coalescer (a GPU): time per shared batch in each stage, stage=form (first key to close), start (close to the backend call), slot (the CUDA backend's wait for a staging slot), lookup (the backend call: copies, kernel, device completion), handback (results in to a member's wake-up).", []string{"stage"}, nil)
 	mBatchesClosed = metricCounter("gswitch_batches_closed_total", "Batches a port loop closed, by why: full (batch size reached) or delay (the oldest frame waited the maximum delay).", "why")
 	mBatchesPath   = metricCounter("gswitch_batches_path_total", "Batches a port loop closed with a coalescer (a GPU), by the path they ran: direct (in the port loop, lookups straight to the classifier: no table was served by the device) or shared (handed to the queue's runner, lookups in shared device batches).", "path")
 
@@ -81,7 +82,8 @@ type switchCollector struct{ s *Switch }
 // gswitch_{group,meter,offload}_drops_total, the histogram
 // gswitch_batch_frames, the histogram gswitch_frame_latency_seconds (per
 // frame, receive ring to the end of the pipeline: latency.go),
-// gswitch_batches_closed_total{why},
+// gswitch_batches_closed_total{why}, with a coalescer
+// gswitch_shared_batch_stage_seconds{stage} (gpu.Stage),
 // gswitch_learned_macs and gswitch_standalone.
 func (s *Switch) Collector() prometheus.Collector { return switchCollector{s} }
 
@@ -91,6 +93,7 @@ func (c switchCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- mBatchFrames
 	ch <- mFrameLatency
+	ch <- mSharedStage
 }
 
 func (c switchCollector) Collect(ch chan<- prometheus.Metric) {
@@ -154,6 +157,17 @@ func (c switchCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.s.cfg.Coalescer != nil {
 		emit(mBatchesPath, float64(bs.Direct), "direct")
 		emit(mBatchesPath, float64(bs.Shared), "shared")
+		for _, st := range c.s.cfg.Coalescer.Stages() {
+			sb := make(map[float64]uint64, len(st.Bounds))
+			var n uint64
+			for i, k := range st.Counts {
+				n += k
+				if i < len(st.Bounds) {
+					sb[st.Bounds[i].Seconds()] = n
+				}
+			}
+			ch <- prom.Histogram(mSharedStage, n, st.Sum.Seconds(), sb, st.Stage.String())
+		}
 	}
 }
 

@@ -38,7 +38,8 @@ import (
 // 16 (a batch closed by --max-delay at a few hundred thousand frames per
 // second per queue, where the per-batch costs weigh). 64-byte UDP frames
 // of 16 flows. Besides ns/frame it reports cpu-ns/frame (the process's
-// CPU time, every goroutine's).
+// CPU time, every goroutine's) and, on path=shared, the shared batches'
+// mean stage times (gpu.Stage: form-, start-, lookup-, handback-ns/batch).
 func BenchmarkPerFrame(b *testing.B) {
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(quietLog()) // lpmshape's line per change of shape
@@ -148,6 +149,13 @@ func benchPerFrame(b *testing.B, path, set string, batch int) {
 	}
 	if co != nil && co.Stats().Keys == 0 {
 		b.Fatalf("coalescer stats %+v: no shared batch", co.Stats())
+	}
+	if co != nil { // the shared batches' stage times (gpu.Stage), mean per batch
+		for _, st := range co.Stages() {
+			if st.N() > 0 {
+				b.ReportMetric(float64(st.Mean().Nanoseconds()), st.Stage.String()+"-ns/batch")
+			}
+		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/frame")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*batch), "cpu-ns/frame")
