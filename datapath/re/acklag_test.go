@@ -14,15 +14,7 @@ import (
 // are acknowledged.
 func TestAckLag(t *testing.T) {
 	const lagLen, batches = 40, 400
-	enc, err := NewEncoder(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec, err := NewDecoder(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc.HandleControl(dec.Hello(macA, macB))
+	enc, dec := newPair(t, Config{})
 	buf := iperfBuffer()
 	pay := make([]byte, 1448)
 	var sc Scratch

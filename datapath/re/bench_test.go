@@ -54,17 +54,7 @@ func benchLink(b *testing.B, fill func(i int, pay []byte), batch bool) {
 		fill(i, pay)
 		frames[i] = tcpFrame([4]byte{10, 9, 0, 1}, [4]byte{10, 9, 0, 2}, 5201, 40000, uint32(i*1448), pay)
 	}
-	enc, err := NewEncoder(Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	dec, err := NewDecoder(Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := enc.HandleControl(dec.Hello(macA, macB)); err != nil {
-		b.Fatal(err)
-	}
+	enc, dec := newPair(b, Config{})
 	var sc Scratch
 	var res [][]byte
 	var arena []byte
@@ -222,17 +212,7 @@ func benchStream(b *testing.B, mss int, fill func(pass int, data []byte)) {
 		frames[i] = tcpFrame([4]byte{10, 9, 0, 1}, [4]byte{10, 9, 0, 2}, 5201, 40000, 0, data[:mss])
 	}
 	const payOff = 14 + 20 + 20
-	enc, err := NewEncoder(Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	dec, err := NewDecoder(Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := enc.HandleControl(dec.Hello(macA, macB)); err != nil {
-		b.Fatal(err)
-	}
+	enc, dec := newPair(b, Config{})
 	var sc Scratch
 	var res [][]byte
 	var arena []byte

@@ -30,15 +30,7 @@ func TestFilesThroughLink(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("GSWITCH_RE_LOG_BYTES")); err == nil {
 		logBytes = v
 	}
-	enc, err := NewEncoder(Config{LogBytes: logBytes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec, err := NewDecoder(Config{LogBytes: logBytes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc.HandleControl(dec.Hello(macA, macB))
+	enc, dec := newPair(t, Config{LogBytes: logBytes})
 	if v := os.Getenv("GSWITCH_RE_IMPAIR"); v != "" {
 		filesImpaired(t, list, enc, dec, v)
 		return

@@ -11,9 +11,7 @@ import (
 func FuzzReceive(f *testing.F) {
 	r := rand.New(rand.NewPCG(1, 1))
 	file := randomBytes(r, 16<<10)
-	enc, _ := NewEncoder(Config{})
-	dec, _ := NewDecoder(Config{})
-	enc.HandleControl(dec.Hello(macA, macB))
+	enc, dec := newPair(f, Config{})
 	for _, fr := range transfer(file, 1, 1) {
 		dec.Receive(fr, nil)
 		enc.Encode(fr, nil)

@@ -159,19 +159,26 @@ func (l *link) acks() {
 }
 
 func newLink(t *testing.T, loss, reorder float64) *link {
-	enc, err := NewEncoder(Config{})
+	enc, dec := newPair(t, Config{})
+	return &link{t: t, enc: enc, dec: dec, r: rand.New(rand.NewPCG(uint64(loss*1000), 7)), loss: loss, reorder: reorder, ackEvery: 16}
+}
+
+// newPair is an encoder and a decoder of cfg, the encoder told the
+// decoder's hello (epoch and log size), as the two ends of a link start.
+func newPair(tb testing.TB, cfg Config) (*Encoder, *Decoder) {
+	tb.Helper()
+	enc, err := NewEncoder(cfg)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	dec, err := NewDecoder(Config{})
+	dec, err := NewDecoder(cfg)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	l := &link{t: t, enc: enc, dec: dec, r: rand.New(rand.NewPCG(uint64(loss*1000), 7)), loss: loss, reorder: reorder, ackEvery: 16}
 	if err := enc.HandleControl(dec.Hello(macA, macB)); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	return l
+	return enc, dec
 }
 
 func randomBytes(r *rand.Rand, n int) []byte {
