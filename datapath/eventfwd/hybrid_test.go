@@ -70,6 +70,25 @@ func hybridOf(t *testing.T, specs []pubsub.Spec) (*pubsub.Table, *Hybrid, *flaky
 	return tab, h, fd
 }
 
+// layoutHybridOf is hybridOf with the layout device itself, unwrapped, so
+// that what it brings back beyond Device (the deciding filter slots, live
+// updates) reaches the Hybrid.
+func layoutHybridOf(t *testing.T, specs []pubsub.Spec) (*pubsub.Table, *Hybrid) {
+	t.Helper()
+	tab := pubsub.New()
+	if _, err := tab.AddSpecs(specs); err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHybrid(HybridConfig{Table: tab, MinBatch: 8, Log: quiet(), Open: func(l *pubsub.Layout) (Device, error) {
+		d := &gpu.LayoutDevice{}
+		return d, d.Update(bubble.Update{Full: l.Image.Clone()}, l.Names)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab, h
+}
+
 func checkBatch(t *testing.T, what string, h *Hybrid, specs []pubsub.Spec, evs []pubsub.Event) {
 	t.Helper()
 	got := h.MatchBatch(evs, nil)
@@ -235,17 +254,7 @@ func TestHybridCountsDeviceMatches(t *testing.T) {
 	sc.FiltersMin, sc.FiltersMax = 300, 400
 	sc.Names, sc.Values, sc.Words = 10, 8, 6
 	specs := sc.Subscriptions()
-	tab := pubsub.New()
-	if _, err := tab.AddSpecs(specs); err != nil {
-		t.Fatal(err)
-	}
-	h, err := NewHybrid(HybridConfig{Table: tab, MinBatch: 8, Log: quiet(), Open: func(l *pubsub.Layout) (Device, error) {
-		d := &gpu.LayoutDevice{}
-		return d, d.Update(bubble.Update{Full: l.Image.Clone()}, l.Names)
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tab, h := layoutHybridOf(t, specs)
 	sum := func() uint64 {
 		var n uint64
 		for _, s := range tab.List() {
@@ -375,17 +384,7 @@ func TestHybridLiveUpdates(t *testing.T) {
 	sc.FiltersMin, sc.FiltersMax = 60, 90
 	sc.Names, sc.Values, sc.Words = 8, 6, 5
 	specs := sc.Subscriptions()
-	tab := pubsub.New()
-	if _, err := tab.AddSpecs(specs); err != nil {
-		t.Fatal(err)
-	}
-	h, err := NewHybrid(HybridConfig{Table: tab, MinBatch: 8, Log: quiet(), Open: func(l *pubsub.Layout) (Device, error) {
-		d := &gpu.LayoutDevice{}
-		return d, d.Update(bubble.Update{Full: l.Image.Clone()}, l.Names)
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tab, h := layoutHybridOf(t, specs)
 	defer h.Close()
 	if _, ok := h.dev.(LiveDevice); !ok {
 		t.Fatal("the layout device is not a LiveDevice")
