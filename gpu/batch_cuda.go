@@ -65,12 +65,23 @@ static CUresult gs_wait(CUcontext ctx, CUevent ev)
 		return r;
 	return cuEventSynchronize(ev);
 }
+
+// gs_query makes ctx current on the calling thread and asks whether ev has
+// completed (CUDA_SUCCESS, CUDA_ERROR_NOT_READY, or an error).
+static CUresult gs_query(CUcontext ctx, CUevent ev)
+{
+	CUresult r = cuCtxSetCurrent(ctx);
+	if (r != CUDA_SUCCESS)
+		return r;
+	return cuEventQuery(ev);
+}
 */
 import "C"
 
 import (
 	"fmt"
 	"runtime"
+	"time"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -101,8 +112,9 @@ type cudaBatch struct {
 	hin, hout hostBuf
 	din, dout devBuf
 	done      cu.Event
-	seq       uint64 // the scatters queued before it (CUDA.sseq), all done once it is
-	empty     bool   // submitted with N == 0: nothing queued
+	st        cu.Stream // a lookup slot's own stream (see CUDA.slot); else none: the streams in turn
+	seq       uint64    // the scatters queued before it (CUDA.sseq), all done once it is
+	empty     bool      // submitted with N == 0: nothing queued
 	submitErr error
 }
 
@@ -131,7 +143,7 @@ func (c *CUDA) newBatch(kind Kind, width, capacity int) (*Batch, error) {
 			if cb.din, err = c.alloc(inB); err == nil {
 				if cb.dout, err = c.alloc(outB); err == nil {
 					flags := cu.DisableTiming
-					if blockingWait {
+					if waitMode != waitSpin {
 						flags |= cu.BlockingSyncEvent
 					}
 					cb.done, err = cu.MakeEvent(flags)
@@ -168,15 +180,36 @@ func (cb *cudaBatch) wait(*Batch) error {
 	if cb.submitErr != nil || cb.empty {
 		return cb.submitErr
 	}
-	runtime.LockOSThread()
-	r := C.gs_wait(cContext(cb.c.ctx), cEvent(cb.done))
-	runtime.UnlockOSThread()
+	ctx, ev := cContext(cb.c.ctx), cEvent(cb.done)
+	var r C.CUresult
+	if waitMode == waitYield {
+		r = yieldWait(ctx, ev)
+	} else {
+		r = C.gs_wait(ctx, ev)
+	}
 	if !cuOK(r) {
 		return fmt.Errorf("gpu: cuda: lookup: %v", cuErr(r))
 	}
 	for d := cb.c.doneSeq.Load(); d < cb.seq && !cb.c.doneSeq.CompareAndSwap(d, cb.seq); d = cb.c.doneSeq.Load() {
 	}
 	return nil
+}
+
+// yieldWait polls ev, yielding the processor to the other goroutines
+// between polls, for at most yieldFor, then sleeps in the driver (the
+// event is blocking-sync in this mode) — see waitMode.
+func yieldWait(ctx C.CUcontext, ev C.CUevent) C.CUresult {
+	t0 := time.Now()
+	for {
+		r := C.gs_query(ctx, ev)
+		if r != C.CUDA_ERROR_NOT_READY {
+			return r
+		}
+		if time.Since(t0) >= yieldFor {
+			return C.gs_wait(ctx, ev)
+		}
+		runtime.Gosched()
+	}
 }
 
 // Submit queues b's lookups in table id (see Backend): after any queued
@@ -216,8 +249,11 @@ func (c *CUDA) Submit(id TableID, b *Batch) error {
 		return nil
 	}
 	cb.seq = c.sseq
-	c.rr++
-	st := c.streams[c.rr%len(c.streams)]
+	st := cb.st
+	if st == cu.NoStream {
+		c.rr++
+		st = c.streams[c.rr%len(c.streams)]
+	}
 	cb.submitErr = c.queue(st, t, b, cb)
 	return nil
 }

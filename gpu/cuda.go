@@ -82,6 +82,9 @@ type CUDA struct {
 	streams []cu.Stream
 	ustream cu.Stream // the update stream: bubble copies and scatters only
 	rr      int
+	// sstreams are the lookup slots' own streams (each slot submits on its
+	// stream: concurrent slot lookups never queue behind one another).
+	sstreams []cu.Stream
 
 	// lmu orders the slice lookups (LookupLPM4, LookupLPM6, LookupFlow)
 	// against SetStreams and Close (write lock): a lookup of up to
