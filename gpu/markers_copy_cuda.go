@@ -42,13 +42,12 @@ static CUresult gs_copy_segs(CUstream st, const char *region, CUdeviceptr stage,
 
 // gs_copy_queue queues, in stream st with ctx made current on the calling
 // thread, a batch of the markers whose payloads the copy engine moves out
-// of registered host memory: the copies of the index (hidx -> didx, nidx
-// bytes: offsets and lengths) and of the staging offsets (hsrc -> dsrc,
-// nsrc bytes), the runs' copies, rabin_gather (gfn: the staging buffer
+// of registered host memory: the copy of the index (hidx -> didx, nidx
+// bytes: offsets, lengths and staging offsets), the runs' copies, rabin_gather (gfn: the staging buffer
 // into the compact buffer), the markers kernel (mfn), the copy of the
 // bitmap out (dbm -> hbm, nbm bytes) and the record of ev.
 static CUresult gs_copy_queue(CUcontext ctx, CUstream st, CUdeviceptr didx, void *hidx, size_t nidx,
-	CUdeviceptr dsrc, void *hsrc, size_t nsrc, const char *region, CUdeviceptr stage,
+	const char *region, CUdeviceptr stage,
 	const gs_copy_seg *segs, int nsegs,
 	CUfunction gfn, unsigned ggrid, unsigned gblock, void **gparams,
 	CUfunction mfn, unsigned mgrid, unsigned mblock, void **mparams,
@@ -58,8 +57,6 @@ static CUresult gs_copy_queue(CUcontext ctx, CUstream st, CUdeviceptr didx, void
 	if (r != CUDA_SUCCESS)
 		return r;
 	if ((r = cuMemcpyHtoDAsync(didx, hidx, nidx, st)) != CUDA_SUCCESS)
-		return r;
-	if ((r = cuMemcpyHtoDAsync(dsrc, hsrc, nsrc, st)) != CUDA_SUCCESS)
 		return r;
 	if ((r = gs_copy_segs(st, region, stage, segs, nsegs)) != CUDA_SUCCESS)
 		return r;
@@ -86,12 +83,15 @@ import (
 )
 
 // copyTwin is a batch's state for the copy path: the staging buffer on
-// the device, the staging offsets (page-locked, copied in beside the
-// index), and the runs of its last Submit.
+// the device, the batch's index as the copy path sends it (page-locked,
+// and its device twin: the N offsets, the N lengths, then the N staging
+// offsets, so that one copy moves all three: every copy the engine runs
+// costs a gap beside its bytes), and the runs of its last Submit.
 type copyTwin struct {
 	dstage   devBuf
 	stageCap int64
-	hsrc     hostBuf // capacity words
+	hidx     hostBuf // 3 x capacity words
+	didx     devBuf
 	segs     []copySeg
 }
 
@@ -127,7 +127,13 @@ func (r *RabinMarkers) copyTwinOf(t *markerTwin, bufBytes int) (*copyTwin, error
 		if cp.dstage, err = r.c.alloc(max(n, 16)); err != nil {
 			return err
 		}
-		if cp.hsrc, err = allocHost(max(4*int64(t.capacity), 4)); err != nil {
+		n := max(12*int64(t.capacity), 12)
+		if cp.hidx, err = allocHost(n); err != nil {
+			r.c.free(&cp.dstage)
+			return err
+		}
+		if cp.didx, err = r.c.alloc(n); err != nil {
+			cp.hidx.free()
 			r.c.free(&cp.dstage)
 			return err
 		}
@@ -144,7 +150,8 @@ func (cp *copyTwin) release(c *CUDA) {
 	if cp == nil {
 		return
 	}
-	cp.hsrc.free()
+	cp.hidx.free()
+	c.free(&cp.didx)
 	c.free(&cp.dstage)
 }
 
@@ -160,7 +167,11 @@ func (r *RabinMarkers) submitCopy(b *MarkerBatch, t *markerTwin) error {
 	if err != nil {
 		return err
 	}
-	stage := wordsAt(cp.hsrc.p, t.capacity)[:b.N]
+	n := b.N
+	idx := wordsAt(cp.hidx.p, 3*n)
+	copy(idx, b.Offs[:n])
+	copy(idx[n:], b.Lens[:n])
+	stage := idx[2*n:]
 	var staged int
 	cp.segs, staged = planCopies(cp.segs, stage, b.Srcs[:b.N], b.Lens[:b.N], len(b.Region.Mem))
 	if int64(staged) > cp.stageCap {
@@ -179,10 +190,9 @@ func (r *RabinMarkers) submitCopy(b *MarkerBatch, t *markerTwin) error {
 	ma, ga := newCArgs(11), newCArgs(6)
 	defer ma.free()
 	defer ga.free()
-	idx := uint64(t.didx.p)
-	mp := r.params(ma, t, b, parts)
-	gp := []unsafe.Pointer{ga.u64(uint64(cp.dstage.p)), ga.u64(idx + 8*uint64(t.capacity)), ga.u64(idx),
-		ga.u64(idx + 4*uint64(t.capacity)), ga.u32(uint32(b.N)), ga.u64(uint64(t.dbuf.p))}
+	offs, lens, srcs := uint64(cp.didx.p), uint64(cp.didx.p)+4*uint64(n), uint64(cp.didx.p)+8*uint64(n)
+	mp := r.paramsAt(ma, t, b, parts, offs, lens)
+	gp := []unsafe.Pointer{ga.u64(uint64(cp.dstage.p)), ga.u64(srcs), ga.u64(offs), ga.u64(lens), ga.u32(uint32(n)), ga.u64(uint64(t.dbuf.p))}
 	mem := C.malloc(C.size_t(8 * (len(mp) + len(gp))))
 	defer C.free(mem)
 	pp := unsafe.Slice((*unsafe.Pointer)(mem), len(mp)+len(gp))
@@ -194,8 +204,7 @@ func (r *RabinMarkers) submitCopy(b *MarkerBatch, t *markerTwin) error {
 		segp = (*C.gs_copy_seg)(unsafe.Pointer(&cp.segs[0]))
 	}
 	runtime.LockOSThread()
-	res := C.gs_copy_queue(cContext(r.c.ctx), cStream(st), cDev(t.didx.p), t.hidx.p, C.size_t(4*(int64(t.capacity)+int64(b.N))),
-		C.CUdeviceptr(idx+8*uint64(t.capacity)), cp.hsrc.p, C.size_t(4*b.N),
+	res := C.gs_copy_queue(cContext(r.c.ctx), cStream(st), cDev(cp.didx.p), cp.hidx.p, C.size_t(12*n),
 		(*C.char)(unsafe.Pointer(&b.Region.Mem[0])), cDev(cp.dstage.p), segp, C.int(len(cp.segs)),
 		cFunc(r.gfn), C.uint(ggrid), C.uint(gblock), &pp[len(mp)],
 		cFunc(r.fn), C.uint(grid), C.uint(block), &pp[0],

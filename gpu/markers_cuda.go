@@ -368,7 +368,13 @@ func (r *RabinMarkers) KernelTime(b *MarkerBatch, iters int) (float64, error) {
 
 // params stores the kernel's arguments for batch b in a.
 func (r *RabinMarkers) params(a *cArgs, t *markerTwin, b *MarkerBatch, parts int) []unsafe.Pointer {
-	return []unsafe.Pointer{a.u64(uint64(t.dbuf.p)), a.u64(uint64(t.didx.p)), a.u64(uint64(t.didx.p) + 4*uint64(t.capacity)),
+	return r.paramsAt(a, t, b, parts, uint64(t.didx.p), uint64(t.didx.p)+4*uint64(t.capacity))
+}
+
+// paramsAt is params with the offsets and lengths at device addresses
+// offs and lens.
+func (r *RabinMarkers) paramsAt(a *cArgs, t *markerTwin, b *MarkerBatch, parts int, offs, lens uint64) []unsafe.Pointer {
+	return []unsafe.Pointer{a.u64(uint64(t.dbuf.p)), a.u64(offs), a.u64(lens),
 		a.u32(uint32(b.N)), a.u64(uint64(r.tabs.p)), a.u32(uint32(r.m.W)), a.u32(uint32(r.shift)),
 		a.u32(uint32(r.m.Mask())), a.u32(uint32(r.m.Mask() >> 32)), a.u64(uint64(t.dbm.p)), a.u32(uint32(parts))}
 }

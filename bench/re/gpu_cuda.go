@@ -57,7 +57,7 @@ func openGPUMarkers(pol rabin.Pol, window, bits int, opt GPUOptions) (GPUMarkers
 	// for payloads of 1 KiB on average: a batch of shorter ones is cut by
 	// its count before its bytes.
 	p, err := gpu.NewMarkerPipeline(r, gpu.PipelineConfig{Fillers: opt.Fillers, BatchBytes: opt.BatchBytes,
-		BatchPayloads: opt.BatchBytes >> 10, FlatStart: opt.FlatStart})
+		BatchPayloads: opt.BatchBytes >> 10, FlatStart: opt.FlatStart, FlatEnd: opt.FlatEnd})
 	if err != nil {
 		r.Close()
 		c.Close()
@@ -133,6 +133,11 @@ func (g *cudaMarkers) Shape() string {
 	if g.opt.FlatStart {
 		start = "first batches whole"
 	}
+	if g.opt.FlatEnd {
+		start += ", last batches whole"
+	} else {
+		start += ", last batches at most half of what is left"
+	}
 	return fmt.Sprintf("pack: %d fillers, batches of %d KiB; gather and copy: %d fillers, batches of %d KiB, %s %d warps/SM; all: %s, %d streams, waits %s; kernel alone: %d payloads in %d segments each",
 		g.opt.Fillers, g.opt.BatchBytes>>10, g.opt.GatherFillers, g.opt.GatherBatchBytes>>10, g.r.GatherKernel(), g.r.GatherWarpsPerSM(),
 		start, g.r.Streams(), wait, g.n, g.r.PartsFor(g.n))
@@ -155,7 +160,7 @@ func (g *cudaMarkers) RxRing(n int) ([]byte, error) {
 		return nil, err
 	}
 	pg, err := gpu.NewMarkerPipeline(g.r, gpu.PipelineConfig{Fillers: g.opt.GatherFillers, BatchBytes: g.opt.GatherBatchBytes,
-		BatchPayloads: g.opt.GatherBatchBytes >> 10, FlatStart: g.opt.FlatStart})
+		BatchPayloads: g.opt.GatherBatchBytes >> 10, FlatStart: g.opt.FlatStart, FlatEnd: g.opt.FlatEnd})
 	if err != nil {
 		g.r.UnregisterHost(h)
 		syscall.Munmap(mem)
