@@ -56,17 +56,10 @@ const copySlackDiv = 8
 // segs, and sets stage[k] to payload k's offset in the staging buffer the
 // runs are copied into (0 for an empty payload, which no run holds). It
 // returns the runs and the staging bytes they fill: at most twice the
-// packed bytes of the payloads (rabin.Pack's, each rounded up to 32), and
-// every byte a run copies lies inside the region. Each row starts at its
-// first payload byte's 16-byte word and is a multiple of 16 bytes wide
-// (so is every run's place in the staging buffer), or, exact, at the
-// payload's first byte and as wide as the run's longest payload (fewer
-// bytes over the bus, at any alignment).
-func planCopies(segs []copySeg, stage, srcs, lens []uint32, regionLen int, exact bool) ([]copySeg, int) {
-	align := uint64(15) // the row's start and width: multiples of align+1
-	if exact {
-		align = 0
-	}
+// packed bytes of the payloads (rabin.Pack's, each rounded up to 32).
+// Every staging row starts at a multiple of 16, and every byte a run
+// copies lies inside the region.
+func planCopies(segs []copySeg, stage, srcs, lens []uint32, regionLen int) ([]copySeg, int) {
 	segs = segs[:0]
 	staged := 0
 	var (
@@ -115,7 +108,7 @@ func planCopies(segs []copySeg, stage, srcs, lens []uint32, regionLen int, exact
 			if rows == 1 && s > src0 {
 				p = s - src0
 			}
-			w := max(width, (sh+l+align)&^align)
+			w := max(width, (sh+l+15)&^15)
 			ok := p > 0 && p <= copyMaxPitch && s == src0+rows*p && p >= w &&
 				src0-sh+rows*p+w <= uint64(regionLen) && w*(rows+1)*copySlackDiv <= (packed+pk)*(copySlackDiv+1)
 			if ok {
@@ -125,8 +118,8 @@ func planCopies(segs []copySeg, stage, srcs, lens []uint32, regionLen int, exact
 			}
 			closeRun(last)
 		}
-		open, first, src0, sh, pitch, rows = true, k, s, s&align, 0, 1
-		width, packed = (sh+l+align)&^align, pk
+		open, first, src0, sh, pitch, rows = true, k, s, s&15, 0, 1
+		width, packed = (sh+l+15)&^15, pk
 		last = k
 	}
 	closeRun(last)

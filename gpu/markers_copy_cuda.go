@@ -173,8 +173,8 @@ func (r *RabinMarkers) submitCopy(b *MarkerBatch, t *markerTwin) error {
 	copy(idx[n:], b.Lens[:n])
 	stage := idx[2*n:]
 	var staged int
-	cp.segs, staged = planCopies(cp.segs, stage, b.Srcs[:b.N], b.Lens[:b.N], len(b.Region.Mem), r.CopyExact)
-	if int64(staged)+15 > cp.stageCap { // rabin_gather reads whole 16-byte words
+	cp.segs, staged = planCopies(cp.segs, stage, b.Srcs[:b.N], b.Lens[:b.N], len(b.Region.Mem))
+	if int64(staged) > cp.stageCap {
 		return fmt.Errorf("copy path: %d staging bytes for a buffer of %d", staged, cp.stageCap)
 	}
 	payload := int64(0)

@@ -63,9 +63,6 @@ func OpenMarkers(backend string, m *rabin.Marker) (Markers, error) {
 // (the default: the copy engine moves runs of frames out of the region
 // with 2-D copies, markers_copy_cuda.go) or ViaGather (rabin_gather reads
 // the region over PCIe); set it while no batch by reference is in flight.
-// CopyExact makes the copy path's rows start at each payload's first byte
-// and as wide as the run's longest payload, instead of at its 16-byte word
-// and a multiple of 16 wide (fewer bytes over the bus, unaligned DMA).
 // GatherWarps, when set before the first Submit, is the warps per SM of
 // rabin_gather (0: gatherWarpsPerSM); Gather16 launches rabin_gather16
 // instead on the gather path (loads from each payload's own 16-byte word
@@ -74,7 +71,6 @@ type RabinMarkers struct {
 	Parts        int
 	BlockingWait bool
 	Via          RegionVia
-	CopyExact    bool
 	GatherWarps  int
 	Gather16     bool
 
@@ -427,55 +423,6 @@ func (c *CUDA) CopyRates(bytes int64, iters int) (h2d, d2h float64, err error) {
 		return nil
 	})
 	return h2d, d2h, err
-}
-
-// CopyRateDuplex is CopyRates' copy in (iters copies of bytes bytes, after
-// a warm-up) with copies out of an eighth of those bytes on a second
-// stream beside it, the traffic of the markers (a bitmap bit comes back
-// per payload byte): the copy-in rate in GB/s, the ceiling of a pipeline
-// whose bitmaps come back while its payloads go in.
-func (c *CUDA) CopyRateDuplex(bytes int64, iters int) (float64, error) {
-	if bytes < 8 || iters < 1 {
-		return 0, fmt.Errorf("gpu: cuda: duplex copy rate over %d bytes, %d copies", bytes, iters)
-	}
-	out := bytes / 8
-	var rate float64
-	err := c.do(func() error {
-		h, err := allocHost(bytes + out)
-		if err != nil {
-			return err
-		}
-		defer h.free()
-		clear(h.bytes(bytes + out))
-		d, err := c.alloc(bytes + out)
-		if err != nil {
-			return err
-		}
-		defer c.free(&d)
-		var st [2]cu.Stream
-		for i := range st {
-			if st[i], err = cu.MakeStream(cu.NonBlocking); err != nil {
-				return fmt.Errorf("gpu: cuda: stream: %v", err)
-			}
-			defer st[i].Destroy()
-		}
-		both := func(st0 cu.Stream) error {
-			if err := cu.MemcpyHtoDAsync(d.p, h.p, bytes, st0); err != nil {
-				return err
-			}
-			return cu.MemcpyDtoHAsync(unsafe.Add(h.p, bytes), d.p+cu.DevicePtr(bytes), out, st[1])
-		}
-		ms, err := timeEvents(st[0], iters, both)
-		if err != nil {
-			return fmt.Errorf("gpu: cuda: duplex copies: %v", err)
-		}
-		if err := st[1].Synchronize(); err != nil {
-			return fmt.Errorf("gpu: cuda: duplex copies: %v", err)
-		}
-		rate = float64(bytes) / (ms * 1e6)
-		return nil
-	})
-	return rate, err
 }
 
 // Close frees the tables and streams (and the CUDA backend, if

@@ -52,7 +52,7 @@ func openGPUMarkers(pol rabin.Pol, window, bits int, opt GPUOptions) (GPUMarkers
 		return nil, err
 	}
 	r.BlockingWait = opt.Sleep
-	r.GatherWarps, r.Gather16, r.CopyExact = opt.GatherWarps, opt.Gather16, opt.CopyExact
+	r.GatherWarps, r.Gather16 = opt.GatherWarps, opt.Gather16
 	// A batch's index (offsets and lengths) is copied in with it, sized
 	// for payloads of 1 KiB on average: a batch of shorter ones is cut by
 	// its count before its bytes.
@@ -114,14 +114,10 @@ func (g *cudaMarkers) KernelSeconds(buf []byte, offs, lens []uint32, iters int) 
 	return ms / 1e3, err
 }
 
-// CopyGbps measures pinned copies of 256 MiB each way, and in with an
-// eighth of that coming out beside it.
-func (g *cudaMarkers) CopyGbps() (h2d, d2h, duplex float64, err error) {
-	if h2d, d2h, err = g.c.CopyRates(256<<20, 8); err != nil {
-		return 0, 0, 0, err
-	}
-	duplex, err = g.c.CopyRateDuplex(256<<20, 8)
-	return h2d * 8, d2h * 8, duplex * 8, err
+// CopyGbps measures pinned copies of 256 MiB each way.
+func (g *cudaMarkers) CopyGbps() (h2d, d2h float64, err error) {
+	h2d, d2h, err = g.c.CopyRates(256<<20, 8)
+	return h2d * 8, d2h * 8, err
 }
 
 // Device names the GPU and the kernel.
@@ -142,12 +138,8 @@ func (g *cudaMarkers) Shape() string {
 	} else {
 		start += ", last batches at most half of what is left"
 	}
-	rows := "rows from the 16-byte word, 16-byte multiples"
-	if g.opt.CopyExact {
-		rows = "rows exactly the payloads"
-	}
-	return fmt.Sprintf("pack: %d fillers, batches of %d KiB; gather and copy: %d fillers, batches of %d KiB, %s %d warps/SM, copy %s; all: %s, %d streams, waits %s; kernel alone: %d payloads in %d segments each",
-		g.opt.Fillers, g.opt.BatchBytes>>10, g.opt.GatherFillers, g.opt.GatherBatchBytes>>10, g.r.GatherKernel(), g.r.GatherWarpsPerSM(), rows,
+	return fmt.Sprintf("pack: %d fillers, batches of %d KiB; gather and copy: %d fillers, batches of %d KiB, %s %d warps/SM; all: %s, %d streams, waits %s; kernel alone: %d payloads in %d segments each",
+		g.opt.Fillers, g.opt.BatchBytes>>10, g.opt.GatherFillers, g.opt.GatherBatchBytes>>10, g.r.GatherKernel(), g.r.GatherWarpsPerSM(),
 		start, g.r.Streams(), wait, g.n, g.r.PartsFor(g.n))
 }
 

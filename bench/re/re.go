@@ -36,21 +36,20 @@ type Result struct {
 	PayloadBytes      int     `json:"payload_bytes,omitempty"`
 	Window            int     `json:"window,omitempty"`
 	Bits              int     `json:"bits,omitempty"`
-	Gbps              float64 `json:"gbps,omitempty"`            // payload bits/s: cpu Markers per payload; gpu end to end
-	GbpsBitmap        float64 `json:"gbps_bitmap,omitempty"`     // cpu: packed buffer, Marker.Bitmap
-	GbpsKernel        float64 `json:"gbps_kernel,omitempty"`     // gpu: the kernel alone
-	GbpsCPU           float64 `json:"gbps_cpu,omitempty"`        // gpu: the CPU's Markers figure of the same run
-	GbpsH2D           float64 `json:"gbps_h2d,omitempty"`        // gpu: PCIe copy-in of pinned host memory, same run (the end-to-end ceiling)
-	GbpsD2H           float64 `json:"gbps_d2h,omitempty"`        // gpu: PCIe copy-out to pinned host memory, same run
-	GbpsH2DDuplex     float64 `json:"gbps_h2d_duplex,omitempty"` // gpu: the copy-in while an eighth of its bytes is copied out beside it (the bitmaps' share), same run
-	GPUShape          string  `json:"gpu_shape,omitempty"`       // gpu: fillers, batch, streams, segments per payload
-	GPUPath           string  `json:"gpu_path,omitempty"`        // gpu: pack (host copies into pinned batches) | gather (the GPU reads the registered ring)
-	GbpsGather        float64 `json:"gbps_gather,omitempty"`     // gpu, gather: rabin_gather alone reading the registered ring (CUDA events)
-	GbpsCopy          float64 `json:"gbps_copy,omitempty"`       // gpu, copy: the copy engine's runs alone out of the registered ring (CUDA events)
-	CopyRuns          int64   `json:"copy_runs,omitempty"`       // gpu, copy: copies (runs of frames) per round
-	CopyExtra         float64 `json:"copy_extra,omitempty"`      // gpu, copy: bytes copied past the payloads, a fraction of the payload bytes
-	RxFrame           int     `json:"rx_frame,omitempty"`        // gpu: the receive ring's frame bytes
-	RxOffset          int     `json:"rx_offset,omitempty"`       // gpu: each payload's offset in its frame
+	Gbps              float64 `json:"gbps,omitempty"`        // payload bits/s: cpu Markers per payload; gpu end to end
+	GbpsBitmap        float64 `json:"gbps_bitmap,omitempty"` // cpu: packed buffer, Marker.Bitmap
+	GbpsKernel        float64 `json:"gbps_kernel,omitempty"` // gpu: the kernel alone
+	GbpsCPU           float64 `json:"gbps_cpu,omitempty"`    // gpu: the CPU's Markers figure of the same run
+	GbpsH2D           float64 `json:"gbps_h2d,omitempty"`    // gpu: PCIe copy-in of pinned host memory, same run (the end-to-end ceiling)
+	GbpsD2H           float64 `json:"gbps_d2h,omitempty"`    // gpu: PCIe copy-out to pinned host memory, same run
+	GPUShape          string  `json:"gpu_shape,omitempty"`   // gpu: fillers, batch, streams, segments per payload
+	GPUPath           string  `json:"gpu_path,omitempty"`    // gpu: pack (host copies into pinned batches) | gather (the GPU reads the registered ring)
+	GbpsGather        float64 `json:"gbps_gather,omitempty"` // gpu, gather: rabin_gather alone reading the registered ring (CUDA events)
+	GbpsCopy          float64 `json:"gbps_copy,omitempty"`   // gpu, copy: the copy engine's runs alone out of the registered ring (CUDA events)
+	CopyRuns          int64   `json:"copy_runs,omitempty"`   // gpu, copy: copies (runs of frames) per round
+	CopyExtra         float64 `json:"copy_extra,omitempty"`  // gpu, copy: bytes copied past the payloads, a fraction of the payload bytes
+	RxFrame           int     `json:"rx_frame,omitempty"`    // gpu: the receive ring's frame bytes
+	RxOffset          int     `json:"rx_offset,omitempty"`   // gpu: each payload's offset in its frame
 	MarkersPerPayload float64 `json:"markers_per_payload,omitempty"`
 
 	// chunk
@@ -107,9 +106,8 @@ type GPUMarkers interface {
 	// already on the device, and returns the mean seconds of one run.
 	KernelSeconds(buf []byte, offs, lens []uint32, iters int) (float64, error)
 	// CopyGbps measures the PCIe copy bandwidth of page-locked host
-	// memory, in and out, and in while an eighth of that comes out beside
-	// it (duplex), in Gbit/s.
-	CopyGbps() (h2d, d2h, duplex float64, err error)
+	// memory, in and out, in Gbit/s.
+	CopyGbps() (h2d, d2h float64, err error)
 	// Device names the GPU and the kernel; Shape the pipeline.
 	Device() string
 	Shape() string
@@ -131,7 +129,6 @@ type GPUOptions struct {
 	GatherBatchBytes int
 	GatherWarps      int
 	Gather16         bool
-	CopyExact        bool // the copy path's rows exactly the payloads' bytes (unaligned)
 }
 
 // The gather path's default shape: its fillers only write indexes, so four
@@ -196,7 +193,6 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.gpu.BatchBytes, "gpu-batch-bytes", 2<<20, "gpu: packed bytes per batch")
 	fs.IntVar(&f.gpu.Streams, "gpu-streams", 8, "gpu: CUDA streams the batches go over (1..16)")
 	fs.BoolVar(&f.gpu.FlatStart, "gpu-flat-start", false, "gpu: the fillers' first batches whole too (else an eighth of a batch, so that the copies start early)")
-	fs.BoolVar(&f.gpu.CopyExact, "gpu-copy-exact", false, "gpu, copy: rows from each payload's first byte, as wide as the run's longest payload (else from its 16-byte word, a multiple of 16 wide)")
 	fs.BoolVar(&f.gpu.FlatEnd, "gpu-flat-end", false, "gpu: the last batches whole too (else each at most half of what is left, so that the last batch's work after its copy is short)")
 	fs.StringVar(&f.gpuPaths, "gpu-path", "pack,gather,copy", "gpu: end-to-end paths, comma-separated: pack (goroutines copy the payloads out of the receive ring into page-locked batches, the copy engine moves those), gather (the GPU reads the payloads out of the registered ring itself) or copy (the copy engine moves runs of frames out of the registered ring with 2-D copies)")
 	fs.IntVar(&f.gpu.GatherFillers, "gpu-gather-fillers", DefaultGatherFillers, "gpu, gather: goroutines writing the batches' indexes")
@@ -411,7 +407,7 @@ func gpuMarkers(f *reFlags, pol rabin.Pol, cpu Result, payloads [][]byte, buf []
 		return nil, err
 	}
 	res.GbpsKernel = gbps(float64(res.Bytes) / sec)
-	if res.GbpsH2D, res.GbpsD2H, res.GbpsH2DDuplex, err = g.CopyGbps(); err != nil {
+	if res.GbpsH2D, res.GbpsD2H, err = g.CopyGbps(); err != nil {
 		return nil, err
 	}
 	got := make([]uint32, len(want))
@@ -466,7 +462,7 @@ func gpuMarkers(f *reFlags, pol rabin.Pol, cpu Result, payloads [][]byte, buf []
 		} else {
 			r.Notes += "gpu_shape's fillers write only each batch's index (offsets, lengths, ring offsets: 12 bytes a payload) into page-locked memory; per batch the copy engine moves the index in, rabin_gather reads the payloads out of the ring over PCIe into the device's compact buffer, the kernel marks it, the bitmap comes back; no host copy of a payload; gbps_gather = rabin_gather alone over all payloads (CUDA events)"
 		}
-		r.Notes += "; the median of rounds, each all payloads; gbps_kernel = the markers kernel alone on the whole packed buffer in device memory (CUDA events); gbps_h2d/d2h = pinned copies of 256 MiB, same run, gbps_h2d_duplex the copy in with an eighth of its bytes copied out beside it; gbps_cpu = Marker.Markers on one CPU core, same run; identical: the device's bitmap equals Marker.Bitmap's, warm-up (poisoned first) and timed rounds"
+		r.Notes += "; the median of rounds, each all payloads; gbps_kernel = the markers kernel alone on the whole packed buffer in device memory (CUDA events); gbps_h2d/d2h = pinned copies of 256 MiB, same run; gbps_cpu = Marker.Markers on one CPU core, same run; identical: the device's bitmap equals Marker.Bitmap's, warm-up (poisoned first) and timed rounds"
 		out = append(out, r)
 	}
 	return out, nil
@@ -604,7 +600,7 @@ func printResults(w io.Writer, asJSON bool, rs []Result) error {
 			if r.Backend == "cpu" {
 				fmt.Fprintf(tw, "\tbitmap %.2f Gbps", r.GbpsBitmap)
 			} else {
-				fmt.Fprintf(tw, "\tpath %s\tkernel %.2f Gbps\tcpu %.2f Gbps\tPCIe in %.0f out %.0f, in beside an eighth out %.0f Gbps", r.GPUPath, r.GbpsKernel, r.GbpsCPU, r.GbpsH2D, r.GbpsD2H, r.GbpsH2DDuplex)
+				fmt.Fprintf(tw, "\tpath %s\tkernel %.2f Gbps\tcpu %.2f Gbps\tPCIe in %.0f out %.0f Gbps", r.GPUPath, r.GbpsKernel, r.GbpsCPU, r.GbpsH2D, r.GbpsD2H)
 				if r.GbpsGather > 0 {
 					fmt.Fprintf(tw, "\tgather alone %.0f Gbps", r.GbpsGather)
 				}

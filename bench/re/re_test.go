@@ -89,7 +89,7 @@ func (g fakeGPU) BitmapRing(_ string, srcs, lens []uint32, bitmap []uint32) erro
 func (g fakeGPU) RingSeconds(string, []uint32, []uint32, int) (float64, error)   { return 1e-3, nil }
 func (g fakeGPU) CopyCounts() (int64, int64, int64)                              { return 0, 0, 0 }
 func (g fakeGPU) KernelSeconds([]byte, []uint32, []uint32, int) (float64, error) { return 1e-3, nil }
-func (g fakeGPU) CopyGbps() (float64, float64, float64, error)                   { return 400, 400, 390, nil }
+func (g fakeGPU) CopyGbps() (float64, float64, error)                            { return 400, 400, nil }
 func (g fakeGPU) Device() string                                                 { return "fake" }
 func (g fakeGPU) Shape() string                                                  { return "fake" }
 func (g fakeGPU) Close()                                                         {}
