@@ -210,7 +210,7 @@ func TestMarkerPipelineCPU(t *testing.T) {
 	}
 	for _, cfg := range []PipelineConfig{{Fillers: 1, BatchBytes: 64 << 10, BatchPayloads: 1 << 20},
 		{Fillers: 3, BatchBytes: 512 << 10, BatchPayloads: 1 << 20}, {Fillers: 3, BatchBytes: 512 << 10, BatchPayloads: 1 << 20, FlatStart: true},
-		{Fillers: 2, BatchBytes: 256 << 10, BatchPayloads: 1 << 20, FlatStart: true, FlatEnd: true},
+		{Fillers: 2, BatchBytes: 256 << 10, BatchPayloads: 1 << 20, FlatStart: true, RampDown: true},
 		{Fillers: 4, BatchBytes: 1 << 20, BatchPayloads: 7}} {
 		testPipeline(t, CPUMarkers{m}, m, cfg)
 	}
@@ -236,12 +236,13 @@ func TestEngineDeviceMarkersNone(t *testing.T) {
 // TestPipelinePlanRamps: the planner's runs cover every payload once, in
 // order; the first Fillers runs are an eighth of a batch, the middle ones
 // whole batches, and near the end each run at most half of what is left
-// (down to an eighth of a batch); FlatStart and FlatEnd turn the ramps off.
+// (down to an eighth of a batch) with RampDown; FlatStart turns the ramp
+// up off.
 func TestPipelinePlanRamps(t *testing.T) {
 	const n, pl = 20000, 1460
 	slot := (pl + rabin.PackAlign - 1) / rabin.PackAlign * rabin.PackAlign
-	for _, cfg := range []PipelineConfig{{Fillers: 4, BatchBytes: 1 << 20, BatchPayloads: 1 << 20},
-		{Fillers: 4, BatchBytes: 1 << 20, BatchPayloads: 1 << 20, FlatStart: true, FlatEnd: true}} {
+	for _, cfg := range []PipelineConfig{{Fillers: 4, BatchBytes: 1 << 20, BatchPayloads: 1 << 20, RampDown: true},
+		{Fillers: 4, BatchBytes: 1 << 20, BatchPayloads: 1 << 20, FlatStart: true}} {
 		p := &MarkerPipeline{cfg: cfg}
 		var runs []markerRun
 		err := p.plan(n, func(int) int { return pl }, rabin.BitmapWords(n*slot), func(r markerRun) bool { runs = append(runs, r); return true })
@@ -262,7 +263,7 @@ func TestPipelinePlanRamps(t *testing.T) {
 					t.Fatalf("%+v: run %d of %d payloads, want %d (the ramp up)", cfg, i, size, ramp)
 				}
 			case r.hi == n:
-			case cfg.FlatEnd || left >= 2*full:
+			case !cfg.RampDown || left >= 2*full:
 				if size != full {
 					t.Fatalf("%+v: run %d of %d payloads (%d left), want a whole batch of %d", cfg, i, size, left, full)
 				}

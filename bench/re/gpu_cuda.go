@@ -57,7 +57,7 @@ func openGPUMarkers(pol rabin.Pol, window, bits int, opt GPUOptions) (GPUMarkers
 	// for payloads of 1 KiB on average: a batch of shorter ones is cut by
 	// its count before its bytes.
 	p, err := gpu.NewMarkerPipeline(r, gpu.PipelineConfig{Fillers: opt.Fillers, BatchBytes: opt.BatchBytes,
-		BatchPayloads: opt.BatchBytes >> 10, FlatStart: opt.FlatStart, FlatEnd: opt.FlatEnd})
+		BatchPayloads: opt.BatchBytes >> 10, FlatStart: opt.FlatStart, RampDown: opt.RampDown})
 	if err != nil {
 		r.Close()
 		c.Close()
@@ -133,9 +133,7 @@ func (g *cudaMarkers) Shape() string {
 	if g.opt.FlatStart {
 		start = "first batches whole"
 	}
-	if g.opt.FlatEnd {
-		start += ", last batches whole"
-	} else {
+	if g.opt.RampDown {
 		start += ", last batches at most half of what is left"
 	}
 	return fmt.Sprintf("pack: %d fillers, batches of %d KiB; gather and copy: %d fillers, batches of %d KiB, %s %d warps/SM; all: %s, %d streams, waits %s; kernel alone: %d payloads in %d segments each",
@@ -160,7 +158,7 @@ func (g *cudaMarkers) RxRing(n int) ([]byte, error) {
 		return nil, err
 	}
 	pg, err := gpu.NewMarkerPipeline(g.r, gpu.PipelineConfig{Fillers: g.opt.GatherFillers, BatchBytes: g.opt.GatherBatchBytes,
-		BatchPayloads: g.opt.GatherBatchBytes >> 10, FlatStart: g.opt.FlatStart, FlatEnd: g.opt.FlatEnd})
+		BatchPayloads: g.opt.GatherBatchBytes >> 10, FlatStart: g.opt.FlatStart, RampDown: g.opt.RampDown})
 	if err != nil {
 		g.r.UnregisterHost(h)
 		syscall.Munmap(mem)

@@ -121,7 +121,7 @@ type GPUOptions struct {
 	Streams    int  // CUDA streams the batches go over
 	Sleep      bool // wait for a batch asleep rather than spinning on a core (CUDA's default)
 	FlatStart  bool // no ramp: the fillers' first batches whole too
-	FlatEnd    bool // no ramp down: the last batches whole too
+	RampDown   bool // the last batches at most half of what is left
 	// The gather path's own pipeline (its fillers write only indexes, so
 	// fewer fillers and larger batches than packing's), the gather
 	// kernel's warps per SM (0: the package's default) and its variant.
@@ -193,7 +193,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.gpu.BatchBytes, "gpu-batch-bytes", 2<<20, "gpu: packed bytes per batch")
 	fs.IntVar(&f.gpu.Streams, "gpu-streams", 8, "gpu: CUDA streams the batches go over (1..16)")
 	fs.BoolVar(&f.gpu.FlatStart, "gpu-flat-start", false, "gpu: the fillers' first batches whole too (else an eighth of a batch, so that the copies start early)")
-	fs.BoolVar(&f.gpu.FlatEnd, "gpu-flat-end", false, "gpu: the last batches whole too (else each at most half of what is left, so that the last batch's work after its copy is short)")
+	fs.BoolVar(&f.gpu.RampDown, "gpu-ramp-down", false, "gpu: the last batches each at most half of what is left, so that the last batch's work after its copy is short (else whole)")
 	fs.StringVar(&f.gpuPaths, "gpu-path", "pack,gather,copy", "gpu: end-to-end paths, comma-separated: pack (goroutines copy the payloads out of the receive ring into page-locked batches, the copy engine moves those), gather (the GPU reads the payloads out of the registered ring itself) or copy (the copy engine moves runs of frames out of the registered ring with 2-D copies)")
 	fs.IntVar(&f.gpu.GatherFillers, "gpu-gather-fillers", DefaultGatherFillers, "gpu, gather: goroutines writing the batches' indexes")
 	fs.IntVar(&f.gpu.GatherBatchBytes, "gpu-gather-batch-bytes", DefaultGatherBatchBytes, "gpu, gather: packed bytes per batch")
