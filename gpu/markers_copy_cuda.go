@@ -112,7 +112,7 @@ func (r *RabinMarkers) CopyStats() CopyStats {
 }
 
 // copyTwinOf returns t's copy state, allocated on first use (the staging
-// buffer, twice the batch's packed bytes, and the staging offsets).
+// buffer, twice the batch's packed bytes, and the index).
 func (r *RabinMarkers) copyTwinOf(t *markerTwin, bufBytes int) (*copyTwin, error) {
 	if t.cp != nil {
 		return t.cp, nil
@@ -156,8 +156,8 @@ func (cp *copyTwin) release(c *CUDA) {
 }
 
 // submitCopy queues b, a batch by reference, through the copy engine in
-// the next stream: the index and the staging offsets in, the runs'
-// copies, rabin_gather from the staging buffer to the compact one, the
+// the next stream: the index (offsets, lengths, staging offsets) in, the
+// runs' copies, rabin_gather from the staging buffer to the compact one, the
 // markers kernel, the bitmap out.
 func (r *RabinMarkers) submitCopy(b *MarkerBatch, t *markerTwin) error {
 	if _, ok := b.Region.impl.(*regionTwin); !ok {

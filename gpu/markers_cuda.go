@@ -352,6 +352,10 @@ func (r *RabinMarkers) KernelTime(b *MarkerBatch, iters int) (float64, error) {
 	if b.N == 0 {
 		return 0, nil
 	}
+	if b.Region != nil && r.Via == ViaCopy {
+		// Its index went to the copy path's own device twin.
+		return 0, fmt.Errorf("gpu: cuda: kernel time of a batch by reference through the copy path")
+	}
 	grid, block, parts := r.launchShape(b)
 	a := newCArgs(11)
 	defer a.free()
