@@ -190,13 +190,19 @@
 //     while earlier ones are copied and computed (bench re --backend gpu),
 //     its runs cut by a planning goroutine as the fillers take them.
 //     Batches by reference (RegionMarkers, MarkerBatch.AddRef,
-//     MarkerPipeline.BitmapRegion; markers_gather_cuda.go): the payloads
-//     stay in host memory registered with the device (a receive ring,
-//     cuMemHostRegister, mapped), the host writes only the index, and the
-//     kernel rabin_gather reads the payloads over PCIe into the device's
-//     compact buffer (a warp per payload, whole 128-byte lines, shifted to
-//     the packed alignment with shuffles) before the markers kernel: no
-//     host copy of a payload.
+//     MarkerPipeline.BitmapRegion): the payloads stay in host memory
+//     registered with the device (a receive ring, cuMemHostRegister,
+//     mapped) and the host writes only the index; no host copy of a
+//     payload. By default (RabinMarkers.Via ViaCopy; markers_copy.go,
+//     markers_copy_cuda.go) the copy engine moves runs of consecutive
+//     frames a fixed pitch apart out of the region with 2-D copies into a
+//     staging buffer (planCopies cuts the runs, by pitch and by length),
+//     and the kernel rabin_gather lays the staging rows out as the compact
+//     buffer in device memory; with ViaGather (markers_gather_cuda.go)
+//     rabin_gather reads the payloads over PCIe itself (a warp per
+//     payload, whole 128-byte lines, shifted to the packed alignment with
+//     shuffles), which tops out below the copy engine's rate. Then the
+//     markers kernel.
 //   - EventMatcher (pubsub.go): CCM content-based matching over a
 //     pubsub.Layout; CPUEventMatcher and CUDA.PubsubMatcher
 //     (kernels/pubsub.cu: each event scans the anchor lists of its

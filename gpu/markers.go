@@ -341,7 +341,10 @@ func (e *Engine) DeviceMarkers(m *rabin.Marker) (Markers, error) {
 // rabin.Pack lays them out, through a Markers in batches: the payloads are
 // cut into runs that fill one batch each (the first Fillers runs an eighth
 // of a batch, so that the first copies start early instead of after every
-// filler packed a whole batch at once), and Fillers goroutines each take
+// filler packed a whole batch at once; with RampDown, near the end each
+// run at most half of what is left, down to an eighth of a batch, so that
+// the last batch's work after its copy, which nothing overlaps, is
+// short), and Fillers goroutines each take
 // the next run, pack it into one of their two batches (page-locked host
 // memory for a GPU), submit it, and while it is computed wait for their
 // other batch and copy its bitmap into place. Packing, the copy in, the
@@ -368,6 +371,7 @@ type PipelineConfig struct {
 	BatchBytes    int  // a batch's packed bytes (at least 64 KiB)
 	BatchPayloads int  // a batch's payloads (at least 1)
 	FlatStart     bool // the first runs a whole batch too (the ramp measured against none)
+	RampDown      bool // near the end, each run at most half of what is left (measured neutral on an H200, 2026-11-26)
 }
 
 // NewMarkerPipeline allocates 2·Fillers batches of mk.
@@ -452,6 +456,15 @@ func (p *MarkerPipeline) plan(n int, lenOf func(k int) int, words int, emit func
 			}
 			if cut >= p.cfg.Fillers {
 				limit = p.cfg.BatchBytes
+			}
+			if p.cfg.RampDown {
+				// Ramp down: a run takes at most half of what is left
+				// (estimated from the payloads so far), so that the
+				// last batches, whose kernel, bitmap copy and
+				// bitmap's copy into place follow their copy in with
+				// nothing left to overlap, are small.
+				left := int64(n-k) * int64(g) / int64(k)
+				limit = int(min(int64(limit), max(int64(ramp), left/2)))
 			}
 			cur = markerRun{lo: k, word: g / 32}
 			l = 0

@@ -59,13 +59,18 @@ func OpenMarkers(backend string, m *rabin.Marker) (Markers, error) {
 // for many goroutines waiting at once beside goroutines that need the
 // cores (MarkerPipeline's fillers), at the price of a wake-up latency.
 //
+// Via is how batches by reference (a Region) reach the device: ViaCopy
+// (the default: the copy engine moves runs of frames out of the region
+// with 2-D copies, markers_copy_cuda.go) or ViaGather (rabin_gather reads
+// the region over PCIe); set it while no batch by reference is in flight.
 // GatherWarps, when set before the first Submit, is the warps per SM of
-// rabin_gather (batches by reference; 0: gatherWarpsPerSM); Gather16
-// launches rabin_gather16 instead (loads from each payload's own 16-byte
-// word rather than whole 128-byte lines: the variant measured against).
+// rabin_gather (0: gatherWarpsPerSM); Gather16 launches rabin_gather16
+// instead on the gather path (loads from each payload's own 16-byte word
+// rather than whole 128-byte lines: the variant measured against).
 type RabinMarkers struct {
 	Parts        int
 	BlockingWait bool
+	Via          RegionVia
 	GatherWarps  int
 	Gather16     bool
 
@@ -82,6 +87,7 @@ type RabinMarkers struct {
 	rr      atomic.Uint32
 	owned   bool // Close closes c too (OpenMarkers made it)
 	once    sync.Once
+	cstats  copyCounters
 }
 
 type markerTwin struct {
@@ -94,6 +100,7 @@ type markerTwin struct {
 	capacity        int
 	ev              cu.Event
 	submitted       bool
+	cp              *copyTwin // the copy path's staging (batches by reference, ViaCopy)
 }
 
 // rabinKernel names the kernel for window w: a fixed-window one where
@@ -203,6 +210,7 @@ func (t *markerTwin) release(c *CUDA) {
 	for _, d := range []*devBuf{&t.dbuf, &t.didx, &t.dbm} {
 		c.free(d)
 	}
+	t.cp.release(c)
 	if t.ev != (cu.Event{}) {
 		cu.DestroyEvent(&t.ev)
 	}
@@ -270,9 +278,10 @@ func packedBytes(n int) int64 { return int64(n+rabin.PackAlign-1) / rabin.PackAl
 
 // Submit queues b's copy-in (bytes, offsets, lengths), the kernel and the
 // bitmap's copy-out in the next stream; for a batch by reference (a
-// Region), the copy-in of its index, rabin_gather (the payloads read out
-// of the region into the device's compact buffer), the kernel and the
-// copy-out.
+// Region), the copy-in of its index, rabin_gather into the device's
+// compact buffer (reading the region itself, ViaGather, or a staging
+// buffer the copy engine's runs filled first, ViaCopy), the kernel and
+// the copy-out.
 func (r *RabinMarkers) Submit(b *MarkerBatch) error {
 	t, err := r.twin(b)
 	if err != nil {
@@ -289,7 +298,11 @@ func (r *RabinMarkers) Submit(b *MarkerBatch) error {
 		return ErrClosed
 	}
 	if b.Region != nil {
-		if err := r.submitGather(b, t); err != nil {
+		submit := r.submitCopy
+		if r.Via == ViaGather {
+			submit = r.submitGather
+		}
+		if err := submit(b, t); err != nil {
 			b.err = fmt.Errorf("gpu: cuda: markers: %v", err)
 			return b.err
 		}
@@ -339,6 +352,10 @@ func (r *RabinMarkers) KernelTime(b *MarkerBatch, iters int) (float64, error) {
 	if b.N == 0 {
 		return 0, nil
 	}
+	if b.Region != nil && r.Via == ViaCopy {
+		// Its index went to the copy path's own device twin.
+		return 0, fmt.Errorf("gpu: cuda: kernel time of a batch by reference through the copy path")
+	}
 	grid, block, parts := r.launchShape(b)
 	a := newCArgs(11)
 	defer a.free()
@@ -355,7 +372,13 @@ func (r *RabinMarkers) KernelTime(b *MarkerBatch, iters int) (float64, error) {
 
 // params stores the kernel's arguments for batch b in a.
 func (r *RabinMarkers) params(a *cArgs, t *markerTwin, b *MarkerBatch, parts int) []unsafe.Pointer {
-	return []unsafe.Pointer{a.u64(uint64(t.dbuf.p)), a.u64(uint64(t.didx.p)), a.u64(uint64(t.didx.p) + 4*uint64(t.capacity)),
+	return r.paramsAt(a, t, b, parts, uint64(t.didx.p), uint64(t.didx.p)+4*uint64(t.capacity))
+}
+
+// paramsAt is params with the offsets and lengths at device addresses
+// offs and lens.
+func (r *RabinMarkers) paramsAt(a *cArgs, t *markerTwin, b *MarkerBatch, parts int, offs, lens uint64) []unsafe.Pointer {
+	return []unsafe.Pointer{a.u64(uint64(t.dbuf.p)), a.u64(offs), a.u64(lens),
 		a.u32(uint32(b.N)), a.u64(uint64(r.tabs.p)), a.u32(uint32(r.m.W)), a.u32(uint32(r.shift)),
 		a.u32(uint32(r.m.Mask())), a.u32(uint32(r.m.Mask() >> 32)), a.u64(uint64(t.dbm.p)), a.u32(uint32(parts))}
 }

@@ -199,7 +199,7 @@ func mmapRegion(t *testing.T, n int) []byte {
 	return mem
 }
 
-// TestCUDARabinGather: batches by reference (rabin_gather reading payloads
+// TestCUDARabinGather: batches by reference through the gather path (ViaGather: rabin_gather reading payloads
 // at any byte offset out of registered, mapped host memory, then the
 // markers kernel) equal the CPU's bitmaps bit for bit, the fixed-window
 // kernels and the generic one, and through a MarkerPipeline; the gather
@@ -217,7 +217,7 @@ func TestCUDARabinGather(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.Gather16 = g16
+			r.Via, r.Gather16 = ViaGather, g16
 			testRegionMarkers(t, r, m, mem)
 			r.Close()
 		}
@@ -228,6 +228,7 @@ func TestCUDARabinGather(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	r.Via = ViaGather
 	h, err := r.RegisterHost(mem)
 	if err != nil {
 		t.Fatal(err)
@@ -255,5 +256,155 @@ func TestCUDARabinGather(t *testing.T) {
 	t.Logf("%s of 700 payloads of 1460 bytes out of mapped host memory: %.3f ms (%.0f Gbit/s)", r.GatherKernel(), ms, 700*1460*8/(ms*1e6))
 	if _, err := r.RegisterHost(make([]byte, 24)); err == nil {
 		t.Error("a region of 24 bytes accepted")
+	}
+}
+
+// TestCUDARabinRegionCopy: batches by reference through the copy path
+// (ViaCopy, the default: the copy engine's runs out of the region into a
+// staging buffer, rabin_gather from there, the markers kernel) equal the
+// CPU's bitmaps bit for bit: payloads at random offsets (runs of one
+// row), and frames of a receive ring of mixed lengths (2-D runs cut by
+// length, empty payloads, the last frame's payload at the region's last
+// byte), several batches in flight and through a MarkerPipeline; the
+// runs' copies alone are timed once (a smoke check of CopyTime).
+func TestCUDARabinRegionCopy(t *testing.T) {
+	c := newTestCUDA(t)
+	mem := mmapRegion(t, 1<<20)
+	for _, w := range []int{16, 31, 32, 64} {
+		m, err := rabin.NewMarker(rabin.DefaultPol, w, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.RabinMarkers(m, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Via != ViaCopy {
+			t.Fatalf("batches by reference go %v by default, want copy", r.Via)
+		}
+		testRegionMarkers(t, r, m, mem)
+		r.Close()
+	}
+	m, _ := rabin.NewMarker(rabin.DefaultPol, 32, 4)
+	r, err := c.RabinMarkers(m, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	const frame, frames = 2048, 512
+	ring := mmapRegion(t, frame*frames)
+	rng := rand.New(rand.NewPCG(3, 5))
+	for i := range ring {
+		ring[i] = byte(rng.UintN(256))
+	}
+	h, err := r.RegisterHost(ring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.UnregisterHost(h)
+	var srcs, lens []uint32
+	var ps [][]byte
+	for k := 0; k < frames; k++ {
+		l := 1460
+		switch {
+		case k == frames-1:
+			l = frame - 66 // up to the region's last byte
+		case k%97 == 5:
+			l = 0
+		case k%13 == 7:
+			l = rng.IntN(200)
+		case k%5 == 1:
+			l = 1000 + rng.IntN(460)
+		}
+		s := k*frame + 66
+		srcs, lens, ps = append(srcs, uint32(s)), append(lens, uint32(l)), append(ps, ring[s:s+l])
+	}
+	before := r.CopyStats()
+	var batches []*MarkerBatch
+	var want [][]uint32
+	for lo := 0; lo < frames; lo += 128 {
+		b, err := r.NewBatch(128*frame, 128)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.FreeBatch(b)
+		b.Region = h
+		for k := lo; k < lo+128; k++ {
+			if !b.AddRef(srcs[k], int(lens[k])) {
+				t.Fatalf("frame %d did not fit", k)
+			}
+		}
+		buf, offs, plens := rabin.Pack(nil, nil, nil, ps[lo:lo+128]...)
+		wb := make([]uint32, rabin.BitmapWords(len(buf)))
+		if err := m.Bitmap(buf, offs, plens, wb); err != nil {
+			t.Fatal(err)
+		}
+		for i := range b.Bitmap {
+			b.Bitmap[i] = 0xdeadbeef
+		}
+		if err := r.Submit(b); err != nil {
+			t.Fatal(err)
+		}
+		batches, want = append(batches, b), append(want, wb)
+	}
+	for k, b := range batches {
+		if err := r.Wait(b); err != nil {
+			t.Fatal(err)
+		}
+		if i := firstDiff(b.Bitmap[:rabin.BitmapWords(b.Bytes)], want[k]); i >= 0 {
+			t.Fatalf("ring frames, batch %d: bitmap word %d = %#x, want %#x", k, i, b.Bitmap[i], want[k][i])
+		}
+	}
+	st := r.CopyStats()
+	runs, payload, copied := st.Runs-before.Runs, st.PayloadBytes-before.PayloadBytes, st.CopiedBytes-before.CopiedBytes
+	if runs < 4 || runs > frames/2 || copied < payload || copied > 2*payload {
+		t.Fatalf("copy stats: %d runs, %d payload bytes, %d copied: want 4..%d runs, copied within 1..2x the payload", runs, payload, copied, frames/2)
+	}
+	t.Logf("%d frames of mixed lengths in 4 batches: %d runs, %d payload bytes, %d copied (%.1f%% more)", frames, runs, payload, copied, 100*float64(copied-payload)/float64(payload))
+
+	// The pipeline over the ring.
+	p, err := NewMarkerPipeline(r, PipelineConfig{Fillers: 2, BatchBytes: 256 << 10, BatchPayloads: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	buf, offs, plens := rabin.Pack(nil, nil, nil, ps...)
+	wb := make([]uint32, rabin.BitmapWords(len(buf)))
+	got := make([]uint32, len(wb))
+	for i := range got {
+		got[i] = 0xdeadbeef
+	}
+	if err := m.Bitmap(buf, offs, plens, wb); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.BitmapRegion(h, srcs, lens, got); err != nil {
+		t.Fatal(err)
+	}
+	if i := firstDiff(got, wb); i >= 0 {
+		t.Fatalf("pipeline over the ring: bitmap word %d = %#x, want %#x", i, got[i], wb[i])
+	}
+
+	// The copies alone, over whole frames of 1,460 bytes: one 2-D run.
+	b := batches[0]
+	b.Reset()
+	b.Region = h
+	for k := 0; k < 128; k++ {
+		b.AddRef(uint32(k*frame+66), 1460)
+	}
+	if err := r.Submit(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Wait(b); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := r.CopyTime(b, 5)
+	if err != nil || ms <= 0 {
+		t.Fatalf("CopyTime: %v ms, %v", ms, err)
+	}
+	t.Logf("the copy engine's run of 128 payloads of 1460 bytes out of the ring: %.3f ms (%.0f Gbit/s)", ms, 128*1460*8/(ms*1e6))
+	b.Region = nil
+	b.Reset()
+	if _, err := r.CopyTime(b, 1); err == nil {
+		t.Error("CopyTime of an empty batch accepted")
 	}
 }

@@ -210,6 +210,7 @@ func TestMarkerPipelineCPU(t *testing.T) {
 	}
 	for _, cfg := range []PipelineConfig{{Fillers: 1, BatchBytes: 64 << 10, BatchPayloads: 1 << 20},
 		{Fillers: 3, BatchBytes: 512 << 10, BatchPayloads: 1 << 20}, {Fillers: 3, BatchBytes: 512 << 10, BatchPayloads: 1 << 20, FlatStart: true},
+		{Fillers: 2, BatchBytes: 256 << 10, BatchPayloads: 1 << 20, FlatStart: true, RampDown: true},
 		{Fillers: 4, BatchBytes: 1 << 20, BatchPayloads: 7}} {
 		testPipeline(t, CPUMarkers{m}, m, cfg)
 	}
@@ -229,5 +230,52 @@ func TestEngineDeviceMarkersNone(t *testing.T) {
 	defer e.Close()
 	if mk, err := e.DeviceMarkers(m); !errors.Is(err, ErrNoMarkersGPU) || mk != nil {
 		t.Errorf("DeviceMarkers on a CPU engine: %v, %v; want ErrNoMarkersGPU", mk, err)
+	}
+}
+
+// TestPipelinePlanRamps: the planner's runs cover every payload once, in
+// order; the first Fillers runs are an eighth of a batch, the middle ones
+// whole batches, and near the end each run at most half of what is left
+// (down to an eighth of a batch) with RampDown; FlatStart turns the ramp
+// up off.
+func TestPipelinePlanRamps(t *testing.T) {
+	const n, pl = 20000, 1460
+	slot := (pl + rabin.PackAlign - 1) / rabin.PackAlign * rabin.PackAlign
+	for _, cfg := range []PipelineConfig{{Fillers: 4, BatchBytes: 1 << 20, BatchPayloads: 1 << 20, RampDown: true},
+		{Fillers: 4, BatchBytes: 1 << 20, BatchPayloads: 1 << 20, FlatStart: true}} {
+		p := &MarkerPipeline{cfg: cfg}
+		var runs []markerRun
+		err := p.plan(n, func(int) int { return pl }, rabin.BitmapWords(n*slot), func(r markerRun) bool { runs = append(runs, r); return true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, ramp := cfg.BatchBytes/slot, max(cfg.BatchBytes/8, 64<<10)/slot
+		next := 0
+		for i, r := range runs {
+			if r.lo != next || r.hi <= r.lo || r.word != r.lo*slot/32 {
+				t.Fatalf("%+v: run %d %+v after payload %d", cfg, i, r, next)
+			}
+			next = r.hi
+			size, left := r.hi-r.lo, n-r.lo
+			switch {
+			case i < cfg.Fillers && !cfg.FlatStart:
+				if size != ramp {
+					t.Fatalf("%+v: run %d of %d payloads, want %d (the ramp up)", cfg, i, size, ramp)
+				}
+			case r.hi == n:
+			case !cfg.RampDown || left >= 2*full:
+				if size != full {
+					t.Fatalf("%+v: run %d of %d payloads (%d left), want a whole batch of %d", cfg, i, size, left, full)
+				}
+			default:
+				if size > max(left/2+1, ramp) || size < ramp {
+					t.Fatalf("%+v: run %d of %d payloads with %d left: want at most half (or %d), at least %d", cfg, i, size, left, ramp, ramp)
+				}
+			}
+		}
+		if next != n {
+			t.Fatalf("%+v: runs end at payload %d of %d", cfg, next, n)
+		}
+		t.Logf("%+v: %d runs, the last %v", cfg, len(runs), runs[max(0, len(runs)-5):])
 	}
 }

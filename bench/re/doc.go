@@ -18,15 +18,15 @@
 // end, from the payloads in host memory to the bitmap in host memory through a
 // gpu.MarkerPipeline (--gpu-fillers goroutines packing page-locked batches
 // of --gpu-batch-bytes, copy in, kernel and copy out over --gpu-streams
-// streams; --gpu-sleep, --gpu-flat-start: the variants measured against the
-// defaults; gpu_shape says which ran), gbps_kernel the kernel alone on the
+// streams; --gpu-sleep, --gpu-flat-start, --gpu-ramp-down: the variants
+// measured against the defaults; gpu_shape says which ran), gbps_kernel the kernel alone on the
 // whole packed buffer, gbps_h2d and gbps_d2h the PCIe copy rates of pinned
 // memory in the same run (the end-to-end ceiling), gbps_cpu the CPU figure
 // of the same run, and every bitmap (the warm-up's and the timed rounds')
 // is compared with the CPU's (poisoned before the warm-up).
 //
-// The GPU's end-to-end paths (--gpu-path, one Result each, gpu_path says
-// which) start where a receiver has the payloads: one per frame of a
+// The GPU's end-to-end paths (--gpu-path: pack, gather, copy by default,
+// one Result each, gpu_path says which) start where a receiver has the payloads: one per frame of a
 // receive ring (--rx-frame bytes a frame, the payload at --rx-offset: 66
 // by default, after Ethernet, IPv4 and TCP with timestamps) in host memory
 // mapped outside the Go heap and registered with the device once
@@ -38,9 +38,15 @@
 // (12 bytes a payload) and the GPU reads the payloads out of the ring
 // itself (rabin_gather; --gpu-gather-fillers, --gpu-gather-batch-bytes,
 // --gpu-gather-warps, --gpu-gather16 for the 16-byte-word variant);
-// gbps_gather is that kernel alone over all payloads. Both figures include
-// every byte's way into device memory and the bitmap's way back; neither
-// includes the NIC's write into the ring.
+// gbps_gather is that kernel alone over all payloads. copy: the fillers
+// write only the index too (the same shape as gather's), and the copy
+// engine moves runs of consecutive frames out of the ring with 2-D copies
+// into a staging buffer on the device, which rabin_gather lays out as the
+// packed layout there (gpu.ViaCopy); gbps_copy is the copy engine's runs
+// alone over all payloads, copy_runs the copies a round and copy_extra the
+// bytes copied past the payloads (over the payload bytes). Every figure
+// includes every byte's way into device memory and the bitmap's way back;
+// none includes the NIC's write into the ring.
 // A build without the GPU glue has NewGPUMarkers nil, and --backend gpu is
 // a usage error there.
 //

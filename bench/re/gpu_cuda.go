@@ -57,7 +57,7 @@ func openGPUMarkers(pol rabin.Pol, window, bits int, opt GPUOptions) (GPUMarkers
 	// for payloads of 1 KiB on average: a batch of shorter ones is cut by
 	// its count before its bytes.
 	p, err := gpu.NewMarkerPipeline(r, gpu.PipelineConfig{Fillers: opt.Fillers, BatchBytes: opt.BatchBytes,
-		BatchPayloads: opt.BatchBytes >> 10, FlatStart: opt.FlatStart})
+		BatchPayloads: opt.BatchBytes >> 10, FlatStart: opt.FlatStart, RampDown: opt.RampDown})
 	if err != nil {
 		r.Close()
 		c.Close()
@@ -133,7 +133,10 @@ func (g *cudaMarkers) Shape() string {
 	if g.opt.FlatStart {
 		start = "first batches whole"
 	}
-	return fmt.Sprintf("pack: %d fillers, batches of %d KiB; gather: %d fillers, batches of %d KiB, %s %d warps/SM; both: %s, %d streams, waits %s; kernel alone: %d payloads in %d segments each",
+	if g.opt.RampDown {
+		start += ", last batches at most half of what is left"
+	}
+	return fmt.Sprintf("pack: %d fillers, batches of %d KiB; gather and copy: %d fillers, batches of %d KiB, %s %d warps/SM; all: %s, %d streams, waits %s; kernel alone: %d payloads in %d segments each",
 		g.opt.Fillers, g.opt.BatchBytes>>10, g.opt.GatherFillers, g.opt.GatherBatchBytes>>10, g.r.GatherKernel(), g.r.GatherWarpsPerSM(),
 		start, g.r.Streams(), wait, g.n, g.r.PartsFor(g.n))
 }
@@ -155,7 +158,7 @@ func (g *cudaMarkers) RxRing(n int) ([]byte, error) {
 		return nil, err
 	}
 	pg, err := gpu.NewMarkerPipeline(g.r, gpu.PipelineConfig{Fillers: g.opt.GatherFillers, BatchBytes: g.opt.GatherBatchBytes,
-		BatchPayloads: g.opt.GatherBatchBytes >> 10, FlatStart: g.opt.FlatStart})
+		BatchPayloads: g.opt.GatherBatchBytes >> 10, FlatStart: g.opt.FlatStart, RampDown: g.opt.RampDown})
 	if err != nil {
 		g.r.UnregisterHost(h)
 		syscall.Munmap(mem)
@@ -165,20 +168,41 @@ func (g *cudaMarkers) RxRing(n int) ([]byte, error) {
 	return mem[:n], nil
 }
 
+// via is the RegionVia of a by-reference path.
+func via(path string) (gpu.RegionVia, error) {
+	switch path {
+	case "gather":
+		return gpu.ViaGather, nil
+	case "copy":
+		return gpu.ViaCopy, nil
+	}
+	return 0, fmt.Errorf("bench re: path %q by reference: want gather or copy", path)
+}
+
 // BitmapRing runs the payloads, by reference into the ring, through the
-// pipeline.
-func (g *cudaMarkers) BitmapRing(srcs, lens []uint32, bitmap []uint32) error {
+// pipeline by the path's way in.
+func (g *cudaMarkers) BitmapRing(path string, srcs, lens []uint32, bitmap []uint32) error {
 	if g.h == nil {
 		return fmt.Errorf("bench re: no receive ring")
 	}
+	v, err := via(path)
+	if err != nil {
+		return err
+	}
+	g.r.Via = v // no batch by reference is in flight between calls
 	return g.pg.BitmapRegion(g.h, srcs, lens, bitmap)
 }
 
-// GatherSeconds times rabin_gather alone over all the payloads, by
-// reference into the ring, in the kernel-only batch.
-func (g *cudaMarkers) GatherSeconds(srcs, lens []uint32, iters int) (float64, error) {
+// RingSeconds times the path's way in alone (rabin_gather, or the copy
+// engine's runs) over all the payloads, by reference into the ring, in
+// the kernel-only batch.
+func (g *cudaMarkers) RingSeconds(path string, srcs, lens []uint32, iters int) (float64, error) {
 	if g.h == nil || len(srcs) != len(lens) {
-		return 0, fmt.Errorf("bench re: gather of %d sources, %d lengths (or no receive ring)", len(srcs), len(lens))
+		return 0, fmt.Errorf("bench re: %s alone over %d sources, %d lengths (or no receive ring)", path, len(srcs), len(lens))
+	}
+	v, err := via(path)
+	if err != nil {
+		return 0, err
 	}
 	packed := 0
 	for _, l := range lens {
@@ -190,20 +214,32 @@ func (g *cudaMarkers) GatherSeconds(srcs, lens []uint32, iters int) (float64, er
 	b := g.b
 	b.Reset()
 	b.Region = g.h
+	defer func() { b.Region = nil }()
 	for k := range srcs {
 		if !b.AddRef(srcs[k], int(lens[k])) {
-			return 0, fmt.Errorf("bench re: payload %d does not fit the gather batch", k)
+			return 0, fmt.Errorf("bench re: payload %d does not fit the kernel-only batch", k)
 		}
 	}
+	g.r.Via = v
 	if err := g.r.Submit(b); err != nil {
 		return 0, err
 	}
 	if err := g.r.Wait(b); err != nil {
 		return 0, err
 	}
-	ms, err := g.r.GatherTime(b, iters)
-	b.Region = nil
+	var ms float64
+	if v == gpu.ViaGather {
+		ms, err = g.r.GatherTime(b, iters)
+	} else {
+		ms, err = g.r.CopyTime(b, iters)
+	}
 	return ms / 1e3, err
+}
+
+// CopyCounts returns the copy path's counters.
+func (g *cudaMarkers) CopyCounts() (runs, payload, copied int64) {
+	st := g.r.CopyStats()
+	return st.Runs, st.PayloadBytes, st.CopiedBytes
 }
 
 // Close frees the batches, the receive ring, the kernel's resources and

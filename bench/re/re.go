@@ -45,6 +45,9 @@ type Result struct {
 	GPUShape          string  `json:"gpu_shape,omitempty"`   // gpu: fillers, batch, streams, segments per payload
 	GPUPath           string  `json:"gpu_path,omitempty"`    // gpu: pack (host copies into pinned batches) | gather (the GPU reads the registered ring)
 	GbpsGather        float64 `json:"gbps_gather,omitempty"` // gpu, gather: rabin_gather alone reading the registered ring (CUDA events)
+	GbpsCopy          float64 `json:"gbps_copy,omitempty"`   // gpu, copy: the copy engine's runs alone out of the registered ring (CUDA events)
+	CopyRuns          int64   `json:"copy_runs,omitempty"`   // gpu, copy: copies (runs of frames) per round
+	CopyExtra         float64 `json:"copy_extra,omitempty"`  // gpu, copy: bytes copied past the payloads, a fraction of the payload bytes
 	RxFrame           int     `json:"rx_frame,omitempty"`    // gpu: the receive ring's frame bytes
 	RxOffset          int     `json:"rx_offset,omitempty"`   // gpu: each payload's offset in its frame
 	MarkersPerPayload float64 `json:"markers_per_payload,omitempty"`
@@ -87,12 +90,18 @@ type GPUMarkers interface {
 	RxRing(n int) ([]byte, error)
 	// BitmapRing is Bitmap of the payloads at ring[srcs[k]:][:lens[k]]
 	// taken by reference: the goroutines write only each batch's index,
-	// and the device reads the payloads out of the ring itself
-	// (rabin_gather), copies nothing on the host.
-	BitmapRing(srcs, lens []uint32, bitmap []uint32) error
-	// GatherSeconds runs the gather kernel alone iters times over all the
-	// payloads of the ring and returns the mean seconds of one run.
-	GatherSeconds(srcs, lens []uint32, iters int) (float64, error)
+	// and the device takes the payloads out of the ring itself, by path
+	// "gather" (rabin_gather's reads over PCIe) or "copy" (the copy
+	// engine's 2-D copies of runs of frames); nothing is copied on the
+	// host.
+	BitmapRing(path string, srcs, lens []uint32, bitmap []uint32) error
+	// RingSeconds runs the path's own way in alone (the gather kernel, or
+	// the copy engine's runs) iters times over all the payloads of the
+	// ring and returns the mean seconds of one run.
+	RingSeconds(path string, srcs, lens []uint32, iters int) (float64, error)
+	// CopyCounts returns the copy path's counters so far: its runs (one
+	// copy each), the payload bytes and the bytes copied.
+	CopyCounts() (runs, payload, copied int64)
 	// KernelSeconds runs the kernel iters times on the packed buffer,
 	// already on the device, and returns the mean seconds of one run.
 	KernelSeconds(buf []byte, offs, lens []uint32, iters int) (float64, error)
@@ -112,6 +121,7 @@ type GPUOptions struct {
 	Streams    int  // CUDA streams the batches go over
 	Sleep      bool // wait for a batch asleep rather than spinning on a core (CUDA's default)
 	FlatStart  bool // no ramp: the fillers' first batches whole too
+	RampDown   bool // the last batches at most half of what is left
 	// The gather path's own pipeline (its fillers write only indexes, so
 	// fewer fillers and larger batches than packing's), the gather
 	// kernel's warps per SM (0: the package's default) and its variant.
@@ -183,7 +193,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.gpu.BatchBytes, "gpu-batch-bytes", 2<<20, "gpu: packed bytes per batch")
 	fs.IntVar(&f.gpu.Streams, "gpu-streams", 8, "gpu: CUDA streams the batches go over (1..16)")
 	fs.BoolVar(&f.gpu.FlatStart, "gpu-flat-start", false, "gpu: the fillers' first batches whole too (else an eighth of a batch, so that the copies start early)")
-	fs.StringVar(&f.gpuPaths, "gpu-path", "pack,gather", "gpu: end-to-end paths, comma-separated: pack (goroutines copy the payloads out of the receive ring into page-locked batches, the copy engine moves those) or gather (the GPU reads the payloads out of the registered ring itself)")
+	fs.BoolVar(&f.gpu.RampDown, "gpu-ramp-down", false, "gpu: the last batches each at most half of what is left, so that the last batch's work after its copy is short (else whole)")
+	fs.StringVar(&f.gpuPaths, "gpu-path", "pack,gather,copy", "gpu: end-to-end paths, comma-separated: pack (goroutines copy the payloads out of the receive ring into page-locked batches, the copy engine moves those), gather (the GPU reads the payloads out of the registered ring itself) or copy (the copy engine moves runs of frames out of the registered ring with 2-D copies)")
 	fs.IntVar(&f.gpu.GatherFillers, "gpu-gather-fillers", DefaultGatherFillers, "gpu, gather: goroutines writing the batches' indexes")
 	fs.IntVar(&f.gpu.GatherBatchBytes, "gpu-gather-batch-bytes", DefaultGatherBatchBytes, "gpu, gather: packed bytes per batch")
 	fs.BoolVar(&f.gpu.Gather16, "gpu-gather16", false, "gpu, gather: rabin_gather16 (loads from each payload's own 16-byte word) instead of rabin_gather (whole 128-byte lines)")
@@ -256,8 +267,8 @@ func (f *reFlags) validate() (rabin.Pol, error) {
 		return 0, fmt.Errorf("%w: --bytes must be at least 1", u)
 	}
 	for _, p := range strings.Split(f.gpuPaths, ",") {
-		if p != "pack" && p != "gather" {
-			return 0, fmt.Errorf("%w: --gpu-path %q: want pack, gather or both", u, p)
+		if p != "pack" && p != "gather" && p != "copy" {
+			return 0, fmt.Errorf("%w: --gpu-path %q: want pack, gather, copy or several", u, p)
 		}
 	}
 	for _, m := range strings.Split(f.measures, ",") {
@@ -366,9 +377,10 @@ func benchMarkers(f *reFlags, pol rabin.Pol) ([]Result, error) {
 // --rx-offset; untimed: the NIC's write); each end-to-end path of
 // --gpu-path then runs from there to the bitmap in host memory: pack (the
 // host copies each payload out of the ring into page-locked batches, the
-// copy engine moves the batches) and gather (the host writes each batch's
-// index only, and the GPU reads the payloads out of the ring). One Result
-// per path.
+// copy engine moves the batches), gather (the host writes each batch's
+// index only, and the GPU reads the payloads out of the ring) and copy
+// (the index only too, and the copy engine moves runs of frames out of the
+// ring). One Result per path.
 func gpuMarkers(f *reFlags, pol rabin.Pol, cpu Result, payloads [][]byte, buf []byte, offs, lens []uint32, want []uint32) ([]Result, error) {
 	g, err := NewGPUMarkers(pol, f.window, f.bits, f.gpu)
 	if err != nil {
@@ -404,12 +416,16 @@ func gpuMarkers(f *reFlags, pol rabin.Pol, cpu Result, payloads [][]byte, buf []
 		r := res
 		r.GPUPath = path
 		bitmap := func() error { return g.Bitmap(inRing, got) }
-		if path == "gather" {
-			bitmap = func() error { return g.BitmapRing(srcs, lens, got) }
-			if sec, err := g.GatherSeconds(srcs, lens, 10); err != nil {
+		if path != "pack" {
+			bitmap = func() error { return g.BitmapRing(path, srcs, lens, got) }
+			sec, err := g.RingSeconds(path, srcs, lens, 10)
+			if err != nil {
 				return nil, err
-			} else {
+			}
+			if path == "gather" {
 				r.GbpsGather = gbps(float64(r.Bytes) / sec)
+			} else {
+				r.GbpsCopy = gbps(float64(r.Bytes) / sec)
 			}
 		}
 		for i := range got {
@@ -421,6 +437,7 @@ func gpuMarkers(f *reFlags, pol rabin.Pol, cpu Result, payloads [][]byte, buf []
 		r.Identical = slices.Equal(got, want)
 		clear(got)
 		var ferr error
+		runs0, payload0, copied0 := g.CopyCounts()
 		rates, _ := benchutil.TimeRounds(f.rounds, func() int {
 			if err := bitmap(); err != nil && ferr == nil {
 				ferr = err
@@ -431,11 +448,17 @@ func gpuMarkers(f *reFlags, pol rabin.Pol, cpu Result, payloads [][]byte, buf []
 			return nil, ferr
 		}
 		r.Gbps = gbps(benchutil.Median(rates))
+		if runs, payload, copied := g.CopyCounts(); path == "copy" && payload > payload0 {
+			r.CopyRuns = (runs - runs0) / int64(len(rates))
+			r.CopyExtra = float64(copied-copied0-(payload-payload0)) / float64(payload-payload0)
+		}
 		r.Identical = r.Identical && slices.Equal(got, want)
 		r.GPUShape = g.Shape()
 		r.Notes = fmt.Sprintf("gpu, path %s: gbps = end to end, from the payloads in a receive ring in host memory (one per %d-byte frame at offset %d, registered with the device: cuMemHostRegister, mapped) to the bitmap in host memory; ", path, f.rxFrame, f.rxOffset)
 		if path == "pack" {
 			r.Notes += "gpu_shape's fillers copy each payload out of the ring into page-locked batches (the host copy a receiver that packs at receive does too), the copy engine moves the batches in, the kernel marks them, the bitmaps come back over its streams"
+		} else if path == "copy" {
+			r.Notes += "gpu_shape's by-reference fillers write only each batch's index (offsets, lengths, ring offsets: 12 bytes a payload); per batch the host cuts the payloads into runs of frames a fixed pitch apart (cut by length: at most 1/8 more than the payloads' packed bytes), the copy engine moves the index and each run (a 2-D copy: source pitch the frame, width the run's longest payload from its 16-byte word on) out of the registered ring into a staging buffer on the device, rabin_gather lays it out as the packed layout in device memory, the kernel marks it, the bitmap comes back; no host copy of a payload; gbps_copy = the copy engine's runs alone over all payloads (CUDA events); copy_runs = copies a round, copy_extra = bytes copied past the payloads over the payload bytes"
 		} else {
 			r.Notes += "gpu_shape's fillers write only each batch's index (offsets, lengths, ring offsets: 12 bytes a payload) into page-locked memory; per batch the copy engine moves the index in, rabin_gather reads the payloads out of the ring over PCIe into the device's compact buffer, the kernel marks it, the bitmap comes back; no host copy of a payload; gbps_gather = rabin_gather alone over all payloads (CUDA events)"
 		}
@@ -580,6 +603,9 @@ func printResults(w io.Writer, asJSON bool, rs []Result) error {
 				fmt.Fprintf(tw, "\tpath %s\tkernel %.2f Gbps\tcpu %.2f Gbps\tPCIe in %.0f out %.0f Gbps", r.GPUPath, r.GbpsKernel, r.GbpsCPU, r.GbpsH2D, r.GbpsD2H)
 				if r.GbpsGather > 0 {
 					fmt.Fprintf(tw, "\tgather alone %.0f Gbps", r.GbpsGather)
+				}
+				if r.GbpsCopy > 0 {
+					fmt.Fprintf(tw, "\tcopies alone %.0f Gbps\t%d copies, %.1f%% extra bytes", r.GbpsCopy, r.CopyRuns, 100*r.CopyExtra)
 				}
 				fmt.Fprintf(tw, "\t%s\t%s", r.GPU, r.GPUShape)
 			}

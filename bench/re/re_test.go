@@ -79,14 +79,15 @@ func (g fakeGPU) Bitmap(payloads [][]byte, bitmap []uint32) error {
 	return err
 }
 func (g fakeGPU) RxRing(n int) ([]byte, error) { *g.ring = make([]byte, n); return *g.ring, nil }
-func (g fakeGPU) BitmapRing(srcs, lens []uint32, bitmap []uint32) error {
+func (g fakeGPU) BitmapRing(_ string, srcs, lens []uint32, bitmap []uint32) error {
 	ps := make([][]byte, len(srcs))
 	for k, s := range srcs {
 		ps[k] = (*g.ring)[s : s+lens[k]]
 	}
 	return g.Bitmap(ps, bitmap)
 }
-func (g fakeGPU) GatherSeconds([]uint32, []uint32, int) (float64, error)         { return 1e-3, nil }
+func (g fakeGPU) RingSeconds(string, []uint32, []uint32, int) (float64, error)   { return 1e-3, nil }
+func (g fakeGPU) CopyCounts() (int64, int64, int64)                              { return 0, 0, 0 }
 func (g fakeGPU) KernelSeconds([]byte, []uint32, []uint32, int) (float64, error) { return 1e-3, nil }
 func (g fakeGPU) CopyGbps() (float64, float64, error)                            { return 400, 400, nil }
 func (g fakeGPU) Device() string                                                 { return "fake" }
@@ -109,13 +110,14 @@ func TestGPUSeam(t *testing.T) {
 			return fakeGPU{m, wrong, new([]byte)}, err
 		}
 		rs, err := run(t, "--backend", "gpu", "--measure", "markers", "--payloads", "500", "--rounds", "1")
-		if wrong != errors.Is(err, benchutil.ErrMismatch) || len(rs) != 3 {
+		if wrong != errors.Is(err, benchutil.ErrMismatch) || len(rs) != 4 {
 			t.Fatalf("wrong %v: %v, %d results", wrong, err, len(rs))
 		}
-		for i, path := range []string{"pack", "gather"} {
+		for i, path := range []string{"pack", "gather", "copy"} {
 			g := rs[1+i]
 			if g.Backend != "gpu" || g.GPU != "fake" || g.GPUPath != path || g.GbpsKernel <= 0 || g.GbpsCPU != rs[0].Gbps ||
-				g.Identical == wrong || (path == "gather") != (g.GbpsGather > 0) || g.RxFrame != 2048 || g.RxOffset != 66 {
+				g.Identical == wrong || (path == "gather") != (g.GbpsGather > 0) || (path == "copy") != (g.GbpsCopy > 0) ||
+				g.RxFrame != 2048 || g.RxOffset != 66 {
 				t.Errorf("gpu result: %+v", g)
 			}
 		}
