@@ -223,12 +223,6 @@ func (c *CUDA) pool(kind Kind, width int) ([]*Batch, error) {
 // slotKeys is the most keys a lookup slot holds (see lookupVia).
 const slotKeys = 1 << 15
 
-// serialLookups, set by GSWITCH_CUDA_SERIAL_LOOKUPS=1 in the environment,
-// gives the small lookups the write lock too (each still in its slot):
-// the lookups of before 2026-11-26, one at a time, for comparisons on the
-// same machine. Not for production.
-var serialLookups = os.Getenv("GSWITCH_CUDA_SERIAL_LOOKUPS") == "1"
-
 // How a caller waits for its lookup batch on the device (the batch's
 // completion event). The default is yield; GSWITCH_CUDA_WAIT=spin|block
 // chooses another, for comparisons on the same machine.
@@ -294,13 +288,9 @@ var waitMode = func() cudaWaitMode {
 // reached the device one at a time.)
 func (c *CUDA) lookupVia(id TableID, kind Kind, width, n int, fill, drain func(b *Batch, lo int)) error {
 	t0 := time.Now()
-	lock, unlock := c.lmu.RLock, c.lmu.RUnlock
-	if serialLookups {
-		lock, unlock = c.lmu.Lock, c.lmu.Unlock
-	}
-	lock()
+	c.lmu.RLock()
 	if n <= min(c.chunk, slotKeys) {
-		defer unlock()
+		defer c.lmu.RUnlock()
 		b, err := c.slot(kind, width)
 		backendStages.Observe(StageSlot, time.Since(t0))
 		if err != nil {
@@ -318,7 +308,7 @@ func (c *CUDA) lookupVia(id TableID, kind Kind, width, n int, fill, drain func(b
 		drain(b, 0)
 		return nil
 	}
-	unlock()
+	c.lmu.RUnlock()
 	c.lmu.Lock()
 	defer c.lmu.Unlock()
 	backendStages.Observe(StageSlot, time.Since(t0))
