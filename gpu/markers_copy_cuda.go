@@ -193,12 +193,9 @@ func (r *RabinMarkers) submitCopy(b *MarkerBatch, t *markerTwin) error {
 	offs, lens, srcs := uint64(cp.didx.p), uint64(cp.didx.p)+4*uint64(n), uint64(cp.didx.p)+8*uint64(n)
 	mp := r.paramsAt(ma, t, b, parts, offs, lens)
 	gp := []unsafe.Pointer{ga.u64(uint64(cp.dstage.p)), ga.u64(srcs), ga.u64(offs), ga.u64(lens), ga.u32(uint32(n)), ga.u64(uint64(t.dbuf.p))}
-	mem := C.malloc(C.size_t(8 * (len(mp) + len(gp))))
-	defer C.free(mem)
-	pp := unsafe.Slice((*unsafe.Pointer)(mem), len(mp)+len(gp))
-	copy(pp, mp)
-	copy(pp[len(mp):], gp)
-	st := r.streams[int(r.rr.Add(1))%len(r.streams)]
+	pp := cParams(mp, gp)
+	defer C.free(unsafe.Pointer(&pp[0]))
+	st := r.nextStream()
 	var segp *C.gs_copy_seg
 	if len(cp.segs) > 0 {
 		segp = (*C.gs_copy_seg)(unsafe.Pointer(&cp.segs[0]))

@@ -314,7 +314,7 @@ func (r *RabinMarkers) Submit(b *MarkerBatch) error {
 	a := newCArgs(11)
 	defer a.free()
 	params := r.params(a, t, b, parts)
-	st := r.streams[int(r.rr.Add(1))%len(r.streams)]
+	st := r.nextStream()
 	copies := []auxCopy{{t.dbuf.p, t.hbuf.p, packedBytes(b.Bytes)}, {t.didx.p, t.hidx.p, 4 * int64(t.capacity+b.N)}}
 	outs := []auxOut{{t.hbm.p, t.dbm.p, 4 * int64(rabin.BitmapWords(b.Bytes))}}
 	if err := r.c.auxQueue(st, copies, nil, r.fn, grid, block, 0, params, outs, t.ev); err != nil {

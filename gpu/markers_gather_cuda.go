@@ -170,12 +170,9 @@ func (r *RabinMarkers) submitGather(b *MarkerBatch, t *markerTwin) error {
 	defer ma.free()
 	defer ga.free()
 	mp, gp := r.params(ma, t, b, parts), r.gatherParams(ga, t, rt, b)
-	mem := C.malloc(C.size_t(8 * (len(mp) + len(gp))))
-	defer C.free(mem)
-	pp := unsafe.Slice((*unsafe.Pointer)(mem), len(mp)+len(gp))
-	copy(pp, mp)
-	copy(pp[len(mp):], gp)
-	st := r.streams[int(r.rr.Add(1))%len(r.streams)]
+	pp := cParams(mp, gp)
+	defer C.free(unsafe.Pointer(&pp[0]))
+	st := r.nextStream()
 	// The index: offsets, lengths (capacity words each), then the first N
 	// sources.
 	nidx := 4 * (2*int64(t.capacity) + int64(b.N))
@@ -189,6 +186,21 @@ func (r *RabinMarkers) submitGather(b *MarkerBatch, t *markerTwin) error {
 		return cuErr(res)
 	}
 	return nil
+}
+
+// cParams lays two kernels' parameter arrays (the markers kernel's, then
+// the gather's) one after the other in C memory, which the caller frees
+// with C.free once the launches are queued.
+func cParams(a, b []unsafe.Pointer) []unsafe.Pointer {
+	pp := unsafe.Slice((*unsafe.Pointer)(C.malloc(C.size_t(8*(len(a)+len(b))))), len(a)+len(b))
+	copy(pp, a)
+	copy(pp[len(a):], b)
+	return pp
+}
+
+// nextStream is the stream of the next batch, in turn.
+func (r *RabinMarkers) nextStream() cu.Stream {
+	return r.streams[int(r.rr.Add(1))%len(r.streams)]
 }
 
 // GatherTime times iters launches of rabin_gather alone over b (a batch by
