@@ -197,16 +197,21 @@ func (cb *cudaBatch) wait(*Batch) error {
 
 // yieldWait polls ev, yielding the processor to the other goroutines
 // between polls, for at most yieldFor, then sleeps in the driver (the
-// event is blocking-sync in this mode) — see waitMode.
+// event is blocking-sync in this mode) — see waitMode. Polls are at least
+// pollEvery apart (a poll is a cgo call and a driver query, about a
+// microsecond): while other goroutines run, the waiter yields in between
+// without asking the device.
 func yieldWait(ctx C.CUcontext, ev C.CUevent) C.CUresult {
 	t0 := time.Now()
+	var last time.Duration
 	for {
-		r := C.gs_query(ctx, ev)
-		if r != C.CUDA_ERROR_NOT_READY {
-			return r
-		}
-		if time.Since(t0) >= yieldFor {
+		if d := time.Since(t0); d >= yieldFor {
 			return C.gs_wait(ctx, ev)
+		} else if last == 0 || d-last >= pollEvery {
+			last = max(d, 1)
+			if r := C.gs_query(ctx, ev); r != C.CUDA_ERROR_NOT_READY {
+				return r
+			}
 		}
 		runtime.Gosched()
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 	"unsafe"
@@ -253,6 +254,17 @@ const (
 
 // yieldFor is how long the yield mode polls before it sleeps.
 const yieldFor = 200 * time.Microsecond
+
+// pollEvery is the least time between two polls of the yield mode:
+// GSWITCH_CUDA_POLL_US microseconds (for comparisons), default 0 (every
+// time the waiter runs).
+var pollEvery = func() time.Duration {
+	us, err := strconv.Atoi(os.Getenv("GSWITCH_CUDA_POLL_US"))
+	if err != nil || us < 0 || us > 1000 {
+		return 0
+	}
+	return time.Duration(us) * time.Microsecond
+}()
 
 var waitMode = func() cudaWaitMode {
 	switch os.Getenv("GSWITCH_CUDA_WAIT") {
