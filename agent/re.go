@@ -168,6 +168,15 @@ type rePort struct {
 
 func (p rePort) Send(frames [][]byte) (int, error) { return p.link.Send(frames) }
 
+// Stats is the AF_PACKET port's, with the frames the port refused on the
+// encoder's goroutine (which Send had reported sent) among its TxErrors,
+// so that the port's tx_dropped counts them.
+func (p rePort) Stats() (afpacket.Stats, error) {
+	st, err := p.Port.Stats()
+	st.TxErrors += p.link.Enc.Stats.TxDropped.Load()
+	return st, err
+}
+
 // reDevice returns the device to add as port no: p itself, or for the
 // WAN port p wrapped by a new re.Link.
 func (d *Agent) reDevice(no uint32, p *afpacket.Port) (pipeline.Device, error) {
@@ -226,15 +235,21 @@ func (d *Agent) reMarkers(cfg re.Config) re.Markers {
 }
 
 // reStage installs the decoder as the WAN port's first receive stage
-// (after AddPort).
+// (after AddPort) and splits the port's receive path (pipeline's
+// SetRxSplit): the decoder runs on the port's reader, the switch's work on
+// the frames it restored on another goroutine.
 func (d *Agent) reStage(no uint32) error {
 	if d.re == nil || no != d.re.port {
 		return nil
 	}
-	return d.addRxStage(no, d.re.link)
+	if err := d.addRxStage(no, d.re.link); err != nil {
+		return err
+	}
+	return d.sw.SetRxSplit(no, true)
 }
 
-// runRE runs the acknowledgement loop until ctx is done.
+// runRE runs the acknowledgement loop and the encoder's goroutine (the
+// WAN port's Send hands its batches to it) until ctx is done.
 func (d *Agent) runRE(ctx context.Context, goRun func(string, func() error)) {
 	if d.re == nil {
 		return
@@ -242,6 +257,7 @@ func (d *Agent) runRE(ctx context.Context, goRun func(string, func() error)) {
 	d.log.Info("redundancy elimination on", "port", d.re.port, "interface", d.re.iface, "match", d.st.RE.Match,
 		"encoder_epoch", d.re.link.Enc.Epoch(), "decoder_epoch", d.re.link.Dec.Epoch(), "impaired", d.st.RE.Impair != (ImpairConfig{}))
 	goRun("re acks", func() error { d.re.link.RunAcks(ctx, d.st.re.ack); return nil })
+	goRun("re encoder", func() error { d.re.link.RunEncoder(ctx, 0); return nil })
 }
 
 // RE is /v1/re (ctl.RESource).

@@ -138,7 +138,9 @@ type frameRing interface {
 // Config.Depth closed batches are unfinished, the running one included.
 // While no table is coalesced (every table on the CPU, or the device out
 // of service) RunPort runs its batches itself, synchronously
-// (queueRunner.next).
+// (queueRunner.next). Without a Coalescer, a port split by SetRxSplit runs
+// its receive stages on RunPort and the rest on a goroutine of the
+// queue's own (split.go).
 func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error {
 	var b *batcher
 	run := func(b *batcher) *batcher { s.runBatch(no, b, false); return b }
@@ -147,6 +149,11 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error 
 		defer q.stop()
 		run = q.next
 		b = <-q.free
+	} else if sp := s.ports[no]; sp != nil && sp.split.Load() {
+		r := s.newSplitRunner(no)
+		defer r.stop()
+		run = r.hand
+		b = <-r.free
 	} else {
 		b = newBatcher(s.cfg.BatchSize)
 	}
