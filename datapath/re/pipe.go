@@ -44,7 +44,8 @@ type handoff struct {
 // what the ring then drops; EncoderCounters.QueueWaits counts the waits);
 // nothing is dropped at the queue. When ctx is done, the batches queued
 // are encoded and sent before RunEncoder returns, and Send encodes on its
-// caller's goroutine again (as it does before RunEncoder starts). Frames
+// caller's goroutine again (as it does before RunEncoder starts), after
+// waiting for those batches to be sent, so that no flow overtakes itself. Frames
 // the port refuses on this goroutine are counted in
 // EncoderCounters.TxDropped (Send already reported them sent). Call it
 // once per Link.
@@ -52,7 +53,7 @@ func (l *Link) RunEncoder(ctx context.Context, depth int) {
 	if depth <= 0 {
 		depth = DefaultEncoderDepth
 	}
-	p := &encPipe{q: make(chan *handoff, depth), free: make(chan *handoff, depth+2)}
+	p := &encPipe{q: make(chan *handoff, depth), free: make(chan *handoff, depth+2), done: make(chan struct{})}
 	if !l.pipe.CompareAndSwap(nil, p) {
 		return // a second call
 	}
@@ -74,6 +75,7 @@ func (p *encPipe) close() {
 // run encodes and sends the queued batches until the queue is closed and
 // empty.
 func (p *encPipe) run(l *Link) {
+	defer close(p.done)
 	for h := range p.q {
 		l.Enc.Stats.Pipelined.Add(1)
 		n, _ := l.encodeSend(&p.sc, h.frames)
@@ -85,7 +87,8 @@ func (p *encPipe) run(l *Link) {
 }
 
 // queue copies frames into a hand-off and queues it; false when the
-// queue is closed (the caller encodes them itself).
+// queue is closed (the caller encodes them itself), once the batches
+// queued before are sent, so that a flow's frames keep their order.
 func (p *encPipe) queue(l *Link, frames [][]byte) bool {
 	h := p.get()
 	for _, f := range frames {
@@ -97,6 +100,7 @@ func (p *encPipe) queue(l *Link, frames [][]byte) bool {
 	if p.closed {
 		p.mu.RUnlock()
 		p.put(h)
+		<-p.done
 		return false
 	}
 	select {
