@@ -31,6 +31,7 @@ type encPipe struct {
 type handoff struct {
 	arena  []byte
 	frames [][]byte
+	sc     Scratch // prepared by the caller (Encoder.prepare)
 }
 
 // RunEncoder runs the encoder on a goroutine of its own (the caller's)
@@ -78,7 +79,10 @@ func (p *encPipe) run(l *Link) {
 	defer close(p.done)
 	for h := range p.q {
 		l.Enc.Stats.Pipelined.Add(1)
-		n, _ := l.encodeSend(&p.sc, h.frames)
+		b := &p.sc
+		b.frames, b.arena = l.Enc.encodePrepared(&h.sc, h.frames, b.frames[:0], b.arena[:0])
+		n, _ := l.send(b.frames)
+		clear(b.frames)
 		if n < len(h.frames) {
 			l.Enc.Stats.TxDropped.Add(uint64(len(h.frames) - n))
 		}
@@ -96,6 +100,10 @@ func (p *encPipe) queue(l *Link, frames [][]byte) bool {
 		h.arena = append(h.arena, f...)
 		h.frames = append(h.frames, h.arena[start:len(h.arena):len(h.arena)])
 	}
+	// The work outside the encoder's lock (parsing, naming: a CRC-32C of
+	// each payload; a device's markers) stays on the caller's goroutine,
+	// which balances the two.
+	l.Enc.prepare(&h.sc, h.frames)
 	p.mu.RLock()
 	if p.closed {
 		p.mu.RUnlock()
