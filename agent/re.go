@@ -278,6 +278,7 @@ type reCollector struct {
 	port                                                 string
 	bytesIn, bytesOut, saved, refs, frames, failures, rx *prometheus.Desc
 	resets, acks, rxBytes                                *prometheus.Desc
+	pipelined, waits, txDropped                          *prometheus.Desc
 }
 
 func newRECollector(l *reLink) *reCollector {
@@ -286,21 +287,25 @@ func newRECollector(l *reLink) *reCollector {
 		return prometheus.NewDesc("gswitch_re_"+name, help, append(port, labels...), nil)
 	}
 	return &reCollector{l: l.link, port: fmt.Sprint(l.port),
-		bytesIn:  d("encoder_in_bytes_total", "Bytes of the frames the redundancy elimination encoder was given to send on the WAN port."),
-		bytesOut: d("encoder_out_bytes_total", "Bytes the encoder sent for them (encoded or unchanged)."),
-		saved:    d("saved_bytes_total", "Bytes the encoder removed: encoder_in minus encoder_out over the encoded frames."),
-		refs:     d("references_total", "References to bytes the peer holds in the frames the encoder sent."),
-		frames:   d("encoder_frames_total", "Frames the encoder handled, by outcome: encoded, raw (eligible but sent unchanged), passed (not eligible).", "outcome"),
-		failures: d("decode_failures_total", "Encoded frames the decoder could not restore and dropped, by reason.", "reason"),
-		rx:       d("decoder_frames_total", "Frames the decoder passed on, by kind: restored or plain.", "kind"),
-		rxBytes:  d("decoder_out_bytes_total", "Bytes of the frames the decoder passed on (plain and restored)."),
-		resets:   d("resets_total", "Epoch changes: the peer's decoder (side encoder) or encoder (side decoder) restarted.", "side"),
-		acks:     d("acknowledgements_total", "Payload ids the decoder acknowledged (ack) or refused (nak) to the peer.", "kind"),
+		bytesIn:   d("encoder_in_bytes_total", "Bytes of the frames the redundancy elimination encoder was given to send on the WAN port."),
+		bytesOut:  d("encoder_out_bytes_total", "Bytes the encoder sent for them (encoded or unchanged)."),
+		saved:     d("saved_bytes_total", "Bytes the encoder removed: encoder_in minus encoder_out over the encoded frames."),
+		refs:      d("references_total", "References to bytes the peer holds in the frames the encoder sent."),
+		frames:    d("encoder_frames_total", "Frames the encoder handled, by outcome: encoded, raw (eligible but sent unchanged), passed (not eligible).", "outcome"),
+		failures:  d("decode_failures_total", "Encoded frames the decoder could not restore and dropped, by reason.", "reason"),
+		rx:        d("decoder_frames_total", "Frames the decoder passed on, by kind: restored or plain.", "kind"),
+		rxBytes:   d("decoder_out_bytes_total", "Bytes of the frames the decoder passed on (plain and restored)."),
+		resets:    d("resets_total", "Epoch changes: the peer's decoder (side encoder) or encoder (side decoder) restarted.", "side"),
+		acks:      d("acknowledgements_total", "Payload ids the decoder acknowledged (ack) or refused (nak) to the peer.", "kind"),
+		pipelined: d("encoder_pipelined_batches_total", "Batches the encoder encoded and sent on its own goroutine."),
+		waits:     d("encoder_queue_waits_total", "Hand-offs to the encoder's goroutine that waited for room in its queue (back-pressure)."),
+		txDropped: d("encoder_tx_dropped_total", "Frames the WAN port refused on the encoder's goroutine (also in the port's tx_dropped)."),
 	}
 }
 
 func (c *reCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.bytesIn, c.bytesOut, c.saved, c.refs, c.frames, c.failures, c.rx, c.rxBytes, c.resets, c.acks} {
+	for _, d := range []*prometheus.Desc{c.bytesIn, c.bytesOut, c.saved, c.refs, c.frames, c.failures, c.rx, c.rxBytes, c.resets, c.acks,
+		c.pipelined, c.waits, c.txDropped} {
 		ch <- d
 	}
 }
@@ -327,6 +332,9 @@ func (c *reCollector) Collect(ch chan<- prometheus.Metric) {
 	m(c.resets, dc.Resets, "decoder")
 	m(c.acks, dc.Acks, "ack")
 	m(c.acks, dc.Naks, "nak")
+	m(c.pipelined, e.Pipelined)
+	m(c.waits, e.QueueWaits)
+	m(c.txDropped, e.TxDropped)
 }
 
 // reCollectors returns the redundancy elimination collector, none when off.

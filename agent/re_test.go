@@ -117,8 +117,8 @@ gswitch_re_encoder_frames_total{outcome="raw",port="2"} 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "gswitch_re_encoder_frames_total"); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 17 {
-		t.Errorf("%d metrics, want 17", n)
+	if n := testutil.CollectAndCount(c); n != 20 {
+		t.Errorf("%d metrics, want 20", n)
 	}
 }
 
