@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,6 +42,14 @@ type REConfig struct {
 	// AckInterval is how often the decoder's acknowledgements go back to
 	// the peer (0: 10ms).
 	AckInterval time.Duration `yaml:"ack_interval"`
+	// Pipeline says which of the WAN port's RE work runs on goroutines of
+	// its own beside the switch's forwarding: "on" (or empty, the
+	// default) both, "encoder" the encoder only (re.Link.RunEncoder),
+	// "decoder" only the split of the port's receive path (the decoder on
+	// the port's reader, the switch's work on the restored frames on
+	// another goroutine: pipeline's SetRxSplit), "off" neither (all of it
+	// on the port goroutines, in series with their forwarding).
+	Pipeline string `yaml:"pipeline"`
 	// Impair is a test stage: frames the WAN port sends (encoded, plain and
 	// control frames alike) are lost and reordered at these rates, for
 	// kernels without netem. Off unless loss or reorder is set.
@@ -80,10 +89,13 @@ func (r *reFlags) override(set map[string]bool, c *REConfig) {
 
 // reSettings is a checked re: section.
 type reSettings struct {
-	on    bool
-	cfg   re.Config // Match is set per link (reMatcher)
-	match *filter.Program
-	ack   time.Duration
+	on bool
+	// encPipe and rxSplit: the encoder's goroutine, the split receive path
+	// (REConfig.Pipeline).
+	encPipe, rxSplit bool
+	cfg              re.Config // Match is set per link (reMatcher)
+	match            *filter.Program
+	ack              time.Duration
 }
 
 // checkRE validates the re: section; errors are one line.
@@ -112,8 +124,12 @@ func checkRE(c *Config) (reSettings, error) {
 		return reSettings{}, configErr("re: ack_interval %v: want at most 1s (0: %v)", r.AckInterval, defaultAckInterval)
 	case r.Impair.Loss < 0 || r.Impair.Loss >= 1 || r.Impair.Reorder < 0 || r.Impair.Reorder >= 1:
 		return reSettings{}, configErr("re: impair loss %g, reorder %g: want probabilities in [0, 1)", r.Impair.Loss, r.Impair.Reorder)
+	case !slices.Contains([]string{"", "on", "off", "encoder", "decoder"}, r.Pipeline):
+		return reSettings{}, configErr("re: pipeline %q: want on, off, encoder or decoder (default on)", r.Pipeline)
 	}
-	st := reSettings{on: true, cfg: re.Config{LogBytes: r.LogBytes, Window: r.Window, Bits: r.Bits}, ack: r.AckInterval}
+	st := reSettings{on: true, cfg: re.Config{LogBytes: r.LogBytes, Window: r.Window, Bits: r.Bits}, ack: r.AckInterval,
+		encPipe: r.Pipeline == "" || r.Pipeline == "on" || r.Pipeline == "encoder",
+		rxSplit: r.Pipeline == "" || r.Pipeline == "on" || r.Pipeline == "decoder"}
 	if st.ack == 0 {
 		st.ack = defaultAckInterval
 	}
@@ -245,7 +261,7 @@ func (d *Agent) reStage(no uint32) error {
 	if err := d.addRxStage(no, d.re.link); err != nil {
 		return err
 	}
-	return d.sw.SetRxSplit(no, true)
+	return d.sw.SetRxSplit(no, d.st.re.rxSplit)
 }
 
 // runRE runs the acknowledgement loop and the encoder's goroutine (the
@@ -255,9 +271,12 @@ func (d *Agent) runRE(ctx context.Context, goRun func(string, func() error)) {
 		return
 	}
 	d.log.Info("redundancy elimination on", "port", d.re.port, "interface", d.re.iface, "match", d.st.RE.Match,
-		"encoder_epoch", d.re.link.Enc.Epoch(), "decoder_epoch", d.re.link.Dec.Epoch(), "impaired", d.st.RE.Impair != (ImpairConfig{}))
+		"encoder_epoch", d.re.link.Enc.Epoch(), "decoder_epoch", d.re.link.Dec.Epoch(), "impaired", d.st.RE.Impair != (ImpairConfig{}),
+		"encoder_goroutine", d.st.re.encPipe, "split_receive", d.st.re.rxSplit)
 	goRun("re acks", func() error { d.re.link.RunAcks(ctx, d.st.re.ack); return nil })
-	goRun("re encoder", func() error { d.re.link.RunEncoder(ctx, 0); return nil })
+	if d.st.re.encPipe {
+		goRun("re encoder", func() error { d.re.link.RunEncoder(ctx, 0); return nil })
+	}
 }
 
 // RE is /v1/re (ctl.RESource).

@@ -39,9 +39,21 @@ func TestREConfig(t *testing.T) {
 	if err != nil || !st.re.on || st.re.match == nil || st.re.cfg.LogBytes != 1<<20 || st.re.ack.Milliseconds() != 5 || st.RE.Impair.Seed != 7 {
 		t.Fatalf("file: %+v %v", st.re, err)
 	}
+	if !st.re.encPipe || !st.re.rxSplit {
+		t.Errorf("default pipeline: encoder goroutine %v, split receive %v; want both", st.re.encPipe, st.re.rxSplit)
+	}
 	st, err = loadArgs(t, "--port", "3=lo", "--re-port", "3", "--re-match", "tcp", "--re-log-bytes", "200000")
 	if err != nil || !st.re.on || st.RE.Port != 3 || st.re.cfg.LogBytes != 200000 || st.re.ack != defaultAckInterval {
 		t.Fatalf("flags: %+v %v", st.re, err)
+	}
+	for _, c := range []struct {
+		v          string
+		enc, split bool
+	}{{"on", true, true}, {"off", false, false}, {"encoder", true, false}, {"decoder", false, true}} {
+		st, err = loadArgs(t, "--config", write("ports: [{number: 2, interface: lo}]\nre: {port: 2, pipeline: "+c.v+"}\n"))
+		if err != nil || st.re.encPipe != c.enc || st.re.rxSplit != c.split {
+			t.Errorf("pipeline %s: encoder goroutine %v, split receive %v, %v; want %v, %v", c.v, st.re.encPipe, st.re.rxSplit, err, c.enc, c.split)
+		}
 	}
 	for _, c := range []struct {
 		args []string
@@ -56,6 +68,7 @@ func TestREConfig(t *testing.T) {
 		{[]string{"--config", write("ports: [{number: 2, interface: lo}]\nre: {port: 2, impair: {loss: 1.5}}\n")}, "impair"},
 		{[]string{"--config", write("ports: [{number: 2, interface: lo}]\nre: {port: 2, ack_interval: 2s}\n")}, "ack_interval"},
 		{[]string{"--config", write("ports: [{number: 2, interface: lo}]\nre: {port: 2, bogus: 1}\n")}, "bogus"},
+		{[]string{"--config", write("ports: [{number: 2, interface: lo}]\nre: {port: 2, pipeline: both}\n")}, "pipeline"},
 	} {
 		_, err := loadArgs(t, c.args...)
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {

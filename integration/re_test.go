@@ -184,8 +184,14 @@ func (d *reDaemon) stop(t *testing.T) {
 
 // reYAML is the re: section of WAN port, impaired at loss and reorder
 // (A's WAN port is 2, B's 1).
+// GSWITCH_RE_YAML adds its text to the re: map of both (e.g. "pipeline:
+// off", for an A/B of the RE goroutines).
 func reYAML(port int, loss, reorder float64, seed int) string {
-	return fmt.Sprintf("re: {port: %d, impair: {loss: %g, reorder: %g, seed: %d}}\n", port, loss, reorder, seed)
+	extra := ""
+	if x := os.Getenv("GSWITCH_RE_YAML"); x != "" {
+		extra = ", " + x
+	}
+	return fmt.Sprintf("re: {port: %d, impair: {loss: %g, reorder: %g, seed: %d}%s}\n", port, loss, reorder, seed, extra)
 }
 
 // startPair (re)starts both gswitchd: RE on with the YAML given, off with
