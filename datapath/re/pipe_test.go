@@ -253,3 +253,82 @@ func TestRunEncoderConcurrentStop(t *testing.T) {
 		}
 	}
 }
+
+// decodeSender is a port whose far end is a decoder that acknowledges
+// every batch at once (for the benchmark: no checks, no copies kept).
+type decodeSender struct {
+	dec *Decoder
+	enc *Encoder
+	buf []byte
+}
+
+func (s *decodeSender) Send(frames [][]byte) (int, error) {
+	for _, f := range frames {
+		s.dec.Receive(f, s.buf[:0])
+	}
+	for _, c := range s.dec.ControlFrames(macA, macB) {
+		s.enc.HandleControl(c)
+	}
+	return len(frames), nil
+}
+
+// BenchmarkLinkSend runs iperf3's stream (benchLink's frames, batches of
+// 64) through Link.Send and a decoder behind the port: on the caller's
+// goroutine (serial) and through the encoder's goroutine (pipelined, the
+// decoder then on that goroutine too). cpu-ns/op is the process's CPU time
+// per frame: what the hand-off (a copy of each frame, the queue, the
+// wake-ups, the frames crossing cores) adds.
+func BenchmarkLinkSend(b *testing.B) {
+	for _, pipelined := range []bool{false, true} {
+		name := "serial"
+		if pipelined {
+			name = "pipelined"
+		}
+		b.Run(name, func(b *testing.B) {
+			const n = 8192
+			frames := make([][]byte, n)
+			pay := make([]byte, 1448)
+			fill := iperfStream()
+			for i := range frames {
+				fill(i, pay)
+				frames[i] = tcpFrame([4]byte{10, 9, 0, 1}, [4]byte{10, 9, 0, 2}, 5201, 40000, uint32(i*1448), pay)
+			}
+			out := &decodeSender{buf: make([]byte, 2048)}
+			l, err := NewLink(Config{}, out, macA, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out.dec, _ = NewDecoder(Config{})
+			out.enc = l.Enc
+			l.Enc.HandleControl(out.dec.Hello(macA, macB))
+			stop := func() {}
+			if pipelined {
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { l.RunEncoder(ctx, 0); close(done) }()
+				for l.pipe.Load() == nil {
+					time.Sleep(time.Millisecond)
+				}
+				stop = func() { cancel(); <-done }
+			}
+			b.SetBytes(int64(len(frames[0])))
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; {
+				lo := i % n
+				hi := min(lo+64, n, lo+b.N-i)
+				if lo == 0 && i > 0 {
+					for k, f := range frames { // a new pass: new sequence numbers
+						binary.BigEndian.PutUint32(f[38:], uint32((i+k)*1448))
+					}
+				}
+				l.Send(frames[lo:hi])
+				i += hi - lo
+			}
+			stop()
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			in, outB := l.Enc.Stats.BytesIn.Load(), l.Enc.Stats.BytesOut.Load()
+			b.ReportMetric(100*float64(outB)/float64(in), "%wire")
+		})
+	}
+}
