@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -43,12 +44,16 @@ type REConfig struct {
 	// the peer (0: 10ms).
 	AckInterval time.Duration `yaml:"ack_interval"`
 	// Pipeline says which of the WAN port's RE work runs on goroutines of
-	// its own beside the switch's forwarding: "on" (or empty, the
-	// default) both, "encoder" the encoder only (re.Link.RunEncoder),
-	// "decoder" only the split of the port's receive path (the decoder on
-	// the port's reader, the switch's work on the restored frames on
-	// another goroutine: pipeline's SetRxSplit), "off" neither (all of it
-	// on the port goroutines, in series with their forwarding).
+	// its own beside the switch's forwarding: "on" both, "encoder" the
+	// encoder only (re.Link.RunEncoder), "decoder" only the split of the
+	// port's receive path (the decoder on the port's reader, the switch's
+	// work on the restored frames on another goroutine: pipeline's
+	// SetRxSplit), "off" neither (all of it on the port goroutines, in
+	// series with their forwarding). "auto" (or empty, the default): on
+	// with at least autoPipelineProcs Go processors (GOMAXPROCS), else off:
+	// on two cores that the hosts' TCP and the kernel also need, the
+	// hand-offs cost CPU (a copy of each frame, wake-ups, frames crossing
+	// cores) and bought no throughput (docs/benchmarks.md, 2026-11-26).
 	Pipeline string `yaml:"pipeline"`
 	// Impair is a test stage: frames the WAN port sends (encoded, plain and
 	// control frames alike) are lost and reordered at these rates, for
@@ -65,6 +70,10 @@ type ImpairConfig struct {
 }
 
 const defaultAckInterval = 10 * time.Millisecond
+
+// autoPipelineProcs is the least GOMAXPROCS at which re.pipeline auto
+// turns the RE goroutines on.
+const autoPipelineProcs = 4
 
 // reFlags are the redundancy elimination flags.
 type reFlags struct {
@@ -124,12 +133,18 @@ func checkRE(c *Config) (reSettings, error) {
 		return reSettings{}, configErr("re: ack_interval %v: want at most 1s (0: %v)", r.AckInterval, defaultAckInterval)
 	case r.Impair.Loss < 0 || r.Impair.Loss >= 1 || r.Impair.Reorder < 0 || r.Impair.Reorder >= 1:
 		return reSettings{}, configErr("re: impair loss %g, reorder %g: want probabilities in [0, 1)", r.Impair.Loss, r.Impair.Reorder)
-	case !slices.Contains([]string{"", "on", "off", "encoder", "decoder"}, r.Pipeline):
-		return reSettings{}, configErr("re: pipeline %q: want on, off, encoder or decoder (default on)", r.Pipeline)
+	case !slices.Contains([]string{"", "auto", "on", "off", "encoder", "decoder"}, r.Pipeline):
+		return reSettings{}, configErr("re: pipeline %q: want auto, on, off, encoder or decoder (default auto)", r.Pipeline)
+	}
+	pipe := r.Pipeline
+	if pipe == "" || pipe == "auto" {
+		pipe = "off"
+		if runtime.GOMAXPROCS(0) >= autoPipelineProcs {
+			pipe = "on"
+		}
 	}
 	st := reSettings{on: true, cfg: re.Config{LogBytes: r.LogBytes, Window: r.Window, Bits: r.Bits}, ack: r.AckInterval,
-		encPipe: r.Pipeline == "" || r.Pipeline == "on" || r.Pipeline == "encoder",
-		rxSplit: r.Pipeline == "" || r.Pipeline == "on" || r.Pipeline == "decoder"}
+		encPipe: pipe == "on" || pipe == "encoder", rxSplit: pipe == "on" || pipe == "decoder"}
 	if st.ack == 0 {
 		st.ack = defaultAckInterval
 	}

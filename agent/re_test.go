@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -39,8 +40,8 @@ func TestREConfig(t *testing.T) {
 	if err != nil || !st.re.on || st.re.match == nil || st.re.cfg.LogBytes != 1<<20 || st.re.ack.Milliseconds() != 5 || st.RE.Impair.Seed != 7 {
 		t.Fatalf("file: %+v %v", st.re, err)
 	}
-	if !st.re.encPipe || !st.re.rxSplit {
-		t.Errorf("default pipeline: encoder goroutine %v, split receive %v; want both", st.re.encPipe, st.re.rxSplit)
+	if auto := runtime.GOMAXPROCS(0) >= autoPipelineProcs; st.re.encPipe != auto || st.re.rxSplit != auto {
+		t.Errorf("default pipeline (auto, GOMAXPROCS %d): encoder goroutine %v, split receive %v; want %v", runtime.GOMAXPROCS(0), st.re.encPipe, st.re.rxSplit, auto)
 	}
 	st, err = loadArgs(t, "--port", "3=lo", "--re-port", "3", "--re-match", "tcp", "--re-log-bytes", "200000")
 	if err != nil || !st.re.on || st.RE.Port != 3 || st.re.cfg.LogBytes != 200000 || st.re.ack != defaultAckInterval {
@@ -49,7 +50,8 @@ func TestREConfig(t *testing.T) {
 	for _, c := range []struct {
 		v          string
 		enc, split bool
-	}{{"on", true, true}, {"off", false, false}, {"encoder", true, false}, {"decoder", false, true}} {
+	}{{"on", true, true}, {"off", false, false}, {"encoder", true, false}, {"decoder", false, true},
+		{"auto", runtime.GOMAXPROCS(0) >= autoPipelineProcs, runtime.GOMAXPROCS(0) >= autoPipelineProcs}} {
 		st, err = loadArgs(t, "--config", write("ports: [{number: 2, interface: lo}]\nre: {port: 2, pipeline: "+c.v+"}\n"))
 		if err != nil || st.re.encPipe != c.enc || st.re.rxSplit != c.split {
 			t.Errorf("pipeline %s: encoder goroutine %v, split receive %v, %v; want %v, %v", c.v, st.re.encPipe, st.re.rxSplit, err, c.enc, c.split)

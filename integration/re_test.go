@@ -369,8 +369,13 @@ func sourceTars(t *testing.T) (v1, v2 []byte) {
 // TestRedundancyElimination runs the downloads with RE off (the
 // baseline), on, on with 1% loss and 1% reordering on the WAN link (the
 // impairment stage of both gswitchd), and on with gswitchd B restarted
-// mid-transfer.
+// mid-transfer. The RE goroutines are on (re.pipeline: on, whatever the
+// machine's cores; GSWITCH_RE_YAML overrides it), so that the pipelined
+// path goes through the loss, the reordering and the restarts.
 func TestRedundancyElimination(t *testing.T) {
+	if os.Getenv("GSWITCH_RE_YAML") == "" {
+		t.Setenv("GSWITCH_RE_YAML", "pipeline: on")
+	}
 	tp := newRETopo(t)
 	const size = 3 << 20
 	tp.addFile(t, "same.bin", randomBytes(t, size))
