@@ -52,6 +52,23 @@ func (b *batcher) add(f *afpacket.Frame, now time.Time) bool {
 	if len(b.frames) == 0 {
 		b.oldest = now
 	}
+	if !f.Tagged && f.CsumNotReady && f.Offload.GSOType != afpacket.GSONone {
+		// A GSO frame: its segments are cut straight from the ring's copy
+		// (AppendFinished leaves its input unchanged), not from a copy of
+		// the whole frame in the arena first.
+		var err error
+		n := len(b.frames)
+		if b.arena, b.frames, err = afpacket.AppendFinished(b.arena, b.frames, f.Data, f.Offload); err != nil {
+			if n == 0 {
+				b.oldest = time.Time{}
+			}
+			return false
+		}
+		for len(b.rxAt) < len(b.frames) {
+			b.rxAt = append(b.rxAt, rxNanos(f))
+		}
+		return true
+	}
 	start := len(b.arena)
 	if f.Tagged {
 		b.arena = insertTag(b.arena, f.Data, f.TPID, f.TCI)
