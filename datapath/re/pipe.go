@@ -46,10 +46,12 @@ type handoff struct {
 // nothing is dropped at the queue. When ctx is done, the batches queued
 // are encoded and sent before RunEncoder returns, and Send encodes on its
 // caller's goroutine again (as it does before RunEncoder starts), after
-// waiting for those batches to be sent, so that no flow overtakes itself. Frames
-// the port refuses on this goroutine are counted in
-// EncoderCounters.TxDropped (Send already reported them sent). Call it
-// once per Link.
+// waiting for those batches to be sent, so that no flow overtakes itself.
+// Frames the port refuses on this goroutine are counted in
+// EncoderCounters.TxDropped (Send already reported them sent). Memory:
+// at most depth queued hand-offs, the one being encoded, and one per
+// Send caller waiting for room, each a copy of one batch. Call it once
+// per Link.
 func (l *Link) RunEncoder(ctx context.Context, depth int) {
 	if depth <= 0 {
 		depth = DefaultEncoderDepth
