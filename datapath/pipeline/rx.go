@@ -167,7 +167,7 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error 
 		run = q.next
 		b = <-q.free
 	} else if sp := s.ports[no]; sp != nil && sp.split.Load() {
-		r := s.newSplitRunner(no)
+		r := s.newSplitRunner(no, false)
 		defer r.stop()
 		run = r.hand
 		b = <-r.free
@@ -284,7 +284,10 @@ func (s *Switch) runBatch(no uint32, b *batcher, direct bool) {
 // goroutine that runs it); Config.Depth+1 batchers circulate. prev, gen,
 // known and coalesced belong to RunPort (hand, next); unfinished is
 // RunPort's to raise (hand) and the runner's to lower (finish),
-// atomically.
+// atomically. A split port's queue runner also has a split runner for its
+// synchronous path (split.go); a batcher handed to either is replaced
+// from that one's free list, so each keeps its number of batchers while
+// batchers move between them.
 type queueRunner struct {
 	s    *Switch
 	no   uint32
@@ -301,6 +304,7 @@ type queueRunner struct {
 	gen        uint64        // the Coalescer's Generation when coalesced was found
 	known      bool          // gen and coalesced are set
 	coalesced  bool          // some table of the switch is coalesced
+	split      *splitRunner  // a split port's synchronous path (split.go); nil: none
 }
 
 func (s *Switch) newQueueRunner(no uint32, co *gpu.Coalescer) *queueRunner {
@@ -308,6 +312,9 @@ func (s *Switch) newQueueRunner(no uint32, co *gpu.Coalescer) *queueRunner {
 	q := &queueRunner{s: s, no: no, co: co, free: make(chan *batcher, d+1), idle: make(chan struct{}, 1)}
 	for range d + 1 {
 		q.free <- newBatcher(s.cfg.BatchSize)
+	}
+	if sp := s.ports[no]; sp != nil && sp.split.Load() {
+		q.split = s.newSplitRunner(no, true)
 	}
 	if k := s.cfg.InFlight; k > 1 {
 		q.jobs = make(chan flight, d)
@@ -352,8 +359,14 @@ func (q *queueRunner) next(b *batcher) *batcher {
 	if !q.anyCoalesced() {
 		q.drain()
 		q.s.batches.direct.Add(1)
+		if q.split != nil { // a split port: stages here, the rest on the split runner
+			return q.split.hand(b)
+		}
 		q.s.runBatch(q.no, b, true)
 		return b
+	}
+	if q.split != nil {
+		q.split.drain()
 	}
 	q.s.batches.shared.Add(1)
 	return q.hand(b)
@@ -436,6 +449,9 @@ func (q *queueRunner) finish(b *batcher) {
 
 // stop runs the batches handed so far and ends the runner's goroutines.
 func (q *queueRunner) stop() {
+	if q.split != nil {
+		q.split.stop()
+	}
 	if q.jobs != nil {
 		close(q.jobs)
 		q.wg.Wait()

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,9 +24,14 @@ const splitDepth = 3
 // fills and the kernel counts what it drops, RxOverErr). RunPort's end
 // processes the batches handed before it returns.
 //
-// A switch with a Coalescer (a device) ignores it: its queue runner
-// already runs the stages on the reader and the rest on its flight
-// goroutines while a table is coalesced, with InFlight of 2 or more.
+// With a Coalescer (a device), the split applies to the batches a receive
+// queue runs on the synchronous path (while no table is coalesced: the
+// queue runner hands them to its split runner, lookups straight to the
+// Classifier); while a table is coalesced the queue runner's flight
+// goroutines already run the stages on the reader and the rest on
+// themselves (InFlight of 2 or more). Either way a batch transmits only
+// after those handed before it on the other path (each path is drained
+// before the other takes a batch).
 func (s *Switch) SetRxSplit(no uint32, on bool) error {
 	sp := s.ports[no]
 	if sp == nil {
@@ -42,11 +48,15 @@ func (s *Switch) SetRxSplit(no uint32, on bool) error {
 // runs its stages, to loop from the hand-off until loop puts it back on
 // free; splitDepth+1 batchers circulate.
 type splitRunner struct {
-	s    *Switch
-	no   uint32
-	work chan splitJob // closed batches in order (cap splitDepth)
-	free chan *batcher // empty batchers (cap splitDepth+1)
-	done chan struct{} // closed when loop returns
+	s      *Switch
+	no     uint32
+	direct bool          // lookups straight to the Classifier (the queue runner's synchronous path)
+	work   chan splitJob // closed batches in order (cap splitDepth)
+	free   chan *batcher // empty batchers (cap splitDepth+1)
+	done   chan struct{} // closed when loop returns
+
+	unfinished atomic.Int64  // batches handed and not yet processed (hand raises, loop lowers)
+	idle       chan struct{} // cap 1: loop brought unfinished to 0 (a wake-up for drain)
 }
 
 // splitJob is a handed batch and what its stages left of its frames.
@@ -55,9 +65,11 @@ type splitJob struct {
 	frames [][]byte
 }
 
-func (s *Switch) newSplitRunner(no uint32) *splitRunner {
-	r := &splitRunner{s: s, no: no, work: make(chan splitJob, splitDepth), free: make(chan *batcher, splitDepth+1),
-		done: make(chan struct{})}
+// newSplitRunner starts port no's split runner; with direct its lookups
+// bypass the Coalescer.
+func (s *Switch) newSplitRunner(no uint32, direct bool) *splitRunner {
+	r := &splitRunner{s: s, no: no, direct: direct, work: make(chan splitJob, splitDepth),
+		free: make(chan *batcher, splitDepth+1), done: make(chan struct{}), idle: make(chan struct{}, 1)}
 	for range splitDepth + 1 {
 		r.free <- newBatcher(s.cfg.BatchSize)
 	}
@@ -76,17 +88,31 @@ func (r *splitRunner) hand(b *batcher) *batcher {
 		b.reset()
 		return b
 	}
+	r.unfinished.Add(1)
 	r.work <- splitJob{b: b, frames: frames}
 	return <-r.free
+}
+
+// drain waits until every batch handed so far has been processed.
+func (r *splitRunner) drain() {
+	for r.unfinished.Load() > 0 {
+		<-r.idle // a stale wake-up only makes the loop look again
+	}
 }
 
 // loop processes the handed batches in order until stop.
 func (r *splitRunner) loop() {
 	defer close(r.done)
 	for j := range r.work {
-		r.s.Process(r.no, j.frames)
+		r.s.process(r.no, j.frames, nil, nil, r.direct)
 		r.s.latency.observe(j.b.rxAt, time.Now())
 		j.b.reset()
+		if r.unfinished.Add(-1) == 0 {
+			select {
+			case r.idle <- struct{}{}:
+			default:
+			}
+		}
 		r.free <- j.b
 	}
 }

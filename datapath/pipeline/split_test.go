@@ -84,7 +84,7 @@ func checkSeq(t *testing.T, out [][]byte, n int) {
 // (back-pressure) until the output moves; every frame leaves in order.
 func TestSplitOrderAndBackPressure(t *testing.T) {
 	r, out, st := splitRig(t)
-	sr := r.sw.newSplitRunner(1)
+	sr := r.sw.newSplitRunner(1, false)
 	const per = 5
 	handed := make(chan int, 16)
 	go func() {
@@ -123,7 +123,7 @@ func TestSplitOrderAndBackPressure(t *testing.T) {
 // returns only once they are all processed, in order.
 func TestSplitStopDrains(t *testing.T) {
 	r, out, _ := splitRig(t)
-	sr := r.sw.newSplitRunner(1)
+	sr := r.sw.newSplitRunner(1, false)
 	b := <-sr.free
 	const per = 3
 	for k := 0; k < splitDepth; k++ {
@@ -151,7 +151,7 @@ func TestSplitStageTakesAll(t *testing.T) {
 	if err := r.sw.SetRxStages(1, &markStage{}); err != nil {
 		t.Fatal(err)
 	}
-	sr := r.sw.newSplitRunner(1)
+	sr := r.sw.newSplitRunner(1, false)
 	defer sr.stop()
 	b := <-sr.free
 	f := append(udpFrame(t, "10.0.0.1", "10.0.0.2"), 0xdd) // markStage drops it
