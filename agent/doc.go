@@ -92,9 +92,11 @@
 // kernel), the kernel FIB mirror, the OpenFlow agent's listeners and
 // controller connections, the P4Runtime server, the pubsub gRPC service,
 // the control socket server, the metrics server, and with re: the WAN
-// port's acknowledgement loop (re.go: the port's device is an re.Link's
-// encoder around the afpacket port, and its decoder the port's first
-// receive stage).
+// port's acknowledgement loop and, with re.pipeline on (auto: GOMAXPROCS
+// of 4 or more), the encoder's goroutine (re.go: the port's device is an
+// re.Link's encoder around the afpacket port, and its decoder the port's
+// first receive stage, the port split so that the switch's work on what
+// it restores runs on a goroutine of the port's own).
 //
 // # Stop order
 //

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,6 +43,18 @@ type REConfig struct {
 	// AckInterval is how often the decoder's acknowledgements go back to
 	// the peer (0: 10ms).
 	AckInterval time.Duration `yaml:"ack_interval"`
+	// Pipeline says which of the WAN port's RE work runs on goroutines of
+	// its own beside the switch's forwarding: "on" both, "encoder" the
+	// encoder only (re.Link.RunEncoder), "decoder" only the split of the
+	// port's receive path (the decoder on the port's reader, the switch's
+	// work on the restored frames on another goroutine: pipeline's
+	// SetRxSplit), "off" neither (all of it on the port goroutines, in
+	// series with their forwarding). "auto" (or empty, the default): on
+	// with at least autoPipelineProcs Go processors (GOMAXPROCS), else off:
+	// on two cores that the hosts' TCP and the kernel also need, the
+	// hand-offs cost CPU (a copy of each frame, wake-ups, frames crossing
+	// cores) and bought no throughput (docs/benchmarks.md, 2026-11-26).
+	Pipeline string `yaml:"pipeline"`
 	// Impair is a test stage: frames the WAN port sends (encoded, plain and
 	// control frames alike) are lost and reordered at these rates, for
 	// kernels without netem. Off unless loss or reorder is set.
@@ -56,6 +70,10 @@ type ImpairConfig struct {
 }
 
 const defaultAckInterval = 10 * time.Millisecond
+
+// autoPipelineProcs is the least GOMAXPROCS at which re.pipeline auto
+// turns the RE goroutines on.
+const autoPipelineProcs = 4
 
 // reFlags are the redundancy elimination flags.
 type reFlags struct {
@@ -80,10 +98,13 @@ func (r *reFlags) override(set map[string]bool, c *REConfig) {
 
 // reSettings is a checked re: section.
 type reSettings struct {
-	on    bool
-	cfg   re.Config // Match is set per link (reMatcher)
-	match *filter.Program
-	ack   time.Duration
+	on bool
+	// encPipe and rxSplit: the encoder's goroutine, the split receive path
+	// (REConfig.Pipeline).
+	encPipe, rxSplit bool
+	cfg              re.Config // Match is set per link (reMatcher)
+	match            *filter.Program
+	ack              time.Duration
 }
 
 // checkRE validates the re: section; errors are one line.
@@ -112,8 +133,18 @@ func checkRE(c *Config) (reSettings, error) {
 		return reSettings{}, configErr("re: ack_interval %v: want at most 1s (0: %v)", r.AckInterval, defaultAckInterval)
 	case r.Impair.Loss < 0 || r.Impair.Loss >= 1 || r.Impair.Reorder < 0 || r.Impair.Reorder >= 1:
 		return reSettings{}, configErr("re: impair loss %g, reorder %g: want probabilities in [0, 1)", r.Impair.Loss, r.Impair.Reorder)
+	case !slices.Contains([]string{"", "auto", "on", "off", "encoder", "decoder"}, r.Pipeline):
+		return reSettings{}, configErr("re: pipeline %q: want auto, on, off, encoder or decoder (default auto)", r.Pipeline)
 	}
-	st := reSettings{on: true, cfg: re.Config{LogBytes: r.LogBytes, Window: r.Window, Bits: r.Bits}, ack: r.AckInterval}
+	pipe := r.Pipeline
+	if pipe == "" || pipe == "auto" {
+		pipe = "off"
+		if runtime.GOMAXPROCS(0) >= autoPipelineProcs {
+			pipe = "on"
+		}
+	}
+	st := reSettings{on: true, cfg: re.Config{LogBytes: r.LogBytes, Window: r.Window, Bits: r.Bits}, ack: r.AckInterval,
+		encPipe: pipe == "on" || pipe == "encoder", rxSplit: pipe == "on" || pipe == "decoder"}
 	if st.ack == 0 {
 		st.ack = defaultAckInterval
 	}
@@ -167,6 +198,15 @@ type rePort struct {
 }
 
 func (p rePort) Send(frames [][]byte) (int, error) { return p.link.Send(frames) }
+
+// Stats is the AF_PACKET port's, with the frames the port refused on the
+// encoder's goroutine (which Send had reported sent) among its TxErrors,
+// so that the port's tx_dropped counts them.
+func (p rePort) Stats() (afpacket.Stats, error) {
+	st, err := p.Port.Stats()
+	st.TxErrors += p.link.Enc.Stats.TxDropped.Load()
+	return st, err
+}
 
 // reDevice returns the device to add as port no: p itself, or for the
 // WAN port p wrapped by a new re.Link.
@@ -226,22 +266,32 @@ func (d *Agent) reMarkers(cfg re.Config) re.Markers {
 }
 
 // reStage installs the decoder as the WAN port's first receive stage
-// (after AddPort).
+// (after AddPort) and splits the port's receive path (pipeline's
+// SetRxSplit): the decoder runs on the port's reader, the switch's work on
+// the frames it restored on another goroutine.
 func (d *Agent) reStage(no uint32) error {
 	if d.re == nil || no != d.re.port {
 		return nil
 	}
-	return d.addRxStage(no, d.re.link)
+	if err := d.addRxStage(no, d.re.link); err != nil {
+		return err
+	}
+	return d.sw.SetRxSplit(no, d.st.re.rxSplit)
 }
 
-// runRE runs the acknowledgement loop until ctx is done.
+// runRE runs the acknowledgement loop and the encoder's goroutine (the
+// WAN port's Send hands its batches to it) until ctx is done.
 func (d *Agent) runRE(ctx context.Context, goRun func(string, func() error)) {
 	if d.re == nil {
 		return
 	}
 	d.log.Info("redundancy elimination on", "port", d.re.port, "interface", d.re.iface, "match", d.st.RE.Match,
-		"encoder_epoch", d.re.link.Enc.Epoch(), "decoder_epoch", d.re.link.Dec.Epoch(), "impaired", d.st.RE.Impair != (ImpairConfig{}))
+		"encoder_epoch", d.re.link.Enc.Epoch(), "decoder_epoch", d.re.link.Dec.Epoch(), "impaired", d.st.RE.Impair != (ImpairConfig{}),
+		"encoder_goroutine", d.st.re.encPipe, "split_receive", d.st.re.rxSplit)
 	goRun("re acks", func() error { d.re.link.RunAcks(ctx, d.st.re.ack); return nil })
+	if d.st.re.encPipe {
+		goRun("re encoder", func() error { d.re.link.RunEncoder(ctx, 0); return nil })
+	}
 }
 
 // RE is /v1/re (ctl.RESource).
@@ -262,6 +312,7 @@ type reCollector struct {
 	port                                                 string
 	bytesIn, bytesOut, saved, refs, frames, failures, rx *prometheus.Desc
 	resets, acks, rxBytes                                *prometheus.Desc
+	pipelined, waits, txDropped                          *prometheus.Desc
 }
 
 func newRECollector(l *reLink) *reCollector {
@@ -270,21 +321,25 @@ func newRECollector(l *reLink) *reCollector {
 		return prometheus.NewDesc("gswitch_re_"+name, help, append(port, labels...), nil)
 	}
 	return &reCollector{l: l.link, port: fmt.Sprint(l.port),
-		bytesIn:  d("encoder_in_bytes_total", "Bytes of the frames the redundancy elimination encoder was given to send on the WAN port."),
-		bytesOut: d("encoder_out_bytes_total", "Bytes the encoder sent for them (encoded or unchanged)."),
-		saved:    d("saved_bytes_total", "Bytes the encoder removed: encoder_in minus encoder_out over the encoded frames."),
-		refs:     d("references_total", "References to bytes the peer holds in the frames the encoder sent."),
-		frames:   d("encoder_frames_total", "Frames the encoder handled, by outcome: encoded, raw (eligible but sent unchanged), passed (not eligible).", "outcome"),
-		failures: d("decode_failures_total", "Encoded frames the decoder could not restore and dropped, by reason.", "reason"),
-		rx:       d("decoder_frames_total", "Frames the decoder passed on, by kind: restored or plain.", "kind"),
-		rxBytes:  d("decoder_out_bytes_total", "Bytes of the frames the decoder passed on (plain and restored)."),
-		resets:   d("resets_total", "Epoch changes: the peer's decoder (side encoder) or encoder (side decoder) restarted.", "side"),
-		acks:     d("acknowledgements_total", "Payload ids the decoder acknowledged (ack) or refused (nak) to the peer.", "kind"),
+		bytesIn:   d("encoder_in_bytes_total", "Bytes of the frames the redundancy elimination encoder was given to send on the WAN port."),
+		bytesOut:  d("encoder_out_bytes_total", "Bytes the encoder sent for them (encoded or unchanged)."),
+		saved:     d("saved_bytes_total", "Bytes the encoder removed: encoder_in minus encoder_out over the encoded frames."),
+		refs:      d("references_total", "References to bytes the peer holds in the frames the encoder sent."),
+		frames:    d("encoder_frames_total", "Frames the encoder handled, by outcome: encoded, raw (eligible but sent unchanged), passed (not eligible).", "outcome"),
+		failures:  d("decode_failures_total", "Encoded frames the decoder could not restore and dropped, by reason.", "reason"),
+		rx:        d("decoder_frames_total", "Frames the decoder passed on, by kind: restored or plain.", "kind"),
+		rxBytes:   d("decoder_out_bytes_total", "Bytes of the frames the decoder passed on (plain and restored)."),
+		resets:    d("resets_total", "Epoch changes: the peer's decoder (side encoder) or encoder (side decoder) restarted.", "side"),
+		acks:      d("acknowledgements_total", "Payload ids the decoder acknowledged (ack) or refused (nak) to the peer.", "kind"),
+		pipelined: d("encoder_pipelined_batches_total", "Batches the encoder encoded and sent on its own goroutine."),
+		waits:     d("encoder_queue_waits_total", "Hand-offs to the encoder's goroutine that waited for room in its queue (back-pressure)."),
+		txDropped: d("encoder_tx_dropped_total", "Frames the WAN port refused on the encoder's goroutine (also in the port's tx_dropped)."),
 	}
 }
 
 func (c *reCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.bytesIn, c.bytesOut, c.saved, c.refs, c.frames, c.failures, c.rx, c.rxBytes, c.resets, c.acks} {
+	for _, d := range []*prometheus.Desc{c.bytesIn, c.bytesOut, c.saved, c.refs, c.frames, c.failures, c.rx, c.rxBytes, c.resets, c.acks,
+		c.pipelined, c.waits, c.txDropped} {
 		ch <- d
 	}
 }
@@ -311,6 +366,9 @@ func (c *reCollector) Collect(ch chan<- prometheus.Metric) {
 	m(c.resets, dc.Resets, "decoder")
 	m(c.acks, dc.Acks, "ack")
 	m(c.acks, dc.Naks, "nak")
+	m(c.pipelined, e.Pipelined)
+	m(c.waits, e.QueueWaits)
+	m(c.txDropped, e.TxDropped)
 }
 
 // reCollectors returns the redundancy elimination collector, none when off.

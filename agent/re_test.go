@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -39,9 +40,22 @@ func TestREConfig(t *testing.T) {
 	if err != nil || !st.re.on || st.re.match == nil || st.re.cfg.LogBytes != 1<<20 || st.re.ack.Milliseconds() != 5 || st.RE.Impair.Seed != 7 {
 		t.Fatalf("file: %+v %v", st.re, err)
 	}
+	if auto := runtime.GOMAXPROCS(0) >= autoPipelineProcs; st.re.encPipe != auto || st.re.rxSplit != auto {
+		t.Errorf("default pipeline (auto, GOMAXPROCS %d): encoder goroutine %v, split receive %v; want %v", runtime.GOMAXPROCS(0), st.re.encPipe, st.re.rxSplit, auto)
+	}
 	st, err = loadArgs(t, "--port", "3=lo", "--re-port", "3", "--re-match", "tcp", "--re-log-bytes", "200000")
 	if err != nil || !st.re.on || st.RE.Port != 3 || st.re.cfg.LogBytes != 200000 || st.re.ack != defaultAckInterval {
 		t.Fatalf("flags: %+v %v", st.re, err)
+	}
+	for _, c := range []struct {
+		v          string
+		enc, split bool
+	}{{"on", true, true}, {"off", false, false}, {"encoder", true, false}, {"decoder", false, true},
+		{"auto", runtime.GOMAXPROCS(0) >= autoPipelineProcs, runtime.GOMAXPROCS(0) >= autoPipelineProcs}} {
+		st, err = loadArgs(t, "--config", write("ports: [{number: 2, interface: lo}]\nre: {port: 2, pipeline: "+c.v+"}\n"))
+		if err != nil || st.re.encPipe != c.enc || st.re.rxSplit != c.split {
+			t.Errorf("pipeline %s: encoder goroutine %v, split receive %v, %v; want %v, %v", c.v, st.re.encPipe, st.re.rxSplit, err, c.enc, c.split)
+		}
 	}
 	for _, c := range []struct {
 		args []string
@@ -56,6 +70,7 @@ func TestREConfig(t *testing.T) {
 		{[]string{"--config", write("ports: [{number: 2, interface: lo}]\nre: {port: 2, impair: {loss: 1.5}}\n")}, "impair"},
 		{[]string{"--config", write("ports: [{number: 2, interface: lo}]\nre: {port: 2, ack_interval: 2s}\n")}, "ack_interval"},
 		{[]string{"--config", write("ports: [{number: 2, interface: lo}]\nre: {port: 2, bogus: 1}\n")}, "bogus"},
+		{[]string{"--config", write("ports: [{number: 2, interface: lo}]\nre: {port: 2, pipeline: both}\n")}, "pipeline"},
 	} {
 		_, err := loadArgs(t, c.args...)
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
@@ -117,8 +132,8 @@ gswitch_re_encoder_frames_total{outcome="raw",port="2"} 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "gswitch_re_encoder_frames_total"); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 17 {
-		t.Errorf("%d metrics, want 17", n)
+	if n := testutil.CollectAndCount(c); n != 20 {
+		t.Errorf("%d metrics, want 20", n)
 	}
 }
 

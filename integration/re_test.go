@@ -44,6 +44,7 @@ type reTopo struct {
 	files              map[string][]byte
 	da, db             *reDaemon
 	aCfg, bCfg, cfgDir string
+	profiles           int // CPU profiles written (GSWITCH_RE_CPUPROFILE)
 }
 
 // reDaemon is a gswitchd in one of the switch namespaces.
@@ -118,6 +119,11 @@ func (tp *reTopo) start(t *testing.T, ns, p1, p2, cfg string) *reDaemon {
 	args := []string{"netns", "exec", ns, bin, "--ctl-socket", d.ctl, "--fail-mode", "standalone", "--p4rt-listen", "off",
 		"--backend", "cpu", "--max-delay", "50us", "--port", "1=" + p1, "--port", "2=" + p2,
 		"--metrics", fmt.Sprintf("127.0.0.1:%d", tp.metricsPort)}
+	if dir := os.Getenv("GSWITCH_RE_CPUPROFILE"); dir != "" && cfg != "" {
+		// A CPU profile of each gswitchd with RE on, numbered by start.
+		tp.profiles++
+		args = append(args, "--cpuprofile", filepath.Join(dir, fmt.Sprintf("%s-%d.prof", ns[:4], tp.profiles)))
+	}
 	if cfg != "" {
 		f := filepath.Join(tp.cfgDir, ns+".yaml")
 		if err := os.WriteFile(f, []byte(cfg), 0o644); err != nil {
@@ -178,8 +184,14 @@ func (d *reDaemon) stop(t *testing.T) {
 
 // reYAML is the re: section of WAN port, impaired at loss and reorder
 // (A's WAN port is 2, B's 1).
+// GSWITCH_RE_YAML adds its text to the re: map of both (e.g. "pipeline:
+// off", for an A/B of the RE goroutines).
 func reYAML(port int, loss, reorder float64, seed int) string {
-	return fmt.Sprintf("re: {port: %d, impair: {loss: %g, reorder: %g, seed: %d}}\n", port, loss, reorder, seed)
+	extra := ""
+	if x := os.Getenv("GSWITCH_RE_YAML"); x != "" {
+		extra = ", " + x
+	}
+	return fmt.Sprintf("re: {port: %d, impair: {loss: %g, reorder: %g, seed: %d}%s}\n", port, loss, reorder, seed, extra)
 }
 
 // startPair (re)starts both gswitchd: RE on with the YAML given, off with
@@ -357,8 +369,13 @@ func sourceTars(t *testing.T) (v1, v2 []byte) {
 // TestRedundancyElimination runs the downloads with RE off (the
 // baseline), on, on with 1% loss and 1% reordering on the WAN link (the
 // impairment stage of both gswitchd), and on with gswitchd B restarted
-// mid-transfer.
+// mid-transfer. The RE goroutines are on (re.pipeline: on, whatever the
+// machine's cores; GSWITCH_RE_YAML overrides it), so that the pipelined
+// path goes through the loss, the reordering and the restarts.
 func TestRedundancyElimination(t *testing.T) {
+	if os.Getenv("GSWITCH_RE_YAML") == "" {
+		t.Setenv("GSWITCH_RE_YAML", "pipeline: on")
+	}
 	tp := newRETopo(t)
 	const size = 3 << 20
 	tp.addFile(t, "same.bin", randomBytes(t, size))
@@ -531,6 +548,8 @@ func TestRedundancyEliminationThroughput(t *testing.T) {
 	needTool(t, "iperf3", "iperf3")
 	// GSWITCH_RE_IPERF_ROUNDS sets the number of rounds (default 4: two
 	// off, two on); more give steadier figures on a busy machine.
+	// GSWITCH_RE_CPUPROFILE=DIR has each gswitchd with RE on write a CPU
+	// profile into DIR (gswitchd --cpuprofile).
 	rounds := 4
 	if v, err := strconv.Atoi(os.Getenv("GSWITCH_RE_IPERF_ROUNDS")); err == nil && v >= 2 {
 		rounds = v
@@ -558,8 +577,9 @@ func TestRedundancyEliminationThroughput(t *testing.T) {
 		} else {
 			on = append(on, bps)
 			ra := tp.da.reInfo(t)
-			t.Logf("RE on: encoder %d frames, %d encoded, %d bytes saved of %d; markers: %s (%d batches offloaded)",
-				ra.Encoder.Frames, ra.Encoder.Encoded, ra.Encoder.Saved, ra.Encoder.BytesIn, ra.Encoder.Markers, ra.Encoder.Offloaded)
+			t.Logf("RE on: encoder %d frames, %d encoded, %d bytes saved of %d; markers: %s (%d batches offloaded); %d batches on the encoder's goroutine, %d hand-offs waited",
+				ra.Encoder.Frames, ra.Encoder.Encoded, ra.Encoder.Saved, ra.Encoder.BytesIn, ra.Encoder.Markers, ra.Encoder.Offloaded,
+				ra.Encoder.Pipelined, ra.Encoder.QueueWaits)
 			saved, in = saved+ra.Encoder.Saved, in+ra.Encoder.BytesIn
 		}
 	}

@@ -14,8 +14,12 @@
 #
 # (iperf3 3.12 of Debian bookworm and its libraries need glibc 2.34; the
 # device machine has 2.39), then run "bash DIR/run.sh" there with carry
-# [DIR]. The test runs twice: with its --backend cpu, then with --backend
-# gpu (a wrapper rewrites the flag). Output goes to $OUT.
+# [DIR]. The test runs once per backend of MODES (default "cpu gpu": its
+# --backend cpu, then --backend gpu, a wrapper rewriting the flag) and per
+# value of PIPELINES (default "on"; e.g. PIPELINES="on off" for an A/B of
+# the RE goroutines, the YAML re.pipeline, passed through the test's
+# GSWITCH_RE_YAML), alternating the pipelines ROUNDS_AB times (default 1);
+# ROUNDS (default 8) iperf3 rounds a run. Output goes to $OUT.
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
 cd "$D"
@@ -37,11 +41,15 @@ chmod +x bin/*
   for t in ping sysctl curl python3 nsenter; do echo "$t: $(command -v $t)"; done
   iperf3 --version | head -1; LD_LIBRARY_PATH=$D/lib ldd lib/iperf3 | grep -iE "not found|crypto|iperf"; } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
-for mode in cpu gpu; do
+for mode in ${MODES:-cpu gpu}; do
   bin=$D/gswitchd-cuda; [ $mode = gpu ] && bin=$D/bin/gswitchd-gpu
-  echo "## $mode $(date -u +%T) $(cat /proc/loadavg)" >> "$OUT/throughput.txt"
-  GSW_BIN=$bin GSWITCH_RE_IPERF_ROUNDS=8 timeout 110 ./integration.test -test.run '^TestRedundancyEliminationThroughput$' \
-    -test.v -test.count=1 >> "$OUT/throughput.txt" 2>&1
-  echo "rc $?" >> "$OUT/throughput.txt"
+  for ab in $(seq 1 "${ROUNDS_AB:-1}"); do
+    for pipe in ${PIPELINES:-on}; do
+      echo "## $mode pipeline $pipe run $ab $(date -u +%T) $(cat /proc/loadavg)" >> "$OUT/throughput.txt"
+      GSW_BIN=$bin GSWITCH_RE_YAML="pipeline: $pipe" GSWITCH_RE_IPERF_ROUNDS=${ROUNDS:-8} timeout 110 ./integration.test \
+        -test.run '^TestRedundancyEliminationThroughput$' -test.v -test.count=1 >> "$OUT/throughput.txt" 2>&1
+      echo "rc $?" >> "$OUT/throughput.txt"
+    done
+  done
 done
 grep -E "^##|RESULT|RE on:|rc |FAIL|fatal|Error" "$OUT/throughput.txt" | cut -c1-300

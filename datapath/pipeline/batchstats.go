@@ -19,6 +19,7 @@ type batchStats struct {
 	// (direct), or handed to the queue's runner (shared).
 	direct atomic.Uint64
 	shared atomic.Uint64
+	split  atomic.Uint64 // handed to a split port's process goroutine (split.go)
 }
 
 func (b *batchStats) observe(n int) {
@@ -46,13 +47,16 @@ type BatchStats struct {
 	// to its queue's runner, the shared-batch path (Shared).
 	Direct uint64
 	Shared uint64
+	// Split: batches of ports split by SetRxSplit whose receive stages
+	// ran on the port loop and the rest on the queue's process goroutine.
+	Split uint64
 }
 
 // BatchStats returns the batch counters.
 func (s *Switch) BatchStats() BatchStats {
 	b := &s.batches
 	st := BatchStats{Batches: b.count.Load(), Frames: b.frames.Load(), Bounds: batchBounds[:],
-		Full: b.full.Load(), Delay: b.delay.Load(), Direct: b.direct.Load(), Shared: b.shared.Load(), Counts: make([]uint64, len(b.buckets))}
+		Full: b.full.Load(), Delay: b.delay.Load(), Direct: b.direct.Load(), Shared: b.shared.Load(), Split: b.split.Load(), Counts: make([]uint64, len(b.buckets))}
 	for i := range b.buckets {
 		st.Counts[i] = b.buckets[i].Load()
 	}

@@ -96,8 +96,16 @@ func (m *movingLooker) move(dev bool) {
 // giving batches to queueRunner.next: both paths run, and every queue's
 // frames arrive, none lost, in the order they were received (a direct
 // batch waits for the shared batches handed before it to transmit).
+//
+// With split, port 1 is split (SetRxSplit): the direct batches go to the
+// queue runner's split runner (stages on the reader, the rest on its
+// goroutine), and the order still holds across the switch-overs.
 func TestDirectSharedSwitchOver(t *testing.T) {
-	for _, inFlight := range []int{2, 1} {
+	for _, c := range []struct {
+		inFlight int
+		split    bool
+	}{{2, false}, {1, false}, {2, true}, {1, true}} {
+		inFlight := c.inFlight
 		eng, err := gpu.Open("cpu", nil, 0, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -106,6 +114,9 @@ func TestDirectSharedSwitchOver(t *testing.T) {
 		ml := &movingLooker{be: eng}
 		r := newCoalescedRigFlight(t, 3, eng, ml, 3, 64, inFlight)
 		r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: applyOut(2)})
+		if err := r.sw.SetRxSplit(1, c.split); err != nil {
+			t.Fatal(err)
+		}
 
 		const queues, perBatch, maxBatches, moves = 4, 5, 800, 6
 		var stop atomic.Bool
@@ -164,16 +175,19 @@ func TestDirectSharedSwitchOver(t *testing.T) {
 			of := slices.DeleteFunc(slices.Clone(got), func(v uint16) bool { return int(v>>12) != q })
 			for i, v := range of {
 				if int(v&0xfff) != i {
-					t.Fatalf("in flight %d, queue %d: frame %d is the queue's frame %d (of %d sent, %d arrived)", inFlight, q, i, v&0xfff, sent[q], len(of))
+					t.Fatalf("in flight %d, split %v, queue %d: frame %d is the queue's frame %d (of %d sent, %d arrived)", inFlight, c.split, q, i, v&0xfff, sent[q], len(of))
 				}
 			}
 			if len(of) != sent[q] {
-				t.Fatalf("in flight %d, queue %d: %d frames arrived, %d sent", inFlight, q, len(of), sent[q])
+				t.Fatalf("in flight %d, split %v, queue %d: %d frames arrived, %d sent", inFlight, c.split, q, len(of), sent[q])
 			}
 		}
 		bs := r.sw.BatchStats()
 		if bs.Direct+bs.Shared != uint64(total/perBatch) {
 			t.Errorf("in flight %d: %d direct + %d shared batches, %d given", inFlight, bs.Direct, bs.Shared, total/perBatch)
+		}
+		if c.split != (bs.Split == bs.Direct && bs.Split > 0) || !c.split && bs.Split != 0 {
+			t.Errorf("in flight %d, split %v: %d batches on the split runner, %d direct", inFlight, c.split, bs.Split, bs.Direct)
 		}
 		if cs := r.sw.cfg.Coalescer.Stats(); cs.Batches == 0 || cs.InFlight != 0 {
 			t.Errorf("in flight %d: coalescer stats %+v", inFlight, cs)

@@ -72,6 +72,14 @@
 // (afpacket's Queue.Pause, on time below a millisecond) and then reads
 // what came meanwhile: one wake-up per batch.
 //
+// A port's receive stages (RxStage) run on each batch before Process. A
+// port split by SetRxSplit (redundancy elimination's WAN port, whose
+// decoder is such a stage) runs them on RunPort and hands what they leave
+// to a goroutine of the receive queue's own, which runs Process, batch by
+// batch in order, while RunPort reads on (split.go; with a Coalescer, the
+// batches of the synchronous path: the queue runner's flights split the
+// shared path's already).
+//
 // Process parses every frame once (datapath/packet); a malformed frame is
 // counted by reason and dropped. Then, stage by stage (table 0, 1, ...),
 // the packets waiting at a table are classified in one batch: their keys

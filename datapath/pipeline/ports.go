@@ -20,7 +20,8 @@ type swPort struct {
 	rxDropped atomic.Uint64 // frames received and dropped: malformed, no rule, no route
 	txDropped atomic.Uint64 // frames the device refused or could not take
 
-	stages portStages // receive stages (stage.go)
+	stages portStages  // receive stages (stage.go)
+	split  atomic.Bool // stages and processing on two goroutines (split.go)
 }
 
 // OpenFlow port config and state bits (enum ofp_port_config, ofp_port_state)

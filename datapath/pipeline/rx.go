@@ -52,6 +52,23 @@ func (b *batcher) add(f *afpacket.Frame, now time.Time) bool {
 	if len(b.frames) == 0 {
 		b.oldest = now
 	}
+	if !f.Tagged && f.CsumNotReady && f.Offload.GSOType != afpacket.GSONone {
+		// A GSO frame: its segments are cut straight from the ring's copy
+		// (AppendFinished leaves its input unchanged), not from a copy of
+		// the whole frame in the arena first.
+		var err error
+		n := len(b.frames)
+		if b.arena, b.frames, err = afpacket.AppendFinished(b.arena, b.frames, f.Data, f.Offload); err != nil {
+			if n == 0 {
+				b.oldest = time.Time{}
+			}
+			return false
+		}
+		for len(b.rxAt) < len(b.frames) {
+			b.rxAt = append(b.rxAt, rxNanos(f))
+		}
+		return true
+	}
 	start := len(b.arena)
 	if f.Tagged {
 		b.arena = insertTag(b.arena, f.Data, f.TPID, f.TCI)
@@ -138,7 +155,9 @@ type frameRing interface {
 // Config.Depth closed batches are unfinished, the running one included.
 // While no table is coalesced (every table on the CPU, or the device out
 // of service) RunPort runs its batches itself, synchronously
-// (queueRunner.next).
+// (queueRunner.next). Without a Coalescer, a port split by SetRxSplit runs
+// its receive stages on RunPort and the rest on a goroutine of the
+// queue's own (split.go).
 func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error {
 	var b *batcher
 	run := func(b *batcher) *batcher { s.runBatch(no, b, false); return b }
@@ -147,6 +166,11 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error 
 		defer q.stop()
 		run = q.next
 		b = <-q.free
+	} else if sp := s.ports[no]; sp != nil && sp.split.Load() {
+		r := s.newSplitRunner(no, false)
+		defer r.stop()
+		run = r.hand
+		b = <-r.free
 	} else {
 		b = newBatcher(s.cfg.BatchSize)
 	}
@@ -260,7 +284,10 @@ func (s *Switch) runBatch(no uint32, b *batcher, direct bool) {
 // goroutine that runs it); Config.Depth+1 batchers circulate. prev, gen,
 // known and coalesced belong to RunPort (hand, next); unfinished is
 // RunPort's to raise (hand) and the runner's to lower (finish),
-// atomically.
+// atomically. A split port's queue runner also has a split runner for its
+// synchronous path (split.go); a batcher handed to either is replaced
+// from that one's free list, so each keeps its number of batchers while
+// batchers move between them.
 type queueRunner struct {
 	s    *Switch
 	no   uint32
@@ -277,6 +304,7 @@ type queueRunner struct {
 	gen        uint64        // the Coalescer's Generation when coalesced was found
 	known      bool          // gen and coalesced are set
 	coalesced  bool          // some table of the switch is coalesced
+	split      *splitRunner  // a split port's synchronous path (split.go); nil: none
 }
 
 func (s *Switch) newQueueRunner(no uint32, co *gpu.Coalescer) *queueRunner {
@@ -284,6 +312,9 @@ func (s *Switch) newQueueRunner(no uint32, co *gpu.Coalescer) *queueRunner {
 	q := &queueRunner{s: s, no: no, co: co, free: make(chan *batcher, d+1), idle: make(chan struct{}, 1)}
 	for range d + 1 {
 		q.free <- newBatcher(s.cfg.BatchSize)
+	}
+	if sp := s.ports[no]; sp != nil && sp.split.Load() {
+		q.split = s.newSplitRunner(no, true)
 	}
 	if k := s.cfg.InFlight; k > 1 {
 		q.jobs = make(chan flight, d)
@@ -328,8 +359,14 @@ func (q *queueRunner) next(b *batcher) *batcher {
 	if !q.anyCoalesced() {
 		q.drain()
 		q.s.batches.direct.Add(1)
+		if q.split != nil { // a split port: stages here, the rest on the split runner
+			return q.split.hand(b)
+		}
 		q.s.runBatch(q.no, b, true)
 		return b
+	}
+	if q.split != nil {
+		q.split.drain()
 	}
 	q.s.batches.shared.Add(1)
 	return q.hand(b)
@@ -412,6 +449,9 @@ func (q *queueRunner) finish(b *batcher) {
 
 // stop runs the batches handed so far and ends the runner's goroutines.
 func (q *queueRunner) stop() {
+	if q.split != nil {
+		q.split.stop()
+	}
 	if q.jobs != nil {
 		close(q.jobs)
 		q.wg.Wait()

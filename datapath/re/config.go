@@ -92,6 +92,10 @@ type EncoderStats struct {
 	// OffloadBatches are the batches whose markers Config.Markers
 	// computed; OffloadFailures those it failed (the CPU computed them).
 	OffloadBatches, OffloadFailures atomic.Uint64
+	// Pipelined counts the batches the encoder's goroutine (Link.RunEncoder)
+	// encoded; QueueWaits the Sends that waited for room in its queue;
+	// TxDropped the frames the port refused on that goroutine.
+	Pipelined, QueueWaits, TxDropped atomic.Uint64
 }
 
 // DecoderStats are the decoder's counters.

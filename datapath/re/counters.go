@@ -17,6 +17,10 @@ type EncoderCounters struct {
 	// computed, OffloadFailures those it failed (the CPU took them).
 	Markers                    string
 	Offloaded, OffloadFailures uint64
+	// Pipelined: batches encoded on the encoder's own goroutine
+	// (Link.RunEncoder); QueueWaits: hand-offs to it that waited for room
+	// (back-pressure); TxDropped: frames the port refused on it.
+	Pipelined, QueueWaits, TxDropped uint64
 }
 
 // DecoderCounters is a snapshot of a decoder's counters.
@@ -43,7 +47,8 @@ func (e *Encoder) Counters() EncoderCounters {
 	c := EncoderCounters{Epoch: e.epoch, Frames: s.Frames.Load(), BytesIn: s.BytesIn.Load(), BytesOut: s.BytesOut.Load(),
 		Saved: s.Saved.Load(), Encoded: s.Encoded.Load(), Raw: s.Raw.Load(), Refs: s.Refs.Load(),
 		Passed: s.Passed.Load(), Resets: s.Resets.Load(), Markers: "cpu", Offloaded: s.OffloadBatches.Load(),
-		OffloadFailures: s.OffloadFailures.Load()}
+		OffloadFailures: s.OffloadFailures.Load(), Pipelined: s.Pipelined.Load(), QueueWaits: s.QueueWaits.Load(),
+		TxDropped: s.TxDropped.Load()}
 	if e.markers != nil {
 		c.Markers = e.markers.Name()
 	}

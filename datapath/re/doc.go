@@ -130,10 +130,44 @@
 //
 // Encoder and Decoder each have one mutex (Encoder.mu, Decoder.mu);
 // neither calls the other, so no order between them is needed. The
-// encoder's EncodeBatch (Link.Send) parses and names a whole batch (and
-// has a device compute its markers) before it takes the lock, on the
-// caller's goroutine with a Scratch of the caller's; it then holds the lock
-// once for the batch's matching (the CPU's lazy markers included),
-// building and logging, in order. The decoder holds its lock for one frame.
-// Counters are atomics, read without the locks.
+// encoder's EncodeBatch parses and names a whole batch (and has a device
+// compute its markers) before it takes the lock, with a Scratch of the
+// caller's; it then holds the lock once for the batch's matching (the
+// CPU's lazy markers included), building and logging, in order. The
+// decoder holds its lock for one frame. Counters are atomics, read
+// without the locks.
+//
+// A Link's goroutines (pipe.go; the agent runs all three on its WAN port):
+//
+//   - The callers of Send, the switch's port goroutines. Without
+//     RunEncoder each encodes and sends on its own goroutine, as above.
+//     While RunEncoder runs, Send copies the batch into a hand-off of its
+//     own, prepares it (parse, name, markers: the work outside the lock)
+//     and queues it on a channel of RunEncoder's depth, taking encPipe.mu
+//     for reading around the queueing (and waiting there for room: the
+//     queue never drops, it holds its callers back, counted in
+//     EncoderCounters.QueueWaits), and returns.
+//   - The encoder's goroutine (RunEncoder): it owns the queued hand-offs
+//     and its output buffers; it takes the batches in queue order and, for
+//     each, takes Encoder.mu (match, log, build) and then sends the result
+//     on the port, outside any lock of the package. So the payloads are
+//     logged in the order they go on the wire, and the frames of one flow
+//     (which come from one port goroutine, in order) keep their order. When
+//     its context ends, encPipe.mu is taken for writing, the queue closed,
+//     the batches in it sent; a Send that finds the queue closed waits until
+//     they are, then encodes on its own goroutine.
+//   - The port's receive goroutine runs Rx (the decoder, Decoder.mu per
+//     frame; a control frame goes to Encoder.HandleControl, Encoder.mu),
+//     and RunAcks sends the decoder's control frames straight to the port.
+//     The agent has the switch process what Rx leaves on another goroutine
+//     (pipeline's SetRxSplit), so decoding and the switch's work on the
+//     restored frames overlap.
+//
+// Locks are never nested: encPipe.mu is released before Encoder.mu is
+// taken on the encoder's goroutine and is not held by it; Link.peer is a
+// leaf. The decoder logs payloads in the order they arrive, which is the
+// order the encoder logged them unless the link lost or reordered frames;
+// that case needs no agreement on order (payloads are named by content,
+// references only to acknowledged ones, every restored packet checked by
+// its CRC), so the pipelining changes nothing on the wire.
 package re

@@ -196,6 +196,13 @@ func (e *Encoder) Encode(frame, out []byte) (res []byte, encoded bool) {
 // once, each with a Scratch of its own.
 func (e *Encoder) EncodeBatch(sc *Scratch, frames, res [][]byte, arena []byte) ([][]byte, []byte) {
 	e.prepare(sc, frames)
+	return e.encodePrepared(sc, frames, res, arena)
+}
+
+// encodePrepared is EncodeBatch after prepare(sc, frames): the part under
+// the lock. Link's encoder goroutine runs it on batches that their Send
+// callers prepared (pipe.go).
+func (e *Encoder) encodePrepared(sc *Scratch, frames, res [][]byte, arena []byte) ([][]byte, []byte) {
 	var t tally
 	e.mu.Lock()
 	for i, f := range frames {

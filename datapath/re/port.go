@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,10 +23,11 @@ type Link struct {
 	Enc *Encoder
 	Dec *Decoder
 
-	out     Sender  // the port's sender: encoded frames and control frames
-	mac     [6]byte // the port's MAC: the source of control frames
-	impair  *Impair // nil: none
-	bufs    sync.Pool
+	out     Sender                  // the port's sender: encoded frames and control frames
+	mac     [6]byte                 // the port's MAC: the source of control frames
+	impair  *Impair                 // nil: none
+	bufs    sync.Pool               // *sendBuf, for Send on its caller's goroutine
+	pipe    atomic.Pointer[encPipe] // the encoder's goroutine (RunEncoder); nil: none
 	peer    sync.Mutex
 	peerMAC [6]byte // the last source seen on the port (broadcast until then)
 }
@@ -54,17 +56,32 @@ type sendBuf struct {
 }
 
 // Send encodes frames and sends them on the port. It is safe for
-// concurrent use (each call encodes into buffers of its own; the
-// encoder's matching and logging take one batch at a time).
+// concurrent use. While RunEncoder runs, it copies the frames, queues them
+// for the encoder's goroutine and reports them all sent (that goroutine
+// counts what the port refuses: EncoderCounters.TxDropped); else it
+// encodes on the caller's goroutine into buffers of the call's own (the
+// encoder's matching and logging take one batch at a time) and sends.
 func (l *Link) Send(frames [][]byte) (int, error) {
+	if len(frames) == 0 {
+		return 0, nil
+	}
+	if p := l.pipe.Load(); p != nil && p.queue(l, frames) {
+		return len(frames), nil
+	}
 	b := l.bufs.Get().(*sendBuf)
 	defer l.bufs.Put(b)
-	b.frames, b.arena = l.Enc.EncodeBatch(&b.sc, frames, b.frames[:0], b.arena[:0])
-	n, err := l.send(b.frames)
-	clear(b.frames) // the pool keeps no frame alive
+	n, err := l.encodeSend(b, frames)
 	if n == len(b.frames) {
 		n = len(frames)
 	}
+	return n, err
+}
+
+// encodeSend encodes frames into b and sends them.
+func (l *Link) encodeSend(b *sendBuf, frames [][]byte) (int, error) {
+	b.frames, b.arena = l.Enc.EncodeBatch(&b.sc, frames, b.frames[:0], b.arena[:0])
+	n, err := l.send(b.frames)
+	clear(b.frames) // the buffers keep no frame alive
 	return n, err
 }
 
