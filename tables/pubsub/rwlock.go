@@ -106,31 +106,43 @@ func (l *spinRW) Unlock() {
 	l.w.Unlock()
 }
 
-// backoff paces a waiter: a few busy polls (the holder runs on another
-// core and is done within µs as a rule), then runtime.Gosched for up to
-// spinFor (other goroutines of this processor run meanwhile: with one
-// processor the holder itself), then sleeps of sleepFor (a long hold: a
-// deploy, a layout build).
+// backoff paces a waiter: busy polls for up to busyFor (the holder runs
+// on another core and is done within µs as a rule: a change's hold, or
+// the event in progress), then runtime.Gosched for up to spinFor (other
+// goroutines of this processor run meanwhile: with one processor the
+// holder itself), then sleeps of sleepFor (a long hold: a deploy, a layout
+// build).
+//
+// The busy phase is timed rather than counted (64 polls until
+// 2026-11-26, well under a µs): a matcher that waited out a change's hold
+// in Gosched went through the scheduler's global run queue for each
+// change, where another processor's idle M (the writer's, going to sleep
+// after its change) could take it, moving the matcher to another thread
+// and core, away from its caches.
 type backoff struct {
 	n  int
 	t0 time.Time
 }
 
 const (
-	busyPolls = 64
+	busyFor   = 20 * time.Microsecond
 	spinFor   = 200 * time.Microsecond
 	sleepFor  = 20 * time.Microsecond
+	busyCheck = 32 // polls between two looks at the clock
 )
 
 func (b *backoff) wait() {
 	b.n++
-	switch {
-	case b.n < busyPolls:
-		return
-	case b.n == busyPolls:
+	if b.n == 1 {
 		b.t0 = time.Now()
-		fallthrough
-	case time.Since(b.t0) < spinFor:
+		return
+	}
+	if b.n%busyCheck != 0 {
+		return
+	}
+	switch d := time.Since(b.t0); {
+	case d < busyFor:
+	case d < spinFor:
 		runtime.Gosched()
 	default:
 		time.Sleep(sleepFor)

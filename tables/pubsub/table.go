@@ -109,6 +109,9 @@ type Table struct {
 	meta []slotMeta
 	free []uint32
 	dead []bool // slots being removed (false between writes)
+	// pend counts, per removed slot not yet free, its index entries
+	// (tombstones) not yet purged (removeLocked).
+	pend map[uint32]int32
 
 	ports   []uint32          // port index -> port
 	portIdx map[uint32]uint32 // port -> port index
@@ -399,7 +402,10 @@ func (t *Table) addLocked(specs []Spec, d *Device, onBuilt func(*Device)) []ID {
 	for _, ni := range touched {
 		ni.touched = false
 	}
-	parallelEach(len(touched), workers(len(fstore), parMin), func(i int) { touched[i].fix(t.dead) })
+	// A few filters (a subscription change) leave short unsorted tails:
+	// their entries are appended, the sorted parts not moved (index.go).
+	lazy := bk == nil
+	parallelEach(len(touched), workers(len(fstore), parMin), func(i int) { touched[i].fix(t.dead, lazy) })
 	if built != nil {
 		<-built
 	}
@@ -752,49 +758,95 @@ func (t *Table) SetPort(port uint32, filters []Filter) (ID, []ID, error) {
 	return t.addLocked(specs, nil, nil)[0], removed, nil
 }
 
+// removeLocked removes subs (t.mu held exclusively). A removed filter's
+// slot is cleared at once (info 0: its count can never reach its target,
+// and the device layout sees a free slot), but its index entries stay as
+// tombstones: each touched name keeps a list of them, and a name's
+// entries are purged (purge: one pass over its structures) once its
+// tombstones reach a 64th of its entries, or all of them. The slot goes
+// back to the free list when every name has purged its entries. So a
+// removal writes the slot and a few list entries, not the index arrays the
+// matcher reads; the purges' passes are shared by many removals.
 func (t *Table) removeLocked(subs []*subscription) {
 	var touched []*nameIdx
 	for _, sub := range subs {
 		for fi, f := range sub.filters {
 			sl := sub.slots[fi]
-			t.dead[sl] = true
+			best := t.meta[sl].best
+			n := int32(0)
 			for k := range f {
-				if rank(&f[k]) != t.meta[sl].best {
+				if rank(&f[k]) != best {
 					continue
 				}
 				ni := t.names[f[k].Name]
-				ni.remove(&f[k], sl)
+				ni.tomb = append(ni.tomb, tombEnt{c: &f[k], s: sl})
+				n++
 				if !ni.touched {
 					ni.touched = true
 					touched = append(touched, ni)
 				}
 			}
+			if t.pend == nil {
+				t.pend = map[uint32]int32{}
+			}
+			t.pend[sl] = n
 			t.constraints -= len(f)
 			t.filters--
-		}
-	}
-	for _, ni := range touched {
-		ni.touched = false
-		ni.fix(t.dead)
-		if ni.n == 0 {
-			delete(t.names, ni.name)
-		}
-	}
-	for _, sub := range subs {
-		for _, sl := range sub.slots {
 			pi := t.info[sl] >> 8
 			t.live[pi]--
 			if t.live[pi] == 0 {
 				t.active--
 			}
-			t.dead[sl] = false
 			t.info[sl] = 0
 			t.meta[sl] = slotMeta{}
 			t.logSlot(sl)
-			t.free = append(t.free, sl)
 		}
 		t.subs.remove(sub.id)
 		t.dropFromPort(sub)
+	}
+	for _, ni := range touched {
+		ni.touched = false
+		if len(ni.tomb) >= ni.n || len(ni.tomb) >= max(purgeMin, ni.n/purgeShare) {
+			t.purge(ni)
+		}
+	}
+}
+
+// Purge thresholds: a name's tombstones are purged once they are
+// purgeMin and a purgeShare-th of its entries (or all of them).
+const (
+	purgeMin   = 16
+	purgeShare = 64
+)
+
+// tombEnt is a removed filter's index entry not yet purged: the constraint
+// (on the name whose list it is on) and the slot.
+type tombEnt struct {
+	c *Constraint
+	s uint32
+}
+
+// purge takes ni's tombstones out of its structures (one pass each) and
+// frees the slots none of whose entries are left anywhere.
+func (t *Table) purge(ni *nameIdx) {
+	for _, te := range ni.tomb {
+		t.dead[te.s] = true
+	}
+	for _, te := range ni.tomb {
+		ni.remove(te.c, te.s)
+	}
+	ni.fix(t.dead, false)
+	for _, te := range ni.tomb {
+		t.dead[te.s] = false
+		if t.pend[te.s]--; t.pend[te.s] == 0 {
+			delete(t.pend, te.s)
+			t.free = append(t.free, te.s)
+		}
+	}
+	clear(ni.tomb)
+	ni.tomb = ni.tomb[:0]
+	if ni.n == 0 {
+		delete(t.names, ni.name)
 	}
 }
 
