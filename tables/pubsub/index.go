@@ -232,9 +232,20 @@ func (k *keyed[K]) get(key K) []uint32 {
 
 func (k *keyed[K]) remove(key K) { k.touched = append(k.touched, key) }
 
-// fix compacts the touched keys; it reports whether a key disappeared.
+// fix compacts the touched keys (each once: a purge may have touched a
+// key for many of its entries); it reports whether a key disappeared.
 func (k *keyed[K]) fix(dead []bool) (gone bool) {
+	var done map[K]bool
+	if len(k.touched) > 1 {
+		done = make(map[K]bool, len(k.touched))
+	}
 	for _, key := range k.touched {
+		if done != nil {
+			if done[key] {
+				continue
+			}
+			done[key] = true
+		}
 		i, ok := k.m[key]
 		if !ok {
 			continue
