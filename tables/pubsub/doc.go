@@ -190,12 +190,14 @@
 // by a stream of matches; unlike it, a waiter spins and yields before it
 // sleeps (rwlock.go says why: a change's hold is µs, and parking the
 // matcher for each of 10K changes/s cost the CPU backend a quarter of its
-// throughput). A waiter busy-polls for 20 µs before it yields: a matcher
-// that yielded for each change's hold went through the scheduler's global
-// run queue, where another processor could take it, away from its core's
-// caches. A change's exclusive hold does not grow with the arrays: an add
-// appends, a removal leaves tombstones, and the passes over a name's
-// arrays (a tail's merge, a purge) come once for many changes.
+// throughput). A waiting reader busy-polls for 20 µs (a writer for 2 µs)
+// and then yields its core to the OS (sched_yield), a runtime.Gosched only
+// every 8th time: a matcher that yielded to the Go scheduler for each
+// change's hold went through the global run queue, where another
+// processor could take it, away from its core's caches. A change's
+// exclusive hold does not grow with the arrays: an add appends, a removal
+// leaves tombstones, and the passes over a name's arrays (a tail's merge,
+// a purge) come once for many changes.
 //
 // Subscription.Matches counts the events whose delivery to the port the
 // subscription decided: the first filter of the port that the matcher found
