@@ -124,7 +124,7 @@
 // point at neighbouring slots and counting walks memory nearly in order.
 //
 // A subscription change leaves the index arrays the matcher reads in place
-// (index.go, table.go), so that a change writes a few words, not moved
+// (index.go, remove.go), so that a change writes a few words, not moved
 // array tails that a matcher on another core must fetch again:
 //
 //   - an add appends its entries: to the hashed structures' lists, and to
