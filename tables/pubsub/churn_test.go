@@ -4,7 +4,9 @@ import (
 	"math/rand"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // checkIndex checks the index's bookkeeping of tombstones and tails: every
@@ -219,6 +221,7 @@ func TestChangeVisibleOnceAcknowledged(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
+	var churned atomic.Int64
 	// churn on ports 100..103
 	bg.Add(1)
 	go func() {
@@ -231,6 +234,7 @@ func TestChangeVisibleOnceAcknowledged(t *testing.T) {
 				return
 			default:
 			}
+			time.Sleep(20 * time.Microsecond)
 			if n%2 == 0 || len(ids) == 0 {
 				s := wr.spec(4)
 				id, err := tb.Add(s.Port+100, s.Filters)
@@ -244,6 +248,7 @@ func TestChangeVisibleOnceAcknowledged(t *testing.T) {
 				tb.Remove(ids[i])
 				ids = slices.Delete(ids, i, i+1)
 			}
+			churned.Add(1)
 		}
 	}()
 	// batches on the stable ports
@@ -291,7 +296,8 @@ func TestChangeVisibleOnceAcknowledged(t *testing.T) {
 			done <- struct{}{}
 		}
 	}()
-	for k := int64(0); k < 2000; k++ {
+	// At least 300 markers, and on until the churn made 200 changes.
+	for k := int64(0); k < 300 || k < 5000 && churned.Load() < 200; k++ {
 		id, err := tb.Add(7, []Filter{{{Name: "marker", Op: OpEq, Value: Int(k)}}})
 		if err != nil {
 			t.Fatal(err)
@@ -306,6 +312,9 @@ func TestChangeVisibleOnceAcknowledged(t *testing.T) {
 	}
 	close(acks)
 	mw.Wait()
+	if n := churned.Load(); n < 200 {
+		t.Fatalf("the churn made %d changes during the markers", n)
+	}
 	close(stop)
 	bg.Wait()
 	select {
