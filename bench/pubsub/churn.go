@@ -23,8 +23,9 @@ type Churn struct {
 	Path string `json:"path"`
 	// Op is what a change does (--churn-op): "change" (a subscription
 	// added or removed and made visible), "table" (the table's change
-	// only, no device update until the round ends), "cpu" (busy work of
-	// 10 µs, no change): the last two tell the parts of the loss apart.
+	// only, no device update until the round ends), "lock" (the table's
+	// write lock taken and released, no change), "cpu" (busy work of 10
+	// µs, no change): the last three tell the parts of the loss apart.
 	Op   string  `json:"op,omitempty"`
 	Rate float64 `json:"rate"` // changes per second asked
 	// Clients is the goroutines making the changes (each Rate/Clients per
@@ -76,6 +77,12 @@ func (c *churner) change() error {
 	if c.op == "cpu" {
 		for time.Since(t0) < 10*time.Microsecond {
 		}
+		c.n++
+		c.lat = append(c.lat, float64(time.Since(t0).Nanoseconds())/1e3)
+		return nil
+	}
+	if c.op == "lock" {
+		c.tab.Barrier()
 		c.n++
 		c.lat = append(c.lat, float64(time.Since(t0).Nanoseconds())/1e3)
 		return nil

@@ -60,8 +60,11 @@
 //     to the device; cpu_batches counts batches it matched on the CPU).
 //     --churn-op tells the loss's parts apart: change (the default, as
 //     above), table (the table's change only; the gpu path's device is
-//     brought up to date between rounds), cpu (10 µs of busy work per
-//     change and no change: what the change goroutine's CPU alone costs).
+//     brought up to date between rounds; on the cpu path the same as
+//     change), lock (the table's write lock taken and released, no change:
+//     the hand-over alone, pubsub.Table.Barrier), cpu (10 µs of busy work
+//     per change and no change: what the change goroutine's CPU alone
+//     costs).
 //     The changes are removed afterwards. The CUDA matcher's updates are
 //     live (the words of the changes since the previous batch scattered
 //     before the next one, on the device; GSWITCH_PUBSUB_UPDATE=eager: a

@@ -208,7 +208,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs.IntVar(&f.churnBatch, "churn-batch", 1024, "events per batch of the --churn rounds")
 	fs.IntVar(&f.churnClients, "churn-clients", 1, "goroutines making the --churn changes, each its share of the rate, each change visible before its next")
 	fs.Float64Var(&f.churnSeconds, "churn-seconds", 1, "about how long each --churn round matches")
-	fs.StringVar(&f.churnOp, "churn-op", "change", "what each --churn change does: change (add or remove a subscription, made visible), table (the table's change only: the gpu path's device is not updated until the round ends), cpu (10 µs of busy work, no change: what a change's CPU alone costs the matching)")
+	fs.StringVar(&f.churnOp, "churn-op", "change", "what each --churn change does: change (add or remove a subscription, made visible), table (the table's change only: the gpu path's device is not updated until the round ends), lock (the table's write lock taken and released, no change), cpu (10 µs of busy work, no change: what a change's CPU alone costs the matching)")
 	smallSplits := fs.String("small-splits", "8,16,32", "gpu: blocks per event whose single-event latency is measured too, in the default small-batch mode (empty: none)")
 	smallModes := fs.String("small-modes", "copy,mapped,flag,graph,off", "gpu: the small-batch modes whose single-event latency is measured too (empty: none)")
 	fs.Usage = func() {
@@ -245,8 +245,8 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 		f.smallSplits = append(f.smallSplits, n)
 	}
 	switch {
-	case f.churnOp != "change" && f.churnOp != "table" && f.churnOp != "cpu":
-		return nil, fmt.Errorf("%w: --churn-op %q: want change, table or cpu", benchutil.ErrUsage, f.churnOp)
+	case f.churnOp != "change" && f.churnOp != "table" && f.churnOp != "lock" && f.churnOp != "cpu":
+		return nil, fmt.Errorf("%w: --churn-op %q: want change, table, lock or cpu", benchutil.ErrUsage, f.churnOp)
 	case f.churn < 0 || f.churnBatch < 1 || f.churnSeconds <= 0 || f.churnClients < 1 || f.churnClients > 256:
 		return nil, fmt.Errorf("%w: --churn wants at least 0, --churn-batch at least 1, --churn-seconds more than 0, --churn-clients 1..256", benchutil.ErrUsage)
 	case f.scale <= 0 || f.scale > 100:

@@ -90,3 +90,25 @@ func TestBenchPubSubChurn(t *testing.T) {
 		t.Fatal("no filters")
 	}
 }
+
+// TestBenchPubSubChurnLock runs --churn-op lock (the table's write lock
+// alone) and rejects an unknown --churn-op.
+func TestBenchPubSubChurnLock(t *testing.T) {
+	var out, errb bytes.Buffer
+	err := Run(context.Background(), []string{"--scale", "0.002", "--events", "200", "--latency-samples", "20", "--rounds", "1",
+		"--batches", "64", "--check", "10", "--churn", "2000", "--churn-op", "lock", "--churn-batch", "32", "--churn-seconds", "0.1", "--json"}, &out, &errb)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errb.String())
+	}
+	var r Result
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Churn; c == nil || c.Op != "lock" || c.Changes < 10 || c.ChurnEventsPerSec <= 0 {
+		t.Fatalf("churn %+v", c)
+	}
+	err = Run(context.Background(), []string{"--scale", "0.002", "--churn", "100", "--churn-op", "nothing"}, &out, &errb)
+	if !errors.Is(err, benchutil.ErrUsage) {
+		t.Fatalf("--churn-op nothing: %v", err)
+	}
+}

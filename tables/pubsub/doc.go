@@ -123,12 +123,27 @@
 // each filter's first counted constraint, so that an index array's entries
 // point at neighbouring slots and counting walks memory nearly in order.
 //
-// Writers keep the index sorted incrementally: an add appends to the arrays
-// it touches and re-sorts them once per call (binary insertion for a few
-// entries); a removal marks its slots dead and compacts each touched array
-// once. So a change costs time in the size of the arrays of its names, not
-// of the table, and deploying many subscriptions at once sorts each array
-// once.
+// A subscription change leaves the index arrays the matcher reads in place
+// (index.go, remove.go), so that a change writes a few words, not moved
+// array tails that a matcher on another core must fetch again:
+//
+//   - an add appends its entries: to the hashed structures' lists, and to
+//     the end of the value-sorted arrays, which keep an unsorted tail of up
+//     to 16 entries (tailMax) that the matcher checks entry by entry beside
+//     the binary searches of the sorted part; a longer tail is sorted and
+//     merged in (one pass for 16 adds). A new ^= $= *= value or length is
+//     inserted into the affix lists, not rebuilt;
+//   - a removal clears its filters' slots (info 0: a count can never reach
+//     the target, and the device layout sees free slots) and leaves their
+//     entries as tombstones on their names' lists; a name is purged (one
+//     pass over its structures, dropping the tombstones' entries) once its
+//     tombstones are 16 and a 64th of its entries, or all of them, and a
+//     slot is free again once every name it had entries on has purged
+//     them. The matcher counts a tombstone's entries for a slot that
+//     cannot match: at most a 64th of a name's entries, and no hold per
+//     removal longer than the slot's bookkeeping.
+//
+// Deploying many subscriptions at once sorts each array once.
 //
 // Deploying (bulk.go): an add of at least 256 filters collects the entries
 // of the hashed structures (= on integers and strings, ^=, $=, *=) instead
@@ -175,9 +190,14 @@
 // by a stream of matches; unlike it, a waiter spins and yields before it
 // sleeps (rwlock.go says why: a change's hold is µs, and parking the
 // matcher for each of 10K changes/s cost the CPU backend a quarter of its
-// throughput). A removal takes its entries out of the sorted arrays by
-// binary search (index.go, sorted.del), so a change's exclusive hold does
-// not grow with the arrays.
+// throughput). A waiting reader busy-polls for 20 µs (a writer for 2 µs)
+// and then yields its core to the OS (sched_yield), a runtime.Gosched only
+// every 8th time: a matcher that yielded to the Go scheduler for each
+// change's hold went through the global run queue, where another
+// processor could take it, away from its core's caches. A change's
+// exclusive hold does not grow with the arrays: an add appends, a removal
+// leaves tombstones, and the passes over a name's arrays (a tail's merge,
+// a purge) come once for many changes.
 //
 // Subscription.Matches counts the events whose delivery to the port the
 // subscription decided: the first filter of the port that the matcher found

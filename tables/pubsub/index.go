@@ -122,43 +122,35 @@ type entry[T any] interface {
 	cmp(T) int
 }
 
-// sorted is one sorted array of entries. Writers append (the tail past
-// sortedN is unsorted) and mark removals; fix restores the order.
+// sorted is one array of entries: sorted up to sortedN, then a tail in
+// the order of insertion. Writers append (the tail grows) and mark
+// removals (dead); fix drops the entries of dead slots and merges the tail
+// into the sorted part. A single change leaves a tail of up to tailMax
+// entries (fix(dead, true)) and the matcher checks the tail entry by entry
+// (match.go), so that adding a constraint writes one entry at the end of
+// the array, not the sorted part's moved tail: a change leaves the arrays
+// the matcher reads in place (the matcher's caches, on another core, keep
+// them).
 type sorted[T entry[T]] struct {
 	a       []T
 	sortedN int
 	dead    bool // some entries' slots are being removed
 }
 
+// tailMax is the most unsorted entries a change leaves at an array's end.
+const tailMax = 16
+
 func (c *sorted[T]) add(e T) { c.a = append(c.a, e) }
 
 func cmpEnt[T entry[T]](a, b T) int { return a.cmp(b) }
 
-// del removes entry e from the array. While the array is sorted (as
-// every writer leaves it: fix runs before the write lock is released) the
-// entry is found by binary search (entries are ordered by value, then
-// slot, so e is found exactly) and the tail moved down one: O(log n) and a
-// memmove, instead of fix's pass over every entry that looks up each
-// slot's dead flag (a change's main cost on the write lock before
-// 2026-11-26). Otherwise (an unsorted tail, or e not found) the array is
-// marked for fix, which drops the entries of dead slots.
-func (c *sorted[T]) del(e T) {
-	if !c.dead && c.sortedN == len(c.a) {
-		if i, ok := slices.BinarySearchFunc(c.a, e, cmpEnt[T]); ok {
-			n := len(c.a)
-			copy(c.a[i:], c.a[i+1:])
-			var zero T
-			c.a[n-1] = zero
-			c.a = c.a[:n-1]
-			c.sortedN = n - 1
-			return
-		}
-	}
-	c.dead = true
-}
+// mark notes that entries of the array belong to slots being removed
+// (the caller marks them in the dead flags); fix drops them.
+func (c *sorted[T]) mark() { c.dead = true }
 
-// fix drops the entries of dead slots and sorts the array again.
-func (c *sorted[T]) fix(dead []bool) {
+// fix drops the entries of dead slots and restores the order: all of it,
+// or, lazy, only once the unsorted tail has grown past tailMax entries.
+func (c *sorted[T]) fix(dead []bool, lazy bool) {
 	if c.dead {
 		kept, keptSorted := 0, 0
 		for i, e := range c.a {
@@ -177,17 +169,26 @@ func (c *sorted[T]) fix(dead []bool) {
 		c.dead = false
 	}
 	n := len(c.a)
-	switch {
-	case c.sortedN == n:
-	case n-c.sortedN <= 8:
-		for k := c.sortedN; k < n; k++ {
-			x := c.a[k]
-			i, _ := slices.BinarySearchFunc(c.a[:k], x, cmpEnt[T])
-			copy(c.a[i+1:k+1], c.a[i:k])
-			c.a[i] = x
+	if c.sortedN == n || lazy && n-c.sortedN <= tailMax {
+		return
+	}
+	// Sort the tail and merge it into the sorted part from the end: the
+	// entries before the tail's smallest do not move.
+	tail := c.a[c.sortedN:]
+	slices.SortFunc(tail, cmpEnt[T])
+	if c.sortedN > 0 && cmpEnt(c.a[c.sortedN-1], tail[0]) > 0 {
+		tmp := slices.Clone(tail)
+		i, j, k := c.sortedN-1, len(tmp)-1, n-1
+		for j >= 0 {
+			if i >= 0 && cmpEnt(c.a[i], tmp[j]) > 0 {
+				c.a[k] = c.a[i]
+				i--
+			} else {
+				c.a[k] = tmp[j]
+				j--
+			}
+			k--
 		}
-	default:
-		slices.SortFunc(c.a, cmpEnt[T])
 	}
 	c.sortedN = n
 }
@@ -231,9 +232,20 @@ func (k *keyed[K]) get(key K) []uint32 {
 
 func (k *keyed[K]) remove(key K) { k.touched = append(k.touched, key) }
 
-// fix compacts the touched keys; it reports whether a key disappeared.
+// fix compacts the touched keys (each once: a purge may have touched a
+// key for many of its entries); it reports whether a key disappeared.
 func (k *keyed[K]) fix(dead []bool) (gone bool) {
+	var done map[K]bool
+	if len(k.touched) > 1 {
+		done = make(map[K]bool, len(k.touched))
+	}
 	for _, key := range k.touched {
+		if done != nil {
+			if done[key] {
+				continue
+			}
+			done[key] = true
+		}
 		i, ok := k.m[key]
 		if !ok {
 			continue
@@ -263,13 +275,20 @@ type affix struct {
 	stale bool                 // lens or vals need rebuilding
 }
 
+// add indexes value v of slot s. A new value or length goes into vals or
+// lens at once (binary insertion; both stay sorted), so that an add does
+// not rebuild them.
 func (a *affix) add(v string, s uint32) {
-	if a.keyed.add(v, s) {
-		a.stale = true
+	if a.keyed.add(v, s) && !a.stale {
+		if i, ok := slices.BinarySearch(a.vals, v); !ok {
+			a.vals = slices.Insert(a.vals, i, v)
+		}
 	}
 	a.count[len(v)]++
-	if a.count[len(v)] == 1 {
-		a.stale = true
+	if a.count[len(v)] == 1 && !a.stale {
+		if i, ok := slices.BinarySearch(a.lens, len(v)); !ok {
+			a.lens = slices.Insert(a.lens, i, len(v))
+		}
 	}
 }
 
@@ -333,6 +352,10 @@ type nameIdx struct {
 	bTrue, bFalse sorted[slotEnt]
 
 	bulkTarget [numBulkKinds]int32 // a writer's bulk's target numbers + 1 (bulk.go)
+
+	// tomb lists the entries of removed filters still in the structures
+	// (Table.removeLocked, Table.purge); n counts them too.
+	tomb []tombEnt
 }
 
 func newNameIdx(name string) *nameIdx {
@@ -390,8 +413,7 @@ func (ni *nameIdx) insert(c *Constraint, s uint32) {
 	}
 }
 
-// remove takes constraint c of slot s (which the caller marked dead) out:
-// the sorted arrays at once (sorted.del), the keyed and affix structures
+// remove takes constraint c of slot s (which the caller marked dead) out
 // when fix runs.
 func (ni *nameIdx) remove(c *Constraint, s uint32) {
 	ni.n--
@@ -400,18 +422,18 @@ func (ni *nameIdx) remove(c *Constraint, s uint32) {
 	case TypeInt:
 		switch c.Op {
 		case OpNe:
-			ni.neNum.del(neNumEnt{bits: uint64(v.Int), s: s})
+			ni.neNum.mark()
 		case OpEq:
 			ni.eqInt.remove(v.Int)
 			fallthrough
 		default:
-			ni.ints[rop(c.Op)].del(intEnt{v.Int, s})
+			ni.ints[rop(c.Op)].mark()
 		}
 	case TypeFloat:
 		if c.Op == OpNe {
-			ni.neNum.del(neNumEnt{bits: math.Float64bits(v.Float), s: s, isFloat: true})
+			ni.neNum.mark()
 		} else {
-			ni.floats[rop(c.Op)].del(floatEnt{v.Float, s})
+			ni.floats[rop(c.Op)].mark()
 		}
 	case TypeString:
 		switch c.Op {
@@ -419,7 +441,7 @@ func (ni *nameIdx) remove(c *Constraint, s uint32) {
 			ni.eqStr.remove(v.Str)
 		case OpNe:
 			id := ni.strIDs[v.Str]
-			ni.neStr.del(neStrEnt{s: s, id: id.id})
+			ni.neStr.mark()
 			id.refs--
 			if id.refs == 0 {
 				delete(ni.strIDs, v.Str)
@@ -431,33 +453,34 @@ func (ni *nameIdx) remove(c *Constraint, s uint32) {
 		case OpContains:
 			ni.contains.remove(v.Str)
 		default:
-			ni.strs[rop(c.Op)].del(strEnt{v.Str, s})
+			ni.strs[rop(c.Op)].mark()
 		}
 	case TypeBool:
 		if (c.Op == OpEq) == (v.Int != 0) {
-			ni.bTrue.del(slotEnt(s))
+			ni.bTrue.mark()
 		} else {
-			ni.bFalse.del(slotEnt(s))
+			ni.bFalse.mark()
 		}
 	}
 }
 
-// fix restores every structure's invariants after inserts and removals.
-func (ni *nameIdx) fix(dead []bool) {
+// fix restores every structure's invariants after inserts and removals;
+// lazy leaves short unsorted tails (sorted.fix).
+func (ni *nameIdx) fix(dead []bool, lazy bool) {
 	ni.eqInt.fix(dead)
 	for i := range ni.ints {
-		ni.ints[i].fix(dead)
-		ni.floats[i].fix(dead)
-		ni.strs[i].fix(dead)
+		ni.ints[i].fix(dead, lazy)
+		ni.floats[i].fix(dead, lazy)
+		ni.strs[i].fix(dead, lazy)
 	}
-	ni.neNum.fix(dead)
+	ni.neNum.fix(dead, lazy)
 	ni.eqStr.fix(dead)
-	ni.neStr.fix(dead)
+	ni.neStr.fix(dead, lazy)
 	ni.prefix.fix(dead)
 	ni.suffix.fix(dead)
 	ni.contains.fix(dead)
-	ni.bTrue.fix(dead)
-	ni.bFalse.fix(dead)
+	ni.bTrue.fix(dead, lazy)
+	ni.bFalse.fix(dead, lazy)
 }
 
 // Binary searches: lb is the first entry whose value is >= x, ub the first

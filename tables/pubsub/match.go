@@ -1,6 +1,7 @@
 package pubsub
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -225,7 +226,9 @@ func (t *Table) matchLocked(dst []uint32, e *Event, sc *scratch) []uint32 {
 }
 
 // matchAttr counts the constraints on one attribute that its value
-// satisfies.
+// satisfies. A value-sorted array is searched in its sorted part and its
+// unsorted tail (at most tailMax entries a change left, index.go) checked
+// entry by entry.
 func (t *Table) matchAttr(ni *nameIdx, v Value, sc *scratch) {
 	info := t.info
 	switch v.Type {
@@ -233,29 +236,39 @@ func (t *Table) matchAttr(ni *nameIdx, v Value, sc *scratch) {
 		x := v.Int
 		sc.incSlots(info, ni.eqInt.get(x))
 		for r := 1; r < 5; r++ {
-			if a := ni.ints[r].a; len(a) > 0 {
+			if c := &ni.ints[r]; len(c.a) > 0 {
+				a := c.a[:c.sortedN]
 				i, j := span(r, lbInt(a, x), ubInt(a, x), len(a))
 				sc.incInts(info, a[i:j])
+				for _, e := range c.a[c.sortedN:] {
+					if sat(r, cmp.Compare(e.v, x)) {
+						sc.inc(info, e.s)
+					}
+				}
 			}
 		}
 		xf := float64(x)
 		for r := 0; r < 5; r++ {
-			if a := ni.floats[r].a; len(a) > 0 {
-				i, j := span(r, lbFloat(a, xf), ubFloat(a, xf), len(a))
-				sc.incFloats(info, a[i:j])
+			if c := &ni.floats[r]; len(c.a) > 0 {
+				t.floatsAt(c, r, xf, sc)
 			}
 		}
 		t.matchNeNum(ni, v, sc)
 	case TypeFloat:
 		x := v.Float
 		for r := 0; r < 5; r++ {
-			if a := ni.ints[r].a; len(a) > 0 {
+			if c := &ni.ints[r]; len(c.a) > 0 {
+				a := c.a[:c.sortedN]
 				i, j := span(r, lbIntF(a, x), ubIntF(a, x), len(a))
 				sc.incInts(info, a[i:j])
+				for _, e := range c.a[c.sortedN:] {
+					if sat(r, cmp.Compare(float64(e.v), x)) {
+						sc.inc(info, e.s)
+					}
+				}
 			}
-			if a := ni.floats[r].a; len(a) > 0 {
-				i, j := span(r, lbFloat(a, x), ubFloat(a, x), len(a))
-				sc.incFloats(info, a[i:j])
+			if c := &ni.floats[r]; len(c.a) > 0 {
+				t.floatsAt(c, r, x, sc)
 			}
 		}
 		t.matchNeNum(ni, v, sc)
@@ -267,6 +280,52 @@ func (t *Table) matchAttr(ni *nameIdx, v Value, sc *scratch) {
 		} else {
 			sc.incSlotEnts(info, ni.bFalse.a)
 		}
+	}
+}
+
+func (t *Table) floatsAt(c *sorted[floatEnt], r int, x float64, sc *scratch) {
+	a := c.a[:c.sortedN]
+	i, j := span(r, lbFloat(a, x), ubFloat(a, x), len(a))
+	sc.incFloats(t.info, a[i:j])
+	for _, e := range c.a[c.sortedN:] {
+		if sat(r, cmp.Compare(e.v, x)) {
+			sc.inc(t.info, e.s)
+		}
+	}
+}
+
+// sat reports whether a constraint of sorted array r (a rop index) holds
+// for an event value x, given o = the comparison of the constraint's value
+// with x (-1, 0, +1): span's rule for one entry.
+func sat(r, o int) bool {
+	switch r {
+	case 0: // x = c
+		return o == 0
+	case 1: // x < c
+		return o > 0
+	case 2: // x <= c
+		return o >= 0
+	case 3: // x > c
+		return o < 0
+	default: // x >= c
+		return o <= 0
+	}
+}
+
+// inc counts one satisfied constraint of slot s.
+func (sc *scratch) inc(info []uint32, s uint32) {
+	in := info[s]
+	if sc.done[in>>8] {
+		return
+	}
+	c := sc.cnt[s]
+	if c>>8 != sc.ep {
+		c = sc.ep << 8
+	}
+	c++
+	sc.cnt[s] = c
+	if uint8(c) == uint8(in) {
+		sc.hit(s, in)
 	}
 }
 
@@ -297,9 +356,15 @@ func (t *Table) matchString(ni *nameIdx, x string, sc *scratch) {
 	info := t.info
 	sc.incSlots(info, ni.eqStr.get(x))
 	for r := 1; r < 5; r++ {
-		if a := ni.strs[r].a; len(a) > 0 {
+		if c := &ni.strs[r]; len(c.a) > 0 {
+			a := c.a[:c.sortedN]
 			i, j := span(r, lbStr(a, x), ubStr(a, x), len(a))
 			sc.incStrs(info, a[i:j])
+			for _, e := range c.a[c.sortedN:] {
+				if sat(r, strings.Compare(e.v, x)) {
+					sc.inc(info, e.s)
+				}
+			}
 		}
 	}
 	if len(ni.neStr.a) > 0 {

@@ -56,7 +56,7 @@ func (l *spinRW) RLock() {
 		l.std.RLock()
 		return
 	}
-	var b backoff
+	b := backoff{busy: readBusy}
 	for {
 		if l.state.Add(1) < rwWriter {
 			return
@@ -88,7 +88,7 @@ func (l *spinRW) Lock() {
 		return
 	}
 	l.w.Lock()
-	var b backoff
+	b := backoff{busy: writeBusy}
 	for n := l.state.Add(rwWriter); n != rwWriter; n = l.state.Load() {
 		b.wait()
 	}
@@ -106,33 +106,56 @@ func (l *spinRW) Unlock() {
 	l.w.Unlock()
 }
 
-// backoff paces a waiter: a few busy polls (the holder runs on another
-// core and is done within µs as a rule), then runtime.Gosched for up to
-// spinFor (other goroutines of this processor run meanwhile: with one
-// processor the holder itself), then sleeps of sleepFor (a long hold: a
-// deploy, a layout build).
+// backoff paces a waiter: busy polls for up to busy (readers: readBusy,
+// a writer's hold is µs; the writer: writeBusy), then yields of the
+// thread's core to the OS's other threads (osYield, sched_yield) with a
+// runtime.Gosched every yieldsPerGosched of them (other goroutines of this
+// processor run then: with one processor the holder itself) for up to
+// spinFor, then sleeps of sleepFor (a long hold: a deploy, a layout
+// build).
+//
+// Why (2026-11-26): the busy phase was 64 polls (well under a µs) and the
+// yields were all runtime.Gosched. A matcher that waited out a change's
+// hold in Gosched went through the scheduler's global run queue for each
+// change, where another processor's idle M (the writer's, going to sleep
+// after its change) could take it: the matcher moved to another thread
+// and core, away from its caches. And a waiter that spins on a machine
+// with more runnable threads than cores (the 2-core VM) keeps the core
+// from the thread it waits for; sched_yield gives it up.
 type backoff struct {
-	n  int
-	t0 time.Time
+	busy     time.Duration
+	n        int
+	t0       time.Time
+	yielding bool // past the busy phase
 }
 
 const (
-	busyPolls = 64
-	spinFor   = 200 * time.Microsecond
-	sleepFor  = 20 * time.Microsecond
+	readBusy         = 20 * time.Microsecond
+	writeBusy        = 2 * time.Microsecond
+	spinFor          = 200 * time.Microsecond
+	sleepFor         = 20 * time.Microsecond
+	busyCheck        = 32 // busy polls between two looks at the clock
+	yieldsPerGosched = 8
 )
 
 func (b *backoff) wait() {
 	b.n++
-	switch {
-	case b.n < busyPolls:
-		return
-	case b.n == busyPolls:
+	if b.n == 1 {
 		b.t0 = time.Now()
-		fallthrough
-	case time.Since(b.t0) < spinFor:
+		return
+	}
+	if !b.yielding {
+		if b.n%busyCheck != 0 || time.Since(b.t0) < b.busy {
+			return
+		}
+		b.yielding = true
+	}
+	switch {
+	case time.Since(b.t0) >= spinFor:
+		time.Sleep(sleepFor)
+	case b.n%yieldsPerGosched == 0:
 		runtime.Gosched()
 	default:
-		time.Sleep(sleepFor)
+		osYield()
 	}
 }

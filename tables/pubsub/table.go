@@ -109,6 +109,9 @@ type Table struct {
 	meta []slotMeta
 	free []uint32
 	dead []bool // slots being removed (false between writes)
+	// pend counts, per removed slot not yet free, its index entries
+	// (tombstones) not yet purged (removeLocked).
+	pend map[uint32]int32
 
 	ports   []uint32          // port index -> port
 	portIdx map[uint32]uint32 // port -> port index
@@ -399,7 +402,10 @@ func (t *Table) addLocked(specs []Spec, d *Device, onBuilt func(*Device)) []ID {
 	for _, ni := range touched {
 		ni.touched = false
 	}
-	parallelEach(len(touched), workers(len(fstore), parMin), func(i int) { touched[i].fix(t.dead) })
+	// A few filters (a subscription change) leave short unsorted tails:
+	// their entries are appended, the sorted parts not moved (index.go).
+	lazy := bk == nil
+	parallelEach(len(touched), workers(len(fstore), parMin), func(i int) { touched[i].fix(t.dead, lazy) })
 	if built != nil {
 		<-built
 	}
@@ -750,52 +756,6 @@ func (t *Table) SetPort(port uint32, filters []Filter) (ID, []ID, error) {
 		return 0, removed, nil
 	}
 	return t.addLocked(specs, nil, nil)[0], removed, nil
-}
-
-func (t *Table) removeLocked(subs []*subscription) {
-	var touched []*nameIdx
-	for _, sub := range subs {
-		for fi, f := range sub.filters {
-			sl := sub.slots[fi]
-			t.dead[sl] = true
-			for k := range f {
-				if rank(&f[k]) != t.meta[sl].best {
-					continue
-				}
-				ni := t.names[f[k].Name]
-				ni.remove(&f[k], sl)
-				if !ni.touched {
-					ni.touched = true
-					touched = append(touched, ni)
-				}
-			}
-			t.constraints -= len(f)
-			t.filters--
-		}
-	}
-	for _, ni := range touched {
-		ni.touched = false
-		ni.fix(t.dead)
-		if ni.n == 0 {
-			delete(t.names, ni.name)
-		}
-	}
-	for _, sub := range subs {
-		for _, sl := range sub.slots {
-			pi := t.info[sl] >> 8
-			t.live[pi]--
-			if t.live[pi] == 0 {
-				t.active--
-			}
-			t.dead[sl] = false
-			t.info[sl] = 0
-			t.meta[sl] = slotMeta{}
-			t.logSlot(sl)
-			t.free = append(t.free, sl)
-		}
-		t.subs.remove(sub.id)
-		t.dropFromPort(sub)
-	}
 }
 
 // rank orders constraints by how few events satisfy them, roughly: 0 for
