@@ -152,7 +152,17 @@ func (e *Engine) Apply(id TableID, u bubble.Update) error {
 	if err := e.cpu.Apply(id, u); err != nil {
 		return err
 	}
-	e.eachDev(id, func(d *engineDev) error { return d.b.Apply(id, u) }, u.Full != nil)
+	e.eachDev(id, func(d *engineDev) error {
+		du := u
+		if _, keeps := d.b.(*CPU); keeps && u.Full != nil {
+			// A CPU backend keeps the Full image it is given as its
+			// table (the CPU backend above took u.Full already): each
+			// gets a copy of its own, or one's bubbles would write the
+			// image the other's lookups read.
+			du.Full = u.Full.Clone()
+		}
+		return d.b.Apply(id, du)
+	}, u.Full != nil)
 	e.noteApply(id)
 	return nil
 }

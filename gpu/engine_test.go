@@ -192,3 +192,31 @@ func TestEngineCPUPathAllocates(t *testing.T) {
 		t.Errorf("lookup: %d, want 3", out[0])
 	}
 }
+
+// TestEngineFullUpdateNotShared: a Full update given to the Engine reaches
+// its CPU backend and a CPU standing in for a device as two images, so
+// that the bubbles one applies later never write what the other's lookups
+// read (they shared one before 2026-11-26: a race under -race in agent's
+// placement test).
+func TestEngineFullUpdateNotShared(t *testing.T) {
+	const id = 3
+	dev := NewCPU()
+	e := NewEngine(EngineConfig{Devices: []Backend{dev}, MinBatch: 64})
+	defer e.Close()
+	im, _, _ := coalesceImage(t)
+	if err := e.Load(id, Flow, im); err != nil {
+		t.Fatal(err)
+	}
+	full, _, _ := coalesceImage(t)
+	if err := e.Apply(id, bubble.Update{Full: full}); err != nil {
+		t.Fatal(err)
+	}
+	a, b := e.cpu.tables[id], dev.tables[id]
+	for i := range a.inst {
+		for j := range b.inst {
+			if a.inst[i].img == b.inst[j].img {
+				t.Fatalf("copy %d of the engine's CPU and copy %d of the device share one image", i, j)
+			}
+		}
+	}
+}
