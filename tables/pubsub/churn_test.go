@@ -205,20 +205,7 @@ func TestSortedTail(t *testing.T) {
 // churn other ports and match batches against the brute-force evaluator
 // (run with -race).
 func TestChangeVisibleOnceAcknowledged(t *testing.T) {
-	g := randGen{rand.New(rand.NewSource(11))}
-	var stable []Spec
-	for i := 0; i < 200; i++ {
-		stable = append(stable, g.spec(4))
-	}
-	tb := tableOf(t, stable)
-	evs := make([]Event, 100)
-	for i := range evs {
-		evs[i] = g.event()
-	}
-	want := make([][]uint32, len(evs))
-	for i := range evs {
-		want[i] = BruteMatch(stable, &evs[i])
-	}
+	tb, evs, want := stableTable(t, 11, 200, 100)
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
 	var churned atomic.Int64

@@ -352,17 +352,18 @@ func TestAddValidates(t *testing.T) {
 	}
 }
 
-// TestConcurrentMatchAndUpdate matches while another goroutine adds and
-// removes subscriptions of other ports: the answers for the stable ports
-// must stay those of the brute-force evaluator (run with -race).
-func TestConcurrentMatchAndUpdate(t *testing.T) {
-	g := randGen{rand.New(rand.NewSource(7))}
+// stableTable returns a table of nsubs random subscriptions (seed), nevs
+// random events and the brute-force evaluator's answers for them: the
+// stable part of the concurrency tests, which churn other ports beside it.
+func stableTable(t *testing.T, seed int64, nsubs, nevs int) (*Table, []Event, [][]uint32) {
+	t.Helper()
+	g := randGen{rand.New(rand.NewSource(seed))}
 	var stable []Spec
-	for i := 0; i < 40; i++ {
+	for i := 0; i < nsubs; i++ {
 		stable = append(stable, g.spec(4))
 	}
 	tb := tableOf(t, stable)
-	evs := make([]Event, 200)
+	evs := make([]Event, nevs)
 	for i := range evs {
 		evs[i] = g.event()
 	}
@@ -370,6 +371,14 @@ func TestConcurrentMatchAndUpdate(t *testing.T) {
 	for i := range evs {
 		want[i] = BruteMatch(stable, &evs[i])
 	}
+	return tb, evs, want
+}
+
+// TestConcurrentMatchAndUpdate matches while another goroutine adds and
+// removes subscriptions of other ports: the answers for the stable ports
+// must stay those of the brute-force evaluator (run with -race).
+func TestConcurrentMatchAndUpdate(t *testing.T) {
+	tb, evs, want := stableTable(t, 7, 40, 200)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
