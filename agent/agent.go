@@ -221,8 +221,9 @@ func blockTimeout(maxDelay time.Duration) time.Duration {
 
 func (d *Agent) openPorts() error {
 	for _, pc := range d.st.Ports {
+		bs, nb := d.st.rxBlocks()
 		p, err := afpacket.Open(pc.Interface, afpacket.Config{Promiscuous: true, BlockTimeout: blockTimeout(d.st.MaxDelay),
-			Queues: d.st.rxQueues(pc), Ring: d.st.rxRing(d.co != nil)})
+			Queues: d.st.rxQueues(pc), Ring: d.st.rxRing(d.co != nil), BlockSize: bs, NumBlocks: nb})
 		if err != nil {
 			return fmt.Errorf("port %d (%s): %w", pc.Number, pc.Interface, err)
 		}

@@ -48,7 +48,8 @@ type Config struct {
 	InFlight    int                 `yaml:"in_flight"`    // with a GPU, batches of a receive queue in the pipeline at once (0: pipeline's default, 2)
 	BatchDepth  int                 `yaml:"batch_depth"`  // with a GPU, closed batches of a receive queue unfinished before its reader waits (0: pipeline's default, 3; at least in_flight)
 	RxQueues    int                 `yaml:"rx_queues"`
-	RxRing      string              `yaml:"rx_ring"` // auto (frame below a 1 ms max_delay without a GPU, else block), block or frame
+	RxRing      string              `yaml:"rx_ring"`       // auto (frame below a 1 ms max_delay without a GPU, else block), block or frame
+	RxBlockSize int                 `yaml:"rx_block_size"` // bytes of a receive ring block (0: afpacket's default, 256 KiB); the ring keeps rxRingBytes
 	MinBatch    int                 `yaml:"min_batch"`
 	BatchSize   int                 `yaml:"batch_size"`
 	Tables      int                 `yaml:"tables"`
@@ -127,6 +128,27 @@ func (c *Config) batchDelays(shared bool) (rx, dev time.Duration) {
 		return c.MaxDelay, c.MaxDelay
 	}
 	return c.MaxDelay - c.SharedDelay, c.SharedDelay
+}
+
+// rxRingBytes is a receive queue's ring size: rx_block_size sets the
+// size of its blocks, not of the ring, so smaller blocks are more of them.
+const rxRingBytes = 8 << 20
+
+// rxBlocks returns the receive rings' block size and number of blocks:
+// afpacket's defaults (32 blocks of 256 KiB) without rx_block_size, else
+// blocks of that size, enough of them for rxRingBytes (at least 2).
+//
+// A TPACKET_V3 block is handed to the reader when it is full or its
+// timeout (at least 1 ms) has passed: a smaller block is full sooner, so
+// a frame waits less in the ring under moderate traffic, and the reader
+// takes fewer frames at a time. A frame longer than a block (less its
+// headers) is truncated by the kernel and dropped (a GSO frame of 64 KiB
+// needs blocks of 128 KiB; see "Receive rings" in datapath/afpacket).
+func (c *Config) rxBlocks() (size, n int) {
+	if c.RxBlockSize == 0 {
+		return 0, 0
+	}
+	return c.RxBlockSize, max(rxRingBytes/c.RxBlockSize, 2)
 }
 
 // rxQueues returns the number of receive queues of port pc.
@@ -222,6 +244,7 @@ type Flags struct {
 	tlsKey, tlsCert, tlsCA                          string
 	maxDelay, sharedDelay                           time.Duration
 	minBatch, batchSize, tables, maxFlows, rxQueues int
+	rxBlockSize                                     int
 	inFlight, batchDepth                            int
 	classifier, rxRing                              string
 	ports, controllers, listen                      multiFlag
@@ -262,6 +285,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.IntVar(&f.batchSize, "batch-size", 0, "frames per batch at most: `N`")
 	fs.IntVar(&f.rxQueues, "rx-queues", 0, "receive queues per port: `N` (1..64) AF_PACKET rings in a PACKET_FANOUT group, each read by its own goroutine; 1: one ring, no fanout")
 	fs.StringVar(&f.rxRing, "rx-ring", "", "receive ring layout: `auto` (frame when --max-delay is under 1ms and no GPU serves the datapath, else block), block (TPACKET_V3: blocks handed over when full or after a timeout of at least 1ms) or frame (TPACKET_V2: each frame handed over at once)")
+	fs.IntVar(&f.rxBlockSize, "rx-block-size", 0, "bytes of a receive ring block: `N`, a multiple of the page size from 4096 to 4194304 (0: 262144); each queue's ring keeps 8 MiB (2 blocks at least), so smaller blocks are more of them. A block ring hands a block over when it is full or 1ms or more after its first frame: smaller blocks fill sooner and hold a frame less long under moderate traffic; a frame longer than a block is dropped (GSO frames of 64 KiB need 131072)")
 	fs.IntVar(&f.tables, "tables", 0, "number of OpenFlow flow tables: `N` (1..254)")
 	fs.IntVar(&f.maxFlows, "max-flows", 0, "flow entries per table at most: `N`")
 	fs.StringVar(&f.classifier, "classifier", "", "the flow tables' search: `ALGO` of linear (the default), tuple, bloom or merge (merged tuple search, fastest on many classes)")
@@ -346,6 +370,7 @@ func (f *Flags) override(c *Config) error {
 	setIf(set, "batch-depth", &c.BatchDepth, f.batchDepth)
 	setIf(set, "rx-queues", &c.RxQueues, f.rxQueues)
 	setIf(set, "rx-ring", &c.RxRing, f.rxRing)
+	setIf(set, "rx-block-size", &c.RxBlockSize, f.rxBlockSize)
 	setIf(set, "tls-private-key", &c.TLS.PrivateKey, f.tlsKey)
 	setIf(set, "tls-certificate", &c.TLS.Certificate, f.tlsCert)
 	setIf(set, "tls-ca-cert", &c.TLS.CACert, f.tlsCA)
@@ -578,6 +603,8 @@ func checkNumbers(c *Config) error {
 		return configErr("batch size %d: want 1..65536", c.BatchSize)
 	case c.RxRing != "" && c.RxRing != "auto" && c.RxRing != "block" && c.RxRing != "frame":
 		return configErr("rx ring %q: want auto, block or frame", c.RxRing)
+	case c.RxBlockSize != 0 && (c.RxBlockSize < 4096 || c.RxBlockSize > 4<<20 || c.RxBlockSize%os.Getpagesize() != 0):
+		return configErr("rx block size %d: want 0 (the default) or a multiple of the page size %d from 4096 to 4194304", c.RxBlockSize, os.Getpagesize())
 	case c.RxQueues < 1 || c.RxQueues > maxRxQueues:
 		return configErr("rx queues %d: want 1..%d", c.RxQueues, maxRxQueues)
 	case c.MaxFlows < 1 || c.MaxFlows > 1<<24:

@@ -88,6 +88,8 @@ func TestConfigMistakes(t *testing.T) {
 		{[]string{"--min-batch", "0"}, "min batch"},
 		{[]string{"--rx-queues", "0"}, "rx queues 0: want 1..64"},
 		{[]string{"--rx-queues", "65"}, "rx queues 65: want 1..64"},
+		{[]string{"--rx-block-size", "1000"}, "rx block size 1000"},
+		{[]string{"--rx-block-size", "8388608"}, "rx block size 8388608"},
 		{[]string{"--config", write("rxq.yaml", "ports:\n  - {number: 1, interface: lo, rx_queues: 100}\n")}, "port 1 (lo): rx_queues 100"},
 		{[]string{"--gpus", "a"}, "--gpus"},
 		{[]string{"--log-level", "loud"}, "log level"},
@@ -131,6 +133,27 @@ func TestRxQueues(t *testing.T) {
 		st, err := loadArgs(t, c.args...)
 		if err != nil || st.RxQueues != c.all || st.rxQueues(st.Ports[0]) != c.port1 {
 			t.Errorf("%v: %+v, %v: want rx_queues %d, port 1 %d", c.args, st, err, c.all, c.port1)
+		}
+	}
+}
+
+// TestRxBlockSize: rx_block_size sets the blocks' size and keeps each
+// ring at rxRingBytes; unset, afpacket's defaults (zeros).
+func TestRxBlockSize(t *testing.T) {
+	for _, c := range []struct {
+		args        []string
+		size, count int
+	}{
+		{nil, 0, 0},
+		{[]string{"--rx-block-size", "16384"}, 16384, 512},
+		{[]string{"--rx-block-size", "4194304"}, 4 << 20, 2},
+	} {
+		st, err := loadArgs(t, append(c.args, "--port", "1=lo")...)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if size, n := st.rxBlocks(); size != c.size || n != c.count || (n != 0 && size*n != rxRingBytes) {
+			t.Errorf("%v: %d blocks of %d, want %d of %d", c.args, n, size, c.count, c.size)
 		}
 	}
 }

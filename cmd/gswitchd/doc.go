@@ -42,7 +42,8 @@
 //	gswitchd [--config FILE] [--port N=IFNAME]... [--controller tcp:HOST:PORT]...
 //	         [--listen ptcp:PORT]... [--datapath-id N] [--fail-mode secure|standalone]
 //	         [--backend auto|cpu|gpu] [--gpus LIST] [--max-delay D] [--min-batch N]
-//	         [--batch-size N] [--rx-queues N] [--rx-ring auto|block|frame] [--tables N] [--max-flows N] [--metrics ADDR]
+//	         [--batch-size N] [--rx-queues N] [--rx-ring auto|block|frame] [--rx-block-size N]
+//	         [--tables N] [--max-flows N] [--metrics ADDR]
 //	         [--ctl-socket PATH] [--log-level LEVEL] [--print-config] [--cpuprofile FILE]
 //	         [--p4rt-listen HOST:PORT|off] [--p4rt-device-id N] [--p4rt-tls-certificate FILE]
 //	         [--p4rt-tls-private-key FILE] [--p4rt-tls-ca-cert FILE] [--p4rt-require-client-cert]
