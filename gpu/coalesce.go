@@ -95,7 +95,7 @@ type Coalescer struct {
 	mu       sync.Mutex
 	pending  []*cgroup // the open batches, one per table at most (a slice: a few tables, scanned on every call)
 	active   int       // callers between Enter and Leave
-	blocked  int       // callers inside LookupFlow (pending or in flight)
+	blocked  int       // callers inside LookupFlow whose batch is pending or in flight (a batch's leader counts its members out when its results are in)
 	inflight int       // batches closed and not yet answered
 	stats    CoalescerStats
 	free     []*cgroup
@@ -271,22 +271,21 @@ func (c *Coalescer) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleI
 	c.mu.Unlock()
 
 	if !leader {
+		// The leader counted this caller out of blocked when the results
+		// came in: a member wakes without taking mu.
 		<-g.done
 		c.stages.Observe(StageHandBack, time.Since(g.doneAt))
-		err := g.err
-		c.mu.Lock()
-		c.blocked--
-		c.mu.Unlock()
-		return err
+		return g.err
 	}
 	c.await(g)
+	members := len(g.ns) // closed: no caller joins any more
 	start := time.Now()
 	c.stages.Observe(StageStart, start.Sub(g.closeAt))
 	c.run(g)
 	g.doneAt = time.Now()
 	c.stages.Observe(StageLookup, g.doneAt.Sub(start))
 	c.mu.Lock()
-	c.blocked--
+	c.blocked -= members // the leader and every member: no longer waiting for the device
 	c.inflight--
 	c.stats.Batches++
 	c.stats.Keys += uint64(g.n)
