@@ -45,6 +45,7 @@
 //	         [--batch-size N] [--rx-queues N] [--rx-ring auto|block|frame] [--rx-block-size N]
 //	         [--tables N] [--max-flows N] [--metrics ADDR]
 //	         [--ctl-socket PATH] [--log-level LEVEL] [--print-config] [--cpuprofile FILE]
+//	         [--trace FILE [--trace-after D] [--trace-for D]]
 //	         [--p4rt-listen HOST:PORT|off] [--p4rt-device-id N] [--p4rt-tls-certificate FILE]
 //	         [--p4rt-tls-private-key FILE] [--p4rt-tls-ca-cert FILE] [--p4rt-require-client-cert]
 //	         [--p4rt-reflection] [--router-port N=ADDR/LEN[,...][,table=T][,mac=MAC]]...
@@ -64,7 +65,12 @@
 // --cpuprofile FILE writes a CPU profile of the whole run (runtime/pprof)
 // to FILE, complete once gswitchd exits (SIGINT or SIGTERM): how the
 // per-frame CPU of bench forward's targets is looked into (go tool pprof
-// gswitchd FILE).
+// gswitchd FILE). --trace FILE writes an execution trace (runtime/trace)
+// to FILE, from --trace-after DURATION after the start for --trace-for
+// DURATION (0: until gswitchd exits), for go tool trace: the scheduler's
+// view of each goroutine (how long a woken goroutine waited for a
+// processor: go tool trace -pprof=sched FILE), which a CPU profile does
+// not show.
 //
 // At start gswitchd opens the backend (gpu.Open), the switch, one
 // afpacket port per configured interface (promiscuous), the control
