@@ -4,24 +4,41 @@ package gpu
 
 /*
 #include <cuda.h>
+#include <string.h>
 
 // gs_submit queues one batch in stream st with one cgo call: its key
 // segments copied in (nseg segments of seg bytes, stride bytes apart on both
 // sides: one for LPM and full flow batches, P for a flow batch holding fewer
-// packets than its capacity), the lookup kernel over n keys (every lookup
-// kernel takes img, desc, nl, keys, out, n, stride), the results copied out
-// and the batch's event recorded.
+// packets than its capacity, then in one two-dimensional copy, not P), the
+// lookup kernel over n keys (every lookup kernel takes img, desc, nl, keys,
+// out, n, stride), the results copied out, then, with a flag (a word of
+// pinned host memory, 0: none), seq written to it once all that is done
+// (cuStreamWriteValue32, after a memory fence: the results are in host
+// memory before the flag), and the batch's event recorded.
 static CUresult gs_submit(CUstream st, CUfunction fn, unsigned grid, unsigned block, unsigned smem,
 	CUdeviceptr img, CUdeviceptr desc, int nl,
 	CUdeviceptr din, const void *hin, size_t seg, int nseg, size_t segStride,
-	CUdeviceptr dout, void *hout, size_t outBytes, int n, int stride, CUevent ev)
+	CUdeviceptr dout, void *hout, size_t outBytes, int n, int stride, CUevent ev,
+	CUdeviceptr flag, unsigned seq)
 {
-	CUresult r;
-	for (int j = 0; j < nseg && seg > 0; j++) {
-		r = cuMemcpyHtoDAsync(din + (CUdeviceptr)j * segStride, (const char *)hin + (size_t)j * segStride, seg, st);
-		if (r != CUDA_SUCCESS)
-			return r;
+	CUresult r = CUDA_SUCCESS;
+	if (nseg > 1 && seg > 0) {
+		CUDA_MEMCPY2D c;
+		memset(&c, 0, sizeof c);
+		c.srcMemoryType = CU_MEMORYTYPE_HOST;
+		c.srcHost = hin;
+		c.srcPitch = segStride;
+		c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+		c.dstDevice = din;
+		c.dstPitch = segStride;
+		c.WidthInBytes = seg;
+		c.Height = nseg;
+		r = cuMemcpy2DAsync(&c, st);
+	} else if (nseg == 1 && seg > 0) {
+		r = cuMemcpyHtoDAsync(din, hin, seg, st);
 	}
+	if (r != CUDA_SUCCESS)
+		return r;
 	void *params[] = {&img, &desc, &nl, &din, &dout, &n, &stride};
 	r = cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, smem, st, params, NULL);
 	if (r != CUDA_SUCCESS)
@@ -29,7 +46,23 @@ static CUresult gs_submit(CUstream st, CUfunction fn, unsigned grid, unsigned bl
 	r = cuMemcpyDtoHAsync(hout, dout, outBytes, st);
 	if (r != CUDA_SUCCESS)
 		return r;
+	if (flag != 0) {
+		r = cuStreamWriteValue32(st, flag, seq, CU_STREAM_WRITE_VALUE_DEFAULT);
+		if (r != CUDA_SUCCESS)
+			return r;
+	}
 	return cuEventRecord(ev, st);
+}
+
+// gs_probe_flag writes 1 to flag in stream st and waits for the stream: it
+// tells whether the device takes stream memory operations on pinned host
+// memory.
+static CUresult gs_probe_flag(CUstream st, CUdeviceptr flag)
+{
+	CUresult r = cuStreamWriteValue32(st, flag, 1, CU_STREAM_WRITE_VALUE_DEFAULT);
+	if (r != CUDA_SUCCESS)
+		return r;
+	return cuStreamSynchronize(st);
 }
 
 // gs_smem_optin lets fn launch with up to bytes of dynamic shared memory.
@@ -81,6 +114,7 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -112,6 +146,11 @@ type cudaBatch struct {
 	hin, hout hostBuf
 	din, dout devBuf
 	done      cu.Event
+	// flag is a word of pinned host memory the stream writes fseq to once
+	// the batch's results are in (waitFlag; nil without: the other wait
+	// modes, or a device without stream memory operations).
+	flag      hostBuf
+	fseq      uint32
 	st        cu.Stream // a lookup slot's own stream (see CUDA.slot); else none: the streams in turn
 	seq       uint64    // the scatters queued before it (CUDA.sseq), all done once it is
 	empty     bool      // submitted with N == 0: nothing queued
@@ -141,7 +180,12 @@ func (c *CUDA) newBatch(kind Kind, width, capacity int) (*Batch, error) {
 	if cb.hin, err = allocHost(max(inB, 4)); err == nil {
 		if cb.hout, err = allocHost(outB); err == nil {
 			if cb.din, err = c.alloc(inB); err == nil {
-				if cb.dout, err = c.alloc(outB); err == nil {
+				if cb.dout, err = c.alloc(outB); err == nil && waitMode == waitFlag && c.memOps {
+					if cb.flag, err = allocHost(64); err == nil { // a cache line of its own
+						*(*uint32)(cb.flag.p) = 0 // fseq starts at 1
+					}
+				}
+				if err == nil {
 					flags := cu.DisableTiming
 					if waitMode != waitSpin {
 						flags |= cu.BlockingSyncEvent
@@ -163,6 +207,7 @@ func (c *CUDA) newBatch(kind Kind, width, capacity int) (*Batch, error) {
 func (cb *cudaBatch) release() {
 	cb.hin.free()
 	cb.hout.free()
+	cb.flag.free()
 	cb.c.free(&cb.din)
 	cb.c.free(&cb.dout)
 	if cb.done != (cu.Event{}) {
@@ -182,9 +227,12 @@ func (cb *cudaBatch) wait(*Batch) error {
 	}
 	ctx, ev := cContext(cb.c.ctx), cEvent(cb.done)
 	var r C.CUresult
-	if waitMode == waitYield {
+	switch {
+	case cb.flag.n != 0:
+		r = flagWait((*uint32)(cb.flag.p), cb.fseq, ctx, ev)
+	case waitMode == waitYield || waitMode == waitFlag:
 		r = yieldWait(ctx, ev)
-	} else {
+	default:
 		r = C.gs_wait(ctx, ev)
 	}
 	if !cuOK(r) {
@@ -215,6 +263,23 @@ func yieldWait(ctx C.CUcontext, ev C.CUevent) C.CUresult {
 		}
 		runtime.Gosched()
 	}
+}
+
+// flagWait waits for the word at flag to read seq (the stream's write
+// after the batch's copy-out), yielding the processor to the other
+// goroutines between reads: a read is a load from host memory, no cgo
+// call and no driver. After yieldFor it sleeps in the driver on the
+// batch's event (blocking-sync), which also returns the error of a batch
+// the device failed (its stream stops before the write).
+func flagWait(flag *uint32, seq uint32, ctx C.CUcontext, ev C.CUevent) C.CUresult {
+	t0 := time.Now()
+	for i := 0; atomic.LoadUint32(flag) != seq; i++ {
+		if i&15 == 15 && time.Since(t0) >= yieldFor {
+			return C.gs_wait(ctx, ev)
+		}
+		runtime.Gosched()
+	}
+	return C.CUDA_SUCCESS
 }
 
 // Submit queues b's lookups in table id (see Backend): after any queued
@@ -281,10 +346,16 @@ func (c *CUDA) queue(st cu.Stream, t *cudaTable, b *Batch, cb *cudaBatch) error 
 	if t.grid > 0 {
 		grid = max(1, min((b.N+blockSize-1)/blockSize, t.grid))
 	}
+	var flag C.CUdeviceptr
+	if cb.flag.n != 0 {
+		cb.fseq++
+		flag = C.CUdeviceptr(uintptr(cb.flag.p)) // pinned memory: the same address on the device (unified addressing)
+	}
 	r := C.gs_submit(cStream(st), cFunc(fn), C.uint(grid), blockSize, C.uint(t.smem),
 		cDev(t.img.p), cDev(t.desc.p), C.int(nl),
 		cDev(cb.din.p), cb.hin.p, C.size_t(seg), C.int(nseg), C.size_t(stride),
-		cDev(cb.dout.p), cb.hout.p, C.size_t(4*b.N), C.int(b.N), C.int(b.Cap), cEvent(cb.done))
+		cDev(cb.dout.p), cb.hout.p, C.size_t(4*b.N), C.int(b.N), C.int(b.Cap), cEvent(cb.done),
+		flag, C.uint(cb.fseq))
 	if !cuOK(r) {
 		return fmt.Errorf("gpu: cuda: queueing a batch of %d: %v", b.N, cuErr(r))
 	}
@@ -323,4 +394,18 @@ func hostDevPtr(p unsafe.Pointer) (cu.DevicePtr, error) {
 		return 0, fmt.Errorf("gpu: cuda: device address of pinned memory: %v", cuErr(r))
 	}
 	return cu.DevicePtr(d), nil
+}
+
+// probeFlags reports whether stream st can write a completion flag into
+// pinned host memory (cuStreamWriteValue32; see waitFlag), by doing it
+// once; it runs on the owning goroutine.
+func probeFlags(st cu.Stream) bool {
+	h, err := allocHost(64)
+	if err != nil {
+		return false
+	}
+	defer h.free()
+	*(*uint32)(h.p) = 0
+	r := C.gs_probe_flag(cStream(st), C.CUdeviceptr(uintptr(h.p)))
+	return cuOK(r) && atomic.LoadUint32((*uint32)(h.p)) == 1
 }

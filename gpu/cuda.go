@@ -58,7 +58,8 @@ type CUDA struct {
 	fsplit, franks cu.Function // flow_lookup_split, flow_ranks
 	maxGrid        int
 	sms            int
-	smemBudget     int // bytes of shared memory flow_lookup may stage into
+	memOps         bool // the lookup batches' completion flags work (waitFlag; probeFlags at start)
+	smemBudget     int  // bytes of shared memory flow_lookup may stage into
 	tables         map[TableID]*cudaTable
 	occ            map[cu.Function]int // per kernel: the most blocks resident at once
 	in, out        devBuf              // kernel timing
@@ -249,6 +250,7 @@ func (c *CUDA) start(ordinal int) error {
 	if err := c.makeStreams(1); err != nil {
 		return err
 	}
+	c.memOps = waitMode == waitFlag && probeFlags(c.streams[0])
 	for i := range c.hstageEv {
 		if c.hstageEv[i], err = cu.MakeEvent(cu.DisableTiming); err != nil {
 			return fmt.Errorf("gpu: cuda: event: %v", err)
