@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime"
 	"testing"
 	"time"
@@ -26,6 +27,10 @@ import (
 //     0 classifies (here 16 udp_src rules of one class, so that the lookup
 //     is cheap and the rest shows) with goto_table:1, table 1 maps in_port
 //     1 to output:2;
+//   - set=wide: the same with 131,072 ipv4_dst rules in table 0 and the
+//     frames of each batch to rules drawn at random (a pool of 131,072
+//     frames, one per rule, shuffled), as bench forward's rule sets send
+//     them: the entries a batch hits are not in the processor's caches;
 //
 // on two paths: path=direct, the synchronous one (the CPU backend, or
 // --backend auto with every table on the CPU); path=shared, the batches
@@ -44,7 +49,7 @@ func BenchmarkPerFrame(b *testing.B) {
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(quietLog()) // lpmshape's line per change of shape
 	for _, path := range []string{"direct", "shared"} {
-		for _, set := range []string{"trivial", "goto"} {
+		for _, set := range []string{"trivial", "goto", "wide"} {
 			if path == "shared" && set == "trivial" {
 				continue // an LPM-shaped table is not looked up through the Coalescer
 			}
@@ -65,6 +70,9 @@ func (l lookerOnly) LookupFlow(id gpu.TableID, soa []uint32, n int, out []flow.R
 	return l.e.LookupFlow(id, soa, n, out)
 }
 
+// wideRules is set=wide's rule count (bench forward's 131,072).
+const wideRules = 1 << 17
+
 func benchPerFrame(b *testing.B, path, set string, batch int) {
 	eng, err := gpu.Open("cpu", nil, 0, nil)
 	if err != nil {
@@ -77,7 +85,7 @@ func benchPerFrame(b *testing.B, path, set string, batch int) {
 			b.Fatal(err)
 		}
 	}
-	sw, err := New(Config{DatapathID: 1, Tables: 4, Algo: flow.Merge, Classifier: eng, FailMode: FailSecure, Coalescer: co})
+	sw, err := New(Config{DatapathID: 1, Tables: 4, MaxFlows: 2 * wideRules, Algo: flow.Merge, Classifier: eng, FailMode: FailSecure, Coalescer: co})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -90,19 +98,26 @@ func benchPerFrame(b *testing.B, path, set string, batch int) {
 	switch set {
 	case "trivial":
 		out = installTrivial(b, r, 10000)
-	case "goto":
+	case "goto", "wide":
 		out = &countDev{}
 		out.link = out.fakeDev.Link()
 		if err := sw.AddPort(2, out); err != nil {
 			b.Fatal(err)
 		}
-		for i := range 16 {
+		rules := 16
+		if set == "wide" {
+			rules = wideRules
+		}
+		for i := range rules {
 			var m flow.Match
 			m.SetEthType(flow.EthTypeIPv4)
-			if err := m.SetExact(flow.FieldIPProto, 17); err != nil {
+			field, v := flow.FieldUDPSrc, uint64(10000+i)
+			if set == "wide" {
+				field, v = flow.FieldIPv4Dst, uint64(0x0a000000+i)
+			} else if err := m.SetExact(flow.FieldIPProto, 17); err != nil {
 				b.Fatal(err)
 			}
-			if err := m.SetExact(flow.FieldUDPSrc, uint64(10000+i)); err != nil {
+			if err := m.SetExact(field, v); err != nil {
 				b.Fatal(err)
 			}
 			r.flowMod(b, &rule.FlowMod{Command: rule.FlowAdd, Priority: 100, Match: m,
@@ -110,13 +125,21 @@ func benchPerFrame(b *testing.B, path, set string, batch int) {
 		}
 		r.flowMod(b, &rule.FlowMod{Command: rule.FlowAdd, TableID: 1, Priority: 100, Match: matchInPort(1), Instructions: applyOut(2)})
 	}
-	frames := make([]afpacket.Frame, batch)
+	pool := batch
+	if set == "wide" {
+		pool = wideRules
+	}
+	frames := make([]afpacket.Frame, pool)
 	rx := time.Now().UnixNano()
+	order := rand.New(rand.NewPCG(1, 2)).Perm(pool)
 	for i := range frames {
 		f := make([]byte, 60)
 		copy(f, []byte{2, 0, 0, 0, 0, 0xfe, 2, 0, 0, 0, 0, 1, 8, 0, 0x45, 0, 0, 46, 0, 0, 0, 0, 64, 17})
 		copy(f[26:], []byte{10, 0, 0, 1, 10, 0, 0, 2})
 		binary.BigEndian.PutUint16(f[34:], uint16(10000+i%16))
+		if set == "wide" {
+			binary.BigEndian.PutUint32(f[30:], uint32(0x0a000000+order[i]))
+		}
 		binary.BigEndian.PutUint16(f[36:], 9)
 		binary.BigEndian.PutUint16(f[38:], 26)
 		frames[i] = afpacket.Frame{Data: f, Len: len(f), Time: time.Unix(0, rx)}
@@ -131,12 +154,16 @@ func benchPerFrame(b *testing.B, path, set string, batch int) {
 	runtime.GC() // the setup's garbage is not collected on the clock
 	cpu0 := processCPU(b)
 	b.ResetTimer()
+	off := 0
 	for range b.N {
 		now := time.Now()
-		for i := range frames {
+		for i := off; i < off+batch; i++ {
 			bt.add(&frames[i], now)
 		}
 		bt = next(bt)
+		if off += batch; off+batch > len(frames) {
+			off = 0
+		}
 	}
 	stop()
 	b.StopTimer()
