@@ -291,7 +291,6 @@ func (t *Table) addLocked(specs []Spec, d *Device, onBuilt func(*Device)) []ID {
 	sflat := sstore // flat filter index -> slot
 	spi := make([]uint32, len(specs))
 	t.subs.e = slices.Grow(t.subs.e, len(specs))
-	lastPort, lastPI := uint32(0), uint32(0)
 	for i, s := range specs {
 		t.nextID++
 		sub := &store[i]
@@ -303,17 +302,27 @@ func (t *Table) addLocked(specs []Spec, d *Device, onBuilt func(*Device)) []ID {
 		}
 		sub.slots, sstore = sstore[:len(s.Filters):len(s.Filters)], sstore[len(s.Filters):]
 		t.subs.add(sub)
-		t.addToPort(sub)
 		ids[i] = sub.id
-		if i == 0 || s.Port != lastPort {
-			lastPort, lastPI = s.Port, t.portIndex(s.Port)
+	}
+	// The ports' lists, a run of specs of one port at a time.
+	for i := 0; i < len(specs); {
+		port := specs[i].Port
+		j := i + 1
+		for j < len(specs) && specs[j].Port == port {
+			j++
 		}
-		spi[i] = lastPI
+		pi := t.portIndex(port)
+		l := slices.Grow(t.byPort[port], j-i)
+		for k := i; k < j; k++ {
+			store[k].pos = int32(len(l))
+			l = append(l, &store[k])
+			spi[k] = pi
+		}
+		t.byPort[port] = l
+		i = j
 	}
 	order, nInts, nStrs := t.slotOrder(fstore)
-	for _, fi := range order {
-		sflat[fi] = t.allocSlot()
-	}
+	t.allocSlots(order, sflat)
 	// The slots: independent per filter, the port counts per range.
 	w := workers(len(fstore), 4*parMin)
 	live := make([][]int32, w)
@@ -360,6 +369,14 @@ func (t *Table) addLocked(specs []Spec, d *Device, onBuilt func(*Device)) []ID {
 				onBuilt(d)
 			}
 		}()
+	}
+	// A large add fills the names' indexes in parallel (addidx.go).
+	if w := workers(len(fstore), parMin); w > 1 && len(fstore) >= bulkMin {
+		t.indexByName(fstore, sflat, w, true)
+		if built != nil {
+			<-built
+		}
+		return ids
 	}
 	// The indexes, filters in input order (their constraints are read in
 	// memory order).
@@ -574,7 +591,10 @@ type slotRef struct {
 // radixSortRefs sorts refs by (hi, lo), stably (least significant byte
 // first, over the bytes in which some keys differ); it may return the
 // scratch array.
-func radixSortRefs(refs []slotRef) []slotRef {
+func radixSortRefs(refs []slotRef) []slotRef { return radixSortRefsW(refs, false) }
+
+// radixSortRefsW is radixSortRefs, on the calling goroutine alone if seq.
+func radixSortRefsW(refs []slotRef, seq bool) []slotRef {
 	andLo, orLo, andHi, orHi := ^uint64(0), uint64(0), ^uint64(0), uint64(0)
 	for i := range refs {
 		andLo &= refs[i].lo
@@ -596,7 +616,7 @@ func radixSortRefs(refs []slotRef) []slotRef {
 	if len(pass) == 0 {
 		return refs
 	}
-	if w := workers(len(refs), 4*parMin); w > 1 {
+	if w := workers(len(refs), 4*parMin); w > 1 && !seq {
 		return radixSortRefsPar(refs, pass, w)
 	}
 	hist := make([][256]int, len(pass))
@@ -663,7 +683,10 @@ func valueKey(v Value) uint64 {
 
 func countNewPorts(have map[uint32]uint32, specs []Spec) int {
 	seen := map[uint32]bool{}
-	for _, s := range specs {
+	for i, s := range specs {
+		if i > 0 && s.Port == specs[i-1].Port {
+			continue
+		}
 		if _, ok := have[s.Port]; !ok {
 			seen[s.Port] = true
 		}
@@ -688,6 +711,28 @@ func (t *Table) portIndex(port uint32) uint32 {
 	t.portIdx[port] = pi
 	t.live = append(t.live, 0)
 	return pi
+}
+
+// allocSlots gives filter order[i] the slot sl[order[i]]: the free slots
+// first (as allocSlot, one by one), then new ones at the end, in order.
+func (t *Table) allocSlots(order, sl []uint32) {
+	i := 0
+	for ; i < len(order) && len(t.free) > 0; i++ {
+		sl[order[i]] = t.allocSlot()
+	}
+	if i == len(order) {
+		return
+	}
+	base, n := len(t.info), len(order)-i
+	t.info = slices.Grow(t.info, n)[:base+n]
+	t.meta = slices.Grow(t.meta, n)[:base+n]
+	t.dead = slices.Grow(t.dead, n)[:base+n]
+	clear(t.info[base:])
+	clear(t.meta[base:])
+	clear(t.dead[base:])
+	for k, fi := range order[i:] {
+		sl[fi] = uint32(base + k)
+	}
 }
 
 func (t *Table) allocSlot() uint32 {
