@@ -92,9 +92,10 @@ const MaxPorts = 1 << 24
 // SetPort) hold it exclusively while they change the index, so a change is
 // visible to every match that starts after the writer returns; Match,
 // MatchBatch, Explain, List and Layout hold it shared for the whole event,
-// batch or walk. Per-match counters live in a scratch area owned by the
-// matching goroutine (from a sync.Pool); subscription match counters are
-// atomic. Nothing is called back under mu.
+// batch or walk; CountSlots takes no lock (it reads owners, which writers
+// update atomically under mu: owners.go). Per-match counters live in a
+// scratch area owned by the matching goroutine (from a sync.Pool);
+// subscription match counters are atomic. Nothing is called back under mu.
 type Table struct {
 	mu     spinRW
 	nextID ID
@@ -128,6 +129,9 @@ type Table struct {
 	// slotLogMax entries (a Device behind it compares every slot).
 	slotLog []uint32
 	logBase uint64
+
+	// owners is meta's owners again, for CountSlots without mu.
+	owners slotOwners
 }
 
 // slotLogMax is the most entries the slot log keeps.
@@ -145,13 +149,12 @@ func (t *Table) logSlot(s uint32) {
 // CountSlots credits the subscription owning each filter slot with one
 // match: a device's matches (the filter that decided an event's delivery to
 // its port). A free slot is skipped; a slot freed and taken again since the
-// device matched credits its new owner.
+// device matched credits its new owner. It does not take the table's lock
+// (slotOwners): a device's batch never waits for a change.
 func (t *Table) CountSlots(slots []uint32) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
 	for _, s := range slots {
-		if int(s) < len(t.meta) && t.meta[s].owner != nil {
-			t.meta[s].owner.matches.Add(1)
+		if o := t.owners.get(s); o != nil {
+			o.matches.Add(1)
 		}
 	}
 }
@@ -323,6 +326,7 @@ func (t *Table) addLocked(specs []Spec, d *Device, onBuilt func(*Device)) []ID {
 	}
 	order, nInts, nStrs := t.slotOrder(fstore)
 	t.allocSlots(order, sflat)
+	t.owners.grow(len(t.info))
 	// The slots: independent per filter, the port counts per range.
 	w := workers(len(fstore), 4*parMin)
 	live := make([][]int32, w)
@@ -336,6 +340,7 @@ func (t *Table) addLocked(specs []Spec, d *Device, onBuilt func(*Device)) []ID {
 			best, k := filterRank(f)
 			t.info[sl] = pi<<8 | uint32(k)
 			t.meta[sl] = slotMeta{owner: &store[fsub[fi]], filt: f, best: best, resid: k < len(f), rmask: residualMask(f, best)}
+			t.owners.set(sl, &store[fsub[fi]])
 			lv[pi]++
 			n += len(f)
 		}
