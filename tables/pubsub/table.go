@@ -37,11 +37,6 @@ type subEnt struct {
 	s  *subscription // nil: removed
 }
 
-func (x *subIndex) add(s *subscription) {
-	x.e = append(x.e, subEnt{s.id, s})
-	x.live++
-}
-
 func (x *subIndex) find(id ID) int {
 	i, ok := slices.BinarySearchFunc(x.e, id, func(e subEnt, id ID) int { return cmp.Compare(e.id, id) })
 	if !ok {
@@ -283,30 +278,38 @@ func (t *Table) addLocked(specs []Spec, d *Device, onBuilt func(*Device)) []ID {
 	// The table keeps the specs' filters (AddSpecs' contract: the caller
 	// does not modify them); one allocation each for the subscriptions,
 	// the flat list of their filters and their slots.
-	nf := 0
-	for _, s := range specs {
-		nf += len(s.Filters)
-	}
-	store := make([]subscription, len(specs))
-	fstore := make([]Filter, 0, nf)
-	fsub := make([]int32, 0, nf) // flat filter index -> spec index
-	sstore := make([]uint32, nf)
-	sflat := sstore // flat filter index -> slot
-	spi := make([]uint32, len(specs))
-	t.subs.e = slices.Grow(t.subs.e, len(specs))
+	foff := make([]int, len(specs)+1) // spec i's filters: [foff[i], foff[i+1])
 	for i, s := range specs {
-		t.nextID++
-		sub := &store[i]
-		sub.id, sub.port = t.nextID, s.Port
-		sub.filters = s.Filters[:len(s.Filters):len(s.Filters)]
-		fstore = append(fstore, s.Filters...)
-		for range s.Filters {
-			fsub = append(fsub, int32(i))
-		}
-		sub.slots, sstore = sstore[:len(s.Filters):len(s.Filters)], sstore[len(s.Filters):]
-		t.subs.add(sub)
-		ids[i] = sub.id
+		foff[i+1] = foff[i] + len(s.Filters)
 	}
+	nf := foff[len(specs)]
+	store := make([]subscription, len(specs))
+	fstore := make([]Filter, nf)
+	fsub := make([]int32, nf)   // flat filter index -> spec index
+	sflat := make([]uint32, nf) // flat filter index -> slot
+	spi := make([]uint32, len(specs))
+	base, id0 := len(t.subs.e), t.nextID
+	t.subs.e = slices.Grow(t.subs.e, len(specs))[:base+len(specs)]
+	t.subs.live += len(specs)
+	t.nextID += ID(len(specs))
+	// The subscriptions, independent per spec (ids ascending in order).
+	fill := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s := specs[i]
+			sub := &store[i]
+			sub.id, sub.port = id0+ID(i+1), s.Port
+			sub.filters = s.Filters[:len(s.Filters):len(s.Filters)]
+			a, b := foff[i], foff[i+1]
+			copy(fstore[a:b], s.Filters)
+			for j := a; j < b; j++ {
+				fsub[j] = int32(i)
+			}
+			sub.slots = sflat[a:b:b]
+			t.subs.e[base+i] = subEnt{sub.id, sub}
+			ids[i] = sub.id
+		}
+	}
+	parallelRanges(len(specs), workers(len(specs), 4*parMin), fill)
 	// The ports' lists, a run of specs of one port at a time.
 	for i := 0; i < len(specs); {
 		port := specs[i].Port
