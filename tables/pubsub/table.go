@@ -437,13 +437,6 @@ func (t *Table) addLocked(specs []Spec, d *Device, onBuilt func(*Device)) []ID {
 	return ids
 }
 
-// addToPort puts sub on its port's list.
-func (t *Table) addToPort(sub *subscription) {
-	l := t.byPort[sub.port]
-	sub.pos = int32(len(l))
-	t.byPort[sub.port] = append(l, sub)
-}
-
 // dropFromPort takes sub off its port's list (the last entry takes its
 // place).
 func (t *Table) dropFromPort(sub *subscription) {
