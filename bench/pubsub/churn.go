@@ -39,11 +39,24 @@ type Churn struct {
 	RoundEvents int `json:"round_events"`
 	Rounds      int `json:"rounds"`
 	// QuietEventsPerSec and ChurnEventsPerSec are the median rounds
-	// without and with changes (interleaved: quiet, churn; then churn,
-	// quiet; ...); LossPct is 100 × (1 − churn/quiet).
-	QuietEventsPerSec float64 `json:"quiet_events_per_sec"`
-	ChurnEventsPerSec float64 `json:"churn_events_per_sec"`
-	LossPct           float64 `json:"loss_pct"`
+	// without and with changes. The rounds come in pairs, one of each,
+	// back to back (quiet, churn; then churn, quiet; ...): LossPct is the
+	// median over the pairs of 100 × (1 − churn/quiet), each pair's rounds
+	// compared with each other only, so that the host's slow drifts
+	// (clocks, other tenants, the heap) that move both rounds of a pair
+	// alike cancel, and a pair disturbed by something else is outvoted.
+	// PairLossPct lists the pairs' losses (in order), LossP25Pct and
+	// LossP75Pct their quartiles (the spread of one run), and
+	// LossOfMediansPct the former figure, 100 × (1 − the median churn
+	// round / the median quiet round), which mixes rounds from different
+	// moments of the run.
+	QuietEventsPerSec float64   `json:"quiet_events_per_sec"`
+	ChurnEventsPerSec float64   `json:"churn_events_per_sec"`
+	LossPct           float64   `json:"loss_pct"`
+	LossP25Pct        float64   `json:"loss_p25_pct"`
+	LossP75Pct        float64   `json:"loss_p75_pct"`
+	LossOfMediansPct  float64   `json:"loss_of_medians_pct"`
+	PairLossPct       []float64 `json:"pair_loss_pct"`
 	// AchievedRate is the changes per second applied during the churn
 	// rounds (behind the asked rate when a change takes longer than its
 	// period); ChangeP50US and ChangeP99US time one change until visible
@@ -186,7 +199,7 @@ func runChurn(f *flags, tab *ps.Table, specs []ps.Spec, evs []ps.Event) (*Churn,
 	}
 	warm := round(min(len(evs), 4*r.Batch))
 	r.RoundEvents = max(r.Batch, int(warm*f.churnSeconds))
-	var quiet, busy []float64
+	var quiet, busy, pairLoss []float64
 	var changes int64
 	var changeTime time.Duration
 	var cpu0 uint64
@@ -229,6 +242,9 @@ func runChurn(f *flags, tab *ps.Table, specs []ps.Spec, evs []ps.Event) (*Churn,
 				}
 			}
 		}
+		if q := quiet[len(quiet)-1]; q > 0 {
+			pairLoss = append(pairLoss, 100*(1-busy[len(busy)-1]/q))
+		}
 	}
 	var lat []float64
 	for _, ch := range chs {
@@ -242,7 +258,12 @@ func runChurn(f *flags, tab *ps.Table, specs []ps.Spec, evs []ps.Event) (*Churn,
 	}
 	r.QuietEventsPerSec, r.ChurnEventsPerSec = benchutil.Median(quiet), benchutil.Median(busy)
 	if r.QuietEventsPerSec > 0 {
-		r.LossPct = 100 * (1 - r.ChurnEventsPerSec/r.QuietEventsPerSec)
+		r.LossOfMediansPct = 100 * (1 - r.ChurnEventsPerSec/r.QuietEventsPerSec)
+	}
+	r.PairLossPct = pairLoss
+	if len(pairLoss) > 0 {
+		r.LossPct = benchutil.Median(pairLoss)
+		r.LossP25Pct, r.LossP75Pct = benchutil.Percentile(pairLoss, 25), benchutil.Percentile(pairLoss, 75)
 	}
 	r.Changes = int(changes)
 	if changeTime > 0 {

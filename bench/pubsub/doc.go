@@ -52,7 +52,12 @@
 //     device update go out together in the next) interleaved with rounds without
 //     (quiet, churn; churn, quiet; ... --rounds pairs), each round about
 //     --churn-seconds of matching at the quiet rate; it reports the median
-//     of each kind, the loss (100 × (1 − churn/quiet), %), the change rate
+//     of each kind, the loss: the median over the pairs of each pair's
+//     100 × (1 − churn/quiet), % (the two rounds of a pair are back to
+//     back, so the host's slow drifts cancel within a pair; the quartiles
+//     of the pairs' losses and the ratio of the two medians beside it;
+//     many short pairs, e.g. --rounds 30 --churn-seconds 0.2, give a
+//     steadier median than a few long ones), the change rate
 //     achieved and each change's time until visible (p50, p99). cpu: the
 //     table's Add/Remove and MatchBatch; gpu: gswitchd's path, an
 //     eventfwd.Hybrid on a device of its own (every batch on the device,
@@ -116,6 +121,7 @@
 //	 (gpu: "latency_parts": {"mode": "copy", "encode_us": 0.4, "queue_us": 3.1, "wait_us": 14.2, "decode_us": 0.1},
 //	  "latency_modes": [{"mode": "copy", "p50_us": 18.5, "p99_us": 30.1, "parts": {...}}, ...],)
 //	 (--churn: "churn": {"path": "table", "rate": 10000, "clients": 1, "batch": 1024, "round_events": 40000, "rounds": 5,
-//	  "quiet_events_per_sec": 41000, "churn_events_per_sec": 40500, "loss_pct": 1.2, "achieved_rate": 9950,
+//	  "quiet_events_per_sec": 41000, "churn_events_per_sec": 40500, "loss_pct": 1.2, "loss_p25_pct": 0.4,
+//	  "loss_p75_pct": 2.3, "loss_of_medians_pct": 1.4, "pair_loss_pct": [1.1, 0.4, ...], "achieved_rate": 9950,
 //	  "changes": 49000, "change_p50_us": 9.1, "change_p99_us": 60.2, "cpu_batches": 0})}
 package pubsub

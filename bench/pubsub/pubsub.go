@@ -672,9 +672,9 @@ func printTable(w io.Writer, rs []Result) {
 			if !c.RateReached {
 				reached = "NOT reached"
 			}
-			fmt.Fprintf(w, "  churn (%s, %d clients, batches of %d, %d rounds of %d events): %.0f ev/s quiet, %.0f ev/s with %.0f changes/s (asked %.0f: %s): loss %.2f%%; change p50 %.1f µs, p99 %.1f µs; %d batches on the CPU\n",
+			fmt.Fprintf(w, "  churn (%s, %d clients, batches of %d, %d rounds of %d events): %.0f ev/s quiet, %.0f ev/s with %.0f changes/s (asked %.0f: %s): loss %.2f%% (median of %d pairs of rounds; quartiles %.2f, %.2f%%; of the medians %.2f%%); change p50 %.1f µs, p99 %.1f µs; %d batches on the CPU\n",
 				c.Path, c.Clients, c.Batch, c.Rounds, c.RoundEvents, c.QuietEventsPerSec, c.ChurnEventsPerSec, c.AchievedRate, c.Rate, reached, c.LossPct,
-				c.ChangeP50US, c.ChangeP99US, c.CPUBatches)
+				len(c.PairLossPct), c.LossP25Pct, c.LossP75Pct, c.LossOfMediansPct, c.ChangeP50US, c.ChangeP99US, c.CPUBatches)
 		}
 	}
 }

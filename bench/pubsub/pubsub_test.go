@@ -83,7 +83,8 @@ func TestBenchPubSubChurn(t *testing.T) {
 	}
 	c := r.Churn
 	if c == nil || c.Path != "table" || c.Clients != 3 || c.Rounds != 2 || c.Batch != 32 || c.QuietEventsPerSec <= 0 || c.ChurnEventsPerSec <= 0 ||
-		c.Changes < 10 || c.AchievedRate <= 0 || c.ChangeP50US <= 0 || r.DeployTableMS <= 0 {
+		c.Changes < 10 || c.AchievedRate <= 0 || c.ChangeP50US <= 0 || r.DeployTableMS <= 0 || len(c.PairLossPct) != 2 ||
+		c.LossP25Pct > c.LossPct || c.LossPct > c.LossP75Pct {
 		t.Fatalf("churn %+v, result %s", c, out.String())
 	}
 	if r.Filters == 0 {

@@ -42,6 +42,7 @@ type bulk struct {
 	strs    []slotRef
 	sslots  []uint32
 	svals   []string
+	seq     bool // sort and hand out on the calling goroutine
 }
 
 // newBulk returns a bulk with room for ints integer and strs string
@@ -110,13 +111,13 @@ func (b *bulk) flush() {
 	if len(b.ints) > 0 {
 		refs := b.ints
 		if len(refs) > 1 {
-			refs = radixSortRefs(refs)
+			refs = radixSortRefsW(refs, b.seq)
 		}
 		all := make([]uint32, len(refs)) // the runs' slots, back to back
 		for i, r := range refs {
 			all[i] = r.idx
 		}
-		eachTarget(refs, 0, func(lo, hi int) {
+		eachTarget(refs, 0, b.seq, func(lo, hi int) {
 			for i := lo; i < hi; {
 				j := i + 1
 				for j < hi && refs[j].hi == refs[i].hi && refs[j].lo == refs[i].lo {
@@ -130,13 +131,13 @@ func (b *bulk) flush() {
 	if len(b.strs) > 0 {
 		refs := b.strs
 		if len(refs) > 1 {
-			refs = radixSortRefs(refs)
+			refs = radixSortRefsW(refs, b.seq)
 		}
 		all := make([]uint32, len(refs))
 		for i, r := range refs {
 			all[i] = b.sslots[r.idx]
 		}
-		eachTarget(refs, 9, func(lo, hi int) {
+		eachTarget(refs, 9, b.seq, func(lo, hi int) {
 			for i := lo; i < hi; {
 				j := i + 1
 				for j < hi && refs[j].hi == refs[i].hi && refs[j].lo == refs[i].lo {
@@ -166,16 +167,16 @@ func (b *bulk) flush() {
 	for _, tg := range b.targets {
 		tg.ni.bulkTarget[tg.kind] = 0
 	}
-	*b = bulk{seed: b.seed}
+	*b = bulk{seed: b.seed, seq: b.seq}
 }
 
 // eachTarget calls f on the ranges of sorted refs of one target each
 // (hi>>shift), several targets at once: a target's structures are its own
 // name's, so that the runs of different targets go in in parallel, and a
 // target's own in their sorted order as one by one.
-func eachTarget(refs []slotRef, shift uint, f func(lo, hi int)) {
+func eachTarget(refs []slotRef, shift uint, seq bool, f func(lo, hi int)) {
 	w := workers(len(refs), parMin)
-	if w == 1 {
+	if w == 1 || seq {
 		f(0, len(refs))
 		return
 	}

@@ -18,6 +18,11 @@ func checkIndex(t *testing.T, tb *Table) {
 	t.Helper()
 	tb.mu.RLock()
 	defer tb.mu.RUnlock()
+	for s := range tb.meta {
+		if got := tb.owners.get(uint32(s)); got != tb.meta[s].owner {
+			t.Fatalf("slot %d: owners has %p, meta %p", s, got, tb.meta[s].owner)
+		}
+	}
 	free := map[uint32]bool{}
 	for _, s := range tb.free {
 		if free[s] {

@@ -176,9 +176,12 @@
 // MatchBatch, Explain, Get, List, Specs, Stats, Layout, Device.Update) hold
 // it shared: MatchBatch once per event (a change made during a batch is
 // seen by the batch's later events; a writer waits for one event's match,
-// not a whole batch's). A bulk add and a layout build (NewDevice) split
-// their independent parts over short-lived goroutines (par.go) while the
-// caller holds the lock; each works on its own names, slots or chunk and
+// not a whole batch's). CountSlots (a device batch's credits) takes no
+// lock: it reads the slots' owners from a table of atomic pointers that
+// writers update under the lock (owners.go), so the GPU path's matching
+// goroutine never waits for a change. A bulk add and a layout build (NewDevice) split
+// their independent parts over short-lived goroutines (par.go, addidx.go)
+// while the caller holds the lock; each works on its own names, slots or chunk and
 // all are joined before the call returns. AddSpecsDevice's image build
 // runs on such goroutines beside the index pass: it reads only the slots,
 // the ports and the slot log, which the index pass does not write, and is

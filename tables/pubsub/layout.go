@@ -186,7 +186,7 @@ func (d *Device) build(t *Table) {
 		panic(fmt.Sprintf("pubsub: %d filter slots do not fit the layout", len(t.info)))
 	}
 	fp := firstPass(t)
-	names, nameList, count, ids, soffs, anchorOf := fp.names, fp.nameList, fp.count, fp.ids, fp.soffs, fp.anchorOf
+	names, nameList, count := fp.names, fp.nameList, fp.count
 	strs, strBytes, consWords := fp.strs, fp.strBytes, fp.consWords
 	entries := 0
 	d.lists = make([]alist, len(nameList))
@@ -222,7 +222,7 @@ func (d *Device) build(t *Table) {
 	for i := range w[RegionStrings] {
 		w[RegionStrings][i] = uint32(sb[4*i]) | uint32(sb[4*i+1])<<8 | uint32(sb[4*i+2])<<16 | uint32(sb[4*i+3])<<24
 	}
-	d.writeSlots(t, anchorOf, ids, soffs)
+	d.writeSlots(t, &fp)
 	d.writePorts(t)
 	d.direct = nil
 	d.header(im.Words[RegionHeader], len(t.info), len(t.ports))
@@ -458,8 +458,13 @@ func (d *Device) writeCons(o uint32, f Filter, ids, soffs []uint32) {
 // slot order — what addSlotIDs does slot after slot — fixed in one
 // sequential pass, then the words written by several goroutines, each on
 // its own slots.
-func (d *Device) writeSlots(t *Table, anchorOf, ids, soffs []uint32) {
+func (d *Device) writeSlots(t *Table, fp *passResult) {
+	anchorOf, ids, soffs := fp.anchorOf, fp.ids, fp.soffs
 	w := workers(len(t.info), parMin)
+	if w > 1 && fp.slotCW != nil {
+		d.writeSlotsPar(t, fp, w)
+		return
+	}
 	if w == 1 {
 		j := 0
 		for sl, in := range t.info {
@@ -793,6 +798,12 @@ type passResult struct {
 	anchorOf            []uint32
 	strs                map[string]uint32
 	strBytes, consWords int
+	// Per slot, from the parallel pass (nil from the sequential one): its
+	// record words, its constraint records' offset (handed out in slot
+	// order), its first constraint in ids and its entry in its anchor
+	// list — what writeSlots' sequential pass fixes, for writeSlotsPar.
+	slotCW, slotCoff, slotFirst, slotPos []uint32
+	totalCons                            int
 }
 
 // firstPass is the build's first pass, over the cores where the table is

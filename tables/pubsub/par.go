@@ -64,13 +64,13 @@ func radixSortRefsPar(refs []slotRef, pass []int, w int) []slotRef {
 // Parallel bulk work: a bulk add (AddSpecs) and a device layout's build
 // (NewDevice) split the parts that do not depend on each other over the
 // cores — the validation of the specs, the slot-order keys
-// (slotRefsPar), the radix sorts of the bulk's
-// entries (radixSortRefsPar), the layout's first pass (firstPassPar), the
-// handing of the bulk's runs to
-// their names' structures (each name's structures are its own), the names'
-// final sorts (nameIdx.fix), and the layout's records, anchor entries and
-// filter records (at offsets a sequential pass fixed first). The result is
-// the sequential build's, word for word (TestParallelBuildIdentical).
+// (slotRefsPar), the radix sort of the slot order (radixSortRefsPar), the
+// index pass name by name (indexByName: each name's structures are its
+// own; a name's bulk and final sorts on the goroutine that fills it), the
+// layout's first pass (firstPassPar, which also fixes each slot's record
+// offset and anchor entry in its sequential anchor pass), and the layout's
+// records, anchor entries and filter records (writeSlotsPar). The result
+// is the sequential build's, word for word (TestParallelBuildIdentical).
 
 // buildWorkers is the goroutines of the parallel parts: 0 is GOMAXPROCS,
 // 1 the sequential build (tests compare the two).
@@ -274,6 +274,7 @@ func firstPassPar(t *Table, w int) passResult {
 			l.strTo[i] = strs[s]
 		}
 	}
+	slotCW := make([]uint32, len(t.info))
 	eachChunk(b, func(c, lo, hi int) {
 		l := &ls[c]
 		j := start[c]
@@ -282,6 +283,7 @@ func firstPassPar(t *Table, w int) passResult {
 				continue
 			}
 			f := t.meta[sl].filt
+			sw := uint32(0)
 			for k := range f {
 				cn := &f[k]
 				ids[j] = l.nameTo[ids[j]]
@@ -296,8 +298,10 @@ func firstPassPar(t *Table, w int) passResult {
 					wd = 3
 				}
 				l.words += wd
+				sw += uint32(wd)
 				j++
 			}
+			slotCW[sl] = sw
 		}
 	})
 	consWords := 0
@@ -306,12 +310,15 @@ func firstPassPar(t *Table, w int) passResult {
 	}
 	count := make([]uint32, len(sorted))
 	anchorOf := make([]uint32, len(t.info))
-	j := 0
+	slotCoff := make([]uint32, len(t.info))
+	slotFirst := make([]uint32, len(t.info))
+	slotPos := make([]uint32, len(t.info))
+	j, cons := 0, uint32(0)
 	for sl, in := range t.info {
 		if in == 0 {
 			continue
 		}
-		n := len(t.meta[sl].filt)
+		n := int(slotN(t, sl))
 		best := ids[j]
 		for _, ni := range ids[j+1 : j+n] {
 			if count[ni] < count[best] {
@@ -319,9 +326,62 @@ func firstPassPar(t *Table, w int) passResult {
 			}
 		}
 		anchorOf[sl] = best
+		slotPos[sl] = count[best]
 		count[best]++
+		slotFirst[sl] = uint32(j)
+		slotCoff[sl] = cons
+		cons += slotCW[sl]
 		j += n
 	}
 	return passResult{names: names, nameList: sorted, count: count, ids: ids, soffs: soffs, anchorOf: anchorOf,
-		strs: strs, strBytes: strBytes, consWords: consWords}
+		strs: strs, strBytes: strBytes, consWords: consWords,
+		slotCW: slotCW, slotCoff: slotCoff, slotFirst: slotFirst, slotPos: slotPos, totalCons: int(cons)}
+}
+
+// slotN is the number of constraints of live slot sl.
+func slotN(t *Table, sl int) int { return len(t.meta[sl].filt) }
+
+// writeSlotsPar is writeSlots' parallel path with the offsets and anchor
+// positions that firstPassPar fixed in its sequential pass (slot order, as
+// the sequential writeSlots hands them out): every slot is written on w
+// goroutines, each its own range of slots.
+func (d *Device) writeSlotsPar(t *Table, fp *passResult, w int) {
+	if d.cons != 0 || len(d.freeCons) != 0 || d.cons+fp.totalCons > d.region(RegionConstraints) {
+		panic("pubsub: a fresh device layout has no room for its own filters")
+	}
+	for ni, n := range fp.count {
+		if d.lists[ni].n != 0 || n > d.lists[ni].cap {
+			panic("pubsub: a fresh device layout has no room for its own filters")
+		}
+	}
+	ids, soffs := fp.ids, fp.soffs
+	parallelRanges(len(t.info), w, func(lo, hi int) {
+		for sl := lo; sl < hi; sl++ {
+			in := t.info[sl]
+			if in == 0 {
+				continue
+			}
+			f := t.meta[sl].filt
+			ds := &d.slots[sl]
+			*ds = dslot{filt: f, pi: in >> 8, anchor: fp.anchorOf[sl], pos: fp.slotPos[sl], coff: fp.slotCoff[sl], cw: fp.slotCW[sl]}
+			first := fp.slotFirst[sl]
+			fi, fs := ids[first:int(first)+len(f)], soffs[first:int(first)+len(f)]
+			var sig uint64
+			for _, ni := range fi {
+				sig |= NameBit(ni)
+			}
+			d.writeCons(ds.coff, f, fi, fs)
+			e := d.lists[ds.anchor].off + ds.pos
+			d.direct[RegionAnchorSlot][e] = uint32(sl)
+			d.direct[RegionAnchorSig][2*e] = uint32(sig)
+			d.direct[RegionAnchorSig][2*e+1] = uint32(sig >> 32)
+			d.direct[RegionFilters][FilterWords*sl] = ds.coff
+			d.direct[RegionFilters][FilterWords*sl+1] = ds.pi<<8 | uint32(len(f))
+		}
+	})
+	d.cons = fp.totalCons
+	for ni, n := range fp.count {
+		d.lists[ni].n = n
+		d.direct[RegionNames][2*ni+1] = n
+	}
 }

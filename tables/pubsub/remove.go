@@ -54,6 +54,7 @@ func (t *Table) removeLocked(subs []*subscription) {
 			}
 			t.info[sl] = 0
 			t.meta[sl] = slotMeta{}
+			t.owners.set(sl, nil)
 			t.logSlot(sl)
 		}
 		t.subs.remove(sub.id)

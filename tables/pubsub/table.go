@@ -37,11 +37,6 @@ type subEnt struct {
 	s  *subscription // nil: removed
 }
 
-func (x *subIndex) add(s *subscription) {
-	x.e = append(x.e, subEnt{s.id, s})
-	x.live++
-}
-
 func (x *subIndex) find(id ID) int {
 	i, ok := slices.BinarySearchFunc(x.e, id, func(e subEnt, id ID) int { return cmp.Compare(e.id, id) })
 	if !ok {
@@ -92,9 +87,10 @@ const MaxPorts = 1 << 24
 // SetPort) hold it exclusively while they change the index, so a change is
 // visible to every match that starts after the writer returns; Match,
 // MatchBatch, Explain, List and Layout hold it shared for the whole event,
-// batch or walk. Per-match counters live in a scratch area owned by the
-// matching goroutine (from a sync.Pool); subscription match counters are
-// atomic. Nothing is called back under mu.
+// batch or walk; CountSlots takes no lock (it reads owners, which writers
+// update atomically under mu: owners.go). Per-match counters live in a
+// scratch area owned by the matching goroutine (from a sync.Pool);
+// subscription match counters are atomic. Nothing is called back under mu.
 type Table struct {
 	mu     spinRW
 	nextID ID
@@ -128,6 +124,9 @@ type Table struct {
 	// slotLogMax entries (a Device behind it compares every slot).
 	slotLog []uint32
 	logBase uint64
+
+	// owners is meta's owners again, for CountSlots without mu.
+	owners slotOwners
 }
 
 // slotLogMax is the most entries the slot log keeps.
@@ -145,13 +144,12 @@ func (t *Table) logSlot(s uint32) {
 // CountSlots credits the subscription owning each filter slot with one
 // match: a device's matches (the filter that decided an event's delivery to
 // its port). A free slot is skipped; a slot freed and taken again since the
-// device matched credits its new owner.
+// device matched credits its new owner. It does not take the table's lock
+// (slotOwners): a device's batch never waits for a change.
 func (t *Table) CountSlots(slots []uint32) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
 	for _, s := range slots {
-		if int(s) < len(t.meta) && t.meta[s].owner != nil {
-			t.meta[s].owner.matches.Add(1)
+		if o := t.owners.get(s); o != nil {
+			o.matches.Add(1)
 		}
 	}
 }
@@ -280,40 +278,58 @@ func (t *Table) addLocked(specs []Spec, d *Device, onBuilt func(*Device)) []ID {
 	// The table keeps the specs' filters (AddSpecs' contract: the caller
 	// does not modify them); one allocation each for the subscriptions,
 	// the flat list of their filters and their slots.
-	nf := 0
-	for _, s := range specs {
-		nf += len(s.Filters)
-	}
-	store := make([]subscription, len(specs))
-	fstore := make([]Filter, 0, nf)
-	fsub := make([]int32, 0, nf) // flat filter index -> spec index
-	sstore := make([]uint32, nf)
-	sflat := sstore // flat filter index -> slot
-	spi := make([]uint32, len(specs))
-	t.subs.e = slices.Grow(t.subs.e, len(specs))
-	lastPort, lastPI := uint32(0), uint32(0)
+	foff := make([]int, len(specs)+1) // spec i's filters: [foff[i], foff[i+1])
 	for i, s := range specs {
-		t.nextID++
-		sub := &store[i]
-		sub.id, sub.port = t.nextID, s.Port
-		sub.filters = s.Filters[:len(s.Filters):len(s.Filters)]
-		fstore = append(fstore, s.Filters...)
-		for range s.Filters {
-			fsub = append(fsub, int32(i))
+		foff[i+1] = foff[i] + len(s.Filters)
+	}
+	nf := foff[len(specs)]
+	store := make([]subscription, len(specs))
+	fstore := make([]Filter, nf)
+	fsub := make([]int32, nf)   // flat filter index -> spec index
+	sflat := make([]uint32, nf) // flat filter index -> slot
+	spi := make([]uint32, len(specs))
+	base, id0 := len(t.subs.e), t.nextID
+	t.subs.e = slices.Grow(t.subs.e, len(specs))[:base+len(specs)]
+	t.subs.live += len(specs)
+	t.nextID += ID(len(specs))
+	// The subscriptions, independent per spec (ids ascending in order).
+	fill := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s := specs[i]
+			sub := &store[i]
+			sub.id, sub.port = id0+ID(i+1), s.Port
+			sub.filters = s.Filters[:len(s.Filters):len(s.Filters)]
+			a, b := foff[i], foff[i+1]
+			copy(fstore[a:b], s.Filters)
+			for j := a; j < b; j++ {
+				fsub[j] = int32(i)
+			}
+			sub.slots = sflat[a:b:b]
+			t.subs.e[base+i] = subEnt{sub.id, sub}
+			ids[i] = sub.id
 		}
-		sub.slots, sstore = sstore[:len(s.Filters):len(s.Filters)], sstore[len(s.Filters):]
-		t.subs.add(sub)
-		t.addToPort(sub)
-		ids[i] = sub.id
-		if i == 0 || s.Port != lastPort {
-			lastPort, lastPI = s.Port, t.portIndex(s.Port)
+	}
+	parallelRanges(len(specs), workers(len(specs), 4*parMin), fill)
+	// The ports' lists, a run of specs of one port at a time.
+	for i := 0; i < len(specs); {
+		port := specs[i].Port
+		j := i + 1
+		for j < len(specs) && specs[j].Port == port {
+			j++
 		}
-		spi[i] = lastPI
+		pi := t.portIndex(port)
+		l := slices.Grow(t.byPort[port], j-i)
+		for k := i; k < j; k++ {
+			store[k].pos = int32(len(l))
+			l = append(l, &store[k])
+			spi[k] = pi
+		}
+		t.byPort[port] = l
+		i = j
 	}
 	order, nInts, nStrs := t.slotOrder(fstore)
-	for _, fi := range order {
-		sflat[fi] = t.allocSlot()
-	}
+	t.allocSlots(order, sflat)
+	t.owners.grow(len(t.info))
 	// The slots: independent per filter, the port counts per range.
 	w := workers(len(fstore), 4*parMin)
 	live := make([][]int32, w)
@@ -327,6 +343,7 @@ func (t *Table) addLocked(specs []Spec, d *Device, onBuilt func(*Device)) []ID {
 			best, k := filterRank(f)
 			t.info[sl] = pi<<8 | uint32(k)
 			t.meta[sl] = slotMeta{owner: &store[fsub[fi]], filt: f, best: best, resid: k < len(f), rmask: residualMask(f, best)}
+			t.owners.set(sl, &store[fsub[fi]])
 			lv[pi]++
 			n += len(f)
 		}
@@ -360,6 +377,14 @@ func (t *Table) addLocked(specs []Spec, d *Device, onBuilt func(*Device)) []ID {
 				onBuilt(d)
 			}
 		}()
+	}
+	// A large add fills the names' indexes in parallel (addidx.go).
+	if w := workers(len(fstore), parMin); w > 1 && len(fstore) >= bulkMin {
+		t.indexByName(fstore, sflat, w, true)
+		if built != nil {
+			<-built
+		}
+		return ids
 	}
 	// The indexes, filters in input order (their constraints are read in
 	// memory order).
@@ -410,13 +435,6 @@ func (t *Table) addLocked(specs []Spec, d *Device, onBuilt func(*Device)) []ID {
 		<-built
 	}
 	return ids
-}
-
-// addToPort puts sub on its port's list.
-func (t *Table) addToPort(sub *subscription) {
-	l := t.byPort[sub.port]
-	sub.pos = int32(len(l))
-	t.byPort[sub.port] = append(l, sub)
 }
 
 // dropFromPort takes sub off its port's list (the last entry takes its
@@ -574,7 +592,10 @@ type slotRef struct {
 // radixSortRefs sorts refs by (hi, lo), stably (least significant byte
 // first, over the bytes in which some keys differ); it may return the
 // scratch array.
-func radixSortRefs(refs []slotRef) []slotRef {
+func radixSortRefs(refs []slotRef) []slotRef { return radixSortRefsW(refs, false) }
+
+// radixSortRefsW is radixSortRefs, on the calling goroutine alone if seq.
+func radixSortRefsW(refs []slotRef, seq bool) []slotRef {
 	andLo, orLo, andHi, orHi := ^uint64(0), uint64(0), ^uint64(0), uint64(0)
 	for i := range refs {
 		andLo &= refs[i].lo
@@ -596,7 +617,7 @@ func radixSortRefs(refs []slotRef) []slotRef {
 	if len(pass) == 0 {
 		return refs
 	}
-	if w := workers(len(refs), 4*parMin); w > 1 {
+	if w := workers(len(refs), 4*parMin); w > 1 && !seq {
 		return radixSortRefsPar(refs, pass, w)
 	}
 	hist := make([][256]int, len(pass))
@@ -663,7 +684,10 @@ func valueKey(v Value) uint64 {
 
 func countNewPorts(have map[uint32]uint32, specs []Spec) int {
 	seen := map[uint32]bool{}
-	for _, s := range specs {
+	for i, s := range specs {
+		if i > 0 && s.Port == specs[i-1].Port {
+			continue
+		}
 		if _, ok := have[s.Port]; !ok {
 			seen[s.Port] = true
 		}
@@ -688,6 +712,28 @@ func (t *Table) portIndex(port uint32) uint32 {
 	t.portIdx[port] = pi
 	t.live = append(t.live, 0)
 	return pi
+}
+
+// allocSlots gives filter order[i] the slot sl[order[i]]: the free slots
+// first (as allocSlot, one by one), then new ones at the end, in order.
+func (t *Table) allocSlots(order, sl []uint32) {
+	i := 0
+	for ; i < len(order) && len(t.free) > 0; i++ {
+		sl[order[i]] = t.allocSlot()
+	}
+	if i == len(order) {
+		return
+	}
+	base, n := len(t.info), len(order)-i
+	t.info = slices.Grow(t.info, n)[:base+n]
+	t.meta = slices.Grow(t.meta, n)[:base+n]
+	t.dead = slices.Grow(t.dead, n)[:base+n]
+	clear(t.info[base:])
+	clear(t.meta[base:])
+	clear(t.dead[base:])
+	for k, fi := range order[i:] {
+		sl[fi] = uint32(base + k)
+	}
 }
 
 func (t *Table) allocSlot() uint32 {
