@@ -27,7 +27,7 @@ import (
 //     0 classifies (here 16 udp_src rules of one class, so that the lookup
 //     is cheap and the rest shows) with goto_table:1, table 1 maps in_port
 //     1 to output:2;
-//   - set=wide: the same with 131,072 ipv4_dst rules in table 0 and the
+//   - set=wide: the same with 131,072 udp, ipv4_dst rules in table 0 and the
 //     frames of each batch to rules drawn at random (a pool of 131,072
 //     frames, one per rule, shuffled), as bench forward's rule sets send
 //     them: the entries a batch hits are not in the processor's caches;
@@ -114,7 +114,8 @@ func benchPerFrame(b *testing.B, path, set string, batch int) {
 			field, v := flow.FieldUDPSrc, uint64(10000+i)
 			if set == "wide" {
 				field, v = flow.FieldIPv4Dst, uint64(0x0a000000+i)
-			} else if err := m.SetExact(flow.FieldIPProto, 17); err != nil {
+			}
+			if err := m.SetExact(flow.FieldIPProto, 17); err != nil { // (not LPM-shaped: a flow table, coalesced on path=shared)
 				b.Fatal(err)
 			}
 			if err := m.SetExact(field, v); err != nil {
