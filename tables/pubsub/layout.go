@@ -416,6 +416,26 @@ func consWords(f Filter, soffs []uint32) uint32 {
 	return words
 }
 
+// writeSlot writes slot sl's records into the direct regions of a bulk
+// build: its constraints (ids and soffs, the filter's name ids and string
+// offsets), its place in its anchor's list with the filter's name
+// signature, and its filter record. Slots write disjoint words, so several
+// goroutines may write different slots at once.
+func (d *Device) writeSlot(sl int, ds *dslot, ids, soffs []uint32) {
+	f := ds.filt
+	var sig uint64
+	for _, ni := range ids {
+		sig |= NameBit(ni)
+	}
+	d.writeCons(ds.coff, f, ids, soffs)
+	e := d.lists[ds.anchor].off + ds.pos
+	d.direct[RegionAnchorSlot][e] = uint32(sl)
+	d.direct[RegionAnchorSig][2*e] = uint32(sig)
+	d.direct[RegionAnchorSig][2*e+1] = uint32(sig >> 32)
+	d.direct[RegionFilters][FilterWords*sl] = ds.coff
+	d.direct[RegionFilters][FilterWords*sl+1] = ds.pi<<8 | uint32(len(f))
+}
+
 // writeCons writes filter f's constraint records from word o on.
 func (d *Device) writeCons(o uint32, f Filter, ids, soffs []uint32) {
 	for k := range f {
@@ -503,19 +523,8 @@ func (d *Device) writeSlots(t *Table, fp *passResult) {
 			if ds.filt == nil {
 				continue
 			}
-			f := ds.filt
-			fi, fs := ids[first[sl]:int(first[sl])+len(f)], soffs[first[sl]:int(first[sl])+len(f)]
-			var sig uint64
-			for _, ni := range fi {
-				sig |= NameBit(ni)
-			}
-			d.writeCons(ds.coff, f, fi, fs)
-			e := d.lists[ds.anchor].off + ds.pos
-			d.direct[RegionAnchorSlot][e] = uint32(sl)
-			d.direct[RegionAnchorSig][2*e] = uint32(sig)
-			d.direct[RegionAnchorSig][2*e+1] = uint32(sig >> 32)
-			d.direct[RegionFilters][FilterWords*sl] = ds.coff
-			d.direct[RegionFilters][FilterWords*sl+1] = ds.pi<<8 | uint32(len(f))
+			n := len(ds.filt)
+			d.writeSlot(sl, ds, ids[first[sl]:int(first[sl])+n], soffs[first[sl]:int(first[sl])+n])
 		}
 	})
 	for ni, l := range d.lists {

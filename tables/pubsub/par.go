@@ -365,18 +365,7 @@ func (d *Device) writeSlotsPar(t *Table, fp *passResult, w int) {
 			ds := &d.slots[sl]
 			*ds = dslot{filt: f, pi: in >> 8, anchor: fp.anchorOf[sl], pos: fp.slotPos[sl], coff: fp.slotCoff[sl], cw: fp.slotCW[sl]}
 			first := fp.slotFirst[sl]
-			fi, fs := ids[first:int(first)+len(f)], soffs[first:int(first)+len(f)]
-			var sig uint64
-			for _, ni := range fi {
-				sig |= NameBit(ni)
-			}
-			d.writeCons(ds.coff, f, fi, fs)
-			e := d.lists[ds.anchor].off + ds.pos
-			d.direct[RegionAnchorSlot][e] = uint32(sl)
-			d.direct[RegionAnchorSig][2*e] = uint32(sig)
-			d.direct[RegionAnchorSig][2*e+1] = uint32(sig >> 32)
-			d.direct[RegionFilters][FilterWords*sl] = ds.coff
-			d.direct[RegionFilters][FilterWords*sl+1] = ds.pi<<8 | uint32(len(f))
+			d.writeSlot(sl, ds, ids[first:int(first)+len(f)], soffs[first:int(first)+len(f)])
 		}
 	})
 	d.cons = fp.totalCons
