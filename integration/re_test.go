@@ -577,9 +577,9 @@ func TestRedundancyEliminationThroughput(t *testing.T) {
 		} else {
 			on = append(on, bps)
 			ra := tp.da.reInfo(t)
-			t.Logf("RE on: encoder %d frames, %d encoded, %d bytes saved of %d; markers: %s (%d batches offloaded); %d batches on the encoder's goroutine, %d hand-offs waited",
+			t.Logf("RE on: encoder %d frames, %d encoded, %d bytes saved of %d; markers: %s (%d batches offloaded); %d batches on the encoder's goroutine, %d hand-offs waited; %d bundles of %d frames",
 				ra.Encoder.Frames, ra.Encoder.Encoded, ra.Encoder.Saved, ra.Encoder.BytesIn, ra.Encoder.Markers, ra.Encoder.Offloaded,
-				ra.Encoder.Pipelined, ra.Encoder.QueueWaits)
+				ra.Encoder.Pipelined, ra.Encoder.QueueWaits, ra.Encoder.Bundles, ra.Encoder.Bundled)
 			saved, in = saved+ra.Encoder.Saved, in+ra.Encoder.BytesIn
 		}
 	}
