@@ -57,10 +57,20 @@ func TestREConfig(t *testing.T) {
 			t.Errorf("pipeline %s: encoder goroutine %v, split receive %v, %v; want %v, %v", c.v, st.re.encPipe, st.re.rxSplit, err, c.enc, c.split)
 		}
 	}
+	if !st.re.bundle {
+		t.Error("bundle: want on by default")
+	}
+	for v, want := range map[string]bool{"on": true, "off": false} {
+		st, err = loadArgs(t, "--config", write("ports: [{number: 2, interface: lo}]\nre: {port: 2, bundle: "+v+"}\n"))
+		if err != nil || st.re.bundle != want {
+			t.Errorf("bundle %s: %v, %v; want %v", v, st.re.bundle, err, want)
+		}
+	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"--config", write("ports: [{number: 2, interface: lo}]\nre: {port: 2, bundle: maybe}\n")}, "bundle"},
 		{[]string{"--re-port", "2"}, "port 2 is not one of ports"},
 		{[]string{"--port", "2=lo", "--re-port", "2", "--re-match", "tcp port"}, "re: match"},
 		{[]string{"--port", "2=lo", "--re-port", "2", "--re-match", "nonsense("}, "re: match"},
@@ -132,8 +142,8 @@ gswitch_re_encoder_frames_total{outcome="raw",port="2"} 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "gswitch_re_encoder_frames_total"); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 20 {
-		t.Errorf("%d metrics, want 20", n)
+	if n := testutil.CollectAndCount(c); n != 23 { // 20, and bundles (two sides) and bundled frames
+		t.Errorf("%d metrics, want 23", n)
 	}
 }
 
