@@ -50,10 +50,14 @@ type REConfig struct {
 	// work on the restored frames on another goroutine: pipeline's
 	// SetRxSplit), "off" neither (all of it on the port goroutines, in
 	// series with their forwarding). "auto" (or empty, the default): on
-	// with at least autoPipelineProcs Go processors (GOMAXPROCS), else off:
-	// on two cores that the hosts' TCP and the kernel also need, the
-	// hand-offs cost CPU (a copy of each frame, wake-ups, frames crossing
-	// cores) and bought no throughput (docs/benchmarks.md, 2026-11-26).
+	// with at least autoPipelineProcs Go processors (GOMAXPROCS); below,
+	// "decoder" when bundles are on, else off. On two cores that the
+	// hosts' TCP and the kernel also need, the encoder's hand-offs cost
+	// CPU (a copy of each frame, wake-ups, frames crossing cores) and
+	// bought no throughput; with bundles the decoder's split costs no
+	// measurable CPU (the reader hands over a dozen frames per bundle it
+	// read) and took iperf3 through RE from about 70% to about 90% of RE
+	// off (docs/benchmarks.md, 2026-11-26).
 	Pipeline string `yaml:"pipeline"`
 	// Bundle says whether the WAN port packs the frames of a send batch
 	// that go to the peer with the same addresses into bundle frames of
@@ -148,9 +152,13 @@ func checkRE(c *Config) (reSettings, error) {
 	}
 	pipe := r.Pipeline
 	if pipe == "" || pipe == "auto" {
-		pipe = "off"
-		if runtime.GOMAXPROCS(0) >= autoPipelineProcs {
+		switch {
+		case runtime.GOMAXPROCS(0) >= autoPipelineProcs:
 			pipe = "on"
+		case r.Bundle != "off":
+			pipe = "decoder"
+		default:
+			pipe = "off"
 		}
 	}
 	st := reSettings{on: true, cfg: re.Config{LogBytes: r.LogBytes, Window: r.Window, Bits: r.Bits}, ack: r.AckInterval,
