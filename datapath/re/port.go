@@ -115,8 +115,10 @@ func (l *Link) send(frames [][]byte) (int, error) {
 }
 
 // Rx is the port's receive stage: plain frames pass, encoded frames are
-// replaced by their restored copies (written into scratch), control frames
-// go to the encoder, and frames that cannot be restored are dropped.
+// replaced by their restored copies (written into scratch), a bundle by
+// the frames in it (so more frames may come out than went in: the result
+// then has a backing array of its own), control frames go to the encoder,
+// and frames that cannot be restored are dropped.
 func (l *Link) Rx(port uint32, frames [][]byte, scratch []byte) ([][]byte, []byte) {
 	if len(frames) == 0 {
 		return frames, scratch
