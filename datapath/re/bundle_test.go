@@ -49,16 +49,18 @@ func newBundlePair(t *testing.T, mtu int) (a, b *Link, wa, wb *wireSender) {
 	return a, b, wa, wb
 }
 
-// deliver runs the frames A sent (since from) through B's Rx and returns
-// copies of what it leaves, and B's acknowledgements go back to A.
+// deliver runs the frames A sent (since from) through B's Rx as one batch
+// (bundles among plain frames: more frames come out than go in) and
+// returns copies of what it leaves, and B's acknowledgements go back to A.
 func deliver(a, b *Link, wa *wireSender, from int) [][]byte {
 	var out [][]byte
+	var in [][]byte
 	for _, f := range wa.got[from:] {
-		in := [][]byte{append([]byte(nil), f...)}
-		kept, _ := b.Rx(1, in, nil)
-		for _, k := range kept {
-			out = append(out, append([]byte(nil), k...))
-		}
+		in = append(in, append([]byte(nil), f...))
+	}
+	kept, _ := b.Rx(1, in, nil)
+	for _, k := range kept {
+		out = append(out, append([]byte(nil), k...))
 	}
 	for _, c := range b.Dec.ControlFrames(macA, macB) {
 		a.Enc.HandleControl(c)
@@ -239,5 +241,37 @@ func TestBundleMalformed(t *testing.T) {
 				t.Fatal("no NAK queued for the missing payload")
 			}
 		})
+	}
+}
+
+// TestRxBundleOrder: a batch of plain frames and bundles through Link.Rx
+// comes out as the frames in wire order, the bundles opened in place.
+func TestRxBundleOrder(t *testing.T) {
+	l, err := NewLink(Config{}, &wireSender{}, macB, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, in [][]byte
+	seq := uint32(0)
+	next := func() []byte { seq++; f := ackFrame(seq); want = append(want, f); return f }
+	bundle := func(n int) []byte {
+		var els [][]byte
+		for range n {
+			els = append(els, next()[12:])
+		}
+		return bundleOf(n, els...)
+	}
+	in = append(in, next(), bundle(3), next(), next(), bundle(2), bundle(4), next())
+	got, _ := l.Rx(1, in, nil)
+	if len(got) != len(want) {
+		t.Fatalf("%d frames out, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("frame %d: got seq %d, want %d", i, binary.BigEndian.Uint32(got[i][38:]), binary.BigEndian.Uint32(want[i][38:]))
+		}
+	}
+	if c := l.Dec.Counters(); c.Bundles != 3 || c.Plain != uint64(len(want)) {
+		t.Errorf("decoder %+v: want 3 bundles, %d plain frames", c, len(want))
 	}
 }
