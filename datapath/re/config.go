@@ -109,8 +109,8 @@ type EncoderStats struct {
 	Bundles, Bundled atomic.Uint64
 }
 
-// DecoderStats are the decoder's counters.
+// DecoderStats are the decoder's counters; Bundles counts the bundle
+// frames received (the frames in them are counted in Frames).
 type DecoderStats struct {
-	Frames, Restored, Plain, Logged, BytesIn, BytesOut, Failures, Missing, BadCRC, Malformed, Resets, Acks, Naks atomic.Uint64
-	Bundles                                                                                                      atomic.Uint64 // bundle frames received (the frames in them counted in Frames)
+	Frames, Restored, Plain, Logged, BytesIn, BytesOut, Failures, Missing, BadCRC, Malformed, Resets, Acks, Naks, Bundles atomic.Uint64
 }
