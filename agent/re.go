@@ -56,8 +56,8 @@ type REConfig struct {
 	// CPU (a copy of each frame, wake-ups, frames crossing cores) and
 	// bought no throughput; with bundles the decoder's split costs no
 	// measurable CPU (the reader hands over a dozen frames per bundle it
-	// read), and with it iperf3 through RE ran at 85% of RE off (median
-	// of 18 runs; main's serial path 72%) (docs/benchmarks.md, 2026-11-26).
+	// read), and with it iperf3 through RE ran at 82.5% of RE off (median
+	// of 24 runs; main's serial path 72%) (docs/benchmarks.md, 2026-11-26).
 	Pipeline string `yaml:"pipeline"`
 	// Bundle says whether the WAN port packs the frames of a send batch
 	// that go to the peer with the same addresses into bundle frames of
