@@ -50,11 +50,22 @@ type REConfig struct {
 	// work on the restored frames on another goroutine: pipeline's
 	// SetRxSplit), "off" neither (all of it on the port goroutines, in
 	// series with their forwarding). "auto" (or empty, the default): on
-	// with at least autoPipelineProcs Go processors (GOMAXPROCS), else off:
-	// on two cores that the hosts' TCP and the kernel also need, the
-	// hand-offs cost CPU (a copy of each frame, wake-ups, frames crossing
-	// cores) and bought no throughput (docs/benchmarks.md, 2026-11-26).
+	// with at least autoPipelineProcs Go processors (GOMAXPROCS); below,
+	// "decoder" when bundles are on, else off. On two cores that the
+	// hosts' TCP and the kernel also need, the encoder's hand-offs cost
+	// CPU (a copy of each frame, wake-ups, frames crossing cores) and
+	// bought no throughput; with bundles the decoder's split costs no
+	// measurable CPU (the reader hands over a dozen frames per bundle it
+	// read), and with it iperf3 through RE ran at 82.5% of RE off (median
+	// of 24 runs; main's serial path 72%) (docs/benchmarks.md, 2026-11-26).
 	Pipeline string `yaml:"pipeline"`
+	// Bundle says whether the WAN port packs the frames of a send batch
+	// that go to the peer with the same addresses into bundle frames of
+	// up to the port's MTU (the encoded frames of a repeated stream are
+	// ~90 bytes each: one frame, one transmit and one receive for a dozen
+	// or more): "on" (or empty, the default) or "off". The peer's decoder
+	// opens bundles whatever its own setting.
+	Bundle string `yaml:"bundle"`
 	// Impair is a test stage: frames the WAN port sends (encoded, plain and
 	// control frames alike) are lost and reordered at these rates, for
 	// kernels without netem. Off unless loss or reorder is set.
@@ -102,6 +113,7 @@ type reSettings struct {
 	// encPipe and rxSplit: the encoder's goroutine, the split receive path
 	// (REConfig.Pipeline).
 	encPipe, rxSplit bool
+	bundle           bool      // REConfig.Bundle
 	cfg              re.Config // Match is set per link (reMatcher)
 	match            *filter.Program
 	ack              time.Duration
@@ -135,16 +147,22 @@ func checkRE(c *Config) (reSettings, error) {
 		return reSettings{}, configErr("re: impair loss %g, reorder %g: want probabilities in [0, 1)", r.Impair.Loss, r.Impair.Reorder)
 	case !slices.Contains([]string{"", "auto", "on", "off", "encoder", "decoder"}, r.Pipeline):
 		return reSettings{}, configErr("re: pipeline %q: want auto, on, off, encoder or decoder (default auto)", r.Pipeline)
+	case !slices.Contains([]string{"", "on", "off"}, r.Bundle):
+		return reSettings{}, configErr("re: bundle %q: want on or off (default on)", r.Bundle)
 	}
 	pipe := r.Pipeline
 	if pipe == "" || pipe == "auto" {
-		pipe = "off"
-		if runtime.GOMAXPROCS(0) >= autoPipelineProcs {
+		switch {
+		case runtime.GOMAXPROCS(0) >= autoPipelineProcs:
 			pipe = "on"
+		case r.Bundle != "off":
+			pipe = "decoder"
+		default:
+			pipe = "off"
 		}
 	}
 	st := reSettings{on: true, cfg: re.Config{LogBytes: r.LogBytes, Window: r.Window, Bits: r.Bits}, ack: r.AckInterval,
-		encPipe: pipe == "on" || pipe == "encoder", rxSplit: pipe == "on" || pipe == "decoder"}
+		encPipe: pipe == "on" || pipe == "encoder", rxSplit: pipe == "on" || pipe == "decoder", bundle: r.Bundle != "off"}
 	if st.ack == 0 {
 		st.ack = defaultAckInterval
 	}
@@ -221,6 +239,10 @@ func (d *Agent) reDevice(no uint32, p *afpacket.Port) (pipeline.Device, error) {
 	}
 	var mac [6]byte
 	copy(mac[:], p.Link().MAC)
+	if rs.bundle {
+		// Bundles of up to the port's MTU (Ethernet's when unknown).
+		cfg.Bundle = cmpOr(p.Link().MTU, 1500)
+	}
 	var im *re.Impair
 	if ic := d.st.RE.Impair; ic.Loss > 0 || ic.Reorder > 0 {
 		im = re.NewImpair(ic.Loss, ic.Reorder, ic.Seed)
@@ -313,6 +335,7 @@ type reCollector struct {
 	bytesIn, bytesOut, saved, refs, frames, failures, rx *prometheus.Desc
 	resets, acks, rxBytes                                *prometheus.Desc
 	pipelined, waits, txDropped                          *prometheus.Desc
+	bundles, bundled                                     *prometheus.Desc
 }
 
 func newRECollector(l *reLink) *reCollector {
@@ -334,12 +357,14 @@ func newRECollector(l *reLink) *reCollector {
 		pipelined: d("encoder_pipelined_batches_total", "Batches the encoder encoded and sent on its own goroutine."),
 		waits:     d("encoder_queue_waits_total", "Hand-offs to the encoder's goroutine that waited for room in its queue (back-pressure)."),
 		txDropped: d("encoder_tx_dropped_total", "Frames the WAN port refused on the encoder's goroutine (also in the port's tx_dropped)."),
+		bundles:   d("bundles_total", "Bundle frames (several frames packed into one) the WAN port sent (side encoder) or opened (side decoder).", "side"),
+		bundled:   d("bundled_frames_total", "Frames the WAN port sent inside bundle frames."),
 	}
 }
 
 func (c *reCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.bytesIn, c.bytesOut, c.saved, c.refs, c.frames, c.failures, c.rx, c.rxBytes, c.resets, c.acks,
-		c.pipelined, c.waits, c.txDropped} {
+		c.pipelined, c.waits, c.txDropped, c.bundles, c.bundled} {
 		ch <- d
 	}
 }
@@ -369,6 +394,9 @@ func (c *reCollector) Collect(ch chan<- prometheus.Metric) {
 	m(c.pipelined, e.Pipelined)
 	m(c.waits, e.QueueWaits)
 	m(c.txDropped, e.TxDropped)
+	m(c.bundles, e.Bundles, "encoder")
+	m(c.bundles, dc.Bundles, "decoder")
+	m(c.bundled, e.Bundled)
 }
 
 // reCollectors returns the redundancy elimination collector, none when off.

@@ -40,8 +40,10 @@ func TestREConfig(t *testing.T) {
 	if err != nil || !st.re.on || st.re.match == nil || st.re.cfg.LogBytes != 1<<20 || st.re.ack.Milliseconds() != 5 || st.RE.Impair.Seed != 7 {
 		t.Fatalf("file: %+v %v", st.re, err)
 	}
-	if auto := runtime.GOMAXPROCS(0) >= autoPipelineProcs; st.re.encPipe != auto || st.re.rxSplit != auto {
-		t.Errorf("default pipeline (auto, GOMAXPROCS %d): encoder goroutine %v, split receive %v; want %v", runtime.GOMAXPROCS(0), st.re.encPipe, st.re.rxSplit, auto)
+	// auto: both with 4 processors or more, else the split receive path
+	// (bundles are on by default).
+	if auto := runtime.GOMAXPROCS(0) >= autoPipelineProcs; st.re.encPipe != auto || !st.re.rxSplit {
+		t.Errorf("default pipeline (auto, GOMAXPROCS %d): encoder goroutine %v, split receive %v; want %v, true", runtime.GOMAXPROCS(0), st.re.encPipe, st.re.rxSplit, auto)
 	}
 	st, err = loadArgs(t, "--port", "3=lo", "--re-port", "3", "--re-match", "tcp", "--re-log-bytes", "200000")
 	if err != nil || !st.re.on || st.RE.Port != 3 || st.re.cfg.LogBytes != 200000 || st.re.ack != defaultAckInterval {
@@ -51,16 +53,30 @@ func TestREConfig(t *testing.T) {
 		v          string
 		enc, split bool
 	}{{"on", true, true}, {"off", false, false}, {"encoder", true, false}, {"decoder", false, true},
-		{"auto", runtime.GOMAXPROCS(0) >= autoPipelineProcs, runtime.GOMAXPROCS(0) >= autoPipelineProcs}} {
+		{"auto", runtime.GOMAXPROCS(0) >= autoPipelineProcs, true}} {
 		st, err = loadArgs(t, "--config", write("ports: [{number: 2, interface: lo}]\nre: {port: 2, pipeline: "+c.v+"}\n"))
 		if err != nil || st.re.encPipe != c.enc || st.re.rxSplit != c.split {
 			t.Errorf("pipeline %s: encoder goroutine %v, split receive %v, %v; want %v, %v", c.v, st.re.encPipe, st.re.rxSplit, err, c.enc, c.split)
+		}
+	}
+	if !st.re.bundle {
+		t.Error("bundle: want on by default")
+	}
+	for v, want := range map[string]bool{"on": true, "off": false} {
+		st, err = loadArgs(t, "--config", write("ports: [{number: 2, interface: lo}]\nre: {port: 2, bundle: "+v+"}\n"))
+		if err != nil || st.re.bundle != want {
+			t.Errorf("bundle %s: %v, %v; want %v", v, st.re.bundle, err, want)
+		}
+		// Without bundles, auto splits nothing below 4 processors.
+		if split := want || runtime.GOMAXPROCS(0) >= autoPipelineProcs; st.re.rxSplit != split {
+			t.Errorf("bundle %s, pipeline auto (GOMAXPROCS %d): split receive %v; want %v", v, runtime.GOMAXPROCS(0), st.re.rxSplit, split)
 		}
 	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"--config", write("ports: [{number: 2, interface: lo}]\nre: {port: 2, bundle: maybe}\n")}, "bundle"},
 		{[]string{"--re-port", "2"}, "port 2 is not one of ports"},
 		{[]string{"--port", "2=lo", "--re-port", "2", "--re-match", "tcp port"}, "re: match"},
 		{[]string{"--port", "2=lo", "--re-port", "2", "--re-match", "nonsense("}, "re: match"},
@@ -132,8 +148,8 @@ gswitch_re_encoder_frames_total{outcome="raw",port="2"} 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "gswitch_re_encoder_frames_total"); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 20 {
-		t.Errorf("%d metrics, want 20", n)
+	if n := testutil.CollectAndCount(c); n != 23 { // 20, and bundles (two sides) and bundled frames
+		t.Errorf("%d metrics, want 23", n)
 	}
 }
 

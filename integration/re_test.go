@@ -577,9 +577,12 @@ func TestRedundancyEliminationThroughput(t *testing.T) {
 		} else {
 			on = append(on, bps)
 			ra := tp.da.reInfo(t)
-			t.Logf("RE on: encoder %d frames, %d encoded, %d bytes saved of %d; markers: %s (%d batches offloaded); %d batches on the encoder's goroutine, %d hand-offs waited",
+			t.Logf("RE on: encoder %d frames, %d encoded, %d bytes saved of %d; markers: %s (%d batches offloaded); %d batches on the encoder's goroutine, %d hand-offs waited; %d bundles of %d frames",
 				ra.Encoder.Frames, ra.Encoder.Encoded, ra.Encoder.Saved, ra.Encoder.BytesIn, ra.Encoder.Markers, ra.Encoder.Offloaded,
-				ra.Encoder.Pipelined, ra.Encoder.QueueWaits)
+				ra.Encoder.Pipelined, ra.Encoder.QueueWaits, ra.Encoder.Bundles, ra.Encoder.Bundled)
+			rb := tp.db.reInfo(t)
+			t.Logf("RE on: B's encoder (h2's acknowledgements) %d frames in %d bundles of %d frames; B's decoder %d frames, %d bundles, %d failures",
+				rb.Encoder.Frames, rb.Encoder.Bundles, rb.Encoder.Bundled, rb.Decoder.Frames, rb.Decoder.Bundles, rb.Decoder.Failures)
 			saved, in = saved+ra.Encoder.Saved, in+ra.Encoder.BytesIn
 		}
 	}

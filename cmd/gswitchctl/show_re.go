@@ -34,7 +34,13 @@ func printRE(w io.Writer, r ctl.REInfo) {
 	if e.Pipelined > 0 || e.TxDropped > 0 {
 		fmt.Fprintf(w, "\t\ton its own goroutine: batches %d\thand-offs that waited %d\tframes the port refused %d\n", e.Pipelined, e.QueueWaits, e.TxDropped)
 	}
+	if e.Bundles > 0 {
+		fmt.Fprintf(w, "\t\tbundles sent %d\tframes in them %d\n", e.Bundles, e.Bundled)
+	}
 	fmt.Fprintf(w, "decoder\tepoch %#x\tframes %d\tbytes in %d\tbytes out %d\trestored %d\tplain %d\n", d.Epoch, d.Frames, d.BytesIn, d.BytesOut, d.Restored, d.Plain)
 	fmt.Fprintf(w, "\t\tdecode failures %d\t(missing %d, bad crc %d, malformed %d)\tlogged %d\tacks %d\tnaks %d\tpeer resets %d\n",
 		d.Failures, d.Missing, d.BadCRC, d.Malformed, d.Logged, d.Acks, d.Naks, d.Resets)
+	if d.Bundles > 0 {
+		fmt.Fprintf(w, "\t\tbundles opened %d\n", d.Bundles)
+	}
 }

@@ -10,10 +10,12 @@ import (
 // removed already put back): redundancy elimination's decoder restores
 // encoded frames, live filters count and capture, content-based forwarding
 // takes its event packets. Rx returns the frames to process, which may be
-// fewer (frames it took or dropped) or others (frames it rebuilt, written
+// fewer (frames it took or dropped), others (frames it rebuilt, written
 // into scratch, an arena the caller owns and resets after the batch; it
-// returns the arena grown). frames' backing array may be reused for the
-// result. A port with several receive queues calls its stages from several
+// returns the arena grown) or more (redundancy elimination opens a bundle
+// frame into the frames in it). frames' backing array may be reused for
+// the result (a stage that returns more frames than it got must not
+// overrun the frames it has not read yet). A port with several receive queues calls its stages from several
 // goroutines at once.
 type RxStage interface {
 	Rx(port uint32, frames [][]byte, scratch []byte) ([][]byte, []byte)

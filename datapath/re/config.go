@@ -29,6 +29,12 @@ type Config struct {
 	Markers Markers
 	// MinBatch is the smallest batch given to Markers (default 32).
 	MinBatch int
+	// Bundle is the largest bundle Link.Send builds, in bytes after the
+	// Ethernet header (the WAN port's MTU; at most 65,535): consecutive
+	// frames of a send batch with the same addresses that fit together go
+	// as one bundle frame (bundle.go). 0: no bundles. A decoder opens
+	// bundles whatever its own setting.
+	Bundle int
 }
 
 // Marker returns the rabin.Marker of the configuration's polynomial,
@@ -69,6 +75,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("re: log of %d bytes, want at least 64 KiB", c.LogBytes)
 	case c.MinMatch <= refLen || c.MinMatch < c.Window:
 		return c, fmt.Errorf("re: minimum match %d bytes, want more than a reference (%d) and at least the window (%d)", c.MinMatch, refLen, c.Window)
+	case c.Bundle < 0 || (c.Bundle > 0 && c.Bundle < 68):
+		return c, fmt.Errorf("re: bundles of %d bytes, want 0 (none) or at least 68 (the IPv4 minimum MTU)", c.Bundle)
 	case c.MinPayload < c.Window:
 		return c, fmt.Errorf("re: minimum payload %d bytes, want at least the window (%d)", c.MinPayload, c.Window)
 	}
@@ -96,9 +104,13 @@ type EncoderStats struct {
 	// encoded; QueueWaits the Sends that waited for room in its queue;
 	// TxDropped the frames the port refused on that goroutine.
 	Pipelined, QueueWaits, TxDropped atomic.Uint64
+	// Bundles counts the bundle frames Link sent, Bundled the frames in
+	// them.
+	Bundles, Bundled atomic.Uint64
 }
 
-// DecoderStats are the decoder's counters.
+// DecoderStats are the decoder's counters; Bundles counts the bundle
+// frames received (the frames in them are counted in Frames).
 type DecoderStats struct {
-	Frames, Restored, Plain, Logged, BytesIn, BytesOut, Failures, Missing, BadCRC, Malformed, Resets, Acks, Naks atomic.Uint64
+	Frames, Restored, Plain, Logged, BytesIn, BytesOut, Failures, Missing, BadCRC, Malformed, Resets, Acks, Naks, Bundles atomic.Uint64
 }

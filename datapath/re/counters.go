@@ -21,12 +21,15 @@ type EncoderCounters struct {
 	// (Link.RunEncoder); QueueWaits: hand-offs to it that waited for room
 	// (back-pressure); TxDropped: frames the port refused on it.
 	Pipelined, QueueWaits, TxDropped uint64
+	// Bundles: bundle frames sent (Link); Bundled: the frames in them.
+	Bundles, Bundled uint64
 }
 
 // DecoderCounters is a snapshot of a decoder's counters.
 type DecoderCounters struct {
 	Epoch     uint32 // the decoder's epoch
-	Frames    uint64 // frames received (control frames included)
+	Frames    uint64 // frames received (control frames included; a bundle's frames one by one)
+	Bundles   uint64 // bundle frames received
 	BytesIn   uint64 // their bytes
 	BytesOut  uint64 // the bytes of the plain and restored frames passed on
 	Restored  uint64 // encoded frames restored
@@ -48,7 +51,7 @@ func (e *Encoder) Counters() EncoderCounters {
 		Saved: s.Saved.Load(), Encoded: s.Encoded.Load(), Raw: s.Raw.Load(), Refs: s.Refs.Load(),
 		Passed: s.Passed.Load(), Resets: s.Resets.Load(), Markers: "cpu", Offloaded: s.OffloadBatches.Load(),
 		OffloadFailures: s.OffloadFailures.Load(), Pipelined: s.Pipelined.Load(), QueueWaits: s.QueueWaits.Load(),
-		TxDropped: s.TxDropped.Load()}
+		TxDropped: s.TxDropped.Load(), Bundles: s.Bundles.Load(), Bundled: s.Bundled.Load()}
 	if e.markers != nil {
 		c.Markers = e.markers.Name()
 	}
@@ -61,5 +64,5 @@ func (d *Decoder) Counters() DecoderCounters {
 	return DecoderCounters{Epoch: d.epoch, Frames: s.Frames.Load(), BytesIn: s.BytesIn.Load(), BytesOut: s.BytesOut.Load(),
 		Restored: s.Restored.Load(), Plain: s.Plain.Load(), Logged: s.Logged.Load(), Failures: s.Failures.Load(),
 		Missing: s.Missing.Load(), BadCRC: s.BadCRC.Load(), Malformed: s.Malformed.Load(), Resets: s.Resets.Load(),
-		Acks: s.Acks.Load(), Naks: s.Naks.Load()}
+		Acks: s.Acks.Load(), Naks: s.Naks.Load(), Bundles: s.Bundles.Load()}
 }

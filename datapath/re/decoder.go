@@ -15,6 +15,7 @@ const (
 	Restored                // encoded and restored: forward the returned frame
 	Control                 // an ACK or NAK for this side's encoder (Encoder.HandleControl)
 	Dropped                 // encoded but not restorable, or malformed: drop it (counted; a NAK is queued)
+	Bundle                  // a bundle of frames: ReceiveBundle restores them (Receive leaves it as it is)
 )
 
 // Errors of Receive for dropped frames.
@@ -58,11 +59,15 @@ func NewDecoder(cfg Config) (*Decoder, error) {
 func (d *Decoder) Epoch() uint32 { return d.epoch }
 
 // Receive takes a frame received on the link. For Restored, res is the
-// restored frame built in out (grown if needed); for Plain, res is frame.
+// restored frame built in out (grown if needed); for Plain and Bundle, res
+// is frame (a bundle is ReceiveBundle's to open).
 func (d *Decoder) Receive(frame, out []byte) (res []byte, v Verdict, err error) {
+	off, isRE := shimAt(frame)
+	if isRE && isBundle(frame, off) {
+		return frame, Bundle, nil // ReceiveBundle counts it
+	}
 	d.Stats.Frames.Add(1)
 	d.Stats.BytesIn.Add(uint64(len(frame)))
-	off, isRE := shimAt(frame)
 	if !isRE {
 		d.Stats.Plain.Add(1)
 		d.Stats.BytesOut.Add(uint64(len(frame)))
@@ -78,17 +83,9 @@ func (d *Decoder) Receive(frame, out []byte) (res []byte, v Verdict, err error) 
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	res, err = d.restore(frame, off, out)
+	res, err = d.restore(frame[:off-2], frame[off:], out)
 	if err != nil {
-		d.Stats.Failures.Add(1)
-		switch {
-		case errors.Is(err, ErrMissing):
-			d.Stats.Missing.Add(1)
-		case errors.Is(err, ErrCRC):
-			d.Stats.BadCRC.Add(1)
-		default:
-			d.Stats.Malformed.Add(1)
-		}
+		d.fail(err)
 		return nil, Dropped, err
 	}
 	d.Stats.Restored.Add(1)
@@ -96,9 +93,22 @@ func (d *Decoder) Receive(frame, out []byte) (res []byte, v Verdict, err error) 
 	return res, Restored, nil
 }
 
-// restore rebuilds an encoded frame; d.mu is held.
-func (d *Decoder) restore(frame []byte, off int, out []byte) ([]byte, error) {
-	sh := frame[off:]
+// fail counts a frame that could not be restored.
+func (d *Decoder) fail(err error) {
+	d.Stats.Failures.Add(1)
+	switch {
+	case errors.Is(err, ErrMissing):
+		d.Stats.Missing.Add(1)
+	case errors.Is(err, ErrCRC):
+		d.Stats.BadCRC.Add(1)
+	default:
+		d.Stats.Malformed.Add(1)
+	}
+}
+
+// restore rebuilds an encoded frame whose bytes before the EtherType
+// (addresses, tag) are l2 and whose shim and body are sh; d.mu is held.
+func (d *Decoder) restore(l2, sh []byte, out []byte) ([]byte, error) {
 	if len(sh) < shimLen || sh[0] != magic || sh[1] != kindData || sh[17] != 0 {
 		return nil, fmt.Errorf("%w: bad shim header", ErrMalformed)
 	}
@@ -114,13 +124,13 @@ func (d *Decoder) restore(frame []byte, off int, out []byte) ([]byte, error) {
 	}
 	headers, refs, literal := body[:hdr], body[hdr:hdr+refLen*nref], body[hdr+refLen*nref:]
 	payLen := l3len - hdr
-	eth := off - 2 // the EtherType's offset
+	eth := len(l2) // the EtherType's offset
 	size := eth + 2 + l3len
 	if cap(out) < size {
 		out = make([]byte, size)
 	}
 	out = out[:size]
-	copy(out, frame[:eth])
+	copy(out, l2)
 	binary.BigEndian.PutUint16(out[eth:], et)
 	copy(out[eth+2:], headers)
 	pay := out[eth+2+hdr:]
@@ -183,6 +193,16 @@ func (d *Decoder) restore(frame []byte, off int, out []byte) ([]byte, error) {
 	}
 	d.logPayload(id, out[s.pay:s.end])
 	return out, nil
+}
+
+// plainLocked counts a plain frame passed on and logs its payload; d.mu is
+// held.
+func (d *Decoder) plainLocked(frame []byte) {
+	d.Stats.Plain.Add(1)
+	d.Stats.BytesOut.Add(uint64(len(frame)))
+	if s, ok := parseTCP(frame); ok && s.end-s.pay >= d.cfg.MinPayload {
+		d.logPayload(payloadID(frame, s), frame[s.pay:s.end])
+	}
 }
 
 // ref returns the logged payload of id, or nil; d.mu is held.

@@ -72,6 +72,38 @@
 // and the CRC-32C of the whole IP packet (so a restored packet is exactly
 // the packet sent, checksums included), and restores the EtherType.
 //
+// # Bundles
+//
+// With RE on, most frames of a repeated stream shrink to a shim, the
+// headers and a reference or two (about 90 bytes), but each would still
+// cost a whole frame on the link: a transmit on the sender (for a veth,
+// the peer's AF_PACKET receive runs in the sender's system call) and a
+// ring slot and a read on the receiver. So Link.Send packs them
+// (bundle.go, Config.Bundle): after a batch is encoded, each run of
+// consecutive frames with the same bytes before their innermost EtherType
+// (destination, source, at most one 802.1Q/802.1ad tag) that fit together
+// within Config.Bundle bytes after the EtherType (the WAN port's MTU) goes
+// as one bundle frame:
+//
+//	addresses [tag] | 0x88b5 | 'G' | 0x14 | count N (2) | N × ( length L (2) | L bytes: the frame from its EtherType on )
+//
+// A frame in a bundle is rebuilt as the bundle's bytes before its
+// EtherType followed by its own L bytes. Encoded frames and plain frames
+// alike may be bundled (small plain ones: TCP acknowledgements going the
+// other way); control frames and bundles are not, and a frame that fits
+// with no neighbour, or a run of one, goes as itself. Only consecutive
+// frames are packed, so the frames leave in the batch's order and the
+// decoder logs the payloads in the order the encoder logged them.
+//
+// The decoder (ReceiveBundle, from Link.Rx: one frame in, several out)
+// takes the bundle as untrusted input: a count of 0, a length shorter
+// than an EtherType or past the end, and an RE frame inside other than an
+// encoded one (a control frame, a bundle) are malformed. A bad length
+// loses the frames from it on (their boundaries are unknown); a frame
+// that is malformed in itself, or cannot be restored, is dropped alone and
+// counted as an unbundled one would be; bytes after the last frame
+// (Ethernet padding) are ignored. FuzzReceive opens bundles too.
+//
 // # Acknowledgements, loss, reordering, restarts
 //
 // The encoder references only payloads the decoder has acknowledged. The
@@ -92,7 +124,13 @@
 // named by content, so the logs need not be emptied for correctness; it
 // keeps them in step. Loss and reordering therefore cost savings,
 // never bytes: a payload is only referenced after its acknowledgement came
-// back, and every restored packet is checked against the sender's CRC.
+// back, and every restored packet is checked against the sender's CRC. A
+// lost bundle loses all the frames in it at once (a dozen or more TCP
+// segments of one flow, mostly): none of their payloads is logged by the
+// decoder nor acknowledged, so the encoder references none of them, and
+// the sender's TCP retransmits them, encoded against what the decoder has
+// or raw; the loss costs the flow a retransmission of a window's part,
+// not bytes.
 //
 // # Where the markers are computed
 //
@@ -157,7 +195,8 @@
 //     the batches in it sent; a Send that finds the queue closed waits until
 //     they are, then encodes on its own goroutine.
 //   - The port's receive goroutine runs Rx (the decoder, Decoder.mu per
-//     frame; a control frame goes to Encoder.HandleControl, Encoder.mu),
+//     frame or bundle; a control frame goes to Encoder.HandleControl,
+//     Encoder.mu),
 //     and RunAcks sends the decoder's control frames straight to the port.
 //     The agent has the switch process what Rx leaves on another goroutine
 //     (pipeline's SetRxSplit), so decoding and the switch's work on the

@@ -83,8 +83,7 @@ func (p *encPipe) run(l *Link) {
 		l.Enc.Stats.Pipelined.Add(1)
 		b := &p.sc
 		b.frames, b.arena = l.Enc.encodePrepared(&h.sc, h.frames, b.frames[:0], b.arena[:0])
-		n, _ := l.send(b.frames)
-		clear(b.frames)
+		n, _ := l.sendBatch(b)
 		if n < len(h.frames) {
 			l.Enc.Stats.TxDropped.Add(uint64(len(h.frames) - n))
 		}

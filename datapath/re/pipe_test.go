@@ -40,6 +40,14 @@ func (s *orderSender) Send(frames [][]byte) (int, error) {
 	defer s.mu.Unlock()
 	for _, f := range frames {
 		res, v, _ := s.dec.Receive(f, nil)
+		if v == Bundle {
+			n := len(s.got)
+			s.got, _, _ = s.dec.ReceiveBundle(f, s.got, nil)
+			for k := n; k < len(s.got); k++ {
+				s.got[k] = append([]byte(nil), s.got[k]...)
+			}
+			continue
+		}
 		if v != Plain && v != Restored {
 			s.bad++
 			continue
@@ -257,14 +265,19 @@ func TestRunEncoderConcurrentStop(t *testing.T) {
 // decodeSender is a port whose far end is a decoder that acknowledges
 // every batch at once (for the benchmark: no checks, no copies kept).
 type decodeSender struct {
-	dec *Decoder
-	enc *Encoder
-	buf []byte
+	dec  *Decoder
+	enc  *Encoder
+	buf  []byte
+	res  [][]byte
+	wire int // frames sent
 }
 
 func (s *decodeSender) Send(frames [][]byte) (int, error) {
+	s.wire += len(frames)
 	for _, f := range frames {
-		s.dec.Receive(f, s.buf[:0])
+		if _, v, _ := s.dec.Receive(f, s.buf[:0]); v == Bundle {
+			s.res, s.buf, _ = s.dec.ReceiveBundle(f, s.res[:0], s.buf[:0])
+		}
 	}
 	for _, c := range s.dec.ControlFrames(macA, macB) {
 		s.enc.HandleControl(c)
@@ -278,13 +291,14 @@ func (s *decodeSender) Send(frames [][]byte) (int, error) {
 // decoder then on that goroutine too). cpu-ns/op is the process's CPU time
 // per frame: what the hand-off (a copy of each frame, the queue, the
 // wake-ups, the frames crossing cores) adds.
+//
+// "bundled" is serial with bundles of at most 1,500 bytes (Config.Bundle),
+// opened by the decoder; wire-frames/op is the frames the port was given
+// per frame sent.
 func BenchmarkLinkSend(b *testing.B) {
-	for _, pipelined := range []bool{false, true} {
-		name := "serial"
-		if pipelined {
-			name = "pipelined"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, mode := range []string{"serial", "pipelined", "bundled"} {
+		pipelined := mode == "pipelined"
+		b.Run(mode, func(b *testing.B) {
 			const n = 8192
 			frames := make([][]byte, n)
 			pay := make([]byte, 1448)
@@ -294,7 +308,11 @@ func BenchmarkLinkSend(b *testing.B) {
 				frames[i] = tcpFrame([4]byte{10, 9, 0, 1}, [4]byte{10, 9, 0, 2}, 5201, 40000, uint32(i*1448), pay)
 			}
 			out := &decodeSender{buf: make([]byte, 2048)}
-			l, err := NewLink(Config{}, out, macA, nil)
+			cfg := Config{}
+			if mode == "bundled" {
+				cfg.Bundle = 1500
+			}
+			l, err := NewLink(cfg, out, macA, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -329,6 +347,7 @@ func BenchmarkLinkSend(b *testing.B) {
 			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 			in, outB := l.Enc.Stats.BytesIn.Load(), l.Enc.Stats.BytesOut.Load()
 			b.ReportMetric(100*float64(outB)/float64(in), "%wire")
+			b.ReportMetric(float64(out.wire)/float64(b.N), "wire-frames/op")
 		})
 	}
 }

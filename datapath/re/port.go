@@ -26,6 +26,7 @@ type Link struct {
 	out     Sender                  // the port's sender: encoded frames and control frames
 	mac     [6]byte                 // the port's MAC: the source of control frames
 	impair  *Impair                 // nil: none
+	bundle  int                     // Config.Bundle: the largest bundle (0: none)
 	bufs    sync.Pool               // *sendBuf, for Send on its caller's goroutine
 	pipe    atomic.Pointer[encPipe] // the encoder's goroutine (RunEncoder); nil: none
 	peer    sync.Mutex
@@ -43,7 +44,7 @@ func NewLink(cfg Config, out Sender, mac [6]byte, impair *Impair) (*Link, error)
 	if err != nil {
 		return nil, err
 	}
-	l := &Link{Enc: enc, Dec: dec, out: out, mac: mac, impair: impair,
+	l := &Link{Enc: enc, Dec: dec, out: out, mac: mac, impair: impair, bundle: cfg.Bundle,
 		peerMAC: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
 	l.bufs.New = func() any { return new(sendBuf) }
 	return l, nil
@@ -53,6 +54,7 @@ type sendBuf struct {
 	arena  []byte
 	frames [][]byte
 	sc     Scratch
+	bun    bundler
 }
 
 // Send encodes frames and sends them on the port. It is safe for
@@ -70,18 +72,29 @@ func (l *Link) Send(frames [][]byte) (int, error) {
 	}
 	b := l.bufs.Get().(*sendBuf)
 	defer l.bufs.Put(b)
-	n, err := l.encodeSend(b, frames)
-	if n == len(b.frames) {
-		n = len(frames)
-	}
-	return n, err
+	b.frames, b.arena = l.Enc.EncodeBatch(&b.sc, frames, b.frames[:0], b.arena[:0])
+	return l.sendBatch(b)
 }
 
-// encodeSend encodes frames into b and sends them.
-func (l *Link) encodeSend(b *sendBuf, frames [][]byte) (int, error) {
-	b.frames, b.arena = l.Enc.EncodeBatch(&b.sc, frames, b.frames[:0], b.arena[:0])
-	n, err := l.send(b.frames)
-	clear(b.frames) // the buffers keep no frame alive
+// sendBatch sends the encoded batch in b.frames, in bundles when the link
+// makes them, and returns how many of the batch's frames the port took.
+func (l *Link) sendBatch(b *sendBuf) (int, error) {
+	defer clear(b.frames) // the buffers keep no frame alive
+	if l.bundle == 0 {
+		return l.send(b.frames)
+	}
+	bundles, bundled := b.bun.pack(b.frames, l.bundle)
+	if bundles > 0 {
+		l.Enc.Stats.Bundles.Add(uint64(bundles))
+		l.Enc.Stats.Bundled.Add(uint64(bundled))
+	}
+	n, err := l.send(b.bun.wire)
+	if n == len(b.bun.wire) {
+		n = len(b.frames)
+	} else {
+		n = b.bun.carried(n)
+	}
+	b.bun.clear()
 	return n, err
 }
 
@@ -102,8 +115,10 @@ func (l *Link) send(frames [][]byte) (int, error) {
 }
 
 // Rx is the port's receive stage: plain frames pass, encoded frames are
-// replaced by their restored copies (written into scratch), control frames
-// go to the encoder, and frames that cannot be restored are dropped.
+// replaced by their restored copies (written into scratch), a bundle by
+// the frames in it (so more frames may come out than went in: the result
+// then has a backing array of its own), control frames go to the encoder,
+// and frames that cannot be restored are dropped.
 func (l *Link) Rx(port uint32, frames [][]byte, scratch []byte) ([][]byte, []byte) {
 	if len(frames) == 0 {
 		return frames, scratch
@@ -114,7 +129,8 @@ func (l *Link) Rx(port uint32, frames [][]byte, scratch []byte) ([][]byte, []byt
 		l.peer.Unlock()
 	}
 	kept := frames[:0]
-	for _, f := range frames {
+	own := false // kept has a backing array of its own (a bundle's frames need more room)
+	for i, f := range frames {
 		// Room past scratch's end (no zeroing) for a restored frame; a larger
 		// one the decoder allocates on its own.
 		const room = 1600
@@ -131,9 +147,21 @@ func (l *Link) Rx(port uint32, frames [][]byte, scratch []byte) ([][]byte, []byt
 			kept = append(kept, res)
 		case Control:
 			l.Enc.HandleControl(f) // a malformed one changes nothing
+		case Bundle:
+			// One frame in, several out: from here on the output gets an
+			// array of its own, so that it cannot overrun the frames not
+			// read yet.
+			if !own {
+				k := make([][]byte, len(kept), len(kept)+16*(len(frames)-i))
+				copy(k, kept)
+				kept, own = k, true
+			}
+			kept, scratch, _ = l.Dec.ReceiveBundle(f, kept, scratch) // what it drops, it counts
 		}
 	}
-	clear(frames[len(kept):])
+	if !own {
+		clear(frames[len(kept):])
+	}
 	return kept, scratch
 }
 
