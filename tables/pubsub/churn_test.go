@@ -1,6 +1,7 @@
 package pubsub
 
 import (
+	"fmt"
 	"math/rand"
 	"slices"
 	"sync"
@@ -127,23 +128,7 @@ func TestChurnAgainstBrute(t *testing.T) {
 				continue
 			}
 			checkIndex(t, tb)
-			specs := tb.Specs()
-			lay := dev.Layout()
-			evs := make([]Event, 20)
-			for i := range evs {
-				evs[i] = g.event()
-			}
-			batch := tb.MatchBatch(evs, nil)
-			for i := range evs {
-				want := BruteMatch(specs, &evs[i])
-				got := tb.Match(&evs[i])
-				if !slices.Equal(got, want) || !slices.Equal(batch[i], want) {
-					t.Fatalf("seed %d step %d: event %v: matcher %v, batch %v, brute %v", seed, step, evs[i].String(), got, batch[i], want)
-				}
-				if got := EvalLayout(lay, &evs[i]); !slices.Equal(got, want) {
-					t.Fatalf("seed %d step %d: event %v: device layout %v, brute %v", seed, step, evs[i].String(), got, want)
-				}
-			}
+			checkEvents(t, tb, dev.Layout(), g, 20, fmt.Sprintf("seed %d step %d", seed, step))
 		}
 		// Everything removed: every slot comes back free, no name is left.
 		for _, sub := range tb.List() {

@@ -220,25 +220,32 @@ func TestMatcherAgainstBrute(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			specs := tb.Specs()
-			lay := tb.Layout()
-			evs := make([]Event, 30)
-			for i := range evs {
-				evs[i] = g.event()
-			}
-			batch := tb.MatchBatch(evs, nil)
-			for i := range evs {
-				want := BruteMatch(specs, &evs[i])
-				got := tb.Match(&evs[i])
-				if !slices.Equal(got, want) || !slices.Equal(batch[i], want) {
-					t.Fatalf("seed %d round %d: event %v: matcher %v, batch %v, brute %v\nsubscriptions:\n%s",
-						seed, round, evs[i].String(), got, batch[i], want, specsText(specs))
-				}
-				if got := EvalLayout(lay, &evs[i]); !slices.Equal(got, want) {
-					t.Fatalf("seed %d round %d: event %v: layout %v, brute %v\nsubscriptions:\n%s",
-						seed, round, evs[i].String(), got, want, specsText(specs))
-				}
-			}
+			checkEvents(t, tb, tb.Layout(), g, 30, fmt.Sprintf("seed %d round %d", seed, round))
+		}
+	}
+}
+
+// checkEvents matches n events of g with tb's matcher, its batch matcher
+// and the device layout lay, each against the brute-force evaluator over
+// tb's subscriptions; where names the test's step in a failure.
+func checkEvents(t *testing.T, tb *Table, lay *Layout, g randGen, n int, where string) {
+	t.Helper()
+	specs := tb.Specs()
+	evs := make([]Event, n)
+	for i := range evs {
+		evs[i] = g.event()
+	}
+	batch := tb.MatchBatch(evs, nil)
+	for i := range evs {
+		want := BruteMatch(specs, &evs[i])
+		got := tb.Match(&evs[i])
+		if !slices.Equal(got, want) || !slices.Equal(batch[i], want) {
+			t.Fatalf("%s: event %v: matcher %v, batch %v, brute %v\nsubscriptions:\n%s",
+				where, evs[i].String(), got, batch[i], want, specsText(specs))
+		}
+		if got := EvalLayout(lay, &evs[i]); !slices.Equal(got, want) {
+			t.Fatalf("%s: event %v: device layout %v, brute %v\nsubscriptions:\n%s",
+				where, evs[i].String(), got, want, specsText(specs))
 		}
 	}
 }
