@@ -20,6 +20,7 @@ import (
 
 	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/internal/diag"
 	ps "github.com/gswitch/gswitch/tables/pubsub"
 )
 
@@ -122,6 +123,7 @@ type flags struct {
 	churnClients   int
 	churnSeconds   float64
 	churnOp        string
+	cpuprofile     string
 	smallModes     []string
 	smallSplits    []int
 	sweep          string
@@ -162,6 +164,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stopProf, err := diag.StartCPUProfile(f.cpuprofile)
+	if err != nil {
+		return fmt.Errorf("bench pubsub --cpuprofile: %w", err)
+	}
+	defer stopProf()
 	var rs []Result
 	for _, p := range pts {
 		if err := ctx.Err(); err != nil {
@@ -204,6 +211,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs.StringVar(&f.backend, "backend", "cpu", "matcher: cpu, or gpu (the CUDA matcher on device 0; a build with -tags cuda)")
 	fs.Int64Var(&f.seed, "seed", 1, "seed of the scenario generator")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per point")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
 	fs.Float64Var(&f.churn, "churn", 0, "also measure throughput with `RATE` subscription changes per second applied (0: not)")
 	fs.IntVar(&f.churnBatch, "churn-batch", 1024, "events per batch of the --churn rounds")
 	fs.IntVar(&f.churnClients, "churn-clients", 1, "goroutines making the --churn changes, each its share of the rate, each change visible before its next")
