@@ -9,13 +9,14 @@ package gpu
 // gs_aux_queue queues, in stream st with the context made current on the
 // calling thread: ncopy host-to-device copies (hsrc[i] -> ddst[i], nbytes[i]
 // bytes, zero-length ones skipped), nzero device words zeroed (zptr[i],
-// zwords[i]), one launch of fn (params; none if grid is 0), nout
-// device-to-host copies (osrc[i] -> odst[i], obytes[i]) and the record of ev:
-// the shape of every batch of the markers, matching and filter kernels.
+// zwords[i]), one launch of fn (params; none if grid is 0), the record of
+// evk right after it (when evk is not NULL), nout device-to-host copies
+// (osrc[i] -> odst[i], obytes[i]) and the record of ev: the shape of every
+// batch of the markers, matching and filter kernels.
 static CUresult gs_aux_queue(CUcontext ctx, CUstream st, int ncopy, CUdeviceptr *ddst, void **hsrc, size_t *nbytes,
 	int nzero, CUdeviceptr *zptr, size_t *zwords,
 	CUfunction fn, unsigned grid, unsigned block, unsigned smem, void **params,
-	int nout, void **odst, CUdeviceptr *osrc, size_t *obytes, CUevent ev)
+	int nout, void **odst, CUdeviceptr *osrc, size_t *obytes, CUevent ev, CUevent evk)
 {
 	CUresult r = cuCtxSetCurrent(ctx);
 	if (r != CUDA_SUCCESS)
@@ -37,6 +38,8 @@ static CUresult gs_aux_queue(CUcontext ctx, CUstream st, int ncopy, CUdeviceptr 
 	if (grid > 0) {
 		r = cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, smem, st, params, NULL);
 		if (r != CUDA_SUCCESS)
+			return r;
+		if (evk != NULL && (r = cuEventRecord(evk, st)) != CUDA_SUCCESS)
 			return r;
 	}
 	for (int i = 0; i < nout; i++) {
@@ -126,10 +129,11 @@ type auxOut struct {
 
 // auxQueue queues the copies in, the zeroing of zero (dst, n words), a
 // launch of fn over grid blocks of block threads with params (each a
-// pointer to the argument's value, in C memory: cArgs), the copies out and
-// the record of ev, in st.
+// pointer to the argument's value, in C memory: cArgs), the record of evk
+// after the kernel (a zero Event: none), the copies out and the record of
+// ev, in st.
 func (c *CUDA) auxQueue(st cu.Stream, copies []auxCopy, zero []auxCopy, fn cu.Function, grid, block, smem int,
-	params []unsafe.Pointer, outs []auxOut, ev cu.Event) error {
+	params []unsafe.Pointer, outs []auxOut, ev, evk cu.Event) error {
 	// cgo: memory passed to C may not hold Go pointers, so the pointer
 	// arrays live in C memory.
 	n, z, o := len(copies), len(zero), len(outs)
@@ -159,7 +163,7 @@ func (c *CUDA) auxQueue(st cu.Stream, copies []auxCopy, zero []auxCopy, fn cu.Fu
 	copy(pp, params)
 	runtime.LockOSThread()
 	r := C.gs_aux_queue(cContext(c.ctx), cStream(st), C.int(n), &dd[0], &hs[0], &nb[0], C.int(z), &zp[0], &zw[0],
-		cFunc(fn), C.uint(grid), C.uint(block), C.uint(smem), &pp[0], C.int(o), &od[0], &osrc[0], &ob[0], cEvent(ev))
+		cFunc(fn), C.uint(grid), C.uint(block), C.uint(smem), &pp[0], C.int(o), &od[0], &osrc[0], &ob[0], cEvent(ev), cEvent(evk))
 	runtime.UnlockOSThread()
 	if !cuOK(r) {
 		return cuErr(r)

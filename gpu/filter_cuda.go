@@ -427,7 +427,7 @@ func (f *CUDAFilter) Submit(b *PacketBatch) error {
 	if b.N == 0 {
 		grid = 0
 	}
-	if err := f.c.auxQueue(st, in, zero, fn, grid, block, smem, params, outs, t.ev); err != nil {
+	if err := f.c.auxQueue(st, in, zero, fn, grid, block, smem, params, outs, t.ev, cu.Event{}); err != nil {
 		b.err = fmt.Errorf("gpu: cuda: filtering: %v", err)
 		return b.err
 	}

@@ -317,7 +317,7 @@ func (r *RabinMarkers) Submit(b *MarkerBatch) error {
 	st := r.nextStream()
 	copies := []auxCopy{{t.dbuf.p, t.hbuf.p, packedBytes(b.Bytes)}, {t.didx.p, t.hidx.p, 4 * int64(t.capacity+b.N)}}
 	outs := []auxOut{{t.hbm.p, t.dbm.p, 4 * int64(rabin.BitmapWords(b.Bytes))}}
-	if err := r.c.auxQueue(st, copies, nil, r.fn, grid, block, 0, params, outs, t.ev); err != nil {
+	if err := r.c.auxQueue(st, copies, nil, r.fn, grid, block, 0, params, outs, t.ev, cu.Event{}); err != nil {
 		b.err = fmt.Errorf("gpu: cuda: markers: %v", err)
 		return b.err
 	}

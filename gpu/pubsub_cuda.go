@@ -28,6 +28,7 @@ type CUDAMatcher struct {
 	c       *CUDA
 	mod     cu.Module
 	fn      cu.Function
+	fnUpd   cu.Function // pubsub_match with a live update's scatter first
 	ptx     string
 	streams []cu.Stream
 	rr      atomic.Uint32
@@ -98,6 +99,9 @@ func (c *CUDA) newPubsubMatcher(streams int) (*CUDAMatcher, error) {
 		}
 		if m.fn, err = m.mod.Function("pubsub_match"); err != nil {
 			return fmt.Errorf("gpu: cuda: kernel pubsub_match: %v", err)
+		}
+		if m.fnUpd, err = m.mod.Function("pubsub_match_upd"); err != nil {
+			return fmt.Errorf("gpu: cuda: kernel pubsub_match_upd: %v", err)
 		}
 		for i := 0; i < streams; i++ {
 			s, err := cu.MakeStream(cu.NonBlocking)
@@ -187,8 +191,8 @@ func (m *CUDAMatcher) Update(u bubble.Update, names map[string]uint32) error {
 	defer m.updMu.Unlock()
 	if u.Full == nil {
 		switch updateMode() {
-		case "live", "eager":
-			return m.updateLive(u, names, updateMode() == "eager")
+		case "live", "eager", "ahead":
+			return m.updateLive(u, names, updateMode())
 		case "staged":
 			return m.updateStaged(u, names)
 		}
@@ -484,7 +488,7 @@ func (m *CUDAMatcher) Submit(b *EventBatch) error {
 	if m.c.closed.Load() {
 		return ErrClosed
 	}
-	a := newCArgs(16)
+	a := newCArgs(24)
 	defer a.free()
 	sp := m.splits(b.N)
 	si := int(m.rr.Add(1)) % len(m.streams)
@@ -511,7 +515,17 @@ func (m *CUDAMatcher) Submit(b *EventBatch) error {
 		return errStaleNames
 	}
 	b.seen = m.live.seq
-	if err := m.flushLocked(st, si); err != nil {
+	fn, evk, epoch := m.fn, cu.Event{}, uint32(0)
+	if m.live.pn > 0 && updateMode() == "live" {
+		// The pending pairs are scattered by the batch's own kernel:
+		// no launch of their own on the caller's path.
+		var extra []unsafe.Pointer
+		if extra, evk, epoch, err = m.fuseLocked(si, a); err != nil {
+			b.err = err
+			return err
+		}
+		params, fn = append(params, extra...), m.fnUpd
+	} else if err := m.flushLocked(st, si); err != nil {
 		b.err = err
 		return err
 	}
@@ -519,9 +533,12 @@ func (m *CUDAMatcher) Submit(b *EventBatch) error {
 		b.err = err
 		return err
 	}
-	if err := m.c.auxQueue(st, copies, zero, m.fn, b.N*sp, pubsubBlock, 0, params, outs, t.ev); err != nil {
+	if err := m.c.auxQueue(st, copies, zero, fn, b.N*sp, pubsubBlock, 0, params, outs, t.ev, evk); err != nil {
 		b.err = fmt.Errorf("gpu: cuda: matching: %v", err)
 		return b.err
+	}
+	if fn == m.fnUpd {
+		m.live.fused(si, epoch)
 	}
 	t.submitted = true
 	t.si, t.q, t.fl = si, m.live.queued[si], m.live.flushes

@@ -528,7 +528,7 @@ func TestCUDAPubsubSmall(t *testing.T) {
 // It runs in both live modes: "live" (the pending words scattered before
 // each batch) and "eager" (a scatter per update).
 func TestCUDAPubsubLiveChurn(t *testing.T) {
-	for _, mode := range []string{"live", "eager"} {
+	for _, mode := range []string{"live", "eager", "ahead"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Setenv(UpdateModeEnv, mode)
 			testPubsubLiveChurn(t)

@@ -10,7 +10,9 @@ package gpu
 // nrec streams sts[0..nrec) (an event recorded in each, sev[i]), then
 // bubble_scatter (fn, params, grid blocks of 256) writes the words, done is
 // recorded after it, and the streams sts[nrec..nall) wait for done before
-// whatever is queued in them next. Nothing waits on the host.
+// whatever is queued in them next. Nothing waits on the host. With fn
+// NULL only the first part is queued: up waits for the nrec streams (the
+// matching stream of a batch whose kernel scatters, pubsub_match_upd).
 static CUresult gs_live_scatter(CUcontext ctx, int nrec, int nall, CUstream *sts, CUevent *sev, CUstream up,
 	CUfunction fn, unsigned grid, void **params, CUevent done)
 {
@@ -23,6 +25,8 @@ static CUresult gs_live_scatter(CUcontext ctx, int nrec, int nall, CUstream *sts
 		if ((r = cuStreamWaitEvent(up, sev[i], 0)) != CUDA_SUCCESS)
 			return r;
 	}
+	if (fn == NULL)
+		return CUDA_SUCCESS;
 	if ((r = cuLaunchKernel(fn, grid, 1, 1, 256, 1, 1, 0, up, params, NULL)) != CUDA_SUCCESS)
 		return r;
 	if ((r = cuEventRecord(done, up)) != CUDA_SUCCESS)
@@ -31,6 +35,16 @@ static CUresult gs_live_scatter(CUcontext ctx, int nrec, int nall, CUstream *sts
 		if ((r = cuStreamWaitEvent(sts[i], done, 0)) != CUDA_SUCCESS)
 			return r;
 	return CUDA_SUCCESS;
+}
+
+// gs_live_wait_value makes st wait (on the device) until the word at addr
+// reaches v (wrap-safe: (int32)(*addr - v) >= 0).
+static CUresult gs_live_wait_value(CUcontext ctx, CUstream st, CUdeviceptr addr, cuuint32_t v)
+{
+	CUresult r = cuCtxSetCurrent(ctx);
+	if (r != CUDA_SUCCESS)
+		return r;
+	return cuStreamWaitValue32(st, addr, v, CU_STREAM_WAIT_VALUE_GEQ);
 }
 
 // gs_live_alloc makes ctx current on the calling thread and allocates n
@@ -78,12 +92,17 @@ import (
 // scatter that read it has fired; a word written again keeps one pair, its
 // latest value), and publishes the name table and ports that go with them:
 // no device call. The next batch queued (Submit, the small-batch path,
-// KernelTime) first scatters every pending pair (bubble_scatter of
-// kernels/gamt.cu, reading the pairs in place from the mapped buffer) in
-// its own stream, ordered after everything already queued in the other
-// matching streams (an event recorded in each that had work queued since
-// the previous scatter) and before everything queued in them afterwards
-// (each waits for the event recorded after the latest scatter before its
+// KernelTime) first scatters every pending pair, reading the pairs in
+// place from the mapped buffer, in its own stream: Submit's batch in its
+// own kernel (pubsub_match_upd of kernels/pubsub.cu: the block that runs
+// first writes the words while the others wait for it, so the caller
+// queues no launch of its own; fuseLocked), the others with a
+// bubble_scatter of kernels/gamt.cu before their work. Either is ordered
+// after everything already queued in the other matching streams (an
+// event recorded in each that had work queued since the previous
+// scatter) and before everything queued in them afterwards (each waits
+// for the event recorded after the latest scatter, or for the fused
+// kernel's published epoch, before its
 // next batch): one scatter per batch for all the changes since the
 // previous one, and each batch sees the whole of an update or none of it;
 // a batch queued after Update returns sees it. Nothing waits on the host.
@@ -166,6 +185,17 @@ type liveUpdates struct {
 	// queues no cross-stream waits then).
 	queued []uint64
 	doneFl uint64
+	// Scatters in the batch's kernel (pubsub_match_upd, fuseLocked):
+	// per matching stream a pair of device words (the kernel's ticket
+	// and the epoch its writer publishes) and the stream's latest epoch
+	// (mu). When the latest scatter was one of them, lastFused is set and
+	// a stream that must follow it waits for the word lastTick to reach
+	// lastEpoch instead of for last.
+	tick      devBuf
+	epoch     []uint32
+	lastFused bool
+	lastTick  cu.DevicePtr
+	lastEpoch uint32
 }
 
 // liveStage is one staging buffer: cap offsets, then cap values, read by
@@ -194,6 +224,13 @@ func (l *liveUpdates) init(c *CUDA, streams int) error {
 		l.sev = append(l.sev, ev)
 	}
 	l.dirty, l.waited, l.queued = make([]bool, streams), make([]uint64, streams), make([]uint64, streams)
+	l.epoch = make([]uint32, streams)
+	if l.tick, err = c.alloc(int64(8 * streams)); err != nil {
+		return err
+	}
+	if err := cu.MemsetD32(l.tick.p, 0, int64(2*streams)); err != nil {
+		return fmt.Errorf("gpu: cuda: zeroing the scatter tickets: %v", err)
+	}
 	for i := range l.ring {
 		if l.ring[i].done, err = cu.MakeEvent(cu.DisableTiming); err != nil {
 			return fmt.Errorf("gpu: cuda: event: %v", err)
@@ -213,6 +250,7 @@ func (l *liveUpdates) free(c *CUDA) {
 		cu.DestroyEvent(&l.sev[i])
 	}
 	l.sev = nil
+	c.free(&l.tick)
 	for i := range l.ring {
 		s := &l.ring[i]
 		if s.p != nil {
@@ -227,6 +265,15 @@ func (l *liveUpdates) free(c *CUDA) {
 
 // waitLast makes st wait for the latest scatter (l.mu held).
 func (l *liveUpdates) waitLast(st cu.Stream) error {
+	if l.lastFused {
+		runtime.LockOSThread()
+		r := C.gs_live_wait_value(cContext(l.ctx), cStream(st), C.CUdeviceptr(l.lastTick), C.cuuint32_t(l.lastEpoch))
+		runtime.UnlockOSThread()
+		if !cuOK(r) {
+			return fmt.Errorf("gpu: cuda: stream wait: %v", cuErr(r))
+		}
+		return nil
+	}
 	if l.last == (cu.Event{}) {
 		return nil
 	}
@@ -355,12 +402,19 @@ func (l *liveUpdates) dropPending() {
 // (the update modes "live", the default, and "eager"): eventfwd.Hybrid
 // then lets its batches go on during a bubble update, and holds them only
 // for a whole image.
-func (m *CUDAMatcher) UpdatesLive() bool { return updateMode() == "live" || updateMode() == "eager" }
+func (m *CUDAMatcher) UpdatesLive() bool {
+	switch updateMode() {
+	case "live", "eager", "ahead":
+		return true
+	}
+	return false
+}
 
 // updateLive applies bubbles u (not a whole image) as a live update (see
 // above; m.updMu held): pending pairs, scattered before the next batch
-// (eager: at once).
-func (m *CUDAMatcher) updateLive(u bubble.Update, names map[string]uint32, eager bool) error {
+// (mode live), or at once in the update stream (eager) or in the matching
+// stream the next batch will take (ahead).
+func (m *CUDAMatcher) updateLive(u bubble.Update, names map[string]uint32, mode string) error {
 	if m.c.closed.Load() {
 		return ErrClosed
 	}
@@ -377,8 +431,17 @@ func (m *CUDAMatcher) updateLive(u bubble.Update, names map[string]uint32, eager
 	if err := m.addPendingLocked(u.Bubbles); err != nil {
 		return err
 	}
-	if eager {
+	switch mode {
+	case "eager":
 		if err := m.flushLocked(l.up, -1); err != nil {
+			return err
+		}
+	case "ahead":
+		// The stream Submit takes next (rr+1): a batch that took its
+		// stream already and waits for l.mu is ordered after the
+		// scatter by orderStream all the same.
+		i := int(m.rr.Load()+1) % len(m.streams)
+		if err := m.flushLocked(m.streams[i], i); err != nil {
 			return err
 		}
 	}
@@ -448,8 +511,26 @@ func (m *CUDAMatcher) flushLocked(up cu.Stream, upIdx int) error {
 		return nil
 	}
 	s := &l.ring[l.k]
+	a := newCArgs(4)
+	defer a.free()
+	params := []unsafe.Pointer{a.u64(uint64(m.img.p)), a.u64(uint64(s.dev)), a.u64(uint64(s.dev) + uint64(4*s.cap)), a.u32(uint32(l.pn))}
+	grid := min((l.pn+pubsubBlock-1)/pubsubBlock, 1024)
+	if err := m.orderAfterDirty(up, upIdx, m.c.scat, grid, params, s.done); err != nil {
+		return err
+	}
+	l.last, l.lastFused = s.done, false
+	l.flushed(upIdx)
+	return nil
+}
+
+// orderAfterDirty queues in stream up (matching stream upIdx or -1) the
+// waits for the work queued so far in the other matching streams that are
+// dirty and, with fn set, the scatter fn (grid blocks, params) and the
+// record of done: gs_live_scatter, one cgo call (l.mu held).
+func (m *CUDAMatcher) orderAfterDirty(up cu.Stream, upIdx int, fn cu.Function, grid int, params []unsafe.Pointer, done cu.Event) error {
+	l := &m.live
 	nst := len(m.streams) + 1
-	mem := C.malloc(C.size_t(8 * (2*nst + 8)))
+	mem := C.malloc(C.size_t(8 * (2*nst + len(params) + 1)))
 	defer C.free(mem)
 	cs := unsafe.Slice((*C.CUstream)(mem), nst)
 	ce := unsafe.Slice((*C.CUevent)(unsafe.Add(mem, 8*nst)), nst)
@@ -460,21 +541,27 @@ func (m *CUDAMatcher) flushLocked(up cu.Stream, upIdx int) error {
 			n++
 		}
 	}
-	a := newCArgs(4)
-	defer a.free()
-	params := []unsafe.Pointer{a.u64(uint64(m.img.p)), a.u64(uint64(s.dev)), a.u64(uint64(s.dev) + uint64(4*s.cap)), a.u32(uint32(l.pn))}
-	pp := unsafe.Slice((*unsafe.Pointer)(unsafe.Add(mem, 8*2*nst)), len(params))
+	if fn == (cu.Function{}) && n == 0 {
+		return nil
+	}
+	pp := unsafe.Slice((*unsafe.Pointer)(unsafe.Add(mem, 8*2*nst)), len(params)+1)
 	copy(pp, params)
-	grid := min((l.pn+pubsubBlock-1)/pubsubBlock, 1024)
 	runtime.LockOSThread()
 	r := C.gs_live_scatter(cContext(m.c.ctx), C.int(n), C.int(n), &cs[0], &ce[0], cStream(up),
-		cFunc(m.c.scat), C.uint(grid), &pp[0], cEvent(s.done))
+		cFunc(fn), C.uint(grid), &pp[0], cEvent(done))
 	runtime.UnlockOSThread()
 	if !cuOK(r) {
 		return fmt.Errorf("gpu: cuda: live update: %v", cuErr(r))
 	}
-	s.used = true
-	l.last = s.done
+	return nil
+}
+
+// flushed records that the pending pairs' scatter is queued, in matching
+// stream upIdx or -1 (l.mu held; l.last and lastFused set by the caller):
+// the streams wait for it before their next work (orderStream), and their
+// work so far is ordered before it.
+func (l *liveUpdates) flushed(upIdx int) {
+	l.ring[l.k].used = true
 	l.k = (l.k + 1) % liveRing
 	l.flushes++
 	clear(l.dirty)
@@ -485,5 +572,32 @@ func (m *CUDAMatcher) flushLocked(up cu.Stream, upIdx int) error {
 		l.dirty[upIdx] = true
 	}
 	l.dropPending()
-	return nil
+}
+
+// fuseLocked prepares the scatter of the pending pairs inside the kernel
+// of the batch Submit queues in matching stream si (pubsub_match_upd; l.mu
+// held, pairs pending): it orders the stream after the dirty streams' work
+// and returns the kernel's extra arguments (in a) and the event to record
+// after the kernel (the staging buffer's). The caller queues the batch
+// and then calls fused.
+func (m *CUDAMatcher) fuseLocked(si int, a *cArgs) ([]unsafe.Pointer, cu.Event, uint32, error) {
+	l := &m.live
+	s := &l.ring[l.k]
+	if err := m.orderAfterDirty(m.streams[si], si, cu.Function{}, 0, nil, cu.Event{}); err != nil {
+		return nil, cu.Event{}, 0, err
+	}
+	// The epoch is used up even if the batch then fails to queue: a later
+	// one never reuses it (its waiters would not wait).
+	l.epoch[si]++
+	epoch := l.epoch[si]
+	tick := uint64(l.tick.p) + uint64(8*si)
+	return []unsafe.Pointer{a.u64(uint64(m.img.p)), a.u64(uint64(s.dev)), a.u64(uint64(s.dev) + uint64(4*s.cap)),
+		a.u32(uint32(l.pn)), a.u64(tick), a.u32(epoch)}, s.done, epoch, nil
+}
+
+// fused records that the batch in stream si, queued after fuseLocked,
+// carries the scatter (published as epoch) (l.mu held).
+func (l *liveUpdates) fused(si int, epoch uint32) {
+	l.lastFused, l.lastTick, l.lastEpoch = true, l.tick.p+cu.DevicePtr(8*si+4), epoch
+	l.flushed(si)
 }

@@ -50,13 +50,13 @@ import (
 //   - "sync": a synchronous copy per run on the context's goroutine.
 
 // UpdateModeEnv selects how bubbles reach the device: "live" (the
-// default), "eager", "staged" or "sync".
+// default), "ahead", "eager", "staged" or "sync".
 const UpdateModeEnv = "GSWITCH_PUBSUB_UPDATE"
 
 // updateMode returns the bubble update mode the environment selects.
 func updateMode() string {
 	switch v := os.Getenv(UpdateModeEnv); v {
-	case "eager", "staged", "sync":
+	case "eager", "ahead", "staged", "sync":
 		return v
 	}
 	return "live"

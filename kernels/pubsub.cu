@@ -291,6 +291,49 @@ extern "C" __global__ void __launch_bounds__(256) pubsub_match(const uint32_t* _
 	match(names, asig, aslot, cons, strs, filters, ev_off, attrs, ev_str, n, splits, port_words, out, hits, hit_cap);
 }
 
+// pubsub_match_upd is pubsub_match with a live update's words written
+// first (gpu/pubsub_live_cuda.go): img[poff[i]] = pval[i] for i < npairs
+// (offsets global and unique). The block that takes ticket 0 of tick[0]
+// writes them and then stores epoch in tick[1]; every other block waits
+// for tick[1] to reach epoch before it reads the layout, so the whole
+// batch sees the whole update. The writer is whichever block runs first,
+// so no block waits for one that has not started. The block that takes
+// the last ticket sets tick[0] back to zero for the next launch in the
+// stream (tick is the stream's own pair of words: launches in one stream
+// do not overlap). Other streams that must follow the update wait for
+// tick[1] (cuStreamWaitValue32, wrap-safe GEQ: epoch only grows).
+extern "C" __global__ void __launch_bounds__(256) pubsub_match_upd(const uint32_t* __restrict__ names,
+		const uint2* __restrict__ asig, const uint32_t* __restrict__ aslot, const uint32_t* __restrict__ cons,
+		const uint8_t* __restrict__ strs, const uint32_t* __restrict__ filters, const uint32_t* __restrict__ ev_off,
+		const uint32_t* __restrict__ attrs, const uint8_t* __restrict__ ev_str, int n, int splits, int port_words,
+		uint32_t* out, uint32_t* hits, int hit_cap, uint32_t* img, const uint32_t* poff, const uint32_t* pval,
+		int npairs, uint32_t* tick, uint32_t epoch)
+{
+	__shared__ uint32_t s_t;
+	if (threadIdx.x == 0)
+		s_t = atomicAdd(tick, 1u);
+	__syncthreads();
+	const uint32_t t = s_t;
+	if (t == 0) {
+		for (int i = threadIdx.x; i < npairs; i += blockDim.x)
+			img[poff[i]] = pval[i];
+		__threadfence();
+		__syncthreads();
+		if (threadIdx.x == 0)
+			atomicExch(tick + 1, epoch);
+	} else {
+		if (threadIdx.x == 0) {
+			while ((int)(*(volatile uint32_t*)(tick + 1) - epoch) < 0)
+				__nanosleep(32);
+			__threadfence();
+		}
+		__syncthreads();
+	}
+	if (threadIdx.x == 0 && t == gridDim.x - 1)
+		atomicExch(tick, 0u);
+	match(names, asig, aslot, cons, strs, filters, ev_off, attrs, ev_str, n, splits, port_words, out, hits, hit_cap);
+}
+
 // pubsub_match_flag is pubsub_match for the small-batch path's flag mode:
 // the same 15 parameters, then done (a device word, zero on entry, left
 // zero), hout (page-locked host memory mapped into the device) and flag (a
