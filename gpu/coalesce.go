@@ -98,7 +98,8 @@ type Coalescer struct {
 	blocked  int       // callers inside LookupFlow whose batch is pending or in flight (a batch's leader counts its members out when its results are in)
 	inflight int       // batches closed and not yet answered
 	stats    CoalescerStats
-	free     []*cgroup
+	free     []groupBufs   // a finished batch's buffers, for a new one (no allocation per batch)
+	timers   sync.Pool     // *time.Timer, stopped: the leaders' MaxDelay (no allocation per batch)
 	direct   atomic.Uint64 // Stats.Direct (no lock on the direct path)
 	kickers  kick.Pool     // keep the leaders' sub-millisecond MaxDelay on time (package kick)
 	stages   StageHist     // per batch: form, start, lookup, handback (see Stage; no lock)
@@ -143,6 +144,17 @@ type cgroup struct {
 	err     error
 	keys    []uint32 // the concatenated columns
 	results []flow.RuleID
+}
+
+// groupBufs are the buffers of a finished batch kept for a later one, and
+// its (empty) kick channel.
+type groupBufs struct {
+	soas    [][]uint32
+	ns      []int
+	outs    [][]flow.RuleID
+	keys    []uint32
+	results []flow.RuleID
+	kick    chan struct{}
 }
 
 // NewCoalescer returns a Coalescer over be.
@@ -303,6 +315,7 @@ func (c *Coalescer) newGroup(id TableID, width int) *cgroup {
 	g := &cgroup{table: id, opened: time.Now(), width: width, done: make(chan struct{})}
 	if k := len(c.free); k > 0 { // reuse the buffers of a finished batch, and its (empty) kick channel
 		f := c.free[k-1]
+		c.free[k-1] = groupBufs{}
 		c.free = c.free[:k-1]
 		g.soas, g.ns, g.outs, g.keys, g.results, g.kick = f.soas[:0], f.ns[:0], f.outs[:0], f.keys, f.results, f.kick
 	} else {
@@ -336,7 +349,12 @@ func (c *Coalescer) sleep(g *cgroup) {
 	if wait <= 0 {
 		return
 	}
-	t := time.NewTimer(wait)
+	t, _ := c.timers.Get().(*time.Timer)
+	if t == nil {
+		t = time.NewTimer(wait)
+	} else {
+		t.Reset(wait) // stopped, its channel empty (Go 1.23 timers)
+	}
 	var k *kick.Kicker
 	if wait < kick.Threshold { // see package kick: else an idle process wakes ~1 ms late
 		k = c.kickers.Get()
@@ -347,6 +365,7 @@ func (c *Coalescer) sleep(g *cgroup) {
 	case <-t.C:
 	}
 	t.Stop()
+	c.timers.Put(t)
 	c.kickers.Put(k)
 }
 
@@ -451,7 +470,7 @@ func (c *Coalescer) recycle(g *cgroup) {
 	case <-g.kick:
 	default:
 	}
-	f := &cgroup{soas: g.soas, ns: g.ns, outs: g.outs, keys: g.keys, results: g.results, kick: g.kick}
+	f := groupBufs{soas: g.soas, ns: g.ns, outs: g.outs, keys: g.keys, results: g.results, kick: g.kick}
 	clear(f.soas)
 	clear(f.outs)
 	c.mu.Lock()

@@ -278,8 +278,9 @@
 //     as the queue: one hand-off per batch, no goroutine started per
 //     batch), so batch k+1's lookups are made while batch k's is on the
 //     device; each batch transmits only once the batch before it has (a
-//     channel per batch, closed after its transmit, which the next one
-//     waits on before its own: Process's flush), so frames of one queue,
+//     token the batch puts in its batcher's channel after its transmit,
+//     which the next one takes before its own: Process's flush; the
+//     channel is the batcher's, made once), so frames of one queue,
 //     and so of one flow, leave in the order they arrived. Only the
 //     transmit is ordered: the counters, and packet-ins sent to a
 //     controller by two batches in flight, may interleave. With InFlight 1

@@ -80,9 +80,10 @@ func newWorker(s *Switch) *worker {
 // are edited in place: the caller gives them up.
 func (s *Switch) Process(inPort uint32, frames [][]byte) { s.process(inPort, frames, nil, nil, false) }
 
-// process is Process; with 'turn' it transmits only once turn is closed
-// (the previous batch of the receive queue has transmitted), and it closes
-// 'sent' once it has transmitted (or had nothing to), so that batches of
+// process is Process; with 'turn' it transmits only once it has taken
+// turn's token (the previous batch of the receive queue has transmitted),
+// and it puts a token in 'sent' (capacity 1) once it has transmitted (or
+// had nothing to), so that batches of
 // one queue run concurrently still leave in the order they arrived
 // (queueRunner). With direct its lookups bypass the Coalescer (the
 // synchronous path of a receive queue while no table is coalesced).
@@ -98,7 +99,7 @@ func (s *Switch) process(inPort uint32, frames [][]byte, turn <-chan struct{}, s
 		}
 		w.flush()
 		if sent != nil {
-			close(sent)
+			sent <- struct{}{}
 		}
 	}
 	in := s.ports[inPort]

@@ -30,10 +30,18 @@ type batcher struct {
 	scratch []byte // the receive stages' arena (stage.go)
 	oldest  time.Time
 	cap     int
+	// sent orders a queue's batches in flight (hand, process): after its
+	// transmit a batch puts a token in its batcher's sent (capacity 1),
+	// which the batch handed after it takes before transmitting. A token
+	// is taken before its batcher can carry another one (the next batch
+	// transmits only after taking it, and the batcher comes back for a
+	// later batch only after that one's turn), so the channel is made once.
+	sent chan struct{}
 }
 
 func newBatcher(capacity int) *batcher {
-	return &batcher{frames: make([][]byte, 0, capacity), arena: make([]byte, 0, capacity*2048), cap: capacity}
+	return &batcher{frames: make([][]byte, 0, capacity), arena: make([]byte, 0, capacity*2048), cap: capacity,
+		sent: make(chan struct{}, 1)}
 }
 
 // add copies f into the batch. A frame whose sender left its checksum
@@ -296,7 +304,7 @@ type queueRunner struct {
 	jobs chan flight   // InFlight > 1: closed batches, in order (cap Depth), for the flight goroutines
 	free chan *batcher // empty batchers (cap Depth+1)
 	done chan struct{} // closed when loop returns (InFlight 1)
-	prev chan struct{} // closed once the last handed batch has transmitted (nil: none)
+	prev chan struct{} // the last handed batch's sent: it holds a token once that batch has transmitted (nil: none)
 	wg   sync.WaitGroup
 
 	unfinished atomic.Int64  // batches handed and not yet transmitted (finish)
@@ -413,7 +421,7 @@ func (q *queueRunner) hand(b *batcher) *batcher {
 		q.finish(b)
 		return <-q.free
 	}
-	turn, sent := q.prev, make(chan struct{})
+	turn, sent := q.prev, b.sent
 	q.prev = sent
 	q.jobs <- flight{b: b, frames: frames, turn: turn, sent: sent}
 	return <-q.free
