@@ -66,9 +66,11 @@ type EventBatch struct {
 	err  error
 	// namesVer is the version of the name table the batch was encoded
 	// for (0: not known; the CUDA matcher's own batches set it and Submit
-	// refuses them after a live update numbered new names), seen the live
-	// updates queued before its launch (set by Submit).
-	namesVer, seen uint64
+	// refuses them after a live update numbered new names), seen the
+	// version of the words it is matched against (set by Submit), since
+	// the version its caller's call began at (0: none): Submit may leave
+	// the words of updates made after it pending (see Submit).
+	namesVer, seen, since uint64
 }
 
 // EncodeEvents encodes evs into b (replacing its contents) for a layout's

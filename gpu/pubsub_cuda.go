@@ -516,7 +516,12 @@ func (m *CUDAMatcher) Submit(b *EventBatch) error {
 	}
 	b.seen = m.live.seq
 	fn, evk, epoch := m.fn, cu.Event{}, uint32(0)
-	if m.live.pn > 0 && updateMode() == "live" {
+	if m.live.pn > 0 && m.live.mayDefer(b) {
+		// Updates made after the caller's call began wait for its
+		// next call (the words stand at flushedSeq; see mayDefer).
+		b.seen = m.live.flushedSeq
+		m.live.deferred++
+	} else if m.live.pn > 0 && updateMode() == "live" {
 		// The pending pairs are scattered by the batch's own kernel:
 		// no launch of their own on the caller's path.
 		var extra []unsafe.Pointer
@@ -538,7 +543,7 @@ func (m *CUDAMatcher) Submit(b *EventBatch) error {
 		return b.err
 	}
 	if fn == m.fnUpd {
-		m.live.fused(si, epoch)
+		m.fused(si, epoch)
 	}
 	t.submitted = true
 	t.si, t.q, t.fl = si, m.live.queued[si], m.live.flushes
@@ -625,8 +630,13 @@ func (m *CUDAMatcher) MatchSlots(evs []pubsub.Event, out [][]uint32, slots []uin
 	if len(evs) >= 4096 {
 		parts = min(matchParts, len(evs)/2048)
 	}
+	// The version this call began at: its batches see every update made
+	// before it, and may leave later ones for the next call (Submit).
+	m.live.mu.Lock()
+	since := m.live.seq
+	m.live.mu.Unlock()
 	if parts == 1 {
-		return m.matchRange(evs, out, slots)
+		return m.matchRange(evs, out, slots, since)
 	}
 	type res struct {
 		slots    []uint32
@@ -641,7 +651,7 @@ func (m *CUDAMatcher) MatchSlots(evs []pubsub.Event, out [][]uint32, slots []uin
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, rs[p].slots, rs[p].complete, rs[p].err = m.matchRange(evs[lo:hi], out[lo:hi], nil)
+			_, rs[p].slots, rs[p].complete, rs[p].err = m.matchRange(evs[lo:hi], out[lo:hi], nil, since)
 		}()
 	}
 	wg.Wait()
@@ -657,13 +667,14 @@ func (m *CUDAMatcher) MatchSlots(evs []pubsub.Event, out [][]uint32, slots []uin
 }
 
 // matchRange matches evs into out (len(out) == len(evs)) on one batch.
-func (m *CUDAMatcher) matchRange(evs []pubsub.Event, out [][]uint32, slots []uint32) ([][]uint32, []uint32, bool, error) {
+func (m *CUDAMatcher) matchRange(evs []pubsub.Event, out [][]uint32, slots []uint32, since uint64) ([][]uint32, []uint32, bool, error) {
 	b, err := m.getBatch()
 	if err != nil {
 		return out, slots, false, err
 	}
 	defer m.putBatch(b)
-	defer func() { b.namesVer = 0 }()
+	defer func() { b.namesVer, b.since = 0, 0 }()
+	b.since = since
 	complete := true
 	done := 0
 	for done < len(evs) {

@@ -651,6 +651,24 @@ func testPubsubLiveChurn(t *testing.T) {
 		gate.RLock()
 		los := [2]int{(2 * round * per) % len(evs), ((2*round + 1) * per) % len(evs)}
 		for i, b := range bs {
+			if i == 1 && round%4 == 1 {
+				// The second batch as a call's (MatchSlots) that began
+				// before an update made after the first batch's
+				// scatter: the update may stay pending (mayDefer).
+				m.live.mu.Lock()
+				b.since = m.live.seq
+				m.live.mu.Unlock()
+				for t0 := time.Now(); time.Since(t0) < 20*time.Millisecond; time.Sleep(50 * time.Microsecond) {
+					m.live.mu.Lock()
+					moved := m.live.seq > b.since
+					m.live.mu.Unlock()
+					if moved {
+						break
+					}
+				}
+			} else {
+				b.since = 0
+			}
 			if err := submit(b, los[i]); err != nil {
 				t.Fatal(err)
 			}
@@ -699,6 +717,12 @@ func testPubsubLiveChurn(t *testing.T) {
 	if live.Load() == 0 || len(seen) < 10 {
 		t.Fatalf("%d live updates, %d versions seen by the batches: the churn did not overlap the matching", live.Load(), len(seen))
 	}
-	t.Logf("%d batches of %d events equal to the CPU at their version; %d changes (%d live updates, %d whole images), %d versions seen",
-		len(results), per, changes.Load(), live.Load(), fulls.Load(), len(seen))
+	m.live.mu.Lock()
+	deferred := m.live.deferred
+	m.live.mu.Unlock()
+	if deferred == 0 && updateMode() == "live" {
+		t.Fatal("no batch left an update pending: the deferral (mayDefer) was not exercised")
+	}
+	t.Logf("%d batches of %d events equal to the CPU at their version; %d changes (%d live updates, %d whole images), %d versions seen, %d batches deferred updates",
+		len(results), per, changes.Load(), live.Load(), fulls.Load(), len(seen), deferred)
 }

@@ -74,7 +74,7 @@ func BenchmarkCUDAPubsubFlush(b *testing.B) {
 					m.live.mu.Unlock()
 					b.StartTimer()
 				}
-				if _, _, _, err := m.matchRange(evs, out, nil); err != nil {
+				if _, _, _, err := m.matchRange(evs, out, nil, 0); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -111,6 +111,15 @@ import (
 // finished a stream skips the wait for the latest (liveUpdates.finished),
 // so a single matching goroutine, which waits for each batch before it
 // queues the next, queues no cross-stream waits at all.
+// A batch of a call (MatchSlots; EventBatch.since, the version the call
+// began at) may leave pending the pairs of updates made after the call
+// began, when its names are the ones the device's words go with
+// (mayDefer): it is matched against the words as they stand (version
+// flushedSeq, at or after the call's start), and the call's next batches
+// or the next call scatter them. A call split over goroutines (its parts
+// in several streams) so makes one scatter, at its first batch, and a
+// part never waits for another part in flight for the sake of a change
+// made meanwhile.
 // Mode
 // "eager" queues each update's scatter at once on an update stream of its
 // own, with the same ordering (one scatter per update: what the churn
@@ -156,17 +165,22 @@ type liveState struct {
 
 // liveUpdates is a matcher's live-update state.
 type liveUpdates struct {
-	mu   sync.Mutex // held while work is queued on the device or pairs added
-	seq  uint64     // versions of the words published (mu)
-	last cu.Event   // the latest scatter's done event (mu; zero before the first)
-	up   cu.Stream  // the update stream: eager scatters only
-	sev  []cu.Event // per matching stream: recorded before a scatter
-	ring [liveRing]liveStage
-	k    int              // the ring's buffer the pending pairs are in (mu)
-	pn   int              // pending pairs (mu)
-	pidx map[uint32]int32 // pending pairs by global offset (mu)
-	nver uint64           // name table versions handed out (updMu or the owning goroutine in load)
-	ctx  cu.CUContext
+	mu  sync.Mutex // held while work is queued on the device or pairs added
+	seq uint64     // versions of the words published (mu)
+	// The version the device's words are at once the scatters queued so
+	// far have run, and the name table version they go with; the version
+	// of the first update whose pairs are pending (mu).
+	flushedSeq, flushedNames, pendFrom uint64
+	deferred                           uint64     // batches queued with pairs left pending (mayDefer; for the tests)
+	last                               cu.Event   // the latest scatter's done event (mu; zero before the first)
+	up                                 cu.Stream  // the update stream: eager scatters only
+	sev                                []cu.Event // per matching stream: recorded before a scatter
+	ring                               [liveRing]liveStage
+	k                                  int              // the ring's buffer the pending pairs are in (mu)
+	pn                                 int              // pending pairs (mu)
+	pidx                               map[uint32]int32 // pending pairs by global offset (mu)
+	nver                               uint64           // name table versions handed out (updMu or the owning goroutine in load)
+	ctx                                cu.CUContext
 	// Ordering (mu): scatters queued; per matching stream, whether work
 	// was queued in it since the latest scatter (it is then ordered
 	// before the next) and the scatters it was ordered after; the same
@@ -363,6 +377,7 @@ func (m *CUDAMatcher) publish(st *liveState) {
 	m.live.mu.Lock()
 	m.state.Store(st)
 	m.live.seq++
+	m.live.flushedSeq, m.live.flushedNames = m.live.seq, st.namesVer
 	m.live.mu.Unlock()
 }
 
@@ -428,8 +443,14 @@ func (m *CUDAMatcher) updateLive(u bubble.Update, names map[string]uint32, mode 
 	l := &m.live
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	empty := l.pn == 0
 	if err := m.addPendingLocked(u.Bubbles); err != nil {
 		return err
+	}
+	m.state.Store(st)
+	l.seq++
+	if empty {
+		l.pendFrom = l.seq
 	}
 	switch mode {
 	case "eager":
@@ -445,8 +466,6 @@ func (m *CUDAMatcher) updateLive(u bubble.Update, names map[string]uint32, mode 
 			return err
 		}
 	}
-	m.state.Store(st)
-	l.seq++
 	return nil
 }
 
@@ -519,7 +538,7 @@ func (m *CUDAMatcher) flushLocked(up cu.Stream, upIdx int) error {
 		return err
 	}
 	l.last, l.lastFused = s.done, false
-	l.flushed(upIdx)
+	l.flushed(upIdx, m.state.Load().namesVer)
 	return nil
 }
 
@@ -560,7 +579,8 @@ func (m *CUDAMatcher) orderAfterDirty(up cu.Stream, upIdx int, fn cu.Function, g
 // stream upIdx or -1 (l.mu held; l.last and lastFused set by the caller):
 // the streams wait for it before their next work (orderStream), and their
 // work so far is ordered before it.
-func (l *liveUpdates) flushed(upIdx int) {
+func (l *liveUpdates) flushed(upIdx int, namesVer uint64) {
+	l.flushedSeq, l.flushedNames = l.seq, namesVer
 	l.ring[l.k].used = true
 	l.k = (l.k + 1) % liveRing
 	l.flushes++
@@ -597,7 +617,20 @@ func (m *CUDAMatcher) fuseLocked(si int, a *cArgs) ([]unsafe.Pointer, cu.Event, 
 
 // fused records that the batch in stream si, queued after fuseLocked,
 // carries the scatter (published as epoch) (l.mu held).
-func (l *liveUpdates) fused(si int, epoch uint32) {
+func (m *CUDAMatcher) fused(si int, epoch uint32) {
+	l := &m.live
 	l.lastFused, l.lastTick, l.lastEpoch = true, l.tick.p+cu.DevicePtr(8*si+4), epoch
-	l.flushed(si)
+	l.flushed(si, m.state.Load().namesVer)
+}
+
+// mayDefer says whether batch b, about to be queued, may leave the
+// pending pairs pending (l.mu held): every pending update was made after
+// the call that queues b began (b.since), and b's names are the ones the
+// device's words go with. Such a batch is matched against the words as
+// they stand (the version flushedSeq), which is the state of the table at
+// or after the call's start: a caller that matches many batches in one
+// call (MatchSlots' parts) makes one scatter for the call, not one per
+// batch, and a batch in flight in another stream never holds it back.
+func (l *liveUpdates) mayDefer(b *EventBatch) bool {
+	return b.since != 0 && l.pendFrom > b.since && b.namesVer != 0 && b.namesVer == l.flushedNames
 }
