@@ -6,7 +6,7 @@
 //	                        [--scale F] [--events N] [--batches 1,1024,16384] [--latency-samples N]
 //	                        [--rounds N] [--threads N] [--check N] [--backend cpu|gpu] [--seed N] [--json]
 //	                        [--churn RATE] [--churn-batch N] [--churn-seconds S] [--churn-clients N] [--churn-op OP]
-//	                        [--small-modes copy,mapped,flag,graph,off] [--small-splits 8,16,32]
+//	                        [--small-modes copy,mapped,flag,graph,off] [--small-splits 8,16,32] [--cpuprofile FILE]
 //
 // The base scenario is CCM's default (pubsub.DefaultScenario: 10
 // interfaces, 22,500–27,500 filters each, 3–5 constraints per filter, about
@@ -56,9 +56,16 @@
 //     100 × (1 − churn/quiet), % (the two rounds of a pair are back to
 //     back, so the host's slow drifts cancel within a pair; the quartiles
 //     of the pairs' losses and the ratio of the two medians beside it;
-//     many short pairs, e.g. --rounds 30 --churn-seconds 0.2, give a
-//     steadier median than a few long ones), the change rate
-//     achieved and each change's time until visible (p50, p99). cpu: the
+//     many short pairs give a steadier median than a few long ones: the
+//     pairs' losses spread by about ±10 points on a GPU host, so 48 pairs
+//     leave the median uncertain by about 2 points and 400 pairs of 50 ms,
+//     --rounds 400 --churn-seconds 0.05, by about 0.2-0.3), the change
+//     rate achieved and each change's time until visible (p50, p99). A
+//     change goroutine sleeps until its next change is due, and a Go sleep
+//     of under a millisecond lasts about one millisecond on the hosts
+//     measured, so the changes come in bursts and a short round ends a
+//     few behind: ask a few percent more (--churn 10400) to reach a rate
+//     (achieved_rate says what was reached). cpu: the
 //     table's Add/Remove and MatchBatch; gpu: gswitchd's path, an
 //     eventfwd.Hybrid on a device of its own (every batch on the device,
 //     each change made visible by Hybrid.Sync: the table's bubbles copied
@@ -71,10 +78,12 @@
 //     per change and no change: what the change goroutine's CPU alone
 //     costs).
 //     The changes are removed afterwards. The CUDA matcher's updates are
-//     live (the words of the changes since the previous batch scattered
-//     before the next one, on the device; GSWITCH_PUBSUB_UPDATE=eager: a
-//     scatter per change, staged or sync: the earlier ways, which hold
-//     the batches while the words are copied). rate_reached says whether
+//     live (the words of the changes made before a call scattered by its
+//     first batch's kernel, on the device; GSWITCH_PUBSUB_UPDATE=eager: a
+//     scatter per change in a stream of its own, ahead: a scatter per
+//     change in the stream the next batch takes, staged or sync: the
+//     earlier ways, which hold the batches while the words are copied).
+//     --cpuprofile writes a CPU profile of the whole run. rate_reached says whether
 //     the changes per second reached the asked rate (within 2%).
 //
 // The deploy's parts: deploy_table_ms is the table's bulk add
