@@ -14,7 +14,9 @@ package gpu
 // out, n, stride), the results copied out, then, with a flag (a word of
 // pinned host memory, 0: none), seq written to it once all that is done
 // (cuStreamWriteValue32, after a memory fence: the results are in host
-// memory before the flag), and the batch's event recorded.
+// memory before the flag), and the batch's event recorded. With seg and
+// outBytes 0 nothing is copied: din and dout are then the batch's
+// page-locked host memory, mapped (zeroCopy).
 static CUresult gs_submit(CUstream st, CUfunction fn, unsigned grid, unsigned block, unsigned smem,
 	CUdeviceptr img, CUdeviceptr desc, int nl,
 	CUdeviceptr din, const void *hin, size_t seg, int nseg, size_t segStride,
@@ -43,8 +45,7 @@ static CUresult gs_submit(CUstream st, CUfunction fn, unsigned grid, unsigned bl
 	r = cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, smem, st, params, NULL);
 	if (r != CUDA_SUCCESS)
 		return r;
-	r = cuMemcpyDtoHAsync(hout, dout, outBytes, st);
-	if (r != CUDA_SUCCESS)
+	if (outBytes > 0 && (r = cuMemcpyDtoHAsync(hout, dout, outBytes, st)) != CUDA_SUCCESS)
 		return r;
 	if (flag != 0) {
 		r = cuStreamWriteValue32(st, flag, seq, CU_STREAM_WRITE_VALUE_DEFAULT);
@@ -351,10 +352,17 @@ func (c *CUDA) queue(st cu.Stream, t *cudaTable, b *Batch, cb *cudaBatch) error 
 		cb.fseq++
 		flag = C.CUdeviceptr(uintptr(cb.flag.p)) // pinned memory: the same address on the device (unified addressing)
 	}
+	din, dout, outBytes := cDev(cb.din.p), cDev(cb.dout.p), 4*int64(b.N)
+	if zeroCopy && t.kind == Flow {
+		// The kernel reads the keys and writes the results in the
+		// batch's pinned host memory (the same addresses on the device).
+		din, dout = C.CUdeviceptr(uintptr(cb.hin.p)), C.CUdeviceptr(uintptr(cb.hout.p))
+		seg, outBytes = 0, 0
+	}
 	r := C.gs_submit(cStream(st), cFunc(fn), C.uint(grid), blockSize, C.uint(t.smem),
 		cDev(t.img.p), cDev(t.desc.p), C.int(nl),
-		cDev(cb.din.p), cb.hin.p, C.size_t(seg), C.int(nseg), C.size_t(stride),
-		cDev(cb.dout.p), cb.hout.p, C.size_t(4*b.N), C.int(b.N), C.int(b.Cap), cEvent(cb.done),
+		din, cb.hin.p, C.size_t(seg), C.int(nseg), C.size_t(stride),
+		dout, cb.hout.p, C.size_t(outBytes), C.int(b.N), C.int(b.Cap), cEvent(cb.done),
 		flag, C.uint(cb.fseq))
 	if !cuOK(r) {
 		return fmt.Errorf("gpu: cuda: queueing a batch of %d: %v", b.N, cuErr(r))

@@ -287,6 +287,15 @@ var waitMode = func() cudaWaitMode {
 	return waitFlag
 }()
 
+// zeroCopy says whether a flow table's lookup batches are read and
+// written by the kernel in place, in their page-locked host memory mapped
+// into the device (GSWITCH_CUDA_ZEROCOPY=on), instead of copied in and
+// out: two driver calls fewer a batch (gs_submit queues the launch, the
+// flag and the event only). The kernels read each key word once and write
+// each result once, so the device crosses PCIe for as many bytes either
+// way.
+var zeroCopy = os.Getenv("GSWITCH_CUDA_ZEROCOPY") == "on"
+
 // lookupVia runs a slice lookup of n keys: fill copies keys [lo, lo+b.N)
 // into a batch, the batch is submitted, and drain copies its results out
 // once it is done.
