@@ -124,7 +124,7 @@ const (
 type placed struct {
 	id    TableID
 	kind  Kind
-	place atomic.Uint32 // Placement
+	place atomic.Uint32 // Placement: read without a lock by lookups, written under mu with info
 	dirty atomic.Bool   // its class count changed since its last calibration
 	// classes is the class count of the last calibration (-1: none).
 	classes atomic.Int64
@@ -377,13 +377,12 @@ func (e *Engine) calibrate(p *placed) {
 			why += ": " + devErr.Error()
 		}
 	}
-	p.place.Store(uint32(next))
-	if next != cur {
-		e.placementChanged()
-	}
 	p.classes.Store(int64(classes))
 	p.size.Store(e.cpu.tableSize(p.id, p.kind))
 	p.mu.Lock()
+	// The place and the figures that chose it change together under mu,
+	// so that TableBackends never shows one without the other.
+	p.place.Store(uint32(next))
 	p.info.Classes, p.info.CPUNsPerKey, p.info.DeviceNsPerKey, p.info.Batch = classes, cpuNs, devNs, b
 	if math.IsNaN(devNs) {
 		p.info.DeviceNsPerKey = 0
@@ -392,6 +391,9 @@ func (e *Engine) calibrate(p *placed) {
 	calibs := p.info.Calibrations
 	p.info.Reason = "auto: " + why
 	p.mu.Unlock()
+	if next != cur {
+		e.placementChanged()
+	}
 	dev := func(x float64) any {
 		if math.IsNaN(x) {
 			return "none"
@@ -514,7 +516,7 @@ func (e *Engine) TableBackends() []TableBackend {
 	for _, id := range ids {
 		p := m[id]
 		p.mu.Lock()
-		tb := p.info
+		tb, place := p.info, Placement(p.place.Load())
 		p.mu.Unlock()
 		tb.Table, tb.Kind, tb.Mode = id, p.kind.String(), mode
 		onDev := false
@@ -533,7 +535,7 @@ func (e *Engine) TableBackends() []TableBackend {
 		case e.mode != ModeAuto:
 			tb.Backend, tb.Reason = "device", fmt.Sprintf("--backend gpu: batches of %d keys or more on the device", e.minBatch)
 		default:
-			tb.Backend = Placement(p.place.Load()).String()
+			tb.Backend = place.String()
 			if tb.Reason == "" {
 				tb.Reason = "auto: not calibrated yet (on the CPU until then)"
 			}
