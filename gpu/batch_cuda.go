@@ -16,7 +16,7 @@ package gpu
 // (cuStreamWriteValue32, after a memory fence: the results are in host
 // memory before the flag), and the batch's event recorded. With seg and
 // outBytes 0 nothing is copied: din and dout are then the batch's
-// page-locked host memory, mapped (zeroCopy).
+// page-locked host memory, mapped (zeroCopyMax).
 static CUresult gs_submit(CUstream st, CUfunction fn, unsigned grid, unsigned block, unsigned smem,
 	CUdeviceptr img, CUdeviceptr desc, int nl,
 	CUdeviceptr din, const void *hin, size_t seg, int nseg, size_t segStride,
@@ -353,7 +353,7 @@ func (c *CUDA) queue(st cu.Stream, t *cudaTable, b *Batch, cb *cudaBatch) error 
 		flag = C.CUdeviceptr(uintptr(cb.flag.p)) // pinned memory: the same address on the device (unified addressing)
 	}
 	din, dout, outBytes := cDev(cb.din.p), cDev(cb.dout.p), 4*int64(b.N)
-	if zeroCopy && t.kind == Flow {
+	if t.kind == Flow && b.N <= zeroCopyMax {
 		// The kernel reads the keys and writes the results in the
 		// batch's pinned host memory (the same addresses on the device).
 		din, dout = C.CUdeviceptr(uintptr(cb.hin.p)), C.CUdeviceptr(uintptr(cb.hout.p))
