@@ -469,8 +469,11 @@ func (m *CUDAMatcher) params(a *cArgs, b *EventBatch, off, attrs, str, out uint6
 // the copy-out of its port bitmaps and deciding slots in the next stream.
 //
 // A live update (pubsub_live_cuda.go) is either wholly before or wholly
-// after the batch: Submit holds live.mu while it queues the batch, after
-// the scatter of the pending updates' words, if any, in the same stream.
+// after the batch: Submit holds live.mu while it queues the batch, whose
+// kernel first writes the pending updates' words, if any
+// (pubsub_match_upd), unless they were all made after the batch's call
+// began (mayDefer: the batch is then matched against the words as they
+// stand).
 // A batch encoded by matchRange for a name table that an update has
 // replaced since is refused with errStaleNames (matchRange encodes it
 // again).
