@@ -548,6 +548,15 @@ func (m *CUDAMatcher) flushLocked(up cu.Stream, upIdx int) error {
 // record of done: gs_live_scatter, one cgo call (l.mu held).
 func (m *CUDAMatcher) orderAfterDirty(up cu.Stream, upIdx int, fn cu.Function, grid int, params []unsafe.Pointer, done cu.Event) error {
 	l := &m.live
+	dirty := 0
+	for i, d := range l.dirty {
+		if d && i != upIdx {
+			dirty++
+		}
+	}
+	if fn == (cu.Function{}) && dirty == 0 {
+		return nil // nothing to queue: no C memory, no cgo call (the fused batch's usual case)
+	}
 	nst := len(m.streams) + 1
 	mem := C.malloc(C.size_t(8 * (2*nst + len(params) + 1)))
 	defer C.free(mem)
@@ -559,9 +568,6 @@ func (m *CUDAMatcher) orderAfterDirty(up cu.Stream, upIdx int, fn cu.Function, g
 			cs[n], ce[n] = cStream(st), cEvent(l.sev[i])
 			n++
 		}
-	}
-	if fn == (cu.Function{}) && n == 0 {
-		return nil
 	}
 	pp := unsafe.Slice((*unsafe.Pointer)(unsafe.Add(mem, 8*2*nst)), len(params)+1)
 	copy(pp, params)
