@@ -46,7 +46,7 @@ const oddPort = "eth\"1\\\n"
 // port: the names of the hand-written text writer the collectors replaced.
 var wantFamilies = []string{
 	"gswitch_backend_fallbacks_total", "gswitch_backend_keys_total",
-	"gswitch_batch_frames", "gswitch_batches_closed_total", "gswitch_frame_latency_seconds", "gswitch_group_drops_total",
+	"gswitch_batch_frames", "gswitch_batches_closed_total", "gswitch_frame_latency_seconds", "gswitch_frame_latency_stage_seconds", "gswitch_group_drops_total",
 	"gswitch_l3_drops_total", "gswitch_l3_forwarded_bytes_total", "gswitch_l3_forwarded_packets_total",
 	"gswitch_l3_icmp_rate_limited_total", "gswitch_l3_neighbours", "gswitch_l3_queued_total", "gswitch_l3_sent_total",
 	"gswitch_learned_macs", "gswitch_malformed_frames_total", "gswitch_meter_drops_total", "gswitch_no_route_total",

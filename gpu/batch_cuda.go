@@ -331,21 +331,22 @@ func (c *CUDA) Submit(id TableID, b *Batch) error {
 
 // queue queues b in st (see gs_submit); the caller holds c.mu.
 func (c *CUDA) queue(st cu.Stream, t *cudaTable, b *Batch, cb *cudaBatch) error {
-	fn, nl := c.fn4, t.nl
+	fn, nl, threads := c.fn4, t.nl, b.N
 	switch t.kind {
 	case LPM6:
 		fn = c.fn6
 	case Flow:
-		fn, nl = t.ffn, FlowRefill
+		mode := flowMode(t.flay, b.N)
+		fn, nl, threads = t.ffn, int64(mode), flowThreads(mode, b.N)
 	}
 	seg, nseg, stride := 4*int64(b.Width)*int64(b.N), 1, int64(0)
 	if t.kind == Flow && b.N < b.Cap {
 		// SoA columns are Cap words apart: copy the P filled column parts.
 		seg, nseg, stride = 4*int64(b.N), b.Width, 4*int64(b.Cap)
 	}
-	grid := c.gridFor(fn, b.N)
+	grid := c.gridFor(fn, threads)
 	if t.grid > 0 {
-		grid = max(1, min((b.N+blockSize-1)/blockSize, t.grid))
+		grid = max(1, min((threads+blockSize-1)/blockSize, t.grid))
 	}
 	var flag C.CUdeviceptr
 	if cb.flag.n != 0 {

@@ -12,8 +12,9 @@ import (
 
 // BenchmarkCUDAFlowKernel measures the flow kernels side by side on the
 // same tables (Bloom and merged) and packets: flow_lookup with refilled
-// lanes (the mode in use), flow_lookup with one thread per packet walking
-// its classes to the end, and flow_lookup_split (G threads per packet, a
+// lanes (the mode of large batches), flow_lookup with one thread per
+// packet walking its classes to the end, with a warp per packet (the mode
+// of small batches), and flow_lookup_split (G threads per packet, a
 // 64-bit atomicMax merging their ranks; Bloom only), reporting Mpackets/s
 // of the kernels alone. Every kernel's answers must equal the pipeline's.
 func BenchmarkCUDAFlowKernel(b *testing.B) {
@@ -82,7 +83,7 @@ func BenchmarkCUDAFlowKernel(b *testing.B) {
 			for _, m := range []struct {
 				name string
 				mode int
-			}{{"refill", FlowRefill}, {"one-thread-per-packet", FlowThreadPerPacket}} {
+			}{{"refill", FlowRefill}, {"one-thread-per-packet", FlowThreadPerPacket}, {"warp-per-packet", FlowWarpPerPacket}} {
 				b.Run(name+"/"+m.name, func(b *testing.B) {
 					ms, got, err := c.KernelTimeFlowMode(id, soa, n, m.mode, max(b.N, 3))
 					if err != nil {

@@ -33,6 +33,23 @@ func compareFlow(t *testing.T, b Backend, id TableID, tab *flow.Table, keys []fl
 	// The same keys through a Batch holding fewer packets than it can, so
 	// that its key columns are Cap words apart.
 	batch := batchFlow(t, b, id, soa, n, len(tab.UsedWords()), what)
+	// Small lookups, as the datapath's shared batches make them (a device
+	// runs them with a warp per packet: FlowWarpPerPacket).
+	for _, m := range []int{1, 7, 64, 1000} {
+		if m > n {
+			break
+		}
+		lo := m * 31 % (n - m + 1)
+		small := make([]flow.RuleID, m)
+		if err := b.LookupFlow(id, flow.PackSoA(keys[lo:lo+m], tab.UsedWords(), nil), m, small); err != nil {
+			t.Fatalf("%s: %s flow lookup of %d: %v", what, b.Name(), m, err)
+		}
+		for i, r := range small {
+			if r != want[lo+i] {
+				t.Fatalf("%s: %s lookup of %d: packet %d (%v): got rule %d, table says %d", what, b.Name(), m, lo+i, keys[lo+i], r, want[lo+i])
+			}
+		}
+	}
 	hits := 0
 	for i := range want {
 		if got[i] != want[i] {

@@ -4,6 +4,8 @@ package gpu
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -84,17 +86,60 @@ const (
 	// FlowThreadPerPacket: one thread walks one packet's classes to the
 	// end, over a grid-stride loop (the comparison).
 	FlowThreadPerPacket = 1
+	// FlowWarpPerPacket: a warp per packet, its lanes walking the
+	// packet's classes 32 at a time (classify_warp; tuple, Bloom and
+	// merged images, launched with 32 threads a packet): the mode of
+	// small batches (flowWarpMax).
+	FlowWarpPerPacket = 2
 )
 
-// KernelTimeFlowMode is KernelTimeFlow for the kernel mode given (FlowRefill
-// or FlowThreadPerPacket), and also returns the answers of the last launch.
+// flowWarpMax is the largest flow lookup batch run with a warp per
+// packet (FlowWarpPerPacket); larger batches, and linear images, use
+// refilled lanes (FlowRefill). A lane per packet walks its classes one
+// after another, so a small batch's kernel lasts as long as one packet's
+// walk, however few packets; a warp walks 32 classes at once, but does
+// more work a packet. On an H200 (2026-11-26, 131,072 rules in 512
+// classes, merged; BenchmarkCUDASmallBatchLatency) a kernel of 64 to
+// 1,024 keys took 6.6-7.4 µs with a warp per packet against 34-39 µs,
+// 4,096 keys 12 against 40 µs, 16,384 keys 28 against 41 µs, and a whole
+// lookup of 64 to 1,024 keys from one caller 18-25 µs against 48-58 µs at
+// the p50; on a million keys
+// (BenchmarkCUDAFlowKernel) refilled lanes classify 1,306 Mpackets/s, a
+// warp per packet 746. GSWITCH_FLOW_WARP=N sets the bound (0: never), for
+// comparisons.
+var flowWarpMax = func() int {
+	if v, err := strconv.Atoi(os.Getenv("GSWITCH_FLOW_WARP")); err == nil && v >= 0 {
+		return v
+	}
+	return 16384
+}()
+
+// flowMode returns the kernel mode of a lookup of n keys in image l.
+func flowMode(l *flowLayout, n int) int {
+	if l.algo != flow.Linear && n <= flowWarpMax {
+		return FlowWarpPerPacket
+	}
+	return FlowRefill
+}
+
+// flowThreads returns the threads a lookup of n keys in mode wants: one
+// per key, 32 with a warp per packet.
+func flowThreads(mode, n int) int {
+	if mode == FlowWarpPerPacket {
+		return 32 * n
+	}
+	return n
+}
+
+// KernelTimeFlowMode is KernelTimeFlow for the kernel mode given (FlowRefill,
+// FlowThreadPerPacket or FlowWarpPerPacket), and also returns the answers of the last launch.
 // n == 0 takes no time and answers nothing.
 func (c *CUDA) KernelTimeFlowMode(id TableID, soa []uint32, n, mode, iters int) (ms float64, out []flow.RuleID, err error) {
 	iters = max(iters, 1)
 	if n == 0 {
 		return 0, nil, nil
 	}
-	if mode != FlowRefill && mode != FlowThreadPerPacket {
+	if mode != FlowRefill && mode != FlowThreadPerPacket && mode != FlowWarpPerPacket {
 		return 0, nil, fmt.Errorf("gpu: cuda: flow kernel mode %d", mode)
 	}
 	err = c.do(func() error {
@@ -103,8 +148,8 @@ func (c *CUDA) KernelTimeFlowMode(id TableID, soa []uint32, n, mode, iters int) 
 			return err
 		}
 		ms, err = c.timeLaunches(iters, func(st cu.Stream) error {
-			// (img, desc, mode, keys, out, n, stride = n): launchShared appends the last.
-			return c.launchShared(st, t.ffn, n, t.smem, t.grid, t.img.p, t.desc.p, int64(mode), c.in.p, c.out.p, int64(n))
+			// (img, desc, mode, keys, out, n, stride = n)
+			return c.launchItems(st, t.ffn, flowThreads(mode, n), t.smem, t.grid, t.img.p, t.desc.p, int64(mode), c.in.p, c.out.p, int64(n), int64(n))
 		})
 		if err != nil {
 			return err

@@ -14,9 +14,9 @@ import (
 
 // BenchmarkCUDASmallBatchLatency measures what a small lookup batch (the
 // datapath's shared batches hold a few hundred keys) costs in time on the
-// 131,072-rule, 512-class set: the flow kernel alone (refilled lanes, the
-// mode in use; for Bloom images also flow_lookup_split with G threads a
-// packet), and a whole LookupFlow of the backend (keys in, kernel, results
+// 131,072-rule, 512-class set: the flow kernel alone (refilled lanes, and
+// a warp per packet, the mode of batches up to flowWarpMax; for Bloom
+// images also flow_lookup_split with G threads a packet), and a whole LookupFlow of the backend (keys in, kernel, results
 // out, the caller's wait) from one caller and from eight at once, as
 // p50/p99 microseconds of 300 calls each after 20 untimed ones (until
 // 2026-11-26 afternoon the first calls, which make the callers' lookup
@@ -51,7 +51,7 @@ func BenchmarkCUDASmallBatchLatency(b *testing.B) {
 		if err := c.LookupFlow(id, flow.PackSoA(keys, proj, nil), len(keys), want); err != nil {
 			b.Fatal(err)
 		}
-		for _, n := range []int{64, 256, 1024, 4096} {
+		for _, n := range []int{64, 256, 1024, 4096, 16384} {
 			soa := flow.PackSoA(keys[:n], proj, nil)
 			check := func(b *testing.B, what string, got []flow.RuleID) {
 				for i := range n {
@@ -62,14 +62,19 @@ func BenchmarkCUDASmallBatchLatency(b *testing.B) {
 				}
 			}
 			name := fmt.Sprintf("%v/n=%d", algo, n)
-			b.Run(name+"/kernel-refill", func(b *testing.B) {
-				ms, got, err := c.KernelTimeFlowMode(id, soa, n, FlowRefill, max(b.N, 50))
-				if err != nil {
-					b.Fatal(err)
-				}
-				check(b, "refill", got)
-				b.ReportMetric(ms*1e3, "us/launch")
-			})
+			for _, m := range []struct {
+				name string
+				mode int
+			}{{"refill", FlowRefill}, {"warp", FlowWarpPerPacket}} {
+				b.Run(name+"/kernel-"+m.name, func(b *testing.B) {
+					ms, got, err := c.KernelTimeFlowMode(id, soa, n, m.mode, max(b.N, 50))
+					if err != nil {
+						b.Fatal(err)
+					}
+					check(b, m.name, got)
+					b.ReportMetric(ms*1e3, "us/launch")
+				})
+			}
 			if algo == flow.Bloom {
 				for _, g := range []int{8, 32} {
 					b.Run(fmt.Sprintf("%s/kernel-split-%d", name, g), func(b *testing.B) {

@@ -400,9 +400,63 @@ __device__ void classify_refill(const ftab& f, const uint32_t* __restrict__ soa,
 	}
 }
 
+// classify_warp is the tuple/Bloom/merged lookup with a warp per packet,
+// for small batches, whose lookups one lane per packet would walk one
+// class after another (on 131,072 rules in 512 classes, merged: 34-40 µs a
+// kernel at any batch size, most of it the dependent loads of a packet's
+// walk). The warp walks the packet's classes 32 at a time in their order
+// (descending max priority), lane l taking class 32r+l of round r; after
+// each round the warp's best rank is every lane's (a maximum over shuffles),
+// and the walk stops after a round in which a lane found its class's max
+// priority below the best (every later class is lower still). The answer
+// is the same as the lane-per-packet walks': the best rank over the
+// classes, a class being skipped only when none of its rules can beat a
+// rank already found (rank = prio<<32 | ~id: no ties).
+template <int P>
+__device__ void classify_warp(const ftab& f, const uint32_t* __restrict__ soa, uint32_t* __restrict__ out, int n, int stride)
+{
+	const unsigned full = 0xFFFFFFFFu;
+	const int lane = threadIdx.x & 31;
+	const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+	const uint32_t dw = P + C_FIXED;
+	for (long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < n; i += warps) { // uniform in the warp
+		uint32_t pk[P > 0 ? P : 1];
+#pragma unroll
+		for (int j = 0; j < P; j++)
+			pk[j] = soa[(size_t)j * stride + i];
+		uint64_t best = 0;
+		for (uint32_t base = 0; base < f.n; base += 32) {
+			const uint32_t k = base + lane;
+			bool stop = false, walk = false;
+			const uint32_t* cd = f.desc;
+			if (k < f.n) {
+				const uint32_t slot = f.order[k];
+				if (slot < f.nslot) {
+					cd = f.desc + slot * dw;
+					stop = (best >> 32) > (uint64_t)cd[P + C_MAXPRIO];
+					walk = !stop;
+				}
+			}
+			const bool last = __any_sync(full, stop);
+			if (walk && flow_pre<P>(cd, pk))
+				best = flow_rest<P>(f, cd, pk, best);
+#pragma unroll
+			for (int o = 16; o > 0; o >>= 1) {
+				const uint64_t v = __shfl_xor_sync(full, best, o);
+				best = v > best ? v : best;
+			}
+			if (last)
+				break;
+		}
+		if (lane == 0)
+			out[i] = best == 0 ? EMPTY_ID : ~(uint32_t)best;
+	}
+}
+
 // classify runs the lookups for one P: linear images, and mode 1, one
 // thread per packet over a grid-stride loop; tuple, Bloom and merged
-// images in mode 0 (the default), classify_refill.
+// images in mode 0 (the default), classify_refill, and in mode 2 (small
+// batches), classify_warp.
 template <int P>
 __device__ void classify(const uint32_t* __restrict__ img, const uint32_t* d, const ftab& f,
 			 const uint32_t* __restrict__ soa, uint32_t* __restrict__ out, int n, int stride, int mode)
@@ -410,6 +464,10 @@ __device__ void classify(const uint32_t* __restrict__ img, const uint32_t* d, co
 	const bool linear = d[D_ALGO] == ALGO_LINEAR;
 	if (!linear && mode == 0) {
 		classify_refill<P>(f, soa, out, n, stride);
+		return;
+	}
+	if (!linear && mode == 2) {
+		classify_warp<P>(f, soa, out, n, stride);
 		return;
 	}
 	uint32_t pk[P > 0 ? P : 1];
@@ -456,7 +514,9 @@ __device__ __forceinline__ void lookup(const uint32_t* __restrict__ img, const u
 // staged parts in shared memory. mode 0 walks
 // tuple, Bloom and merged images with refilled lanes (classify_refill),
 // mode 1 with one thread per packet over a grid-stride loop (the
-// comparison; linear images always). A kernel holds the
+// comparison; linear images always), mode 2 with a warp per packet
+// (classify_warp: the host's choice for small batches, launched with 32
+// threads a packet). A kernel holds the
 // registers its widest width needs, and registers bound how many warps an
 // SM keeps resident (the lookups wait on shared memory and L2 and need
 // many), so narrow images have kernels of their own: flow_lookup_w8 for

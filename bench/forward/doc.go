@@ -108,8 +108,11 @@
 // gswitchd runs with a metrics listener; each step scrapes its histogram
 // gswitch_frame_latency_seconds (kernel receive timestamp to the end of the
 // frame's batch in the pipeline) before and after and reports the step's
-// latency_p50_us and latency_p99_us (interpolated in √2-wide buckets).
-// With --latency-step, after a gswitchd series with a lossless rate, one
+// latency_p50_us and latency_p99_us (interpolated in √2-wide buckets),
+// and from gswitch_frame_latency_stage_seconds the same by stage,
+// latency_stages_us {ring, batch, run: [p50, p99]} (in the receive ring
+// until the reader took the frame, in the open batch, the batch's run from
+// its close; the log line's "p50/p99 by stage"). With --latency-step, after a gswitchd series with a lossless rate, one
 // more step runs at half that rate (half_lossless: true, not part of the series): the latency of
 // a switch that is not overloaded.
 //

@@ -334,7 +334,10 @@ type Step struct {
 	// the series at half its max_lossless_pps (not part of the series).
 	LatencyP50us float64 `json:"latency_p50_us,omitempty"`
 	LatencyP99us float64 `json:"latency_p99_us,omitempty"`
-	HalfLossless bool    `json:"half_lossless,omitempty"`
+	// The same by stage (gswitch_frame_latency_stage_seconds: ring,
+	// batch, run, which add up to the latency): [p50, p99] in µs.
+	LatencyStages map[string][2]float64 `json:"latency_stages_us,omitempty"`
+	HalfLossless  bool                  `json:"half_lossless,omitempty"`
 	// --ruleset events: what matched gswitchd's events (cpu, or the
 	// device) and the events it matched on the device and on the CPU since
 	// it started, read after the series.

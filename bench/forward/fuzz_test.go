@@ -43,13 +43,19 @@ func FuzzParseLatency(f *testing.F) {
 	f.Add("gswitch_frame_latency_seconds_bucket{le=\"1e-05\"} 3\ngswitch_frame_latency_seconds_bucket{le=\"+Inf\"} 4\ngswitch_frame_latency_seconds_sum 1\ngswitch_frame_latency_seconds_count 4\n")
 	f.Add("# TYPE gswitch_frame_latency_seconds histogram\ngswitch_frame_latency_seconds_count 0\n")
 	f.Add("x 1\n")
+	f.Add("gswitch_frame_latency_seconds_count 1\ngswitch_frame_latency_stage_seconds_bucket{stage=\"ring\",le=\"1e-05\"} 3\ngswitch_frame_latency_stage_seconds_count{stage=\"ring\"} 4\n")
 	f.Fuzz(func(t *testing.T, page string) {
 		h, err := parseLatency(strings.NewReader(page))
 		if err != nil {
 			return
 		}
-		if p50, p99 := h.quantile(0.5), h.quantile(0.99); p50 < 0 || p99 < 0 {
+		if p50, p99 := h.total.quantile(0.5), h.total.quantile(0.99); p50 < 0 || p99 < 0 {
 			t.Fatalf("quantiles %v %v", p50, p99)
+		}
+		for st, sh := range h.stages {
+			if p50, p99 := sh.quantile(0.5), sh.quantile(0.99); p50 < 0 || p99 < 0 {
+				t.Fatalf("stage %s: quantiles %v %v", st, p50, p99)
+			}
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -32,9 +33,34 @@ type latHist struct {
 	cum    []uint64
 }
 
-// scrapeLatency reads gswitchd's latency histogram from its metrics
+// stageMetric is the same latency by stage (label stage: ring, batch,
+// run), which add up to it; a gswitchd before 2026-11-26 has none.
+const stageMetric = "gswitch_frame_latency_stage_seconds"
+
+// latPage is what a metrics page says of the latency: the whole and, when
+// gswitchd exports them, the stages.
+type latPage struct {
+	total  *latHist
+	stages map[string]*latHist
+}
+
+// since is the page of the values recorded after p0.
+func (p *latPage) since(p0 *latPage) *latPage {
+	if p0 == nil {
+		return nil
+	}
+	d := &latPage{total: p.total.since(p0.total), stages: map[string]*latHist{}}
+	for st, h := range p.stages {
+		if sd := h.since(p0.stages[st]); sd != nil {
+			d.stages[st] = sd
+		}
+	}
+	return d
+}
+
+// scrapeLatency reads gswitchd's latency histograms from its metrics
 // listener (nil when none runs or it does not answer).
-func (e *fwdEnv) scrapeLatency() *latHist {
+func (e *fwdEnv) scrapeLatency() *latPage {
 	resp, err := e.getMetrics()
 	if err != nil {
 		return nil
@@ -48,8 +74,8 @@ func (e *fwdEnv) scrapeLatency() *latHist {
 	return h
 }
 
-// parseLatency finds the latency histogram in a Prometheus text page.
-func parseLatency(r io.Reader) (_ *latHist, err error) {
+// parseLatency finds the latency histograms in a Prometheus text page.
+func parseLatency(r io.Reader) (_ *latPage, err error) {
 	// expfmt's parser (prometheus/common v0.66.1) panics on some malformed
 	// pages (a label block before any metric name, FuzzParseLatency's
 	// corpus): such a page is an error here.
@@ -67,7 +93,31 @@ func parseLatency(r io.Reader) (_ *latHist, err error) {
 	if mf == nil || len(mf.Metric) != 1 || mf.Metric[0].Histogram == nil {
 		return nil, fmt.Errorf("no histogram %s", latencyMetric)
 	}
-	hm := mf.Metric[0].Histogram
+	page := &latPage{stages: map[string]*latHist{}}
+	if page.total, err = histOf(latencyMetric, mf.Metric[0].Histogram); err != nil {
+		return nil, err
+	}
+	if sf := mfs[stageMetric]; sf != nil {
+		for _, m := range sf.Metric {
+			var stage string
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "stage" {
+					stage = l.GetValue()
+				}
+			}
+			if stage == "" || m.Histogram == nil {
+				return nil, fmt.Errorf("%s: a series without a stage or not a histogram", stageMetric)
+			}
+			if page.stages[stage], err = histOf(stageMetric, m.Histogram); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return page, nil
+}
+
+// histOf is the histogram hm of metric name.
+func histOf(name string, hm *dto.Histogram) (*latHist, error) {
 	h := &latHist{}
 	for _, b := range hm.Bucket {
 		h.bounds = append(h.bounds, b.GetUpperBound())
@@ -78,7 +128,7 @@ func parseLatency(r io.Reader) (_ *latHist, err error) {
 		h.cum = append(h.cum, hm.GetSampleCount())
 	}
 	if !slices.IsSorted(h.bounds) {
-		return nil, fmt.Errorf("%s: bounds out of order", latencyMetric)
+		return nil, fmt.Errorf("%s: bounds out of order", name)
 	}
 	return h, nil
 }

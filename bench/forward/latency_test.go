@@ -26,7 +26,7 @@ gswitch_frame_latency_seconds_count ` + itoa(inf) + `
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := h1.since(h0) // 50 in (10, 20] µs, 49 in (20, 40], 1 beyond
+	d := h1.since(h0).total // 50 in (10, 20] µs, 49 in (20, 40], 1 beyond
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
 	if p := d.quantile(0.5); !near(p, 20) {
 		t.Errorf("p50 %v µs, want 20", p)
@@ -37,11 +37,37 @@ gswitch_frame_latency_seconds_count ` + itoa(inf) + `
 	if p := d.quantile(0.995); !near(p, 40) {
 		t.Errorf("p99.5 %v µs, want the last finite bound 40", p)
 	}
-	if (&latHist{}).quantile(0.5) != 0 || h0.since(h0).quantile(0.99) != 0 || d.since(nil) != nil {
+	if (&latHist{}).quantile(0.5) != 0 || h0.since(h0).total.quantile(0.99) != 0 || d.since(nil) != nil || h0.since(nil) != nil {
 		t.Error("empty histograms")
 	}
 	if _, err := parseLatency(strings.NewReader("other_metric 1\n")); err == nil {
 		t.Error("a page without the histogram")
+	}
+	if len(h1.stages) != 0 {
+		t.Errorf("stages from a page without them: %v", h1.stages)
+	}
+	// The stages, as gswitchd writes them.
+	stage := func(name string, c1, inf uint64) string {
+		return `gswitch_frame_latency_stage_seconds_bucket{stage="` + name + `",le="1e-05"} ` + itoa(c1) + `
+gswitch_frame_latency_stage_seconds_bucket{stage="` + name + `",le="+Inf"} ` + itoa(inf) + `
+gswitch_frame_latency_stage_seconds_sum{stage="` + name + `"} 0.1
+gswitch_frame_latency_stage_seconds_count{stage="` + name + `"} ` + itoa(inf) + `
+`
+	}
+	s0, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + "# TYPE gswitch_frame_latency_stage_seconds histogram\n" + stage("ring", 1, 1) + stage("run", 0, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + "# TYPE gswitch_frame_latency_stage_seconds histogram\n" + stage("ring", 11, 11) + stage("run", 0, 10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sd := s1.since(s0)
+	if len(sd.stages) != 2 || !near(sd.stages["ring"].quantile(0.99), 9.9) || !near(sd.stages["run"].quantile(0.5), 10) {
+		t.Errorf("stages: ring p99 %v µs (want 9.9), run p50 %v µs (want the last finite bound 10)", sd.stages["ring"].quantile(0.99), sd.stages["run"].quantile(0.5))
+	}
+	if _, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + "gswitch_frame_latency_stage_seconds 3\n")); err == nil {
+		t.Error("a stage series without a stage label")
 	}
 }
 

@@ -114,14 +114,29 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 		s.SwitchRx, s.SwitchRxDropped, s.SwitchTx = sw1[0]-sw0[0], sw1[1]-sw0[1], sw1[2]-sw0[2]
 		s.SwitchKeysOnCPU, s.SwitchKeysOnGPU = sw1[3]-sw0[3], sw1[4]-sw0[4]
 	}
+	stages := ""
 	if lat1 := e.scrapeLatency(); lat1 != nil {
-		d := lat1.since(lat0)
-		s.LatencyP50us, s.LatencyP99us = d.quantile(0.5), d.quantile(0.99)
+		if d := lat1.since(lat0); d != nil {
+			s.LatencyP50us, s.LatencyP99us = d.total.quantile(0.5), d.total.quantile(0.99)
+			for _, st := range []string{"ring", "batch", "run"} {
+				if h := d.stages[st]; h != nil {
+					q := [2]float64{h.quantile(0.5), h.quantile(0.99)}
+					if s.LatencyStages == nil {
+						s.LatencyStages = map[string][2]float64{}
+					}
+					s.LatencyStages[st] = q
+					stages += fmt.Sprintf(" %s %.0f/%.0fµs", st, q[0], q[1])
+				}
+			}
+		}
+	}
+	if stages != "" {
+		stages = "; p50/p99 by stage:" + stages
 	}
 	s.BusyCores, s.StealCores, s.SwitchCores = readCPU(e.swPid).since(cpu0)
-	fmt.Fprintf(e.log, "bench forward: round %d %s rules=%d asked=%d offered=%.0f forwarded=%.0f loss=%.3f%% (dropped by rule %d; backlog drops %d, sink ring drops %d, switch rx %d rx-dropped %d tx %d, keys cpu %d gpu %d; latency p50 %.0fµs p99 %.0fµs; busy cores %.1f, stolen %.1f, switch %.1f)\n",
+	fmt.Fprintf(e.log, "bench forward: round %d %s rules=%d asked=%d offered=%.0f forwarded=%.0f loss=%.3f%% (dropped by rule %d; backlog drops %d, sink ring drops %d, switch rx %d rx-dropped %d tx %d, keys cpu %d gpu %d; latency p50 %.0fµs p99 %.0fµs%s; busy cores %.1f, stolen %.1f, switch %.1f)\n",
 		e.round, target, rules, rate, s.OfferedPPS, s.ForwardedPPS, s.LossPct, s.DroppedByRule, s.BacklogDrops, s.SinkRingDrops, s.SwitchRx, s.SwitchRxDropped, s.SwitchTx,
-		s.SwitchKeysOnCPU, s.SwitchKeysOnGPU, s.LatencyP50us, s.LatencyP99us, s.BusyCores, s.StealCores, s.SwitchCores)
+		s.SwitchKeysOnCPU, s.SwitchKeysOnGPU, s.LatencyP50us, s.LatencyP99us, stages, s.BusyCores, s.StealCores, s.SwitchCores)
 	return s, nil
 }
 

@@ -72,19 +72,30 @@ type latencyStats struct {
 // observe records the latencies of frames received at rxAt (Unix
 // nanoseconds; 0: unknown, not recorded) and done at 'done'.
 func (l *latencyStats) observe(rxAt []int64, done time.Time) {
-	var local [len(latencyBounds) + 1]uint32
 	end := done.UnixNano()
-	var n, sum uint64
-	for _, t := range rxAt {
-		d := end - t
-		if t == 0 || d < 0 || d > maxLatency {
+	l.record(len(rxAt), func(i int) int64 {
+		if rxAt[i] == 0 {
+			return -1
+		}
+		return end - rxAt[i]
+	})
+}
+
+// record records the values d(0) .. d(n-1) in nanoseconds; a value below 0
+// or above maxLatency is not recorded.
+func (l *latencyStats) record(n int, d func(int) int64) {
+	var local [len(latencyBounds) + 1]uint32
+	var count, sum uint64
+	for i := range n {
+		v := d(i)
+		if v < 0 || v > maxLatency {
 			continue
 		}
-		local[latencyBucket(d)]++
-		n++
-		sum += uint64(d)
+		local[latencyBucket(v)]++
+		count++
+		sum += uint64(v)
 	}
-	if n == 0 {
+	if count == 0 {
 		return
 	}
 	for i, c := range local {
@@ -92,8 +103,60 @@ func (l *latencyStats) observe(rxAt []int64, done time.Time) {
 			l.buckets[i].Add(uint64(c))
 		}
 	}
-	l.count.Add(n)
+	l.count.Add(count)
 	l.sumNs.Add(sum)
+}
+
+// The stages of a frame's latency (LatencyStage): their three values
+// add up to the frame's latency.
+//   - ring: from the kernel's receive timestamp until the reader took the
+//     frame out of the ring (a block ring's wait for its block to be
+//     retired, the reader's wake-up, a reader busy elsewhere);
+//   - batch: from then until the reader closed the frame's batch (full,
+//     or its oldest frame had waited Config.MaxDelay);
+//   - run: from the close to the end of the batch's run (the hand-off to
+//     the queue's runner, the lookups, shared device batches included, the
+//     actions and the transmit, in order after the queue's earlier
+//     batches).
+type LatencyStage int
+
+const (
+	StageRing LatencyStage = iota
+	StageBatch
+	StageRun
+	numStages
+)
+
+func (st LatencyStage) String() string {
+	switch st {
+	case StageRing:
+		return "ring"
+	case StageBatch:
+		return "batch"
+	case StageRun:
+		return "run"
+	}
+	return "stage?"
+}
+
+// observeBatch records the latencies of b's frames, whose batch ended at
+// 'done': the whole (latency) and by stage (stages); b.readAt and
+// b.closed give the stages' bounds.
+func (s *Switch) observeBatch(b *batcher, done time.Time) {
+	s.latency.observe(b.rxAt, done)
+	if len(b.readAt) != len(b.rxAt) || b.closed == 0 {
+		return // a batch not closed by RunPort (tests)
+	}
+	end := done.UnixNano()
+	s.stages[StageRing].record(len(b.rxAt), func(i int) int64 {
+		if b.rxAt[i] == 0 {
+			return -1
+		}
+		return b.readAt[i] - b.rxAt[i]
+	})
+	s.stages[StageBatch].record(len(b.readAt), func(i int) int64 { return b.closed - b.readAt[i] })
+	run := end - b.closed
+	s.stages[StageRun].record(len(b.readAt), func(int) int64 { return run })
 }
 
 // LatencyStats is a snapshot of the per-frame latency histogram.
@@ -107,8 +170,18 @@ type LatencyStats struct {
 }
 
 // LatencyStats returns the per-frame latency histogram.
-func (s *Switch) LatencyStats() LatencyStats {
-	l := &s.latency
+func (s *Switch) LatencyStats() LatencyStats { return s.latency.snapshot() }
+
+// LatencyStageStats returns the histogram of one stage of the per-frame
+// latency (see LatencyStage).
+func (s *Switch) LatencyStageStats(st LatencyStage) LatencyStats {
+	if st < 0 || st >= numStages {
+		return LatencyStats{}
+	}
+	return s.stages[st].snapshot()
+}
+
+func (l *latencyStats) snapshot() LatencyStats {
 	st := LatencyStats{Frames: l.count.Load(), Sum: time.Duration(l.sumNs.Load()),
 		Bounds: make([]time.Duration, len(latencyBounds)), Counts: make([]uint64, len(l.buckets))}
 	for i, b := range latencyBounds {

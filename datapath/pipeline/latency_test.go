@@ -66,6 +66,51 @@ func TestLatencyObserveAllocs(t *testing.T) {
 	}
 }
 
+// TestLatencyStages checks that a batch's frames are recorded by stage
+// (ring, batch, run) and that the stages add up to the whole, without an
+// allocation per batch.
+func TestLatencyStages(t *testing.T) {
+	s := &Switch{}
+	b := newBatcher(4)
+	done := time.Unix(1000, 0)
+	at := func(d time.Duration) int64 { return done.Add(-d).UnixNano() }
+	b.rxAt = []int64{at(900 * time.Microsecond), at(500 * time.Microsecond), 0}
+	b.readAt = []int64{at(800 * time.Microsecond), at(300 * time.Microsecond), at(200 * time.Microsecond)}
+	b.closed = at(100 * time.Microsecond)
+	s.observeBatch(b, done)
+	whole := s.LatencyStats()
+	if whole.Frames != 2 || whole.Sum != 1400*time.Microsecond {
+		t.Fatalf("whole: %d frames, sum %v", whole.Frames, whole.Sum)
+	}
+	want := map[LatencyStage]struct {
+		frames uint64
+		sum    time.Duration
+	}{
+		StageRing:  {2, 100*time.Microsecond + 200*time.Microsecond}, // the frame without a receive time has no ring stage
+		StageBatch: {3, 700*time.Microsecond + 200*time.Microsecond + 100*time.Microsecond},
+		StageRun:   {3, 3 * 100 * time.Microsecond},
+	}
+	for st, w := range want {
+		got := s.LatencyStageStats(st)
+		if got.Frames != w.frames || got.Sum != w.sum {
+			t.Errorf("%v: %d frames, sum %v; want %d, %v", st, got.Frames, got.Sum, w.frames, w.sum)
+		}
+	}
+	if st := s.LatencyStageStats(numStages); st.Frames != 0 || st.Counts != nil {
+		t.Errorf("no such stage: %+v", st)
+	}
+	// A batch RunPort did not close (no close time) records the whole only.
+	b.closed = 0
+	s.observeBatch(b, done)
+	if got := s.LatencyStageStats(StageRun).Frames; got != 3 {
+		t.Errorf("run stage after an unclosed batch: %d frames", got)
+	}
+	b.closed = at(100 * time.Microsecond)
+	if n := testing.AllocsPerRun(100, func() { s.observeBatch(b, done) }); n != 0 {
+		t.Errorf("%v allocations per batch", n)
+	}
+}
+
 // TestLatencyBucket checks the shortcut against a binary search of the
 // bounds, at every bound, next to it and at random values.
 func TestLatencyBucket(t *testing.T) {

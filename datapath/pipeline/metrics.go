@@ -51,6 +51,7 @@ var (
 
 	mBatchFrames   = prometheus.NewDesc("gswitch_batch_frames", "Frames per batch run through the pipeline.", nil, nil)
 	mFrameLatency  = prometheus.NewDesc("gswitch_frame_latency_seconds", "Per-frame latency from the kernel's receive timestamp (the receive ring) to the end of its batch's run through the pipeline (transmitted or dropped).", nil, nil)
+	mFrameStage    = prometheus.NewDesc("gswitch_frame_latency_stage_seconds", "gswitch_frame_latency_seconds by stage, which add up to it: ring (receive timestamp to the reader taking the frame), batch (to the close of its batch), run (the batch's run: lookups, actions, transmit).", []string{"stage"}, nil)
 	mSharedStage   = prometheus.NewDesc("gswitch_shared_batch_stage_seconds", "With a coalescer (a GPU): time per shared batch in each stage, stage=form (first key to close), start (close to the backend call), slot (the CUDA backend's wait for a staging slot), lookup (the backend call: copies, kernel, device completion), handback (results in to a member's wake-up).", []string{"stage"}, nil)
 	mBatchesClosed = metricCounter("gswitch_batches_closed_total", "Batches a port loop closed, by why: full (batch size reached) or delay (the oldest frame waited the maximum delay).", "why")
 	mBatchesPath   = metricCounter("gswitch_batches_path_total", "Batches a port loop closed with a coalescer (a GPU), by the path they ran: direct (in the port loop, lookups straight to the classifier: no table was served by the device) or shared (handed to the queue's runner, lookups in shared device batches).", "path")
@@ -81,7 +82,9 @@ type switchCollector struct{ s *Switch }
 // gswitch_no_route_total, gswitch_unsupported_actions_total,
 // gswitch_{group,meter,offload}_drops_total, the histogram
 // gswitch_batch_frames, the histogram gswitch_frame_latency_seconds (per
-// frame, receive ring to the end of the pipeline: latency.go),
+// frame, receive ring to the end of the pipeline: latency.go) and the same
+// by stage, gswitch_frame_latency_stage_seconds{stage} (ring, batch, run:
+// LatencyStage),
 // gswitch_batches_closed_total{why}, with a coalescer
 // gswitch_shared_batch_stage_seconds{stage} (gpu.Stage),
 // gswitch_learned_macs and gswitch_standalone.
@@ -93,6 +96,7 @@ func (c switchCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- mBatchFrames
 	ch <- mFrameLatency
+	ch <- mFrameStage
 	ch <- mSharedStage
 }
 
@@ -142,16 +146,10 @@ func (c switchCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prom.Histogram(mBatchFrames, cum, float64(bs.Frames), buckets)
-	ls := c.s.LatencyStats()
-	lb := make(map[float64]uint64, len(ls.Bounds))
-	cum = 0
-	for i, n := range ls.Counts {
-		cum += n
-		if i < len(ls.Bounds) {
-			lb[ls.Bounds[i].Seconds()] = cum
-		}
+	ch <- latencyHistogram(mFrameLatency, c.s.LatencyStats())
+	for st := range numStages {
+		ch <- latencyHistogram(mFrameStage, c.s.LatencyStageStats(st), st.String())
 	}
-	ch <- prom.Histogram(mFrameLatency, cum, ls.Sum.Seconds(), lb)
 	emit(mBatchesClosed, float64(bs.Full), "full")
 	emit(mBatchesClosed, float64(bs.Delay), "delay")
 	if c.s.cfg.Coalescer != nil {
@@ -169,6 +167,19 @@ func (c switchCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prom.Histogram(mSharedStage, n, st.Sum.Seconds(), sb, st.Stage.String())
 		}
 	}
+}
+
+// latencyHistogram is ls as a histogram of seconds (labels: desc's).
+func latencyHistogram(desc *prometheus.Desc, ls LatencyStats, labels ...string) prometheus.Metric {
+	lb := make(map[float64]uint64, len(ls.Bounds))
+	var cum uint64
+	for i, n := range ls.Counts {
+		cum += n
+		if i < len(ls.Bounds) {
+			lb[ls.Bounds[i].Seconds()] = cum
+		}
+	}
+	return prom.Histogram(desc, cum, ls.Sum.Seconds(), lb, labels...)
 }
 
 // WriteMetrics writes the switch's Collector in the Prometheus text format.

@@ -22,7 +22,7 @@ const oddName = "a\"b\\c\nd\te\x01"
 // switchMetricNames are the metric families the switch's collector writes:
 // the names of the text writer it replaced.
 var switchMetricNames = []string{
-	"gswitch_batch_frames", "gswitch_batches_closed_total", "gswitch_frame_latency_seconds", "gswitch_group_drops_total", "gswitch_learned_macs",
+	"gswitch_batch_frames", "gswitch_batches_closed_total", "gswitch_frame_latency_seconds", "gswitch_frame_latency_stage_seconds", "gswitch_group_drops_total", "gswitch_learned_macs",
 	"gswitch_malformed_frames_total", "gswitch_meter_drops_total", "gswitch_no_route_total", "gswitch_offload_drops_total",
 	"gswitch_port_rx_bytes_total", "gswitch_port_rx_dropped_total", "gswitch_port_rx_packets_total",
 	"gswitch_port_tx_bytes_total", "gswitch_port_tx_dropped_total", "gswitch_port_tx_packets_total",

@@ -26,6 +26,8 @@ const minBlockTimeout = time.Millisecond
 type batcher struct {
 	frames  [][]byte
 	rxAt    []int64 // the frames' kernel receive times (Unix ns; 0: unknown), for the latency histogram
+	readAt  []int64 // when the reader took each frame out of the ring (Unix ns), for the stages' histograms
+	closed  int64   // when the reader closed the batch (Unix ns; 0: not by RunPort)
 	arena   []byte
 	scratch []byte // the receive stages' arena (stage.go)
 	oldest  time.Time
@@ -72,9 +74,7 @@ func (b *batcher) add(f *afpacket.Frame, now time.Time) bool {
 			}
 			return false
 		}
-		for len(b.rxAt) < len(b.frames) {
-			b.rxAt = append(b.rxAt, rxNanos(f))
-		}
+		b.stamp(f, now)
 		return true
 	}
 	start := len(b.arena)
@@ -96,9 +96,7 @@ func (b *batcher) add(f *afpacket.Frame, now time.Time) bool {
 			// The segments follow the (unused) copy in the arena.
 			b.arena, b.frames, err = afpacket.AppendFinished(b.arena, b.frames, frame, o)
 			if err == nil {
-				for len(b.rxAt) < len(b.frames) {
-					b.rxAt = append(b.rxAt, rxNanos(f))
-				}
+				b.stamp(f, now)
 				return true
 			}
 		}
@@ -111,8 +109,18 @@ func (b *batcher) add(f *afpacket.Frame, now time.Time) bool {
 		}
 	}
 	b.frames = append(b.frames, frame)
-	b.rxAt = append(b.rxAt, rxNanos(f))
+	b.stamp(f, now)
 	return true
+}
+
+// stamp gives the frames added for f (one, or a GSO frame's segments) f's
+// receive time and the read time now.
+func (b *batcher) stamp(f *afpacket.Frame, now time.Time) {
+	rx, read := rxNanos(f), now.UnixNano()
+	for len(b.rxAt) < len(b.frames) {
+		b.rxAt = append(b.rxAt, rx)
+		b.readAt = append(b.readAt, read)
+	}
 }
 
 // rxNanos is f's kernel receive time in Unix nanoseconds, 0 if it has none.
@@ -129,6 +137,8 @@ func (b *batcher) reset() {
 	clear(b.frames)
 	b.frames = b.frames[:0]
 	b.rxAt = b.rxAt[:0]
+	b.readAt = b.readAt[:0]
+	b.closed = 0
 	b.arena = b.arena[:0]
 	b.scratch = b.scratch[:0]
 }
@@ -230,6 +240,7 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error 
 				}
 				if b.full() {
 					s.batches.full.Add(1)
+					b.closed = time.Now().UnixNano()
 					b = run(b)
 				}
 			}
@@ -237,6 +248,7 @@ func (s *Switch) RunPort(ctx context.Context, no uint32, src BlockReader) error 
 		}
 		if len(b.frames) > 0 && (blk == nil || time.Since(b.oldest) >= s.cfg.MaxDelay) {
 			s.batches.delay.Add(1)
+			b.closed = time.Now().UnixNano()
 			b = run(b)
 		}
 	}
@@ -252,7 +264,7 @@ func (s *Switch) runBatch(no uint32, b *batcher, direct bool) {
 	} else if frames := s.rxStages(no, b); len(frames) > 0 {
 		s.process(no, frames, nil, nil, true)
 	}
-	s.latency.observe(b.rxAt, time.Now())
+	s.observeBatch(b, time.Now())
 	b.reset()
 }
 
@@ -444,7 +456,7 @@ func (q *queueRunner) loop() {
 // finish records a run (and transmitted) batch's latencies, empties it,
 // counts it finished and returns it.
 func (q *queueRunner) finish(b *batcher) {
-	q.s.latency.observe(b.rxAt, time.Now())
+	q.s.observeBatch(b, time.Now())
 	b.reset()
 	if q.unfinished.Add(-1) == 0 {
 		select {

@@ -84,7 +84,7 @@ func (r *splitRunner) hand(b *batcher) *batcher {
 	r.s.batches.split.Add(1)
 	frames := r.s.rxStages(r.no, b)
 	if len(frames) == 0 { // the stages took them all
-		r.s.latency.observe(b.rxAt, time.Now())
+		r.s.observeBatch(b, time.Now())
 		b.reset()
 		return b
 	}
@@ -105,7 +105,7 @@ func (r *splitRunner) loop() {
 	defer close(r.done)
 	for j := range r.work {
 		r.s.process(r.no, j.frames, nil, nil, r.direct)
-		r.s.latency.observe(j.b.rxAt, time.Now())
+		r.s.observeBatch(j.b, time.Now())
 		j.b.reset()
 		if r.unfinished.Add(-1) == 0 {
 			select {

@@ -207,9 +207,10 @@ type Switch struct {
 	groupDrops  atomic.Uint64 // packets of a group with no live bucket
 	meterDrops  atomic.Uint64 // packets a meter's drop band dropped
 
-	offloadDrops atomic.Uint64 // received frames whose checksum/GSO offload could not be finished, or truncated
-	batches      batchStats    // batches Process ran
-	latency      latencyStats  // per-frame latency, receive ring to the end of the pipeline (latency.go)
+	offloadDrops atomic.Uint64           // received frames whose checksum/GSO offload could not be finished, or truncated
+	batches      batchStats              // batches Process ran
+	latency      latencyStats            // per-frame latency, receive ring to the end of the pipeline (latency.go)
+	stages       [numStages]latencyStats // the same by stage: ring, batch, run (LatencyStage)
 }
 
 type controllerBox struct{ c Controller }
