@@ -92,7 +92,24 @@ type AutoConfig struct {
 	// (before HostNsPerKey) instead of a timed lookup: a figure known in
 	// advance, or a simulated device in tests. The CPU is still timed.
 	FixedDeviceNsPerKey float64
+	// SmallBatch is the keys of a second, small device lookup the
+	// calibration of a flow table placed on the devices also times (0:
+	// DefaultSmallBatch; negative: none). Its time over the CPU's cost per
+	// key is the table's smallest batch worth a device (TableBackend's
+	// DeviceFrom, at most MinBatch): a batch of that many keys costs the
+	// CPU as long as the device's small lookup takes. Below MinBatch a
+	// costly table would otherwise be looked up on the CPU: on the H200
+	// machine (2026-11-26, 128K rules in 512 classes, merged) about 4.5 µs
+	// of CPU a key against 18-25 µs for a device lookup of 64 keys, and a
+	// CPU profile of gswitchd forwarding 500 kframes/s on the frame ring
+	// (--min-batch 32) found 27% of its datapath's CPU in the CPU's
+	// lookups of the shared batches below 32 keys. Not with
+	// FixedDeviceNsPerKey (a cost per key has no fixed part).
+	SmallBatch int
 }
+
+// DefaultSmallBatch is AutoConfig.SmallBatch's default.
+const DefaultSmallBatch = 8
 
 // DefaultHostNsPerKey is AutoConfig.HostNsPerKey's default, measured with
 // bench forward on an H200 machine (2026-11-25, 8 pairs, gswitchd on 4
@@ -131,6 +148,9 @@ type placed struct {
 	// size is an LPM table's level words at its last calibration
 	// (CPU.tableSize): a change by half or more recalibrates it.
 	size atomic.Int64
+	// from is the smallest batch of the table sent to a device, from its
+	// last calibration (AutoConfig.SmallBatch; 0: the Engine's MinBatch).
+	from atomic.Int64
 
 	mu   sync.Mutex
 	info TableBackend // the last calibration's figures; guarded by mu
@@ -167,6 +187,9 @@ func (e *Engine) startAuto(cfg EngineConfig) {
 	}
 	if a.cfg.HostNsPerKey == 0 {
 		a.cfg.HostNsPerKey = DefaultHostNsPerKey
+	}
+	if a.cfg.SmallBatch == 0 {
+		a.cfg.SmallBatch = DefaultSmallBatch
 	}
 	a.cfg.HostNsPerKey = max(a.cfg.HostNsPerKey, 0)
 	if a.cfg.Delay <= 0 {
@@ -205,6 +228,19 @@ func (e *Engine) stopAuto() {
 
 // placedOnCPU reports whether the auto placement keeps table id on the
 // CPU. It allocates nothing (it is on every lookup's path).
+// minBatchFor returns the smallest batch of table id that a device gets:
+// its calibrated floor (placed.from) where it has one, else MinBatch.
+func (e *Engine) minBatchFor(id TableID) int {
+	if e.auto.on {
+		if p := (*e.auto.tabs.Load())[id]; p != nil {
+			if f := p.from.Load(); f > 0 {
+				return int(f)
+			}
+		}
+	}
+	return e.minBatch
+}
+
 func (e *Engine) placedOnCPU(id TableID) bool {
 	if !e.auto.on {
 		return false
@@ -353,6 +389,7 @@ func (e *Engine) calibrate(p *placed) {
 	// that is really broken is found (and taken out of service) by the
 	// lookups, which fall back to the CPU.
 	devNs, devWall := math.NaN(), math.NaN()
+	from := 0
 	var devErr error
 	for _, d := range e.devs {
 		if classes == 0 || !d.serves(p.id) {
@@ -364,6 +401,7 @@ func (e *Engine) calibrate(p *placed) {
 			continue
 		}
 		devWall, devNs = ns, ns+e.auto.cfg.HostNsPerKey
+		from = e.smallFrom(d.b, p, smp, cpuNs)
 		break
 	}
 	cur := Placement(p.place.Load())
@@ -379,11 +417,16 @@ func (e *Engine) calibrate(p *placed) {
 	}
 	p.classes.Store(int64(classes))
 	p.size.Store(e.cpu.tableSize(p.id, p.kind))
+	if next != OnDevice {
+		from = 0
+	}
+	p.from.Store(int64(from))
 	p.mu.Lock()
 	// The place and the figures that chose it change together under mu,
 	// so that TableBackends never shows one without the other.
 	p.place.Store(uint32(next))
 	p.info.Classes, p.info.CPUNsPerKey, p.info.DeviceNsPerKey, p.info.Batch = classes, cpuNs, devNs, b
+	p.info.DeviceFrom = from
 	if math.IsNaN(devNs) {
 		p.info.DeviceNsPerKey = 0
 	}
@@ -402,10 +445,26 @@ func (e *Engine) calibrate(p *placed) {
 	}
 	e.log.Info("gpu: table calibrated", "table", p.id, "kind", p.kind.String(), "backend", next.String(), "was", cur.String(), "classes", classes,
 		"cpu_ns_per_key", math.Round(cpuNs*10)/10, "device_ns_per_key", dev(devNs), "device_measured_ns_per_key", dev(devWall),
-		"host_ns_per_key", e.auto.cfg.HostNsPerKey, "batch", b, "calibration", calibs, "why", why)
+		"host_ns_per_key", e.auto.cfg.HostNsPerKey, "batch", b, "calibration", calibs, "device_from", from, "why", why)
 	if next != cur {
 		e.log.Info("gpu: table placed", "table", p.id, "kind", p.kind.String(), "backend", next.String(), "classes", classes, "why", why)
 	}
+}
+
+// smallFrom times device b's lookup of AutoConfig.SmallBatch keys of
+// flow table p (sample smp) and returns the smallest batch worth the
+// device: the lookup's wall time over the CPU's cost per key, rounded up,
+// between SmallBatch and MinBatch; 0 (MinBatch) when not measured.
+func (e *Engine) smallFrom(b Backend, p *placed, smp *calibSample, cpuNs float64) int {
+	k := e.auto.cfg.SmallBatch
+	if p.kind != Flow || k <= 0 || k >= e.minBatch || e.auto.cfg.FixedDeviceNsPerKey > 0 || !(cpuNs > 0) {
+		return 0
+	}
+	ns, err := e.auto.measure(b, p.id, smp.tile(k))
+	if err != nil || !(ns > 0) {
+		return 0
+	}
+	return int(min(max(math.Ceil(ns*float64(k)/cpuNs), float64(k)), float64(e.minBatch)))
 }
 
 // tile repeats the n keys of soa (p words each, SoA order) to m keys.

@@ -2,7 +2,9 @@ package gpu
 
 import (
 	"bytes"
+	"cmp"
 	"log/slog"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -140,5 +142,73 @@ func TestEngineAutoWaitsForQuiet(t *testing.T) {
 	}
 	if tb := backendOf(t, e, 1); tb.Classes != 1 {
 		t.Errorf("after the updates: %+v", tb)
+	}
+}
+
+// TestEngineAutoSmallBatchFloor: a flow table placed on the devices gets
+// batches below MinBatch on a device too, from the size whose CPU lookup
+// takes as long as the device's small lookup (AutoConfig.SmallBatch keys,
+// timed by the calibration); a table on the CPU keeps MinBatch; and
+// SmallBatch < 0 keeps the MinBatch floor.
+func TestEngineAutoSmallBatchFloor(t *testing.T) {
+	sp, err := flow.ParseSynthetic("4000,200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := flow.NewTable(flow.Config{Algo: flow.Merge, Seed: 1, MaxEntries: 1 << 14})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := sp.Generate(1)
+	for _, r := range rules {
+		if _, _, err := tab.Add(r, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := flow.SynthTraffic(sp, rules, 4096, 2)
+	const minBatch, smallNs = 2048, 20000.0 // the device: 20 µs for a small lookup, 1 ns a key at scale
+	for _, small := range []int{0, -1} {
+		var sizes []int
+		e := NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: minBatch, Mode: ModeAuto,
+			Auto: AutoConfig{Delay: time.Millisecond, SmallBatch: small},
+			measureDev: func(_ Backend, _ TableID, s *calibSample) (float64, error) {
+				sizes = append(sizes, s.n)
+				if s.n < minBatch {
+					return smallNs / float64(s.n), nil
+				}
+				return 1, nil
+			}})
+		if err := e.Load(1, Flow, tab.Mirror().Image().Clone()); err != nil {
+			t.Fatal(err)
+		}
+		waitCalibrated(t, e, 1)
+		tb := backendOf(t, e, 1)
+		if tb.Backend != "device" {
+			e.Close()
+			t.Fatalf("SmallBatch %d: %+v; want the device", small, tb)
+		}
+		want := 0
+		if small == 0 {
+			want = int(min(max(math.Ceil(smallNs/tb.CPUNsPerKey), DefaultSmallBatch), minBatch))
+		}
+		if tb.DeviceFrom != want {
+			t.Errorf("SmallBatch %d: DeviceFrom %d, want %d (CPU %.1f ns a key; device lookups timed at %v keys)", small, tb.DeviceFrom, want, tb.CPUNsPerKey, sizes)
+		}
+		floor := cmp.Or(want, minBatch)
+		out := make([]flow.RuleID, len(keys))
+		for _, n := range []int{floor - 1, floor} {
+			before := e.Stats()
+			part := flow.PackSoA(keys[:n], tab.UsedWords(), nil)
+			if err := e.LookupFlow(1, part, n, out); err != nil {
+				t.Fatal(err)
+			}
+			after := e.Stats()
+			onDev := after.KeysOnDevice - before.KeysOnDevice
+			if wantDev := n >= floor; (onDev == uint64(n)) != wantDev || after.KeysOnCPU-before.KeysOnCPU != uint64(n)-onDev {
+				t.Errorf("SmallBatch %d: a lookup of %d keys (floor %d): %d on the device, %d on the CPU", small, n, floor, onDev, after.KeysOnCPU-before.KeysOnCPU)
+			}
+		}
+		e.Close()
+		t.Logf("SmallBatch %d: CPU %.1f ns a key, device from %d keys", small, tb.CPUNsPerKey, tb.DeviceFrom)
 	}
 }

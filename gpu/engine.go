@@ -226,7 +226,7 @@ func (e *Engine) pick(id TableID) []int {
 // and a lookup goroutine that allocates is drafted into the collector's
 // marking whenever a GC runs).
 func (e *Engine) cpuServes(id TableID, n int) bool {
-	if n < e.minBatch || e.placedOnCPU(id) {
+	if n < e.minBatchFor(id) || e.placedOnCPU(id) {
 		return true
 	}
 	for _, d := range e.devs {
@@ -253,7 +253,7 @@ func (d *engineDev) serves(id TableID) bool {
 // [lo, hi) on b.
 func (e *Engine) split(id TableID, n int, run func(b Backend, lo, hi int) error) error {
 	devs := e.pick(id)
-	if n < e.minBatch || len(devs) == 0 {
+	if n < e.minBatchFor(id) || len(devs) == 0 {
 		e.onCPU.Add(uint64(n))
 		return run(e.cpu, 0, n)
 	}
@@ -384,7 +384,7 @@ func (e *Engine) Submit(id TableID, b *Batch) error {
 		return fmt.Errorf("gpu: submit of a nil batch")
 	}
 	b.fallback = nil
-	if b.eng == e && b.dev >= 0 && b.N >= e.minBatch && !e.placedOnCPU(id) {
+	if b.eng == e && b.dev >= 0 && b.N >= e.minBatchFor(id) && !e.placedOnCPU(id) {
 		d := e.devs[b.dev]
 		d.mu.Lock()
 		no := d.noTable[id]

@@ -97,8 +97,12 @@ type TableBackend struct {
 	CPUNsPerKey    float64 // measured by the last calibration (0: none)
 	DeviceNsPerKey float64 // amortised over Batch keys (0: not measured)
 	Batch          int
-	Calibrations   uint64 // calibrations run for the table
-	Reason         string
+	// DeviceFrom is the smallest batch of a flow table on the devices
+	// that goes to a device, from its calibration (AutoConfig.SmallBatch;
+	// 0: MinBatch).
+	DeviceFrom   int
+	Calibrations uint64 // calibrations run for the table
+	Reason       string
 
 	// Set by the agent, empty from the Engine: the part of the agent the
 	// table belongs to (its range of table ids: "flow tables", "lpm-shaped

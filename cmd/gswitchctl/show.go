@@ -390,6 +390,9 @@ func printBackend(w io.Writer, b gpu.EngineStats) {
 		classes, batch := "-", "-"
 		if t.Calibrations > 0 {
 			classes, batch = fmt.Sprint(t.Classes), fmt.Sprint(t.Batch)
+			if t.DeviceFrom > 0 {
+				batch += fmt.Sprintf(" (device from %d)", t.DeviceFrom)
+			}
 		}
 		fmt.Fprintf(w, "%#x\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", uint32(t.Table), t.Kind, t.Backend, classes, cost(t.CPUNsPerKey), cost(t.DeviceNsPerKey), batch, t.Reason)
 	}
