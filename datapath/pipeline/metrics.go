@@ -3,6 +3,7 @@ package pipeline
 import (
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -134,17 +135,7 @@ func (c switchCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(mStandalone, prom.Bool(k.Standalone))
 
 	bs := c.s.BatchStats()
-	// The count is the buckets' total (the +Inf bucket), not bs.Batches:
-	// the two are read at different instants and the library writes one
-	// value for both.
-	buckets := make(map[float64]uint64, len(bs.Bounds))
-	var cum uint64
-	for i, n := range bs.Counts {
-		cum += n
-		if i < len(bs.Bounds) {
-			buckets[float64(bs.Bounds[i])] = cum
-		}
-	}
+	buckets, cum := cumulative(bs.Counts, bs.Bounds, func(b int) float64 { return float64(b) })
 	ch <- prom.Histogram(mBatchFrames, cum, float64(bs.Frames), buckets)
 	ch <- latencyHistogram(mFrameLatency, c.s.LatencyStats())
 	for st := range numStages {
@@ -156,14 +147,7 @@ func (c switchCollector) Collect(ch chan<- prometheus.Metric) {
 		emit(mBatchesPath, float64(bs.Direct), "direct")
 		emit(mBatchesPath, float64(bs.Shared), "shared")
 		for _, st := range c.s.cfg.Coalescer.Stages() {
-			sb := make(map[float64]uint64, len(st.Bounds))
-			var n uint64
-			for i, k := range st.Counts {
-				n += k
-				if i < len(st.Bounds) {
-					sb[st.Bounds[i].Seconds()] = n
-				}
-			}
+			sb, n := cumulative(st.Counts, st.Bounds, time.Duration.Seconds)
 			ch <- prom.Histogram(mSharedStage, n, st.Sum.Seconds(), sb, st.Stage.String())
 		}
 	}
@@ -171,15 +155,25 @@ func (c switchCollector) Collect(ch chan<- prometheus.Metric) {
 
 // latencyHistogram is ls as a histogram of seconds (labels: desc's).
 func latencyHistogram(desc *prometheus.Desc, ls LatencyStats, labels ...string) prometheus.Metric {
-	lb := make(map[float64]uint64, len(ls.Bounds))
+	lb, cum := cumulative(ls.Counts, ls.Bounds, time.Duration.Seconds)
+	return prom.Histogram(desc, cum, ls.Sum.Seconds(), lb, labels...)
+}
+
+// cumulative turns per-bucket counts (the last one past the last bound)
+// into a histogram's cumulative buckets keyed by bound (in the unit
+// 'value' gives) and the total count. The count is the buckets' total,
+// not a separate counter: the two would be read at different instants
+// and the library writes one value for both.
+func cumulative[B any](counts []uint64, bounds []B, value func(B) float64) (map[float64]uint64, uint64) {
+	m := make(map[float64]uint64, len(bounds))
 	var cum uint64
-	for i, n := range ls.Counts {
+	for i, n := range counts {
 		cum += n
-		if i < len(ls.Bounds) {
-			lb[ls.Bounds[i].Seconds()] = cum
+		if i < len(bounds) {
+			m[value(bounds[i])] = cum
 		}
 	}
-	return prom.Histogram(desc, cum, ls.Sum.Seconds(), lb, labels...)
+	return m, cum
 }
 
 // WriteMetrics writes the switch's Collector in the Prometheus text format.
