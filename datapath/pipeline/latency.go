@@ -155,8 +155,17 @@ func (s *Switch) observeBatch(b *batcher, done time.Time) {
 		return b.readAt[i] - b.rxAt[i]
 	})
 	s.stages[StageBatch].record(len(b.readAt), func(i int) int64 { return b.closed - b.readAt[i] })
-	run := end - b.closed
-	s.stages[StageRun].record(len(b.readAt), func(int) int64 { return run })
+	s.stages[StageRun].recordN(end-b.closed, len(b.readAt))
+}
+
+// recordN records the value d (nanoseconds) n times: one bucket, one add.
+func (l *latencyStats) recordN(d int64, n int) {
+	if n <= 0 || d < 0 || d > maxLatency {
+		return
+	}
+	l.buckets[latencyBucket(d)].Add(uint64(n))
+	l.count.Add(uint64(n))
+	l.sumNs.Add(uint64(n) * uint64(d))
 }
 
 // LatencyStats is a snapshot of the per-frame latency histogram.
