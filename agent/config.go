@@ -281,7 +281,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.DurationVar(&f.sharedDelay, "shared-delay", 0, "with a GPU, the part of --max-delay a lookup may wait in a shared device batch: `DURATION`; receive batches then close after --max-delay minus it, so that a frame waits at most --max-delay in both (0, the default: each waits up to --max-delay)")
 	fs.IntVar(&f.inFlight, "in-flight", 0, "with a GPU, batches of a receive queue in the pipeline at once, their lookups in the shared device batches while the reader reads on: `N` (0: 2)")
 	fs.IntVar(&f.batchDepth, "batch-depth", 0, "with a GPU, closed batches of a receive queue that may be unfinished before its reader waits: `N` (0: 3; at least --in-flight)")
-	fs.IntVar(&f.minBatch, "min-batch", 0, "smallest batch sent to a GPU; smaller ones are classified on the CPU: `N`")
+	fs.IntVar(&f.minBatch, "min-batch", 0, "smallest batch sent to a GPU; smaller ones are classified on the CPU, except a costly flow table's under --backend auto (from the size whose CPU lookup takes as long as the GPU's small lookup): `N`")
 	fs.IntVar(&f.batchSize, "batch-size", 0, "frames per batch at most: `N`")
 	fs.IntVar(&f.rxQueues, "rx-queues", 0, "receive queues per port: `N` (1..64) AF_PACKET rings in a PACKET_FANOUT group, each read by its own goroutine; 1: one ring, no fanout")
 	fs.StringVar(&f.rxRing, "rx-ring", "", "receive ring layout: `auto` (frame when --max-delay is under 1ms and no GPU serves the datapath, else block), block (TPACKET_V3: blocks handed over when full or after a timeout of at least 1ms) or frame (TPACKET_V2: each frame handed over at once)")
