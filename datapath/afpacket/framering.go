@@ -233,7 +233,7 @@ func (q *Queue) Pause(d time.Duration) {
 	}
 	q.kick.Arm(d)
 	time.Sleep(d)
-	q.kick.Disarm()
+	q.kick.Expired()
 	q.rxMu.Lock()
 	q.reading = false
 	switch {

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // sleepMedian is the median time.Sleep(d) over n tries, each with kick
@@ -66,6 +68,46 @@ func TestKickerArmDisarm(t *testing.T) {
 		time.Sleep(200 * time.Microsecond)
 		k.Disarm()
 	}
+}
+
+// TestKickerExpired: after its deadline Expired drains the timer, and a
+// Kicker whose deadline has not come is stopped by it; either way the next
+// arming fires again (one expiration to read).
+func TestKickerExpired(t *testing.T) {
+	var nk *Kicker
+	nk.Expired() // no panic
+	k, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	ticks := func() int {
+		var b [8]byte
+		if n, err := unix.Read(k.fd, b[:]); err != nil || n != 8 {
+			return 0
+		}
+		return int(b[0])
+	}
+	for range 3 {
+		k.Arm(10 * time.Microsecond)
+		time.Sleep(200 * time.Microsecond)
+		k.Expired()
+		if k.armed || ticks() != 0 {
+			t.Fatal("not drained after its deadline")
+		}
+	}
+	k.Arm(500 * time.Microsecond) // long before its deadline
+	k.Expired()
+	time.Sleep(2 * time.Millisecond)
+	if n := ticks(); n != 0 {
+		t.Fatalf("a Kicker stopped before its deadline fired anyway (%d)", n)
+	}
+	k.Arm(10 * time.Microsecond)
+	time.Sleep(time.Millisecond)
+	if n := ticks(); n != 1 {
+		t.Fatalf("re-armed: %d expirations, want 1", n)
+	}
+	k.armed = false
 }
 
 // TestPool: concurrent waiters each get a Kicker of their own, and the
