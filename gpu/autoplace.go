@@ -102,7 +102,7 @@ type AutoConfig struct {
 	// machine (2026-11-26, 128K rules in 512 classes, merged) about 4.5 µs
 	// of CPU a key against 18-25 µs for a device lookup of 64 keys, and a
 	// CPU profile of gswitchd forwarding 500 kframes/s on the frame ring
-	// (--min-batch 32) found 27% of its datapath's CPU in the CPU's
+	// (--min-batch 32) found 22% of its datapath's CPU in the CPU's
 	// lookups of the shared batches below 32 keys. Not with
 	// FixedDeviceNsPerKey (a cost per key has no fixed part).
 	SmallBatch int
