@@ -151,33 +151,10 @@ func TestEngineAutoWaitsForQuiet(t *testing.T) {
 // timed by the calibration); a table on the CPU keeps MinBatch; and
 // SmallBatch < 0 keeps the MinBatch floor.
 func TestEngineAutoSmallBatchFloor(t *testing.T) {
-	sp, err := flow.ParseSynthetic("4000,200")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab, err := flow.NewTable(flow.Config{Algo: flow.Merge, Seed: 1, MaxEntries: 1 << 14})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules := sp.Generate(1)
-	for _, r := range rules {
-		if _, _, err := tab.Add(r, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	keys := flow.SynthTraffic(sp, rules, 4096, 2)
-	const minBatch, smallNs = 2048, 20000.0 // the device: 20 µs for a small lookup, 1 ns a key at scale (CPU: a few hundred)
+	tab, keys := costlyTable(t)
 	for _, small := range []int{0, -1} {
 		var sizes []int
-		e := NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: minBatch, Mode: ModeAuto,
-			Auto: AutoConfig{Delay: time.Millisecond, SmallBatch: small, HostNsPerKey: -1}, // no host cost: the device always wins at scale
-			measureDev: func(_ Backend, _ TableID, s *calibSample) (float64, error) {
-				sizes = append(sizes, s.n)
-				if s.n < minBatch {
-					return smallNs / float64(s.n), nil
-				}
-				return 1, nil
-			}})
+		e := floorEngine(small, &sizes)
 		if err := e.Load(1, Flow, tab.Mirror().Image().Clone()); err != nil {
 			t.Fatal(err)
 		}
@@ -189,12 +166,15 @@ func TestEngineAutoSmallBatchFloor(t *testing.T) {
 		}
 		want := 0
 		if small == 0 {
-			want = int(min(max(math.Ceil(smallNs/tb.CPUNsPerKey), DefaultSmallBatch), minBatch))
+			want = int(min(max(math.Ceil(floorSmallNs/tb.CPUNsPerKey), DefaultSmallBatch), floorMinBatch))
 		}
 		if tb.DeviceFrom != want {
 			t.Errorf("SmallBatch %d: DeviceFrom %d, want %d (CPU %.1f ns a key; device lookups timed at %v keys)", small, tb.DeviceFrom, want, tb.CPUNsPerKey, sizes)
 		}
-		floor := cmp.Or(want, minBatch)
+		if got := e.DeviceMinBatch(1); got != cmp.Or(want, floorMinBatch) {
+			t.Errorf("SmallBatch %d: DeviceMinBatch %d, want %d", small, got, cmp.Or(want, floorMinBatch))
+		}
+		floor := cmp.Or(want, floorMinBatch)
 		out := make([]flow.RuleID, len(keys))
 		for _, n := range []int{floor - 1, floor} {
 			before := e.Stats()
@@ -210,5 +190,87 @@ func TestEngineAutoSmallBatchFloor(t *testing.T) {
 		}
 		e.Close()
 		t.Logf("SmallBatch %d: CPU %.1f ns a key, device from %d keys", small, tb.CPUNsPerKey, tb.DeviceFrom)
+	}
+}
+
+// The device of floorEngine: 20 µs for a small lookup, 1 ns a key at scale
+// (the CPU: a few hundred); MinBatch 2048.
+const floorMinBatch, floorSmallNs = 2048, 20000.0
+
+// costlyTable is a merged table of 4,000 rules in 200 classes (a few
+// hundred ns a key on the CPU) and traffic for it.
+func costlyTable(t *testing.T) (*flow.Table, []flow.Key) {
+	t.Helper()
+	sp, err := flow.ParseSynthetic("4000,200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := flow.NewTable(flow.Config{Algo: flow.Merge, Seed: 1, MaxEntries: 1 << 14})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := sp.Generate(1)
+	for _, r := range rules {
+		if _, _, err := tab.Add(r, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tab, flow.SynthTraffic(sp, rules, 4096, 2)
+}
+
+// floorEngine is an auto Engine over a simulated device (a CPU backend
+// priced by floorSmallNs and 1 ns a key) with AutoConfig.SmallBatch
+// small; the batch sizes the calibration timed go to *sizes.
+func floorEngine(small int, sizes *[]int) *Engine {
+	return NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: floorMinBatch, Mode: ModeAuto,
+		Auto: AutoConfig{Delay: time.Millisecond, SmallBatch: small, HostNsPerKey: -1}, // no host cost: the device always wins at scale
+		measureDev: func(_ Backend, _ TableID, s *calibSample) (float64, error) {
+			*sizes = append(*sizes, s.n)
+			if s.n < floorMinBatch {
+				return floorSmallNs / float64(s.n), nil
+			}
+			return 1, nil
+		}})
+}
+
+// TestCoalescerDeviceFloor: over an Engine, a pending batch of a table
+// with a calibrated floor closes as a device-sized batch once it holds the
+// floor's keys (the device idle), without waiting for the other active
+// callers or its delay; below the floor it waits.
+func TestCoalescerDeviceFloor(t *testing.T) {
+	tab, keys := costlyTable(t)
+	var sizes []int
+	e := floorEngine(0, &sizes)
+	defer e.Close()
+	if err := e.Load(1, Flow, tab.Mirror().Image().Clone()); err != nil {
+		t.Fatal(err)
+	}
+	waitCalibrated(t, e, 1)
+	floor := e.DeviceMinBatch(1)
+	if floor >= floorMinBatch {
+		t.Fatalf("no floor below MinBatch: %+v", backendOf(t, e, 1))
+	}
+	c, err := NewCoalescer(e, CoalescerConfig{MinBatch: floorMinBatch, MaxDelay: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Enter() // another caller, active and not looking anything up
+	defer c.Leave()
+	c.Enter()
+	defer c.Leave()
+	out := make([]flow.RuleID, floor)
+	for _, n := range []int{floor, floor - 1} {
+		soa := flow.PackSoA(keys[:n], tab.UsedWords(), nil)
+		t0 := time.Now()
+		if err := c.LookupFlow(1, soa, n, out); err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(t0)
+		if wantWait := n < floor; (took >= 250*time.Millisecond) != wantWait {
+			t.Errorf("a batch of %d keys (floor %d) took %v; waited out the delay: want %v", n, floor, took, wantWait)
+		}
+	}
+	if s := c.Stats(); s.ByIdle != 1 || s.ByDelay != 1 {
+		t.Errorf("closes: %+v; want one by idle (the floor's), one by delay", s)
 	}
 }

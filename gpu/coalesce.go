@@ -25,6 +25,19 @@ type deviceServer interface {
 	DeviceServes(id TableID, n int) bool
 }
 
+// deviceFloor is what a Coalescer asks of a backend, when it has it, for
+// the smallest batch of a table worth a device (Engine.DeviceMinBatch: a
+// costly table's calibrated floor, below MinBatch): a pending batch that
+// large closes as a device-sized one does.
+type deviceFloor interface {
+	DeviceMinBatch(id TableID) int
+}
+
+// DeviceMinBatch returns the smallest batch of table id that goes to a
+// device: its calibrated floor (AutoConfig.SmallBatch) where it has one,
+// else MinBatch.
+func (e *Engine) DeviceMinBatch(id TableID) int { return e.minBatchFor(id) }
+
 // placementGen is what a Coalescer asks of a backend, when it has it, to
 // tell its users when DeviceServes's answers may have changed
 // (Engine.PlacementGeneration).
@@ -56,6 +69,9 @@ const DefaultCoalescerMaxBatch = 8192
 //   - its oldest key has waited MaxDelay;
 //   - it holds MinBatch keys or more and no batch is in flight (group
 //     commit: the keys that come while it is looked up form the next);
+//     here and below, MinBatch is the table's own floor where the backend
+//     has a lower one (Engine.DeviceMinBatch: a costly table's batches go
+//     to a device from a few keys);
 //   - every active caller (see Enter) is blocked in the Coalescer, so that
 //     no further keys can come before something completes, and either no
 //     batch is in flight or the batch holds MinBatch keys or more (a
@@ -89,6 +105,7 @@ const DefaultCoalescerMaxBatch = 8192
 type Coalescer struct {
 	be  FlowLooker
 	ds  deviceServer // be's, or nil
+	df  deviceFloor  // be's, or nil
 	pg  placementGen // be's, or nil
 	cfg CoalescerConfig
 
@@ -176,6 +193,7 @@ func NewCoalescer(be FlowLooker, cfg CoalescerConfig) (*Coalescer, error) {
 	}
 	c := &Coalescer{be: be, cfg: cfg}
 	c.ds, _ = be.(deviceServer)
+	c.df, _ = be.(deviceFloor)
 	c.pg, _ = be.(placementGen)
 	return c, nil
 }
@@ -393,20 +411,24 @@ func (c *Coalescer) evaluate() {
 	quiet := c.active > 0 && c.blocked >= c.active
 	for i := 0; i < len(c.pending); {
 		g, n := c.pending[i], len(c.pending)
+		floor := c.cfg.MinBatch // a device-sized batch
+		if c.df != nil {
+			floor = max(1, min(floor, c.df.DeviceMinBatch(g.table)))
+		}
 		switch {
 		case g.n >= c.cfg.MaxBatch:
 			c.stats.ByFull++
 			c.close(g)
-		case quiet && (c.inflight == 0 || g.n >= c.cfg.MinBatch && c.inflight < c.cfg.Depth):
+		case quiet && (c.inflight == 0 || g.n >= floor && c.inflight < c.cfg.Depth):
 			c.stats.ByQuiet++
 			c.close(g)
-		case c.inflight == 0 && g.n >= c.cfg.MinBatch:
+		case c.inflight == 0 && g.n >= floor:
 			// The device is idle and the batch is worth it: waiting for
 			// the other callers would leave it idle longer (the keys that
 			// come meanwhile form the next batch: group commit).
 			c.stats.ByIdle++
 			c.close(g)
-		case c.active == 0 && g.n >= c.cfg.MinBatch && c.inflight < c.cfg.Depth:
+		case c.active == 0 && g.n >= floor && c.inflight < c.cfg.Depth:
 			c.stats.ByIdle++
 			c.close(g)
 		}
