@@ -46,8 +46,8 @@ type placementGen interface {
 }
 
 // DeviceServes reports whether a flow lookup of n keys in table id would
-// go to a device now: n is at least MinBatch and a device in service holds
-// the table. A Coalescer passes lookups of the tables no device serves
+// go to a device now: n is at least the table's floor (DeviceMinBatch) and
+// a device in service holds the table. A Coalescer passes lookups of the tables no device serves
 // straight through.
 func (e *Engine) DeviceServes(id TableID, n int) bool { return !e.cpuServes(id, n) }
 
