@@ -73,38 +73,46 @@ type latencyStats struct {
 // nanoseconds; 0: unknown, not recorded) and done at 'done'.
 func (l *latencyStats) observe(rxAt []int64, done time.Time) {
 	end := done.UnixNano()
-	l.record(len(rxAt), func(i int) int64 {
-		if rxAt[i] == 0 {
-			return -1
+	var c latencyCounts
+	for _, t := range rxAt {
+		if t != 0 {
+			c.add(end - t)
 		}
-		return end - rxAt[i]
-	})
+	}
+	l.flush(&c)
 }
 
-// record records the values d(0) .. d(n-1) in nanoseconds; a value below 0
-// or above maxLatency is not recorded.
-func (l *latencyStats) record(n int, d func(int) int64) {
-	var local [len(latencyBounds) + 1]uint32
-	var count, sum uint64
-	for i := range n {
-		v := d(i)
-		if v < 0 || v > maxLatency {
-			continue
-		}
-		local[latencyBucket(v)]++
-		count++
-		sum += uint64(v)
-	}
-	if count == 0 {
+// latencyCounts gathers one batch's values of a histogram on the stack,
+// so that the shared counters see one atomic add per bucket used, not one
+// per frame (latencyStats.flush).
+type latencyCounts struct {
+	buckets    [len(latencyBounds) + 1]uint32
+	count, sum uint64
+}
+
+// add counts the value d in nanoseconds; a value below 0 or above
+// maxLatency is not counted.
+func (c *latencyCounts) add(d int64) {
+	if d < 0 || d > maxLatency {
 		return
 	}
-	for i, c := range local {
-		if c != 0 {
-			l.buckets[i].Add(uint64(c))
+	c.buckets[latencyBucket(d)]++
+	c.count++
+	c.sum += uint64(d)
+}
+
+// flush adds c to the histogram.
+func (l *latencyStats) flush(c *latencyCounts) {
+	if c.count == 0 {
+		return
+	}
+	for i, n := range c.buckets {
+		if n != 0 {
+			l.buckets[i].Add(uint64(n))
 		}
 	}
-	l.count.Add(count)
-	l.sumNs.Add(sum)
+	l.count.Add(c.count)
+	l.sumNs.Add(c.sum)
 }
 
 // The stages of a frame's latency (LatencyStage): their three values
@@ -140,21 +148,26 @@ func (st LatencyStage) String() string {
 }
 
 // observeBatch records the latencies of b's frames, whose batch ended at
-// 'done': the whole (latency) and by stage (stages); b.readAt and
-// b.closed give the stages' bounds.
+// 'done': the whole (latency) and by stage (stages), in one pass over the
+// frames; b.readAt and b.closed give the stages' bounds.
 func (s *Switch) observeBatch(b *batcher, done time.Time) {
-	s.latency.observe(b.rxAt, done)
 	if len(b.readAt) != len(b.rxAt) || b.closed == 0 {
-		return // a batch not closed by RunPort (tests)
+		s.latency.observe(b.rxAt, done) // a batch not closed by RunPort (tests): the whole only
+		return
 	}
 	end := done.UnixNano()
-	s.stages[StageRing].record(len(b.rxAt), func(i int) int64 {
-		if b.rxAt[i] == 0 {
-			return -1
+	var whole, ring, batch latencyCounts
+	for i, rx := range b.rxAt {
+		read := b.readAt[i]
+		if rx != 0 {
+			whole.add(end - rx)
+			ring.add(read - rx)
 		}
-		return b.readAt[i] - b.rxAt[i]
-	})
-	s.stages[StageBatch].record(len(b.readAt), func(i int) int64 { return b.closed - b.readAt[i] })
+		batch.add(b.closed - read)
+	}
+	s.latency.flush(&whole)
+	s.stages[StageRing].flush(&ring)
+	s.stages[StageBatch].flush(&batch)
 	s.stages[StageRun].recordN(end-b.closed, len(b.readAt))
 }
 
