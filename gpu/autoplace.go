@@ -226,27 +226,31 @@ func (e *Engine) stopAuto() {
 	e.auto.wg.Wait()
 }
 
-// placedOnCPU reports whether the auto placement keeps table id on the
-// CPU. It allocates nothing (it is on every lookup's path).
-// minBatchFor returns the smallest batch of table id that a device gets:
-// its calibrated floor (placed.from) where it has one, else MinBatch.
-func (e *Engine) minBatchFor(id TableID) int {
-	if e.auto.on {
-		if p := (*e.auto.tabs.Load())[id]; p != nil {
-			if f := p.from.Load(); f > 0 {
-				return int(f)
-			}
-		}
-	}
-	return e.minBatch
-}
-
-func (e *Engine) placedOnCPU(id TableID) bool {
+// route returns how the Engine routes table id's lookups: the smallest
+// batch a device gets (its calibrated floor, placed.from, where it has one,
+// else MinBatch), and whether the auto placement keeps the table on the
+// CPU. One read of the placements; it allocates nothing (it is on every
+// lookup's path).
+func (e *Engine) route(id TableID) (floor int, onCPU bool) {
 	if !e.auto.on {
-		return false
+		return e.minBatch, false
 	}
 	p := (*e.auto.tabs.Load())[id]
-	return p != nil && Placement(p.place.Load()) == OnCPU
+	if p == nil {
+		return e.minBatch, false
+	}
+	floor = e.minBatch
+	if f := p.from.Load(); f > 0 {
+		floor = int(f)
+	}
+	return floor, Placement(p.place.Load()) == OnCPU
+}
+
+// minBatchFor returns the smallest batch of table id that a device gets
+// (route).
+func (e *Engine) minBatchFor(id TableID) int {
+	floor, _ := e.route(id)
+	return floor
 }
 
 // PlacementGeneration returns a number that changes (after the change)

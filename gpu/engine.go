@@ -226,7 +226,7 @@ func (e *Engine) pick(id TableID) []int {
 // and a lookup goroutine that allocates is drafted into the collector's
 // marking whenever a GC runs).
 func (e *Engine) cpuServes(id TableID, n int) bool {
-	if n < e.minBatchFor(id) || e.placedOnCPU(id) {
+	if floor, onCPU := e.route(id); onCPU || n < floor {
 		return true
 	}
 	for _, d := range e.devs {
@@ -384,7 +384,7 @@ func (e *Engine) Submit(id TableID, b *Batch) error {
 		return fmt.Errorf("gpu: submit of a nil batch")
 	}
 	b.fallback = nil
-	if b.eng == e && b.dev >= 0 && b.N >= e.minBatchFor(id) && !e.placedOnCPU(id) {
+	if floor, onCPU := e.route(id); b.eng == e && b.dev >= 0 && b.N >= floor && !onCPU {
 		d := e.devs[b.dev]
 		d.mu.Lock()
 		no := d.noTable[id]
