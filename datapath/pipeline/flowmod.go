@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -17,9 +18,12 @@ import (
 type table struct {
 	id      uint8
 	ft      *flow.Table
-	entries []*entry        // by RuleID; nil where no rule lives
-	proj    []int           // the projection of the image the classifier holds
-	lpm     *lpmshape.Shape // its LPM shape (lpm.go); nil until the first rule
+	entries []*entry // by RuleID; nil where no rule lives
+	// timed holds the RuleIDs of the entries with an idle or hard
+	// timeout, the only ones Expire looks at (kept by setEntry).
+	timed map[flow.RuleID]struct{}
+	proj  []int           // the projection of the image the classifier holds
+	lpm   *lpmshape.Shape // its LPM shape (lpm.go); nil until the first rule
 
 	lookups, matched atomic.Uint64
 }
@@ -60,11 +64,20 @@ func (t *table) entry(id flow.RuleID) *entry {
 	return nil
 }
 
+// setEntry puts e (nil: none) at id, and keeps timed.
 func (t *table) setEntry(id flow.RuleID, e *entry) {
 	for int(id) >= len(t.entries) {
 		t.entries = append(t.entries, nil)
 	}
 	t.entries[id] = e
+	if e != nil && (e.fm.IdleTimeout != 0 || e.fm.HardTimeout != 0) {
+		if t.timed == nil {
+			t.timed = make(map[flow.RuleID]struct{})
+		}
+		t.timed[id] = struct{}{}
+	} else {
+		delete(t.timed, id)
+	}
 }
 
 // FlowMod applies an add, modify or delete; the classifier has the change
@@ -165,7 +178,7 @@ func (s *Switch) modifyLocked(fm *rule.FlowMod) error {
 			ne.packets.Store(e.packets.Load())
 			ne.bytes.Store(e.bytes.Load())
 		}
-		t.entries[id] = ne
+		t.setEntry(id, ne)
 	}
 	return nil
 }
@@ -197,7 +210,7 @@ func (s *Switch) removedLocked(t *table, id flow.RuleID, reason uint8) {
 	if e == nil {
 		return
 	}
-	t.entries[id] = nil
+	t.setEntry(id, nil)
 	s.releaseRefs(&e.fm.Instructions)
 	if e.fm.Flags&rule.FlagSendFlowRem == 0 {
 		return
@@ -310,19 +323,46 @@ func (e *entry) stats(tid uint8, now time.Time) rule.FlowStats {
 // Expire removes the entries whose idle or hard timeout has passed at now,
 // sending FLOW_REMOVED for those installed with send_flow_rem, and returns
 // how many it removed. The daemon calls it periodically (RunExpiry).
+//
+// It looks only at the entries that have a timeout (table.timed), and
+// finds the expired ones under the read lock, which batches share: only
+// when there are some does it take the write lock, which stops every
+// batch, to remove them (each checked again, since a hit or a FLOW_MOD may
+// have come in between). Holding the write lock for the whole search made
+// every batch wait for a walk over all the entries four times a second:
+// 4.1–4.2 ms with 131,072 rules (H200 machine, 2026-11-26), the millisecond
+// tail of the frames' latency.
 func (s *Switch) Expire(now time.Time) int {
+	s.mu.RLock()
+	var due [][]flow.RuleID // by table
+	for i, t := range s.tables {
+		for id := range t.timed {
+			if _, ok := t.entry(id).expired(now); ok {
+				if due == nil {
+					due = make([][]flow.RuleID, len(s.tables))
+				}
+				due[i] = append(due[i], id)
+			}
+		}
+	}
+	s.mu.RUnlock()
+	if due == nil {
+		return 0
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
-	for _, t := range s.tables {
+	for i, t := range s.tables {
+		ids := due[i]
+		slices.Sort(ids) // FLOW_REMOVED in RuleID order, as the rules were added
 		removed := 0
-		for id, e := range t.entries {
-			reason, ok := e.expired(now)
+		for _, id := range ids {
+			reason, ok := t.entry(id).expired(now)
 			if !ok {
 				continue
 			}
-			t.ft.DeleteID(flow.RuleID(id))
-			s.removedLocked(t, flow.RuleID(id), reason)
+			t.ft.DeleteID(id)
+			s.removedLocked(t, id, reason)
 			removed++
 		}
 		if removed > 0 {

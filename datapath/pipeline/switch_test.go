@@ -241,6 +241,64 @@ func TestTimeouts(t *testing.T) {
 	}
 }
 
+// TestExpireLooksOnlyAtTimedEntries: Expire keeps the entries with a
+// timeout in table.timed (through modify, delete and expiry), and while
+// none is due it takes only the read lock, which batches share: it
+// returns while another holder of the read lock (a batch in flight) is
+// still running, where a write lock would wait for it.
+func TestExpireLooksOnlyAtTimedEntries(t *testing.T) {
+	r := newRig(t, 3, FailSecure)
+	for p := uint32(1); p <= 3; p++ {
+		r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(p), Instructions: applyOut(p%3 + 1)})
+	}
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 20, IdleTimeout: 2, Match: matchInPort(1), Instructions: applyOut(3)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 20, HardTimeout: 4, Match: matchInPort(2), Instructions: applyOut(3)})
+	tb := r.sw.tables[0]
+	if len(tb.timed) != 2 {
+		t.Fatalf("%d timed entries, want 2", len(tb.timed))
+	}
+	// A modify keeps the entry's timeouts, and so its place in timed.
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowModifyStrict, Priority: 20, Match: matchInPort(2), Instructions: applyOut(1)})
+	if len(tb.timed) != 2 {
+		t.Fatalf("after a modify: %d timed entries, want 2", len(tb.timed))
+	}
+
+	now := time.Now()
+	r.sw.mu.RLock()
+	done := make(chan int)
+	go func() { done <- r.sw.Expire(now.Add(time.Second)) }()
+	select {
+	case n := <-done:
+		if n != 0 {
+			t.Errorf("expired %d entries after 1s, want 0", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("Expire with nothing due waited for a batch's read lock: it took the write lock")
+		r.sw.mu.RUnlock()
+		<-done
+		return
+	}
+	r.sw.mu.RUnlock()
+
+	if n := r.sw.Expire(now.Add(3 * time.Second)); n != 1 {
+		t.Fatalf("expired %d entries after 3s, want 1 (idle)", n)
+	}
+	if len(tb.timed) != 1 {
+		t.Fatalf("after the idle timeout: %d timed entries, want 1", len(tb.timed))
+	}
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowDeleteStrict, TableID: 0, Priority: 20, Match: matchInPort(2),
+		OutPort: rule.PortAny, OutGroup: rule.GroupAny})
+	if len(tb.timed) != 0 {
+		t.Fatalf("after a delete: %d timed entries, want 0", len(tb.timed))
+	}
+	if n := r.sw.Expire(now.Add(time.Hour)); n != 0 {
+		t.Fatalf("expired %d entries without timeouts, want 0", n)
+	}
+	if ts := r.sw.TableStats(); ts[0].Active != 3 {
+		t.Fatalf("%d entries left, want 3", ts[0].Active)
+	}
+}
+
 func TestModifyKeepsOrResetsCounters(t *testing.T) {
 	r := newRig(t, 3, FailSecure)
 	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 10, Match: matchInPort(1), Instructions: applyOut(2)})
