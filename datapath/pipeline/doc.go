@@ -43,7 +43,10 @@
 // DELETE for entries with send_flow_rem). goto_table must go forward
 // (§5.1: OFPBIC_BAD_TABLE_ID otherwise). Expire, run every 250 ms by
 // RunExpiry, removes entries past their hard or idle timeout with
-// FLOW_REMOVED reason HARD_TIMEOUT or IDLE_TIMEOUT.
+// FLOW_REMOVED reason HARD_TIMEOUT or IDLE_TIMEOUT; it looks only at the
+// entries that have a timeout (table.timed), finds the expired ones under
+// the read lock, and takes the write lock only to remove them, so that a
+// large table without timeouts never stops the datapath for it.
 //
 // # The flow of a packet
 //
@@ -228,9 +231,11 @@
 // # Barrier and concurrency
 //
 // mu is the one lock between control and datapath. Every change (FlowMod,
-// Expire) holds it for writing from the table operation through
-// Classifier.Apply, which returns once lookups issued after it see the
-// change. A batch holds it for reading from its first lookup to its last
+// an Expire that found expired entries) holds it for writing from the
+// table operation through Classifier.Apply, which returns once lookups
+// issued after it see the change; nothing periodic holds it for writing
+// while it has nothing to change (a writer waiting for mu holds back every
+// batch that has not started yet). A batch holds it for reading from its first lookup to its last
 // action, so the tables, the entries and the classifier's images it sees
 // are one consistent version, and a change waits for batches in flight to
 // finish deciding. Barrier takes and releases the lock: when it returns,
