@@ -223,7 +223,7 @@ func (d *Agent) openPorts() error {
 	for _, pc := range d.st.Ports {
 		bs, nb := d.st.rxBlocks()
 		p, err := afpacket.Open(pc.Interface, afpacket.Config{Promiscuous: true, BlockTimeout: blockTimeout(d.st.MaxDelay),
-			Queues: d.st.rxQueues(pc), Ring: d.st.rxRing(d.co != nil), BlockSize: bs, NumBlocks: nb})
+			Queues: d.st.rxQueues(pc), Ring: d.st.rxRing(), BlockSize: bs, NumBlocks: nb})
 		if err != nil {
 			return fmt.Errorf("port %d (%s): %w", pc.Number, pc.Interface, err)
 		}
@@ -238,7 +238,7 @@ func (d *Agent) openPorts() error {
 		if err := d.reStage(pc.Number); err != nil {
 			return err
 		}
-		d.log.Info("port attached", "port", pc.Number, "link", p.Link().String(), "rx_queues", p.Queues(), "rx_ring", d.st.rxRing(d.co != nil).String())
+		d.log.Info("port attached", "port", pc.Number, "link", p.Link().String(), "rx_queues", p.Queues(), "rx_ring", d.st.rxRing().String())
 	}
 	return nil
 }

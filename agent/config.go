@@ -93,26 +93,25 @@ const maxRxQueues = afpacket.MaxQueues
 // rxRing returns the receive rings' layout: rx_ring; unset, the block
 // ring; auto, a TPACKET_V2 frame ring when max_delay is under a
 // millisecond (a TPACKET_V3 block is handed over 1 ms after its first
-// frame at the soonest, so it could not keep a shorter delay) and no GPU
-// serves the datapath (gpu false: the CPU backend, or no usable device),
-// else the block ring. The block ring is the default because the frame
-// ring's wake-up per frame cost a third of the peak rate (H200 machine,
-// 2026-11-26: 2.0 against 3.0 Mframes/s lossless, trivial set, CPU
-// backend). With a GPU, auto keeps the block ring: on the shared-batch
-// path the frame ring's many small batches queued longer than the block
-// ring's timeout (H200, 2026-11-26, 128K rules in 512 classes at 1
-// Mframes/s, --max-delay 50us: p50/p99 1.3-1.6 / 4.0-5.4 ms on the frame
-// ring against 1.1 / 2.7-3.0 ms on the block ring), while on the CPU
-// backend it cut the latency tenfold (p50 67-71 against 707-750 µs at
-// 250 kframes/s, half its lossless rate).
-func (c *Config) rxRing(gpu bool) afpacket.RingMode {
+// frame at the soonest, so it could not keep a shorter delay), else the
+// block ring. The block ring is the default because the frame ring's
+// wake-up per frame costs peak rate: on the H200 machine (2026-11-26,
+// --max-delay 50us, gswitchd on 4 cores) 2.0 against 3.0 Mframes/s
+// lossless with the trivial set on the CPU backend, and 2.5 against 3.0
+// with 131,072 rules in 512 classes on the GPU, where the frame ring's
+// latency at 1 Mframes/s was p50 / p99 0.25 / 1.1-1.2 ms against 0.73 /
+// 1.4 ms. (Until the flow expiry stopped stalling the datapath, the same
+// day, auto kept the block ring with a GPU: its millisecond stalls had
+// queued the frame ring's many small batches longer than the block
+// ring's timeout.)
+func (c *Config) rxRing() afpacket.RingMode {
 	switch c.RxRing {
 	case "", "block":
 		return afpacket.RingBlocks
 	case "frame":
 		return afpacket.RingFrames
 	}
-	if c.MaxDelay < time.Millisecond && !gpu {
+	if c.MaxDelay < time.Millisecond {
 		return afpacket.RingFrames
 	}
 	return afpacket.RingBlocks

@@ -207,8 +207,8 @@ func TestCalibrationBatch(t *testing.T) {
 }
 
 // TestRxRing: the block ring by default; auto picks the frame ring below
-// a 1 ms max_delay without a GPU, and the block ring from 1 ms on or with
-// a GPU; block and frame are taken as given.
+// a 1 ms max_delay and the block ring from 1 ms on; block and frame are
+// taken as given.
 func TestRxRing(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -227,14 +227,8 @@ func TestRxRing(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", c.args, err)
 		}
-		if got := st.rxRing(false); got != c.want {
+		if got := st.rxRing(); got != c.want {
 			t.Errorf("%v: ring %v, want %v", c.args, got, c.want)
-		}
-		if got := st.rxRing(true); got != c.want && (got != afpacket.RingBlocks || c.args[len(c.args)-1] != "auto") {
-			t.Errorf("%v with a GPU: ring %v", c.args, got)
-		}
-		if got := st.rxRing(true); c.args != nil && c.args[len(c.args)-1] == "auto" && got != afpacket.RingBlocks {
-			t.Errorf("%v with a GPU: ring %v, want the block ring", c.args, got)
 		}
 	}
 	if _, err := loadArgs(t, "--rx-ring", "v3"); !errors.Is(err, ErrConfig) {
