@@ -237,8 +237,9 @@
 // while it has nothing to change (a writer waiting for mu holds back every
 // batch that has not started yet). A batch holds it for reading from its
 // first lookup to its last action, so the tables, the entries and the
-// classifier's images it sees are one consistent version, and a change waits for batches in flight to
-// finish deciding. Barrier takes and releases the lock: when it returns,
+// classifier's images it sees are one consistent version, and a change
+// waits for batches in flight to finish deciding. Barrier takes and
+// releases the lock: when it returns,
 // every earlier change is applied and no batch decided under the old
 // state is still deciding (its frames may still be in Send). Counters are
 // atomics updated under the read lock. The ports are fixed before traffic
