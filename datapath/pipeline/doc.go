@@ -235,7 +235,8 @@
 // table operation through Classifier.Apply, which returns once lookups
 // issued after it see the change; nothing periodic holds it for writing
 // while it has nothing to change (a writer waiting for mu holds back every
-// batch that has not started yet). A batch holds it for reading from its
+// batch that has not started yet; lockWrite times each writer's span,
+// metric gswitch_switch_write_lock_seconds{op}: writelock.go). A batch holds it for reading from its
 // first lookup to its last action, so the tables, the entries and the
 // classifier's images it sees are one consistent version, and a change
 // waits for batches in flight to finish deciding. Barrier takes and

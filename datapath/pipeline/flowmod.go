@@ -83,8 +83,7 @@ func (t *table) setEntry(id flow.RuleID, e *entry) {
 // FlowMod applies an add, modify or delete; the classifier has the change
 // when it returns. A failed FlowMod changes nothing.
 func (s *Switch) FlowMod(fm *rule.FlowMod) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lockWrite(WriteFlowMod)()
 	return s.flowModLocked(fm)
 }
 
@@ -349,8 +348,7 @@ func (s *Switch) Expire(now time.Time) int {
 	if due == nil {
 		return 0
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lockWrite(WriteExpire)()
 	n := 0
 	for i, t := range s.tables {
 		ids := due[i]

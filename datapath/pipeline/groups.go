@@ -20,8 +20,7 @@ func (s *Switch) GroupMod(gm *rule.GroupMod) error {
 	if err := checkBuckets(&gm.Group); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lockWrite(WriteGroupMod)()
 	return s.groupModLocked(gm)
 }
 
@@ -61,8 +60,7 @@ func (s *Switch) GroupExists(id uint32) bool { return s.groups.Exists(id) }
 // flow entries that use a deleted meter are removed (OpenFlow 1.3 has no
 // FLOW_REMOVED reason for it: DELETE is sent to those with send_flow_rem).
 func (s *Switch) MeterMod(mm *rule.MeterMod) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lockWrite(WriteMeterMod)()
 	deleted, err := s.meters.Mod(mm)
 	if err != nil {
 		return err

@@ -245,7 +245,9 @@ func TestTimeouts(t *testing.T) {
 // timeout in table.timed (through modify, delete and expiry), and while
 // none is due it takes only the read lock, which batches share: it
 // returns while another holder of the read lock (a batch in flight) is
-// still running, where a write lock would wait for it.
+// still running, where a write lock would wait for it, and the write-lock
+// histogram (WriteLockStats) counts no expiry span then, one once an
+// entry was removed.
 func TestExpireLooksOnlyAtTimedEntries(t *testing.T) {
 	r := newRig(t, 3, FailSecure)
 	for p := uint32(1); p <= 3; p++ {
@@ -279,9 +281,18 @@ func TestExpireLooksOnlyAtTimedEntries(t *testing.T) {
 		return
 	}
 	r.sw.mu.RUnlock()
+	if n := r.sw.WriteLockStats(WriteExpire).Frames; n != 0 {
+		t.Fatalf("Expire with nothing due held the write lock %d times, want 0", n)
+	}
+	if n := r.sw.WriteLockStats(WriteFlowMod).Frames; n != 6 {
+		t.Fatalf("%d FLOW_MOD spans under the write lock, want 6", n)
+	}
 
 	if n := r.sw.Expire(now.Add(3 * time.Second)); n != 1 {
 		t.Fatalf("expired %d entries after 3s, want 1 (idle)", n)
+	}
+	if n := r.sw.WriteLockStats(WriteExpire).Frames; n != 1 {
+		t.Fatalf("Expire that removed an entry held the write lock %d times, want 1", n)
 	}
 	if len(tb.timed) != 1 {
 		t.Fatalf("after the idle timeout: %d timed entries, want 1", len(tb.timed))
