@@ -112,7 +112,11 @@
 // and from gswitch_frame_latency_stage_seconds the same by stage,
 // latency_stages_us {ring, batch, run: [p50, p99]} (in the receive ring
 // until the reader took the frame, in the open batch, the batch's run from
-// its close; the log line's "p50/p99 by stage"). With --latency-step, after a gswitchd series with a lossless rate, one
+// its close; the log line's "p50/p99 by stage"), and from
+// gswitch_switch_write_lock_seconds, for each kind of change that held
+// the datapath back during the step (a FLOW_MOD, an expiry that removed
+// entries, a barrier, ...), write_lock_us {op: [count, p99, the largest
+// bucket's bound]} (the log line's "datapath held back by"). With --latency-step, after a gswitchd series with a lossless rate, one
 // more step runs at half that rate (half_lossless: true, not part of the series): the latency of
 // a switch that is not overloaded.
 //

@@ -337,7 +337,11 @@ type Step struct {
 	// The same by stage (gswitch_frame_latency_stage_seconds: ring,
 	// batch, run, which add up to the latency): [p50, p99] in µs.
 	LatencyStages map[string][2]float64 `json:"latency_stages_us,omitempty"`
-	HalfLossless  bool                  `json:"half_lossless,omitempty"`
+	// How long gswitchd's changes held its datapath back during the step
+	// (gswitch_switch_write_lock_seconds), by op with any: [count, p99,
+	// the largest bucket's bound] in µs.
+	WriteLock    map[string][3]float64 `json:"write_lock_us,omitempty"`
+	HalfLossless bool                  `json:"half_lossless,omitempty"`
 	// --ruleset events: what matched gswitchd's events (cpu, or the
 	// device) and the events it matched on the device and on the CPU since
 	// it started, read after the series.

@@ -57,5 +57,13 @@ func FuzzParseLatency(f *testing.F) {
 				t.Fatalf("stage %s: quantiles %v %v", st, p50, p99)
 			}
 		}
+		for op, wh := range h.writeLock {
+			if p99, m := wh.quantile(0.99), wh.max(); p99 < 0 || m < 0 || wh.count() == 0 && (p99 != 0 || m != 0) {
+				t.Fatalf("write lock %s: p99 %v, max %v of %d", op, p99, m, wh.count())
+			}
+		}
+		if d := h.since(h); d != nil && d.total.count() != 0 {
+			t.Fatalf("a page less itself holds %d values", d.total.count())
+		}
 	})
 }

@@ -37,11 +37,17 @@ type latHist struct {
 // run), which add up to it; a gswitchd before 2026-11-26 has none.
 const stageMetric = "gswitch_frame_latency_stage_seconds"
 
+// writeLockMetric is how long each kind of change (label op) held the
+// datapath back: from its request for the switch's write lock to its
+// release; a gswitchd before 2026-11-26 17:30 has none.
+const writeLockMetric = "gswitch_switch_write_lock_seconds"
+
 // latPage is what a metrics page says of the latency: the whole and, when
-// gswitchd exports them, the stages.
+// gswitchd exports them, the stages and the write-lock spans by op.
 type latPage struct {
-	total  *latHist
-	stages map[string]*latHist
+	total     *latHist
+	stages    map[string]*latHist
+	writeLock map[string]*latHist
 }
 
 // since is the page of the values recorded after p0.
@@ -49,10 +55,15 @@ func (p *latPage) since(p0 *latPage) *latPage {
 	if p0 == nil {
 		return nil
 	}
-	d := &latPage{total: p.total.since(p0.total), stages: map[string]*latHist{}}
+	d := &latPage{total: p.total.since(p0.total), stages: map[string]*latHist{}, writeLock: map[string]*latHist{}}
 	for st, h := range p.stages {
 		if sd := h.since(p0.stages[st]); sd != nil {
 			d.stages[st] = sd
+		}
+	}
+	for op, h := range p.writeLock {
+		if wd := h.since(p0.writeLock[op]); wd != nil {
+			d.writeLock[op] = wd
 		}
 	}
 	return d
@@ -93,27 +104,42 @@ func parseLatency(r io.Reader) (_ *latPage, err error) {
 	if mf == nil || len(mf.Metric) != 1 || mf.Metric[0].Histogram == nil {
 		return nil, fmt.Errorf("no histogram %s", latencyMetric)
 	}
-	page := &latPage{stages: map[string]*latHist{}}
+	page := &latPage{stages: map[string]*latHist{}, writeLock: map[string]*latHist{}}
 	if page.total, err = histOf(latencyMetric, mf.Metric[0].Histogram); err != nil {
 		return nil, err
 	}
-	if sf := mfs[stageMetric]; sf != nil {
-		for _, m := range sf.Metric {
-			var stage string
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "stage" {
-					stage = l.GetValue()
-				}
-			}
-			if stage == "" || m.Histogram == nil {
-				return nil, fmt.Errorf("%s: a series without a stage or not a histogram", stageMetric)
-			}
-			if page.stages[stage], err = histOf(stageMetric, m.Histogram); err != nil {
-				return nil, err
-			}
-		}
+	if err = labelled(mfs[stageMetric], "stage", page.stages); err != nil {
+		return nil, err
+	}
+	if err = labelled(mfs[writeLockMetric], "op", page.writeLock); err != nil {
+		return nil, err
 	}
 	return page, nil
+}
+
+// labelled puts family mf's histograms (nil: none) into into, by their
+// label's value.
+func labelled(mf *dto.MetricFamily, label string, into map[string]*latHist) error {
+	if mf == nil {
+		return nil
+	}
+	for _, m := range mf.Metric {
+		var v string
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label {
+				v = l.GetValue()
+			}
+		}
+		if v == "" || m.Histogram == nil {
+			return fmt.Errorf("%s: a series without a %s or not a histogram", mf.GetName(), label)
+		}
+		h, err := histOf(mf.GetName(), m.Histogram)
+		if err != nil {
+			return err
+		}
+		into[v] = h
+	}
+	return nil
 }
 
 // histOf is the histogram hm of metric name.
@@ -195,4 +221,34 @@ func (e *fwdEnv) getMetrics() (*http.Response, error) {
 		},
 	}}
 	return c.Get("http://" + e.metricsAddr + "/metrics")
+}
+
+// count is the number of values in h.
+func (h *latHist) count() uint64 {
+	if h == nil || len(h.cum) == 0 {
+		return 0
+	}
+	return h.cum[len(h.cum)-1]
+}
+
+// max is the upper bound, in microseconds, of the highest bucket that
+// holds a value (the last finite bound for the +Inf bucket); 0 when h is
+// empty.
+func (h *latHist) max() float64 {
+	n := h.count()
+	if n == 0 {
+		return 0
+	}
+	for i, c := range h.cum {
+		if c == n {
+			if !math.IsInf(h.bounds[i], 1) {
+				return h.bounds[i] * 1e6
+			}
+			if i > 0 {
+				return h.bounds[i-1] * 1e6
+			}
+			return 0
+		}
+	}
+	return 0
 }

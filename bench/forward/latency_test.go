@@ -69,6 +69,36 @@ gswitch_frame_latency_stage_seconds_count{stage="` + name + `"} ` + itoa(inf) + 
 	if _, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + "gswitch_frame_latency_stage_seconds 3\n")); err == nil {
 		t.Error("a stage series without a stage label")
 	}
+
+	// The write-lock spans by op: counted, p99 and the largest bucket's
+	// bound over the step; an op without spans in the step has count 0.
+	lock := func(op string, c1, c2, inf uint64) string {
+		return `gswitch_switch_write_lock_seconds_bucket{op="` + op + `",le="1e-05"} ` + itoa(c1) + `
+gswitch_switch_write_lock_seconds_bucket{op="` + op + `",le="0.004"} ` + itoa(c2) + `
+gswitch_switch_write_lock_seconds_bucket{op="` + op + `",le="+Inf"} ` + itoa(inf) + `
+gswitch_switch_write_lock_seconds_sum{op="` + op + `"} 0.1
+gswitch_switch_write_lock_seconds_count{op="` + op + `"} ` + itoa(inf) + `
+`
+	}
+	const lockType = "# TYPE gswitch_switch_write_lock_seconds histogram\n"
+	w0, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + lockType + lock("expire", 0, 0, 0) + lock("flow_mod", 5, 5, 5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + lockType + lock("expire", 0, 4, 4) + lock("flow_mod", 5, 5, 5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd := w1.since(w0)
+	if e := wd.writeLock["expire"]; e.count() != 4 || e.max() != 4000 || e.quantile(0.99) < 10 {
+		t.Errorf("expire spans: %d, max %v µs (want 4, 4000), p99 %v µs", e.count(), e.max(), e.quantile(0.99))
+	}
+	if f := wd.writeLock["flow_mod"]; f.count() != 0 || f.max() != 0 {
+		t.Errorf("flow_mod spans in the step: %d, max %v µs (want none)", f.count(), f.max())
+	}
+	if _, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + "gswitch_switch_write_lock_seconds 3\n")); err == nil {
+		t.Error("a write-lock series without an op label")
+	}
 }
 
 func itoa(n uint64) string {

@@ -2,6 +2,9 @@ package forward
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gswitch/gswitch/bench/benchutil"
@@ -114,7 +117,7 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 		s.SwitchRx, s.SwitchRxDropped, s.SwitchTx = sw1[0]-sw0[0], sw1[1]-sw0[1], sw1[2]-sw0[2]
 		s.SwitchKeysOnCPU, s.SwitchKeysOnGPU = sw1[3]-sw0[3], sw1[4]-sw0[4]
 	}
-	stages := ""
+	stages, held := "", ""
 	if lat1 := e.scrapeLatency(); lat1 != nil {
 		if d := lat1.since(lat0); d != nil {
 			s.LatencyP50us, s.LatencyP99us = d.total.quantile(0.5), d.total.quantile(0.99)
@@ -128,10 +131,24 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 					stages += fmt.Sprintf(" %s %.0f/%.0fµs", st, q[0], q[1])
 				}
 			}
+			for _, op := range slices.Sorted(maps.Keys(d.writeLock)) {
+				h := d.writeLock[op]
+				if n := h.count(); n > 0 {
+					if s.WriteLock == nil {
+						s.WriteLock = map[string][3]float64{}
+					}
+					w := [3]float64{float64(n), h.quantile(0.99), h.max()}
+					s.WriteLock[op] = w
+					held += fmt.Sprintf(" %s %.0f, p99 %.0fµs, max ≤%.0fµs;", op, w[0], w[1], w[2])
+				}
+			}
 		}
 	}
 	if stages != "" {
 		stages = "; p50/p99 by stage:" + stages
+	}
+	if held != "" {
+		stages += "; datapath held back by" + strings.TrimSuffix(held, ";")
 	}
 	s.BusyCores, s.StealCores, s.SwitchCores = readCPU(e.swPid).since(cpu0)
 	fmt.Fprintf(e.log, "bench forward: round %d %s rules=%d asked=%d offered=%.0f forwarded=%.0f loss=%.3f%% (dropped by rule %d; backlog drops %d, sink ring drops %d, switch rx %d rx-dropped %d tx %d, keys cpu %d gpu %d; latency p50 %.0fµs p99 %.0fµs%s; busy cores %.1f, stolen %.1f, switch %.1f)\n",
