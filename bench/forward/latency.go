@@ -177,7 +177,7 @@ func (h *latHist) since(h0 *latHist) *latHist {
 // inside its bucket (the last finite bound for the +Inf bucket); 0 when
 // the histogram is empty.
 func (h *latHist) quantile(q float64) float64 {
-	if h == nil || len(h.cum) == 0 || h.cum[len(h.cum)-1] == 0 {
+	if h.count() == 0 {
 		return 0
 	}
 	rank := q * float64(h.cum[len(h.cum)-1])

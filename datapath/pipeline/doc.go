@@ -235,14 +235,14 @@
 // table operation through Classifier.Apply, which returns once lookups
 // issued after it see the change; nothing periodic holds it for writing
 // while it has nothing to change (a writer waiting for mu holds back every
-// batch that has not started yet; lockWrite times each writer's span,
-// metric gswitch_switch_write_lock_seconds{op}: writelock.go). A batch holds it for reading from its
-// first lookup to its last action, so the tables, the entries and the
-// classifier's images it sees are one consistent version, and a change
-// waits for batches in flight to finish deciding. Barrier takes and
-// releases the lock: when it returns,
-// every earlier change is applied and no batch decided under the old
-// state is still deciding (its frames may still be in Send). Counters are
+// batch that has not started yet; lockWrite and unlockWrite time each
+// writer's span, metric gswitch_switch_write_lock_seconds{op}:
+// writelock.go). A batch holds it for reading from its first lookup to its
+// last action, so the tables, the entries and the classifier's images it
+// sees are one consistent version, and a change waits for batches in
+// flight to finish deciding. Barrier takes and releases the lock: when it
+// returns, every earlier change is applied and no batch decided under the
+// old state is still deciding (its frames may still be in Send). Counters are
 // atomics updated under the read lock. The ports are fixed before traffic
 // starts (AddPort); their link state comes from afpacket (WatchPort turns
 // link events into PORT_STATUS: DELETE when the interface goes, ADD when

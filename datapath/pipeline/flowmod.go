@@ -83,7 +83,7 @@ func (t *table) setEntry(id flow.RuleID, e *entry) {
 // FlowMod applies an add, modify or delete; the classifier has the change
 // when it returns. A failed FlowMod changes nothing.
 func (s *Switch) FlowMod(fm *rule.FlowMod) error {
-	defer s.lockWrite(WriteFlowMod)()
+	defer s.unlockWrite(WriteFlowMod, s.lockWrite())
 	return s.flowModLocked(fm)
 }
 
@@ -348,7 +348,7 @@ func (s *Switch) Expire(now time.Time) int {
 	if due == nil {
 		return 0
 	}
-	defer s.lockWrite(WriteExpire)()
+	defer s.unlockWrite(WriteExpire, s.lockWrite())
 	n := 0
 	for i, t := range s.tables {
 		ids := due[i]

@@ -20,7 +20,7 @@ func (s *Switch) GroupMod(gm *rule.GroupMod) error {
 	if err := checkBuckets(&gm.Group); err != nil {
 		return err
 	}
-	defer s.lockWrite(WriteGroupMod)()
+	defer s.unlockWrite(WriteGroupMod, s.lockWrite())
 	return s.groupModLocked(gm)
 }
 
@@ -60,7 +60,7 @@ func (s *Switch) GroupExists(id uint32) bool { return s.groups.Exists(id) }
 // flow entries that use a deleted meter are removed (OpenFlow 1.3 has no
 // FLOW_REMOVED reason for it: DELETE is sent to those with send_flow_rem).
 func (s *Switch) MeterMod(mm *rule.MeterMod) error {
-	defer s.lockWrite(WriteMeterMod)()
+	defer s.unlockWrite(WriteMeterMod, s.lockWrite())
 	deleted, err := s.meters.Mod(mm)
 	if err != nil {
 		return err

@@ -66,7 +66,7 @@ func (s *Switch) shapeOf(t *table) *lpmshape.Shape {
 // setLPMServing turns LPM serving of LPM-shaped tables on (the default)
 // or off, so that a benchmark compares both on one table.
 func (s *Switch) setLPMServing(on bool) {
-	defer s.lockWrite(WriteOther)()
+	defer s.unlockWrite(WriteOther, s.lockWrite())
 	for _, t := range s.tables {
 		if l := s.shapeOf(t); l != nil {
 			l.SetEnabled(on)

@@ -305,7 +305,7 @@ func (s *Switch) Features() rule.Features {
 // write lock that batches hold for reading, so taking and releasing it is
 // enough: it waits for a change still in progress on another connection.
 func (s *Switch) Barrier() error {
-	s.lockWrite(WriteBarrier)() // an empty critical section is the point
+	s.unlockWrite(WriteBarrier, s.lockWrite()) // an empty critical section is the point
 	return nil
 }
 

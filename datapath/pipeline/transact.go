@@ -11,7 +11,7 @@ import (
 // (and their rollback) are made of it. f must not call the switch's other
 // methods (the lock is not reentrant).
 func (s *Switch) Transact(f func(apply func(*rule.FlowMod) error) error) error {
-	defer s.lockWrite(WriteTransaction)()
+	defer s.unlockWrite(WriteTransaction, s.lockWrite())
 	return f(s.flowModLocked)
 }
 
@@ -20,7 +20,7 @@ func (s *Switch) Transact(f func(apply func(*rule.FlowMod) error) error) error {
 // write lock, so no batch of packets sees part of the change (the
 // P4Runtime server's multicast groups and the entries that use them).
 func (s *Switch) TransactGroups(f func(flowMod func(*rule.FlowMod) error, groupMod func(*rule.GroupMod) error) error) error {
-	defer s.lockWrite(WriteTransaction)()
+	defer s.unlockWrite(WriteTransaction, s.lockWrite())
 	return f(s.flowModLocked, s.groupModLocked)
 }
 
