@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -141,8 +143,9 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 	if err := d.newRouter(); err != nil {
 		return d, err
 	}
-	rxDelay, devDelay := st.batchDelays(d.eng.Devices() > 0)
-	if d.eng.Devices() > 0 {
+	shared := d.eng.Devices() > 0 && st.RxWorkers == 0 // datapath workers look up straight to the engine
+	rxDelay, devDelay := st.batchDelays(shared)
+	if shared {
 		// Shared device batches across ports and queues (GSwitch §7.4).
 		if d.co, err = gpu.NewCoalescer(d.eng, gpu.CoalescerConfig{MinBatch: st.MinBatch, MaxDelay: devDelay}); err != nil {
 			return d, err
@@ -270,10 +273,8 @@ func (d *Agent) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	d.runDatapath(ctx, goRun)
 	for no, p := range d.ports {
-		for i := range p.Queues() { // one datapath loop per receive queue
-			goRun(fmt.Sprintf("port %d queue %d", no, i), func() error { return d.sw.RunPort(ctx, no, p.Queue(i)) })
-		}
 		goRun("port watch", func() error { d.sw.WatchPort(ctx, no, p.Events()); return nil })
 	}
 	goRun("expiry", func() error { d.sw.RunExpiry(ctx, 250*time.Millisecond); return nil })
@@ -378,4 +379,82 @@ func (s ctlSource) Neighbours() []l3.NeighInfo { return s.d.neighbours() }
 func (s ctlSource) L3Counters() l3.Counters    { return s.d.l3Counters() }
 func (s ctlSource) RouteTables() (map[uint32]*route.Table, map[uint32]map[string]map[string]uint64) {
 	return s.d.routeTables()
+}
+
+// runDatapath starts the datapath's goroutines: a loop per receive queue
+// (RunPort), or with rx_workers N that many workers (RunWorker) among
+// which the queues are dealt (workerQueues).
+func (d *Agent) runDatapath(ctx context.Context, goRun func(string, func() error)) {
+	nos := slices.Sorted(maps.Keys(d.ports))
+	if d.st.RxWorkers == 0 {
+		for _, no := range nos {
+			p := d.ports[no]
+			for i := range p.Queues() {
+				goRun(fmt.Sprintf("port %d queue %d", no, i), func() error { return d.sw.RunPort(ctx, no, p.Queue(i)) })
+			}
+		}
+		return
+	}
+	queues := make([]int, len(nos))
+	for i, no := range nos {
+		queues[i] = d.ports[no].Queues()
+	}
+	deal := workerQueues(queues, d.st.RxWorkers)
+	for k, mine := range deal {
+		var qs []pipeline.RxQueue
+		for _, pq := range mine {
+			no := nos[pq[0]]
+			qs = append(qs, pipeline.RxQueue{No: no, Src: d.ports[no].Queue(pq[1])})
+		}
+		goRun(fmt.Sprintf("datapath worker %d", k), func() error { return d.sw.RunWorker(ctx, qs) })
+	}
+	d.log.Info("datapath workers", "workers", len(deal), "rx_queues", sumInts(queues))
+}
+
+// workerQueues deals the receive queues of ports with queues[i] queues
+// each (in port order) among n workers, at most one worker per queue: it
+// returns each worker's (port index, queue) pairs. When every port has
+// the same number of queues, a multiple of n, worker k takes queues k,
+// k+n, ... of every port, which the kernel's flow hash fills evenly
+// whichever ports carry the traffic. Otherwise the queues are taken queue
+// by queue (every port's queue 0, then every port's queue 1, ...) and
+// dealt back and forth (worker 0, 1, ..., n-1, n-1, ..., 1, 0, 0, 1, ...):
+// the shares differ by one queue at most, and ports loaded every other
+// one (the sending side of pairs of ports, one queue each) still spread
+// over every worker, where dealing in turn would give them all to every
+// other worker.
+func workerQueues(queues []int, n int) [][][2]int {
+	var all [][2]int
+	for q := 0; ; q++ {
+		before := len(all)
+		for i, m := range queues {
+			if q < m {
+				all = append(all, [2]int{i, q})
+			}
+		}
+		if len(all) == before {
+			break
+		}
+	}
+	n = min(n, len(all))
+	deal := make([][][2]int, n)
+	even := len(queues) > 0 && queues[0]%n == 0 && !slices.ContainsFunc(queues, func(m int) bool { return m != queues[0] })
+	for j, pq := range all {
+		k := pq[1] % n
+		if !even {
+			if k = j % (2 * n); k >= n {
+				k = 2*n - 1 - k
+			}
+		}
+		deal[k] = append(deal[k], pq)
+	}
+	return deal
+}
+
+func sumInts(v []int) int {
+	s := 0
+	for _, x := range v {
+		s += x
+	}
+	return s
 }

@@ -38,5 +38,5 @@ func (d *Agent) backend() gpu.EngineStats {
 // (pipeline.BatchStats: metric gswitch_batches_path_total).
 func (d *Agent) batchPaths() ctl.BatchPaths {
 	bs := d.sw.BatchStats()
-	return ctl.BatchPaths{Direct: bs.Direct, Shared: bs.Shared}
+	return ctl.BatchPaths{Direct: bs.Direct, Shared: bs.Shared, Worker: bs.Worker}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,9 @@ import (
 // reports gswitchd's per-frame latency. With events:500 the traffic is
 // event packets delivered by subscriptions (CCM's scenario, 500 filters
 // per sink port; about one event in four matches none and is dropped).
+// The acl1 run measures gswitchd with datapath workers too
+// (gswitchd-cpu@frame+w2: --rx-workers 2, frame rings), whose classification
+// --check checks the same way.
 func TestBenchForwardRuleset(t *testing.T) {
 	needRoot(t)
 	ctl := gswitchctlBinary(t)
@@ -29,7 +33,11 @@ func TestBenchForwardRuleset(t *testing.T) {
 	for _, set := range []string{"synthetic:2000,64", "classbench:" + acl1Path(t), "events:500"} {
 		t.Run(strings.SplitN(set, ":", 2)[0], func(t *testing.T) {
 			for try := 1; ; try++ {
-				lossy := benchForwardRuleset(t, ctl, gsw, set)
+				targets := []string{"gswitchd-cpu"}
+				if strings.HasPrefix(set, "classbench:") {
+					targets = append(targets, "gswitchd-cpu@frame+w2")
+				}
+				lossy := benchForwardRuleset(t, ctl, gsw, set, targets)
 				if lossy == "" {
 					return
 				}
@@ -42,11 +50,11 @@ func TestBenchForwardRuleset(t *testing.T) {
 	}
 }
 
-func benchForwardRuleset(t *testing.T, ctl, gsw, set string) (lossy string) {
+func benchForwardRuleset(t *testing.T, ctl, gsw, set string, targets []string) (lossy string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, ctl, "bench", "forward", "--targets", "gswitchd-cpu", "--gswitchd", gsw,
+	cmd := exec.CommandContext(ctx, ctl, "bench", "forward", "--targets", strings.Join(targets, ","), "--gswitchd", gsw,
 		"--ruleset", set, "--pairs", "2", "--flows", "4096", "--rates", "4k", "--duration", "1s",
 		"--flowmods", "0", "--sink", "ring", "--check", "--latency-step", "--json")
 	var stderr syncBuffer
@@ -55,7 +63,7 @@ func benchForwardRuleset(t *testing.T, ctl, gsw, set string) (lossy string) {
 	if err != nil {
 		t.Fatalf("bench forward: %v\n%s\n%s", err, out, stderr.String())
 	}
-	steps, halves, wantHalf := 0, 0, 0
+	steps, halves, wantHalf := map[string]int{}, map[string]int{}, map[string]int{}
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	for sc.Scan() {
 		var m map[string]any
@@ -69,7 +77,8 @@ func benchForwardRuleset(t *testing.T, ctl, gsw, set string) (lossy string) {
 		if m["half_lossless"] == true {
 			// The latency step at half the lossless rate: gswitchd's
 			// histogram saw its frames.
-			halves++
+			target, _ := m["target"].(string)
+			halves[target]++
 			p50, _ := m["latency_p50_us"].(float64)
 			p99, _ := m["latency_p99_us"].(float64)
 			if p50 <= 0 || p99 < p50 || m["asked_pps"].(float64) > 2100 {
@@ -77,15 +86,16 @@ func benchForwardRuleset(t *testing.T, ctl, gsw, set string) (lossy string) {
 			}
 			continue
 		}
-		steps++
+		target, _ := m["target"].(string)
+		steps[target]++
 		if ml, _ := m["max_lossless_pps"].(float64); ml > 0 {
-			wantHalf = 1
+			wantHalf[target] = 1
 		}
 		sent, _ := m["sent"].(float64)
 		want, _ := m["expected"].(float64)
 		got, _ := m["received"].(float64)
 		dropped, _ := m["dropped_by_rule"].(float64)
-		if m["target"] != "gswitchd-cpu" || m["backend"] != "cpu" || m["ruleset"] != set || m["misrouted"] != 0.0 {
+		if !slices.Contains(targets, target) || m["backend"] != "cpu" || m["ruleset"] != set || m["misrouted"] != 0.0 {
 			t.Errorf("step %s", sc.Text())
 		}
 		// One rule in eight drops (one event in four): some frames are dropped by rule, most
@@ -98,8 +108,10 @@ func benchForwardRuleset(t *testing.T, ctl, gsw, set string) (lossy string) {
 			lossy = sc.Text() + "\n" + stderr.String()
 		}
 	}
-	if steps != 1 || halves != wantHalf {
-		t.Errorf("%d steps and %d latency steps, want 1 and %d:\n%s", steps, halves, wantHalf, out)
+	for _, target := range targets {
+		if steps[target] != 1 || halves[target] != wantHalf[target] {
+			t.Errorf("%s: %d steps and %d latency steps, want 1 and %d:\n%s", target, steps[target], halves[target], wantHalf[target], out)
+		}
 	}
 	return lossy
 }

@@ -29,10 +29,26 @@ var rxqMarker = []byte("gswitch-rxq")
 // once, each flow in order; port 1 reports 4 receive queues, more than one
 // of which took frames, whose counts add up to the port's rx_packets;
 // port 2 sent them all, and the Prometheus page agrees.
-func TestRxQueuesManyFlows(t *testing.T) {
+func TestRxQueuesManyFlows(t *testing.T) { testRxQueuesManyFlows(t) }
+
+// TestRxWorkersManyFlows is TestRxQueuesManyFlows with the queues served
+// by datapath workers (--rx-workers 3: the 8 queues of the two ports dealt
+// unevenly) on frame rings: every frame arrives once, each flow in order,
+// and the batches ran on the workers' path (metric
+// gswitch_batches_path_total{path="worker"}).
+func TestRxWorkersManyFlows(t *testing.T) {
+	page := testRxQueuesManyFlows(t, "--rx-workers", "3", "--rx-ring", "frame")
+	if v, ok := rxqMetric(page, `gswitch_batches_path_total{path="worker"}`); !ok || v == 0 {
+		t.Errorf("metrics: batches run by workers %d (found %v)", v, ok)
+	}
+}
+
+// testRxQueuesManyFlows is TestRxQueuesManyFlows with gswitchd's extra
+// flags; it returns the metrics page read at the end.
+func testRxQueuesManyFlows(t *testing.T, flags ...string) string {
 	tp := newTopo(t, 2)
 	const metrics = "127.0.0.1:9100" // in the switch's own namespace
-	d := startGswitchd(t, tp, "--rx-queues", "4", "--fail-mode", "standalone", "--metrics", metrics)
+	d := startGswitchd(t, tp, append([]string{"--rx-queues", "4", "--fail-mode", "standalone", "--metrics", metrics}, flags...)...)
 	if err := tp.ping(t, 1, "10.0.0.2", 2); err != nil { // h1 and h2 learned
 		t.Fatal(err)
 	}
@@ -146,6 +162,7 @@ func TestRxQueuesManyFlows(t *testing.T) {
 	if !ok || v < p1.Stats.RxPackets || v > p1.Stats.RxPackets+50 {
 		t.Errorf("metrics: port 1 rx_packets %d (found %v), control socket said %d", v, ok, p1.Stats.RxPackets)
 	}
+	return page
 }
 
 // rxqFrame builds a 64-byte IPv4/UDP frame 10.0.0.1:sport -> 10.0.0.99:9

@@ -69,10 +69,13 @@ type Stats struct {
 // gswitch_batches_path_total): Direct, run in the port loop with their
 // lookups straight to the classifier (no table was served by a device,
 // or there is no GPU); Shared, handed to the queue's runner, their device
-// tables' lookups in the shared device batches.
+// tables' lookups in the shared device batches; Worker, run by a
+// datapath worker (--rx-workers) together with its other receive queues'
+// batches, lookups straight to the engine.
 type BatchPaths struct {
 	Direct uint64
 	Shared uint64
+	Worker uint64 `json:",omitempty"`
 }
 
 // Source is what the server reports on: the daemon implements it over a

@@ -1,6 +1,7 @@
 package forward
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,14 +66,39 @@ type fwdFlags struct {
 // and gswitchd-auto with the CPU, the GPU and the auto backend whatever
 // --backend says; gswitchd-filters as gswitchd, with the live filters of
 // --filters on every port (filters.go). A gswitchd target may end in
-// @block or @frame: gswitchd runs with that --rx-ring (without: block,
-// gswitchd's default), so that both rings are measured in one run.
+// @OPTS, options joined by +: block or frame, gswitchd's --rx-ring
+// (without: block, gswitchd's default), and wN, its --rx-workers N
+// (gswitchd-auto@frame+w4), so that variants are measured in one run.
 var fwdTargets = []string{"gswitchd", "gswitchd-cpu", "gswitchd-gpu", "gswitchd-auto", "gswitchd-filters", "ovs", "bridge", "plain"}
 
-// splitRing splits a target into its base name and its @ring suffix.
+// splitRing splits a target into its base name and its @ring suffix (the
+// options after the @, unchecked).
 func splitRing(target string) (string, string) {
 	base, ring, _ := strings.Cut(target, "@")
 	return base, ring
+}
+
+// targetOpts reads a gswitchd target's @ options: its ring (empty: not
+// given) and its datapath workers (0: not given).
+func targetOpts(opts string) (ring string, workers int, err error) {
+	if opts == "" {
+		return "", 0, nil
+	}
+	for _, o := range strings.Split(opts, "+") {
+		switch {
+		case (o == "block" || o == "frame") && ring == "":
+			ring = o
+		case strings.HasPrefix(o, "w") && workers == 0:
+			n, err := strconv.Atoi(o[1:])
+			if err != nil || n < 1 || n > 1024 {
+				return "", 0, fmt.Errorf("option %q: want wN, N datapath workers from 1 to 1024", o)
+			}
+			workers = n
+		default:
+			return "", 0, fmt.Errorf("option %q: want block, frame or wN, each once", o)
+		}
+	}
+	return ring, workers, nil
 }
 
 // isGswitchd reports whether target is one of gswitchd's.
@@ -85,7 +111,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs := flag.NewFlagSet("bench forward", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := &fwdFlags{}
-	targets := fs.String("targets", "gswitchd,ovs,bridge,plain", "switches to measure, in this order: `LIST` of gswitchd (its --backend), gswitchd-cpu, gswitchd-gpu, gswitchd-auto (gswitchd with that backend; any gswitchd target may end in @block or @frame, its --rx-ring), ovs (Open vSwitch, userspace datapath), bridge (Linux bridge), plain (the floor: a Go forwarder of the same AF_PACKET ports with no tables, each frame sent on from the receive ring)")
+	targets := fs.String("targets", "gswitchd,ovs,bridge,plain", "switches to measure, in this order: `LIST` of gswitchd (its --backend), gswitchd-cpu, gswitchd-gpu, gswitchd-auto (gswitchd with that backend; any gswitchd target may end in @ and options joined by +: block or frame, its --rx-ring, and wN, its --rx-workers N, e.g. gswitchd-auto@frame+w4), ovs (Open vSwitch, userspace datapath), bridge (Linux bridge), plain (the floor: a Go forwarder of the same AF_PACKET ports with no tables, each frame sent on from the receive ring)")
 	rules := fs.String("rules", "1000,10000", "installed OpenFlow rule counts, one series each: `LIST` (N-1 exact ipv4_dst rules that do not match the traffic plus one in_port=1,actions=output:2; k/M suffixes)")
 	rates := fs.String("rates", "250k,500k,1M,1.5M,2M,max", "offered loads in frames/s, one step each: `LIST` (k/M suffixes; max: as fast as the sender can)")
 	fs.DurationVar(&f.duration, "duration", 3*time.Second, "traffic time of each step")
@@ -194,12 +220,15 @@ func parseTargets(s string) ([]string, error) {
 	var out []string
 	for _, t := range strings.Split(s, ",") {
 		t = strings.TrimSpace(t)
-		base, ring := splitRing(t)
+		base, opts := splitRing(t)
 		if !slices.Contains(fwdTargets, base) {
 			return nil, fmt.Errorf("unknown target %q (want gswitchd, gswitchd-cpu, gswitchd-gpu, gswitchd-auto, gswitchd-filters, ovs, bridge or plain)", t)
 		}
-		if base != t && (!isGswitchd(base) || (ring != "block" && ring != "frame")) {
-			return nil, fmt.Errorf("target %q: only a gswitchd target takes a ring, @block or @frame", t)
+		if base != t && !isGswitchd(base) {
+			return nil, fmt.Errorf("target %q: only a gswitchd target takes options (@block, @frame, @wN)", t)
+		}
+		if _, _, err := targetOpts(opts); err != nil || base != t && opts == "" {
+			return nil, fmt.Errorf("target %q: %v", t, cmp.Or(err, errors.New("no option after @")))
 		}
 		if slices.Contains(out, t) {
 			return nil, fmt.Errorf("target %q twice", t)
@@ -289,6 +318,7 @@ type Step struct {
 	Target       string  `json:"target"`                   // gswitchd | ovs | bridge | plain
 	Backend      string  `json:"backend"`                  // gswitchd's backend; empty otherwise
 	RxRing       string  `json:"rx_ring,omitempty"`        // gswitchd's --rx-ring: block or frame
+	RxWorkers    int     `json:"rx_workers,omitempty"`     // gswitchd's --rx-workers (0: a goroutine per receive queue)
 	MaxDelay     string  `json:"max_delay,omitempty"`      // gswitchd's --max-delay
 	SharedDelay  string  `json:"shared_delay,omitempty"`   // gswitchd's --shared-delay, when given
 	SwitchFlags  string  `json:"gswitchd_flags,omitempty"` // --gswitchd-flags

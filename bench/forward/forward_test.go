@@ -197,9 +197,28 @@ func TestParseTargetsRing(t *testing.T) {
 	if b, r := splitRing(got[0]); b != "gswitchd-cpu" || r != "block" {
 		t.Errorf("splitRing(%q) = %q, %q", got[0], b, r)
 	}
-	for _, bad := range []string{"plain@frame", "gswitchd@v3", "gswitchd-cpu@frame,gswitchd-cpu@frame", "gswitchd-tpu"} {
+	for _, bad := range []string{"plain@frame", "gswitchd@v3", "gswitchd-cpu@frame,gswitchd-cpu@frame", "gswitchd-tpu",
+		"gswitchd@", "gswitchd@w0", "gswitchd@w", "gswitchd@wx", "gswitchd@w1025", "gswitchd@frame+block", "gswitchd@w2+w3", "plain@w2", "gswitchd@frame+"} {
 		if _, err := parseTargets(bad); err == nil {
 			t.Errorf("parseTargets(%q) accepted", bad)
 		}
+	}
+}
+
+// TestTargetOpts: a gswitchd target's options, a ring and wN datapath
+// workers (--rx-workers), in either order.
+func TestTargetOpts(t *testing.T) {
+	for _, c := range []struct {
+		opts    string
+		ring    string
+		workers int
+	}{{"", "", 0}, {"frame", "frame", 0}, {"w4", "", 4}, {"frame+w4", "frame", 4}, {"w16+block", "block", 16}} {
+		ring, workers, err := targetOpts(c.opts)
+		if err != nil || ring != c.ring || workers != c.workers {
+			t.Errorf("targetOpts(%q) = %q, %d, %v; want %q, %d", c.opts, ring, workers, err, c.ring, c.workers)
+		}
+	}
+	if got, err := parseTargets("gswitchd-auto@frame,gswitchd-auto@frame+w4,plain"); err != nil || len(got) != 3 {
+		t.Errorf("parseTargets with workers = %v, %v", got, err)
 	}
 }

@@ -111,7 +111,7 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 		Machine:      benchutil.Machine(), Time: time.Now().UTC().Format(time.RFC3339),
 	}
 	if isGswitchd(target) {
-		s.RxRing, s.MaxDelay, s.SharedDelay, s.SwitchFlags = e.swRing, e.f.maxDelay, e.f.sharedDelay, e.f.swFlags
+		s.RxRing, s.RxWorkers, s.MaxDelay, s.SharedDelay, s.SwitchFlags = e.swRing, e.swWorkers, e.f.maxDelay, e.f.sharedDelay, e.f.swFlags
 	}
 	if sw1 := e.switchCounters(); sw0 != nil && sw1 != nil {
 		s.SwitchRx, s.SwitchRxDropped, s.SwitchTx = sw1[0]-sw0[0], sw1[1]-sw0[1], sw1[2]-sw0[2]

@@ -60,6 +60,7 @@ type fwdEnv struct {
 	metricsAddr string   // the running gswitchd's metrics listener (switch namespace); empty when none runs
 	swPid       int      // the running gswitchd's process id
 	swRing      string   // the running gswitchd's --rx-ring (block or frame)
+	swWorkers   int      // the running gswitchd's --rx-workers (0: not given)
 	swTarget    string   // the gswitchd target being measured (names its log with --log-dir)
 	cleanups    []func() // run in reverse by close
 }
@@ -443,11 +444,15 @@ func (e *fwdEnv) dialOF(port int, d *daemonProc) (*ofClient, error) {
 // runTarget measures one target: a forwarding series per rule count
 // (the bridge: one, without rules), then the FLOW_MOD run (gswitchd, ovs).
 func (e *fwdEnv) runTarget(target string) ([]Step, []FlowMods, error) {
-	base, ring := splitRing(target)
+	base, opts := splitRing(target)
+	ring, workers, err := targetOpts(opts)
+	if err != nil {
+		return nil, nil, err
+	}
 	if ring == "" {
 		ring = "block" // gswitchd's default
 	}
-	e.swRing, e.swTarget = ring, target
+	e.swRing, e.swWorkers, e.swTarget = ring, workers, target
 	switch base {
 	case "gswitchd":
 		return e.runGswitchd(target, e.f.backend)
@@ -493,10 +498,13 @@ func (e *fwdEnv) startGswitchd(maxFlows int, backend string, filters bool) (*dae
 	if e.f.sharedDelay != "" {
 		args = append(args, "--shared-delay", e.f.sharedDelay)
 	}
+	if e.swWorkers > 0 {
+		args = append(args, "--rx-workers", fmt.Sprint(e.swWorkers))
+	}
 	args = append(args, strings.Fields(e.f.swFlags)...)
 	name, level := "gswitchd", "warn"
 	if e.f.logDir != "" {
-		name, level = strings.ReplaceAll(e.swTarget, "@", "-"), "info"
+		name, level = strings.NewReplacer("@", "-", "+", "-").Replace(e.swTarget), "info"
 	}
 	d, err := e.start(e.sw, name, append(args,
 		"--listen", fmt.Sprintf("ptcp:%d:127.0.0.1", port), "--fail-mode", "secure", "--datapath-id", "1",

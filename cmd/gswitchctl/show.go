@@ -249,6 +249,9 @@ func printTables(w io.Writer, v tablesView) {
 	if b := v.batches; b.Direct+b.Shared > 0 {
 		fmt.Fprintf(w, "receive batches: %d direct (in the port loop, lookups straight to the engine), %d shared (device tables' lookups in the shared device batches)\n", b.Direct, b.Shared)
 	}
+	if b := v.batches; b.Worker > 0 {
+		fmt.Fprintf(w, "receive batches: %d run by datapath workers (--rx-workers: each worker's queues together, lookups straight to the engine)\n", b.Worker)
+	}
 }
 
 // lpmBackend says what serves an LPM-shaped table: its images' backends

@@ -250,3 +250,6 @@ func (p *Port) Ring() RingMode { return p.cfg.Ring }
 
 // Pause pauses queue 0's reader (see Queue.Pause).
 func (p *Port) Pause(d time.Duration) { p.queues[0].Pause(d) }
+
+// PollFD is queue 0's PollFD.
+func (p *Port) PollFD() int { return p.queues[0].PollFD() }

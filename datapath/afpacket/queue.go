@@ -227,6 +227,23 @@ func (q *Queue) control(fn func(fd int) error) error {
 	return ferr
 }
 
+// PollFD returns the descriptor of the queue's socket, or -1 once the
+// queue is closed, for a reader that waits for several queues at once
+// with poll(2): POLLIN means a frame (a frame ring) or a retired block (a
+// block ring) is ready for ReadBlock. The descriptor is the socket's as
+// the call returns; a Close or a re-attachment (reattach.go) may replace
+// or close it during the poll, which then ends with POLLNVAL, or by its
+// timeout, so a waiter asks again before each poll and bounds it.
+func (q *Queue) PollFD() int {
+	q.rxMu.Lock()
+	defer q.rxMu.Unlock()
+	fd := -1
+	if !q.closed && q.raw != nil {
+		q.raw.Control(func(f uintptr) { fd = int(f) })
+	}
+	return fd
+}
+
 // Index returns the queue's number in its port, 0..Queues()-1.
 func (q *Queue) Index() int { return q.id }
 

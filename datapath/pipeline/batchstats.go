@@ -20,6 +20,7 @@ type batchStats struct {
 	direct atomic.Uint64
 	shared atomic.Uint64
 	split  atomic.Uint64 // handed to a split port's process goroutine (split.go)
+	worker atomic.Uint64 // run by a datapath worker with its other queues' (workers.go)
 }
 
 func (b *batchStats) observe(n int) {
@@ -50,13 +51,16 @@ type BatchStats struct {
 	// Split: batches of ports split by SetRxSplit whose receive stages
 	// ran on the port loop and the rest on the queue's process goroutine.
 	Split uint64
+	// Worker: batches a datapath worker (RunWorker) ran together with
+	// the batches of its other receive queues.
+	Worker uint64
 }
 
 // BatchStats returns the batch counters.
 func (s *Switch) BatchStats() BatchStats {
 	b := &s.batches
 	st := BatchStats{Batches: b.count.Load(), Frames: b.frames.Load(), Bounds: batchBounds[:],
-		Full: b.full.Load(), Delay: b.delay.Load(), Direct: b.direct.Load(), Shared: b.shared.Load(), Split: b.split.Load(), Counts: make([]uint64, len(b.buckets))}
+		Full: b.full.Load(), Delay: b.delay.Load(), Direct: b.direct.Load(), Shared: b.shared.Load(), Split: b.split.Load(), Worker: b.worker.Load(), Counts: make([]uint64, len(b.buckets))}
 	for i := range b.buckets {
 		st.Counts[i] = b.buckets[i].Load()
 	}

@@ -88,29 +88,61 @@ func (s *Switch) Process(inPort uint32, frames [][]byte) { s.process(inPort, fra
 // (queueRunner). With direct its lookups bypass the Coalescer (the
 // synchronous path of a receive queue while no table is coalesced).
 func (s *Switch) process(inPort uint32, frames [][]byte, turn <-chan struct{}, sent chan struct{}, direct bool) {
-	s.batches.observe(len(frames))
 	w := s.workers.Get().(*worker)
 	defer s.workers.Put(w)
 	w.begin()
 	w.direct = direct
-	flush := func() {
-		if turn != nil {
-			<-turn
-		}
-		w.flush()
-		if sent != nil {
-			sent <- struct{}{}
-		}
+	w.admit(inPort, frames)
+	w.decide() // before waiting for the turn: a FLOW_MOD waiting for mu must not wait on an earlier batch
+	if turn != nil {
+		<-turn
 	}
+	w.flush()
+	if sent != nil {
+		sent <- struct{}{}
+	}
+}
+
+// rxPart is one receive queue's batch in a datapath worker's run
+// (workers.go): its port and the frames its receive stages left.
+type rxPart struct {
+	no     uint32
+	frames [][]byte
+}
+
+// processParts runs the batches of several ports as one (a datapath
+// worker's, workers.go): each port's frames are admitted as Process admits
+// them, and then all their packets go through the tables together, so
+// that each table stage makes one lookup for all of them, straight to the
+// Classifier (a batch of every port of the worker reaches a device's
+// floor sooner), and each output port gets one Send.
+func (s *Switch) processParts(parts []rxPart) {
+	w := s.workers.Get().(*worker)
+	defer s.workers.Put(w)
+	w.begin()
+	w.direct = true
+	for _, p := range parts {
+		w.admit(p.no, p.frames)
+	}
+	w.decide()
+	w.flush()
+}
+
+// admit takes a batch of frames received on port inPort into the worker's
+// batch: a port that does not receive (PORT_MOD's NO_RECV, PORT_DOWN)
+// counts them dropped, a router port's go to the Router (what it sends
+// is queued for the flush), the rest are parsed into packets (a malformed
+// frame is counted by reason and dropped).
+func (w *worker) admit(inPort uint32, frames [][]byte) {
+	s := w.s
+	s.batches.observe(len(frames))
 	in := s.ports[inPort]
 	if in != nil && !in.receives() {
 		in.rxDropped.Add(uint64(len(frames)))
-		flush()
 		return
 	}
 	if r := s.cfg.Router; r != nil && r.Owns(inPort) {
 		r.Route(inPort, frames, w.emitFn)
-		flush()
 		return
 	}
 	for _, f := range frames {
@@ -125,16 +157,24 @@ func (s *Switch) process(inPort uint32, frames [][]byte, turn <-chan struct{}, s
 			}
 		}
 	}
-	if s.standalone() {
+}
+
+// decide runs the admitted packets through the flow tables under the
+// read lock (or, in standalone fail mode without a controller, the
+// learning switch); what they output waits in the worker's send queues.
+func (w *worker) decide() {
+	if len(w.pkts) == 0 {
+		return
+	}
+	if w.s.standalone() {
 		for i := range w.pkts {
 			w.normal(&w.pkts[i])
 		}
-	} else {
-		s.mu.RLock()
-		w.pipeline(0)
-		s.mu.RUnlock() // before waiting for the turn: a FLOW_MOD waiting for mu must not wait on an earlier batch
+		return
 	}
-	flush()
+	w.s.mu.RLock()
+	w.pipeline(0)
+	w.s.mu.RUnlock()
 }
 
 // newPkt appends a packet to the batch and returns it, empty but for its

@@ -60,3 +60,15 @@ func TestCUDAAsyncSameFates(t *testing.T) {
 		t.Fatalf("engine stats %+v: no key looked up on the device", s)
 	}
 }
+
+// TestCUDAProcessPartsSameFates is TestProcessPartsSameFates with the
+// parts' lookups on the GPU (a datapath worker's run, min-batch 1: every
+// table stage's one lookup on the device): the same fates as Process on
+// the CPU, port by port.
+func TestCUDAProcessPartsSameFates(t *testing.T) {
+	eng := gpuEngine(t)
+	testProcessPartsSameFates(t, func() *rig { return newRigOn(t, 4, FailSecure, eng) })
+	if s := eng.Stats(); s.KeysOnDevice == 0 || s.Fallbacks != 0 {
+		t.Fatalf("engine stats %+v: the parts were not looked up on the device", s)
+	}
+}

@@ -56,7 +56,7 @@ var (
 	mSharedStage   = prometheus.NewDesc("gswitch_shared_batch_stage_seconds", "With a coalescer (a GPU): time per shared batch in each stage, stage=form (first key to close), start (close to the backend call), slot (the CUDA backend's wait for a staging slot), lookup (the backend call: copies, kernel, device completion), handback (results in to a member's wake-up).", []string{"stage"}, nil)
 	mWriteLock     = prometheus.NewDesc("gswitch_switch_write_lock_seconds", "Time each change held the datapath back, by op (flow_mod, expire, group_mod, meter_mod, barrier, transaction, other): from its request for the switch's write lock, after which no batch starts, to its release.", []string{"op"}, nil)
 	mBatchesClosed = metricCounter("gswitch_batches_closed_total", "Batches a port loop closed, by why: full (batch size reached) or delay (the oldest frame waited the maximum delay).", "why")
-	mBatchesPath   = metricCounter("gswitch_batches_path_total", "Batches a port loop closed with a coalescer (a GPU), by the path they ran: direct (in the port loop, lookups straight to the classifier: no table was served by the device) or shared (handed to the queue's runner, lookups in shared device batches).", "path")
+	mBatchesPath   = metricCounter("gswitch_batches_path_total", "Receive batches by the path they ran: with a coalescer (a GPU), direct (in the port loop, lookups straight to the classifier: no table was served by the device) or shared (handed to the queue's runner, lookups in shared device batches); worker (run by a datapath worker, --rx-workers, with its other queues' batches; from its first batch on).", "path")
 
 	mLearnedMACs = metricGauge("gswitch_learned_macs", "MAC addresses in the learning table.")
 	mStandalone  = metricGauge("gswitch_standalone", "1 while the switch acts as a learning switch (standalone fail mode, no controller).")
@@ -150,6 +150,9 @@ func (c switchCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	emit(mBatchesClosed, float64(bs.Full), "full")
 	emit(mBatchesClosed, float64(bs.Delay), "delay")
+	if bs.Worker > 0 {
+		emit(mBatchesPath, float64(bs.Worker), "worker")
+	}
 	if c.s.cfg.Coalescer != nil {
 		emit(mBatchesPath, float64(bs.Direct), "direct")
 		emit(mBatchesPath, float64(bs.Shared), "shared")

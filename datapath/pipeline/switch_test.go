@@ -99,6 +99,12 @@ func newRig(t testing.TB, n int, mode FailMode) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
+	return newRigOn(t, n, mode, eng)
+}
+
+// newRigOn is newRig with the switch's lookups on eng.
+func newRigOn(t testing.TB, n int, mode FailMode, eng *gpu.Engine) *rig {
+	t.Helper()
 	sw, err := New(Config{DatapathID: 1, Tables: 3, Classifier: eng, FailMode: mode})
 	if err != nil {
 		t.Fatal(err)

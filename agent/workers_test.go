@@ -1,0 +1,68 @@
+package agent
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestWorkerQueues: every receive queue goes to exactly one worker, the
+// workers' shares differ by one queue at most, there are no more workers
+// than queues, and ports loaded every other one (the senders' side of
+// bench forward's pairs: ports 1, 3, 5, ...) spread evenly over the
+// workers, as do each port's queues when there are as many per port as
+// workers.
+func TestWorkerQueues(t *testing.T) {
+	for _, c := range []struct {
+		queues []int
+		n      int
+	}{{[]int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 4}, {[]int{4, 4}, 3}, {[]int{4, 4, 4, 4}, 4}, {[]int{1, 3, 2}, 8}, {[]int{1}, 1}, {nil, 4}} {
+		deal := workerQueues(c.queues, c.n)
+		total := 0
+		for _, q := range c.queues {
+			total += q
+		}
+		if len(deal) != min(c.n, total) {
+			t.Errorf("%v over %d: %d workers", c.queues, c.n, len(deal))
+		}
+		seen := map[[2]int]int{}
+		least, most := total, 0
+		for _, mine := range deal {
+			least, most = min(least, len(mine)), max(most, len(mine))
+			for _, pq := range mine {
+				seen[pq]++
+			}
+		}
+		for i, m := range c.queues {
+			for q := range m {
+				if seen[[2]int{i, q}] != 1 {
+					t.Errorf("%v over %d: port %d queue %d dealt %d times", c.queues, c.n, i, q, seen[[2]int{i, q}])
+				}
+			}
+		}
+		if len(seen) != total || most-least > 1 {
+			t.Errorf("%v over %d: %d queues dealt, shares %d to %d", c.queues, c.n, len(seen), least, most)
+		}
+	}
+	// 16 ports, 4 workers: the even port indices (ports 1, 3, ...) two each.
+	for k, mine := range workerQueues(slices.Repeat([]int{1}, 16), 4) {
+		even := 0
+		for _, pq := range mine {
+			if pq[0]%2 == 0 {
+				even++
+			}
+		}
+		if even != 2 {
+			t.Errorf("worker %d has %d of the every-other ports: %v", k, even, mine)
+		}
+	}
+	// 4 ports of 4 queues, 4 workers: each worker a queue of every port.
+	for k, mine := range workerQueues([]int{4, 4, 4, 4}, 4) {
+		ports := map[int]bool{}
+		for _, pq := range mine {
+			ports[pq[0]] = true
+		}
+		if len(ports) != 4 {
+			t.Errorf("worker %d serves the queues of %d ports: %v", k, len(ports), mine)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package pipeline
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gswitch/gswitch/tables/rule"
+)
+
+// TestProcessPartsSameFates: a datapath worker's run of several ports'
+// batches as one (processParts) gives every frame the fate that Process
+// gives it port by port: the same frames leave by the same ports in the
+// same order, the same table misses are counted, a port that does not
+// receive (NO_RECV) drops its part, and the in_port of each frame is its
+// own part's.
+func TestProcessPartsSameFates(t *testing.T) {
+	testProcessPartsSameFates(t, func() *rig { return newRig(t, 4, FailSecure) })
+}
+
+// testProcessPartsSameFates is TestProcessPartsSameFates with the parts
+// run on the switch newAll makes (4 ports), Process on the CPU's.
+func testProcessPartsSameFates(t *testing.T, newAll func() *rig) {
+	setup := func(r *rig) *rig {
+		installFates(t, r)                                                                                                // in_port 1: by UDP source port
+		r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(3), Instructions: applyOut(4)}) // in_port 3: out port 4
+		if err := r.sw.PortMod(&rule.PortMod{PortNo: 4, Config: rule.PortConfigNoRecv, Mask: rule.PortConfigNoRecv}); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	one, all := setup(newRig(t, 4, FailSecure)), setup(newAll())
+	frames := func(port uint32) [][]byte {
+		var fs [][]byte
+		for i := range 37 {
+			fs = append(fs, flowFrame(t, uint16(port)<<12|uint16(i), 0))
+		}
+		return fs
+	}
+	ports := []uint32{1, 3, 2, 4} // 2: no rule (misses); 4: NO_RECV
+	var parts []rxPart
+	for _, p := range ports {
+		one.sw.Process(p, frames(p))
+		parts = append(parts, rxPart{no: p, frames: frames(p)})
+	}
+	all.sw.processParts(parts)
+	for i := range 4 {
+		want, got := sports(one.devs[i].take()), sports(all.devs[i].take())
+		if !slices.Equal(want, got) {
+			t.Errorf("port %d: sent source ports %v, want %v", i+1, got, want)
+		}
+		if i == 3 && len(want) != 37 {
+			t.Errorf("port 4: in_port 3's frames: %d sent, want 37", len(want))
+		}
+	}
+	a, b := one.sw.Counters(), all.sw.Counters()
+	if a.MissDrops != b.MissDrops || a.MissDrops < 37 {
+		t.Errorf("table-miss drops: parts %d, port by port %d (want equal, 37 or more)", b.MissDrops, a.MissDrops)
+	}
+	pa, pb := one.sw.PortInfos(), all.sw.PortInfos()
+	for i := range pa {
+		if pa[i].Stats.RxDropped != pb[i].Stats.RxDropped {
+			t.Errorf("port %d rx_dropped: parts %d, port by port %d", pa[i].Desc.No, pb[i].Stats.RxDropped, pa[i].Stats.RxDropped)
+		}
+	}
+	if bs := all.sw.BatchStats(); bs.Batches != 4 || bs.Frames != 4*37 {
+		t.Errorf("batch stats: %d batches of %d frames, want 4 of 148", bs.Batches, bs.Frames)
+	}
+}
+
+// TestRunWorkerNoQueues: a worker without queues, or whose context is
+// done, returns at once and without error.
+func TestRunWorkerNoQueues(t *testing.T) {
+	r := newRig(t, 1, FailSecure)
+	done := make(chan error, 1)
+	go func() { done <- r.sw.RunWorker(context.Background(), nil) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("RunWorker without queues: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("RunWorker without queues did not return")
+	}
+}
