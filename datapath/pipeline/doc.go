@@ -339,6 +339,30 @@
 // batch yet; the pending batch then closes by its delay, so nothing waits
 // for more than --max-delay plus the lookups in flight.
 //
+// # Datapath workers
+//
+// RunWorker (workers.go; the agent's --rx-workers) is the other way to
+// run the receive queues: a few goroutines, each serving several queues,
+// instead of a RunPort per queue (and, with a GPU, the queue runners and
+// the Coalescer). A worker reads its queues' rings without waiting, keeps
+// a batcher per queue, and when one is full or the oldest frame of its
+// batchers has waited Config.MaxDelay, it runs them all as one batch
+// (processParts: each queue's frames admitted as Process admits them, then
+// one pass over the tables for all of them, one Classifier lookup per
+// table stage, which the Engine sends to a device from the table's floor,
+// and one Send per output port). The lookup is synchronous; the worker's
+// rings fill meanwhile, and the next batch holds what came. Nothing is
+// handed between goroutines and a queue is one worker's, so its frames
+// leave in order with no turn tokens. With a batch open and the rings
+// empty the worker sleeps in the kernel to the batch's deadline (timer
+// slack set to 1 µs), with none it polls its queues' sockets at once
+// (poll(2)); block rings are run at once when the deadline is under their
+// 1 ms timeout, as RunPort does. Receive stages run on the worker (a
+// split port is not split). Switch.BatchStats' Worker (metric
+// gswitch_batches_path_total{path="worker"}) counts the batches workers
+// ran. Dealing the queues among the workers is the caller's (the agent
+// deals them so that every-other-port load spreads over all of them).
+//
 // # What is not here yet
 //
 // Meter bands other than drop and DSCP remark, the virtual meters,
