@@ -12,8 +12,8 @@ type batchStats struct {
 	count   atomic.Uint64
 	frames  atomic.Uint64
 	buckets [len(batchBounds) + 1]atomic.Uint64
-	full    atomic.Uint64 // closed by RunPort at Config.BatchSize frames
-	delay   atomic.Uint64 // closed by RunPort when the oldest frame had waited Config.MaxDelay (or the ring was idle)
+	full    atomic.Uint64 // closed by RunPort at Config.BatchSize frames (a datapath worker: its runs, one a full batch)
+	delay   atomic.Uint64 // closed by RunPort when the oldest frame had waited Config.MaxDelay (or the ring was idle; a worker: its other runs)
 	// With a Coalescer, where RunPort ran its closed batches (rx.go,
 	// queueRunner.next): itself, lookups straight to the Classifier
 	// (direct), or handed to the queue's runner (shared).

@@ -90,7 +90,9 @@ func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 			// take what is here now (RunPort's rule).
 			w.run(&s.batches.delay)
 		case w.blocks:
-			w.pollFor(wait)
+			if !w.pollFor(wait) {
+				sleep(wait)
+			}
 		default:
 			sleep(wait)
 		}
