@@ -20,11 +20,14 @@ uses it for the datapath workers (2026-11-26); scripts/trace-waits.py
 groups the goroutines' waits instead.
 """
 import collections
-import re
+import importlib.util
+import os
 import sys
 
-TRANSITION = re.compile(r'StateTransition Time=(\d+) GoID=(\d+) (\w+)->(\w+)')
-FRAME = re.compile(r'^\t(\S+) @ ')
+# The trace's events, parsed as scripts/trace-waits.py parses them.
+_spec = importlib.util.spec_from_file_location('trace_waits', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'trace-waits.py'))
+tw = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tw)
 
 
 def quantile(v, q):
@@ -39,24 +42,13 @@ def main(path):
     calls = collections.defaultdict(list)
     runnable = []
     first = last = None
-    i = 0
-    while i < len(lines):
-        m = TRANSITION.search(lines[i])
+    for t, kind, rest, stack in tw.events(lines):
+        m = tw.TRANSITION.search(rest) if kind == 'StateTransition' else None
         if not m:
-            i += 1
             continue
-        t, g, to = int(m.group(1)), int(m.group(2)), m.group(4)
+        g, to = int(m.group(1)), m.group(3)
         first = t if first is None else first
         last = t
-        stack = []
-        i += 1
-        if i < len(lines) and lines[i].startswith('TransitionStack='):
-            i += 1
-            while i < len(lines) and lines[i].startswith('\t'):
-                f = FRAME.match(lines[i])
-                if f:
-                    stack.append(f.group(1).split('/')[-1])
-                i += 1
         if g in state:
             s, since, key = state[g]
             us = (t - since) / 1e3
@@ -67,7 +59,7 @@ def main(path):
                 runnable.append(us)
         key = ''
         if to == 'Syscall':
-            outside = [f for f in stack if not f.startswith('runtime.')]
+            outside = [f.split('/')[-1] for f in stack if not f.startswith('runtime.')]
             key = ' < '.join(outside[:4])
         state[g] = (to, t, key)
     if first is None:
