@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"slices"
 	"testing"
 )
@@ -63,6 +64,21 @@ func TestWorkerQueues(t *testing.T) {
 		}
 		if len(ports) != 4 {
 			t.Errorf("worker %d serves the queues of %d ports: %v", k, len(ports), mine)
+		}
+	}
+}
+
+// TestRxWorkersFlag: --rx-workers is read (0 by default) and bounded.
+func TestRxWorkersFlag(t *testing.T) {
+	if st, err := loadArgs(t); err != nil || st.RxWorkers != 0 {
+		t.Fatalf("default rx workers: %+v, %v", st, err)
+	}
+	if st, err := loadArgs(t, "--rx-workers", "4"); err != nil || st.RxWorkers != 4 {
+		t.Errorf("--rx-workers 4: %+v, %v", st, err)
+	}
+	for _, bad := range []string{"-1", "1025"} {
+		if _, err := loadArgs(t, "--rx-workers", bad); !errors.Is(err, ErrConfig) {
+			t.Errorf("--rx-workers %s: %v, want a configuration error", bad, err)
 		}
 	}
 }

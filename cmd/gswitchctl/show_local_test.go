@@ -60,3 +60,19 @@ func TestShowTablesPathAndLPM(t *testing.T) {
 		}
 	}
 }
+
+// show tables with datapath workers (--rx-workers): their batches get a
+// line of their own, and no direct/shared line when there are none.
+func TestShowTablesWorkerBatches(t *testing.T) {
+	var b bytes.Buffer
+	printTables(&b, tablesView{
+		tables:   []pipeline.TableInfo{{ID: 0, Search: "merge"}},
+		backends: []gpu.TableBackend{{Table: 0, Kind: "flow", Backend: "device", Path: "direct", Owner: "flow tables"}},
+		batches:  ctl.BatchPaths{Worker: 12},
+	})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	want := "receive batches: 12 run by datapath workers (--rx-workers: each worker's queues together, lookups straight to the engine)"
+	if len(lines) != 3 || lines[2] != want || strings.Contains(b.String(), "shared (") {
+		t.Fatalf("show tables:\n%s", b.String())
+	}
+}
