@@ -67,7 +67,10 @@
 // GPU backend (gswitchd alone takes --backend); --classifier picks
 // gswitchd's flow-table search (merge, the fastest on many classes, by
 // default); --switch-cpus holds gswitchd and plain to a core list
-// (taskset), so that the CPU and GPU paths are compared on equal cores.
+// (taskset), so that the CPU and GPU paths are compared on equal cores,
+// and the bench's own threads to the other cores (--bench-cpus to choose
+// them, any to leave them; cpus.go), so that its generators do not take
+// the switch's cores.
 //
 // # Live filters' cost
 //

@@ -52,6 +52,7 @@ type fwdFlags struct {
 	flows        int    // rule-set traffic: frame templates per pair
 	check        bool   // rule-set traffic: fail on any frame the rules drop that arrived
 	switchCPUs   string // taskset -c LIST for the switch under test (gswitchd, plain); empty: any
+	benchCPUs    string // the bench's own cores (cpus.go): a LIST, "any", or empty (with switchCPUs: the others)
 	classifier   string // gswitchd's --classifier
 	latencyStep  bool   // after a gswitchd series, a step at half its lossless rate
 	filters      string // --filters FILE: gswitchd-filters' live filters
@@ -139,6 +140,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs.StringVar(&f.filters, "filters", "", "target gswitchd-filters: live filters on every port of gswitchd, one `FILE` line NAME: EXPRESSION each (as bench filter's --filters-file); measure with --targets gswitchd,gswitchd-filters --rounds N for the cost")
 	fs.BoolVar(&f.latencyStep, "latency-step", false, "after each gswitchd series with a lossless rate, one more step at half that rate (half_lossless: its latency_p50_us and latency_p99_us are the latency of a switch that is not overloaded)")
 	fs.StringVar(&f.switchCPUs, "switch-cpus", "", "run gswitchd and plain on these cores only: `LIST` for taskset -c (e.g. 0-3); empty: any core")
+	fs.StringVar(&f.benchCPUs, "bench-cpus", "", "run the bench itself (its generators and sinks) on these cores: `LIST` (e.g. 4-15) or any; default: with --switch-cpus every other core, so that generators and switch do not share cores, else any")
 	fs.StringVar(&f.logDir, "log-dir", "", "keep gswitchd's logs, at info level (the backend's placement decisions), in `DIR`: one file per target, appended")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per step, per flow-mod run and (with --rounds above 1) per median instead of tables")
 	if err := fs.Parse(args); err != nil {
@@ -191,6 +193,14 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 		return nil, fmt.Errorf("%w: --flows %d: a power of two, 1 to 4M", benchutil.ErrUsage, f.flows)
 	case strings.ContainsAny(f.switchCPUs, " \t;&|$`'\""):
 		return nil, fmt.Errorf("%w: --switch-cpus %q: a core list such as 0-3 or 0,2,4", benchutil.ErrUsage, f.switchCPUs)
+	}
+	if f.switchCPUs != "" {
+		if _, err := parseCPUList(f.switchCPUs); err != nil {
+			return nil, fmt.Errorf("%w: --switch-cpus: %v", benchutil.ErrUsage, err)
+		}
+	}
+	if _, _, err := benchCPUs(f.benchCPUs, f.switchCPUs); err != nil {
+		return nil, fmt.Errorf("%w: --bench-cpus: %v", benchutil.ErrUsage, err)
 	}
 	if slices.ContainsFunc(f.targets, func(t string) bool { b, _ := splitRing(t); return b == "gswitchd-filters" }) != (f.filters != "") {
 		return nil, fmt.Errorf("%w: --filters FILE and the target gswitchd-filters go together", benchutil.ErrUsage)
@@ -384,8 +394,12 @@ type Step struct {
 	BusyCores   float64 `json:"busy_cores"`
 	StealCores  float64 `json:"steal_cores"` // a virtual machine's CPU its hypervisor ran something else on
 	SwitchCores float64 `json:"switch_cores,omitempty"`
-	Machine     string  `json:"machine"`
-	Time        string  `json:"time"`
+	// The cores the switch and the bench were held to (--switch-cpus,
+	// --bench-cpus; empty: any).
+	SwitchCPUs string `json:"switch_cpus,omitempty"`
+	BenchCPUs  string `json:"bench_cpus,omitempty"`
+	Machine    string `json:"machine"`
+	Time       string `json:"time"`
 
 	// gswitchd-filters: the live filters gswitchd reported running and
 	// the matches they counted over the series so far (its metrics).
@@ -455,6 +469,15 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := checkOVSTools(); err != nil {
 			return err
 		}
+	}
+	if set, ok, err := benchCPUs(f.benchCPUs, f.switchCPUs); err != nil {
+		return err
+	} else if ok {
+		if err := pinProcess(set); err != nil {
+			return err
+		}
+		f.benchCPUs = cpuListString(set)
+		fmt.Fprintf(stderr, "bench forward: the bench on cores %s, the switch on %s\n", f.benchCPUs, f.switchCPUs)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -108,7 +108,8 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 		LossPct: lossPct(want, got), FrameBytes: meanWireBytes(fsets),
 		DurationS: dur.Seconds(), SinkRingDrops: e.sinkRingDrops() - before,
 		BacklogDrops: backlogDrops() - backlog0,
-		Machine:      benchutil.Machine(), Time: time.Now().UTC().Format(time.RFC3339),
+		SwitchCPUs:   e.f.switchCPUs, BenchCPUs: e.f.benchCPUs,
+		Machine: benchutil.Machine(), Time: time.Now().UTC().Format(time.RFC3339),
 	}
 	if isGswitchd(target) {
 		s.RxRing, s.RxWorkers, s.MaxDelay, s.SharedDelay, s.SwitchFlags = e.swRing, e.swWorkers, e.f.maxDelay, e.f.sharedDelay, e.f.swFlags

@@ -1,0 +1,82 @@
+package forward
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestParseCPUList: taskset's core lists, and what is not one.
+func TestParseCPUList(t *testing.T) {
+	for s, want := range map[string]string{"0-3": "0-3", "4-15": "4-15", "0,2,4-7": "0,2,4-7", "3": "3", "1,0": "0-1"} {
+		set, err := parseCPUList(s)
+		if err != nil || cpuListString(set) != want {
+			t.Errorf("parseCPUList(%q) = %q, %v; want %q", s, cpuListString(set), err, want)
+		}
+	}
+	for _, bad := range []string{"", "a", "3-1", "-1", "0-", "1024", "0;1", "0 - 3"} {
+		if _, err := parseCPUList(bad); err == nil {
+			t.Errorf("parseCPUList(%q) accepted", bad)
+		}
+	}
+}
+
+// TestBenchCPUs: by default the bench takes the cores the switch does not
+// get (of those it may use), an explicit list as given, "any" or no
+// --switch-cpus no pinning; a switch list that leaves no core is refused.
+func TestBenchCPUs(t *testing.T) {
+	var mine unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &mine); err != nil {
+		t.Fatal(err)
+	}
+	first := -1
+	for c := range 1024 {
+		if mine.IsSet(c) {
+			first = c
+			break
+		}
+	}
+	if _, ok, err := benchCPUs("", ""); ok || err != nil {
+		t.Errorf("no lists: pinned %v, %v", ok, err)
+	}
+	if _, ok, err := benchCPUs("any", "0-3"); ok || err != nil {
+		t.Errorf("any: pinned %v, %v", ok, err)
+	}
+	if set, ok, err := benchCPUs("4-15", "0-3"); !ok || err != nil || cpuListString(set) != "4-15" {
+		t.Errorf("4-15: %s, %v, %v", cpuListString(set), ok, err)
+	}
+	if mine.Count() > 1 {
+		set, ok, err := benchCPUs("", cpuListString(oneCPU(first)))
+		if !ok || err != nil || set.IsSet(first) || set.Count() != mine.Count()-1 {
+			t.Errorf("the rest of %s without %d: %s, %v, %v", cpuListString(mine), first, cpuListString(set), ok, err)
+		}
+	}
+	if _, _, err := benchCPUs("", cpuListString(mine)); err == nil {
+		t.Errorf("--switch-cpus %s, every core the bench may use: accepted", cpuListString(mine))
+	}
+	if _, _, err := benchCPUs("x", ""); err == nil {
+		t.Error("--bench-cpus x accepted")
+	}
+}
+
+func oneCPU(c int) unix.CPUSet {
+	var s unix.CPUSet
+	s.Set(c)
+	return s
+}
+
+// TestPinProcess: every thread of the process ends up on the set (here
+// the set it has already, so that the test changes nothing).
+func TestPinProcess(t *testing.T) {
+	var mine unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := pinProcess(mine); err != nil {
+		t.Fatal(err)
+	}
+	var now unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &now); err != nil || now != mine {
+		t.Errorf("after pinProcess: %s, %v; want %s", cpuListString(now), err, cpuListString(mine))
+	}
+}
