@@ -478,6 +478,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		f.benchCPUs = cpuListString(set)
 		fmt.Fprintf(stderr, "bench forward: the bench on cores %s, the switch on %s\n", f.benchCPUs, f.switchCPUs)
+	} else if f.switchCPUs != "" && f.benchCPUs == "" {
+		fmt.Fprintf(stderr, "bench forward: --switch-cpus %s leaves the bench no core of its own: it shares the switch's\n", f.switchCPUs)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
