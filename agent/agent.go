@@ -399,8 +399,9 @@ func (d *Agent) runDatapath(ctx context.Context, goRun func(string, func() error
 	for i, no := range nos {
 		queues[i] = d.ports[no].Queues()
 	}
-	deal := workerQueues(queues, d.st.RxWorkers)
+	deal, total := workerQueues(queues, d.st.RxWorkers), 0
 	for k, mine := range deal {
+		total += len(mine)
 		var qs []pipeline.RxQueue
 		for _, pq := range mine {
 			no := nos[pq[0]]
@@ -408,7 +409,7 @@ func (d *Agent) runDatapath(ctx context.Context, goRun func(string, func() error
 		}
 		goRun(fmt.Sprintf("datapath worker %d", k), func() error { return d.sw.RunWorker(ctx, qs) })
 	}
-	d.log.Info("datapath workers", "workers", len(deal), "rx_queues", sumInts(queues))
+	d.log.Info("datapath workers", "workers", len(deal), "rx_queues", total)
 }
 
 // workerQueues deals the receive queues of ports with queues[i] queues
@@ -449,12 +450,4 @@ func workerQueues(queues []int, n int) [][][2]int {
 		deal[k] = append(deal[k], pq)
 	}
 	return deal
-}
-
-func sumInts(v []int) int {
-	s := 0
-	for _, x := range v {
-		s += x
-	}
-	return s
 }

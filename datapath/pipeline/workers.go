@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -74,7 +75,7 @@ func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 		if err != nil {
 			return err
 		}
-		if w.open == 0 {
+		if w.oldest.IsZero() { // no batch open
 			w.idle()
 			continue
 		}
@@ -97,7 +98,7 @@ func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 			sleep(wait)
 		}
 	}
-	if w.open > 0 {
+	if !w.oldest.IsZero() {
 		w.run(&s.batches.delay)
 	}
 	return nil
@@ -116,8 +117,7 @@ type rxWorker struct {
 	s      *Switch
 	qs     []rxWorkerQueue
 	live   int       // queues not closed
-	open   int       // queues whose batch holds frames
-	oldest time.Time // when the oldest frame of the open batches was read
+	oldest time.Time // when the oldest frame of the open batches was read; zero: no batch holds a frame
 	blocks bool      // every queue has a block ring
 	poll   bool      // every queue has a PollFD
 	parts  []rxPart
@@ -158,17 +158,10 @@ func (w *rxWorker) readAll() (int, error) {
 		now := time.Now()
 		for blk.Next(&f) {
 			got++
-			if len(q.b.frames) == 0 {
-				if w.open == 0 {
-					w.oldest = now
-				}
-				w.open++
-			}
 			if !q.b.add(&f, now) {
 				w.s.offloadDrops.Add(1)
-				if len(q.b.frames) == 0 {
-					w.open--
-				}
+			} else if w.oldest.IsZero() {
+				w.oldest = now
 			}
 			if q.b.full() {
 				w.run(&w.s.batches.full)
@@ -182,7 +175,7 @@ func (w *rxWorker) readAll() (int, error) {
 // run runs every open batch of the worker through the switch as one
 // (processParts), records their frames' latencies and empties them;
 // reason counts the run (the batch closes' full or delay).
-func (w *rxWorker) run(reason interface{ Add(uint64) uint64 }) {
+func (w *rxWorker) run(reason *atomic.Uint64) {
 	s := w.s
 	reason.Add(1)
 	closed := time.Now().UnixNano()
@@ -209,7 +202,7 @@ func (w *rxWorker) run(reason interface{ Add(uint64) uint64 }) {
 			q.b.reset()
 		}
 	}
-	w.open = 0
+	w.oldest = time.Time{}
 }
 
 // idle waits, with no batch open, until a queue has something to read
