@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -105,4 +106,103 @@ func cpuListString(set unix.CPUSet) string {
 		c = e
 	}
 	return strings.Join(parts, ",")
+}
+
+// The sinks' receive work. A frame sent on a veth is received by its peer
+// in the sender's own system call: veth queues it on the sending core's
+// backlog and that core's softirq runs the peer's receive path. The switch
+// under test would then run its sinks' receive work on its own cores,
+// which a NIC never asks of it. With --sink-rps the sinks' namespaces steer
+// that work elsewhere by RPS: the namespace's rps_default_mask (Linux 6.2
+// and later; per namespace), which the kernel copies to every receive
+// queue of a device registered there, so it is set before the sink's veth
+// end is created.
+
+// setRPSDefault sets namespace h's rps_default_mask to the cores of list.
+func setRPSDefault(h netns.NsHandle, list string) error {
+	set, err := parseCPUList(list)
+	if err != nil {
+		return err
+	}
+	mask := cpuMaskHex(set)
+	return inNS(h, func() error {
+		const f = "/proc/sys/net/core/rps_default_mask"
+		if err := os.WriteFile(f, []byte(mask), 0); err != nil {
+			return fmt.Errorf("writing %s: %w", f, err)
+		}
+		got, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if !sameMask(string(got), mask) {
+			return fmt.Errorf("%s reads %q after writing %q (cores the machine lacks?)", f, strings.TrimSpace(string(got)), mask)
+		}
+		return nil
+	})
+}
+
+// rxRPS reads the RPS cores of receive queue 0 of dev in namespace h
+// (/sys/class/net/DEV/queues/rx-0/rps_cpus, which shows the devices of
+// the namespace that mounted sysfs): on a thread of its own, in a mount
+// namespace of its own (private, so nothing leaks out), with a sysfs of h
+// mounted on a temporary folder.
+func rxRPS(h netns.NsHandle, dev string) (string, error) {
+	var mask string
+	err := inNS(h, func() error {
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			return fmt.Errorf("unshare(CLONE_NEWNS): %w", err)
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			return fmt.Errorf("making the mounts private: %w", err)
+		}
+		dir, err := os.MkdirTemp("", "gswitch-sysfs-")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(dir)
+		if err := unix.Mount("sysfs", dir, "sysfs", 0, ""); err != nil {
+			return fmt.Errorf("mounting sysfs: %w", err)
+		}
+		defer unix.Unmount(dir, unix.MNT_DETACH)
+		b, err := os.ReadFile(dir + "/class/net/" + dev + "/queues/rx-0/rps_cpus")
+		mask = strings.TrimSpace(string(b))
+		return err
+	})
+	return mask, err
+}
+
+// sameMask reports whether two cpumask texts name the same cores
+// (leading zero groups and digits aside).
+func sameMask(a, b string) bool {
+	norm := func(m string) string {
+		return strings.TrimLeft(strings.ReplaceAll(strings.TrimSpace(m), ",", ""), "0")
+	}
+	return norm(a) == norm(b)
+}
+
+// cpuMaskHex writes set as the kernel's cpumask text: hexadecimal, in
+// groups of 32 cores separated by commas, the highest first ("fff0",
+// "1,00000000").
+func cpuMaskHex(set unix.CPUSet) string {
+	top := 0
+	for c := range 1024 {
+		if set.IsSet(c) {
+			top = c
+		}
+	}
+	var groups []string
+	for g := top / 32; g >= 0; g-- {
+		var w uint32
+		for b := range 32 {
+			if set.IsSet(g*32 + b) {
+				w |= 1 << b
+			}
+		}
+		if len(groups) == 0 {
+			groups = append(groups, strconv.FormatUint(uint64(w), 16))
+		} else {
+			groups = append(groups, fmt.Sprintf("%08x", w))
+		}
+	}
+	return strings.Join(groups, ",")
 }

@@ -81,3 +81,25 @@ func TestPinProcess(t *testing.T) {
 		t.Errorf("after pinProcess: %s, %v; want %s", cpuListString(now), err, cpuListString(mine))
 	}
 }
+
+// TestCPUMaskHex: core sets in the kernel's cpumask text, and the
+// comparison of two such texts.
+func TestCPUMaskHex(t *testing.T) {
+	for list, want := range map[string]string{"0": "1", "1": "2", "4-15": "fff0", "0-3": "f", "31": "80000000", "32": "1,00000000", "0,33": "2,00000001"} {
+		set, err := parseCPUList(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cpuMaskHex(set); got != want {
+			t.Errorf("cpuMaskHex(%s) = %q, want %q", list, got, want)
+		}
+	}
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{{"fff0", "0000fff0\n", true}, {"00000000,0000fff0", "fff0", true}, {"1,00000000", "100000000", true}, {"2", "1", false}, {"0", "1", false}} {
+		if got := sameMask(c.a, c.b); got != c.same {
+			t.Errorf("sameMask(%q, %q) = %v", c.a, c.b, got)
+		}
+	}
+}

@@ -70,7 +70,14 @@
 // (taskset), so that the CPU and GPU paths are compared on equal cores,
 // and the bench's own threads to the other cores (--bench-cpus to choose
 // them, any to leave them; cpus.go), so that its generators do not take
-// the switch's cores.
+// the switch's cores. A frame sent on a veth is received by the peer in
+// the sender's own system call, on the sender's core; --sink-rps LIST (or
+// bench, the bench's cores) steers the sinks' receive work elsewhere by
+// RPS, through each sink namespace's rps_default_mask set before its veth
+// end is made, and checks in the namespace's sysfs that the interface
+// took it. It is off by default: on the H200 machine (2026-11-26) it made
+// gswitchd and plain slower, the IPIs costing their cores more than the
+// receive work they moved.
 //
 // # Live filters' cost
 //

@@ -53,6 +53,7 @@ type fwdFlags struct {
 	check        bool   // rule-set traffic: fail on any frame the rules drop that arrived
 	switchCPUs   string // taskset -c LIST for the switch under test (gswitchd, plain); empty: any
 	benchCPUs    string // the bench's own cores (cpus.go): a LIST, "any", or empty (with switchCPUs: the others)
+	sinkRPS      string // the cores the sinks' receive work runs on (cpus.go): a LIST, "bench" (the bench's cores), "off" or empty (the sender's)
 	classifier   string // gswitchd's --classifier
 	latencyStep  bool   // after a gswitchd series, a step at half its lossless rate
 	filters      string // --filters FILE: gswitchd-filters' live filters
@@ -141,6 +142,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs.BoolVar(&f.latencyStep, "latency-step", false, "after each gswitchd series with a lossless rate, one more step at half that rate (half_lossless: its latency_p50_us and latency_p99_us are the latency of a switch that is not overloaded)")
 	fs.StringVar(&f.switchCPUs, "switch-cpus", "", "run gswitchd and plain on these cores only: `LIST` for taskset -c (e.g. 0-3); empty: any core")
 	fs.StringVar(&f.benchCPUs, "bench-cpus", "", "run the bench itself (its generators and sinks) on these cores: `LIST` (e.g. 4-15) or any; default: with --switch-cpus every other core, so that generators and switch do not share cores, else any")
+	fs.StringVar(&f.sinkRPS, "sink-rps", "", "steer the kernel's receive work for the frames the switch sends (veth runs it on the sending core) to these cores, by RPS in the sinks' namespaces: `LIST`, bench (the bench's own cores) or off (the default: veth's way; on the H200 machine RPS made both gswitchd and plain slower)")
 	fs.StringVar(&f.logDir, "log-dir", "", "keep gswitchd's logs, at info level (the backend's placement decisions), in `DIR`: one file per target, appended")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per step, per flow-mod run and (with --rounds above 1) per median instead of tables")
 	if err := fs.Parse(args); err != nil {
@@ -201,6 +203,11 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	}
 	if _, _, err := benchCPUs(f.benchCPUs, f.switchCPUs); err != nil {
 		return nil, fmt.Errorf("%w: --bench-cpus: %v", benchutil.ErrUsage, err)
+	}
+	if f.sinkRPS != "" && f.sinkRPS != "off" && f.sinkRPS != "bench" {
+		if _, err := parseCPUList(f.sinkRPS); err != nil {
+			return nil, fmt.Errorf("%w: --sink-rps: %v (or bench, off)", benchutil.ErrUsage, err)
+		}
 	}
 	if slices.ContainsFunc(f.targets, func(t string) bool { b, _ := splitRing(t); return b == "gswitchd-filters" }) != (f.filters != "") {
 		return nil, fmt.Errorf("%w: --filters FILE and the target gswitchd-filters go together", benchutil.ErrUsage)
@@ -398,8 +405,11 @@ type Step struct {
 	// --bench-cpus; empty: any).
 	SwitchCPUs string `json:"switch_cpus,omitempty"`
 	BenchCPUs  string `json:"bench_cpus,omitempty"`
-	Machine    string `json:"machine"`
-	Time       string `json:"time"`
+	// The cores the kernel's receive work for the sinks ran on (RPS,
+	// --sink-rps; empty: the sending core, veth's own way).
+	SinkRPS string `json:"sink_rps_cpus,omitempty"`
+	Machine string `json:"machine"`
+	Time    string `json:"time"`
 
 	// gswitchd-filters: the live filters gswitchd reported running and
 	// the matches they counted over the series so far (its metrics).
@@ -480,6 +490,18 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "bench forward: the bench on cores %s, the switch on %s\n", f.benchCPUs, f.switchCPUs)
 	} else if f.switchCPUs != "" && f.benchCPUs == "" {
 		fmt.Fprintf(stderr, "bench forward: --switch-cpus %s leaves the bench no core of its own: it shares the switch's\n", f.switchCPUs)
+	}
+	switch f.sinkRPS {
+	case "off":
+		f.sinkRPS = ""
+	case "bench":
+		if f.benchCPUs == "" || f.benchCPUs == "any" {
+			return fmt.Errorf("%w: --sink-rps bench: the bench has no cores of its own (--switch-cpus, --bench-cpus)", benchutil.ErrUsage)
+		}
+		f.sinkRPS = f.benchCPUs
+	}
+	if f.sinkRPS != "" {
+		fmt.Fprintf(stderr, "bench forward: the sinks' receive work on cores %s (RPS)\n", f.sinkRPS)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -108,7 +108,7 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 		LossPct: lossPct(want, got), FrameBytes: meanWireBytes(fsets),
 		DurationS: dur.Seconds(), SinkRingDrops: e.sinkRingDrops() - before,
 		BacklogDrops: backlogDrops() - backlog0,
-		SwitchCPUs:   e.f.switchCPUs, BenchCPUs: e.f.benchCPUs,
+		SwitchCPUs:   e.f.switchCPUs, BenchCPUs: e.f.benchCPUs, SinkRPS: e.f.sinkRPS,
 		Machine: benchutil.Machine(), Time: time.Now().UTC().Format(time.RFC3339),
 	}
 	if isGswitchd(target) {

@@ -155,11 +155,22 @@ func newFwdEnv(ctx context.Context, f *fwdFlags, log io.Writer) (_ *fwdEnv, err 
 		if err := ns(&pr.snk, fmt.Sprintf("fbsink%d", k)); err != nil {
 			return nil, err
 		}
+		if f.sinkRPS != "" { // before the sink's veth end exists: the kernel gives it the namespace's mask
+			if err := setRPSDefault(pr.snk, f.sinkRPS); err != nil {
+				return nil, fmt.Errorf("--sink-rps %s: %w (--sink-rps off to leave it)", f.sinkRPS, err)
+			}
+		}
 		if pr.genMAC, err = e.veth(fmt.Sprintf("p%d", 2*k+1), pr.gen, fmt.Sprintf("02:00:00:00:%02x:01", k)); err != nil {
 			return nil, err
 		}
 		if pr.sinkMAC, err = e.veth(fmt.Sprintf("p%d", 2*k+2), pr.snk, fmt.Sprintf("02:00:00:00:%02x:02", k)); err != nil {
 			return nil, err
+		}
+		if f.sinkRPS != "" {
+			set, _ := parseCPUList(f.sinkRPS)
+			if got, err := rxRPS(pr.snk, "eth0"); err != nil || !sameMask(got, cpuMaskHex(set)) {
+				return nil, fmt.Errorf("--sink-rps %s: sink %d's eth0 steers to %q (%v), not %s: this kernel does not give a namespace's rps_default_mask to its new devices", f.sinkRPS, k, got, err, cpuMaskHex(set))
+			}
 		}
 		err = inNS(pr.gen, func() (err error) {
 			pr.genPort, err = afpacket.Open("eth0", afpacket.Config{BlockSize: 64 << 10, NumBlocks: 4})
