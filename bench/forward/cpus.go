@@ -116,7 +116,10 @@ func cpuListString(set unix.CPUSet) string {
 // that work elsewhere by RPS: the namespace's rps_default_mask (Linux 6.2
 // and later; per namespace), which the kernel copies to every receive
 // queue of a device registered there, so it is set before the sink's veth
-// end is created.
+// end is created, and read back from the sink's interface after. It is off
+// by default: on the H200 machine (2026-11-26) it slowed gswitchd and
+// plain alike, an inter-processor interrupt and a remote backlog's lock a
+// frame costing the sending core more than the receive work it handed away.
 
 // setRPSDefault sets namespace h's rps_default_mask to the cores of list.
 func setRPSDefault(h netns.NsHandle, list string) error {

@@ -168,8 +168,12 @@ func newFwdEnv(ctx context.Context, f *fwdFlags, log io.Writer) (_ *fwdEnv, err 
 		}
 		if f.sinkRPS != "" {
 			set, _ := parseCPUList(f.sinkRPS)
-			if got, err := rxRPS(pr.snk, "eth0"); err != nil || !sameMask(got, cpuMaskHex(set)) {
-				return nil, fmt.Errorf("--sink-rps %s: sink %d's eth0 steers to %q (%v), not %s: this kernel does not give a namespace's rps_default_mask to its new devices", f.sinkRPS, k, got, err, cpuMaskHex(set))
+			got, err := rxRPS(pr.snk, "eth0")
+			if err != nil {
+				return nil, fmt.Errorf("--sink-rps %s: reading sink %d's RPS cores: %w", f.sinkRPS, k, err)
+			}
+			if !sameMask(got, cpuMaskHex(set)) {
+				return nil, fmt.Errorf("--sink-rps %s: sink %d's eth0 steers to %q, not %s: this kernel does not give a namespace's rps_default_mask to its new devices", f.sinkRPS, k, got, cpuMaskHex(set))
 			}
 		}
 		err = inNS(pr.gen, func() (err error) {
