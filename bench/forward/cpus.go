@@ -121,13 +121,17 @@ func cpuListString(set unix.CPUSet) string {
 // plain alike, an inter-processor interrupt and a remote backlog's lock a
 // frame costing the sending core more than the receive work it handed away.
 
-// setRPSDefault sets namespace h's rps_default_mask to the cores of list.
-func setRPSDefault(h netns.NsHandle, list string) error {
+// rpsMask is the kernel's cpumask text of the core list (parseCPUList).
+func rpsMask(list string) (string, error) {
 	set, err := parseCPUList(list)
 	if err != nil {
-		return err
+		return "", err
 	}
-	mask := cpuMaskHex(set)
+	return cpuMaskHex(set), nil
+}
+
+// setRPSDefault sets namespace h's rps_default_mask to mask (cpumask text).
+func setRPSDefault(h netns.NsHandle, mask string) error {
 	return inNS(h, func() error {
 		const f = "/proc/sys/net/core/rps_default_mask"
 		if err := os.WriteFile(f, []byte(mask), 0); err != nil {

@@ -146,6 +146,12 @@ func newFwdEnv(ctx context.Context, f *fwdFlags, log io.Writer) (_ *fwdEnv, err 
 		return nil, err
 	}
 	e.dstMAC, _ = net.ParseMAC(benchDstMAC)
+	var rps string // the sinks' RPS mask; empty: none
+	if f.sinkRPS != "" {
+		if rps, err = rpsMask(f.sinkRPS); err != nil {
+			return nil, fmt.Errorf("--sink-rps: %w", err)
+		}
+	}
 	for k := range f.pairs {
 		pr := &fwdPair{}
 		e.pairs = append(e.pairs, pr)
@@ -155,8 +161,8 @@ func newFwdEnv(ctx context.Context, f *fwdFlags, log io.Writer) (_ *fwdEnv, err 
 		if err := ns(&pr.snk, fmt.Sprintf("fbsink%d", k)); err != nil {
 			return nil, err
 		}
-		if f.sinkRPS != "" { // before the sink's veth end exists: the kernel gives it the namespace's mask
-			if err := setRPSDefault(pr.snk, f.sinkRPS); err != nil {
+		if rps != "" { // before the sink's veth end exists: the kernel gives it the namespace's mask
+			if err := setRPSDefault(pr.snk, rps); err != nil {
 				return nil, fmt.Errorf("--sink-rps %s: %w (--sink-rps off to leave it)", f.sinkRPS, err)
 			}
 		}
@@ -166,14 +172,13 @@ func newFwdEnv(ctx context.Context, f *fwdFlags, log io.Writer) (_ *fwdEnv, err 
 		if pr.sinkMAC, err = e.veth(fmt.Sprintf("p%d", 2*k+2), pr.snk, fmt.Sprintf("02:00:00:00:%02x:02", k)); err != nil {
 			return nil, err
 		}
-		if f.sinkRPS != "" {
-			set, _ := parseCPUList(f.sinkRPS)
+		if rps != "" {
 			got, err := rxRPS(pr.snk, "eth0")
 			if err != nil {
 				return nil, fmt.Errorf("--sink-rps %s: reading sink %d's RPS cores: %w", f.sinkRPS, k, err)
 			}
-			if !sameMask(got, cpuMaskHex(set)) {
-				return nil, fmt.Errorf("--sink-rps %s: sink %d's eth0 steers to %q, not %s: this kernel does not give a namespace's rps_default_mask to its new devices", f.sinkRPS, k, got, cpuMaskHex(set))
+			if !sameMask(got, rps) {
+				return nil, fmt.Errorf("--sink-rps %s: sink %d's eth0 steers to %q, not %s: this kernel does not give a namespace's rps_default_mask to its new devices", f.sinkRPS, k, got, rps)
 			}
 		}
 		err = inNS(pr.gen, func() (err error) {
