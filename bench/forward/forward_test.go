@@ -46,7 +46,7 @@ func TestParseFwdFlags(t *testing.T) {
 		{"--pairs", "0"}, {"--pairs", "33"}, {"--pairs", "2"}, {"--targets", "gswitchd", "--pairs", "4", "--rules", "3"},
 		{"--batch-size", "-1"}, {"--min-batch", "-2"}, {"--rounds", "0"}, {"--rounds", "101"},
 		{"--targets", "plain,bridge", "--pairs", "2"}, {"--targets", "plain,plain"},
-		{"--sink-rps", "x"}, {"--sink-rps", "3-1"},
+		{"--sink-rps", "x"}, {"--sink-rps", "3-1"}, {"--switch-cpus", "0;1"}, {"--switch-cpus", "0-3 && x"}, {"--switch-cpus", "$(x)"},
 	} {
 		if _, err := parseFwdFlags(bad, &bytes.Buffer{}); !errors.Is(err, benchutil.ErrUsage) {
 			t.Errorf("%v: err %v, want a usage error", bad, err)
