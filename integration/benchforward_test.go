@@ -146,6 +146,9 @@ func benchForwardRounds(t *testing.T, ctl, gsw string) (lossy string) {
 			if loss, _ := m["loss_pct"].(float64); loss > 5 {
 				lossy = sc.Text() + "\n" + stderr.String()
 			}
+			if p50, _ := m["latency_p50_us"].(float64); p50 <= 0 {
+				t.Errorf("%s step without its per-frame latency: %s", target, sc.Text())
+			}
 		case "forward-median":
 			medians[target] = m
 		default:
@@ -165,6 +168,41 @@ func benchForwardRounds(t *testing.T, ctl, gsw string) (lossy string) {
 		t.Errorf("the plain forwarder's counters are not in the log:\n%s", stderr.String())
 	}
 	return lossy
+}
+
+// TestBenchForwardPlainFrame runs the plain target on frame rings
+// (plain@frame): every frame arrives, and the steps report the ring and
+// the forwarder's per-frame latency, read from its metrics listener.
+func TestBenchForwardPlainFrame(t *testing.T) {
+	needRoot(t)
+	ctl := gswitchctlBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ctl, "bench", "forward", "--targets", "plain@frame", "--pairs", "2",
+		"--rates", "5k", "--duration", "1s", "--json")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench forward --targets plain@frame: %v\n%s\n%s", err, out, stderr.String())
+	}
+	var step struct {
+		Target   string  `json:"target"`
+		RxRing   string  `json:"rx_ring"`
+		Received int64   `json:"received"`
+		Sent     int64   `json:"sent"`
+		P50      float64 `json:"latency_p50_us"`
+		P99      float64 `json:"latency_p99_us"`
+	}
+	if err := json.Unmarshal([]byte(strings.SplitN(string(out), "\n", 2)[0]), &step); err != nil {
+		t.Fatalf("not a JSON step: %q: %v", out, err)
+	}
+	if step.Target != "plain@frame" || step.RxRing != "frame" || step.Sent == 0 || step.Received < step.Sent*9/10 {
+		t.Errorf("step: target %q, ring %q, sent %d, received %d; want plain@frame, frame and (nearly) every frame\n%s", step.Target, step.RxRing, step.Sent, step.Received, stderr.String())
+	}
+	if step.P50 <= 0 || step.P99 < step.P50 {
+		t.Errorf("latency p50 %.0f µs, p99 %.0f µs: want a histogram read from the forwarder\n%s", step.P50, step.P99, out)
+	}
 }
 
 // TestBenchForwardSinkRPS runs the plain target with the sinks' receive

@@ -126,7 +126,14 @@
 // gswitch_switch_write_lock_seconds, for each kind of change that held
 // the datapath back during the step (a FLOW_MOD, an expiry that removed
 // entries, a barrier, ...), write_lock_us {op: [count, p99, the largest
-// bucket's bound]} (the log line's "datapath held back by"). With --latency-step, after a gswitchd series with a lossless rate, one
+// bucket's bound]} (the log line's "datapath held back by"), and with
+// datapath workers from gswitch_worker_run_part_seconds the time of a
+// worker's run by part, a value per run, run_parts_us {parse, lookup,
+// decide, send: [p50, p99]} (the log line's "a worker's run"). The plain
+// forwarder exports the same gswitch_frame_latency_seconds (from the
+// receive timestamp to the return of the frame's send), so its steps have
+// a latency too: plain@frame, on frame rings, is the latency floor of
+// these ports with no batching and no tables. With --latency-step, after a gswitchd series with a lossless rate, one
 // more step runs at half that rate (half_lossless: true, not part of the series): the latency of
 // a switch that is not overloaded.
 //

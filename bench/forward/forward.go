@@ -106,6 +106,10 @@ func targetOpts(opts string) (ring string, workers int, err error) {
 // isGswitchd reports whether target is one of gswitchd's.
 func isGswitchd(target string) bool { return strings.HasPrefix(target, "gswitchd") }
 
+// isPlain reports whether target is the plain forwarder (plain, plain@block,
+// plain@frame).
+func isPlain(target string) bool { b, _ := splitRing(target); return b == "plain" }
+
 // trivial reports whether the run uses the trivial rule set (--rules).
 func (f *fwdFlags) trivial() bool { return f.ruleset == "trivial" }
 
@@ -113,7 +117,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs := flag.NewFlagSet("bench forward", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := &fwdFlags{}
-	targets := fs.String("targets", "gswitchd,ovs,bridge,plain", "switches to measure, in this order: `LIST` of gswitchd (its --backend), gswitchd-cpu, gswitchd-gpu, gswitchd-auto (gswitchd with that backend; any gswitchd target may end in @ and options joined by +: block or frame, its --rx-ring, and wN, its --rx-workers N, e.g. gswitchd-auto@frame+w4), ovs (Open vSwitch, userspace datapath), bridge (Linux bridge), plain (the floor: a Go forwarder of the same AF_PACKET ports with no tables, each frame sent on from the receive ring)")
+	targets := fs.String("targets", "gswitchd,ovs,bridge,plain", "switches to measure, in this order: `LIST` of gswitchd (its --backend), gswitchd-cpu, gswitchd-gpu, gswitchd-auto (gswitchd with that backend; any gswitchd target may end in @ and options joined by +: block or frame, its --rx-ring, and wN, its --rx-workers N, e.g. gswitchd-auto@frame+w4), ovs (Open vSwitch, userspace datapath), bridge (Linux bridge), plain (the floor: a Go forwarder of the same AF_PACKET ports with no tables, each frame sent on from the receive ring; plain@frame on frame rings, and its steps report its per-frame latency)")
 	rules := fs.String("rules", "1000,10000", "installed OpenFlow rule counts, one series each: `LIST` (N-1 exact ipv4_dst rules that do not match the traffic plus one in_port=1,actions=output:2; k/M suffixes)")
 	rates := fs.String("rates", "250k,500k,1M,1.5M,2M,max", "offered loads in frames/s, one step each: `LIST` (k/M suffixes; max: as fast as the sender can)")
 	fs.DurationVar(&f.duration, "duration", 3*time.Second, "traffic time of each step")
@@ -215,7 +219,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 			return nil, fmt.Errorf("%w: --filters: %v", benchutil.ErrUsage, err)
 		}
 	}
-	if isEvents(f.ruleset) && slices.ContainsFunc(f.targets, func(t string) bool { return !isGswitchd(t) && t != "plain" }) {
+	if isEvents(f.ruleset) && slices.ContainsFunc(f.targets, func(t string) bool { return !isGswitchd(t) && !isPlain(t) }) {
 		return nil, fmt.Errorf("%w: --ruleset events: only gswitchd targets and plain (the others have no content-based forwarding)", benchutil.ErrUsage)
 	}
 	if f.eventMinBatch < 0 {
@@ -239,11 +243,15 @@ func parseTargets(s string) ([]string, error) {
 		if !slices.Contains(fwdTargets, base) {
 			return nil, fmt.Errorf("unknown target %q (want gswitchd, gswitchd-cpu, gswitchd-gpu, gswitchd-auto, gswitchd-filters, ovs, bridge or plain)", t)
 		}
-		if base != t && !isGswitchd(base) {
-			return nil, fmt.Errorf("target %q: only a gswitchd target takes options (@block, @frame, @wN)", t)
+		if base != t && !isGswitchd(base) && base != "plain" {
+			return nil, fmt.Errorf("target %q: only gswitchd and plain targets take options (@block, @frame; gswitchd also @wN)", t)
 		}
-		if _, _, err := targetOpts(opts); err != nil || base != t && opts == "" {
+		_, workers, err := targetOpts(opts)
+		if err != nil || base != t && opts == "" {
 			return nil, fmt.Errorf("target %q: %v", t, cmp.Or(err, errors.New("no option after @")))
+		}
+		if base == "plain" && workers > 0 {
+			return nil, fmt.Errorf("target %q: plain takes @block or @frame only (a goroutine per pair)", t)
 		}
 		if slices.Contains(out, t) {
 			return nil, fmt.Errorf("target %q twice", t)
@@ -385,7 +393,11 @@ type Step struct {
 	// How long gswitchd's changes held its datapath back during the step
 	// (gswitch_switch_write_lock_seconds), by op with any: [count, p99,
 	// the largest bucket's bound] in µs.
-	WriteLock    map[string][3]float64 `json:"write_lock_us,omitempty"`
+	WriteLock map[string][3]float64 `json:"write_lock_us,omitempty"`
+	// With datapath workers: the time of a worker's run by part
+	// (gswitch_worker_run_part_seconds: parse, lookup, decide, send), a
+	// value per run: [p50, p99] in µs.
+	RunParts     map[string][2]float64 `json:"run_parts_us,omitempty"`
 	HalfLossless bool                  `json:"half_lossless,omitempty"`
 	// --ruleset events: what matched gswitchd's events (cpu, or the
 	// device) and the events it matched on the device and on the CPU since

@@ -188,17 +188,21 @@ func TestTestFrame(t *testing.T) {
 	}
 }
 
-// TestParseTargetsRing: gswitchd targets take @block or @frame (their
-// --rx-ring), in one run beside the same target with the other ring.
+// TestParseTargetsRing: gswitchd and plain targets take @block or @frame
+// (their --rx-ring), in one run beside the same target with the other
+// ring; only gswitchd's take workers.
 func TestParseTargetsRing(t *testing.T) {
-	got, err := parseTargets("gswitchd-cpu@block,gswitchd-cpu@frame,gswitchd-auto,plain")
-	if err != nil || len(got) != 4 || got[1] != "gswitchd-cpu@frame" {
+	got, err := parseTargets("gswitchd-cpu@block,gswitchd-cpu@frame,gswitchd-auto,plain,plain@frame")
+	if err != nil || len(got) != 5 || got[1] != "gswitchd-cpu@frame" || got[4] != "plain@frame" {
 		t.Fatalf("parseTargets = %v, %v", got, err)
 	}
 	if b, r := splitRing(got[0]); b != "gswitchd-cpu" || r != "block" {
 		t.Errorf("splitRing(%q) = %q, %q", got[0], b, r)
 	}
-	for _, bad := range []string{"plain@frame", "gswitchd@v3", "gswitchd-cpu@frame,gswitchd-cpu@frame", "gswitchd-tpu",
+	if !isPlain("plain@frame") || !isPlain("plain") || isPlain("gswitchd@frame") {
+		t.Error("isPlain")
+	}
+	for _, bad := range []string{"plain@frame+w2", "plain@", "plain@ring", "ovs@frame", "gswitchd@v3", "gswitchd-cpu@frame,gswitchd-cpu@frame", "gswitchd-tpu",
 		"gswitchd@", "gswitchd@w0", "gswitchd@w", "gswitchd@wx", "gswitchd@w1025", "gswitchd@frame+block", "gswitchd@w2+w3", "plain@w2", "gswitchd@frame+"} {
 		if _, err := parseTargets(bad); err == nil {
 			t.Errorf("parseTargets(%q) accepted", bad)

@@ -42,12 +42,19 @@ const stageMetric = "gswitch_frame_latency_stage_seconds"
 // release; a gswitchd before 2026-11-26 17:30 has none.
 const writeLockMetric = "gswitch_switch_write_lock_seconds"
 
+// runPartMetric is the time of a datapath worker's run by part (label
+// part: parse, lookup, decide, send), a value per run; a gswitchd before
+// 2026-11-27 has none.
+const runPartMetric = "gswitch_worker_run_part_seconds"
+
 // latPage is what a metrics page says of the latency: the whole and, when
-// gswitchd exports them, the stages and the write-lock spans by op.
+// gswitchd exports them, the stages, the write-lock spans by op and the
+// workers' run parts.
 type latPage struct {
 	total     *latHist
 	stages    map[string]*latHist
 	writeLock map[string]*latHist
+	runParts  map[string]*latHist
 }
 
 // since is the page of the values recorded after p0.
@@ -55,15 +62,14 @@ func (p *latPage) since(p0 *latPage) *latPage {
 	if p0 == nil {
 		return nil
 	}
-	d := &latPage{total: p.total.since(p0.total), stages: map[string]*latHist{}, writeLock: map[string]*latHist{}}
-	for st, h := range p.stages {
-		if sd := h.since(p0.stages[st]); sd != nil {
-			d.stages[st] = sd
-		}
-	}
-	for op, h := range p.writeLock {
-		if wd := h.since(p0.writeLock[op]); wd != nil {
-			d.writeLock[op] = wd
+	d := &latPage{total: p.total.since(p0.total), stages: map[string]*latHist{}, writeLock: map[string]*latHist{}, runParts: map[string]*latHist{}}
+	for _, m := range []struct{ now, before, into map[string]*latHist }{
+		{p.stages, p0.stages, d.stages}, {p.writeLock, p0.writeLock, d.writeLock}, {p.runParts, p0.runParts, d.runParts},
+	} {
+		for k, h := range m.now {
+			if hd := h.since(m.before[k]); hd != nil {
+				m.into[k] = hd
+			}
 		}
 	}
 	return d
@@ -104,7 +110,7 @@ func parseLatency(r io.Reader) (_ *latPage, err error) {
 	if mf == nil || len(mf.Metric) != 1 || mf.Metric[0].Histogram == nil {
 		return nil, fmt.Errorf("no histogram %s", latencyMetric)
 	}
-	page := &latPage{stages: map[string]*latHist{}, writeLock: map[string]*latHist{}}
+	page := &latPage{stages: map[string]*latHist{}, writeLock: map[string]*latHist{}, runParts: map[string]*latHist{}}
 	if page.total, err = histOf(latencyMetric, mf.Metric[0].Histogram); err != nil {
 		return nil, err
 	}
@@ -112,6 +118,9 @@ func parseLatency(r io.Reader) (_ *latPage, err error) {
 		return nil, err
 	}
 	if err = labelled(mfs[writeLockMetric], "op", page.writeLock); err != nil {
+		return nil, err
+	}
+	if err = labelled(mfs[runPartMetric], "part", page.runParts); err != nil {
 		return nil, err
 	}
 	return page, nil

@@ -1,9 +1,17 @@
 package forward
 
 import (
+	"context"
+	"errors"
+	"io"
 	"math"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gswitch/gswitch/bench/benchutil"
+	"github.com/gswitch/gswitch/datapath/pipeline"
+	"github.com/gswitch/gswitch/internal/prom"
 )
 
 func TestLatencyQuantiles(t *testing.T) {
@@ -70,6 +78,27 @@ gswitch_frame_latency_stage_seconds_count{stage="` + name + `"} ` + itoa(inf) + 
 		t.Error("a stage series without a stage label")
 	}
 
+	// The workers' run parts, by the label part, read as the stages are.
+	part := func(name string, c1, inf uint64) string {
+		return strings.ReplaceAll(strings.ReplaceAll(stage(name, c1, inf), "gswitch_frame_latency_stage_seconds", runPartMetric), "stage=", "part=")
+	}
+	const partType = "# TYPE " + runPartMetric + " histogram\n"
+	r0, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + partType + part("lookup", 2, 2) + part("send", 0, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + partType + part("lookup", 12, 12) + part("send", 0, 10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := r1.since(r0)
+	if len(rd.runParts) != 2 || rd.runParts["lookup"].count() != 10 || !near(rd.runParts["send"].quantile(0.5), 10) {
+		t.Errorf("run parts: %d, lookup's runs %d (want 10), send p50 %v µs (want 10)", len(rd.runParts), rd.runParts["lookup"].count(), rd.runParts["send"].quantile(0.5))
+	}
+	if _, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + runPartMetric + " 3\n")); err == nil {
+		t.Error("a run part series without a part label")
+	}
+
 	// The write-lock spans by op: counted, p99 and the largest bucket's
 	// bound over the step; an op without spans in the step has count 0.
 	lock := func(op string, c1, c2, inf uint64) string {
@@ -110,6 +139,41 @@ func itoa(n uint64) string {
 		n /= 10
 		if n == 0 {
 			return string(b[i:])
+		}
+	}
+}
+
+// TestPlainLatencyPage: the plain forwarder's latency histograms, one per
+// pair, are exported as one gswitch_frame_latency_seconds that the bench
+// reads as it reads gswitchd's.
+func TestPlainLatencyPage(t *testing.T) {
+	a, b := new(pipeline.LatencyHistogram), new(pipeline.LatencyHistogram)
+	done := time.Unix(100, 0)
+	a.Observe([]int64{done.UnixNano() - 10_000, done.UnixNano() - 10_000, 0}, done) // 10 µs twice; 0: no timestamp
+	b.Observe([]int64{done.UnixNano() - 1_000_000}, done)                           // 1 ms
+	var page strings.Builder
+	if err := prom.WriteText(&page, pipeline.LatencyCollector(a, b)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := parseLatency(strings.NewReader(page.String()))
+	if err != nil {
+		t.Fatalf("parseLatency: %v\n%s", err, page.String())
+	}
+	if n := p.total.count(); n != 3 {
+		t.Errorf("count %d, want 3\n%s", n, page.String())
+	}
+	if p50, p99 := p.total.quantile(0.5), p.total.quantile(0.99); p50 < 8 || p50 > 12 || p99 < 800 || p99 > 1100 {
+		t.Errorf("p50 %.1f µs, p99 %.1f µs: want about 10 and 1000 (a bucket is √2 wide)", p50, p99)
+	}
+}
+
+// TestPlainForwarderUsage: a bad ring or a stray argument is a usage
+// error, before any port is opened.
+func TestPlainForwarderUsage(t *testing.T) {
+	for _, args := range [][]string{{"--rx-ring", "ring"}, {"--pairs", "0"}, {"extra"}} {
+		err := RunPlainForwarder(context.Background(), args, io.Discard, io.Discard)
+		if !errors.Is(err, benchutil.ErrUsage) {
+			t.Errorf("RunPlainForwarder(%q) = %v, want a usage error", args, err)
 		}
 	}
 }

@@ -15,6 +15,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -24,6 +27,8 @@ import (
 
 	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/gswitch/gswitch/datapath/pipeline"
+	"github.com/gswitch/gswitch/internal/prom"
 )
 
 // PlainForwarderArgs are the arguments with which the plain target
@@ -46,11 +51,14 @@ func RunPlainForwarder(ctx context.Context, args []string, stdout, stderr io.Wri
 	pairs := fs.Int("pairs", 1, "port pairs: frames from p<2k+1> go out of p<2k+2>, k < `N`")
 	batch := fs.Int("batch-size", 256, "frames per send at most (gswitchd's default batch)")
 	maxDelay := fs.Duration("max-delay", 50*time.Microsecond, "the ring's block timeout is this, rounded up to 1 ms (as gswitchd's)")
+	ringName := fs.String("rx-ring", "block", "receive ring: `block` (TPACKET_V3, a block handed over when full or at its timeout) or frame (TPACKET_V2, each frame as soon as it is written), as gswitchd's --rx-ring")
+	metrics := fs.String("metrics", "", "serve the per-frame latency (kernel receive timestamp to the end of the frame's send) as gswitch_frame_latency_seconds on http://`ADDR`/metrics, as gswitchd's --metrics does; empty: none")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *pairs < 1 || *batch < 1 || fs.NArg() > 0 {
-		return fmt.Errorf("%w: bench plain-forwarder [--pairs N] [--batch-size N] [--max-delay D]", benchutil.ErrUsage)
+	ring, err := afpacket.ParseRingMode(*ringName)
+	if *pairs < 1 || *batch < 1 || fs.NArg() > 0 || err != nil {
+		return fmt.Errorf("%w: bench plain-forwarder [--pairs N] [--batch-size N] [--max-delay D] [--rx-ring block|frame] [--metrics ADDR]", benchutil.ErrUsage)
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -61,12 +69,23 @@ func RunPlainForwarder(ctx context.Context, args []string, stdout, stderr io.Wri
 		}
 	}()
 	for i := 1; i <= 2**pairs; i++ {
-		p, err := afpacket.Open(fmt.Sprintf("p%d", i), afpacket.Config{Promiscuous: true,
+		p, err := afpacket.Open(fmt.Sprintf("p%d", i), afpacket.Config{Promiscuous: true, Ring: ring,
 			BlockTimeout: max(maxDelay.Round(time.Millisecond), time.Millisecond)})
 		if err != nil {
 			return err
 		}
 		ports = append(ports, p)
+	}
+	lat := make([]*pipeline.LatencyHistogram, *pairs)
+	for k := range lat {
+		lat[k] = new(pipeline.LatencyHistogram)
+	}
+	if *metrics != "" {
+		srv, err := serveLatency(*metrics, lat)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
 	}
 	fmt.Fprintln(stdout, plainReady)
 	var wg sync.WaitGroup
@@ -75,7 +94,7 @@ func RunPlainForwarder(ctx context.Context, args []string, stdout, stderr io.Wri
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[k] = plainForward(ports[2*k], ports[2*k+1], *batch)
+			errs[k] = plainForward(ports[2*k], ports[2*k+1], *batch, lat[k])
 		}()
 	}
 	<-ctx.Done()
@@ -91,10 +110,17 @@ func RunPlainForwarder(ctx context.Context, args []string, stdout, stderr io.Wri
 }
 
 // plainForward sends every frame read from in on out, in sends of at most
-// batch frames, until in is closed.
-func plainForward(in, out *afpacket.Port, batch int) error {
+// batch frames, until in is closed, and records each frame's latency in
+// lat when its send returns.
+func plainForward(in, out *afpacket.Port, batch int, lat *pipeline.LatencyHistogram) error {
 	var f afpacket.Frame
 	frames := make([][]byte, 0, batch)
+	rxAt := make([]int64, 0, batch)
+	send := func() {
+		out.Send(frames)
+		lat.Observe(rxAt, time.Now())
+		frames, rxAt = frames[:0], rxAt[:0]
+	}
 	for {
 		b, err := in.ReadBlock(100 * time.Millisecond)
 		if err != nil {
@@ -108,17 +134,40 @@ func plainForward(in, out *afpacket.Port, batch int) error {
 		}
 		for b.Next(&f) {
 			frames = append(frames, f.Data)
+			var t int64
+			if !f.Time.IsZero() {
+				t = f.Time.UnixNano()
+			}
+			rxAt = append(rxAt, t)
 			if len(frames) == batch {
-				out.Send(frames)
-				frames = frames[:0]
+				send()
 			}
 		}
 		if len(frames) > 0 {
-			out.Send(frames)
-			frames = frames[:0]
+			send()
 		}
 		b.Release() // frames' stale slices point into the mapped ring, which the GC does not own
 	}
+}
+
+// serveLatency serves lat's sum as gswitch_frame_latency_seconds on
+// http://addr/metrics (bench forward reads it as it reads gswitchd's).
+func serveLatency(addr string, lat []*pipeline.LatencyHistogram) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("plain forwarder: --metrics: %w", err)
+	}
+	c := pipeline.LatencyCollector(lat...)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		if err := prom.WriteText(w, c); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck // ends with Close
+	return srv, nil
 }
 
 // runPlain measures the plain forwarder: one series, without rules.
@@ -129,7 +178,9 @@ func (e *fwdEnv) runPlain() ([]Step, error) {
 	}
 	args := append(e.tasksetArgs(), self)
 	args = append(args, PlainForwarderArgs...)
-	args = append(args, "--pairs", fmt.Sprint(len(e.pairs)), "--max-delay", e.f.maxDelay)
+	port := 16000 + rand.IntN(20000)
+	args = append(args, "--pairs", fmt.Sprint(len(e.pairs)), "--max-delay", e.f.maxDelay,
+		"--rx-ring", e.swRing, "--metrics", fmt.Sprintf("127.0.0.1:%d", port))
 	if e.f.batchSize > 0 {
 		args = append(args, "--batch-size", fmt.Sprint(e.f.batchSize))
 	}
@@ -149,9 +200,9 @@ func (e *fwdEnv) runPlain() ([]Step, error) {
 			return nil, fmt.Errorf("plain: the forwarder did not open its ports in 10 s (log %s)", d.log)
 		}
 	}
-	e.swPid = d.cmd.Process.Pid
-	defer func() { e.swPid = 0 }()
-	steps, err := e.series("plain", "", 0)
+	e.swPid, e.metricsAddr = d.cmd.Process.Pid, fmt.Sprintf("127.0.0.1:%d", port)
+	defer func() { e.swPid, e.metricsAddr = 0, "" }()
+	steps, err := e.series(e.swTarget, "", 0)
 	if err == nil {
 		err = d.exited()
 	}

@@ -111,6 +111,9 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 		SwitchCPUs:   e.f.switchCPUs, BenchCPUs: e.f.benchCPUs, SinkRPS: e.f.sinkRPS,
 		Machine: benchutil.Machine(), Time: time.Now().UTC().Format(time.RFC3339),
 	}
+	if isPlain(target) {
+		s.RxRing = e.swRing
+	}
 	if isGswitchd(target) {
 		s.RxRing, s.RxWorkers, s.MaxDelay, s.SharedDelay, s.SwitchFlags = e.swRing, e.swWorkers, e.f.maxDelay, e.f.sharedDelay, e.f.swFlags
 	}
@@ -118,7 +121,7 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 		s.SwitchRx, s.SwitchRxDropped, s.SwitchTx = sw1[0]-sw0[0], sw1[1]-sw0[1], sw1[2]-sw0[2]
 		s.SwitchKeysOnCPU, s.SwitchKeysOnGPU = sw1[3]-sw0[3], sw1[4]-sw0[4]
 	}
-	stages, held := "", ""
+	stages, held, parts := "", "", ""
 	if lat1 := e.scrapeLatency(); lat1 != nil {
 		if d := lat1.since(lat0); d != nil {
 			s.LatencyP50us, s.LatencyP99us = d.total.quantile(0.5), d.total.quantile(0.99)
@@ -143,6 +146,16 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 					held += fmt.Sprintf(" %s %.0f, p99 %.0fµs, max ≤%.0fµs;", op, w[0], w[1], w[2])
 				}
 			}
+			for _, part := range []string{"parse", "lookup", "decide", "send"} {
+				if h := d.runParts[part]; h.count() > 0 {
+					if s.RunParts == nil {
+						s.RunParts = map[string][2]float64{}
+					}
+					q := [2]float64{h.quantile(0.5), h.quantile(0.99)}
+					s.RunParts[part] = q
+					parts += fmt.Sprintf(" %s %.0f/%.0fµs", part, q[0], q[1])
+				}
+			}
 		}
 	}
 	if stages != "" {
@@ -150,6 +163,9 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 	}
 	if held != "" {
 		stages += "; datapath held back by" + strings.TrimSuffix(held, ";")
+	}
+	if parts != "" {
+		stages += "; a worker's run, p50/p99 by part:" + parts
 	}
 	s.BusyCores, s.StealCores, s.SwitchCores = readCPU(e.swPid).since(cpu0)
 	fmt.Fprintf(e.log, "bench forward: round %d %s rules=%d asked=%d offered=%.0f forwarded=%.0f loss=%.3f%% (dropped by rule %d; backlog drops %d, sink ring drops %d, switch rx %d rx-dropped %d tx %d, keys cpu %d gpu %d; latency p50 %.0fµs p99 %.0fµs%s; busy cores %.1f, stolen %.1f, switch %.1f)\n",

@@ -65,6 +65,10 @@ type worker struct {
 	// queueRunner.next): its lookups go to the Classifier, not through
 	// the Coalescer.
 	direct bool
+	// lookupNs adds up the time of the batch's Classifier calls while
+	// timed (processParts: a datapath worker's run, RunPartStats).
+	timed    bool
+	lookupNs int64
 }
 
 func newWorker(s *Switch) *worker {
@@ -120,12 +124,21 @@ func (s *Switch) processParts(parts []rxPart) {
 	w := s.workers.Get().(*worker)
 	defer s.workers.Put(w)
 	w.begin()
-	w.direct = true
+	w.direct, w.timed, w.lookupNs = true, true, 0
+	t0 := time.Now()
 	for _, p := range parts {
 		w.admit(p.no, p.frames)
 	}
+	t1 := time.Now()
 	w.decide()
+	t2 := time.Now()
 	w.flush()
+	t3 := time.Now()
+	w.timed = false
+	s.runParts[RunParse].recordN(int64(t1.Sub(t0)), 1)
+	s.runParts[RunLookup].recordN(w.lookupNs, 1)
+	s.runParts[RunDecide].recordN(int64(t2.Sub(t1))-w.lookupNs, 1)
+	s.runParts[RunSend].recordN(int64(t3.Sub(t2)), 1)
 }
 
 // admit takes a batch of frames received on port inPort into the worker's
@@ -312,6 +325,10 @@ func (w *worker) classify(tab *table) {
 	var err error
 	if co := w.s.cfg.Coalescer; co != nil && !w.direct {
 		err = co.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res)
+	} else if w.timed {
+		t0 := time.Now()
+		err = w.s.cfg.Classifier.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res)
+		w.lookupNs += int64(time.Since(t0))
 	} else {
 		err = w.s.cfg.Classifier.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res)
 	}

@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Per-frame latency through the switch: from the kernel's receive
@@ -147,6 +149,44 @@ func (st LatencyStage) String() string {
 	return "stage?"
 }
 
+// The parts of a datapath worker's run (RunWorker), timed once a run: the
+// frames' parsing (parse), the Classifier's lookups, a device's included
+// (lookup), the rest of the tables' work and the actions (decide), and the
+// transmit (send). They add up to the run stage of the run's frames, but
+// for the receive stages and the latency's own bookkeeping.
+type RunPart int
+
+const (
+	RunParse RunPart = iota
+	RunLookup
+	RunDecide
+	RunSend
+	numRunParts
+)
+
+func (rp RunPart) String() string {
+	switch rp {
+	case RunParse:
+		return "parse"
+	case RunLookup:
+		return "lookup"
+	case RunDecide:
+		return "decide"
+	case RunSend:
+		return "send"
+	}
+	return "part?"
+}
+
+// RunPartStats returns the histogram of one part of the datapath workers'
+// runs, a value per run (see RunPart).
+func (s *Switch) RunPartStats(rp RunPart) LatencyStats {
+	if rp < 0 || rp >= numRunParts {
+		return LatencyStats{}
+	}
+	return s.runParts[rp].snapshot()
+}
+
 // observeBatch records the latencies of b's frames, whose batch ended at
 // 'done': the whole (latency) and by stage (stages), in one pass over the
 // frames; b.readAt and b.closed give the stages' bounds.
@@ -213,4 +253,49 @@ func (l *latencyStats) snapshot() LatencyStats {
 		st.Counts[i] = l.buckets[i].Load()
 	}
 	return st
+}
+
+// LatencyHistogram is a per-frame latency histogram with the switch's
+// buckets, for a forwarder other than the switch that is measured the same
+// way (bench forward's plain target): Observe takes the frames' kernel
+// receive timestamps and the instant they were done with, and
+// LatencyCollector exports it as gswitch_frame_latency_seconds. Observe
+// may be called from several goroutines; each call makes one atomic add
+// per bucket it uses, so a forwarder with many goroutines gives each its
+// own and exports their sum.
+type LatencyHistogram struct {
+	l latencyStats
+	_ [64]byte // two histograms allocated side by side share no cache line
+}
+
+// Observe records the latencies of frames received at rxAt (Unix
+// nanoseconds; 0: unknown, not recorded) and done at 'done'.
+func (h *LatencyHistogram) Observe(rxAt []int64, done time.Time) { h.l.observe(rxAt, done) }
+
+// LatencyCollector exports the sum of hs as the histogram
+// gswitch_frame_latency_seconds, as the switch's Collector exports its own.
+func LatencyCollector(hs ...*LatencyHistogram) prometheus.Collector { return latencyCollector(hs) }
+
+type latencyCollector []*LatencyHistogram
+
+func (c latencyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- mFrameLatency }
+
+func (c latencyCollector) Collect(ch chan<- prometheus.Metric) {
+	var sum LatencyStats
+	for _, h := range c {
+		st := h.l.snapshot()
+		if sum.Counts == nil {
+			sum = st
+			continue
+		}
+		sum.Frames += st.Frames
+		sum.Sum += st.Sum
+		for i, n := range st.Counts {
+			sum.Counts[i] += n
+		}
+	}
+	if sum.Counts == nil {
+		sum = (&latencyStats{}).snapshot()
+	}
+	ch <- latencyHistogram(mFrameLatency, sum)
 }

@@ -54,6 +54,7 @@ var (
 	mFrameLatency  = prometheus.NewDesc("gswitch_frame_latency_seconds", "Per-frame latency from the kernel's receive timestamp (the receive ring) to the end of its batch's run through the pipeline (transmitted or dropped).", nil, nil)
 	mFrameStage    = prometheus.NewDesc("gswitch_frame_latency_stage_seconds", "gswitch_frame_latency_seconds by stage, which add up to it: ring (receive timestamp to the reader taking the frame), batch (to the close of its batch), run (the batch's run: lookups, actions, transmit).", []string{"stage"}, nil)
 	mSharedStage   = prometheus.NewDesc("gswitch_shared_batch_stage_seconds", "With a coalescer (a GPU): time per shared batch in each stage, stage=form (first key to close), start (close to the backend call), slot (the CUDA backend's wait for a staging slot), lookup (the backend call: copies, kernel, device completion), handback (results in to a member's wake-up).", []string{"stage"}, nil)
+	mRunPart       = prometheus.NewDesc("gswitch_worker_run_part_seconds", "With datapath workers (--rx-workers): time per run of a worker's batches in each part, part=parse (the frames' keys), lookup (the classifier's lookups, a device's included), decide (the rest of the tables' work and the actions), send (the transmit).", []string{"part"}, nil)
 	mWriteLock     = prometheus.NewDesc("gswitch_switch_write_lock_seconds", "Time each change held the datapath back, by op (flow_mod, expire, group_mod, meter_mod, barrier, transaction, other): from its request for the switch's write lock, after which no batch starts, to its release.", []string{"op"}, nil)
 	mBatchesClosed = metricCounter("gswitch_batches_closed_total", "Batches a port loop closed, by why: full (batch size reached) or delay (the oldest frame waited the maximum delay).", "why")
 	mBatchesPath   = metricCounter("gswitch_batches_path_total", "Receive batches by the path they ran: with a coalescer (a GPU), direct (in the port loop, lookups straight to the classifier: no table was served by the device) or shared (handed to the queue's runner, lookups in shared device batches); worker (run by a datapath worker, --rx-workers, with its other queues' batches; from its first batch on).", "path")
@@ -103,6 +104,7 @@ func (c switchCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- mFrameStage
 	ch <- mSharedStage
 	ch <- mWriteLock
+	ch <- mRunPart
 }
 
 func (c switchCollector) Collect(ch chan<- prometheus.Metric) {
@@ -147,6 +149,9 @@ func (c switchCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for op := range numWriteOps {
 		ch <- latencyHistogram(mWriteLock, c.s.WriteLockStats(op), op.String())
+	}
+	for rp := range numRunParts {
+		ch <- latencyHistogram(mRunPart, c.s.RunPartStats(rp), rp.String())
 	}
 	emit(mBatchesClosed, float64(bs.Full), "full")
 	emit(mBatchesClosed, float64(bs.Delay), "delay")

@@ -212,6 +212,7 @@ type Switch struct {
 	latency      latencyStats              // per-frame latency, receive ring to the end of the pipeline (latency.go)
 	stages       [numStages]latencyStats   // the same by stage: ring, batch, run (LatencyStage)
 	writeHolds   [numWriteOps]latencyStats // how long each kind of change held the datapath back (writelock.go)
+	runParts     [numRunParts]latencyStats // a datapath worker's runs, by part (RunPart)
 }
 
 type controllerBox struct{ c Controller }

@@ -67,6 +67,16 @@ func testProcessPartsSameFates(t *testing.T, newAll func() *rig) {
 	if bs := all.sw.BatchStats(); bs.Batches != 4 || bs.Frames != 4*37 {
 		t.Errorf("batch stats: %d batches of %d frames, want 4 of 148", bs.Batches, bs.Frames)
 	}
+	// The run's parts: one value each for the one run, the lookups' time
+	// counted; Process is not a worker's run.
+	for rp := range numRunParts {
+		if st := all.sw.RunPartStats(rp); st.Frames != 1 || rp == RunLookup && st.Sum <= 0 {
+			t.Errorf("run part %v: %d runs, %v in all; want 1 run (and the lookups' time)", rp, st.Frames, st.Sum)
+		}
+		if st := one.sw.RunPartStats(rp); st.Frames != 0 {
+			t.Errorf("Process recorded %d runs of part %v", st.Frames, rp)
+		}
+	}
 }
 
 // TestRunWorkerNoQueues: a worker without queues, or whose context is
