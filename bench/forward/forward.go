@@ -39,6 +39,7 @@ type fwdFlags struct {
 	maxDelay     string
 	sharedDelay  string // gswitchd's --shared-delay; empty: not given
 	swFlags      string // more gswitchd flags, space-separated
+	plainFlags   string // more plain forwarder flags, space-separated
 	rxQueues     int
 	pairs        int
 	batchSize    int // gswitchd's --batch-size; 0: its default
@@ -128,6 +129,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs.StringVar(&f.backend, "backend", "cpu", "gswitchd's lookup backend: cpu, gpu or auto")
 	fs.StringVar(&f.maxDelay, "max-delay", "50us", "gswitchd's --max-delay")
 	fs.StringVar(&f.swFlags, "gswitchd-flags", "", "more flags for every gswitchd target, space-separated: `FLAGS` (e.g. \"--in-flight 8\")")
+	fs.StringVar(&f.plainFlags, "plain-flags", "", "more flags for the plain targets (gswitchctl bench plain-forwarder), space-separated: `FLAGS` (e.g. \"--tags as-read\")")
 	fs.StringVar(&f.sharedDelay, "shared-delay", "", "gswitchd's --shared-delay: the part of --max-delay a lookup may wait in a shared device batch (empty: gswitchd's default)")
 	fs.IntVar(&f.batchSize, "batch-size", 0, "gswitchd's --batch-size, frames per batch at most (0: gswitchd's default)")
 	fs.IntVar(&f.minBatch, "min-batch", 0, "gswitchd's --min-batch, the smallest batch its GPU backend classifies on the GPU (0: gswitchd's default; smaller batches go to the CPU)")
@@ -139,7 +141,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs.IntVar(&f.rounds, "rounds", 1, "run the target list `N` times, in turn forwards and backwards (gswitchd,plain then plain,gswitchd ...), and print each target's medians over the rounds (the FLOW_MOD runs: first round only)")
 	fs.StringVar(&f.ruleset, "ruleset", "trivial", "table 0's rules: `SET` of trivial (--rules: N-1 exact ipv4_dst rules that miss plus an in_port rule per pair), synthetic:N,C[,F,Cm,f] (GSwitch §6: N rules in C classes) or classbench:FILE (e.g. ../shared/data/classbench/acl1_20000.txt); with a rule set, each rule goes to table 1 (in_port to the pair's other port) or drops (one in 8), and the traffic hits the rules uniformly")
 	fs.IntVar(&f.flows, "flows", 65536, "rule-set traffic: different frames (headers) per pair, sent in turn, a power of two")
-	fs.BoolVar(&f.check, "check", false, "rule-set traffic: with --sink ring, check every frame that arrives against the rules (a frame its rule drops must not arrive) and fail the run on any; with either sink, fail when more frames arrive than the rules forward")
+	fs.BoolVar(&f.check, "check", false, "rule-set traffic: with --sink ring, check every frame that arrives against the rules (a frame its rule drops must not arrive) and against the frame sent (it must arrive unchanged, its VLAN tag included: altered), and fail the run on any; with either sink, fail when more frames arrive than the rules forward")
 	fs.StringVar(&f.classifier, "classifier", "merge", "gswitchd's --classifier, its flow tables' search: `ALGO` of linear, tuple, bloom or merge (the fastest on many classes)")
 	fs.IntVar(&f.eventMinBatch, "event-min-batch", 0, "--ruleset events: gswitchd's pubsub min_batch, the smallest batch of events its GPU matches (0: gswitchd's default)")
 	fs.StringVar(&f.filters, "filters", "", "target gswitchd-filters: live filters on every port of gswitchd, one `FILE` line NAME: EXPRESSION each (as bench filter's --filters-file); measure with --targets gswitchd,gswitchd-filters --rounds N for the cost")
@@ -345,6 +347,7 @@ type Step struct {
 	MaxDelay     string  `json:"max_delay,omitempty"`      // gswitchd's --max-delay
 	SharedDelay  string  `json:"shared_delay,omitempty"`   // gswitchd's --shared-delay, when given
 	SwitchFlags  string  `json:"gswitchd_flags,omitempty"` // --gswitchd-flags
+	PlainFlags   string  `json:"plain_flags,omitempty"`    // --plain-flags
 	Rules        int     `json:"rules"`                    // installed rules (0 for the bridge and plain)
 	Ruleset      string  `json:"ruleset"`                  // --ruleset: trivial, synthetic:N,C or classbench:FILE
 	Round        int     `json:"round"`                    // 1..--rounds
@@ -359,10 +362,13 @@ type Step struct {
 	// for the trivial set and for targets without rules), DroppedByRule
 	// the rest; loss_pct is Received against Expected. Misrouted (ring
 	// sink, rule-set traffic) counts frames that arrived although their
-	// rule drops them.
+	// rule drops them; Altered (the same) frames that arrived with other
+	// bytes than they were sent with, the mark aside (a VLAN tag lost, a
+	// field rewritten).
 	Expected       uint64  `json:"expected"`
 	DroppedByRule  uint64  `json:"dropped_by_rule"`
 	Misrouted      uint64  `json:"misrouted"`
+	Altered        uint64  `json:"altered,omitempty"`
 	LossPct        float64 `json:"loss_pct"`
 	MaxLosslessPPS float64 `json:"max_lossless_pps"` // the series': highest offered_pps with loss < 0.1%
 	FrameBytes     int     `json:"frame_bytes"`      // on the wire, FCS included

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -176,5 +177,25 @@ func TestRulesetOverOpenFlow(t *testing.T) {
 				t.Fatalf("%s rule %d: %v: sent %s, decoded %s", spec, i, oerr, rs.rules[i].Match.String(), fm.Match.String())
 			}
 		}
+	}
+}
+
+// TestSameFrame: a received frame is its template as sent whatever its
+// mark; a lost VLAN tag, another byte or another length is not.
+func TestSameFrame(t *testing.T) {
+	tmpl := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x81, 0x00, 0, 5, 0x08, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0xaa}
+	got := slices.Clone(tmpl)
+	copy(got[18:], []byte{9, 9, 9, 9, 9, 9, 9, 9}) // the mark
+	if !sameFrame(got, tmpl, 18) {
+		t.Error("the same frame with its mark: not the same")
+	}
+	untagged := append(slices.Clone(got[:12]), got[16:]...)
+	for _, bad := range [][]byte{untagged, append(slices.Clone(got), 0), got[:len(got)-1], append(slices.Clone(got[:26]), 0xab)} {
+		if sameFrame(bad, tmpl, 18) {
+			t.Errorf("% x: the same as % x", bad, tmpl)
+		}
+	}
+	if sameFrame(got, tmpl, len(tmpl)-4) {
+		t.Error("a mark past the end")
 	}
 }

@@ -80,7 +80,7 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 		return Step{}, err
 	}
 	e.waitQuiet()
-	var got, sent, want, misrouted uint64
+	var got, sent, want, misrouted, altered uint64
 	for k, pr := range e.pairs {
 		n, err2 := pr.sink.frames()
 		if err2 != nil {
@@ -90,12 +90,16 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 		sent += perPair[k]
 		want += fsets[k].expected(perPair[k])
 		misrouted += pr.sink.misrouted.Load()
+		altered += pr.sink.altered.Load()
 		if n > fsets[k].expected(perPair[k]) && err == nil {
 			err = fmt.Errorf("%s: pair %d's sink counted %d frames; of the %d sent, the rules forward %d: frames the rules drop, or frames other than the test traffic, reached it (--sink counter counts every frame; --sink ring checks each)", target, k, n, perPair[k], fsets[k].expected(perPair[k]))
 		}
 	}
 	if misrouted > 0 && e.f.check {
 		err = fmt.Errorf("%s: --check: %d frames arrived although their rule drops them", target, misrouted)
+	}
+	if altered > 0 && e.f.check && err == nil {
+		err = fmt.Errorf("%s: --check: %d frames arrived other than they were sent (a VLAN tag lost, a field rewritten)", target, altered)
 	}
 	if err != nil {
 		return Step{}, err
@@ -104,7 +108,7 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 		Bench: "forward", Target: target, Backend: backend, Rules: rules, Ruleset: e.f.ruleset, Round: e.round, AskedPPS: rate,
 		Pairs: len(e.pairs), RxQueues: e.f.rxQueues, Sink: e.f.sink,
 		OfferedPPS: float64(sent) / dur.Seconds(), ForwardedPPS: float64(got) / dur.Seconds(),
-		Sent: sent, Received: got, Expected: want, DroppedByRule: sent - want, Misrouted: misrouted,
+		Sent: sent, Received: got, Expected: want, DroppedByRule: sent - want, Misrouted: misrouted, Altered: altered,
 		LossPct: lossPct(want, got), FrameBytes: meanWireBytes(fsets),
 		DurationS: dur.Seconds(), SinkRingDrops: e.sinkRingDrops() - before,
 		BacklogDrops: backlogDrops() - backlog0,
@@ -112,7 +116,7 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 		Machine: benchutil.Machine(), Time: time.Now().UTC().Format(time.RFC3339),
 	}
 	if isPlain(target) {
-		s.RxRing = e.swRing
+		s.RxRing, s.PlainFlags = e.swRing, e.f.plainFlags
 	}
 	if isGswitchd(target) {
 		s.RxRing, s.RxWorkers, s.MaxDelay, s.SharedDelay, s.SwitchFlags = e.swRing, e.swWorkers, e.f.maxDelay, e.f.sharedDelay, e.f.swFlags

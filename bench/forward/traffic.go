@@ -1,6 +1,7 @@
 package forward
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -160,6 +161,7 @@ type sink struct {
 	// the rules drop them.
 	fs        atomic.Pointer[frameSet]
 	misrouted atomic.Uint64
+	altered   atomic.Uint64 // ... and that arrived other than they were sent (sameFrame)
 	rx0       uint64        // counter: rx_packets at begin
 	done      chan struct{} // ring: closed when its reader has stopped
 }
@@ -221,6 +223,7 @@ func (s *sink) close() {
 func (s *sink) loop() {
 	defer close(s.done)
 	var f afpacket.Frame
+	var wire []byte // the frame received, its VLAN tag put back
 	for {
 		b, err := s.p.ReadBlock(100 * time.Millisecond)
 		if err != nil {
@@ -235,7 +238,7 @@ func (s *sink) loop() {
 		}
 		step := s.step.Load()
 		fs := s.fs.Load()
-		var n, bad uint64
+		var n, bad, altered uint64
 		for b.Next(&f) {
 			if fs == nil || fs.markOff == nil {
 				if isTestFrame(f.Data, step) {
@@ -248,14 +251,28 @@ func (s *sink) loop() {
 				continue
 			}
 			n++
-			if fs.fwd != nil && !fs.fwd[int(uint64(seq)%uint64(len(fs.tmpl)))] {
+			i := int(uint64(seq) % uint64(len(fs.tmpl)))
+			if fs.fwd != nil && !fs.fwd[i] {
 				bad++
+			}
+			wire = f.AppendWire(wire[:0])
+			if !sameFrame(wire, fs.tmpl[i], fs.markOff[i]) {
+				altered++
 			}
 		}
 		b.Release()
 		s.count.Add(n)
 		s.misrouted.Add(bad)
+		s.altered.Add(altered)
 	}
+}
+
+// sameFrame reports whether the received frame got (its VLAN tag put
+// back) is template tmpl as sent, its 8-byte mark at markOff aside: what
+// a switch that forwards without rewriting must deliver.
+func sameFrame(got, tmpl []byte, markOff int) bool {
+	return len(got) == len(tmpl) && markOff+8 <= len(tmpl) &&
+		bytes.Equal(got[:markOff], tmpl[:markOff]) && bytes.Equal(got[markOff+8:], tmpl[markOff+8:])
 }
 
 // isTestFrame reports whether d is a test frame of 'step'.
@@ -271,6 +288,7 @@ func (s *sink) begin(step uint32) error {
 		s.step.Store(step)
 		s.count.Store(0)
 		s.misrouted.Store(0)
+		s.altered.Store(0)
 		return nil
 	}
 	n, err := s.rxPackets()

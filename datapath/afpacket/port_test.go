@@ -413,3 +413,23 @@ func receiveNoAllocs(t *testing.T, cfg Config) (*Port, [][]byte) {
 	}
 	return p, frames
 }
+
+// TestFrameAppendWire: a frame whose tag the kernel removed is appended
+// with the tag back after the MAC addresses; an untagged frame, or one too
+// short to hold the addresses, as it is.
+func TestFrameAppendWire(t *testing.T) {
+	data := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x08, 0x00, 0x45}
+	f := Frame{Data: data, Tagged: true, TPID: 0x88a8, TCI: 0x2064}
+	want := append(append(append([]byte{0xff}, data[:12]...), 0x88, 0xa8, 0x20, 0x64), data[12:]...)
+	if got := f.AppendWire([]byte{0xff}); string(got) != string(want) {
+		t.Errorf("tagged: % x, want % x", got, want)
+	}
+	f.Tagged = false
+	if got := f.AppendWire(nil); string(got) != string(data) {
+		t.Errorf("untagged: % x", got)
+	}
+	f = Frame{Data: data[:5], Tagged: true, TPID: 0x8100, TCI: 1}
+	if got := f.AppendWire(nil); string(got) != string(data[:5]) {
+		t.Errorf("a runt: % x", got)
+	}
+}

@@ -1,6 +1,7 @@
 package afpacket
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"syscall"
@@ -35,6 +36,20 @@ type Frame struct {
 	// Such a frame must be finished (AppendFinished) before it is sent on.
 	CsumNotReady bool
 	Offload      Offload
+}
+
+// AppendWire appends the frame to dst as it was on the wire: Data, with
+// the VLAN tag the kernel removed (Tagged) put back after the MAC
+// addresses. A forwarder sends this, not Data, or its tagged frames leave
+// without their tag.
+func (f *Frame) AppendWire(dst []byte) []byte {
+	if !f.Tagged || len(f.Data) < 12 {
+		return append(dst, f.Data...)
+	}
+	dst = append(dst, f.Data[:12]...)
+	dst = binary.BigEndian.AppendUint16(dst, f.TPID)
+	dst = binary.BigEndian.AppendUint16(dst, f.TCI)
+	return append(dst, f.Data[12:]...)
 }
 
 // Parse extracts the frame's key, with the removed VLAN tag put back.

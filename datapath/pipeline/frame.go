@@ -306,15 +306,3 @@ func popVLAN(frame []byte) ([]byte, bool) {
 	copy(frame[12:], frame[16:])
 	return frame[:len(frame)-vlanTagSize], true
 }
-
-// insertTag puts back a tag the kernel removed on receive (VLAN
-// acceleration), writing the frame into dst.
-func insertTag(dst, frame []byte, tpid, tci uint16) []byte {
-	if len(frame) < 12 {
-		return append(dst, frame...)
-	}
-	dst = append(dst, frame[:12]...)
-	dst = binary.BigEndian.AppendUint16(dst, tpid)
-	dst = binary.BigEndian.AppendUint16(dst, tci)
-	return append(dst, frame[12:]...)
-}

@@ -79,7 +79,7 @@ func (b *batcher) add(f *afpacket.Frame, now time.Time) bool {
 	}
 	start := len(b.arena)
 	if f.Tagged {
-		b.arena = insertTag(b.arena, f.Data, f.TPID, f.TCI)
+		b.arena = f.AppendWire(b.arena)
 	} else {
 		b.arena = append(b.arena, f.Data...)
 	}
