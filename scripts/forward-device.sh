@@ -14,7 +14,8 @@
 # then run "bash scripts/forward-device.sh" there with carry ["bin"]. It
 # runs the pipeline's cuda test binary, then bench forward with 8 pairs over
 # the GSwitch synthetic set (131,072 rules in 512 classes) and acl1: plain,
-# gswitchd-cpu and gswitchd-gpu, the switch held to cores 0-3 (taskset), the
+# plain@frame (the latency floor of these ports: frame rings, no batch, no
+# table), gswitchd-cpu and gswitchd-gpu, the switch held to cores 0-3 (taskset), the
 # bench's generators and sinks on 4-15. Raw JSON and logs go to $OUT.
 cd "$(dirname "$0")/.."
 for f in bin/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
@@ -24,7 +25,7 @@ chmod +x bin/gswitchctl bin/gswitchd-cuda bin/datapath_pipeline.test
 tail -3 "$OUT/cuda-tests-pipeline.txt"
 for rs in synthetic:131072,512 classbench:bin/acl1_20000.txt; do
   tag=${rs%%:*}
-  timeout 200 taskset -c 4-15 bin/gswitchctl bench forward --targets plain,gswitchd-cpu,gswitchd-gpu --gswitchd bin/gswitchd-cuda \
+  timeout 260 taskset -c 4-15 bin/gswitchctl bench forward --targets plain,plain@frame,gswitchd-cpu,gswitchd-gpu --gswitchd bin/gswitchd-cuda \
     --pairs 8 --ruleset "$rs" --switch-cpus 0-3 --min-batch 128 --rates 500k,1M,2M,3M,4M,max --duration 2s \
     --flowmods 0 --latency-step --json > "$OUT/forward-$tag.jsonl" 2> "$OUT/forward-$tag.log"
   echo "$rs rc $?" >> "$OUT/machine.txt"
