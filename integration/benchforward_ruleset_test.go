@@ -94,7 +94,7 @@ func benchForwardRuleset(t *testing.T, ctl, gsw, set string, targets []string) (
 		}
 		target, _ := m["target"].(string)
 		steps[target]++
-		if ml, _ := m["max_lossless_pps"].(float64); ml > 0 && target != "plain" { // --latency-step: gswitchd's series only
+		if ml, _ := m["max_lossless_pps"].(float64); ml > 0 {
 			wantHalf[target] = 1
 		}
 		sent, _ := m["sent"].(float64)

@@ -133,7 +133,7 @@
 // forwarder exports the same gswitch_frame_latency_seconds (from the
 // receive timestamp to the return of the frame's send), so its steps have
 // a latency too: plain@frame, on frame rings, is the latency floor of
-// these ports with no batching and no tables. With --latency-step, after a gswitchd series with a lossless rate, one
+// these ports with no batching and no tables. With --latency-step, after a gswitchd or plain series with a lossless rate, one
 // more step runs at half that rate (half_lossless: true, not part of the series): the latency of
 // a switch that is not overloaded.
 //

@@ -53,9 +53,10 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]Step, error) {
 	for i := range steps {
 		steps[i].MaxLosslessPPS = ml
 	}
-	// The latency step: gswitchd at half its lossless rate, where the
-	// latency is not the queueing of an overloaded switch.
-	if e.f.latencyStep && isGswitchd(target) && ml > 0 && e.metricsAddr != "" {
+	// The latency step: gswitchd (or the plain forwarder, the floor) at
+	// half its lossless rate, where the latency is not the queueing of an
+	// overloaded switch.
+	if e.f.latencyStep && (isGswitchd(target) || isPlain(target)) && ml > 0 && e.metricsAddr != "" {
 		s, err := e.stepOnce(target, backend, rules, int64(ml/2), fsets)
 		if err != nil {
 			return steps, err
