@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -106,6 +107,13 @@ type AutoConfig struct {
 	// lookups of the shared batches below 32 keys. Not with
 	// FixedDeviceNsPerKey (a cost per key has no fixed part).
 	SmallBatch int
+	// TrafficFloor moves a device-placed flow table's floor with the CPU's
+	// cost per key on the lookups below it (observeSmall). Off by default
+	// (GSWITCH_TRAFFIC_FLOOR=on turns it on): on the H200 machine
+	// (2026-11-27) it lowered the device lookups' p99 at 250–500 kframes/s
+	// but the rounds that ran it reached 1.5 Mframes/s without loss in
+	// three of five against 2.0 M in five of five without.
+	TrafficFloor bool
 }
 
 // DefaultSmallBatch is AutoConfig.SmallBatch's default.
@@ -149,8 +157,19 @@ type placed struct {
 	// (CPU.tableSize): a change by half or more recalibrates it.
 	size atomic.Int64
 	// from is the smallest batch of the table sent to a device, from its
-	// last calibration (AutoConfig.SmallBatch; 0: the Engine's MinBatch).
+	// last calibration (AutoConfig.SmallBatch; 0: the Engine's MinBatch),
+	// then from the traffic's own CPU cost (observeSmall).
 	from atomic.Int64
+	// smallNs is the wall time of the device's lookup of SmallBatch keys
+	// at the last calibration (0: not measured, or the table is on the
+	// CPU): the floor follows it over the traffic's CPU cost per key.
+	smallNs atomic.Int64
+	// tick counts the table's lookups below its floor (one in
+	// trafficEvery is timed); traffic holds the timed ones' nanoseconds
+	// per key until a window is full; guarded by tmu.
+	tick    atomic.Uint32
+	tmu     sync.Mutex
+	traffic []float64
 
 	mu   sync.Mutex
 	info TableBackend // the last calibration's figures; guarded by mu
@@ -191,6 +210,7 @@ func (e *Engine) startAuto(cfg EngineConfig) {
 	if a.cfg.SmallBatch == 0 {
 		a.cfg.SmallBatch = DefaultSmallBatch
 	}
+	a.cfg.TrafficFloor = a.cfg.TrafficFloor || os.Getenv("GSWITCH_TRAFFIC_FLOOR") == "on"
 	a.cfg.HostNsPerKey = max(a.cfg.HostNsPerKey, 0)
 	if a.cfg.Delay <= 0 {
 		a.cfg.Delay = DefaultCalibrationDelay
@@ -423,14 +443,18 @@ func (e *Engine) calibrate(p *placed) {
 	p.size.Store(e.cpu.tableSize(p.id, p.kind))
 	if next != OnDevice {
 		from = 0
+		p.smallNs.Store(0)
 	}
 	p.from.Store(int64(from))
+	p.tmu.Lock()
+	p.traffic = p.traffic[:0] // timed against the floor before
+	p.tmu.Unlock()
 	p.mu.Lock()
 	// The place and the figures that chose it change together under mu,
 	// so that TableBackends never shows one without the other.
 	p.place.Store(uint32(next))
 	p.info.Classes, p.info.CPUNsPerKey, p.info.DeviceNsPerKey, p.info.Batch = classes, cpuNs, devNs, b
-	p.info.DeviceFrom = from
+	p.info.DeviceFrom, p.info.TrafficCPUNsPerKey = from, 0
 	if math.IsNaN(devNs) {
 		p.info.DeviceNsPerKey = 0
 	}
@@ -458,8 +482,10 @@ func (e *Engine) calibrate(p *placed) {
 // smallFrom times device b's lookup of AutoConfig.SmallBatch keys of
 // flow table p (sample smp) and returns the smallest batch worth the
 // device: the lookup's wall time over the CPU's cost per key, rounded up,
-// between SmallBatch and MinBatch; 0 (MinBatch) when not measured.
+// between SmallBatch and MinBatch; 0 (MinBatch) when not measured. The
+// lookup's wall time goes to p.smallNs.
 func (e *Engine) smallFrom(b Backend, p *placed, smp *calibSample, cpuNs float64) int {
+	p.smallNs.Store(0)
 	k := e.auto.cfg.SmallBatch
 	if p.kind != Flow || k <= 0 || k >= e.minBatch || e.auto.cfg.FixedDeviceNsPerKey > 0 || !(cpuNs > 0) {
 		return 0
@@ -468,7 +494,79 @@ func (e *Engine) smallFrom(b Backend, p *placed, smp *calibSample, cpuNs float64
 	if err != nil || !(ns > 0) {
 		return 0
 	}
+	p.smallNs.Store(int64(ns * float64(k)))
 	return int(min(max(math.Ceil(ns*float64(k)/cpuNs), float64(k)), float64(e.minBatch)))
+}
+
+// The floor on the traffic. A calibration prices the CPU's lookups on keys
+// sampled from the table's own entries; the datapath's traffic may cost
+// the CPU much more a key: on the H200 machine (2026-11-27, 131,072 rules
+// in 512 classes, merged) the calibration's sample cost 0.6–1.6 µs a key
+// and bench forward's random headers about 4.5 µs, so that batches of up
+// to 10–32 keys, a datapath worker's whole batch at a few hundred
+// thousand frames a second, were looked up on the CPU (95–99% of the
+// table's keys at 250 kframes/s) at several times the device's cost. So
+// one lookup in trafficEvery below a device-placed table's floor is timed
+// (wall clock, on the caller's goroutine), and after each trafficWindow of
+// them the floor becomes the device's small lookup (smallNs) over their
+// median cost per key, rounded up, from 1 to MinBatch. The median keeps a
+// lookup whose thread was descheduled from deciding. A table whose floor
+// reached 1 has no lookups left below it to time; its next calibration
+// (a change of its class count) starts over from the sample. Only with
+// AutoConfig.TrafficFloor.
+const (
+	trafficEvery  = 16
+	trafficWindow = 31
+)
+
+// smallOnCPU returns table id's placement when this lookup of n keys,
+// which the CPU serves, is one to time (observeSmall): the table is on the
+// devices with a measured small lookup, n is below its floor, and it is
+// the trafficEvery-th such lookup; nil otherwise.
+func (e *Engine) smallOnCPU(id TableID, n int) *placed {
+	if !e.auto.on || !e.auto.cfg.TrafficFloor || n <= 0 {
+		return nil
+	}
+	p := (*e.auto.tabs.Load())[id]
+	if p == nil || p.kind != Flow || p.smallNs.Load() <= 0 || Placement(p.place.Load()) != OnDevice || int64(n) >= p.from.Load() {
+		return nil
+	}
+	if p.tick.Add(1)%trafficEvery != 0 {
+		return nil
+	}
+	return p
+}
+
+// observeSmall records that the CPU looked up n keys of table p in d, and
+// moves p's floor once a window of such lookups is full.
+func (e *Engine) observeSmall(p *placed, n int, d time.Duration) {
+	p.tmu.Lock()
+	p.traffic = append(p.traffic, float64(d.Nanoseconds())/float64(n))
+	if len(p.traffic) < trafficWindow {
+		p.tmu.Unlock()
+		return
+	}
+	slices.Sort(p.traffic)
+	med := p.traffic[len(p.traffic)/2]
+	p.traffic = p.traffic[:0]
+	p.tmu.Unlock()
+	small := p.smallNs.Load()
+	if small <= 0 || !(med > 0) {
+		return
+	}
+	from := int64(min(max(math.Ceil(float64(small)/med), 1), float64(e.minBatch)))
+	p.mu.Lock()
+	if Placement(p.place.Load()) != OnDevice || p.smallNs.Load() != small { // recalibrated meanwhile
+		p.mu.Unlock()
+		return
+	}
+	was := p.from.Swap(from)
+	p.info.DeviceFrom, p.info.TrafficCPUNsPerKey = int(from), med
+	p.mu.Unlock()
+	if was != from {
+		e.log.Debug("gpu: device floor moved with the traffic", "table", p.id, "device_from", from, "was", was,
+			"traffic_cpu_ns_per_key", math.Round(med), "device_small_lookup_ns", small)
+	}
 }
 
 // tile repeats the n keys of soa (p words each, SoA order) to m keys.

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"log/slog"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -190,6 +191,76 @@ func TestEngineAutoSmallBatchFloor(t *testing.T) {
 		}
 		e.Close()
 		t.Logf("SmallBatch %d: CPU %.1f ns a key, device from %d keys", small, tb.CPUNsPerKey, tb.DeviceFrom)
+	}
+}
+
+// TestEngineAutoTrafficFloor: the floor of a GPU-placed table follows the
+// CPU's cost per key on the lookups below it: after trafficWindow timed
+// lookups (one in trafficEvery) it is the device's small lookup over
+// their median cost, from 1 to MinBatch; a window of lookups costlier
+// than the calibration's lowers it, a cheaper one raises it; a table on
+// the CPU is never timed.
+func TestEngineAutoTrafficFloor(t *testing.T) {
+	tab, keys := costlyTable(t)
+	var sizes []int
+	e := floorEngine(0, &sizes)
+	defer e.Close()
+	if e.auto.cfg.TrafficFloor && os.Getenv("GSWITCH_TRAFFIC_FLOOR") != "on" {
+		t.Fatal("TrafficFloor on by default")
+	}
+	e.auto.cfg.TrafficFloor = true // before the first lookup: read by them without a lock
+	if err := e.Load(1, Flow, tab.Mirror().Image().Clone()); err != nil {
+		t.Fatal(err)
+	}
+	waitCalibrated(t, e, 1)
+	tb := backendOf(t, e, 1)
+	p := (*e.auto.tabs.Load())[1]
+	if tb.Backend != "device" || p.smallNs.Load() != int64(floorSmallNs) || tb.DeviceFrom < DefaultSmallBatch {
+		t.Fatalf("after the calibration: %+v, small lookup %d ns", tb, p.smallNs.Load())
+	}
+	// The logic, with costs given: lookups of 2 keys at 5 µs a key (the
+	// floor becomes 20 µs / 5 µs = 4), then at 40 ns a key (500, within
+	// MinBatch), then at 1 ms a key (1: every lookup to the device).
+	for _, c := range []struct {
+		nsPerKey float64
+		want     int
+	}{{5000, 4}, {40, 500}, {1e6, 1}} {
+		for range trafficWindow {
+			e.observeSmall(p, 2, time.Duration(2*c.nsPerKey))
+		}
+		if got := backendOf(t, e, 1); got.DeviceFrom != c.want || got.TrafficCPUNsPerKey != c.nsPerKey || e.DeviceMinBatch(1) != c.want {
+			t.Errorf("lookups at %v ns a key: DeviceFrom %d, traffic %v ns a key, DeviceMinBatch %d; want %d", c.nsPerKey, got.DeviceFrom, got.TrafficCPUNsPerKey, e.DeviceMinBatch(1), c.want)
+		}
+	}
+	// The lookups themselves: with the floor at 500, lookups of 3 keys on
+	// the CPU, one in trafficEvery timed; a window of them moves the floor
+	// to the small lookup over what they cost.
+	for range trafficWindow {
+		e.observeSmall(p, 2, 80) // 40 ns a key: the floor back at 500
+	}
+	out := make([]flow.RuleID, 3)
+	part := flow.PackSoA(keys[:3], tab.UsedWords(), nil)
+	for range trafficEvery * trafficWindow {
+		if err := e.LookupFlow(1, part, 3, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := backendOf(t, e, 1)
+	if got.TrafficCPUNsPerKey <= 0 || got.TrafficCPUNsPerKey == 40 {
+		t.Fatalf("no window of real lookups was timed: %+v", got)
+	}
+	if want := int(min(max(math.Ceil(floorSmallNs/got.TrafficCPUNsPerKey), 1), floorMinBatch)); got.DeviceFrom != want {
+		t.Errorf("after real lookups at %.0f ns a key: DeviceFrom %d, want %d", got.TrafficCPUNsPerKey, got.DeviceFrom, want)
+	}
+	// A table on the CPU is not timed.
+	if q := e.smallOnCPU(2, 1); q != nil {
+		t.Errorf("an unknown table timed: %+v", q)
+	}
+	p.place.Store(uint32(OnCPU))
+	for range 2 * trafficEvery {
+		if e.smallOnCPU(1, 1) != nil {
+			t.Fatal("a table on the CPU timed")
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gswitch/gswitch/tables/bubble"
 	"github.com/gswitch/gswitch/tables/flow"
@@ -323,6 +324,14 @@ func (e *Engine) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) 
 	}
 	if e.cpuServes(id, n) {
 		e.onCPU.Add(uint64(n))
+		if p := e.smallOnCPU(id, n); p != nil {
+			t0 := time.Now()
+			err := e.cpu.LookupFlow(id, soa, n, out)
+			if err == nil {
+				e.observeSmall(p, n, time.Since(t0))
+			}
+			return err
+		}
 		return e.cpu.LookupFlow(id, soa, n, out)
 	}
 	if len(e.pick(id)) <= 1 {

@@ -99,10 +99,13 @@ type TableBackend struct {
 	Batch          int
 	// DeviceFrom is the smallest batch of a flow table on the devices
 	// that goes to a device, from its calibration (AutoConfig.SmallBatch;
-	// 0: MinBatch).
-	DeviceFrom   int
-	Calibrations uint64 // calibrations run for the table
-	Reason       string
+	// 0: MinBatch), then from the traffic: TrafficCPUNsPerKey is the
+	// median CPU cost per key of the table's last timed lookups below the
+	// floor, on the datapath's own keys (0: none since the calibration).
+	DeviceFrom         int
+	TrafficCPUNsPerKey float64
+	Calibrations       uint64 // calibrations run for the table
+	Reason             string
 
 	// Set by the agent, empty from the Engine: the part of the agent the
 	// table belongs to (its range of table ids: "flow tables", "lpm-shaped

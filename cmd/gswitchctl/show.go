@@ -393,7 +393,10 @@ func printBackend(w io.Writer, b gpu.EngineStats) {
 		classes, batch := "-", "-"
 		if t.Calibrations > 0 {
 			classes, batch = fmt.Sprint(t.Classes), fmt.Sprint(t.Batch)
-			if t.DeviceFrom > 0 {
+			switch {
+			case t.DeviceFrom > 0 && t.TrafficCPUNsPerKey > 0:
+				batch += fmt.Sprintf(" (device from %d; the traffic's CPU %.0f ns/key)", t.DeviceFrom, t.TrafficCPUNsPerKey)
+			case t.DeviceFrom > 0:
 				batch += fmt.Sprintf(" (device from %d)", t.DeviceFrom)
 			}
 		}
