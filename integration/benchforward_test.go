@@ -175,17 +175,6 @@ func benchForwardRounds(t *testing.T, ctl, gsw string) (lossy string) {
 // the forwarder's per-frame latency, read from its metrics listener.
 func TestBenchForwardPlainFrame(t *testing.T) {
 	needRoot(t)
-	ctl := gswitchctlBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, ctl, "bench", "forward", "--targets", "plain@frame", "--pairs", "2",
-		"--rates", "5k", "--duration", "1s", "--json")
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("bench forward --targets plain@frame: %v\n%s\n%s", err, out, stderr.String())
-	}
 	var step struct {
 		Target   string  `json:"target"`
 		RxRing   string  `json:"rx_ring"`
@@ -194,15 +183,34 @@ func TestBenchForwardPlainFrame(t *testing.T) {
 		P50      float64 `json:"latency_p50_us"`
 		P99      float64 `json:"latency_p99_us"`
 	}
-	if err := json.Unmarshal([]byte(strings.SplitN(string(out), "\n", 2)[0]), &step); err != nil {
-		t.Fatalf("not a JSON step: %q: %v", out, err)
-	}
+	out, stderr := plainStep(t, &step, "--targets", "plain@frame")
 	if step.Target != "plain@frame" || step.RxRing != "frame" || step.Sent == 0 || step.Received < step.Sent*9/10 {
-		t.Errorf("step: target %q, ring %q, sent %d, received %d; want plain@frame, frame and (nearly) every frame\n%s", step.Target, step.RxRing, step.Sent, step.Received, stderr.String())
+		t.Errorf("step: target %q, ring %q, sent %d, received %d; want plain@frame, frame and (nearly) every frame\n%s", step.Target, step.RxRing, step.Sent, step.Received, stderr)
 	}
 	if step.P50 <= 0 || step.P99 < step.P50 {
 		t.Errorf("latency p50 %.0f µs, p99 %.0f µs: want a histogram read from the forwarder\n%s", step.P50, step.P99, out)
 	}
+}
+
+// plainStep runs one step of bench forward (two pairs, 5 kframes/s for
+// 1 s, JSON) with args, decodes its first line into step and returns the
+// output and the log.
+func plainStep(t *testing.T, step any, args ...string) (out []byte, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gswitchctlBinary(t), append([]string{"bench", "forward", "--pairs", "2",
+		"--rates", "5k", "--duration", "1s", "--json"}, args...)...)
+	var log syncBuffer
+	cmd.Stderr = &log
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench forward %q: %v\n%s\n%s", args, err, out, log.String())
+	}
+	if err := json.Unmarshal([]byte(strings.SplitN(string(out), "\n", 2)[0]), step); err != nil {
+		t.Fatalf("not a JSON step: %q: %v", out, err)
+	}
+	return out, log.String()
 }
 
 // TestBenchForwardSinkRPS runs the plain target with the sinks' receive
@@ -214,29 +222,16 @@ func TestBenchForwardSinkRPS(t *testing.T) {
 	if _, err := os.Stat("/proc/sys/net/core/rps_default_mask"); err != nil {
 		t.Skipf("this kernel has no rps_default_mask (Linux 6.2 and later): %v", err)
 	}
-	ctl := gswitchctlBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, ctl, "bench", "forward", "--targets", "plain", "--pairs", "2", "--sink-rps", "0",
-		"--rates", "5k", "--duration", "1s", "--json")
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("bench forward --sink-rps 0: %v\n%s\n%s", err, out, stderr.String())
-	}
 	var step struct {
 		Received int64  `json:"received"`
 		Sent     int64  `json:"sent"`
 		SinkRPS  string `json:"sink_rps_cpus"`
 	}
-	if err := json.Unmarshal([]byte(strings.SplitN(string(out), "\n", 2)[0]), &step); err != nil {
-		t.Fatalf("not a JSON step: %q: %v", out, err)
-	}
+	_, stderr := plainStep(t, &step, "--targets", "plain", "--sink-rps", "0")
 	if step.SinkRPS != "0" || step.Sent == 0 || step.Received < step.Sent*9/10 {
-		t.Errorf("step: sink_rps_cpus %q, sent %d, received %d; want 0 and (nearly) every frame\n%s", step.SinkRPS, step.Sent, step.Received, stderr.String())
+		t.Errorf("step: sink_rps_cpus %q, sent %d, received %d; want 0 and (nearly) every frame\n%s", step.SinkRPS, step.Sent, step.Received, stderr)
 	}
-	if !strings.Contains(stderr.String(), "the sinks' receive work on cores 0 (RPS)") {
-		t.Errorf("no line about the sinks' cores:\n%s", stderr.String())
+	if !strings.Contains(stderr, "the sinks' receive work on cores 0 (RPS)") {
+		t.Errorf("no line about the sinks' cores:\n%s", stderr)
 	}
 }
