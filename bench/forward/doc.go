@@ -128,7 +128,7 @@
 // entries, a barrier, ...), write_lock_us {op: [count, p99, the largest
 // bucket's bound]} (the log line's "datapath held back by"), and with
 // datapath workers from gswitch_worker_run_part_seconds the time of a
-// worker's run by part, a value per run, run_parts_us {parse, lookup,
+// worker's run by part, a value per timed run (one in 8), run_parts_us {parse, lookup,
 // decide, send: [p50, p99]} (the log line's "a worker's run"). The plain
 // forwarder exports the same gswitch_frame_latency_seconds (from the
 // receive timestamp to the return of the frame's send), so its steps have

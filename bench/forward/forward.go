@@ -402,7 +402,7 @@ type Step struct {
 	WriteLock map[string][3]float64 `json:"write_lock_us,omitempty"`
 	// With datapath workers: the time of a worker's run by part
 	// (gswitch_worker_run_part_seconds: parse, lookup, decide, send), a
-	// value per run: [p50, p99] in µs.
+	// value per timed run (one in 8): [p50, p99] in µs.
 	RunParts     map[string][2]float64 `json:"run_parts_us,omitempty"`
 	HalfLossless bool                  `json:"half_lossless,omitempty"`
 	// --ruleset events: what matched gswitchd's events (cpu, or the

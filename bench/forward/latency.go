@@ -43,7 +43,7 @@ const stageMetric = "gswitch_frame_latency_stage_seconds"
 const writeLockMetric = "gswitch_switch_write_lock_seconds"
 
 // runPartMetric is the time of a datapath worker's run by part (label
-// part: parse, lookup, decide, send), a value per run; a gswitchd before
+// part: parse, lookup, decide, send), a value per timed run (one in 8); a gswitchd before
 // 2026-11-27 has none.
 const runPartMetric = "gswitch_worker_run_part_seconds"
 

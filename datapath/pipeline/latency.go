@@ -149,7 +149,8 @@ func (st LatencyStage) String() string {
 	return "stage?"
 }
 
-// The parts of a datapath worker's run (RunWorker), timed once a run: the
+// The parts of a datapath worker's run (RunWorker), timed in one run of
+// runPartEvery: the
 // frames' parsing (parse), the Classifier's lookups, a device's included
 // (lookup), the rest of the tables' work and the actions (decide), and the
 // transmit (send). They add up to the run stage of the run's frames, but
@@ -179,7 +180,7 @@ func (rp RunPart) String() string {
 }
 
 // RunPartStats returns the histogram of one part of the datapath workers'
-// runs, a value per run (see RunPart).
+// runs, a value per timed run, one in runPartEvery (see RunPart).
 func (s *Switch) RunPartStats(rp RunPart) LatencyStats {
 	if rp < 0 || rp >= numRunParts {
 		return LatencyStats{}

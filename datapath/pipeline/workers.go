@@ -122,6 +122,7 @@ type rxWorker struct {
 	poll   bool      // every queue has a PollFD
 	parts  []rxPart
 	fds    []unix.PollFd
+	runs   uint64 // runs with frames, for the one in runPartEvery timed by part
 }
 
 type rxWorkerQueue struct {
@@ -192,7 +193,8 @@ func (w *rxWorker) run(reason *atomic.Uint64) {
 		}
 	}
 	if len(w.parts) > 0 {
-		s.processParts(w.parts)
+		w.runs++
+		s.processParts(w.parts, w.runs%runPartEvery == 0)
 	}
 	clear(w.parts)
 	done := time.Now()

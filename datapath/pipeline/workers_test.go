@@ -44,7 +44,7 @@ func testProcessPartsSameFates(t *testing.T, newAll func() *rig) {
 		one.sw.Process(p, frames(p))
 		parts = append(parts, rxPart{no: p, frames: frames(p)})
 	}
-	all.sw.processParts(parts)
+	all.sw.processParts(parts, true)
 	for i := range 4 {
 		want, got := sports(one.devs[i].take()), sports(all.devs[i].take())
 		if !slices.Equal(want, got) {
