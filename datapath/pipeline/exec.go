@@ -128,22 +128,17 @@ func (s *Switch) processParts(parts []rxPart, timed bool) {
 	defer s.workers.Put(w)
 	w.begin()
 	w.direct, w.timed, w.lookupNs = true, timed, 0
-	if !timed {
-		for _, p := range parts {
-			w.admit(p.no, p.frames)
-		}
-		w.decide()
-		w.flush()
-		return
-	}
-	t0 := time.Now()
+	t0 := clockIf(timed)
 	for _, p := range parts {
 		w.admit(p.no, p.frames)
 	}
-	t1 := time.Now()
+	t1 := clockIf(timed)
 	w.decide()
-	t2 := time.Now()
+	t2 := clockIf(timed)
 	w.flush()
+	if !timed {
+		return
+	}
 	t3 := time.Now()
 	w.timed = false
 	s.runParts[RunParse].recordN(int64(t1.Sub(t0)), 1)
@@ -154,6 +149,14 @@ func (s *Switch) processParts(parts []rxPart, timed bool) {
 
 // runPartEvery: a datapath worker times one of this many runs by part.
 const runPartEvery = 8
+
+// clockIf is the time when on, else the zero time (no clock read).
+func clockIf(on bool) time.Time {
+	if on {
+		return time.Now()
+	}
+	return time.Time{}
+}
 
 // admit takes a batch of frames received on port inPort into the worker's
 // batch: a port that does not receive (PORT_MOD's NO_RECV, PORT_DOWN)
@@ -339,12 +342,12 @@ func (w *worker) classify(tab *table) {
 	var err error
 	if co := w.s.cfg.Coalescer; co != nil && !w.direct {
 		err = co.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res)
-	} else if w.timed {
-		t0 := time.Now()
-		err = w.s.cfg.Classifier.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res)
-		w.lookupNs += int64(time.Since(t0))
 	} else {
+		t0 := clockIf(w.timed)
 		err = w.s.cfg.Classifier.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res)
+		if w.timed {
+			w.lookupNs += int64(time.Since(t0))
+		}
 	}
 	if err != nil {
 		w.s.log.Error("pipeline: classifier lookup failed; table answered on the CPU", "table", tab.id, "err", err)

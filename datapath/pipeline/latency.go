@@ -150,10 +150,9 @@ func (st LatencyStage) String() string {
 }
 
 // The parts of a datapath worker's run (RunWorker), timed in one run of
-// runPartEvery: the
-// frames' parsing (parse), the Classifier's lookups, a device's included
-// (lookup), the rest of the tables' work and the actions (decide), and the
-// transmit (send). They add up to the run stage of the run's frames, but
+// runPartEvery: the frames' parsing (parse), the Classifier's lookups, a
+// device's included (lookup), the rest of the tables' work and the
+// actions (decide), and the transmit (send). They add up to the run stage of the run's frames, but
 // for the receive stages and the latency's own bookkeeping.
 type RunPart int
 
@@ -282,21 +281,14 @@ type latencyCollector []*LatencyHistogram
 func (c latencyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- mFrameLatency }
 
 func (c latencyCollector) Collect(ch chan<- prometheus.Metric) {
-	var sum LatencyStats
+	sum := (&latencyStats{}).snapshot()
 	for _, h := range c {
 		st := h.l.snapshot()
-		if sum.Counts == nil {
-			sum = st
-			continue
-		}
 		sum.Frames += st.Frames
 		sum.Sum += st.Sum
 		for i, n := range st.Counts {
 			sum.Counts[i] += n
 		}
-	}
-	if sum.Counts == nil {
-		sum = (&latencyStats{}).snapshot()
 	}
 	ch <- latencyHistogram(mFrameLatency, sum)
 }

@@ -78,11 +78,7 @@ func (b *batcher) add(f *afpacket.Frame, now time.Time) bool {
 		return true
 	}
 	start := len(b.arena)
-	if f.Tagged {
-		b.arena = f.AppendWire(b.arena)
-	} else {
-		b.arena = append(b.arena, f.Data...)
-	}
+	b.arena = f.AppendWire(b.arena) // a tag the kernel removed put back
 	frame := b.arena[start:len(b.arena):len(b.arena)]
 	if f.CsumNotReady && f.Offload.Pending() {
 		o := f.Offload
