@@ -154,8 +154,7 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 	d.sw, err = pipeline.New(pipeline.Config{
 		DatapathID: st.dpid, Tables: st.Tables, MaxFlows: st.MaxFlows, Classifier: d.eng, Algo: st.algo,
 		FailMode: st.failMode, MaxDelay: rxDelay, BatchSize: st.BatchSize, Logger: log,
-		WorkerSpin: st.RxSpin,
-		Router:     d.pipelineRouter(), LPMIDBase: lpmBase, Coalescer: d.co, InFlight: st.InFlight, Depth: st.BatchDepth,
+		Router: d.pipelineRouter(), LPMIDBase: lpmBase, Coalescer: d.co, InFlight: st.InFlight, Depth: st.BatchDepth,
 	})
 	if err != nil {
 		return d, err

@@ -49,7 +49,6 @@ type Config struct {
 	BatchDepth  int                 `yaml:"batch_depth"`  // with a GPU, closed batches of a receive queue unfinished before its reader waits (0: pipeline's default, 3; at least in_flight)
 	RxQueues    int                 `yaml:"rx_queues"`
 	RxWorkers   int                 `yaml:"rx_workers"`    // datapath workers serving all receive queues (0: a goroutine per queue; workers.go of pipeline)
-	RxSpin      time.Duration       `yaml:"rx_spin"`       // how long a datapath worker reads on before it waits in the kernel (0: never spins)
 	RxRing      string              `yaml:"rx_ring"`       // auto (frame below a 1 ms max_delay, else block), block or frame
 	RxBlockSize int                 `yaml:"rx_block_size"` // bytes of a receive ring block (0: afpacket's default, 256 KiB); the ring keeps rxRingBytes
 	MinBatch    int                 `yaml:"min_batch"`
@@ -246,7 +245,7 @@ type Flags struct {
 	config                                          string
 	dpid, failMode, backend, gpus, metrics, ctl, lv string
 	tlsKey, tlsCert, tlsCA                          string
-	maxDelay, sharedDelay, rxSpin                   time.Duration
+	maxDelay, sharedDelay                           time.Duration
 	minBatch, batchSize, tables, maxFlows, rxQueues int
 	rxBlockSize                                     int
 	inFlight, batchDepth, rxWorkers                 int
@@ -289,7 +288,6 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.IntVar(&f.batchSize, "batch-size", 0, "frames per batch at most: `N`")
 	fs.IntVar(&f.rxQueues, "rx-queues", 0, "receive queues per port: `N` (1..64) AF_PACKET rings in a PACKET_FANOUT group, each read by its own goroutine; 1: one ring, no fanout")
 	fs.IntVar(&f.rxWorkers, "rx-workers", 0, "datapath workers: `N` goroutines (0, the default: one per receive queue) among which the receive queues of all ports are dealt round robin; each reads its queues' rings and runs their frames through the switch together, lookups straight to the engine (no shared device batches, no hand-off between goroutines: the lowest latency), waiting in the kernel on its own thread. At most the number of queues is used")
-	fs.DurationVar(&f.rxSpin, "rx-spin", 0, "with datapath workers (--rx-workers), how long a worker reads its rings in a loop before it waits in the kernel: `DURATION` after its last frame with no batch open; with a batch open it then reads on to the batch's deadline instead of sleeping (0, the default: it never spins). A spinning worker keeps its core busy: CPU for the kernel's wake-up delay in the latency")
 	fs.StringVar(&f.rxRing, "rx-ring", "", "receive ring layout: `auto` (frame when --max-delay is under 1ms, else block), block (TPACKET_V3: blocks handed over when full or after a timeout of at least 1ms) or frame (TPACKET_V2: each frame handed over at once)")
 	fs.IntVar(&f.rxBlockSize, "rx-block-size", 0, "bytes of a receive ring block: `N`, a multiple of the page size from 4096 to 4194304 (0: 262144); each queue's ring keeps 8 MiB (2 blocks at least), so smaller blocks are more of them. A block ring hands a block over when it is full or 1ms or more after its first frame: smaller blocks fill sooner and hold a frame less long under moderate traffic; a frame longer than a block is dropped (GSO frames of 64 KiB need 131072)")
 	fs.IntVar(&f.tables, "tables", 0, "number of OpenFlow flow tables: `N` (1..254)")
@@ -375,7 +373,6 @@ func (f *Flags) override(c *Config) error {
 	setIf(set, "in-flight", &c.InFlight, f.inFlight)
 	setIf(set, "batch-depth", &c.BatchDepth, f.batchDepth)
 	setIf(set, "rx-workers", &c.RxWorkers, f.rxWorkers)
-	setIf(set, "rx-spin", &c.RxSpin, f.rxSpin)
 	setIf(set, "rx-queues", &c.RxQueues, f.rxQueues)
 	setIf(set, "rx-ring", &c.RxRing, f.rxRing)
 	setIf(set, "rx-block-size", &c.RxBlockSize, f.rxBlockSize)
@@ -605,10 +602,6 @@ func checkNumbers(c *Config) error {
 		return configErr("in flight %d, batch depth %d: want 0 (the default) to 64 and 0 to 256", c.InFlight, c.BatchDepth)
 	case c.RxWorkers < 0 || c.RxWorkers > maxRxWorkers:
 		return configErr("rx workers %d: want 0 (a goroutine per receive queue) to %d", c.RxWorkers, maxRxWorkers)
-	case c.RxSpin < 0 || c.RxSpin > time.Second:
-		return configErr("rx spin %v: want 0 (never) to 1s", c.RxSpin)
-	case c.RxSpin > 0 && c.RxWorkers == 0:
-		return configErr("rx spin %v: only with datapath workers (rx_workers)", c.RxSpin)
 	case c.SharedDelay < 0 || c.SharedDelay >= c.MaxDelay:
 		return configErr("shared delay %v: want 0 (off) or more, and less than the max delay %v", c.SharedDelay, c.MaxDelay)
 	case c.MinBatch < 1:

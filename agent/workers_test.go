@@ -4,7 +4,6 @@ import (
 	"errors"
 	"slices"
 	"testing"
-	"time"
 )
 
 // TestWorkerQueues: every receive queue goes to exactly one worker, the
@@ -80,22 +79,6 @@ func TestRxWorkersFlag(t *testing.T) {
 	for _, bad := range []string{"-1", "1025"} {
 		if _, err := loadArgs(t, "--rx-workers", bad); !errors.Is(err, ErrConfig) {
 			t.Errorf("--rx-workers %s: %v, want a configuration error", bad, err)
-		}
-	}
-}
-
-// TestRxSpinFlag: --rx-spin is read (0 by default), bounded, and only
-// taken with datapath workers.
-func TestRxSpinFlag(t *testing.T) {
-	if st, err := loadArgs(t); err != nil || st.RxSpin != 0 {
-		t.Fatalf("default rx spin: %+v, %v", st, err)
-	}
-	if st, err := loadArgs(t, "--rx-workers", "4", "--rx-spin", "200us"); err != nil || st.RxSpin != 200*time.Microsecond {
-		t.Errorf("--rx-spin 200us: %+v, %v", st, err)
-	}
-	for _, bad := range [][]string{{"--rx-workers", "4", "--rx-spin", "-1us"}, {"--rx-workers", "4", "--rx-spin", "2s"}, {"--rx-spin", "100us"}} {
-		if _, err := loadArgs(t, bad...); !errors.Is(err, ErrConfig) {
-			t.Errorf("%v: %v, want a configuration error", bad, err)
 		}
 	}
 }

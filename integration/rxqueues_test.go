@@ -43,16 +43,6 @@ func TestRxWorkersManyFlows(t *testing.T) {
 	}
 }
 
-// TestRxWorkersSpinManyFlows is TestRxWorkersManyFlows with the workers
-// spinning (--rx-spin 200us): they read on instead of waiting in the
-// kernel, and every frame still arrives once, each flow in order.
-func TestRxWorkersSpinManyFlows(t *testing.T) {
-	page := testRxQueuesManyFlows(t, "--rx-workers", "3", "--rx-ring", "frame", "--rx-spin", "200us")
-	if v, ok := rxqMetric(page, `gswitch_batches_path_total{path="worker"}`); !ok || v == 0 {
-		t.Errorf("metrics: batches run by workers %d (found %v)", v, ok)
-	}
-}
-
 // testRxQueuesManyFlows is TestRxQueuesManyFlows with gswitchd's extra
 // flags; it returns the metrics page read at the end.
 func testRxQueuesManyFlows(t *testing.T, flags ...string) string {

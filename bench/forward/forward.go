@@ -70,10 +70,8 @@ type fwdFlags struct {
 // --backend says; gswitchd-filters as gswitchd, with the live filters of
 // --filters on every port (filters.go). A gswitchd target may end in
 // @OPTS, options joined by +: block or frame, gswitchd's --rx-ring
-// (without: block, gswitchd's default), wN, its --rx-workers N
-// (gswitchd-auto@frame+w4), and with workers spinDURATION, its --rx-spin
-// (gswitchd-auto@frame+w4+spin200us), so that variants are measured in
-// one run.
+// (without: block, gswitchd's default), and wN, its --rx-workers N
+// (gswitchd-auto@frame+w4), so that variants are measured in one run.
 var fwdTargets = []string{"gswitchd", "gswitchd-cpu", "gswitchd-gpu", "gswitchd-auto", "gswitchd-filters", "ovs", "bridge", "plain"}
 
 // splitRing splits a target into its base name and its @ring suffix (the
@@ -83,43 +81,27 @@ func splitRing(target string) (string, string) {
 	return base, ring
 }
 
-// swOpts are a gswitchd target's @ options: its ring (empty: not
-// given), its datapath workers (0: not given) and their spin (--rx-spin;
-// empty: not given).
-type swOpts struct {
-	ring    string
-	workers int
-	spin    string
-}
-
-// targetOpts reads a target's @ options.
-func targetOpts(opts string) (o swOpts, err error) {
+// targetOpts reads a gswitchd target's @ options: its ring (empty: not
+// given) and its datapath workers (0: not given).
+func targetOpts(opts string) (ring string, workers int, err error) {
 	if opts == "" {
-		return o, nil
+		return "", 0, nil
 	}
-	for _, p := range strings.Split(opts, "+") {
+	for _, o := range strings.Split(opts, "+") {
 		switch {
-		case (p == "block" || p == "frame") && o.ring == "":
-			o.ring = p
-		case strings.HasPrefix(p, "spin") && o.spin == "":
-			if d, err := time.ParseDuration(p[4:]); err != nil || d <= 0 || d > time.Second {
-				return swOpts{}, fmt.Errorf("option %q: want spinDURATION, a worker's --rx-spin from 1ns to 1s (spin200us)", p)
-			}
-			o.spin = p[4:]
-		case strings.HasPrefix(p, "w") && o.workers == 0:
-			n, err := strconv.Atoi(p[1:])
+		case (o == "block" || o == "frame") && ring == "":
+			ring = o
+		case strings.HasPrefix(o, "w") && workers == 0:
+			n, err := strconv.Atoi(o[1:])
 			if err != nil || n < 1 || n > 1024 {
-				return swOpts{}, fmt.Errorf("option %q: want wN, N datapath workers from 1 to 1024", p)
+				return "", 0, fmt.Errorf("option %q: want wN, N datapath workers from 1 to 1024", o)
 			}
-			o.workers = n
+			workers = n
 		default:
-			return swOpts{}, fmt.Errorf("option %q: want block, frame, wN or spinDURATION, each once", p)
+			return "", 0, fmt.Errorf("option %q: want block, frame or wN, each once", o)
 		}
 	}
-	if o.spin != "" && o.workers == 0 {
-		return swOpts{}, fmt.Errorf("option spin%s: only with datapath workers (wN)", o.spin)
-	}
-	return o, nil
+	return ring, workers, nil
 }
 
 // isGswitchd reports whether target is one of gswitchd's.
@@ -136,7 +118,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs := flag.NewFlagSet("bench forward", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := &fwdFlags{}
-	targets := fs.String("targets", "gswitchd,ovs,bridge,plain", "switches to measure, in this order: `LIST` of gswitchd (its --backend), gswitchd-cpu, gswitchd-gpu, gswitchd-auto (gswitchd with that backend; any gswitchd target may end in @ and options joined by +: block or frame, its --rx-ring, wN, its --rx-workers N, and with wN spinDURATION, its --rx-spin, e.g. gswitchd-auto@frame+w4+spin200us), ovs (Open vSwitch, userspace datapath), bridge (Linux bridge), plain (the floor: a Go forwarder of the same AF_PACKET ports with no tables, each frame sent on from the receive ring; plain@frame on frame rings, and its steps report its per-frame latency)")
+	targets := fs.String("targets", "gswitchd,ovs,bridge,plain", "switches to measure, in this order: `LIST` of gswitchd (its --backend), gswitchd-cpu, gswitchd-gpu, gswitchd-auto (gswitchd with that backend; any gswitchd target may end in @ and options joined by +: block or frame, its --rx-ring, and wN, its --rx-workers N, e.g. gswitchd-auto@frame+w4), ovs (Open vSwitch, userspace datapath), bridge (Linux bridge), plain (the floor: a Go forwarder of the same AF_PACKET ports with no tables, each frame sent on from the receive ring; plain@frame on frame rings, and its steps report its per-frame latency)")
 	rules := fs.String("rules", "1000,10000", "installed OpenFlow rule counts, one series each: `LIST` (N-1 exact ipv4_dst rules that do not match the traffic plus one in_port=1,actions=output:2; k/M suffixes)")
 	rates := fs.String("rates", "250k,500k,1M,1.5M,2M,max", "offered loads in frames/s, one step each: `LIST` (k/M suffixes; max: as fast as the sender can)")
 	fs.DurationVar(&f.duration, "duration", 3*time.Second, "traffic time of each step")
@@ -266,11 +248,11 @@ func parseTargets(s string) ([]string, error) {
 		if base != t && !isGswitchd(base) && base != "plain" {
 			return nil, fmt.Errorf("target %q: only gswitchd and plain targets take options (@block, @frame; gswitchd also @wN)", t)
 		}
-		o, err := targetOpts(opts)
+		_, workers, err := targetOpts(opts)
 		if err != nil || base != t && opts == "" {
 			return nil, fmt.Errorf("target %q: %v", t, cmp.Or(err, errors.New("no option after @")))
 		}
-		if base == "plain" && o.workers > 0 {
+		if base == "plain" && workers > 0 {
 			return nil, fmt.Errorf("target %q: plain takes @block or @frame only (a goroutine per pair)", t)
 		}
 		if slices.Contains(out, t) {
@@ -362,7 +344,6 @@ type Step struct {
 	Backend      string  `json:"backend"`                  // gswitchd's backend; empty otherwise
 	RxRing       string  `json:"rx_ring,omitempty"`        // gswitchd's --rx-ring: block or frame
 	RxWorkers    int     `json:"rx_workers,omitempty"`     // gswitchd's --rx-workers (0: a goroutine per receive queue)
-	RxSpin       string  `json:"rx_spin,omitempty"`        // gswitchd's --rx-spin (empty: not given, no spin)
 	MaxDelay     string  `json:"max_delay,omitempty"`      // gswitchd's --max-delay
 	SharedDelay  string  `json:"shared_delay,omitempty"`   // gswitchd's --shared-delay, when given
 	SwitchFlags  string  `json:"gswitchd_flags,omitempty"` // --gswitchd-flags

@@ -1,7 +1,6 @@
 package forward
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,7 +61,6 @@ type fwdEnv struct {
 	swPid       int      // the running gswitchd's process id
 	swRing      string   // the running gswitchd's --rx-ring (block or frame)
 	swWorkers   int      // the running gswitchd's --rx-workers (0: not given)
-	swSpin      string   // the running gswitchd's --rx-spin (empty: not given)
 	swTarget    string   // the gswitchd target being measured (names its log with --log-dir)
 	cleanups    []func() // run in reverse by close
 }
@@ -467,11 +465,14 @@ func (e *fwdEnv) dialOF(port int, d *daemonProc) (*ofClient, error) {
 // (the bridge: one, without rules), then the FLOW_MOD run (gswitchd, ovs).
 func (e *fwdEnv) runTarget(target string) ([]Step, []FlowMods, error) {
 	base, opts := splitRing(target)
-	o, err := targetOpts(opts)
+	ring, workers, err := targetOpts(opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	e.swRing, e.swWorkers, e.swSpin, e.swTarget = cmp.Or(o.ring, "block"), o.workers, o.spin, target // block: gswitchd's default
+	if ring == "" {
+		ring = "block" // gswitchd's default
+	}
+	e.swRing, e.swWorkers, e.swTarget = ring, workers, target
 	switch base {
 	case "gswitchd":
 		return e.runGswitchd(target, e.f.backend)
@@ -519,9 +520,6 @@ func (e *fwdEnv) startGswitchd(maxFlows int, backend string, filters bool) (*dae
 	}
 	if e.swWorkers > 0 {
 		args = append(args, "--rx-workers", fmt.Sprint(e.swWorkers))
-	}
-	if e.swSpin != "" {
-		args = append(args, "--rx-spin", e.swSpin)
 	}
 	args = append(args, strings.Fields(e.f.swFlags)...)
 	name, level := "gswitchd", "warn"

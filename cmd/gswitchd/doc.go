@@ -42,8 +42,7 @@
 //	gswitchd [--config FILE] [--port N=IFNAME]... [--controller tcp:HOST:PORT]...
 //	         [--listen ptcp:PORT]... [--datapath-id N] [--fail-mode secure|standalone]
 //	         [--backend auto|cpu|gpu] [--gpus LIST] [--max-delay D] [--min-batch N]
-//	         [--batch-size N] [--rx-queues N] [--rx-workers N] [--rx-spin DURATION]
-//	         [--rx-ring auto|block|frame]
+//	         [--batch-size N] [--rx-queues N] [--rx-workers N] [--rx-ring auto|block|frame]
 //	         [--rx-block-size N]
 //	         [--tables N] [--max-flows N] [--metrics ADDR]
 //	         [--ctl-socket PATH] [--log-level LEVEL] [--print-config] [--cpuprofile FILE]

@@ -104,13 +104,6 @@ type Config struct {
 	// fill (default 100µs); BatchSize is the batch's capacity (default 256).
 	MaxDelay  time.Duration
 	BatchSize int
-	// WorkerSpin is how long a datapath worker (RunWorker) reads its
-	// rings in a loop, yielding to the runtime between reads, before it
-	// waits in the kernel: after its last frame with no batch open, and,
-	// with a batch open, up to the batch's deadline instead of sleeping to
-	// it. Zero (the default) never spins. A spinning worker keeps its core
-	// busy; it trades CPU for the kernel's wake-up delay.
-	WorkerSpin time.Duration
 	// LearnAge is how long a learned MAC address stays (default 300 s).
 	LearnAge time.Duration
 	// Router, if set, takes the frames received on its router ports (see

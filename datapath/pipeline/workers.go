@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -55,17 +54,14 @@ const workerSlack = time.Microsecond
 // deadline is less than that away, and polls for a block otherwise. With
 // no batch open it polls every queue's socket at once (poll(2) on PollFD,
 // at most idlePoll, so a cancelled context is seen); a source without
-// PollFD is read again after a sleep of Config.MaxDelay. With
-// Config.WorkerSpin the worker reads on instead of waiting while a batch
-// is open, and for WorkerSpin after its last frame before it polls: no
-// wake-up in a frame's latency at the cost of a busy core.
+// PollFD is read again after a sleep of Config.MaxDelay.
 //
 // A queue's receive stages run on the worker, before the switch (a port
 // split by SetRxSplit is not split here). RunWorker returns nil when ctx
 // is done or every queue is closed, else a read error. A queue belongs to
 // one worker: the caller deals the queues out (the agent's --rx-workers).
 func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
-	w := &rxWorker{s: s, blocks: true, poll: true, spin: s.cfg.WorkerSpin}
+	w := &rxWorker{s: s, blocks: true, poll: true}
 	for _, q := range queues {
 		wq := rxWorkerQueue{no: q.No, src: q.Src, b: newBatcher(s.cfg.BatchSize)}
 		wq.poll, _ = q.Src.(pollable)
@@ -80,9 +76,7 @@ func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 			return err
 		}
 		if w.oldest.IsZero() { // no batch open
-			if !w.spinning() {
-				w.idle()
-			}
+			w.idle()
 			continue
 		}
 		wait := s.cfg.MaxDelay - time.Since(w.oldest)
@@ -96,8 +90,6 @@ func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 			// No block comes before the deadline unless one fills:
 			// take what is here now (RunPort's rule).
 			w.run(&s.batches.delay)
-		case w.spin > 0:
-			runtime.Gosched() // read on until the deadline
 		case w.blocks:
 			if !w.pollFor(wait) {
 				sleep(wait)
@@ -131,8 +123,6 @@ type rxWorker struct {
 	parts  []rxPart
 	fds    []unix.PollFd
 	runs   uint64 // runs with frames, for the one in runPartEvery timed by part
-	spin   time.Duration
-	read   time.Time // when a queue last had frames (for spin)
 }
 
 type rxWorkerQueue struct {
@@ -167,7 +157,6 @@ func (w *rxWorker) readAll() (int, error) {
 			continue
 		}
 		now := time.Now()
-		w.read = now
 		for blk.Next(&f) {
 			got++
 			if !q.b.add(&f, now) {
@@ -216,18 +205,6 @@ func (w *rxWorker) run(reason *atomic.Uint64) {
 		}
 	}
 	w.oldest = time.Time{}
-}
-
-// spinning reports whether the worker, with no batch open, reads on
-// instead of waiting: within Config.WorkerSpin of its last frame. It
-// yields to the runtime first, so that the process's other goroutines
-// are not held off by a worker that never blocks.
-func (w *rxWorker) spinning() bool {
-	if w.spin <= 0 || time.Since(w.read) >= w.spin {
-		return false
-	}
-	runtime.Gosched()
-	return true
 }
 
 // idle waits, with no batch open, until a queue has something to read
