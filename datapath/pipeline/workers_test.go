@@ -94,3 +94,64 @@ func TestRunWorkerNoQueues(t *testing.T) {
 		t.Fatal("RunWorker without queues did not return")
 	}
 }
+
+// TestRunOverlappedHolds: a datapath worker's run that holds its frames
+// (runOverlapped with hold) sends nothing; the next run sends them during
+// its first lookup (its meanwhile, run once), before any of its own, and
+// the frames of both runs leave as Process sends them, in order.
+func TestRunOverlappedHolds(t *testing.T) {
+	testRunOverlappedHolds(t, func() *rig { return newRig(t, 4, FailSecure) })
+}
+
+// testRunOverlappedHolds is TestRunOverlappedHolds on the switch newAll
+// makes (4 ports), Process on the CPU's.
+func testRunOverlappedHolds(t *testing.T, newAll func() *rig) {
+	one, all := newRig(t, 4, FailSecure), newAll()
+	for _, r := range []*rig{one, all} {
+		installFates(t, r)
+	}
+	frames := func(base int) [][]byte {
+		var fs [][]byte
+		for i := range 40 {
+			fs = append(fs, flowFrame(t, uint16(base+i), 0))
+		}
+		return fs
+	}
+	one.sw.Process(1, frames(0))
+	one.sw.Process(1, frames(1000))
+	first := all.sw.runOverlapped([]rxPart{{no: 1, frames: frames(0)}}, true, nil, true)
+	if first == nil {
+		t.Fatal("runOverlapped with hold returned no worker")
+	}
+	for i, d := range all.devs {
+		if got := d.take(); len(got) != 0 {
+			t.Fatalf("port %d: %d frames sent by a run that holds them", i+1, len(got))
+		}
+	}
+	calls := 0
+	meanwhile := func() {
+		calls++
+		first.flush()
+		all.sw.workers.Put(first)
+	}
+	second := all.sw.runOverlapped([]rxPart{{no: 1, frames: frames(1000)}}, false, meanwhile, true)
+	if calls != 1 || second == nil {
+		t.Fatalf("the second run called meanwhile %d times (want 1), held worker %v", calls, second)
+	}
+	second.flush()
+	all.sw.workers.Put(second)
+	sent := 0
+	for i := range 4 {
+		want, got := sports(one.devs[i].take()), sports(all.devs[i].take())
+		if !slices.Equal(want, got) {
+			t.Errorf("port %d: sent source ports %v, want %v", i+1, got, want)
+		}
+		sent += len(want)
+	}
+	if sent == 0 {
+		t.Error("no frame was forwarded: the fates' rules did not apply")
+	}
+	if st := all.sw.RunPartStats(RunSend); st.Frames != 1 {
+		t.Errorf("run part send: %d timed runs, want 1", st.Frames)
+	}
+}
