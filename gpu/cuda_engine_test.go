@@ -197,20 +197,3 @@ func runChild(t *testing.T, name string, env ...string) string {
 	}
 	return string(out)
 }
-
-// TestCUDALookupFlowWhile: the flow lookups of the random tables through
-// LookupFlowWhile on the device (one slot's worth and more, chunked)
-// answer as the CPU tables do, each ran its meanwhile once, and the keys
-// were the device's.
-func TestCUDALookupFlowWhile(t *testing.T) {
-	c, err := NewCUDA(0)
-	if err != nil {
-		t.Skipf("SKIPPED: no usable CUDA device, the GPU backend is not tested: %v", err)
-	}
-	e := NewEngine(EngineConfig{Devices: []Backend{c}, MinBatch: 1})
-	defer e.Close()
-	testRandomFlowAll(t, &whileLooker{Engine: e, t: t}, true)
-	if s := e.Stats(); s.KeysOnDevice == 0 {
-		t.Fatalf("stats %+v: want keys on the device", s)
-	}
-}

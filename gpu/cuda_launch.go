@@ -332,13 +332,7 @@ var zeroCopyMax = func() int {
 // (Before 2026-11-26 every lookup took lmu exclusively for its whole
 // submit and wait: a Coalescer's batches, however many were in flight,
 // reached the device one at a time.)
-//
-// meanwhile, if it holds a func, is called once a slot lookup is on the
-// device, before the wait for it, and cleared (the caller can tell whether
-// it ran: not when the lookup failed before that, nor for a bigger lookup,
-// whose write lock would hold every other lookup back meanwhile). It runs
-// with lmu's read lock and a slot held, so it must not look up on c.
-func (c *CUDA) lookupVia(id TableID, kind Kind, width, n int, fill, drain func(b *Batch, lo int), meanwhile *func()) error {
+func (c *CUDA) lookupVia(id TableID, kind Kind, width, n int, fill, drain func(b *Batch, lo int)) error {
 	t0 := time.Now()
 	c.lmu.RLock()
 	if n <= min(c.chunk, slotKeys) {
@@ -354,7 +348,6 @@ func (c *CUDA) lookupVia(id TableID, kind Kind, width, n int, fill, drain func(b
 		if err := c.Submit(id, b); err != nil {
 			return err
 		}
-		runMeanwhile(meanwhile)
 		if err := b.Wait(); err != nil {
 			return err
 		}
@@ -467,7 +460,7 @@ func (c *CUDA) LookupLPM4(id TableID, addrs []uint32, out []uint32) error {
 	}
 	return c.lookupVia(id, LPM4, 1, len(addrs),
 		func(b *Batch, lo int) { pcopy(wordBytes(b.Keys[:b.N]), wordBytes(addrs[lo:lo+b.N])) },
-		func(b *Batch, lo int) { pcopy(wordBytes(out[lo:lo+b.N]), wordBytes(b.Out[:b.N])) }, nil)
+		func(b *Batch, lo int) { pcopy(wordBytes(out[lo:lo+b.N]), wordBytes(b.Out[:b.N])) })
 }
 
 // LookupLPM6 looks up IPv6 addresses in table id on the GPU.
@@ -478,7 +471,7 @@ func (c *CUDA) LookupLPM6(id TableID, addrs []lpm.Addr6, out []uint32) error {
 	src := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(addrs))), 4*len(addrs))
 	return c.lookupVia(id, LPM6, 4, len(addrs),
 		func(b *Batch, lo int) { pcopy(wordBytes(b.Keys[:4*b.N]), wordBytes(src[4*lo:4*(lo+b.N)])) },
-		func(b *Batch, lo int) { pcopy(wordBytes(out[lo:lo+b.N]), wordBytes(b.Out[:b.N])) }, nil)
+		func(b *Batch, lo int) { pcopy(wordBytes(out[lo:lo+b.N]), wordBytes(b.Out[:b.N])) })
 }
 
 // KernelTimeLPM4 uploads addrs once, then times iters launches of the IPv4

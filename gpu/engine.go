@@ -262,7 +262,19 @@ func (e *Engine) split(id TableID, n int, run func(b Backend, lo, hi int) error)
 	part := func(k, i int) {
 		lo, hi := k*n/len(devs), (k+1)*n/len(devs)
 		d := e.devs[i]
-		errs[k] = e.devResult(i, d, hi-lo, run(d.b, lo, hi), func() error { return run(e.cpu, lo, hi) })
+		if err := run(d.b, lo, hi); err != nil {
+			if tableFault(err) || errors.Is(err, ErrNoTable) || errors.Is(err, ErrShortOut) || errors.Is(err, ErrShortKeys) {
+				errs[k] = err // the caller's mistake: the CPU says the same
+				return
+			}
+			e.fail(i, d, err)
+			e.fallbacks.Add(1)
+			e.onCPU.Add(uint64(hi - lo))
+			errs[k] = run(e.cpu, lo, hi)
+			return
+		}
+		e.onDev.Add(uint64(hi - lo))
+		d.keys.Add(uint64(hi - lo))
 	}
 	if len(devs) == 1 { // one device: on the caller's goroutine (no hop to a goroutine and back)
 		part(0, devs[0])
@@ -278,25 +290,6 @@ func (e *Engine) split(id TableID, n int, run func(b Backend, lo, hi int) error)
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// devResult accounts for a device's part of a lookup, 'keys' keys that
-// came back with err: counted on the device when err is nil; returned as
-// it is when it is the caller's mistake (the CPU would say the same);
-// else the device is taken out of service and the CPU answers (redo).
-func (e *Engine) devResult(i int, d *engineDev, keys int, err error, redo func() error) error {
-	if err == nil {
-		e.onDev.Add(uint64(keys))
-		d.keys.Add(uint64(keys))
-		return nil
-	}
-	if tableFault(err) || errors.Is(err, ErrNoTable) || errors.Is(err, ErrShortOut) || errors.Is(err, ErrShortKeys) {
-		return err
-	}
-	e.fail(i, d, err)
-	e.fallbacks.Add(1)
-	e.onCPU.Add(uint64(keys))
-	return redo()
 }
 
 // LookupLPM4 looks up IPv4 addresses (see split).

@@ -220,34 +220,3 @@ func TestEngineFullUpdateNotShared(t *testing.T) {
 		}
 	}
 }
-
-// whileLooker runs every flow lookup of its Engine through LookupFlowWhile
-// and fails t unless each ran its meanwhile exactly once.
-type whileLooker struct {
-	*Engine
-	t     *testing.T
-	calls int
-}
-
-func (w *whileLooker) count() { w.calls++ }
-
-func (w *whileLooker) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) error {
-	before := w.calls
-	err := w.Engine.LookupFlowWhile(id, soa, n, out, w.count)
-	if w.calls != before+1 {
-		w.t.Errorf("LookupFlowWhile of %d keys ran meanwhile %d times, want once", n, w.calls-before)
-	}
-	return err
-}
-
-// TestEngineLookupFlowWhile: LookupFlowWhile answers as LookupFlow does
-// (the random flow tables' lookups against their CPU tables) and runs its
-// meanwhile once per lookup, with no device and with a backend that has no
-// overlap of its own (meanwhile first).
-func TestEngineLookupFlowWhile(t *testing.T) {
-	for _, cfg := range []EngineConfig{{}, {Devices: []Backend{NewCPU()}, MinBatch: 1}} {
-		e := NewEngine(cfg)
-		testRandomFlowAll(t, &whileLooker{Engine: e, t: t}, false)
-		e.Close()
-	}
-}

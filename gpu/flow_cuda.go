@@ -41,13 +41,6 @@ func wordBytes(w []uint32) []byte {
 // chunk, each key column's part is copied into a pinned batch, and the
 // batches' copies and kernels overlap over the streams.
 func (c *CUDA) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) error {
-	return c.lookupFlowWhile(id, soa, n, out, nil)
-}
-
-// lookupFlowWhile is LookupFlow calling *meanwhile, if it holds a func,
-// once the lookup is on the device and before the wait for it
-// (flowWhile); it clears *meanwhile when it does.
-func (c *CUDA) lookupFlowWhile(id TableID, soa []uint32, n int, out []flow.RuleID, meanwhile *func()) error {
 	c.mu.Lock()
 	t := c.tables[id]
 	var l *flowLayout
@@ -74,7 +67,7 @@ func (c *CUDA) lookupFlowWhile(id TableID, soa []uint32, n int, out []flow.RuleI
 		func(b *Batch, lo int) {
 			dst := out[lo : lo+b.N]
 			pcopy(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(dst))), 4*len(dst)), wordBytes(b.Out[:b.N]))
-		}, meanwhile)
+		})
 }
 
 // KernelTimeFlow uploads the n packets of soa once, then times iters launches

@@ -347,16 +347,11 @@
 // the Coalescer). A worker reads its queues' rings without waiting, keeps
 // a batcher per queue, and when one is full or the oldest frame of its
 // batchers has waited Config.MaxDelay, it runs them all as one batch
-// (runOverlapped: each queue's frames admitted as Process admits them, then
+// (processParts: each queue's frames admitted as Process admits them, then
 // one pass over the tables for all of them, one Classifier lookup per
 // table stage, which the Engine sends to a device from the table's floor,
-// and one Send per output port). The lookup is synchronous; what the
-// worker does while a device answers is the previous run's transmit: a
-// run's frames are held in a second batcher per queue and sent during the
-// next run's first lookup (the Engine's LookupFlowWhile), or before the
-// worker would wait, whichever comes first (those sends run with mu held
-// for reading by the next run's decisions: a change waits for them too,
-// as it waits for a run's lookups). Nothing is
+// and one Send per output port). The lookup is synchronous; the worker's
+// rings fill meanwhile, and the next batch holds what came. Nothing is
 // handed between goroutines and a queue is one worker's, so its frames
 // leave in order with no turn tokens. With a batch open and the rings
 // empty the worker sleeps in the kernel to the batch's deadline (timer

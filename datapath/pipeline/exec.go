@@ -69,34 +69,12 @@ type worker struct {
 	// timed (processParts: a datapath worker's run, RunPartStats).
 	timed    bool
 	lookupNs int64
-	// meanwhile is work to run once while the batch's first lookup is on
-	// a device (runOverlapped: a datapath worker's previous run's transmit),
-	// or after the decisions when none is; meanwhileFn is runMeanwhile as
-	// a func value, made once; meanNs is its time when timed.
-	meanwhile   func()
-	meanwhileFn func()
-	meanNs      int64
 }
 
 func newWorker(s *Switch) *worker {
 	w := &worker{s: s}
 	w.emitFn = w.emit
-	w.meanwhileFn = w.runMeanwhile
 	return w
-}
-
-// runMeanwhile runs the batch's meanwhile work, if any is left, once.
-func (w *worker) runMeanwhile() {
-	m := w.meanwhile
-	if m == nil {
-		return
-	}
-	w.meanwhile = nil
-	t0 := clockIf(w.timed)
-	m()
-	if w.timed {
-		w.meanNs += int64(time.Since(t0))
-	}
 }
 
 // Process runs a batch of frames received on port inPort through the
@@ -145,44 +123,28 @@ type rxPart struct {
 // parts recorded (RunPartStats): the worker times one run in
 // runPartEvery, as the shared histograms' atomic adds and the clock reads
 // of every run would cost its frames more than the sample is worth.
-func (s *Switch) processParts(parts []rxPart, timed bool) { s.runOverlapped(parts, timed, nil, false) }
-
-// runOverlapped is processParts with the overlap of a datapath worker's runs:
-// meanwhile, when not nil, runs once during the run's first device lookup
-// (whileClassifier), else after its decisions; with hold the frames are
-// not sent: runOverlapped returns the worker that holds them, for its flush
-// later (the caller puts it back in s.workers after), else nil. A timed
-// run's send part is the time of the sends it made, meanwhile's
-// included, and its lookup part leaves meanwhile's out.
-func (s *Switch) runOverlapped(parts []rxPart, timed bool, meanwhile func(), hold bool) *worker {
+func (s *Switch) processParts(parts []rxPart, timed bool) {
 	w := s.workers.Get().(*worker)
+	defer s.workers.Put(w)
 	w.begin()
-	w.direct, w.timed, w.lookupNs, w.meanNs = true, timed, 0, 0
-	w.meanwhile = meanwhile
+	w.direct, w.timed, w.lookupNs = true, timed, 0
 	t0 := clockIf(timed)
 	for _, p := range parts {
 		w.admit(p.no, p.frames)
 	}
 	t1 := clockIf(timed)
 	w.decide()
-	w.runMeanwhile() // no device lookup ran it
 	t2 := clockIf(timed)
-	if !hold {
-		w.flush()
+	w.flush()
+	if !timed {
+		return
 	}
-	if timed {
-		t3 := time.Now()
-		w.timed = false
-		s.runParts[RunParse].recordN(int64(t1.Sub(t0)), 1)
-		s.runParts[RunLookup].recordN(w.lookupNs, 1)
-		s.runParts[RunDecide].recordN(int64(t2.Sub(t1))-w.lookupNs-w.meanNs, 1)
-		s.runParts[RunSend].recordN(int64(t3.Sub(t2))+w.meanNs, 1)
-	}
-	if hold {
-		return w
-	}
-	s.workers.Put(w)
-	return nil
+	t3 := time.Now()
+	w.timed = false
+	s.runParts[RunParse].recordN(int64(t1.Sub(t0)), 1)
+	s.runParts[RunLookup].recordN(w.lookupNs, 1)
+	s.runParts[RunDecide].recordN(int64(t2.Sub(t1))-w.lookupNs, 1)
+	s.runParts[RunSend].recordN(int64(t3.Sub(t2)), 1)
 }
 
 // runPartEvery: a datapath worker times one of this many runs by part.
@@ -381,14 +343,10 @@ func (w *worker) classify(tab *table) {
 	if co := w.s.cfg.Coalescer; co != nil && !w.direct {
 		err = co.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res)
 	} else {
-		t0, m0 := clockIf(w.timed), w.meanNs
-		if wc := w.s.whileCl; wc != nil && w.meanwhile != nil {
-			err = wc.LookupFlowWhile(gpu.TableID(tab.id), w.soa, n, w.res, w.meanwhileFn)
-		} else {
-			err = w.s.cfg.Classifier.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res)
-		}
+		t0 := clockIf(w.timed)
+		err = w.s.cfg.Classifier.LookupFlow(gpu.TableID(tab.id), w.soa, n, w.res)
 		if w.timed {
-			w.lookupNs += int64(time.Since(t0)) - (w.meanNs - m0)
+			w.lookupNs += int64(time.Since(t0))
 		}
 	}
 	if err != nil {

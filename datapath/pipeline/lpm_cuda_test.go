@@ -61,17 +61,6 @@ func TestCUDAAsyncSameFates(t *testing.T) {
 	}
 }
 
-// TestCUDARunOverlappedHolds is TestRunOverlappedHolds with the lookups
-// on the GPU (min-batch 1): the held run's frames go out during the next
-// run's device lookup, in order, as Process sends them on the CPU.
-func TestCUDARunOverlappedHolds(t *testing.T) {
-	eng := gpuEngine(t)
-	testRunOverlappedHolds(t, func() *rig { return newRigOn(t, 4, FailSecure, eng) })
-	if s := eng.Stats(); s.KeysOnDevice == 0 || s.Fallbacks != 0 {
-		t.Fatalf("engine stats %+v: the runs were not looked up on the device", s)
-	}
-}
-
 // TestCUDAProcessPartsSameFates is TestProcessPartsSameFates with the
 // parts' lookups on the GPU (a datapath worker's run, min-batch 1: every
 // table stage's one lookup on the device): the same fates as Process on

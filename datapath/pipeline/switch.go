@@ -28,14 +28,6 @@ type Classifier interface {
 	LookupFlow(id gpu.TableID, soa []uint32, n int, out []flow.RuleID) error
 }
 
-// whileClassifier is a Classifier whose flow lookups run other work while
-// a device answers (*gpu.Engine's LookupFlowWhile: once the keys and the
-// kernel are on the device, before the wait; on the CPU, first). A
-// datapath worker sends its previous run's frames there (RunWorker).
-type whileClassifier interface {
-	LookupFlowWhile(id gpu.TableID, soa []uint32, n int, out []flow.RuleID, meanwhile func()) error
-}
-
 // Device is one port's interface as the switch uses it: *afpacket.Port has
 // these methods; tests use fakes.
 type Device interface {
@@ -207,7 +199,6 @@ type Switch struct {
 	ctrl    atomic.Pointer[controllerBox]
 	learn   macTable
 	workers sync.Pool
-	whileCl whileClassifier // the Classifier, when it overlaps (else nil)
 
 	malformed   [packet.NumReasons]atomic.Uint64
 	unsupported atomic.Uint64 // actions the switch cannot execute (dropped)
@@ -252,7 +243,6 @@ func New(cfg Config) (*Switch, error) {
 		s.tables = append(s.tables, t)
 	}
 	s.workers.New = func() any { return newWorker(s) }
-	s.whileCl, _ = cfg.Classifier.(whileClassifier)
 	return s, nil
 }
 

@@ -33,19 +33,12 @@ const workerSlack = time.Microsecond
 // ring without waiting (ReadBlock(0)), gathers each queue's frames into
 // its own batch, and when a batch is full (Config.BatchSize) or the
 // oldest frame of the worker's batches has waited Config.MaxDelay it runs
-// them all through the switch together (runOverlapped): each table stage
+// them all through the switch together (processParts): each table stage
 // makes one lookup for the packets of every queue of the worker, straight
 // to the Classifier, which sends it to a device from the table's floor,
-// and each output port gets one Send. The lookup is synchronous, but the
-// worker does not idle while a device answers: a run's frames are held
-// (the queues' second batchers) and sent during the next run's first
-// lookup, once its keys and kernel are on the device (the Engine's
-// LookupFlowWhile), or as soon as the worker would otherwise wait, with
-// no batch open or none due. Under load a device's time per run is then
-// off the worker's (the sends of a run take longer than a lookup); a
-// frame may wait for its send until the next batch closes, Config.MaxDelay
-// at most after the worker read on. The frames' order is kept: a run's
-// sends come before the next run's.
+// and each output port gets one Send. The lookup is synchronous: while a
+// device answers, the worker's rings fill, and the next batches hold what
+// came meanwhile.
 //
 // Nothing is handed between goroutines: a frame is read, looked up, acted
 // on and sent by the worker that owns its queue, so a queue's frames (and,
@@ -69,9 +62,8 @@ const workerSlack = time.Microsecond
 // one worker: the caller deals the queues out (the agent's --rx-workers).
 func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 	w := &rxWorker{s: s, blocks: true, poll: true}
-	w.sendHeldFn = w.sendHeld
 	for _, q := range queues {
-		wq := rxWorkerQueue{no: q.No, src: q.Src, b: newBatcher(s.cfg.BatchSize), held: newBatcher(s.cfg.BatchSize)}
+		wq := rxWorkerQueue{no: q.No, src: q.Src, b: newBatcher(s.cfg.BatchSize)}
 		wq.poll, _ = q.Src.(pollable)
 		w.poll = w.poll && wq.poll != nil
 		w.blocks = w.blocks && ringOf(q.Src) == afpacket.RingBlocks
@@ -84,11 +76,7 @@ func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 			return err
 		}
 		if w.oldest.IsZero() { // no batch open
-			if w.pending {
-				w.sendHeld()
-			} else {
-				w.idle()
-			}
+			w.idle()
 			continue
 		}
 		wait := s.cfg.MaxDelay - time.Since(w.oldest)
@@ -102,8 +90,6 @@ func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 			// No block comes before the deadline unless one fills:
 			// take what is here now (RunPort's rule).
 			w.run(&s.batches.delay)
-		case w.pending:
-			w.sendHeld() // rather than wait, then read again
 		case w.blocks:
 			if !w.pollFor(wait) {
 				sleep(wait)
@@ -115,7 +101,6 @@ func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 	if !w.oldest.IsZero() {
 		w.run(&s.batches.delay)
 	}
-	w.sendHeld()
 	return nil
 }
 
@@ -138,22 +123,13 @@ type rxWorker struct {
 	parts  []rxPart
 	fds    []unix.PollFd
 	runs   uint64 // runs with frames, for the one in runPartEvery timed by part
-	// held is the switch worker of the last run, its frames not sent yet
-	// (their copies in the queues' held batchers): they go during the next
-	// run's device lookup, or before the worker waits, whichever is first.
-	// pending: the held batchers have frames (sendHeld has work);
-	// sendHeldFn is sendHeld as a func value, made once.
-	held       *worker
-	pending    bool
-	sendHeldFn func()
 }
 
 type rxWorkerQueue struct {
 	no     uint32
 	src    BlockReader
 	poll   pollable
-	b      *batcher // the open batch
-	held   *batcher // the last run's frames, until sendHeld
+	b      *batcher
 	closed bool
 }
 
@@ -198,9 +174,8 @@ func (w *rxWorker) readAll() (int, error) {
 }
 
 // run runs every open batch of the worker through the switch as one
-// (runOverlapped), the last run's frames sent during its first device
-// lookup (sendHeld), and holds its frames in turn; reason counts the run
-// (the batch closes' full or delay).
+// (processParts), records their frames' latencies and empties them;
+// reason counts the run (the batch closes' full or delay).
 func (w *rxWorker) run(reason *atomic.Uint64) {
 	s := w.s
 	reason.Add(1)
@@ -219,45 +194,17 @@ func (w *rxWorker) run(reason *atomic.Uint64) {
 	}
 	if len(w.parts) > 0 {
 		w.runs++
-		var meanwhile func()
-		if w.pending {
-			meanwhile = w.sendHeldFn
-		}
-		held := s.runOverlapped(w.parts, w.runs%runPartEvery == 0, meanwhile, true)
-		w.sendHeld() // when runOverlapped did not call it
-		w.held = held
-	} else {
-		w.sendHeld()
+		s.processParts(w.parts, w.runs%runPartEvery == 0)
 	}
 	clear(w.parts)
-	for i := range w.qs {
-		q := &w.qs[i]
-		q.b, q.held = q.held, q.b // (held empty: sendHeld ran)
-		w.pending = w.pending || len(q.held.frames) > 0
-	}
-	w.oldest = time.Time{}
-}
-
-// sendHeld sends the last run's frames (held), records their latencies
-// and empties the held batchers.
-func (w *rxWorker) sendHeld() {
-	if !w.pending {
-		return
-	}
-	s := w.s
-	if w.held != nil {
-		w.held.flush()
-		s.workers.Put(w.held)
-		w.held = nil
-	}
 	done := time.Now()
 	for i := range w.qs {
-		if q := &w.qs[i]; len(q.held.frames) > 0 {
-			s.observeBatch(q.held, done)
-			q.held.reset()
+		if q := &w.qs[i]; len(q.b.frames) > 0 {
+			s.observeBatch(q.b, done)
+			q.b.reset()
 		}
 	}
-	w.pending = false
+	w.oldest = time.Time{}
 }
 
 // idle waits, with no batch open, until a queue has something to read
