@@ -392,7 +392,17 @@ func (k *Key) SetUint(f Field, v uint64) error {
 	if fi.Bits > 64 {
 		return &MatchError{Field: f, Err: ErrBadLength, Detail: "field wider than 64 bits"}
 	}
-	return k.Set(f, fi.uintBytes(v))
+	// As Set(f, fi.uintBytes(v)) without the bytes, which cost the
+	// datapath an allocation per write_metadata and set-field: v cut to
+	// the field's bytes, refused with bits beyond its width.
+	if fi.bytes < 8 {
+		v &= 1<<(8*uint(fi.bytes)) - 1
+	}
+	if fi.Bits < 64 && v>>uint(fi.Bits) != 0 {
+		return k.Set(f, fi.uintBytes(v)) // Set's error, in its words
+	}
+	fi.put(k, u128{0, v})
+	return nil
 }
 
 // Get returns a field's value as big-endian bytes (nil for an unknown field).

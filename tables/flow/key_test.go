@@ -387,3 +387,39 @@ func mustParse(t *testing.T, s string) Match {
 	}
 	return m
 }
+
+// TestSetUintAsSet: SetUint writes what Set writes with the value's
+// big-endian bytes, and refuses what it refuses in the same words, for
+// every field of at most 64 bits and values at and around its width; it
+// allocates nothing when it sets.
+func TestSetUintAsSet(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	for _, f := range Fields() {
+		fi := f.Info()
+		if fi.Bits > 64 {
+			if err := new(Key).SetUint(f, 1); err == nil {
+				t.Errorf("%v: SetUint of a field of %d bits: no error", f, fi.Bits)
+			}
+			continue
+		}
+		vals := []uint64{0, 1, ^uint64(0), rng.Uint64(), 1<<fi.Bits - 1, 1 << fi.Bits, 1<<(8*fi.bytes) - 1, 1 << (8 * fi.bytes)}
+		for range 20 {
+			vals = append(vals, rng.Uint64()&(1<<fi.Bits-1))
+		}
+		for _, v := range vals {
+			var a, b Key
+			for i := range a {
+				a[i] = rng.Uint32()
+			}
+			b = a
+			errA, errB := a.SetUint(f, v), b.Set(f, fi.uintBytes(v))
+			if a != b || (errA == nil) != (errB == nil) || errA != nil && errA.Error() != errB.Error() {
+				t.Fatalf("%v = %#x: SetUint gave %v, %v; Set %v, %v", f, v, a, errA, b, errB)
+			}
+		}
+		var k Key
+		if n := testing.AllocsPerRun(50, func() { _ = k.SetUint(f, 1) }); n != 0 {
+			t.Errorf("%v: SetUint allocated %v times", f, n)
+		}
+	}
+}
