@@ -12,6 +12,7 @@ import (
 
 	"gorgonia.org/cu"
 
+	"github.com/gswitch/gswitch/tables/flow"
 	"github.com/gswitch/gswitch/tables/lpm"
 )
 
@@ -196,4 +197,28 @@ func runChild(t *testing.T, name string, env ...string) string {
 		t.Fatalf("child %s did not pass", name)
 	}
 	return string(out)
+}
+
+// TestCUDAEngineLookupAllocates: a small flow lookup on the device
+// through the Engine, as a datapath worker makes one a run (a slot of its
+// own), allocates nothing on the Go heap, and answers.
+func TestCUDAEngineLookupAllocates(t *testing.T) {
+	c, err := NewCUDA(0)
+	if err != nil {
+		t.Skipf("SKIPPED: no usable CUDA device, the GPU backend is not tested: %v", err)
+	}
+	e := NewEngine(EngineConfig{Devices: []Backend{c}, MinBatch: 1})
+	defer e.Close()
+	soa, ids := loadInPortFlow(t, e, 2, 64)
+	if err := e.LookupFlow(2, soa, 64, ids); err != nil || ids[0] == flow.NoMatch {
+		t.Fatalf("lookup: %v, %v", ids[0], err)
+	}
+	a := testing.AllocsPerRun(100, func() { _ = e.LookupFlow(2, soa, 64, ids) })
+	t.Logf("a device lookup of 64 keys: %v allocations", a)
+	if a != 0 {
+		t.Errorf("a device lookup of 64 keys allocates %v times per call", a)
+	}
+	if s := e.Stats(); s.KeysOnDevice == 0 || s.Fallbacks != 0 {
+		t.Errorf("stats %+v: want the keys on the device", s)
+	}
 }

@@ -262,19 +262,7 @@ func (e *Engine) split(id TableID, n int, run func(b Backend, lo, hi int) error)
 	part := func(k, i int) {
 		lo, hi := k*n/len(devs), (k+1)*n/len(devs)
 		d := e.devs[i]
-		if err := run(d.b, lo, hi); err != nil {
-			if tableFault(err) || errors.Is(err, ErrNoTable) || errors.Is(err, ErrShortOut) || errors.Is(err, ErrShortKeys) {
-				errs[k] = err // the caller's mistake: the CPU says the same
-				return
-			}
-			e.fail(i, d, err)
-			e.fallbacks.Add(1)
-			e.onCPU.Add(uint64(hi - lo))
-			errs[k] = run(e.cpu, lo, hi)
-			return
-		}
-		e.onDev.Add(uint64(hi - lo))
-		d.keys.Add(uint64(hi - lo))
+		errs[k] = e.devResult(i, d, hi-lo, run(d.b, lo, hi), func() error { return run(e.cpu, lo, hi) })
 	}
 	if len(devs) == 1 { // one device: on the caller's goroutine (no hop to a goroutine and back)
 		part(0, devs[0])
@@ -292,6 +280,43 @@ func (e *Engine) split(id TableID, n int, run func(b Backend, lo, hi int) error)
 	return errors.Join(errs...)
 }
 
+// devResult accounts for a device's part of a lookup, 'keys' keys that
+// came back with err: counted on the device when err is nil; returned as
+// it is when it is the caller's mistake (the CPU would say the same);
+// else the device is taken out of service and the CPU answers (redo).
+func (e *Engine) devResult(i int, d *engineDev, keys int, err error, redo func() error) error {
+	if err == nil {
+		e.onDev.Add(uint64(keys))
+		d.keys.Add(uint64(keys))
+		return nil
+	}
+	if tableFault(err) || errors.Is(err, ErrNoTable) || errors.Is(err, ErrShortOut) || errors.Is(err, ErrShortKeys) {
+		return err
+	}
+	e.fail(i, d, err)
+	e.fallbacks.Add(1)
+	e.onCPU.Add(uint64(keys))
+	return redo()
+}
+
+// soleDevice returns the index of the one device in service that can
+// hold table id, or -1 when none or several can (split then cuts the
+// lookup). Unlike pick it allocates nothing: a lookup on one device goes
+// to it straight, with split's accounting and fallback (devResult), and
+// no garbage (a datapath worker makes one a run).
+func (e *Engine) soleDevice(id TableID) int {
+	i := -1
+	for k, d := range e.devs {
+		if d.serves(id) {
+			if i >= 0 {
+				return -1
+			}
+			i = k
+		}
+	}
+	return i
+}
+
 // LookupLPM4 looks up IPv4 addresses (see split).
 func (e *Engine) LookupLPM4(id TableID, addrs []uint32, out []uint32) error {
 	if len(out) < len(addrs) {
@@ -300,6 +325,10 @@ func (e *Engine) LookupLPM4(id TableID, addrs []uint32, out []uint32) error {
 	if e.cpuServes(id, len(addrs)) {
 		e.onCPU.Add(uint64(len(addrs)))
 		return e.cpu.LookupLPM4(id, addrs, out)
+	}
+	if i := e.soleDevice(id); i >= 0 {
+		d := e.devs[i]
+		return e.devResult(i, d, len(addrs), d.b.LookupLPM4(id, addrs, out), func() error { return e.cpu.LookupLPM4(id, addrs, out) })
 	}
 	return e.split(id, len(addrs), func(b Backend, lo, hi int) error { return b.LookupLPM4(id, addrs[lo:hi], out[lo:hi]) })
 }
@@ -312,6 +341,10 @@ func (e *Engine) LookupLPM6(id TableID, addrs []lpm.Addr6, out []uint32) error {
 	if e.cpuServes(id, len(addrs)) {
 		e.onCPU.Add(uint64(len(addrs)))
 		return e.cpu.LookupLPM6(id, addrs, out)
+	}
+	if i := e.soleDevice(id); i >= 0 {
+		d := e.devs[i]
+		return e.devResult(i, d, len(addrs), d.b.LookupLPM6(id, addrs, out), func() error { return e.cpu.LookupLPM6(id, addrs, out) })
 	}
 	return e.split(id, len(addrs), func(b Backend, lo, hi int) error { return b.LookupLPM6(id, addrs[lo:hi], out[lo:hi]) })
 }
@@ -334,13 +367,13 @@ func (e *Engine) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) 
 		}
 		return e.cpu.LookupFlow(id, soa, n, out)
 	}
-	if len(e.pick(id)) <= 1 {
-		return e.split(id, n, func(b Backend, lo, hi int) error {
-			if lo == 0 && hi == n {
-				return b.LookupFlow(id, soa, n, out)
-			}
-			return fmt.Errorf("gpu: engine: internal split of a flow batch")
-		})
+	if i := e.soleDevice(id); i >= 0 {
+		d := e.devs[i]
+		return e.devResult(i, d, n, d.b.LookupFlow(id, soa, n, out), func() error { return e.cpu.LookupFlow(id, soa, n, out) })
+	}
+	if len(e.pick(id)) == 0 { // taken out of service meanwhile
+		e.onCPU.Add(uint64(n))
+		return e.cpu.LookupFlow(id, soa, n, out)
 	}
 	p, err := e.cpu.flowWidth(id)
 	if err != nil {

@@ -220,3 +220,62 @@ func TestEngineFullUpdateNotShared(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineDevicePathAllocates: a lookup that goes to the one device
+// serving its table (a CPU backend standing in for it) allocates nothing
+// in the Engine, flow and IPv4 alike, and is the device's.
+func TestEngineDevicePathAllocates(t *testing.T) {
+	e := NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: 1})
+	defer e.Close()
+	tab, err := lpm.New(lpm.IPv4, lpm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.Insert(netip.MustParsePrefix("10.0.0.0/8"), 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Load(1, LPM4, tab.Mirror().Sync().Full); err != nil {
+		t.Fatal(err)
+	}
+	soa, ids := loadInPortFlow(t, e, 2, 256)
+	addrs, out := make([]uint32, 256), make([]uint32, 256)
+	for i := range addrs {
+		addrs[i] = 10<<24 | uint32(i)
+	}
+	if a := testing.AllocsPerRun(100, func() { _ = e.LookupLPM4(1, addrs, out) }); a != 0 {
+		t.Errorf("LookupLPM4 on the device allocates %v times per call", a)
+	}
+	if a := testing.AllocsPerRun(100, func() { _ = e.LookupFlow(2, soa, 256, ids) }); a != 0 {
+		t.Errorf("LookupFlow on the device allocates %v times per call", a)
+	}
+	if out[0] != 3 || ids[0] == flow.NoMatch {
+		t.Errorf("lookups: %d, %v; want 3 and a rule", out[0], ids[0])
+	}
+	if s := e.Stats(); s.KeysOnDevice == 0 || s.KeysOnCPU != 0 {
+		t.Errorf("stats %+v: want every key on the device", s)
+	}
+}
+
+// loadInPortFlow loads flow table id into e, one rule on in_port 7, and
+// returns the packed keys of n packets received on port 7 and room for
+// their answers.
+func loadInPortFlow(t *testing.T, e *Engine, id TableID, n int) ([]uint32, []flow.RuleID) {
+	t.Helper()
+	ft, err := flow.NewTable(flow.Config{Algo: flow.Merge, MaxEntries: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m flow.Match
+	m.SetInPort(7)
+	if _, _, err := ft.Add(flow.Rule{Match: m, Priority: 1}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Load(id, Flow, ft.Mirror().Sync().Full); err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]flow.Key, n)
+	for i := range keys {
+		_ = keys[i].SetUint(flow.FieldInPort, 7)
+	}
+	return flow.PackSoA(keys, ft.UsedWords(), nil), make([]flow.RuleID, n)
+}
