@@ -100,8 +100,11 @@ const DefaultCoalescerMaxBatch = 8192
 //
 // Concurrency: one mutex (mu) guards the pending batches and the counters;
 // the backend call runs without it, and the stage histogram needs none. A
-// batch's closeAt is written under mu before its kick, its doneAt by the
-// leader before done is closed. Safe for concurrent use.
+// batch's closeAt is written under mu before its kick. The leader
+// publishes the results under mu: it writes the outcome into each
+// member's waiter and sends on its channel, after which no member reads
+// the batch, so the batch is reused at once (recycle) and nothing is
+// allocated per batch or per member once warm. Safe for concurrent use.
 type Coalescer struct {
 	be  FlowLooker
 	ds  deviceServer // be's, or nil
@@ -115,7 +118,8 @@ type Coalescer struct {
 	blocked  int       // callers inside LookupFlow whose batch is pending or in flight (a batch's leader counts its members out when its results are in)
 	inflight int       // batches closed and not yet answered
 	stats    CoalescerStats
-	free     []groupBufs   // a finished batch's buffers, for a new one (no allocation per batch)
+	free     []*cgroup     // finished batches, for new ones (no allocation per batch)
+	waiters  sync.Pool     // *waiter: a member's wake-up (no allocation per member)
 	timers   sync.Pool     // *time.Timer, stopped: the leaders' MaxDelay (no allocation per batch)
 	direct   atomic.Uint64 // Stats.Direct (no lock on the direct path)
 	kickers  kick.Pool     // keep the leaders' sub-millisecond MaxDelay on time (package kick)
@@ -155,23 +159,22 @@ type cgroup struct {
 	outs    [][]flow.RuleID
 	closed  bool
 	closeAt time.Time     // when close took it out of the pending batches
-	doneAt  time.Time     // when its results were in (read by the members after done)
+	doneAt  time.Time     // when its results were in
 	kick    chan struct{} // wakes the leader once the batch is closed (cap 1)
-	done    chan struct{} // closed when the results are in
+	waiters []*waiter     // the members but the leader, woken when the results are in
 	err     error
 	keys    []uint32 // the concatenated columns
 	results []flow.RuleID
 }
 
-// groupBufs are the buffers of a finished batch kept for a later one, and
-// its (empty) kick channel.
-type groupBufs struct {
-	soas    [][]uint32
-	ns      []int
-	outs    [][]flow.RuleID
-	keys    []uint32
-	results []flow.RuleID
-	kick    chan struct{}
+// waiter is a member's wake-up: the leader writes the batch's outcome into
+// it and sends on ch (cap 1), so that the member never reads the batch
+// again and the batch can be reused at once (a channel closed per batch
+// was an allocation per batch).
+type waiter struct {
+	ch     chan struct{}
+	err    error
+	doneAt time.Time
 }
 
 // NewCoalescer returns a Coalescer over be.
@@ -288,9 +291,13 @@ func (c *Coalescer) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleI
 		g = nil
 	}
 	leader := g == nil
+	var w *waiter
 	if leader {
 		g = c.newGroup(id, width)
 		c.pending = append(c.pending, g)
+	} else {
+		w = c.waiter()
+		g.waiters = append(g.waiters, w)
 	}
 	g.soas = append(g.soas, soa)
 	g.ns = append(g.ns, n)
@@ -303,9 +310,12 @@ func (c *Coalescer) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleI
 	if !leader {
 		// The leader counted this caller out of blocked when the results
 		// came in: a member wakes without taking mu.
-		<-g.done
-		c.stages.Observe(StageHandBack, time.Since(g.doneAt))
-		return g.err
+		<-w.ch
+		c.stages.Observe(StageHandBack, time.Since(w.doneAt))
+		err := w.err
+		w.err = nil
+		c.waiters.Put(w)
+		return err
 	}
 	c.await(g)
 	members := len(g.ns) // closed: no caller joins any more
@@ -322,23 +332,36 @@ func (c *Coalescer) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleI
 	c.stats.Callers += uint64(len(g.ns))
 	c.stats.MaxKeys = max(c.stats.MaxKeys, g.n)
 	err := g.err
-	close(g.done)
+	for _, w := range g.waiters {
+		w.err, w.doneAt = g.err, g.doneAt
+		w.ch <- struct{}{}
+	}
+	c.recycle(g)
 	c.evaluate()
 	c.mu.Unlock()
 	return err
 }
 
-// newGroup returns an empty batch of table id (mu held).
-func (c *Coalescer) newGroup(id TableID, width int) *cgroup {
-	g := &cgroup{table: id, opened: time.Now(), width: width, done: make(chan struct{})}
-	if k := len(c.free); k > 0 { // reuse the buffers of a finished batch, and its (empty) kick channel
-		f := c.free[k-1]
-		c.free[k-1] = groupBufs{}
-		c.free = c.free[:k-1]
-		g.soas, g.ns, g.outs, g.keys, g.results, g.kick = f.soas[:0], f.ns[:0], f.outs[:0], f.keys, f.results, f.kick
-	} else {
-		g.kick = make(chan struct{}, 1)
+// waiter returns a member's wake-up, its channel empty.
+func (c *Coalescer) waiter() *waiter {
+	if w, ok := c.waiters.Get().(*waiter); ok {
+		return w
 	}
+	return &waiter{ch: make(chan struct{}, 1)}
+}
+
+// newGroup returns an empty batch of table id (mu held): a finished one
+// reused, with its buffers and its (empty) kick channel, or a new one.
+func (c *Coalescer) newGroup(id TableID, width int) *cgroup {
+	k := len(c.free)
+	if k == 0 {
+		return &cgroup{table: id, opened: time.Now(), width: width, kick: make(chan struct{}, 1)}
+	}
+	g := c.free[k-1]
+	c.free[k-1] = nil
+	c.free = c.free[:k-1]
+	*g = cgroup{table: id, opened: time.Now(), width: width, kick: g.kick,
+		soas: g.soas[:0], ns: g.ns[:0], outs: g.outs[:0], waiters: g.waiters[:0], keys: g.keys, results: g.results}
 	return g
 }
 
@@ -453,7 +476,6 @@ func (c *Coalescer) pendingOf(id TableID) *cgroup {
 func (c *Coalescer) run(g *cgroup) {
 	if len(g.ns) == 1 {
 		g.err = c.be.LookupFlow(g.table, g.soas[0], g.ns[0], g.outs[0])
-		c.recycle(g)
 		return
 	}
 	n, p := g.n, g.width
@@ -482,24 +504,23 @@ func (c *Coalescer) run(g *cgroup) {
 			off += k
 		}
 	}
-	c.recycle(g)
 }
 
-// recycle keeps g's buffers for a later batch (the members' slices are
-// theirs again once done is closed: they are dropped here).
+// recycle keeps the finished batch g for a later one (mu held; its
+// members were woken and read nothing of it after: their slices, dropped
+// here, are theirs again).
 func (c *Coalescer) recycle(g *cgroup) {
 	select { // the kick of a batch closed by its delay is still in the channel
 	case <-g.kick:
 	default:
 	}
-	f := groupBufs{soas: g.soas, ns: g.ns, outs: g.outs, keys: g.keys, results: g.results, kick: g.kick}
-	clear(f.soas)
-	clear(f.outs)
-	c.mu.Lock()
+	clear(g.soas)
+	clear(g.outs)
+	clear(g.waiters)
+	g.err = nil
 	if len(c.free) < 2*c.cfg.Depth {
-		c.free = append(c.free, f)
+		c.free = append(c.free, g)
 	}
-	c.mu.Unlock()
 }
 
 // Devices returns the number of device backends the Engine was given (in

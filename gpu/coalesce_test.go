@@ -3,8 +3,10 @@ package gpu
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -348,5 +350,77 @@ func TestCoalescerGeneration(t *testing.T) {
 	}
 	if c3.Generation() != 0 || !c3.Coalesces(id) {
 		t.Errorf("a backend without placement: generation %d, coalesced %v", c3.Generation(), c3.Coalesces(id))
+	}
+}
+
+// echoLooker answers each key with its first word as the rule id.
+type echoLooker struct{}
+
+func (echoLooker) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) error {
+	for i := range n {
+		out[i] = flow.RuleID(soa[i])
+	}
+	return nil
+}
+
+// TestCoalescerAllocatesNothing: two callers looking up through shared
+// batches (a leader and a member each time, or one alone) allocate
+// nothing in the Coalescer once warm: a finished batch is reused and a
+// member's wake-up comes from a pool. The answers are each caller's own.
+func TestCoalescerAllocatesNothing(t *testing.T) {
+	// MinBatch above both callers' keys: a batch closes when both wait in
+	// it (or its delay runs out), so most have a leader and a member.
+	c, err := NewCoalescer(echoLooker{}, CoalescerConfig{MinBatch: 64, MaxDelay: 200 * time.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, rounds = 8, 3000
+	run := func(rounds int) error {
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for k := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.Enter()
+				defer c.Leave()
+				soa, out := make([]uint32, n), make([]flow.RuleID, n)
+				for r := range rounds {
+					for i := range soa {
+						soa[i] = uint32(k<<20 | r<<4 | i)
+					}
+					if err := c.LookupFlow(1, soa, n, out); err != nil {
+						errs[k] = err
+						return
+					}
+					for i := range out {
+						if out[i] != flow.RuleID(soa[i]) {
+							errs[k] = fmt.Errorf("caller %d round %d: key %d answered %d, want %d", k, r, i, out[i], soa[i])
+							return
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	if err := run(200); err != nil { // warm: the pools and the free batches
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := run(rounds); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	per := float64(after.Mallocs-before.Mallocs) / (2 * rounds)
+	st := c.Stats()
+	t.Logf("%.4f allocations a lookup; %d batches for %d callers", per, st.Batches, st.Callers)
+	if per > 0.02 && !raceEnabled {
+		t.Errorf("%.4f allocations a lookup through the Coalescer, want none", per)
+	}
+	if st.Callers <= st.Batches {
+		t.Errorf("no batch had two members (%d batches, %d callers): the members' path was not run", st.Batches, st.Callers)
 	}
 }

@@ -17,9 +17,9 @@ import (
 //   - StageLookup: the backend call (columns gathered, copies in, kernel,
 //     copies out, results scattered back; on the CUDA backend from
 //     submission to the device's completion event);
-//   - StageHandBack: the results' publication (the batch's done channel
-//     closed) to a member's return from LookupFlow (the wake-up of a
-//     caller other than the leader).
+//   - StageHandBack: the results' publication (the leader's send to each
+//     member's waiter) to a member's return from LookupFlow (the wake-up
+//     of a caller other than the leader).
 type Stage int
 
 // The stages (see Stage).
