@@ -171,20 +171,7 @@ func TestEngineCPUPathAllocates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	tab, err := lpm.New(lpm.IPv4, lpm.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tab.Insert(netip.MustParsePrefix("10.0.0.0/8"), 3); err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.Load(1, LPM4, tab.Mirror().Sync().Full); err != nil {
-		t.Fatal(err)
-	}
-	addrs, out := make([]uint32, 256), make([]uint32, 256)
-	for i := range addrs {
-		addrs[i] = 10<<24 | uint32(i)
-	}
+	addrs, out := loadTenSlash8(t, eng, 1, 256)
 	if a := testing.AllocsPerRun(100, func() { _ = eng.LookupLPM4(1, addrs, out) }); a != 0 {
 		t.Errorf("LookupLPM4 on the CPU allocates %v times per call", a)
 	}
@@ -227,21 +214,8 @@ func TestEngineFullUpdateNotShared(t *testing.T) {
 func TestEngineDevicePathAllocates(t *testing.T) {
 	e := NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: 1})
 	defer e.Close()
-	tab, err := lpm.New(lpm.IPv4, lpm.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tab.Insert(netip.MustParsePrefix("10.0.0.0/8"), 3); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Load(1, LPM4, tab.Mirror().Sync().Full); err != nil {
-		t.Fatal(err)
-	}
+	addrs, out := loadTenSlash8(t, e, 1, 256)
 	soa, ids := loadInPortFlow(t, e, 2, 256)
-	addrs, out := make([]uint32, 256), make([]uint32, 256)
-	for i := range addrs {
-		addrs[i] = 10<<24 | uint32(i)
-	}
 	if a := testing.AllocsPerRun(100, func() { _ = e.LookupLPM4(1, addrs, out) }); a != 0 {
 		t.Errorf("LookupLPM4 on the device allocates %v times per call", a)
 	}
@@ -278,4 +252,25 @@ func loadInPortFlow(t *testing.T, e *Engine, id TableID, n int) ([]uint32, []flo
 		_ = keys[i].SetUint(flow.FieldInPort, 7)
 	}
 	return flow.PackSoA(keys, ft.UsedWords(), nil), make([]flow.RuleID, n)
+}
+
+// loadTenSlash8 loads IPv4 table id into e, 10.0.0.0/8 to 3, and returns n
+// addresses in it and room for their answers.
+func loadTenSlash8(t *testing.T, e *Engine, id TableID, n int) ([]uint32, []uint32) {
+	t.Helper()
+	tab, err := lpm.New(lpm.IPv4, lpm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.Insert(netip.MustParsePrefix("10.0.0.0/8"), 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Load(id, LPM4, tab.Mirror().Sync().Full); err != nil {
+		t.Fatal(err)
+	}
+	addrs := make([]uint32, n)
+	for i := range addrs {
+		addrs[i] = 10<<24 | uint32(i)
+	}
+	return addrs, make([]uint32, n)
 }
