@@ -1,6 +1,7 @@
 # gswitch — build, test and benchmark.
 #
-#   make test    go mod tidy -diff, vet and every test, with the race detector (what CI runs)
+#   make test    go mod tidy -diff, vet and every test, with the race detector (what CI runs), then
+#                the allocation tests without it (the detector allocates where the code does not)
 #   make bench   the table benchmarks on ../shared/data, CPU backend, with --check
 #   make fuzz    each fuzz target for FUZZTIME (default 20s); fails if any finds a crasher
 #   make soak    gswitchd under flow churn, route churn and traffic for SOAK (default 1h); fails on growth,
@@ -33,6 +34,7 @@ vet:
 
 test: tidy vet
 	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -run 'Alloc' ./datapath/... ./gpu/ ./tables/...
 
 # go.mod and go.sum as go mod tidy would write them (Go 1.23+: -diff prints
 # the difference and fails).
