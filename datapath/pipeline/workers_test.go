@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gswitch/gswitch/datapath/afpacket"
-	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/rule"
 )
 
@@ -118,17 +117,8 @@ func (d *quietDev) Stats() (afpacket.Stats, error) { return afpacket.Stats{}, ni
 // forwarding brings no garbage collection (whose marking of a switch with
 // 131,072 rules took 90 ms of one of its processors on an H200 host).
 func TestProcessPartsAllocatesNothing(t *testing.T) {
-	eng, err := gpu.Open("cpu", nil, 0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	sw, err := New(Config{DatapathID: 1, Tables: 3, Classifier: eng})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{sw: sw, ctrl: &fakeCtrl{conns: 1}}
-	sw.SetController(r.ctrl)
+	r := newRig(t, 0, FailSecure) // its ports are quietDevs
+	sw := r.sw
 	var devs [4]quietDev
 	for i := range devs {
 		devs[i].info = afpacket.LinkInfo{Name: fmt.Sprint("q", i+1), AdminUp: true, OperUp: true}
