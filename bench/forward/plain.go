@@ -33,6 +33,7 @@ import (
 	"github.com/gswitch/gswitch/bench/benchutil"
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/datapath/pipeline"
+	"github.com/gswitch/gswitch/internal/diag"
 	"github.com/gswitch/gswitch/internal/prom"
 )
 
@@ -58,14 +59,20 @@ func RunPlainForwarder(ctx context.Context, args []string, stdout, stderr io.Wri
 	maxDelay := fs.Duration("max-delay", 50*time.Microsecond, "the ring's block timeout is this, rounded up to 1 ms (as gswitchd's)")
 	ringName := fs.String("rx-ring", "block", "receive ring: `block` (TPACKET_V3, a block handed over when full or at its timeout) or frame (TPACKET_V2, each frame as soon as it is written), as gswitchd's --rx-ring")
 	tags := fs.String("tags", "restore", "a frame whose VLAN tag the kernel removed on receive (Linux always does) is sent with the tag put back (`restore`, a copy of the frame, as gswitchd does) or as the ring holds it, untagged (as-read: not a correct forwarder of tagged frames; the floor before 2026-11-27)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (runtime/pprof) of the whole run to `FILE` (as gswitchd's --cpuprofile), complete once the forwarder exits")
 	metrics := fs.String("metrics", "", "serve the per-frame latency (kernel receive timestamp to the end of the frame's send) as gswitch_frame_latency_seconds on http://`ADDR`/metrics, as gswitchd's --metrics does; empty: none")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	ring, err := afpacket.ParseRingMode(*ringName)
 	if *pairs < 1 || *batch < 1 || fs.NArg() > 0 || err != nil || *tags != "restore" && *tags != "as-read" {
-		return fmt.Errorf("%w: bench plain-forwarder [--pairs N] [--batch-size N] [--max-delay D] [--rx-ring block|frame] [--tags restore|as-read] [--metrics ADDR]", benchutil.ErrUsage)
+		return fmt.Errorf("%w: bench plain-forwarder [--pairs N] [--batch-size N] [--max-delay D] [--rx-ring block|frame] [--tags restore|as-read] [--metrics ADDR] [--cpuprofile FILE]", benchutil.ErrUsage)
 	}
+	stopProfile, err := diag.StartCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	restore := *tags == "restore"
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
