@@ -376,14 +376,19 @@ func TestCoalescerAllocatesNothing(t *testing.T) {
 	}
 	const n, rounds = 8, 3000
 	run := func(rounds int) error {
-		var wg sync.WaitGroup
+		var wg, entered sync.WaitGroup
 		errs := make([]error, 2)
+		entered.Add(2)
 		for k := range 2 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				c.Enter()
 				defer c.Leave()
+				// Both are callers before either looks up: on a loaded
+				// host one could otherwise run all its rounds alone.
+				entered.Done()
+				entered.Wait()
 				soa, out := make([]uint32, n), make([]flow.RuleID, n)
 				for r := range rounds {
 					for i := range soa {
