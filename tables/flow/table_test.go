@@ -475,3 +475,60 @@ func TestProjectionAndCompact(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupBatchSoARunsOfEqualKeys checks the batch lookup's runs of
+// equal keys (a key equal to the one before it takes its answer) against
+// one lookup per key, for every algorithm: runs of 1 to 40 equal keys,
+// which cross the chunks' boundaries, keys that recur later but not next
+// to each other, and a stride wider than the batch.
+func TestLookupBatchSoARunsOfEqualKeys(t *testing.T) {
+	for _, a := range algos {
+		rng := rand.New(rand.NewPCG(11, uint64(a)))
+		g := newRuleGen(rng, 20, 8)
+		tab, err := NewTable(smallConfig(a, 4, 6))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rl []Rule
+		for range 200 {
+			r := g.rule(t)
+			rl = append(rl, r)
+			_, _, _ = tab.Add(r, 0)
+		}
+		v, err := NewView(tab.Mirror().Image())
+		if err != nil {
+			t.Fatal(err)
+		}
+		words := tab.UsedWords()
+		for trial := range 50 {
+			var keys []Key
+			pool := make([]Key, 1+rng.IntN(6))
+			for i := range pool {
+				pool[i] = g.key(rl, i%2 == 0)
+			}
+			for len(keys) < 300 {
+				k := pool[rng.IntN(len(pool))]
+				for range 1 + rng.IntN(40) {
+					keys = append(keys, k)
+				}
+			}
+			n := len(keys)
+			stride := n + trial%3
+			soa := make([]uint32, len(words)*stride)
+			for j, wd := range words {
+				for i := range keys {
+					soa[j*stride+i] = keys[i][wd]
+				}
+			}
+			out := make([]RuleID, n)
+			if err := v.LookupBatchSoAStride(soa, n, stride, out); err != nil {
+				t.Fatal(err)
+			}
+			for i := range keys {
+				if want, _ := tab.Lookup(&keys[i]); out[i] != want {
+					t.Fatalf("%v trial %d: packet %d of %d: batch says %d, a lookup of its own %d", a, trial, i, n, out[i], want)
+				}
+			}
+		}
+	}
+}

@@ -228,18 +228,73 @@ func (v *View) LookupBatchSoAStride(soa []uint32, n, stride int, out []RuleID) e
 	if n < 0 || stride < n || len(out) < n || int64(len(soa)) < need {
 		return fmt.Errorf("flow: batch of %d packets (stride %d) needs %d key words and %d results, got %d and %d", n, stride, need, n, len(soa), len(out))
 	}
-	var pk [chunk][KeyWords]uint32
+	var (
+		pk      [chunk][KeyWords]uint32
+		rep     [chunk]uint8 // packet i of the chunk has the answer of distinct key rep[i] (sameAsLast: of last)
+		res     [chunk]RuleID
+		last    [KeyWords]uint32 // the last distinct key looked up, lastID its answer
+		lastID  RuleID
+		hasLast bool
+	)
+	p := v.p
 	for lo := 0; lo < n; lo += chunk {
 		m := min(chunk, n-lo)
-		for j := 0; j < v.p; j++ {
+		for j := 0; j < p; j++ {
 			col := soa[j*stride+lo : j*stride+lo+m]
 			for i, x := range col {
 				pk[i][j] = x
 			}
 		}
-		v.lookupChunk(&pk, m, out[lo:lo+m])
+		// A key equal to the one before it takes that key's answer
+		// instead of a search of its own: a batch of one flow, or a table
+		// whose few fields most packets share (in_port), is searched once
+		// per run of equal keys. The distinct keys move to the front.
+		u := 0
+		for i := 0; i < m; i++ {
+			switch {
+			case u > 0 && sameKey(&pk[i], &pk[u-1], p):
+				rep[i] = uint8(u - 1)
+			case u == 0 && hasLast && sameKey(&pk[i], &last, p):
+				rep[i] = sameAsLast
+			default:
+				if u != i {
+					copy(pk[u][:p], pk[i][:p])
+				}
+				rep[i] = uint8(u)
+				u++
+			}
+		}
+		if u > 0 {
+			v.lookupChunk(&pk, u, res[:u])
+		}
+		for i, r := range rep[:m] {
+			if r == sameAsLast {
+				out[lo+i] = lastID
+			} else {
+				out[lo+i] = res[r]
+			}
+		}
+		if u > 0 {
+			copy(last[:p], pk[u-1][:p])
+			lastID, hasLast = res[u-1], true
+		}
 	}
 	return nil
+}
+
+// sameAsLast marks a packet of a chunk whose key is the last distinct key
+// of the chunk before (LookupBatchSoAStride).
+const sameAsLast = chunk
+
+// sameKey reports whether the first p words of two projected keys are
+// equal (words beyond p are not part of the key).
+func sameKey(a, b *[KeyWords]uint32, p int) bool {
+	for j := 0; j < p; j++ {
+		if a[j] != b[j] {
+			return false
+		}
+	}
+	return true
 }
 
 // linear scans the slots below the high-water mark.
