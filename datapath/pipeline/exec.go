@@ -314,7 +314,9 @@ func (w *worker) flushRun() {
 	}
 	r.e.packets.Add(r.packets)
 	r.e.bytes.Add(r.bytes)
-	r.e.used.Store(w.now)
+	if r.e.idle {
+		r.e.used.Store(w.now)
+	}
 	*r = entryRun{}
 }
 
