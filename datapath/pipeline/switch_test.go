@@ -247,6 +247,46 @@ func TestTimeouts(t *testing.T) {
 	}
 }
 
+// TestIdleTimeoutHitRefreshes: a frame that hits an entry with an idle
+// timeout moves its last-used time, so the entry outlives an expiry that
+// counts from its installation; an entry without one is not written by
+// its hits.
+func TestIdleTimeoutHitRefreshes(t *testing.T) {
+	r := newRig(t, 2, FailSecure)
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, IdleTimeout: 2, Match: matchInPort(1), Instructions: applyOut(2)})
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(2), Instructions: applyOut(1)})
+	var idle, plain *entry // the in_port 1 and 2 entries
+	for _, e := range r.sw.tables[0].entries {
+		switch {
+		case e == nil:
+		case e.fm.IdleTimeout != 0:
+			idle = e
+		default:
+			plain = e
+		}
+	}
+	if idle == nil || plain == nil {
+		t.Fatal("the two entries are not in table 0")
+	}
+	installed, plainUsed := idle.used.Load(), plain.used.Load()
+	time.Sleep(20 * time.Millisecond)
+	r.sw.Process(1, [][]byte{udpFrame(t, "10.0.0.1", "10.0.0.2")})
+	r.sw.Process(2, [][]byte{udpFrame(t, "10.0.0.2", "10.0.0.1")})
+	if len(r.devs[1].take()) != 1 || len(r.devs[0].take()) != 1 {
+		t.Fatal("the frames were not forwarded")
+	}
+	if u := idle.used.Load(); u < installed+int64(20*time.Millisecond) {
+		t.Fatalf("a hit left the idle entry's last use at %d, installed at %d", u, installed)
+	}
+	if u := plain.used.Load(); u != plainUsed {
+		t.Errorf("a hit wrote the last use of an entry without an idle timeout (%d, was %d)", u, plainUsed)
+	}
+	// 2 s and 10 ms after the installation, 1.99 s after the hit.
+	if n := r.sw.Expire(time.Unix(0, installed).Add(2*time.Second + 10*time.Millisecond)); n != 0 {
+		t.Fatalf("expired %d entries 1.99 s after a hit, want 0", n)
+	}
+}
+
 // TestExpireLooksOnlyAtTimedEntries: Expire keeps the entries with a
 // timeout in table.timed (through modify, delete and expiry), and while
 // none is due it takes only the read lock, which batches share: it
