@@ -179,7 +179,10 @@
 // the same words. Batches (Table.LookupBatch, View.LookupBatchSoA) go
 // through the classes 32 packets at a time, class by class as GPU threads
 // do, loading every candidate Bloom word and bucket id before comparing so
-// that cache misses overlap; the answers are the same.
+// that cache misses overlap; the answers are the same. View.LookupBatchSoA
+// searches a run of equal projected keys once: a key equal to the one
+// before it takes that answer (a queue's batch in a table matched on
+// in_port alone is one search, not one a packet).
 //
 // # Data
 //
