@@ -103,3 +103,41 @@ func TestCPUMaskHex(t *testing.T) {
 		}
 	}
 }
+
+// TestParseProcStat: the machine's line and the sums of the switch's cores
+// (irq and softirq within busy, steal outside it), from a /proc/stat of
+// four cores; a core list the file does not name counts nothing.
+func TestParseProcStat(t *testing.T) {
+	const text = `cpu  100 1 50 800 5 2 40 3 0 0
+cpu0 10 0 5 200 1 1 20 1 0 0
+cpu1 20 1 10 190 2 0 10 0 0 0
+cpu2 30 0 15 200 1 1 5 2 0 0
+cpu3 40 0 20 210 1 0 5 0 0 0
+intr 12345 0 0
+ctxt 999
+`
+	set, err := parseCPUList("0,2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy, steal, total, ts := parseProcStat(text, &set)
+	if busy != 100+1+50+2+40 || steal != 3 || total != 1001 {
+		t.Errorf("machine: busy %d steal %d total %d, want 193, 3, 1001", busy, steal, total)
+	}
+	// cpu0: busy 10+5+1+20 = 36, soft 21, total 238; cpu2: busy 30+15+1+5 = 51, soft 6, total 254.
+	if want := (cpuTicks{busy: 87, soft: 27, total: 492, cores: 2}); ts != want {
+		t.Errorf("cores 0,2: %+v, want %+v", ts, want)
+	}
+	far, _ := parseCPUList("7")
+	if _, _, _, ts := parseProcStat(text, &far); ts.cores != 0 || ts.total != 0 {
+		t.Errorf("core 7 of a four-core file: %+v, want nothing", ts)
+	}
+	if _, _, _, ts := parseProcStat(text, nil); ts.cores != 0 {
+		t.Errorf("no set: %+v", ts)
+	}
+	s0 := cpuSample{set: cpuTicks{busy: 0, soft: 0, total: 100, cores: 2}}
+	s1 := cpuSample{set: cpuTicks{busy: 150, soft: 50, total: 300, cores: 2}}
+	if b, so := s1.setSince(s0); b != 1.5 || so != 0.5 {
+		t.Errorf("setSince: %v busy, %v soft; want 1.5, 0.5", b, so)
+	}
+}

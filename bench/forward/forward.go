@@ -417,6 +417,13 @@ type Step struct {
 	BusyCores   float64 `json:"busy_cores"`
 	StealCores  float64 `json:"steal_cores"` // a virtual machine's CPU its hypervisor ran something else on
 	SwitchCores float64 `json:"switch_cores,omitempty"`
+	// With --switch-cpus: how many of those cores were busy over the step
+	// (/proc/stat's per-core lines, the switch's process and the kernel's
+	// work on them alike: a switch whose cores are all busy is bound by
+	// them), and of that the interrupt and softirq work (on veth, the
+	// receive path of the frames the switch sends, run in its send calls).
+	SwitchCPUsBusy    float64 `json:"switch_cpus_busy,omitempty"`
+	SwitchCPUsSoftirq float64 `json:"switch_cpus_softirq,omitempty"`
 	// The cores the switch and the bench were held to (--switch-cpus,
 	// --bench-cpus; empty: any).
 	SwitchCPUs string `json:"switch_cpus,omitempty"`

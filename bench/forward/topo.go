@@ -22,6 +22,7 @@ import (
 	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // The topology: named network namespaces made with the netlink library (no
@@ -56,13 +57,14 @@ type fwdEnv struct {
 	subsFile string    // and their file, gswitchd's subscriptions_file
 
 	gswitchdBin string
-	ctlSocket   string   // the running gswitchd's control socket; empty when none runs
-	metricsAddr string   // the running gswitchd's metrics listener (switch namespace); empty when none runs
-	swPid       int      // the running gswitchd's process id
-	swRing      string   // the running gswitchd's --rx-ring (block or frame)
-	swWorkers   int      // the running gswitchd's --rx-workers (0: not given)
-	swTarget    string   // the gswitchd target being measured (names its log with --log-dir)
-	cleanups    []func() // run in reverse by close
+	ctlSocket   string       // the running gswitchd's control socket; empty when none runs
+	metricsAddr string       // the running gswitchd's metrics listener (switch namespace); empty when none runs
+	swPid       int          // the running gswitchd's process id
+	swSet       *unix.CPUSet // --switch-cpus' cores (nil: any), whose time steps record
+	swRing      string       // the running gswitchd's --rx-ring (block or frame)
+	swWorkers   int          // the running gswitchd's --rx-workers (0: not given)
+	swTarget    string       // the gswitchd target being measured (names its log with --log-dir)
+	cleanups    []func()     // run in reverse by close
 }
 
 // inNS runs fn on an OS thread inside namespace h. The thread is never
@@ -112,6 +114,11 @@ type fwdPair struct {
 
 func newFwdEnv(ctx context.Context, f *fwdFlags, log io.Writer) (_ *fwdEnv, err error) {
 	e := &fwdEnv{ctx: ctx, f: f, log: log, pid: os.Getpid()}
+	if f.switchCPUs != "" {
+		if set, err := parseCPUList(f.switchCPUs); err == nil { // checked with the flags
+			e.swSet = &set
+		}
+	}
 	if e.dir, err = os.MkdirTemp("", "gswitch-bench-forward-"); err != nil {
 		return nil, err
 	}
@@ -759,37 +766,34 @@ func (e *fwdEnv) switchCounters() []uint64 {
 }
 
 // cpuSample is the machine's busy and total CPU time (/proc/stat, in
-// clock ticks) and a process's user+system time, at one moment.
+// clock ticks) and a process's user+system time, at one moment; with a
+// set of cores, also theirs (the switch's --switch-cpus).
 type cpuSample struct {
 	at                 time.Time
 	busy, steal, total uint64
 	proc               uint64 // the process's ticks; 0 when there is none
+	set                cpuTicks
+}
+
+// cpuTicks sums the times of a set of cores (the "cpuN" lines of
+// /proc/stat): busy (what is not idle, iowait or steal), soft (irq and
+// softirq, the kernel's interrupt and receive work, within busy), total,
+// and how many of the set's cores the file listed.
+type cpuTicks struct {
+	busy, soft, total uint64
+	cores             int
 }
 
 // userHZ is the unit of /proc's CPU times (USER_HZ, 100 on every Linux
 // architecture the agent runs on).
 const userHZ = 100
 
-// readCPU samples the machine's CPU time and pid's (pid 0: none).
-func readCPU(pid int) cpuSample {
+// readCPU samples the machine's CPU time, that of the cores in set (nil:
+// none) and pid's (pid 0: none).
+func readCPU(pid int, set *unix.CPUSet) cpuSample {
 	s := cpuSample{at: time.Now()}
 	if b, err := os.ReadFile("/proc/stat"); err == nil {
-		line, _, _ := strings.Cut(string(b), "\n")
-		f := strings.Fields(line)
-		// user nice system idle iowait irq softirq steal; guest time is
-		// in user already. Steal (the hypervisor running someone else)
-		// counts in the total, not as busy.
-		for i := 1; i < len(f) && i <= 8; i++ {
-			v, _ := strconv.ParseUint(f[i], 10, 64)
-			s.total += v
-			switch i {
-			case 4, 5: // idle, iowait
-			case 8:
-				s.steal += v
-			default:
-				s.busy += v
-			}
-		}
+		s.busy, s.steal, s.total, s.set = parseProcStat(string(b), set)
 	}
 	if pid > 0 {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
@@ -806,6 +810,64 @@ func readCPU(pid int) cpuSample {
 		}
 	}
 	return s
+}
+
+// parseProcStat reads /proc/stat's text: the whole machine's busy, steal
+// and total ticks (its first line, "cpu"), and the sums of the "cpuN"
+// lines of the cores in set. Fields: user nice system idle iowait irq
+// softirq steal; guest time is in user already. Steal (the hypervisor
+// running someone else) counts in the total, not as busy. A line it cannot
+// read counts nothing.
+func parseProcStat(text string, set *unix.CPUSet) (busy, steal, total uint64, ts cpuTicks) {
+	first := true
+	for line := range strings.Lines(text) {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "cpu") {
+			break // the per-core lines come first, after the machine's
+		}
+		var b, st, tot, soft uint64
+		for i := 1; i < len(f) && i <= 8; i++ {
+			v, _ := strconv.ParseUint(f[i], 10, 64)
+			tot += v
+			switch i {
+			case 4, 5: // idle, iowait
+			case 8:
+				st += v
+			case 6, 7: // irq, softirq
+				soft += v
+				b += v
+			default:
+				b += v
+			}
+		}
+		if first {
+			first = false
+			if f[0] == "cpu" {
+				busy, steal, total = b, st, tot
+			}
+			continue
+		}
+		n, err := strconv.Atoi(f[0][len("cpu"):])
+		if err != nil || set == nil || n < 0 || n >= 1024 || !set.IsSet(n) {
+			continue
+		}
+		ts.busy += b
+		ts.soft += soft
+		ts.total += tot
+		ts.cores++
+	}
+	return busy, steal, total, ts
+}
+
+// setSince returns the cores of the set kept busy between s0 and s, and
+// of those the cores' irq and softirq work (0, 0 without a set).
+func (s cpuSample) setSince(s0 cpuSample) (busy, soft float64) {
+	if s.set.cores == 0 || s.set.cores != s0.set.cores || s.set.total <= s0.set.total {
+		return 0, 0
+	}
+	d := float64(s.set.total - s0.set.total)
+	n := float64(s.set.cores)
+	return float64(s.set.busy-s0.set.busy) / d * n, float64(s.set.soft-s0.set.soft) / d * n
 }
 
 // since returns the cores the machine kept busy between s0 and s (busy
