@@ -376,38 +376,27 @@ func TestCoalescerAllocatesNothing(t *testing.T) {
 	}
 	const n, rounds = 8, 3000
 	run := func(rounds int) error {
-		var wg, entered sync.WaitGroup
 		errs := make([]error, 2)
-		entered.Add(2)
-		for k := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c.Enter()
-				defer c.Leave()
-				// Both are callers before either looks up: on a loaded
-				// host one could otherwise run all its rounds alone.
-				entered.Done()
-				entered.Wait()
-				soa, out := make([]uint32, n), make([]flow.RuleID, n)
-				for r := range rounds {
-					for i := range soa {
-						soa[i] = uint32(k<<20 | r<<4 | i)
-					}
-					if err := c.LookupFlow(1, soa, n, out); err != nil {
-						errs[k] = err
+		// Both are callers before either looks up: on a loaded host one
+		// could otherwise run all its rounds alone.
+		activeCallers(c, 2, func(k int) {
+			soa, out := make([]uint32, n), make([]flow.RuleID, n)
+			for r := range rounds {
+				for i := range soa {
+					soa[i] = uint32(k<<20 | r<<4 | i)
+				}
+				if err := c.LookupFlow(1, soa, n, out); err != nil {
+					errs[k] = err
+					return
+				}
+				for i := range out {
+					if out[i] != flow.RuleID(soa[i]) {
+						errs[k] = fmt.Errorf("caller %d round %d: key %d answered %d, want %d", k, r, i, out[i], soa[i])
 						return
 					}
-					for i := range out {
-						if out[i] != flow.RuleID(soa[i]) {
-							errs[k] = fmt.Errorf("caller %d round %d: key %d answered %d, want %d", k, r, i, out[i], soa[i])
-							return
-						}
-					}
 				}
-			}()
-		}
-		wg.Wait()
+			}
+		})
 		return errors.Join(errs...)
 	}
 	if err := run(200); err != nil { // warm: the pools and the free batches
@@ -428,4 +417,24 @@ func TestCoalescerAllocatesNothing(t *testing.T) {
 	if st.Callers <= st.Batches {
 		t.Errorf("no batch had two members (%d batches, %d callers): the members' path was not run", st.Batches, st.Callers)
 	}
+}
+
+// activeCallers runs fn(0) ... fn(n-1) on goroutines of their own, each an
+// active caller of c (Enter to Leave) from before any of them starts to
+// after it returns, and waits for them all.
+func activeCallers(c *Coalescer, n int, fn func(k int)) {
+	var wg, entered sync.WaitGroup
+	entered.Add(n)
+	for k := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Enter()
+			defer c.Leave()
+			entered.Done()
+			entered.Wait()
+			fn(k)
+		}()
+	}
+	wg.Wait()
 }

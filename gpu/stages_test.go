@@ -66,31 +66,20 @@ func TestCoalescerStages(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The four callers are active from before the first lookup to after
-	// their last (one Enter each, after a barrier), so that a caller
-	// alone in the Coalescer cannot close its batch as the only active
-	// one when the goroutines happen to run one after the other: its
-	// batch waits for the others (or its delay).
-	var wg, entered sync.WaitGroup
-	entered.Add(4)
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.Enter()
-			defer c.Leave()
-			entered.Done()
-			entered.Wait()
-			out := make([]flow.RuleID, 16)
-			for r := range 50 {
-				lo := (g*300 + r*17) % (len(keys) - 16)
-				soa := flow.PackSoA(keys[lo:lo+16], proj, nil)
-				if err := c.LookupFlow(id, soa, 16, out); err != nil {
-					t.Error(err)
-				}
+	// their last (activeCallers), so that a caller alone in the
+	// Coalescer cannot close its batch as the only active one when the
+	// goroutines happen to run one after the other: its batch waits for
+	// the others (or its delay).
+	activeCallers(c, 4, func(g int) {
+		out := make([]flow.RuleID, 16)
+		for r := range 50 {
+			lo := (g*300 + r*17) % (len(keys) - 16)
+			soa := flow.PackSoA(keys[lo:lo+16], proj, nil)
+			if err := c.LookupFlow(id, soa, 16, out); err != nil {
+				t.Error(err)
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	s := c.Stats()
 	st := c.Stages()
 	for _, k := range []Stage{StageForm, StageStart, StageLookup} {
