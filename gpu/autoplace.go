@@ -402,7 +402,7 @@ func (e *Engine) calibrate(p *placed) {
 		if stall != nil {
 			stall()
 		}
-		return keys.lookup(e.cpu, p.id)
+		return keys.lookupCPU(e.cpu, p.id)
 	})
 	if err != nil {
 		e.setReason(p, fmt.Sprintf("calibration failed on the CPU: %v", err))

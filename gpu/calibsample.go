@@ -62,6 +62,20 @@ func (s *calibSample) lookup(b Backend, id TableID) error {
 	return b.LookupLPM6(id, s.a6, s.outL)
 }
 
+// lookupCPU is lookup on the CPU backend with a search for every key
+// (CPU.lookupFlowEach): the sample's keys, rules' masked values, may be
+// equal one after the other (rules that differ only in their masks),
+// which LookupFlow would search once where traffic's keys are not equal.
+func (s *calibSample) lookupCPU(c *CPU, id TableID) error {
+	if s.kind != Flow {
+		return s.lookup(c, id)
+	}
+	if len(s.outF) < s.n {
+		s.outF = make([]flow.RuleID, s.n)
+	}
+	return c.lookupFlowEach(id, s.soa, s.n, s.outF)
+}
+
 // sample returns up to limit keys of table id (Flow: flowSample; LPM:
 // lpmSample) for a calibration.
 func (c *CPU) sample(id TableID, kind Kind, limit int) (*calibSample, error) {

@@ -279,8 +279,19 @@ func (c *CPU) LookupLPM6(id TableID, addrs []lpm.Addr6, out []uint32) error {
 }
 
 // LookupFlow classifies n packets (projected keys in soa, SoA order) in
-// table id.
+// table id; a run of equal keys is searched once
+// (flow.View.LookupBatchSoA).
 func (c *CPU) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) error {
+	return c.lookupFlow(id, soa, n, out, false)
+}
+
+// lookupFlowEach is LookupFlow with a search for every key
+// (flow.View.LookupBatchSoAEach): what a calibration times.
+func (c *CPU) lookupFlowEach(id TableID, soa []uint32, n int, out []flow.RuleID) error {
+	return c.lookupFlow(id, soa, n, out, true)
+}
+
+func (c *CPU) lookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID, each bool) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	lt, err := c.lookupTable(id, Flow, 0, 0)
@@ -291,6 +302,9 @@ func (c *CPU) LookupFlow(id TableID, soa []uint32, n int, out []flow.RuleID) err
 	defer lt.leave(i)
 	if err := checkFlowBatch(t.flay, soa, n, out); err != nil {
 		return err
+	}
+	if each {
+		return t.fview.LookupBatchSoAEach(soa, n, n, out)
 	}
 	return t.fview.LookupBatchSoA(soa, n, out)
 }

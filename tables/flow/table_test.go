@@ -477,8 +477,8 @@ func TestProjectionAndCompact(t *testing.T) {
 }
 
 // TestLookupBatchSoARunsOfEqualKeys checks the batch lookup's runs of
-// equal keys (a key equal to the one before it takes its answer) against
-// one lookup per key, for every algorithm: runs of 1 to 40 equal keys,
+// equal keys (a key equal to the one before it takes its answer), and
+// LookupBatchSoAEach, against one lookup per key, for every algorithm: runs of 1 to 40 equal keys,
 // which cross the chunks' boundaries, keys that recur later but not next
 // to each other, and a stride wider than the batch.
 func TestLookupBatchSoARunsOfEqualKeys(t *testing.T) {
@@ -520,13 +520,16 @@ func TestLookupBatchSoARunsOfEqualKeys(t *testing.T) {
 					soa[j*stride+i] = keys[i][wd]
 				}
 			}
-			out := make([]RuleID, n)
+			out, each := make([]RuleID, n), make([]RuleID, n)
 			if err := v.LookupBatchSoAStride(soa, n, stride, out); err != nil {
 				t.Fatal(err)
 			}
+			if err := v.LookupBatchSoAEach(soa, n, stride, each); err != nil {
+				t.Fatal(err)
+			}
 			for i := range keys {
-				if want, _ := tab.Lookup(&keys[i]); out[i] != want {
-					t.Fatalf("%v trial %d: packet %d of %d: batch says %d, a lookup of its own %d", a, trial, i, n, out[i], want)
+				if want, _ := tab.Lookup(&keys[i]); out[i] != want || each[i] != want {
+					t.Fatalf("%v trial %d: packet %d of %d: batch says %d, a search a key %d, a lookup of its own %d", a, trial, i, n, out[i], each[i], want)
 				}
 			}
 		}

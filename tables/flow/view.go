@@ -220,7 +220,22 @@ func (v *View) LookupBatchSoA(soa []uint32, n int, out []RuleID) error {
 // LookupBatchSoAStride is LookupBatchSoA over keys whose columns are stride
 // words apart (word j of packet i at soa[j*stride+i], stride >= n): a batch
 // buffer of some capacity that holds only n packets.
+// A key equal to the one before it takes that key's answer (see below).
 func (v *View) LookupBatchSoAStride(soa []uint32, n, stride int, out []RuleID) error {
+	return v.lookupBatch(soa, n, stride, out, true)
+}
+
+// LookupBatchSoAEach is LookupBatchSoAStride with a search for every key,
+// equal to the one before it or not: the cost of a key as a calibration
+// times it, from a sample (rules' masked values) whose keys may repeat
+// where traffic's would not.
+func (v *View) LookupBatchSoAEach(soa []uint32, n, stride int, out []RuleID) error {
+	return v.lookupBatch(soa, n, stride, out, false)
+}
+
+// lookupBatch is LookupBatchSoAStride; runs: a run of equal keys is
+// searched once.
+func (v *View) lookupBatch(soa []uint32, n, stride int, out []RuleID, runs bool) error {
 	need := int64(0)
 	if v.p > 0 {
 		need = int64(v.p-1)*int64(stride) + int64(n)
@@ -252,9 +267,9 @@ func (v *View) LookupBatchSoAStride(soa []uint32, n, stride int, out []RuleID) e
 		u := 0
 		for i := 0; i < m; i++ {
 			switch {
-			case u > 0 && sameKey(&pk[i], &pk[u-1], p):
+			case runs && u > 0 && sameKey(&pk[i], &pk[u-1], p):
 				rep[i] = uint8(u - 1)
-			case u == 0 && hasLast && sameKey(&pk[i], &last, p):
+			case runs && u == 0 && hasLast && sameKey(&pk[i], &last, p):
 				rep[i] = sameAsLast
 			default:
 				if u != i {
