@@ -54,6 +54,7 @@ var wantFamilies = []string{
 	"gswitch_openflow_output_drops_total", "gswitch_openflow_packet_in_rate_limited_total",
 	"gswitch_port_rx_bytes_total", "gswitch_port_rx_dropped_total", "gswitch_port_rx_packets_total",
 	"gswitch_port_tx_bytes_total", "gswitch_port_tx_dropped_total", "gswitch_port_tx_packets_total",
+	"gswitch_receive_stall_seconds_total", "gswitch_receive_stalls_total",
 	"gswitch_route_bytes_total", "gswitch_route_nexthop_packets_total", "gswitch_route_packets_total",
 	"gswitch_standalone", "gswitch_switch_write_lock_seconds", "gswitch_table_backend", "gswitch_table_flows", "gswitch_table_lookups_total", "gswitch_table_lpm",
 	"gswitch_table_lpm_conflicts", "gswitch_table_lpm_transitions_total", "gswitch_table_matched_total",

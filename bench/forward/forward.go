@@ -403,8 +403,13 @@ type Step struct {
 	// With datapath workers: the time of a worker's run by part
 	// (gswitch_worker_run_part_seconds: parse, lookup, decide, send), a
 	// value per timed run (one in 8): [p50, p99] in µs.
-	RunParts     map[string][2]float64 `json:"run_parts_us,omitempty"`
-	HalfLossless bool                  `json:"half_lossless,omitempty"`
+	RunParts map[string][2]float64 `json:"run_parts_us,omitempty"`
+	// The waits of gswitchd's receive queues' readers for their runners
+	// during the step (gswitch_receive_stalls_total and its seconds: a
+	// queue's --batch-depth batches unfinished, its ring filling).
+	ReaderStalls  uint64  `json:"reader_stalls,omitempty"`
+	ReaderStallMs float64 `json:"reader_stall_ms,omitempty"`
+	HalfLossless  bool    `json:"half_lossless,omitempty"`
 	// --ruleset events: what matched gswitchd's events (cpu, or the
 	// device) and the events it matched on the device and on the CPU since
 	// it started, read after the series.

@@ -47,14 +47,24 @@ const writeLockMetric = "gswitch_switch_write_lock_seconds"
 // 2026-11-27 has none.
 const runPartMetric = "gswitch_worker_run_part_seconds"
 
+// stallsMetric and stallTimeMetric count the waits of a receive queue's
+// reader for its runner (gswitchd's Config.Depth batches unfinished) and
+// their time; a gswitchd before 2026-11-27 06:00 has neither.
+const (
+	stallsMetric    = "gswitch_receive_stalls_total"
+	stallTimeMetric = "gswitch_receive_stall_seconds_total"
+)
+
 // latPage is what a metrics page says of the latency: the whole and, when
-// gswitchd exports them, the stages, the write-lock spans by op and the
-// workers' run parts.
+// gswitchd exports them, the stages, the write-lock spans by op, the
+// workers' run parts and the readers' stalls.
 type latPage struct {
 	total     *latHist
 	stages    map[string]*latHist
 	writeLock map[string]*latHist
 	runParts  map[string]*latHist
+	stalls    float64 // stallsMetric; -1: not exported
+	stallSec  float64
 }
 
 // since is the page of the values recorded after p0.
@@ -62,7 +72,11 @@ func (p *latPage) since(p0 *latPage) *latPage {
 	if p0 == nil {
 		return nil
 	}
-	d := &latPage{total: p.total.since(p0.total), stages: map[string]*latHist{}, writeLock: map[string]*latHist{}, runParts: map[string]*latHist{}}
+	d := &latPage{total: p.total.since(p0.total), stages: map[string]*latHist{}, writeLock: map[string]*latHist{}, runParts: map[string]*latHist{},
+		stalls: -1}
+	if p.stalls >= 0 && p0.stalls >= 0 {
+		d.stalls, d.stallSec = max(p.stalls-p0.stalls, 0), max(p.stallSec-p0.stallSec, 0)
+	}
 	for _, m := range []struct{ now, before, into map[string]*latHist }{
 		{p.stages, p0.stages, d.stages}, {p.writeLock, p0.writeLock, d.writeLock}, {p.runParts, p0.runParts, d.runParts},
 	} {
@@ -110,7 +124,11 @@ func parseLatency(r io.Reader) (_ *latPage, err error) {
 	if mf == nil || len(mf.Metric) != 1 || mf.Metric[0].Histogram == nil {
 		return nil, fmt.Errorf("no histogram %s", latencyMetric)
 	}
-	page := &latPage{stages: map[string]*latHist{}, writeLock: map[string]*latHist{}, runParts: map[string]*latHist{}}
+	page := &latPage{stages: map[string]*latHist{}, writeLock: map[string]*latHist{}, runParts: map[string]*latHist{}, stalls: -1}
+	if n, ok := counterOf(mfs[stallsMetric]); ok {
+		page.stalls = n
+		page.stallSec, _ = counterOf(mfs[stallTimeMetric])
+	}
 	if page.total, err = histOf(latencyMetric, mf.Metric[0].Histogram); err != nil {
 		return nil, err
 	}
@@ -124,6 +142,19 @@ func parseLatency(r io.Reader) (_ *latPage, err error) {
 		return nil, err
 	}
 	return page, nil
+}
+
+// counterOf is the value of family mf's one counter (false: no such
+// family, or not one counter).
+func counterOf(mf *dto.MetricFamily) (float64, bool) {
+	if mf == nil || len(mf.Metric) != 1 || mf.Metric[0].Counter == nil {
+		return 0, false
+	}
+	v := mf.Metric[0].Counter.GetValue()
+	if math.IsNaN(v) || v < 0 {
+		return 0, false
+	}
+	return v, true
 }
 
 // labelled puts family mf's histograms (nil: none) into into, by their

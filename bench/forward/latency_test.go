@@ -99,6 +99,26 @@ gswitch_frame_latency_stage_seconds_count{stage="` + name + `"} ` + itoa(inf) + 
 		t.Error("a run part series without a part label")
 	}
 
+	// The readers' stalls: the counters' growth over the step; a page
+	// without them (an older gswitchd) says nothing of them.
+	stalls := func(n int, sec string) string {
+		return "# TYPE " + stallsMetric + " counter\n" + stallsMetric + " " + itoa(uint64(n)) + "\n# TYPE " + stallTimeMetric + " counter\n" + stallTimeMetric + " " + sec + "\n"
+	}
+	t0, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + stalls(3, "0.5")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + stalls(10, "0.75")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := t1.since(t0); d.stalls != 7 || d.stallSec != 0.25 {
+		t.Errorf("stalls over the step: %v, %v s; want 7, 0.25", d.stalls, d.stallSec)
+	}
+	if d := t1.since(s0); d.stalls != -1 {
+		t.Errorf("stalls since a page without them: %v, want -1 (unknown)", d.stalls)
+	}
+
 	// The write-lock spans by op: counted, p99 and the largest bucket's
 	// bound over the step; an op without spans in the step has count 0.
 	lock := func(op string, c1, c2, inf uint64) string {

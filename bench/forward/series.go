@@ -151,6 +151,9 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 					held += fmt.Sprintf(" %s %.0f, p99 %.0fµs, max ≤%.0fµs;", op, w[0], w[1], w[2])
 				}
 			}
+			if d.stalls >= 0 {
+				s.ReaderStalls, s.ReaderStallMs = uint64(d.stalls), d.stallSec*1e3
+			}
 			for _, part := range []string{"parse", "lookup", "decide", "send"} {
 				if h := d.runParts[part]; h.count() > 0 {
 					if s.RunParts == nil {
@@ -165,6 +168,9 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 	}
 	if stages != "" {
 		stages = "; p50/p99 by stage:" + stages
+	}
+	if s.ReaderStalls > 0 {
+		stages += fmt.Sprintf("; readers waited for their runners %d times, %.1f ms", s.ReaderStalls, s.ReaderStallMs)
 	}
 	if held != "" {
 		stages += "; datapath held back by" + strings.TrimSuffix(held, ";")

@@ -1,6 +1,9 @@
 package pipeline
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // batchBounds are the upper bounds of the batch-size histogram's buckets
 // (frames per batch); a last bucket holds the larger batches.
@@ -21,6 +24,33 @@ type batchStats struct {
 	shared atomic.Uint64
 	split  atomic.Uint64 // handed to a split port's process goroutine (split.go)
 	worker atomic.Uint64 // run by a datapath worker with its other queues' (workers.go)
+	// A receive queue's reader waiting to hand a closed batch over or for
+	// an empty one (its runner holds Config.Depth unfinished batches, or a
+	// split port's process goroutine is behind): the waits and their time.
+	// Its ring fills meanwhile; a ring that overflows while the switch's
+	// cores are not all busy shows here.
+	stalls  atomic.Uint64
+	stallNs atomic.Int64
+}
+
+// stalled counts a wait of a reader's hand-off that began at since.
+func (b *batchStats) stalled(since time.Time) {
+	b.stalls.Add(1)
+	b.stallNs.Add(int64(time.Since(since)))
+}
+
+// takeFree returns an empty batcher from free, counting the wait when
+// there is none yet.
+func (b *batchStats) takeFree(free chan *batcher) *batcher {
+	select {
+	case x := <-free:
+		return x
+	default:
+	}
+	t0 := time.Now()
+	x := <-free
+	b.stalled(t0)
+	return x
 }
 
 func (b *batchStats) observe(n int) {
@@ -54,13 +84,19 @@ type BatchStats struct {
 	// Worker: batches a datapath worker (RunWorker) ran together with
 	// the batches of its other receive queues.
 	Worker uint64
+	// Stalls: times a receive queue's reader waited to hand a closed
+	// batch over or for an empty one (Config.Depth batches unfinished, or
+	// a split port's process goroutine behind); StallTime: how long in all.
+	Stalls    uint64
+	StallTime time.Duration
 }
 
 // BatchStats returns the batch counters.
 func (s *Switch) BatchStats() BatchStats {
 	b := &s.batches
 	st := BatchStats{Batches: b.count.Load(), Frames: b.frames.Load(), Bounds: batchBounds[:],
-		Full: b.full.Load(), Delay: b.delay.Load(), Direct: b.direct.Load(), Shared: b.shared.Load(), Split: b.split.Load(), Worker: b.worker.Load(), Counts: make([]uint64, len(b.buckets))}
+		Full: b.full.Load(), Delay: b.delay.Load(), Direct: b.direct.Load(), Shared: b.shared.Load(), Split: b.split.Load(), Worker: b.worker.Load(), Counts: make([]uint64, len(b.buckets)),
+		Stalls: b.stalls.Load(), StallTime: time.Duration(b.stallNs.Load())}
 	for i := range b.buckets {
 		st.Counts[i] = b.buckets[i].Load()
 	}

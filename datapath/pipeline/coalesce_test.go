@@ -298,6 +298,88 @@ func (h *heldLooker) release(i int) {
 	close(h.gates[i])
 }
 
+// TestReaderStallsCounted: with every lookup held, a queue's reader hands
+// its closed batches over without waiting while its runner has room
+// (Config.Depth batches) and an empty batcher to give back; the hand-off
+// after that waits until the lookups are answered, and that wait is what
+// BatchStats' Stalls and StallTime count, for each number of batches in
+// flight.
+func TestReaderStallsCounted(t *testing.T) {
+	for _, inFlight := range []int{1, 2} {
+		eng, err := gpu.Open("cpu", nil, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hl := &heldLooker{be: eng, arrived: make(chan int, 16)}
+		r := newCoalescedRigFlight(t, 3, eng, hl, 1, 64, inFlight)
+		r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: applyOut(2)})
+		qr := r.sw.newQueueRunner(1, r.sw.cfg.Coalescer)
+		b := <-qr.free
+		var held []int
+		blocked := false
+		for k := 0; k <= r.sw.cfg.Depth+1 && !blocked; k++ {
+			var fs [][]byte
+			for i := range 5 {
+				fs = append(fs, flowFrame(t, uint16(k*5+i), 0))
+			}
+			fill(t, b, fs)
+			handed := make(chan *batcher, 1)
+			go func() { handed <- qr.hand(b) }()
+			select {
+			case b = <-handed:
+				// The first hand-off finds its runner empty: it cannot
+				// wait (later ones may, briefly, until the runner's
+				// goroutines take what they were handed).
+				if st := r.sw.BatchStats(); k == 0 && st.Stalls != 0 {
+					t.Fatalf("in flight %d: %d stalls for the first hand-off", inFlight, st.Stalls)
+				}
+				continue
+			case <-time.After(50 * time.Millisecond):
+			}
+			blocked = true
+			for done := false; !done; { // answer every lookup until the hand-off returns
+				select {
+				case b = <-handed:
+					done = true
+				case j := <-hl.arrived:
+					held = append(held, j)
+				case <-time.After(5 * time.Millisecond):
+					for _, j := range held {
+						hl.release(j)
+					}
+					held = held[:0]
+				}
+			}
+		}
+		if !blocked {
+			t.Fatalf("in flight %d: no hand-off waited in %d batches with every lookup held (depth %d)", inFlight, r.sw.cfg.Depth+2, r.sw.cfg.Depth)
+		}
+		st := r.sw.BatchStats()
+		if st.Stalls == 0 || st.StallTime < 40*time.Millisecond {
+			t.Errorf("in flight %d: %d stalls, %v, want the wait of about 50 ms counted", inFlight, st.Stalls, st.StallTime)
+		}
+		stop := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case j := <-hl.arrived:
+					hl.release(j)
+				case <-stop:
+					return
+				}
+			}
+		}()
+		for _, j := range held {
+			hl.release(j)
+		}
+		qr.stop()
+		close(stop)
+		if got := r.devs[1].take(); len(got) == 0 {
+			t.Errorf("in flight %d: nothing forwarded", inFlight)
+		}
+	}
+}
+
 // TestAsyncInFlightInOrder: with InFlight 2 one receive queue has two
 // lookups on the device at once (the second batch's is made while the
 // first's is held); answered in reverse, the second batch still waits for

@@ -275,7 +275,9 @@
 //     with an empty batcher. Config.Depth+1 batchers circulate per queue;
 //     the reader waits only when Config.Depth closed batches are
 //     unfinished (the running ones included), and then the ring fills as
-//     it did when Process was slow.
+//     it did when Process was slow. Those waits are counted and timed
+//     (BatchStats' Stalls and StallTime; metrics
+//     gswitch_receive_stalls_total and gswitch_receive_stall_seconds_total).
 //   - The batches' receive stages run one after the other, in order (a
 //     stage may keep per-flow state): with Config.InFlight above 1 on the
 //     reader as it hands the batch over. Up to Config.InFlight batches

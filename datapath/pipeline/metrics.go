@@ -57,6 +57,8 @@ var (
 	mRunPart       = prometheus.NewDesc("gswitch_worker_run_part_seconds", "With datapath workers (--rx-workers): time per run of a worker's batches (one run in 8 timed) in each part, part=parse (the frames' keys), lookup (the classifier's lookups, a device's included), decide (the rest of the tables' work and the actions), send (the transmit).", []string{"part"}, nil)
 	mWriteLock     = prometheus.NewDesc("gswitch_switch_write_lock_seconds", "Time each change held the datapath back, by op (flow_mod, expire, group_mod, meter_mod, barrier, transaction, other): from its request for the switch's write lock, after which no batch starts, to its release.", []string{"op"}, nil)
 	mBatchesClosed = metricCounter("gswitch_batches_closed_total", "Batches a port loop closed, by why: full (batch size reached) or delay (the oldest frame waited the maximum delay).", "why")
+	mReaderStalls  = metricCounter("gswitch_receive_stalls_total", "Times a receive queue's reader waited to hand a closed batch over or for an empty one: with a GPU, its --batch-depth closed batches unfinished (a split port: its process goroutine behind). Its ring fills meanwhile.")
+	mReaderStallT  = metricCounter("gswitch_receive_stall_seconds_total", "Time receive queues' readers spent in the waits of gswitch_receive_stalls_total.")
 	mBatchesPath   = metricCounter("gswitch_batches_path_total", "Receive batches by the path they ran: with a coalescer (a GPU), direct (in the port loop, lookups straight to the classifier: no table was served by the device) or shared (handed to the queue's runner, lookups in shared device batches); worker (run by a datapath worker, --rx-workers, with its other queues' batches; from its first batch on).", "path")
 
 	mLearnedMACs = metricGauge("gswitch_learned_macs", "MAC addresses in the learning table.")
@@ -66,7 +68,7 @@ var (
 		mPortRxPackets, mPortRxBytes, mPortTxPackets, mPortTxBytes, mPortRxDropped, mPortTxDropped,
 		mTableFlows, mTableLookups, mTableMatched, mTableLPM, mTableLPMTransitions, mTableLPMConflicts,
 		mMalformedFrames, mTableMissDrops, mNoRoute, mUnsupportedActions, mGroupDrops, mMeterDrops, mOffloadDrops,
-		mBatchesClosed, mBatchesPath, mLearnedMACs, mStandalone,
+		mBatchesClosed, mBatchesPath, mReaderStalls, mReaderStallT, mLearnedMACs, mStandalone,
 	}
 )
 
@@ -155,6 +157,8 @@ func (c switchCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	emit(mBatchesClosed, float64(bs.Full), "full")
 	emit(mBatchesClosed, float64(bs.Delay), "delay")
+	emit(mReaderStalls, float64(bs.Stalls))
+	emit(mReaderStallT, bs.StallTime.Seconds())
 	if bs.Worker > 0 {
 		emit(mBatchesPath, float64(bs.Worker), "worker")
 	}

@@ -26,6 +26,7 @@ var switchMetricNames = []string{
 	"gswitch_malformed_frames_total", "gswitch_meter_drops_total", "gswitch_no_route_total", "gswitch_offload_drops_total",
 	"gswitch_port_rx_bytes_total", "gswitch_port_rx_dropped_total", "gswitch_port_rx_packets_total",
 	"gswitch_port_tx_bytes_total", "gswitch_port_tx_dropped_total", "gswitch_port_tx_packets_total",
+	"gswitch_receive_stall_seconds_total", "gswitch_receive_stalls_total",
 	"gswitch_standalone", "gswitch_switch_write_lock_seconds", "gswitch_table_flows", "gswitch_table_lookups_total", "gswitch_table_lpm",
 	"gswitch_table_lpm_conflicts", "gswitch_table_lpm_transitions_total", "gswitch_table_matched_total",
 	"gswitch_table_miss_drops_total", "gswitch_unsupported_actions_total", "gswitch_worker_run_part_seconds",

@@ -419,20 +419,34 @@ func (q *queueRunner) drain() {
 // InFlight above 1 it runs b's receive stages first and chains b to the
 // batch handed before it (flights).
 func (q *queueRunner) hand(b *batcher) *batcher {
+	st := &q.s.batches
 	q.unfinished.Add(1)
 	if q.jobs == nil {
-		q.work <- b
-		return <-q.free
+		select {
+		case q.work <- b:
+		default:
+			t0 := time.Now()
+			q.work <- b
+			st.stalled(t0)
+		}
+		return st.takeFree(q.free)
 	}
 	frames := q.s.rxStages(q.no, b)
 	if len(frames) == 0 { // the stages took them all: nothing to order
 		q.finish(b)
-		return <-q.free
+		return st.takeFree(q.free)
 	}
 	turn, sent := q.prev, b.sent
 	q.prev = sent
-	q.jobs <- flight{b: b, frames: frames, turn: turn, sent: sent}
-	return <-q.free
+	j := flight{b: b, frames: frames, turn: turn, sent: sent}
+	select {
+	case q.jobs <- j:
+	default:
+		t0 := time.Now()
+		q.jobs <- j
+		st.stalled(t0)
+	}
+	return st.takeFree(q.free)
 }
 
 // loop runs the handed batches in order until stop (InFlight 1). While a

@@ -89,8 +89,15 @@ func (r *splitRunner) hand(b *batcher) *batcher {
 		return b
 	}
 	r.unfinished.Add(1)
-	r.work <- splitJob{b: b, frames: frames}
-	return <-r.free
+	j := splitJob{b: b, frames: frames}
+	select {
+	case r.work <- j:
+	default:
+		t0 := time.Now()
+		r.work <- j
+		r.s.batches.stalled(t0)
+	}
+	return r.s.batches.takeFree(r.free)
 }
 
 // drain waits until every batch handed so far has been processed.
