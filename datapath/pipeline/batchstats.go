@@ -39,6 +39,19 @@ func (b *batchStats) stalled(since time.Time) {
 	b.stallNs.Add(int64(time.Since(since)))
 }
 
+// handOff sends v on ch, a reader's hand-off to its runner, counting the
+// wait in st when ch is full.
+func handOff[T any](st *batchStats, ch chan<- T, v T) {
+	select {
+	case ch <- v:
+		return
+	default:
+	}
+	t0 := time.Now()
+	ch <- v
+	st.stalled(t0)
+}
+
 // takeFree returns an empty batcher from free, counting the wait when
 // there is none yet.
 func (b *batchStats) takeFree(free chan *batcher) *batcher {

@@ -422,13 +422,7 @@ func (q *queueRunner) hand(b *batcher) *batcher {
 	st := &q.s.batches
 	q.unfinished.Add(1)
 	if q.jobs == nil {
-		select {
-		case q.work <- b:
-		default:
-			t0 := time.Now()
-			q.work <- b
-			st.stalled(t0)
-		}
+		handOff(st, q.work, b)
 		return st.takeFree(q.free)
 	}
 	frames := q.s.rxStages(q.no, b)
@@ -438,14 +432,7 @@ func (q *queueRunner) hand(b *batcher) *batcher {
 	}
 	turn, sent := q.prev, b.sent
 	q.prev = sent
-	j := flight{b: b, frames: frames, turn: turn, sent: sent}
-	select {
-	case q.jobs <- j:
-	default:
-		t0 := time.Now()
-		q.jobs <- j
-		st.stalled(t0)
-	}
+	handOff(st, q.jobs, flight{b: b, frames: frames, turn: turn, sent: sent})
 	return st.takeFree(q.free)
 }
 

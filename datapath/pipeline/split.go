@@ -89,14 +89,7 @@ func (r *splitRunner) hand(b *batcher) *batcher {
 		return b
 	}
 	r.unfinished.Add(1)
-	j := splitJob{b: b, frames: frames}
-	select {
-	case r.work <- j:
-	default:
-		t0 := time.Now()
-		r.work <- j
-		r.s.batches.stalled(t0)
-	}
+	handOff(&r.s.batches, r.work, splitJob{b: b, frames: frames})
 	return r.s.batches.takeFree(r.free)
 }
 
