@@ -48,10 +48,7 @@ func (s *calibSample) tile(m int) *calibSample {
 // buffers of the sample's own, made on the first call).
 func (s *calibSample) lookup(b Backend, id TableID) error {
 	if s.kind == Flow {
-		if len(s.outF) < s.n {
-			s.outF = make([]flow.RuleID, s.n)
-		}
-		return b.LookupFlow(id, s.soa, s.n, s.outF)
+		return b.LookupFlow(id, s.soa, s.n, s.flowOut())
 	}
 	if len(s.outL) < s.n {
 		s.outL = make([]uint32, s.n)
@@ -70,10 +67,15 @@ func (s *calibSample) lookupCPU(c *CPU, id TableID) error {
 	if s.kind != Flow {
 		return s.lookup(c, id)
 	}
+	return c.lookupFlowEach(id, s.soa, s.n, s.flowOut())
+}
+
+// flowOut is the buffer of a flow sample's results, made on first need.
+func (s *calibSample) flowOut() []flow.RuleID {
 	if len(s.outF) < s.n {
 		s.outF = make([]flow.RuleID, s.n)
 	}
-	return c.lookupFlowEach(id, s.soa, s.n, s.outF)
+	return s.outF
 }
 
 // sample returns up to limit keys of table id (Flow: flowSample; LPM:

@@ -298,6 +298,31 @@ func (h *heldLooker) release(i int) {
 	close(h.gates[i])
 }
 
+// heldQueue is a three-port rig whose Coalescer's lookups wait for
+// heldLooker's release (Config.Depth depth, InFlight inFlight), with
+// in_port 1 sent out of port 2, and a runner for port 1's queue.
+func heldQueue(t *testing.T, depth, inFlight int) (*rig, *heldLooker, *queueRunner) {
+	t.Helper()
+	eng, err := gpu.Open("cpu", nil, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	hl := &heldLooker{be: eng, arrived: make(chan int, 16)}
+	r := newCoalescedRigFlight(t, 3, eng, hl, depth, 64, inFlight)
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: applyOut(2)})
+	return r, hl, r.sw.newQueueRunner(1, r.sw.cfg.Coalescer)
+}
+
+// fiveFrames is batch k's frames: UDP source ports 5k to 5k+4.
+func fiveFrames(t *testing.T, k int) [][]byte {
+	var fs [][]byte
+	for i := range 5 {
+		fs = append(fs, flowFrame(t, uint16(k*5+i), 0))
+	}
+	return fs
+}
+
 // TestReaderStallsCounted: with every lookup held, a queue's reader hands
 // its closed batches over without waiting while its runner has room
 // (Config.Depth batches) and an empty batcher to give back; the hand-off
@@ -306,23 +331,12 @@ func (h *heldLooker) release(i int) {
 // flight.
 func TestReaderStallsCounted(t *testing.T) {
 	for _, inFlight := range []int{1, 2} {
-		eng, err := gpu.Open("cpu", nil, 0, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hl := &heldLooker{be: eng, arrived: make(chan int, 16)}
-		r := newCoalescedRigFlight(t, 3, eng, hl, 1, 64, inFlight)
-		r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: applyOut(2)})
-		qr := r.sw.newQueueRunner(1, r.sw.cfg.Coalescer)
+		r, hl, qr := heldQueue(t, 1, inFlight)
 		b := <-qr.free
 		var held []int
 		blocked := false
 		for k := 0; k <= r.sw.cfg.Depth+1 && !blocked; k++ {
-			var fs [][]byte
-			for i := range 5 {
-				fs = append(fs, flowFrame(t, uint16(k*5+i), 0))
-			}
-			fill(t, b, fs)
+			fill(t, b, fiveFrames(t, k))
 			handed := make(chan *batcher, 1)
 			go func() { handed <- qr.hand(b) }()
 			select {
@@ -387,21 +401,10 @@ func TestReaderStallsCounted(t *testing.T) {
 // With InFlight 1 the second lookup is not made until the first returns.
 func TestAsyncInFlightInOrder(t *testing.T) {
 	for _, inFlight := range []int{2, 1} {
-		eng, err := gpu.Open("cpu", nil, 0, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hl := &heldLooker{be: eng, arrived: make(chan int, 16)}
-		r := newCoalescedRigFlight(t, 3, eng, hl, 3, 64, inFlight)
-		r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(1), Instructions: applyOut(2)})
-		qr := r.sw.newQueueRunner(1, r.sw.cfg.Coalescer)
+		r, hl, qr := heldQueue(t, 3, inFlight)
 		b := <-qr.free
 		hand := func(k int) {
-			var fs [][]byte
-			for i := range 5 {
-				fs = append(fs, flowFrame(t, uint16(k*5+i), 0))
-			}
-			fill(t, b, fs)
+			fill(t, b, fiveFrames(t, k))
 			b = qr.hand(b)
 		}
 		wait := func(d time.Duration) (int, bool) {
