@@ -409,7 +409,22 @@ type Step struct {
 	// queue's --batch-depth batches unfinished, its ring filling).
 	ReaderStalls  uint64  `json:"reader_stalls,omitempty"`
 	ReaderStallMs float64 `json:"reader_stall_ms,omitempty"`
-	HalfLossless  bool    `json:"half_lossless,omitempty"`
+	// With batches in flight (per queue, a GPU): the hand-overs of a
+	// queue's ordered transmit from one batch to the next during the step,
+	// and the transmit's idle time between them, in ms summed over the
+	// queues: waiting for the next batch's goroutine to wake (it was
+	// ready) or for its lookups and actions (gswitch_transmit_handovers_total,
+	// gswitch_transmit_handover_idle_seconds_total{why}).
+	Handovers        uint64  `json:"handovers,omitempty"`
+	HandoverWakeMs   float64 `json:"handover_wake_ms,omitempty"`
+	HandoverLookupMs float64 `json:"handover_lookup_ms,omitempty"`
+	// With a GPU: the shared device batches' time by stage over the step
+	// (gswitch_shared_batch_stage_seconds: form, start, slot, lookup,
+	// handback), [p50, p99] in µs; and the mean frames of the batches
+	// gswitchd ran (gswitch_batch_frames).
+	SharedStages   map[string][2]float64 `json:"shared_stages_us,omitempty"`
+	BatchFramesAvg float64               `json:"batch_frames_mean,omitempty"`
+	HalfLossless   bool                  `json:"half_lossless,omitempty"`
 	// --ruleset events: what matched gswitchd's events (cpu, or the
 	// device) and the events it matched on the device and on the CPU since
 	// it started, read after the series.

@@ -55,6 +55,20 @@ const (
 	stallTimeMetric = "gswitch_receive_stall_seconds_total"
 )
 
+// handoversMetric and handoverIdleMetric count the hand-overs of a
+// receive queue's ordered transmit from one batch in flight to the next
+// and the transmit's idle time between them, by why (wake, lookup);
+// sharedStageMetric is a shared device batch's time by stage (form, start,
+// slot, lookup, handback); batchMetric the frames per batch. A gswitchd
+// before 2026-11-27 07:00 has no hand-overs, one without a GPU no shared
+// batches.
+const (
+	handoversMetric    = "gswitch_transmit_handovers_total"
+	handoverIdleMetric = "gswitch_transmit_handover_idle_seconds_total"
+	sharedStageMetric  = "gswitch_shared_batch_stage_seconds"
+	batchMetric        = "gswitch_batch_frames"
+)
+
 // latPage is what a metrics page says of the latency: the whole and, when
 // gswitchd exports them, the stages, the write-lock spans by op, the
 // workers' run parts and the readers' stalls.
@@ -65,6 +79,13 @@ type latPage struct {
 	runParts  map[string]*latHist
 	stalls    float64 // stallsMetric; -1: not exported
 	stallSec  float64
+	// handovers: handoversMetric (-1: not exported); idle: the seconds of
+	// handoverIdleMetric by why.
+	handovers float64
+	idle      map[string]float64
+	shared    map[string]*latHist
+	// batches and frames: gswitch_batch_frames' count and sum.
+	batches, frames float64
 }
 
 // since is the page of the values recorded after p0.
@@ -72,13 +93,21 @@ func (p *latPage) since(p0 *latPage) *latPage {
 	if p0 == nil {
 		return nil
 	}
-	d := &latPage{total: p.total.since(p0.total), stages: map[string]*latHist{}, writeLock: map[string]*latHist{}, runParts: map[string]*latHist{},
-		stalls: -1}
+	d := newLatPage()
+	d.total = p.total.since(p0.total)
 	if p.stalls >= 0 && p0.stalls >= 0 {
 		d.stalls, d.stallSec = max(p.stalls-p0.stalls, 0), max(p.stallSec-p0.stallSec, 0)
 	}
+	if p.handovers >= 0 && p0.handovers >= 0 {
+		d.handovers = max(p.handovers-p0.handovers, 0)
+		for k, v := range p.idle {
+			d.idle[k] = max(v-p0.idle[k], 0)
+		}
+	}
+	d.batches, d.frames = max(p.batches-p0.batches, 0), max(p.frames-p0.frames, 0)
 	for _, m := range []struct{ now, before, into map[string]*latHist }{
 		{p.stages, p0.stages, d.stages}, {p.writeLock, p0.writeLock, d.writeLock}, {p.runParts, p0.runParts, d.runParts},
+		{p.shared, p0.shared, d.shared},
 	} {
 		for k, h := range m.now {
 			if hd := h.since(m.before[k]); hd != nil {
@@ -87,6 +116,11 @@ func (p *latPage) since(p0 *latPage) *latPage {
 		}
 	}
 	return d
+}
+
+func newLatPage() *latPage {
+	return &latPage{stages: map[string]*latHist{}, writeLock: map[string]*latHist{}, runParts: map[string]*latHist{},
+		shared: map[string]*latHist{}, idle: map[string]float64{}, stalls: -1, handovers: -1}
 }
 
 // scrapeLatency reads gswitchd's latency histograms from its metrics
@@ -124,10 +158,22 @@ func parseLatency(r io.Reader) (_ *latPage, err error) {
 	if mf == nil || len(mf.Metric) != 1 || mf.Metric[0].Histogram == nil {
 		return nil, fmt.Errorf("no histogram %s", latencyMetric)
 	}
-	page := &latPage{stages: map[string]*latHist{}, writeLock: map[string]*latHist{}, runParts: map[string]*latHist{}, stalls: -1}
+	page := newLatPage()
 	if n, ok := counterOf(mfs[stallsMetric]); ok {
 		page.stalls = n
 		page.stallSec, _ = counterOf(mfs[stallTimeMetric])
+	}
+	if n, ok := counterOf(mfs[handoversMetric]); ok {
+		page.handovers = n
+		if err = labelledCounters(mfs[handoverIdleMetric], "why", page.idle); err != nil {
+			return nil, err
+		}
+	}
+	if mf := mfs[batchMetric]; mf != nil && len(mf.Metric) == 1 && mf.Metric[0].Histogram != nil {
+		h := mf.Metric[0].Histogram
+		if n, sum := float64(h.GetSampleCount()), h.GetSampleSum(); sum >= 0 && !math.IsNaN(sum) {
+			page.batches, page.frames = n, sum
+		}
 	}
 	if page.total, err = histOf(latencyMetric, mf.Metric[0].Histogram); err != nil {
 		return nil, err
@@ -139,6 +185,9 @@ func parseLatency(r io.Reader) (_ *latPage, err error) {
 		return nil, err
 	}
 	if err = labelled(mfs[runPartMetric], "part", page.runParts); err != nil {
+		return nil, err
+	}
+	if err = labelled(mfs[sharedStageMetric], "stage", page.shared); err != nil {
 		return nil, err
 	}
 	return page, nil
@@ -157,6 +206,32 @@ func counterOf(mf *dto.MetricFamily) (float64, bool) {
 	return v, true
 }
 
+// labelledCounters puts family mf's counters (nil: none) into into, by
+// their label's value.
+func labelledCounters(mf *dto.MetricFamily, label string, into map[string]float64) error {
+	if mf == nil {
+		return nil
+	}
+	for _, m := range mf.Metric {
+		v := labelOf(m, label)
+		if v == "" || m.Counter == nil || math.IsNaN(m.Counter.GetValue()) || m.Counter.GetValue() < 0 {
+			return fmt.Errorf("%s: a series without a %s or not a counter", mf.GetName(), label)
+		}
+		into[v] = m.Counter.GetValue()
+	}
+	return nil
+}
+
+// labelOf is metric m's value of label (empty: none).
+func labelOf(m *dto.Metric, label string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == label {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
 // labelled puts family mf's histograms (nil: none) into into, by their
 // label's value.
 func labelled(mf *dto.MetricFamily, label string, into map[string]*latHist) error {
@@ -164,12 +239,7 @@ func labelled(mf *dto.MetricFamily, label string, into map[string]*latHist) erro
 		return nil
 	}
 	for _, m := range mf.Metric {
-		var v string
-		for _, l := range m.GetLabel() {
-			if l.GetName() == label {
-				v = l.GetValue()
-			}
-		}
+		v := labelOf(m, label)
 		if v == "" || m.Histogram == nil {
 			return fmt.Errorf("%s: a series without a %s or not a histogram", mf.GetName(), label)
 		}

@@ -119,6 +119,45 @@ gswitch_frame_latency_stage_seconds_count{stage="` + name + `"} ` + itoa(inf) + 
 		t.Errorf("stalls since a page without them: %v, want -1 (unknown)", d.stalls)
 	}
 
+	// The transmit hand-overs and their idle by why, the shared batches'
+	// stages (read as the stages are) and the frames per batch: their
+	// growth over the step.
+	hand := func(n int, wake, look string) string {
+		return "# TYPE " + handoversMetric + " counter\n" + handoversMetric + " " + itoa(uint64(n)) + "\n# TYPE " + handoverIdleMetric + " counter\n" +
+			handoverIdleMetric + `{why="wake"} ` + wake + "\n" + handoverIdleMetric + `{why="lookup"} ` + look + "\n"
+	}
+	shared := func(name string, c1, inf uint64) string {
+		return strings.ReplaceAll(stage(name, c1, inf), "gswitch_frame_latency_stage_seconds", sharedStageMetric)
+	}
+	batches := func(n int, sum string) string {
+		return "# TYPE " + batchMetric + " histogram\n" + batchMetric + `_bucket{le="+Inf"} ` + itoa(uint64(n)) + "\n" + batchMetric + "_sum " + sum + "\n" + batchMetric + "_count " + itoa(uint64(n)) + "\n"
+	}
+	const sharedType = "# TYPE " + sharedStageMetric + " histogram\n"
+	h0p, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + hand(4, "0.5", "1") + sharedType + shared("lookup", 2, 2) + batches(10, "100")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1p, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + hand(14, "0.75", "1.5") + sharedType + shared("lookup", 2, 12) + batches(30, "700")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hd := h1p.since(h0p)
+	if hd.handovers != 10 || hd.idle["wake"] != 0.25 || hd.idle["lookup"] != 0.5 {
+		t.Errorf("hand-overs over the step: %v, idle %v; want 10, wake 0.25 and lookup 0.5 s", hd.handovers, hd.idle)
+	}
+	if hd.shared["lookup"].count() != 10 || !near(hd.shared["lookup"].quantile(0.5), 10) {
+		t.Errorf("shared lookups over the step: %d, p50 %v µs; want 10, 10", hd.shared["lookup"].count(), hd.shared["lookup"].quantile(0.5))
+	}
+	if hd.batches != 20 || hd.frames != 600 {
+		t.Errorf("batches over the step: %v, %v frames; want 20, 600", hd.batches, hd.frames)
+	}
+	if d := h1p.since(s0); d.handovers != -1 {
+		t.Errorf("hand-overs since a page without them: %v, want -1 (unknown)", d.handovers)
+	}
+	if _, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + hand(1, "0.5", "1") + handoverIdleMetric + " 3\n")); err == nil {
+		t.Error("a hand-over idle series without a why label")
+	}
+
 	// The write-lock spans by op: counted, p99 and the largest bucket's
 	// bound over the step; an op without spans in the step has count 0.
 	lock := func(op string, c1, c2, inf uint64) string {

@@ -154,6 +154,20 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 			if d.stalls >= 0 {
 				s.ReaderStalls, s.ReaderStallMs = uint64(d.stalls), d.stallSec*1e3
 			}
+			if d.handovers > 0 {
+				s.Handovers, s.HandoverWakeMs, s.HandoverLookupMs = uint64(d.handovers), d.idle["wake"]*1e3, d.idle["lookup"]*1e3
+			}
+			if d.batches > 0 {
+				s.BatchFramesAvg = d.frames / d.batches
+			}
+			for _, st := range []string{"form", "start", "slot", "lookup", "handback"} {
+				if h := d.shared[st]; h.count() > 0 {
+					if s.SharedStages == nil {
+						s.SharedStages = map[string][2]float64{}
+					}
+					s.SharedStages[st] = [2]float64{h.quantile(0.5), h.quantile(0.99)}
+				}
+			}
 			for _, part := range []string{"parse", "lookup", "decide", "send"} {
 				if h := d.runParts[part]; h.count() > 0 {
 					if s.RunParts == nil {
@@ -171,6 +185,12 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 	}
 	if s.ReaderStalls > 0 {
 		stages += fmt.Sprintf("; readers waited for their runners %d times, %.1f ms", s.ReaderStalls, s.ReaderStallMs)
+	}
+	if s.Handovers > 0 {
+		stages += fmt.Sprintf("; transmit hand-overs %d, idle %.1f ms for wake-ups, %.1f ms for lookups", s.Handovers, s.HandoverWakeMs, s.HandoverLookupMs)
+	}
+	if s.BatchFramesAvg > 0 {
+		stages += fmt.Sprintf("; %.1f frames a batch", s.BatchFramesAvg)
 	}
 	if held != "" {
 		stages += "; datapath held back by" + strings.TrimSuffix(held, ";")

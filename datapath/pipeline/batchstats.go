@@ -31,6 +31,42 @@ type batchStats struct {
 	// cores are not all busy shows here.
 	stalls  atomic.Uint64
 	stallNs atomic.Int64
+	// A queue's batches in flight transmit in order (process's turn): the
+	// hand-overs from one batch's transmit to the next's, and the time the
+	// queue's transmit stood idle between them, split by why: the next
+	// batch was ready and waiting, and its goroutine had to be woken
+	// (wake), or it was still in its lookups and actions (lookup).
+	handovers    atomic.Uint64
+	handoverWake atomic.Int64
+	handoverLook atomic.Int64
+}
+
+// monoEpoch and monoNs: a monotonic clock in nanoseconds, for tokens that
+// carry a time between goroutines.
+var monoEpoch = time.Now()
+
+func monoNs() int64 { return int64(time.Since(monoEpoch)) }
+
+// takeTurn takes the token the batch before this one put in turn after its
+// transmit (the time it did, monoNs), and counts the hand-over: the time
+// from the token to now is the queue's transmit idle between the two
+// batches, waiting for this batch's goroutine to wake (the token came
+// while it waited) or for its lookups (the token was there already).
+func (b *batchStats) takeTurn(turn <-chan int64) {
+	var t int64
+	waited := false
+	select {
+	case t = <-turn:
+	default:
+		t, waited = <-turn, true
+	}
+	d := max(monoNs()-t, 0)
+	b.handovers.Add(1)
+	if waited {
+		b.handoverWake.Add(d)
+	} else {
+		b.handoverLook.Add(d)
+	}
 }
 
 // stalled counts a wait of a reader's hand-off that began at since.
@@ -102,6 +138,14 @@ type BatchStats struct {
 	// a split port's process goroutine behind); StallTime: how long in all.
 	Stalls    uint64
 	StallTime time.Duration
+	// Handovers: a queue's transmits of batches in flight that followed
+	// the transmit of the batch before (Config.InFlight above 1); the
+	// queue's transmit idle between the two, HandoverWake while the next
+	// batch's goroutine was woken (it was ready and waiting), HandoverLookup
+	// while the next batch was still in its lookups and actions.
+	Handovers      uint64
+	HandoverWake   time.Duration
+	HandoverLookup time.Duration
 }
 
 // BatchStats returns the batch counters.
@@ -109,7 +153,8 @@ func (s *Switch) BatchStats() BatchStats {
 	b := &s.batches
 	st := BatchStats{Batches: b.count.Load(), Frames: b.frames.Load(), Bounds: batchBounds[:],
 		Full: b.full.Load(), Delay: b.delay.Load(), Direct: b.direct.Load(), Shared: b.shared.Load(), Split: b.split.Load(), Worker: b.worker.Load(), Counts: make([]uint64, len(b.buckets)),
-		Stalls: b.stalls.Load(), StallTime: time.Duration(b.stallNs.Load())}
+		Stalls: b.stalls.Load(), StallTime: time.Duration(b.stallNs.Load()),
+		Handovers: b.handovers.Load(), HandoverWake: time.Duration(b.handoverWake.Load()), HandoverLookup: time.Duration(b.handoverLook.Load())}
 	for i := range b.buckets {
 		st.Counts[i] = b.buckets[i].Load()
 	}

@@ -394,6 +394,52 @@ func TestReaderStallsCounted(t *testing.T) {
 	}
 }
 
+// TestHandoversCounted: two batches of one queue in flight, their lookups
+// held and answered in either order. Answered second first, the second
+// batch waits for its turn and is woken by the first's transmit (a
+// hand-over counted as wake); answered in order 30 ms apart, the queue's
+// transmit stands idle those 30 ms for the second batch's lookup (counted
+// as lookup).
+func TestHandoversCounted(t *testing.T) {
+	for _, secondFirst := range []bool{true, false} {
+		r, hl, qr := heldQueue(t, 3, 2)
+		b := <-qr.free
+		for k := range 2 {
+			fill(t, b, fiveFrames(t, k))
+			b = qr.hand(b)
+			select {
+			case j := <-hl.arrived:
+				if j != k {
+					t.Fatalf("lookup %d arrived for batch %d", j, k)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("batch %d made no lookup", k)
+			}
+		}
+		first, second := 0, 1
+		if secondFirst {
+			first, second = 1, 0
+		}
+		hl.release(first)
+		time.Sleep(30 * time.Millisecond)
+		hl.release(second)
+		qr.stop()
+		if got := sports(r.devs[1].take()); len(got) != 10 || got[0] != 0 || got[9] != 9 {
+			t.Fatalf("second answered first %v: forwarded %v, want the 10 frames in order", secondFirst, got)
+		}
+		st := r.sw.BatchStats()
+		if st.Handovers != 1 {
+			t.Fatalf("second answered first %v: %d hand-overs, want 1", secondFirst, st.Handovers)
+		}
+		if secondFirst && (st.HandoverLookup != 0 || st.HandoverWake >= 30*time.Millisecond) {
+			t.Errorf("second batch waiting: idle %v for a wake-up, %v for a lookup; want a wake-up under 30 ms and no lookup", st.HandoverWake, st.HandoverLookup)
+		}
+		if !secondFirst && (st.HandoverWake != 0 || st.HandoverLookup < 25*time.Millisecond) {
+			t.Errorf("second lookup answered 30 ms late: idle %v for a wake-up, %v for a lookup; want none and about 30 ms", st.HandoverWake, st.HandoverLookup)
+		}
+	}
+}
+
 // TestAsyncInFlightInOrder: with InFlight 2 one receive queue has two
 // lookups on the device at once (the second batch's is made while the
 // first's is held); answered in reverse, the second batch still waits for

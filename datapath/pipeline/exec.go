@@ -91,7 +91,7 @@ func (s *Switch) Process(inPort uint32, frames [][]byte) { s.process(inPort, fra
 // one queue run concurrently still leave in the order they arrived
 // (queueRunner). With direct its lookups bypass the Coalescer (the
 // synchronous path of a receive queue while no table is coalesced).
-func (s *Switch) process(inPort uint32, frames [][]byte, turn <-chan struct{}, sent chan struct{}, direct bool) {
+func (s *Switch) process(inPort uint32, frames [][]byte, turn <-chan int64, sent chan int64, direct bool) {
 	w := s.workers.Get().(*worker)
 	defer s.workers.Put(w)
 	w.begin()
@@ -99,11 +99,11 @@ func (s *Switch) process(inPort uint32, frames [][]byte, turn <-chan struct{}, s
 	w.admit(inPort, frames)
 	w.decide() // before waiting for the turn: a FLOW_MOD waiting for mu must not wait on an earlier batch
 	if turn != nil {
-		<-turn
+		s.batches.takeTurn(turn)
 	}
 	w.flush()
 	if sent != nil {
-		sent <- struct{}{}
+		sent <- monoNs()
 	}
 }
 

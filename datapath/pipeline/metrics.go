@@ -59,6 +59,8 @@ var (
 	mBatchesClosed = metricCounter("gswitch_batches_closed_total", "Batches a port loop closed, by why: full (batch size reached) or delay (the oldest frame waited the maximum delay).", "why")
 	mReaderStalls  = metricCounter("gswitch_receive_stalls_total", "Times a receive queue's reader waited to hand a closed batch over or for an empty one: with a GPU, its --batch-depth closed batches unfinished (a split port: its process goroutine behind). Its ring fills meanwhile.")
 	mReaderStallT  = metricCounter("gswitch_receive_stall_seconds_total", "Time receive queues' readers spent in the waits of gswitch_receive_stalls_total.")
+	mHandovers     = metricCounter("gswitch_transmit_handovers_total", "With batches in flight (--in-flight above 1): a receive queue's transmits that followed the transmit of the batch before it (its frames leave in order).")
+	mHandoverT     = metricCounter("gswitch_transmit_handover_idle_seconds_total", "The time a receive queue's transmit stood idle between two batches in flight, by why: wake (the next batch was ready and its goroutine was being woken) or lookup (the next batch was still in its lookups and actions).", "why")
 	mBatchesPath   = metricCounter("gswitch_batches_path_total", "Receive batches by the path they ran: with a coalescer (a GPU), direct (in the port loop, lookups straight to the classifier: no table was served by the device) or shared (handed to the queue's runner, lookups in shared device batches); worker (run by a datapath worker, --rx-workers, with its other queues' batches; from its first batch on).", "path")
 
 	mLearnedMACs = metricGauge("gswitch_learned_macs", "MAC addresses in the learning table.")
@@ -68,7 +70,7 @@ var (
 		mPortRxPackets, mPortRxBytes, mPortTxPackets, mPortTxBytes, mPortRxDropped, mPortTxDropped,
 		mTableFlows, mTableLookups, mTableMatched, mTableLPM, mTableLPMTransitions, mTableLPMConflicts,
 		mMalformedFrames, mTableMissDrops, mNoRoute, mUnsupportedActions, mGroupDrops, mMeterDrops, mOffloadDrops,
-		mBatchesClosed, mBatchesPath, mReaderStalls, mReaderStallT, mLearnedMACs, mStandalone,
+		mBatchesClosed, mBatchesPath, mReaderStalls, mReaderStallT, mHandovers, mHandoverT, mLearnedMACs, mStandalone,
 	}
 )
 
@@ -159,6 +161,9 @@ func (c switchCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(mBatchesClosed, float64(bs.Delay), "delay")
 	emit(mReaderStalls, float64(bs.Stalls))
 	emit(mReaderStallT, bs.StallTime.Seconds())
+	emit(mHandovers, float64(bs.Handovers))
+	emit(mHandoverT, bs.HandoverWake.Seconds(), "wake")
+	emit(mHandoverT, bs.HandoverLookup.Seconds(), "lookup")
 	if bs.Worker > 0 {
 		emit(mBatchesPath, float64(bs.Worker), "worker")
 	}

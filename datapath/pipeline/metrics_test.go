@@ -29,7 +29,7 @@ var switchMetricNames = []string{
 	"gswitch_receive_stall_seconds_total", "gswitch_receive_stalls_total",
 	"gswitch_standalone", "gswitch_switch_write_lock_seconds", "gswitch_table_flows", "gswitch_table_lookups_total", "gswitch_table_lpm",
 	"gswitch_table_lpm_conflicts", "gswitch_table_lpm_transitions_total", "gswitch_table_matched_total",
-	"gswitch_table_miss_drops_total", "gswitch_unsupported_actions_total", "gswitch_worker_run_part_seconds",
+	"gswitch_table_miss_drops_total", "gswitch_transmit_handover_idle_seconds_total", "gswitch_transmit_handovers_total", "gswitch_unsupported_actions_total", "gswitch_worker_run_part_seconds",
 }
 
 // metricsRig is a switch of ports p1, p2 and oddName (3, whose device

@@ -38,12 +38,15 @@ type batcher struct {
 	// is taken before its batcher can carry another one (the next batch
 	// transmits only after taking it, and the batcher comes back for a
 	// later batch only after that one's turn), so the channel is made once.
-	sent chan struct{}
+	// The token is the monotonic time it was put (monoNs), from which the
+	// next batch counts the queue's transmit idle between the two
+	// (batchStats.handedOver).
+	sent chan int64
 }
 
 func newBatcher(capacity int) *batcher {
 	return &batcher{frames: make([][]byte, 0, capacity), arena: make([]byte, 0, capacity*2048), cap: capacity,
-		sent: make(chan struct{}, 1)}
+		sent: make(chan int64, 1)}
 }
 
 // add copies f into the batch. A frame whose sender left its checksum
@@ -312,7 +315,7 @@ type queueRunner struct {
 	jobs chan flight   // InFlight > 1: closed batches, in order (cap Depth), for the flight goroutines
 	free chan *batcher // empty batchers (cap Depth+1)
 	done chan struct{} // closed when loop returns (InFlight 1)
-	prev chan struct{} // the last handed batch's sent: it holds a token once that batch has transmitted (nil: none)
+	prev chan int64    // the last handed batch's sent: it holds a token once that batch has transmitted (nil: none)
 	wg   sync.WaitGroup
 
 	unfinished atomic.Int64  // batches handed and not yet transmitted (finish)
@@ -350,7 +353,7 @@ func (s *Switch) newQueueRunner(no uint32, co *gpu.Coalescer) *queueRunner {
 type flight struct {
 	b          *batcher
 	frames     [][]byte
-	turn, sent chan struct{}
+	turn, sent chan int64
 }
 
 // flights runs the handed batches' pipelines until jobs is closed. While
