@@ -45,8 +45,8 @@ type Config struct {
 	GPUs        []int               `yaml:"gpus"`
 	MaxDelay    time.Duration       `yaml:"max_delay"`
 	SharedDelay time.Duration       `yaml:"shared_delay"` // the part of max_delay a lookup may wait in a shared device batch (0: all of it, and the receive batch all of it too)
-	InFlight    int                 `yaml:"in_flight"`    // with a GPU, batches of a receive queue in the pipeline at once (0: pipeline's default, 2)
-	BatchDepth  int                 `yaml:"batch_depth"`  // with a GPU, closed batches of a receive queue unfinished before its reader waits (0: pipeline's default, 3; at least in_flight)
+	InFlight    int                 `yaml:"in_flight"`    // with a GPU, batches of a receive queue in the pipeline at once (0: pipeline's default, 4 with 8 or more cores, else 2)
+	BatchDepth  int                 `yaml:"batch_depth"`  // with a GPU, closed batches of a receive queue unfinished before its reader waits (0: pipeline's default, 8 with 4 in flight, else 3; at least in_flight)
 	RxQueues    int                 `yaml:"rx_queues"`
 	RxWorkers   int                 `yaml:"rx_workers"`    // datapath workers serving all receive queues (0: a goroutine per queue; workers.go of pipeline)
 	RxRing      string              `yaml:"rx_ring"`       // auto (frame below a 1 ms max_delay, else block), block or frame
@@ -282,8 +282,8 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.gpus, "gpus", "", "GPU ordinals to use, comma separated: `LIST` (e.g. 0,1)")
 	fs.DurationVar(&f.maxDelay, "max-delay", 0, "longest a received frame waits for its batch to fill: `DURATION` (e.g. 100us)")
 	fs.DurationVar(&f.sharedDelay, "shared-delay", 0, "with a GPU, the part of --max-delay a lookup may wait in a shared device batch: `DURATION`; receive batches then close after --max-delay minus it, so that a frame waits at most --max-delay in both (0, the default: each waits up to --max-delay)")
-	fs.IntVar(&f.inFlight, "in-flight", 0, "with a GPU, batches of a receive queue in the pipeline at once, their lookups in the shared device batches while the reader reads on: `N` (0: 2)")
-	fs.IntVar(&f.batchDepth, "batch-depth", 0, "with a GPU, closed batches of a receive queue that may be unfinished before its reader waits: `N` (0: 3; at least --in-flight)")
+	fs.IntVar(&f.inFlight, "in-flight", 0, "with a GPU, batches of a receive queue in the pipeline at once, their lookups in the shared device batches while the reader reads on: `N` (0: 4 with 8 or more cores, else 2)")
+	fs.IntVar(&f.batchDepth, "batch-depth", 0, "with a GPU, closed batches of a receive queue that may be unfinished before its reader waits: `N` (0: 8 with 4 in flight, else 3; at least --in-flight)")
 	fs.IntVar(&f.minBatch, "min-batch", 0, "smallest batch sent to a GPU; smaller ones are classified on the CPU, except a costly flow table's under --backend auto (from the size whose CPU lookup takes as long as the GPU's small lookup): `N`")
 	fs.IntVar(&f.batchSize, "batch-size", 0, "frames per batch at most: `N`")
 	fs.IntVar(&f.rxQueues, "rx-queues", 0, "receive queues per port: `N` (1..64) AF_PACKET rings in a PACKET_FANOUT group, each read by its own goroutine; 1: one ring, no fanout")

@@ -58,7 +58,7 @@ var wantFamilies = []string{
 	"gswitch_route_bytes_total", "gswitch_route_nexthop_packets_total", "gswitch_route_packets_total",
 	"gswitch_standalone", "gswitch_switch_write_lock_seconds", "gswitch_table_backend", "gswitch_table_flows", "gswitch_table_lookups_total", "gswitch_table_lpm",
 	"gswitch_table_lpm_conflicts", "gswitch_table_lpm_transitions_total", "gswitch_table_matched_total",
-	"gswitch_table_miss_drops_total", "gswitch_unsupported_actions_total", "gswitch_worker_run_part_seconds",
+	"gswitch_table_miss_drops_total", "gswitch_transmit_handover_idle_seconds_total", "gswitch_transmit_handovers_total", "gswitch_unsupported_actions_total", "gswitch_worker_run_part_seconds",
 }
 
 // metricsAgent is an Agent of the CPU engine, a switch of one port

@@ -548,3 +548,25 @@ func TestStandaloneLearns(t *testing.T) {
 		t.Fatal("standalone learning still active with a controller connected")
 	}
 }
+
+// TestDefaultInFlight: 4 batches in flight and a depth of 8 with 8 or more
+// Go processors, 2 and 3 below; a depth that is set is kept, and never
+// below the batches in flight.
+func TestDefaultInFlight(t *testing.T) {
+	for _, c := range []struct{ procs, depth, wantIn, wantDepth int }{
+		{16, 0, 4, 8}, {8, 0, 4, 8}, {8, 5, 4, 5}, {4, 0, 2, 3}, {1, 0, 2, 3}, {4, 6, 2, 6},
+	} {
+		in, d := defaultInFlight(c.procs, c.depth)
+		cfg := Config{InFlight: in, Depth: d, Classifier: cpuEngine(t)}
+		if err := cfg.normalize(); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.InFlight != c.wantIn || cfg.Depth != c.wantDepth {
+			t.Errorf("%d processors, depth %d: in flight %d, depth %d; want %d, %d", c.procs, c.depth, cfg.InFlight, cfg.Depth, c.wantIn, c.wantDepth)
+		}
+	}
+	cfg := Config{InFlight: 6, Classifier: cpuEngine(t)}
+	if err := cfg.normalize(); err != nil || cfg.Depth != 6 {
+		t.Errorf("in flight 6 set, depth not: depth %d (%v), want 6", cfg.Depth, err)
+	}
+}
