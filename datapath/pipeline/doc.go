@@ -281,15 +281,19 @@
 //   - The batches' receive stages run one after the other, in order (a
 //     stage may keep per-flow state): with Config.InFlight above 1 on the
 //     reader as it hands the batch over. Up to Config.InFlight batches
-//     (default 2) then run the rest (Process: parse, the tables stage by
-//     stage, actions, transmit, the latency histogram) at once, on the
+//     (default 4 with 8 or more Go processors, else 2) then run the rest
+//     (Process: parse, the tables stage by stage, actions, transmit, the
+//     latency histogram) at once, on the
 //     queue's InFlight goroutines (queueRunner.flights, which live as long
 //     as the queue: one hand-off per batch, no goroutine started per
 //     batch), so batch k+1's lookups are made while batch k's is on the
 //     device; each batch transmits only once the batch before it has (a
 //     token the batch puts in its batcher's channel after its transmit,
 //     which the next one takes before its own: Process's flush; the
-//     channel is the batcher's, made once), so frames of one queue,
+//     channel is the batcher's, made once, and the token the time it was
+//     put, from which the next batch counts the transmit's idle between
+//     the two: BatchStats' Handovers, HandoverWake and HandoverLookup),
+//     so frames of one queue,
 //     and so of one flow, leave in the order they arrived. Only the
 //     transmit is ordered: the counters, and packet-ins sent to a
 //     controller by two batches in flight, may interleave. With InFlight 1
