@@ -413,7 +413,9 @@ type Step struct {
 	// queue's ordered transmit from one batch to the next during the step,
 	// and the transmit's idle time between them, in ms summed over the
 	// queues: waiting for the next batch's goroutine to wake (it was
-	// ready) or for its lookups and actions (gswitch_transmit_handovers_total,
+	// ready) or for the next batch to come to its transmit (its lookups and
+	// actions, or under light traffic its batch's close)
+	// (gswitch_transmit_handovers_total,
 	// gswitch_transmit_handover_idle_seconds_total{why}).
 	Handovers        uint64  `json:"handovers,omitempty"`
 	HandoverWakeMs   float64 `json:"handover_wake_ms,omitempty"`

@@ -35,7 +35,8 @@ type batchStats struct {
 	// hand-overs from one batch's transmit to the next's, and the time the
 	// queue's transmit stood idle between them, split by why: the next
 	// batch was ready and waiting, and its goroutine had to be woken
-	// (wake), or it was still in its lookups and actions (lookup).
+	// (wake), or it had not come to its transmit (lookup: its lookups and
+	// actions, or, under light traffic, its batch not yet closed).
 	handovers    atomic.Uint64
 	handoverWake atomic.Int64
 	handoverLook atomic.Int64
@@ -142,7 +143,8 @@ type BatchStats struct {
 	// the transmit of the batch before (Config.InFlight above 1); the
 	// queue's transmit idle between the two, HandoverWake while the next
 	// batch's goroutine was woken (it was ready and waiting), HandoverLookup
-	// while the next batch was still in its lookups and actions.
+	// while the next batch had not come to its transmit (its lookups and
+	// actions, or, under light traffic, its batch not yet closed).
 	Handovers      uint64
 	HandoverWake   time.Duration
 	HandoverLookup time.Duration
