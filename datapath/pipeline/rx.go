@@ -40,7 +40,7 @@ type batcher struct {
 	// later batch only after that one's turn), so the channel is made once.
 	// The token is the monotonic time it was put (monoNs), from which the
 	// next batch counts the queue's transmit idle between the two
-	// (batchStats.handedOver).
+	// (batchStats.takeTurn).
 	sent chan int64
 }
 

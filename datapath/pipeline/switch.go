@@ -130,7 +130,7 @@ type Config struct {
 	// least InFlight).
 	Depth int
 	// InFlight is, with a Coalescer, how many batches of a receive queue
-	// run at once (default: defaultInFlight, 4 with 8 or more Go
+	// run at once (default: flightDefaults, 4 with 8 or more Go
 	// processors, else 2): the runner starts batch k+1's pipeline
 	// (and so its lookups) while batch k's lookup is on the device, and
 	// each batch transmits only after the one before it, so frames still
@@ -139,23 +139,29 @@ type Config struct {
 	Logger   *slog.Logger
 }
 
-// defaultInFlight is Config's default InFlight for procs Go processors,
-// and the Depth that goes with it (depth, where it is set). A queue's
-// batches in flight are goroutines that want a processor each while they
-// run their actions and transmit; with 8 or more (gswitchd on 8 cores) 4
-// in flight and a depth of 8 kept the queues' readers from waiting where
-// 2 and 3 let them wait for most of a step, and raised the lossless rate
-// (H200 machine, 2026-11-27, 131,072 rules in 512 classes, 8 pairs: 4.0–5.0
-// against 3.5–4.5 Mframes/s, alternated in three calls); on 4 cores 2 and 3
-// did as well or better.
-func defaultInFlight(procs, depth int) (inFlight, depthOut int) {
-	if procs >= 8 {
-		if depth <= 0 {
-			depth = 8
+// flightDefaults sets InFlight and Depth where they are unset, for procs
+// Go processors. A queue's batches in flight are goroutines that want a
+// processor each while they run their actions and transmit; with 8 or
+// more (gswitchd on 8 cores) 4 in flight and a depth of 8 kept the queues'
+// readers from waiting where 2 and 3 let them wait for most of a step, and
+// raised the lossless rate (H200 machine, 2026-11-27, 131,072 rules in 512
+// classes, 8 pairs: 4.0–5.0 against 3.5–4.5 Mframes/s, alternated in three
+// calls); on 4 cores 2 and 3 did as well or better. Depth is at least
+// InFlight.
+func (c *Config) flightDefaults(procs int) {
+	if c.InFlight <= 0 {
+		c.InFlight = 2
+		if procs >= 8 {
+			c.InFlight = 4
+			if c.Depth <= 0 {
+				c.Depth = 8
+			}
 		}
-		return 4, depth
 	}
-	return 2, depth
+	if c.Depth <= 0 {
+		c.Depth = 3
+	}
+	c.Depth = max(c.Depth, c.InFlight)
 }
 
 func (c *Config) normalize() error {
@@ -177,13 +183,7 @@ func (c *Config) normalize() error {
 	if c.BatchSize <= 0 {
 		c.BatchSize = 256
 	}
-	if c.InFlight <= 0 {
-		c.InFlight, c.Depth = defaultInFlight(runtime.GOMAXPROCS(0), c.Depth)
-	}
-	if c.Depth <= 0 {
-		c.Depth = 3
-	}
-	c.Depth = max(c.Depth, c.InFlight)
+	c.flightDefaults(runtime.GOMAXPROCS(0))
 	if c.LearnAge <= 0 {
 		c.LearnAge = 300 * time.Second
 	}

@@ -556,11 +556,8 @@ func TestDefaultInFlight(t *testing.T) {
 	for _, c := range []struct{ procs, depth, wantIn, wantDepth int }{
 		{16, 0, 4, 8}, {8, 0, 4, 8}, {8, 5, 4, 5}, {4, 0, 2, 3}, {1, 0, 2, 3}, {4, 6, 2, 6},
 	} {
-		in, d := defaultInFlight(c.procs, c.depth)
-		cfg := Config{InFlight: in, Depth: d, Classifier: cpuEngine(t)}
-		if err := cfg.normalize(); err != nil {
-			t.Fatal(err)
-		}
+		cfg := Config{Depth: c.depth}
+		cfg.flightDefaults(c.procs)
 		if cfg.InFlight != c.wantIn || cfg.Depth != c.wantDepth {
 			t.Errorf("%d processors, depth %d: in flight %d, depth %d; want %d, %d", c.procs, c.depth, cfg.InFlight, cfg.Depth, c.wantIn, c.wantDepth)
 		}
