@@ -28,7 +28,9 @@
 // UDP frames (traffic.go, --src-ports flows, sendmmsg of --batch) for
 // --duration at its share of the rate; after --settle the sinks' counts
 // give forwarded_pps and loss_pct; max_lossless_pps is the series' highest
-// offered load lost under 0.1%. Each step also reports the switch's own
+// offered load lost under 0.1%, and lossless_to_pps the highest below
+// which no step lost 0.1% or more (the two differ where a switch lost at
+// one step and not at a higher one). Each step also reports the switch's own
 // counters, the kernel's backlog drops and the cores busy (machine,
 // switch, hypervisor steal).
 //

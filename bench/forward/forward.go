@@ -371,11 +371,17 @@ type Step struct {
 	Altered        uint64  `json:"altered,omitempty"`
 	LossPct        float64 `json:"loss_pct"`
 	MaxLosslessPPS float64 `json:"max_lossless_pps"` // the series': highest offered_pps with loss < 0.1%
-	FrameBytes     int     `json:"frame_bytes"`      // on the wire, FCS included
-	DurationS      float64 `json:"duration_s"`
-	Sink           string  `json:"sink"`            // how the sinks counted: counter or ring (--sink)
-	SinkRingDrops  uint64  `json:"sink_ring_drops"` // frames the sink's own ring dropped (a sink limit, not the switch's)
-	BacklogDrops   uint64  `json:"backlog_drops"`   // frames the kernel dropped from its per-CPU input backlogs (/proc/net/softnet_stat, whole machine)
+	// LosslessToPPS is the series' highest offered_pps with loss < 0.1%
+	// at that step and at every step asked a lower rate: where a switch
+	// lost at one step and not at a higher one (a queue that fell behind
+	// and did not catch up within the step), max_lossless_pps counts the
+	// higher step and this does not.
+	LosslessToPPS float64 `json:"lossless_to_pps"`
+	FrameBytes    int     `json:"frame_bytes"` // on the wire, FCS included
+	DurationS     float64 `json:"duration_s"`
+	Sink          string  `json:"sink"`            // how the sinks counted: counter or ring (--sink)
+	SinkRingDrops uint64  `json:"sink_ring_drops"` // frames the sink's own ring dropped (a sink limit, not the switch's)
+	BacklogDrops  uint64  `json:"backlog_drops"`   // frames the kernel dropped from its per-CPU input backlogs (/proc/net/softnet_stat, whole machine)
 	// gswitchd's own port counters over the step (control socket): frames
 	// its generator ports (1, 3, ...) received, and dropped or lost to a
 	// full receive ring (rx_dropped + rx_over_err), frames its sink ports
@@ -498,6 +504,22 @@ func maxLossless(steps []Step) float64 {
 	return best
 }
 
+// losslessTo returns the highest offered rate of steps with loss under
+// the threshold there and at every step asked a lower rate (0: the
+// lowest step lost).
+func losslessTo(steps []Step) float64 {
+	byAsked := slices.Clone(steps)
+	slices.SortStableFunc(byAsked, func(a, b Step) int { return cmp.Compare(a.AskedPPS, b.AskedPPS) })
+	best := 0.0
+	for _, s := range byAsked {
+		if s.Sent == 0 || s.LossPct >= lossThresholdPct {
+			break
+		}
+		best = max(best, s.OfferedPPS)
+	}
+	return best
+}
+
 // percentile is the p-th percentile (0..100) of sorted durations, in µs.
 func durPercentile(sorted []time.Duration, p float64) float64 {
 	if len(sorted) == 0 {
@@ -605,6 +627,7 @@ type StepMedian struct {
 	LossPct        float64 `json:"loss_pct"`
 	LosslessRounds int     `json:"lossless_rounds"`  // rounds whose step lost under 0.1%
 	MaxLosslessPPS float64 `json:"max_lossless_pps"` // the median of the rounds' series' max_lossless_pps
+	LosslessToPPS  float64 `json:"lossless_to_pps"`  // the median of the rounds' series' lossless_to_pps
 	StealCores     float64 `json:"steal_cores"`
 	Machine        string  `json:"machine"`
 	Time           string  `json:"time"`
@@ -643,6 +666,7 @@ func fwdMedians(steps []Step) []StepMedian {
 			ForwardedPPS:   col(func(s Step) float64 { return s.ForwardedPPS }),
 			LossPct:        col(func(s Step) float64 { return s.LossPct }),
 			MaxLosslessPPS: col(func(s Step) float64 { return s.MaxLosslessPPS }),
+			LosslessToPPS:  col(func(s Step) float64 { return s.LosslessToPPS }),
 			StealCores:     col(func(s Step) float64 { return s.StealCores }),
 			Machine:        g[0].Machine, Time: g[len(g)-1].Time,
 		}

@@ -122,6 +122,28 @@ func TestForwardMath(t *testing.T) {
 	if maxLossless(steps[2:]) != 0 {
 		t.Error("maxLossless of lossy steps")
 	}
+	// A series that lost at one step and not at the next: max_lossless
+	// counts the higher step, lossless_to stops below the lossy one. The
+	// steps are taken in the order of their asked rates, whatever the
+	// order they ran in.
+	dip := []Step{
+		{Sent: 100, AskedPPS: 5e6, OfferedPPS: 4.9e6, LossPct: 0},
+		{Sent: 100, AskedPPS: 4e6, OfferedPPS: 4e6, LossPct: 0.05},
+		{Sent: 100, AskedPPS: 4.5e6, OfferedPPS: 4.5e6, LossPct: 1.7},
+		{Sent: 100, AskedPPS: 6e6, OfferedPPS: 5.2e6, LossPct: 9},
+	}
+	if got, want := maxLossless(dip), 4.9e6; got != want {
+		t.Errorf("maxLossless of a dip %v, want %v", got, want)
+	}
+	if got, want := losslessTo(dip), 4e6; got != want {
+		t.Errorf("losslessTo of a dip %v, want %v", got, want)
+	}
+	if losslessTo(dip[2:]) != 0 || losslessTo(nil) != 0 {
+		t.Error("losslessTo of steps lossy from the lowest")
+	}
+	if got := losslessTo(steps); got != 500e3 {
+		t.Errorf("losslessTo %v", got)
+	}
 	lat := []time.Duration{1 * time.Microsecond, 2 * time.Microsecond, 3 * time.Microsecond, 100 * time.Microsecond}
 	if durPercentile(lat, 50) != 3 || durPercentile(lat, 100) != 100 || durPercentile(nil, 50) != 0 {
 		t.Errorf("percentiles %v %v", durPercentile(lat, 50), durPercentile(lat, 100))

@@ -49,9 +49,9 @@ func (e *fwdEnv) series(target, backend string, rules int) ([]Step, error) {
 		}
 		steps = append(steps, s)
 	}
-	ml := maxLossless(steps)
+	ml, lt := maxLossless(steps), losslessTo(steps)
 	for i := range steps {
-		steps[i].MaxLosslessPPS = ml
+		steps[i].MaxLosslessPPS, steps[i].LosslessToPPS = ml, lt
 	}
 	// The latency step: gswitchd (or the plain forwarder, the floor) at
 	// half its lossless rate, where the latency is not the queueing of an
