@@ -117,3 +117,65 @@ func (r *reader) update() netlink.RouteUpdate {
 	}
 	return u
 }
+
+// TestReplayOnDump: the changes a session read while its dump loaded are
+// applied on top of the dump, which may already hold them. A route added
+// before the dump was taken and deleted after it arrives as an add (of a
+// route the dump holds) and then a delete: the mirror and the route table
+// must end without it, as the kernel does (an add of an IPv4 alias the
+// mirror holds is not a second alias: the kernel refuses those). And an
+// alias the dump lacks is still added, in the kernel's order.
+func TestReplayOnDump(t *testing.T) {
+	tb, err := route.New(testTable, route.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Config{Table: testTable, PortOf: func(i int) (uint32, bool) { return uint32(i), i >= 1 && i <= 3 }}, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := func(typ uint16, flags uint16, dst string, link int, gw string) netlink.RouteUpdate {
+		_, n, err := net.ParseCIDR(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := netlink.RouteUpdate{Type: typ, NlFlags: flags}
+		u.Family, u.Table, u.Route.Type = unix.AF_INET, testTable, unix.RTN_UNICAST
+		u.Dst, u.LinkIndex, u.Gw = n, link, net.ParseIP(gw)
+		return u
+	}
+	const add = unix.NLM_F_CREATE | unix.NLM_F_EXCL // what the kernel reports for "ip route add"
+	x := msg(unix.RTM_NEWROUTE, add, "20.13.103.0/24", 1, "10.255.1.2")
+	// The dump, as resync loads it.
+	kr, ok := m.convert(&x.Route)
+	if !ok {
+		t.Fatal("the route did not convert")
+	}
+	m.appendRoute(kr)
+	m.reconcile(kr.key.prefix)
+	if _, have := tb.Get(kr.key.prefix); !have {
+		t.Fatal("the dump's route is not in the table")
+	}
+	// The replayed changes: the add the dump had caught, then the delete.
+	m.update(x)
+	if l := m.byPrefix[kr.key.prefix]; len(l) != 1 {
+		t.Fatalf("%d aliases after the replayed add, want 1", len(l))
+	}
+	m.update(msg(unix.RTM_DELROUTE, 0, "20.13.103.0/24", 1, "10.255.1.2"))
+	if l := m.byPrefix[kr.key.prefix]; len(l) != 0 {
+		t.Fatalf("%d aliases after the delete, want none", len(l))
+	}
+	if r, have := tb.Get(kr.key.prefix); have {
+		t.Fatalf("the table holds %v after the kernel deleted it", r)
+	}
+	// Two aliases of one prefix and metric (ip route add, then ip route
+	// append through another gateway): both kept, the first in use.
+	m.update(x)
+	m.update(msg(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_APPEND, "20.13.103.0/24", 2, "10.255.2.2"))
+	if l := m.byPrefix[kr.key.prefix]; len(l) != 2 || l[0].hops[0].ifindex != 1 || l[1].hops[0].ifindex != 2 {
+		t.Fatalf("aliases %+v, want the route through link 1 then link 2", l)
+	}
+	if r, _ := tb.Get(kr.key.prefix); len(r.Route.NextHops) != 1 || r.Route.NextHops[0].Port != 1 {
+		t.Fatalf("the table holds %v, want the first alias (port 1)", r)
+	}
+}

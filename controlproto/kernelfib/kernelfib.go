@@ -459,10 +459,30 @@ func (m *Mirror) setRoute(kr kroute) {
 }
 
 // appendRoute adds kr behind the routes of its prefix and metric.
-func (m *Mirror) appendRoute(kr kroute) { m.insertAt(kr, m.firstAbove(kr.key, true)) }
+func (m *Mirror) appendRoute(kr kroute) {
+	if !m.hasAlias(kr) {
+		m.insertAt(kr, m.firstAbove(kr.key, true))
+	}
+}
 
 // prependRoute adds kr before the routes of its prefix and metric.
-func (m *Mirror) prependRoute(kr kroute) { m.insertAt(kr, m.firstAbove(kr.key, false)) }
+func (m *Mirror) prependRoute(kr kroute) {
+	if !m.hasAlias(kr) {
+		m.insertAt(kr, m.firstAbove(kr.key, false))
+	}
+}
+
+// hasAlias reports whether an IPv4 alias equal to kr (prefix, metric and
+// next hops) is in the mirror. The kernel refuses a second such alias
+// (EEXIST), so a message that adds one the mirror holds is a change it has
+// applied already: one read while a dump loaded (session) and replayed
+// on the dump, which had caught it. Added again, it would outlive the
+// message that deletes it.
+func (m *Mirror) hasAlias(kr kroute) bool {
+	return slices.ContainsFunc(m.byPrefix[kr.key.prefix], func(x kroute) bool {
+		return x.key == kr.key && slices.Equal(x.hops, kr.hops)
+	})
+}
 
 // firstAbove is where a route of k's metric goes in its prefix's list
 // (sorted by metric, aliases in the kernel's order): before the first route
