@@ -22,14 +22,7 @@ func FuzzUpdates(f *testing.F) {
 	f.Add([]byte{0, 10, 1, 0, 16, 0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 48, 0, 2, 2, 2, 16, 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1})
 	f.Add([]byte{1, 2, 7, 3, 4, 10, 1, 2, 3, 33, 4, 0, 0, 0, 0, 9, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tb, err := route.New(testTable, route.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := New(Config{Table: testTable, PortOf: func(i int) (uint32, bool) { return uint32(i), i >= 1 && i <= 3 }}, tb)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, tb := portsMirror(t)
 		r := &reader{b: data}
 		for n := 0; n < 32 && !r.done(); n++ {
 			u := r.update()
@@ -126,14 +119,7 @@ func (r *reader) update() netlink.RouteUpdate {
 // mirror holds is not a second alias: the kernel refuses those). And an
 // alias the dump lacks is still added, in the kernel's order.
 func TestReplayOnDump(t *testing.T) {
-	tb, err := route.New(testTable, route.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := New(Config{Table: testTable, PortOf: func(i int) (uint32, bool) { return uint32(i), i >= 1 && i <= 3 }}, tb)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, tb := portsMirror(t)
 	msg := func(typ uint16, flags uint16, dst string, link int, gw string) netlink.RouteUpdate {
 		_, n, err := net.ParseCIDR(dst)
 		if err != nil {
@@ -178,4 +164,19 @@ func TestReplayOnDump(t *testing.T) {
 	if r, _ := tb.Get(kr.key.prefix); len(r.Route.NextHops) != 1 || r.Route.NextHops[0].Port != 1 {
 		t.Fatalf("the table holds %v, want the first alias (port 1)", r)
 	}
+}
+
+// portsMirror returns a mirror of testTable, not running, into a route
+// table of its own, with links 1 to 3 on gswitch ports 1 to 3.
+func portsMirror(t *testing.T) (*Mirror, *route.Table) {
+	t.Helper()
+	tb, err := route.New(testTable, route.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Config{Table: testTable, PortOf: func(i int) (uint32, bool) { return uint32(i), i >= 1 && i <= 3 }}, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, tb
 }
