@@ -703,17 +703,17 @@ func printForward(w io.Writer, asJSON bool, steps []Step, fms []FlowMods, meds [
 		return "max"
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\trules\tround\tasked pps\toffered pps\tforwarded pps\tloss %\tmax lossless pps\t")
+	fmt.Fprintln(tw, "target\trules\tround\tasked pps\toffered pps\tforwarded pps\tloss %\tmax lossless pps\tlossless to pps\t")
 	for _, s := range steps {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.0f\t%.0f\t%.3f\t%.0f\t\n", s.Target, s.Rules, s.Round, asked(s.AskedPPS), s.OfferedPPS, s.ForwardedPPS, s.LossPct, s.MaxLosslessPPS)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.0f\t%.0f\t%.3f\t%.0f\t%.0f\t\n", s.Target, s.Rules, s.Round, asked(s.AskedPPS), s.OfferedPPS, s.ForwardedPPS, s.LossPct, s.MaxLosslessPPS, s.LosslessToPPS)
 	}
 	tw.Flush()
 	if len(meds) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "medians: target\trules\trounds\tasked pps\toffered pps\tforwarded pps\tloss %\tlossless rounds\tmax lossless pps\t")
+		fmt.Fprintln(tw, "medians: target\trules\trounds\tasked pps\toffered pps\tforwarded pps\tloss %\tlossless rounds\tmax lossless pps\tlossless to pps\t")
 		for _, m := range meds {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.0f\t%.0f\t%.3f\t%d\t%.0f\t\n", m.Target, m.Rules, m.Rounds, asked(m.AskedPPS), m.OfferedPPS, m.ForwardedPPS, m.LossPct, m.LosslessRounds, m.MaxLosslessPPS)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.0f\t%.0f\t%.3f\t%d\t%.0f\t%.0f\t\n", m.Target, m.Rules, m.Rounds, asked(m.AskedPPS), m.OfferedPPS, m.ForwardedPPS, m.LossPct, m.LosslessRounds, m.MaxLosslessPPS, m.LosslessToPPS)
 		}
 		tw.Flush()
 	}
