@@ -3,6 +3,7 @@ package forward
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"strings"
@@ -47,6 +48,15 @@ gswitch_frame_latency_seconds_count ` + itoa(inf) + `
 	}
 	if (&latHist{}).quantile(0.5) != 0 || h0.since(h0).total.quantile(0.99) != 0 || d.since(nil) != nil || h0.since(nil) != nil {
 		t.Error("empty histograms")
+	}
+	// p50p99 takes the named histograms with samples, in the names' order,
+	// and leaves out empty and absent ones.
+	qs, text := p50p99(map[string]*latHist{"run": d, "ring": h0.since(h0).total}, "ring", "batch", "run")
+	if len(qs) != 1 || !near(qs["run"][0], 20) || text != fmt.Sprintf(" run 20/%.0fµs", qs["run"][1]) {
+		t.Errorf("p50p99: %v %q", qs, text)
+	}
+	if qs, text := p50p99(nil, "ring"); qs != nil || text != "" {
+		t.Errorf("p50p99 of none: %v %q", qs, text)
 	}
 	if _, err := parseLatency(strings.NewReader("other_metric 1\n")); err == nil {
 		t.Error("a page without the histogram")

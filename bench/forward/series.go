@@ -130,16 +130,7 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 	if lat1 := e.scrapeLatency(); lat1 != nil {
 		if d := lat1.since(lat0); d != nil {
 			s.LatencyP50us, s.LatencyP99us = d.total.quantile(0.5), d.total.quantile(0.99)
-			for _, st := range []string{"ring", "batch", "run"} {
-				if h := d.stages[st]; h != nil {
-					q := [2]float64{h.quantile(0.5), h.quantile(0.99)}
-					if s.LatencyStages == nil {
-						s.LatencyStages = map[string][2]float64{}
-					}
-					s.LatencyStages[st] = q
-					stages += fmt.Sprintf(" %s %.0f/%.0fµs", st, q[0], q[1])
-				}
-			}
+			s.LatencyStages, stages = p50p99(d.stages, "ring", "batch", "run")
 			for _, op := range slices.Sorted(maps.Keys(d.writeLock)) {
 				h := d.writeLock[op]
 				if n := h.count(); n > 0 {
@@ -160,24 +151,8 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 			if d.batches > 0 {
 				s.BatchFramesAvg = d.frames / d.batches
 			}
-			for _, st := range []string{"form", "start", "slot", "lookup", "handback"} {
-				if h := d.shared[st]; h.count() > 0 {
-					if s.SharedStages == nil {
-						s.SharedStages = map[string][2]float64{}
-					}
-					s.SharedStages[st] = [2]float64{h.quantile(0.5), h.quantile(0.99)}
-				}
-			}
-			for _, part := range []string{"parse", "lookup", "decide", "send"} {
-				if h := d.runParts[part]; h.count() > 0 {
-					if s.RunParts == nil {
-						s.RunParts = map[string][2]float64{}
-					}
-					q := [2]float64{h.quantile(0.5), h.quantile(0.99)}
-					s.RunParts[part] = q
-					parts += fmt.Sprintf(" %s %.0f/%.0fµs", part, q[0], q[1])
-				}
-			}
+			s.SharedStages, _ = p50p99(d.shared, "form", "start", "slot", "lookup", "handback")
+			s.RunParts, parts = p50p99(d.runParts, "parse", "lookup", "decide", "send")
 		}
 	}
 	if stages != "" {
@@ -234,4 +209,25 @@ func (e *fwdEnv) waitQuiet() {
 		}
 		last = n
 	}
+}
+
+// p50p99 returns the p50 and p99 (µs) of the histograms of hists named
+// names that hold samples, and the same as text, " name p50/p99µs" each, in
+// names' order (nil and "" when none has).
+func p50p99(hists map[string]*latHist, names ...string) (map[string][2]float64, string) {
+	var qs map[string][2]float64
+	text := ""
+	for _, name := range names {
+		h := hists[name]
+		if h.count() == 0 {
+			continue
+		}
+		if qs == nil {
+			qs = map[string][2]float64{}
+		}
+		q := [2]float64{h.quantile(0.5), h.quantile(0.99)}
+		qs[name] = q
+		text += fmt.Sprintf(" %s %.0f/%.0fµs", name, q[0], q[1])
+	}
+	return qs, text
 }
