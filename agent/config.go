@@ -34,38 +34,39 @@ var defaultConfig []byte
 // Config is gswitchd's configuration (the YAML file's schema). Start from
 // DefaultConfig: a zero Config is not valid.
 type Config struct {
-	DatapathID  string              `yaml:"datapath_id"`
-	Ports       []PortConfig        `yaml:"ports"`
-	Controllers []string            `yaml:"controllers"`
-	Listen      []string            `yaml:"listen"`
-	OpenFlow    OpenFlowConfig      `yaml:"openflow"` // connection limits (openflowlimits.go)
-	TLS         TLSConfig           `yaml:"tls"`
-	FailMode    string              `yaml:"fail_mode"`
-	Backend     string              `yaml:"backend"`
-	GPUs        []int               `yaml:"gpus"`
-	MaxDelay    time.Duration       `yaml:"max_delay"`
-	SharedDelay time.Duration       `yaml:"shared_delay"` // the part of max_delay a lookup may wait in a shared device batch (0: all of it, and the receive batch all of it too)
-	InFlight    int                 `yaml:"in_flight"`    // with a GPU, batches of a receive queue in the pipeline at once (0: pipeline's default, 4 with 8 or more cores, else 2)
-	BatchDepth  int                 `yaml:"batch_depth"`  // with a GPU, closed batches of a receive queue unfinished before its reader waits (0: pipeline's default, 8 with 4 in flight, else 3; at least in_flight)
-	RxQueues    int                 `yaml:"rx_queues"`
-	RxWorkers   int                 `yaml:"rx_workers"`    // datapath workers serving all receive queues (0: a goroutine per queue; workers.go of pipeline)
-	RxRing      string              `yaml:"rx_ring"`       // auto (frame below a 1 ms max_delay, else block), block or frame
-	RxBlockSize int                 `yaml:"rx_block_size"` // bytes of a receive ring block (0: afpacket's default, 256 KiB); the ring keeps rxRingBytes
-	MinBatch    int                 `yaml:"min_batch"`
-	BatchSize   int                 `yaml:"batch_size"`
-	Tables      int                 `yaml:"tables"`
-	MaxFlows    int                 `yaml:"max_flows"`
-	Classifier  string              `yaml:"classifier"` // the flow tables' search: linear, tuple, bloom or merge (empty: linear)
-	Metrics     string              `yaml:"metrics"`
-	CtlSocket   string              `yaml:"ctl_socket"`
-	LogLevel    string              `yaml:"log_level"`
-	Router      RouterConfig        `yaml:"router"`
-	P4RT        P4RTConfig          `yaml:"p4rt"`
-	Routes      []StaticRouteConfig `yaml:"routes"`
-	KernelFIB   KernelFIBConfig     `yaml:"kernel_fib"`
-	RE          REConfig            `yaml:"re"`
-	PubSub      PubSubConfig        `yaml:"pubsub"`
-	Filters     []FilterConfig      `yaml:"filters"` // live filters (filters.go)
+	DatapathID   string              `yaml:"datapath_id"`
+	Ports        []PortConfig        `yaml:"ports"`
+	Controllers  []string            `yaml:"controllers"`
+	Listen       []string            `yaml:"listen"`
+	OpenFlow     OpenFlowConfig      `yaml:"openflow"` // connection limits (openflowlimits.go)
+	TLS          TLSConfig           `yaml:"tls"`
+	FailMode     string              `yaml:"fail_mode"`
+	Backend      string              `yaml:"backend"`
+	GPUs         []int               `yaml:"gpus"`
+	MaxDelay     time.Duration       `yaml:"max_delay"`
+	SharedDelay  time.Duration       `yaml:"shared_delay"` // the part of max_delay a lookup may wait in a shared device batch (0: all of it, and the receive batch all of it too)
+	InFlight     int                 `yaml:"in_flight"`    // with a GPU, batches of a receive queue in the pipeline at once (0: pipeline's default, 4 with 8 or more cores, else 2)
+	BatchDepth   int                 `yaml:"batch_depth"`  // with a GPU, closed batches of a receive queue unfinished before its reader waits (0: pipeline's default, 8 with 4 in flight, else 3; at least in_flight)
+	RxQueues     int                 `yaml:"rx_queues"`
+	RxWorkers    int                 `yaml:"rx_workers"`       // datapath workers serving all receive queues (0: a goroutine per queue; workers.go of pipeline)
+	WorkerFlight int                 `yaml:"worker_in_flight"` // a datapath worker's runs whose first lookup is in flight at once while it reads on (0: each run waits for its lookup; async.go of pipeline)
+	RxRing       string              `yaml:"rx_ring"`          // auto (frame below a 1 ms max_delay, else block), block or frame
+	RxBlockSize  int                 `yaml:"rx_block_size"`    // bytes of a receive ring block (0: afpacket's default, 256 KiB); the ring keeps rxRingBytes
+	MinBatch     int                 `yaml:"min_batch"`
+	BatchSize    int                 `yaml:"batch_size"`
+	Tables       int                 `yaml:"tables"`
+	MaxFlows     int                 `yaml:"max_flows"`
+	Classifier   string              `yaml:"classifier"` // the flow tables' search: linear, tuple, bloom or merge (empty: linear)
+	Metrics      string              `yaml:"metrics"`
+	CtlSocket    string              `yaml:"ctl_socket"`
+	LogLevel     string              `yaml:"log_level"`
+	Router       RouterConfig        `yaml:"router"`
+	P4RT         P4RTConfig          `yaml:"p4rt"`
+	Routes       []StaticRouteConfig `yaml:"routes"`
+	KernelFIB    KernelFIBConfig     `yaml:"kernel_fib"`
+	RE           REConfig            `yaml:"re"`
+	PubSub       PubSubConfig        `yaml:"pubsub"`
+	Filters      []FilterConfig      `yaml:"filters"` // live filters (filters.go)
 }
 
 // TLSConfig holds the files for OpenFlow over TLS ("tls:"/"ssl:"
@@ -248,7 +249,7 @@ type Flags struct {
 	maxDelay, sharedDelay                           time.Duration
 	minBatch, batchSize, tables, maxFlows, rxQueues int
 	rxBlockSize                                     int
-	inFlight, batchDepth, rxWorkers                 int
+	inFlight, batchDepth, rxWorkers, workerFlight   int
 	classifier, rxRing                              string
 	ports, controllers, listen                      multiFlag
 	printConfig                                     bool
@@ -288,6 +289,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.IntVar(&f.batchSize, "batch-size", 0, "frames per batch at most: `N`")
 	fs.IntVar(&f.rxQueues, "rx-queues", 0, "receive queues per port: `N` (1..64) AF_PACKET rings in a PACKET_FANOUT group, each read by its own goroutine; 1: one ring, no fanout")
 	fs.IntVar(&f.rxWorkers, "rx-workers", 0, "datapath workers: `N` goroutines (0, the default: one per receive queue) among which the receive queues of all ports are dealt round robin; each reads its queues' rings and runs their frames through the switch together, lookups straight to the engine (no shared device batches, no hand-off between goroutines: the lowest latency), waiting in the kernel on its own thread. At most the number of queues is used")
+	fs.IntVar(&f.workerFlight, "worker-in-flight", 0, "with --rx-workers, `N` runs of a worker whose first table's lookup is on the device at once while the worker reads on, finished in order as their results come in (0, the default: each run waits for its lookup before the worker reads again)")
 	fs.StringVar(&f.rxRing, "rx-ring", "", "receive ring layout: `auto` (frame when --max-delay is under 1ms, else block), block (TPACKET_V3: blocks handed over when full or after a timeout of at least 1ms) or frame (TPACKET_V2: each frame handed over at once)")
 	fs.IntVar(&f.rxBlockSize, "rx-block-size", 0, "bytes of a receive ring block: `N`, a multiple of the page size from 4096 to 4194304 (0: 262144); each queue's ring keeps 8 MiB (2 blocks at least), so smaller blocks are more of them. A block ring hands a block over when it is full or 1ms or more after its first frame: smaller blocks fill sooner and hold a frame less long under moderate traffic; a frame longer than a block is dropped (GSO frames of 64 KiB need 131072)")
 	fs.IntVar(&f.tables, "tables", 0, "number of OpenFlow flow tables: `N` (1..254)")
@@ -373,6 +375,7 @@ func (f *Flags) override(c *Config) error {
 	setIf(set, "in-flight", &c.InFlight, f.inFlight)
 	setIf(set, "batch-depth", &c.BatchDepth, f.batchDepth)
 	setIf(set, "rx-workers", &c.RxWorkers, f.rxWorkers)
+	setIf(set, "worker-in-flight", &c.WorkerFlight, f.workerFlight)
 	setIf(set, "rx-queues", &c.RxQueues, f.rxQueues)
 	setIf(set, "rx-ring", &c.RxRing, f.rxRing)
 	setIf(set, "rx-block-size", &c.RxBlockSize, f.rxBlockSize)
@@ -602,6 +605,8 @@ func checkNumbers(c *Config) error {
 		return configErr("in flight %d, batch depth %d: want 0 (the default) to 64 and 0 to 256", c.InFlight, c.BatchDepth)
 	case c.RxWorkers < 0 || c.RxWorkers > maxRxWorkers:
 		return configErr("rx workers %d: want 0 (a goroutine per receive queue) to %d", c.RxWorkers, maxRxWorkers)
+	case c.WorkerFlight < 0 || c.WorkerFlight > 64:
+		return configErr("worker in flight %d: want 0 (each run waits for its lookup) to 64", c.WorkerFlight)
 	case c.SharedDelay < 0 || c.SharedDelay >= c.MaxDelay:
 		return configErr("shared delay %v: want 0 (off) or more, and less than the max delay %v", c.SharedDelay, c.MaxDelay)
 	case c.MinBatch < 1:

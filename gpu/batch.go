@@ -53,7 +53,21 @@ type Batch struct {
 // batchImpl is what a backend keeps of a Batch.
 type batchImpl interface {
 	wait(b *Batch) error
+	ready(b *Batch) bool
 	free(b *Batch)
+}
+
+// Ready reports, without waiting, whether Wait would return at once: the
+// submitted batch's lookups are done (or failed), or it is not submitted.
+// A producer that keeps several batches in flight polls it between its
+// other work and calls Wait once it is true (the datapath's workers,
+// --worker-in-flight). It is one load of a word the device writes on
+// CUDA with its completion flag, an event query without.
+func (b *Batch) Ready() bool {
+	if b.cpuDone || !b.sub {
+		return true
+	}
+	return b.impl.ready(b)
 }
 
 // Wait blocks until the lookups of the submitted batch are done and returns
@@ -153,6 +167,7 @@ func keyWidth(kind Kind, p int) int {
 type hostBatch struct{}
 
 func (h *hostBatch) wait(*Batch) error { return nil }
+func (h *hostBatch) ready(*Batch) bool { return true }
 func (h *hostBatch) free(*Batch)       {}
 
 func newHostBatch(kind Kind, width, capacity int) (*Batch, error) {

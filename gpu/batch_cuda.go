@@ -244,6 +244,18 @@ func (cb *cudaBatch) wait(*Batch) error {
 	return nil
 }
 
+// ready reports whether the batch's results are in (or it failed, or
+// nothing was queued), without waiting: its flag word, else its event.
+func (cb *cudaBatch) ready(*Batch) bool {
+	if cb.submitErr != nil || cb.empty {
+		return true
+	}
+	if cb.flag.n != 0 {
+		return atomic.LoadUint32((*uint32)(cb.flag.p)) == cb.fseq
+	}
+	return C.gs_query(cContext(cb.c.ctx), cEvent(cb.done)) != C.CUDA_ERROR_NOT_READY
+}
+
 // yieldWait polls ev, yielding the processor to the other goroutines
 // between polls, for at most yieldFor, then sleeps in the driver (the
 // event is blocking-sync in this mode) — see waitMode. Polls are at least

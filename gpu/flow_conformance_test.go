@@ -4,7 +4,9 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/gswitch/gswitch/internal/shareddata"
 	"github.com/gswitch/gswitch/tables/bubble"
@@ -382,8 +384,17 @@ func batchFlow(t *testing.T, b Backend, id TableID, soa []uint32, n, p int, what
 		bt.Out[i] = 12345
 	}
 	bt.N = n
+	if !bt.Ready() {
+		t.Fatalf("%s: %s: a batch not submitted is not Ready", what, b.Name())
+	}
 	if err := b.Submit(id, bt); err != nil {
 		t.Fatalf("%s: %s: Submit: %v", what, b.Name(), err)
+	}
+	// Ready comes true without a Wait (the datapath's workers poll it).
+	for deadline := time.Now().Add(10 * time.Second); !bt.Ready(); runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s: the batch was not Ready after 10 s", what, b.Name())
+		}
 	}
 	if err := bt.Wait(); err != nil {
 		t.Fatalf("%s: %s: batch: %v", what, b.Name(), err)

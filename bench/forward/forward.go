@@ -70,8 +70,9 @@ type fwdFlags struct {
 // --backend says; gswitchd-filters as gswitchd, with the live filters of
 // --filters on every port (filters.go). A gswitchd target may end in
 // @OPTS, options joined by +: block or frame, gswitchd's --rx-ring
-// (without: block, gswitchd's default), and wN, its --rx-workers N
-// (gswitchd-auto@frame+w4), so that variants are measured in one run.
+// (without: block, gswitchd's default), wN, its --rx-workers N
+// (gswitchd-auto@frame+w4), and with wN fK, its --worker-in-flight K
+// (gswitchd-auto@frame+w8+f4), so that variants are measured in one run.
 var fwdTargets = []string{"gswitchd", "gswitchd-cpu", "gswitchd-gpu", "gswitchd-auto", "gswitchd-filters", "ovs", "bridge", "plain"}
 
 // splitRing splits a target into its base name and its @ring suffix (the
@@ -81,27 +82,45 @@ func splitRing(target string) (string, string) {
 	return base, ring
 }
 
-// targetOpts reads a gswitchd target's @ options: its ring (empty: not
-// given) and its datapath workers (0: not given).
-func targetOpts(opts string) (ring string, workers int, err error) {
+// tgtOpts are a gswitchd target's @ options.
+type tgtOpts struct {
+	ring    string // block or frame (empty: not given)
+	workers int    // datapath workers, --rx-workers (0: not given)
+	flight  int    // a worker's runs in flight, --worker-in-flight (0: not given)
+}
+
+// targetOpts reads a gswitchd target's @ options: block or frame, wN and
+// fK (K of a worker's runs in flight: with wN only), each once, in any
+// order.
+func targetOpts(opts string) (tgtOpts, error) {
+	var o tgtOpts
 	if opts == "" {
-		return "", 0, nil
+		return o, nil
 	}
-	for _, o := range strings.Split(opts, "+") {
+	for _, p := range strings.Split(opts, "+") {
 		switch {
-		case (o == "block" || o == "frame") && ring == "":
-			ring = o
-		case strings.HasPrefix(o, "w") && workers == 0:
-			n, err := strconv.Atoi(o[1:])
+		case (p == "block" || p == "frame") && o.ring == "":
+			o.ring = p
+		case strings.HasPrefix(p, "w") && o.workers == 0:
+			n, err := strconv.Atoi(p[1:])
 			if err != nil || n < 1 || n > 1024 {
-				return "", 0, fmt.Errorf("option %q: want wN, N datapath workers from 1 to 1024", o)
+				return tgtOpts{}, fmt.Errorf("option %q: want wN, N datapath workers from 1 to 1024", p)
 			}
-			workers = n
+			o.workers = n
+		case strings.HasPrefix(p, "f") && o.flight == 0:
+			n, err := strconv.Atoi(p[1:])
+			if err != nil || n < 1 || n > 64 {
+				return tgtOpts{}, fmt.Errorf("option %q: want fK, K of a worker's runs in flight from 1 to 64", p)
+			}
+			o.flight = n
 		default:
-			return "", 0, fmt.Errorf("option %q: want block, frame or wN, each once", o)
+			return tgtOpts{}, fmt.Errorf("option %q: want block, frame, wN or fK, each once", p)
 		}
 	}
-	return ring, workers, nil
+	if o.flight > 0 && o.workers == 0 {
+		return tgtOpts{}, fmt.Errorf("option f%d: a worker's runs in flight want datapath workers (wN)", o.flight)
+	}
+	return o, nil
 }
 
 // isGswitchd reports whether target is one of gswitchd's.
@@ -118,7 +137,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs := flag.NewFlagSet("bench forward", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := &fwdFlags{}
-	targets := fs.String("targets", "gswitchd,ovs,bridge,plain", "switches to measure, in this order: `LIST` of gswitchd (its --backend), gswitchd-cpu, gswitchd-gpu, gswitchd-auto (gswitchd with that backend; any gswitchd target may end in @ and options joined by +: block or frame, its --rx-ring, and wN, its --rx-workers N, e.g. gswitchd-auto@frame+w4), ovs (Open vSwitch, userspace datapath), bridge (Linux bridge), plain (the floor: a Go forwarder of the same AF_PACKET ports with no tables, each frame sent on from the receive ring; plain@frame on frame rings, and its steps report its per-frame latency)")
+	targets := fs.String("targets", "gswitchd,ovs,bridge,plain", "switches to measure, in this order: `LIST` of gswitchd (its --backend), gswitchd-cpu, gswitchd-gpu, gswitchd-auto (gswitchd with that backend; any gswitchd target may end in @ and options joined by +: block or frame, its --rx-ring, wN, its --rx-workers N, and with wN fK, its --worker-in-flight K, e.g. gswitchd-auto@frame+w4+f2), ovs (Open vSwitch, userspace datapath), bridge (Linux bridge), plain (the floor: a Go forwarder of the same AF_PACKET ports with no tables, each frame sent on from the receive ring; plain@frame on frame rings, and its steps report its per-frame latency)")
 	rules := fs.String("rules", "1000,10000", "installed OpenFlow rule counts, one series each: `LIST` (N-1 exact ipv4_dst rules that do not match the traffic plus one in_port=1,actions=output:2; k/M suffixes)")
 	rates := fs.String("rates", "250k,500k,1M,1.5M,2M,max", "offered loads in frames/s, one step each: `LIST` (k/M suffixes; max: as fast as the sender can)")
 	fs.DurationVar(&f.duration, "duration", 3*time.Second, "traffic time of each step")
@@ -248,11 +267,11 @@ func parseTargets(s string) ([]string, error) {
 		if base != t && !isGswitchd(base) && base != "plain" {
 			return nil, fmt.Errorf("target %q: only gswitchd and plain targets take options (@block, @frame; gswitchd also @wN)", t)
 		}
-		_, workers, err := targetOpts(opts)
+		o, err := targetOpts(opts)
 		if err != nil || base != t && opts == "" {
 			return nil, fmt.Errorf("target %q: %v", t, cmp.Or(err, errors.New("no option after @")))
 		}
-		if base == "plain" && workers > 0 {
+		if base == "plain" && o.workers > 0 {
 			return nil, fmt.Errorf("target %q: plain takes @block or @frame only (a goroutine per pair)", t)
 		}
 		if slices.Contains(out, t) {
@@ -339,20 +358,21 @@ func parseRates(s string) ([]int64, error) {
 
 // Step is one offered-load step, one JSON line with --json.
 type Step struct {
-	Bench        string  `json:"bench"`                    // forward
-	Target       string  `json:"target"`                   // gswitchd | ovs | bridge | plain
-	Backend      string  `json:"backend"`                  // gswitchd's backend; empty otherwise
-	RxRing       string  `json:"rx_ring,omitempty"`        // gswitchd's --rx-ring: block or frame
-	RxWorkers    int     `json:"rx_workers,omitempty"`     // gswitchd's --rx-workers (0: a goroutine per receive queue)
-	MaxDelay     string  `json:"max_delay,omitempty"`      // gswitchd's --max-delay
-	SharedDelay  string  `json:"shared_delay,omitempty"`   // gswitchd's --shared-delay, when given
-	SwitchFlags  string  `json:"gswitchd_flags,omitempty"` // --gswitchd-flags
-	PlainFlags   string  `json:"plain_flags,omitempty"`    // --plain-flags
-	Rules        int     `json:"rules"`                    // installed rules (0 for the bridge and plain)
-	Ruleset      string  `json:"ruleset"`                  // --ruleset: trivial, synthetic:N,C or classbench:FILE
-	Round        int     `json:"round"`                    // 1..--rounds
-	Pairs        int     `json:"pairs"`                    // generator/sink pairs (port pairs of the switch)
-	RxQueues     int     `json:"rx_queues"`                // gswitchd's receive queues per port
+	Bench        string  `json:"bench"`                      // forward
+	Target       string  `json:"target"`                     // gswitchd | ovs | bridge | plain
+	Backend      string  `json:"backend"`                    // gswitchd's backend; empty otherwise
+	RxRing       string  `json:"rx_ring,omitempty"`          // gswitchd's --rx-ring: block or frame
+	RxWorkers    int     `json:"rx_workers,omitempty"`       // gswitchd's --rx-workers (0: a goroutine per receive queue)
+	WorkerFlight int     `json:"worker_in_flight,omitempty"` // gswitchd's --worker-in-flight (0: not given)
+	MaxDelay     string  `json:"max_delay,omitempty"`        // gswitchd's --max-delay
+	SharedDelay  string  `json:"shared_delay,omitempty"`     // gswitchd's --shared-delay, when given
+	SwitchFlags  string  `json:"gswitchd_flags,omitempty"`   // --gswitchd-flags
+	PlainFlags   string  `json:"plain_flags,omitempty"`      // --plain-flags
+	Rules        int     `json:"rules"`                      // installed rules (0 for the bridge and plain)
+	Ruleset      string  `json:"ruleset"`                    // --ruleset: trivial, synthetic:N,C or classbench:FILE
+	Round        int     `json:"round"`                      // 1..--rounds
+	Pairs        int     `json:"pairs"`                      // generator/sink pairs (port pairs of the switch)
+	RxQueues     int     `json:"rx_queues"`                  // gswitchd's receive queues per port
 	AskedPPS     int64   `json:"asked_pps"`
 	OfferedPPS   float64 `json:"offered_pps"`   // frames the sender's kernel accepted per second
 	ForwardedPPS float64 `json:"forwarded_pps"` // frames the sink received per second of the step

@@ -236,13 +236,17 @@ func TestParseTargetsRing(t *testing.T) {
 // workers (--rx-workers), in either order.
 func TestTargetOpts(t *testing.T) {
 	for _, c := range []struct {
-		opts    string
-		ring    string
-		workers int
-	}{{"", "", 0}, {"frame", "frame", 0}, {"w4", "", 4}, {"frame+w4", "frame", 4}, {"w16+block", "block", 16}} {
-		ring, workers, err := targetOpts(c.opts)
-		if err != nil || ring != c.ring || workers != c.workers {
-			t.Errorf("targetOpts(%q) = %q, %d, %v; want %q, %d", c.opts, ring, workers, err, c.ring, c.workers)
+		opts string
+		want tgtOpts
+	}{{"", tgtOpts{}}, {"frame", tgtOpts{ring: "frame"}}, {"w4", tgtOpts{workers: 4}}, {"frame+w4", tgtOpts{"frame", 4, 0}},
+		{"w16+block", tgtOpts{"block", 16, 0}}, {"frame+w8+f4", tgtOpts{"frame", 8, 4}}, {"f2+w3", tgtOpts{"", 3, 2}}} {
+		if got, err := targetOpts(c.opts); err != nil || got != c.want {
+			t.Errorf("targetOpts(%q) = %+v, %v; want %+v", c.opts, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{"f4", "w2+f0", "w2+f65", "w2+fx", "w2+f2+f3"} {
+		if _, err := targetOpts(bad); err == nil {
+			t.Errorf("targetOpts(%q) accepted", bad)
 		}
 	}
 	if got, err := parseTargets("gswitchd-auto@frame,gswitchd-auto@frame+w4,plain"); err != nil || len(got) != 3 {

@@ -1,6 +1,7 @@
 package forward
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,6 +64,7 @@ type fwdEnv struct {
 	swSet       *unix.CPUSet // --switch-cpus' cores (nil: any), whose time steps record
 	swRing      string       // the running gswitchd's --rx-ring (block or frame)
 	swWorkers   int          // the running gswitchd's --rx-workers (0: not given)
+	swFlight    int          // the running gswitchd's --worker-in-flight (0: not given)
 	swTarget    string       // the gswitchd target being measured (names its log with --log-dir)
 	cleanups    []func()     // run in reverse by close
 }
@@ -472,14 +474,11 @@ func (e *fwdEnv) dialOF(port int, d *daemonProc) (*ofClient, error) {
 // (the bridge: one, without rules), then the FLOW_MOD run (gswitchd, ovs).
 func (e *fwdEnv) runTarget(target string) ([]Step, []FlowMods, error) {
 	base, opts := splitRing(target)
-	ring, workers, err := targetOpts(opts)
+	o, err := targetOpts(opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	if ring == "" {
-		ring = "block" // gswitchd's default
-	}
-	e.swRing, e.swWorkers, e.swTarget = ring, workers, target
+	e.swRing, e.swWorkers, e.swFlight, e.swTarget = cmp.Or(o.ring, "block"), o.workers, o.flight, target // block: gswitchd's default
 	switch base {
 	case "gswitchd":
 		return e.runGswitchd(target, e.f.backend)
@@ -527,6 +526,9 @@ func (e *fwdEnv) startGswitchd(maxFlows int, backend string, filters bool) (*dae
 	}
 	if e.swWorkers > 0 {
 		args = append(args, "--rx-workers", fmt.Sprint(e.swWorkers))
+	}
+	if e.swFlight > 0 {
+		args = append(args, "--worker-in-flight", fmt.Sprint(e.swFlight))
 	}
 	args = append(args, strings.Fields(e.f.swFlags)...)
 	name, level := "gswitchd", "warn"

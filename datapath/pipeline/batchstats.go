@@ -40,6 +40,12 @@ type batchStats struct {
 	handovers    atomic.Uint64
 	handoverWake atomic.Int64
 	handoverLook atomic.Int64
+	// A datapath worker's runs in flight (async.go): runs whose first
+	// table's results, looked up ahead, were used (ahead), and runs that
+	// looked it up again (relooked: a change came while it was in flight,
+	// or the lookup ahead could not be made or failed).
+	ahead    atomic.Uint64
+	relooked atomic.Uint64
 }
 
 // monoEpoch and monoNs: a monotonic clock in nanoseconds, for tokens that
@@ -148,6 +154,13 @@ type BatchStats struct {
 	Handovers      uint64
 	HandoverWake   time.Duration
 	HandoverLookup time.Duration
+	// With a datapath worker's runs in flight (Config.WorkerInFlight):
+	// runs that used their first table's lookup made ahead (Ahead), and
+	// runs that looked that table up again when they decided (Relooked: a
+	// change of the tables came while the lookup was in flight, or it
+	// could not be made or failed).
+	Ahead    uint64
+	Relooked uint64
 }
 
 // BatchStats returns the batch counters.
@@ -156,7 +169,8 @@ func (s *Switch) BatchStats() BatchStats {
 	st := BatchStats{Batches: b.count.Load(), Frames: b.frames.Load(), Bounds: batchBounds[:],
 		Full: b.full.Load(), Delay: b.delay.Load(), Direct: b.direct.Load(), Shared: b.shared.Load(), Split: b.split.Load(), Worker: b.worker.Load(), Counts: make([]uint64, len(b.buckets)),
 		Stalls: b.stalls.Load(), StallTime: time.Duration(b.stallNs.Load()),
-		Handovers: b.handovers.Load(), HandoverWake: time.Duration(b.handoverWake.Load()), HandoverLookup: time.Duration(b.handoverLook.Load())}
+		Handovers: b.handovers.Load(), HandoverWake: time.Duration(b.handoverWake.Load()), HandoverLookup: time.Duration(b.handoverLook.Load()),
+		Ahead: b.ahead.Load(), Relooked: b.relooked.Load()}
 	for i := range b.buckets {
 		st.Counts[i] = b.buckets[i].Load()
 	}

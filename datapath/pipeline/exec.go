@@ -69,6 +69,11 @@ type worker struct {
 	// timed (processParts: a datapath worker's run, RunPartStats).
 	timed    bool
 	lookupNs int64
+	// pre: the first table's results for the packets, looked up ahead
+	// under write generation preGen (a datapath worker's run in flight,
+	// async.go); nil: none. classify takes them, once.
+	pre    []flow.RuleID
+	preGen uint64
 }
 
 func newWorker(s *Switch) *worker {
@@ -340,6 +345,9 @@ func (w *worker) classify(tab *table) {
 		}
 		w.s.log.Error("pipeline: LPM lookup failed; table answered by the classifier", "table", tab.id, "err", err)
 	}
+	if w.pre != nil && w.lookedAhead(tab) {
+		return
+	}
 	w.soa = w.packSoA(tab.proj, w.soa)
 	var err error
 	if co := w.s.cfg.Coalescer; co != nil && !w.direct {
@@ -378,19 +386,7 @@ func (w *worker) packSoA(words []int, dst []uint32) []uint32 {
 		dst = make([]uint32, size)
 	}
 	dst = dst[:size]
-	for j, wd := range words {
-		if wd < 0 || wd >= flow.KeyWords {
-			clear(dst[j*n : (j+1)*n])
-		}
-	}
-	for k, i := range w.idx {
-		key := &w.pkts[i].key
-		for j, wd := range words {
-			if wd >= 0 && wd < flow.KeyWords {
-				dst[j*n+k] = key[wd]
-			}
-		}
-	}
+	w.packSoAInto(words, dst, n)
 	return dst
 }
 

@@ -72,3 +72,18 @@ func TestCUDAProcessPartsSameFates(t *testing.T) {
 		t.Fatalf("engine stats %+v: the parts were not looked up on the device", s)
 	}
 }
+
+// TestCUDAWorkerRunsInFlight is TestWorkerRunsInFlightSameFates and
+// TestWorkerRunInFlightSeesChange with the runs' first lookups in flight
+// on the GPU (min-batch 1): the same frames leave by the same ports in the
+// same order as a synchronous worker's on the CPU, and a FLOW_MOD whose
+// bubbles reach the device while a lookup is in flight decides that
+// run's frames.
+func TestCUDAWorkerRunsInFlight(t *testing.T) {
+	eng := gpuEngine(t)
+	testWorkerRunsInFlight(t, withAsyncRules(t, newRigOn(t, 4, FailSecure, eng)))
+	testWorkerRunSeesChange(t, withAsyncRules(t, newRigOn(t, 4, FailSecure, eng)))
+	if s := eng.Stats(); s.KeysOnDevice == 0 || s.Fallbacks != 0 {
+		t.Fatalf("engine stats %+v: the runs were not looked up on the device", s)
+	}
+}

@@ -136,7 +136,14 @@ type Config struct {
 	// each batch transmits only after the one before it, so frames still
 	// leave in the order they arrived. 1 runs them one after the other.
 	InFlight int
-	Logger   *slog.Logger
+	// WorkerInFlight is, for the datapath workers (RunWorker), how many of
+	// a worker's runs may have their first table's lookup on the device
+	// at once while the worker reads on (async.go); 0 runs each run to its
+	// end before the next read, the lookup waited for. It takes a
+	// Classifier with batches submitted apart from their wait (gpu.Engine,
+	// every gpu.Backend); with another the runs stay synchronous.
+	WorkerInFlight int
+	Logger         *slog.Logger
 }
 
 // flightDefaults sets InFlight and Depth where they are unset, for procs
@@ -211,6 +218,11 @@ type Switch struct {
 	// old state is still deciding.
 	mu     sync.RWMutex
 	tables []*table
+	// wgen counts the holds of mu for writing (lockWrite adds one under
+	// it): a lookup made under the read lock is still the tables' answer
+	// when the read lock is taken again and wgen has not moved (a datapath
+	// worker's lookups in flight, async.go).
+	wgen atomic.Uint64
 
 	ports    map[uint32]*swPort // fixed before Start
 	portList []*swPort          // ascending port number

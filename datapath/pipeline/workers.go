@@ -70,12 +70,27 @@ func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 		w.qs = append(w.qs, wq)
 	}
 	w.live = len(w.qs)
+	if bc, ok := s.cfg.Classifier.(batchClassifier); ok && s.cfg.WorkerInFlight > 0 {
+		w.async = &asyncRuns{bc: bc, max: s.cfg.WorkerInFlight}
+		defer w.drainRuns()
+	}
 	for ctx.Err() == nil && w.live > 0 {
 		got, err := w.readAll()
 		if err != nil {
 			return err
 		}
+		inFlight := w.async != nil && len(w.async.flight) > 0
+		if inFlight {
+			w.reap()
+			inFlight = len(w.async.flight) > 0
+		}
 		if w.oldest.IsZero() { // no batch open
+			if inFlight {
+				if got == 0 { // nothing to read: the oldest run's lookup is what comes next
+					w.finishOldest()
+				}
+				continue
+			}
 			w.idle()
 			continue
 		}
@@ -86,6 +101,10 @@ func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 		case got > 0:
 			// Read on while the rings have frames: under load the batches
 			// fill, and a frame that waited in a ring does not wait again.
+		case inFlight:
+			// The rings are empty: wait for the oldest run's lookup
+			// (tens of µs) rather than sleep to the open batch's deadline.
+			w.finishOldest()
 		case w.blocks && wait < minBlockTimeout:
 			// No block comes before the deadline unless one fills:
 			// take what is here now (RunPort's rule).
@@ -122,7 +141,8 @@ type rxWorker struct {
 	poll   bool      // every queue has a PollFD
 	parts  []rxPart
 	fds    []unix.PollFd
-	runs   uint64 // runs with frames, for the one in runPartEvery timed by part
+	runs   uint64     // runs with frames, for the one in runPartEvery timed by part
+	async  *asyncRuns // runs in flight (Config.WorkerInFlight; async.go); nil: synchronous runs
 }
 
 type rxWorkerQueue struct {
@@ -179,6 +199,10 @@ func (w *rxWorker) readAll() (int, error) {
 func (w *rxWorker) run(reason *atomic.Uint64) {
 	s := w.s
 	reason.Add(1)
+	if w.async != nil {
+		w.submit()
+		return
+	}
 	closed := time.Now().UnixNano()
 	w.parts = w.parts[:0]
 	for i := range w.qs {

@@ -44,6 +44,7 @@ func (o WriteOp) String() string {
 func (s *Switch) lockWrite() time.Time {
 	t := time.Now()
 	s.mu.Lock()
+	s.wgen.Add(1)
 	return t
 }
 

@@ -1,0 +1,246 @@
+package pipeline
+
+import (
+	"time"
+
+	"github.com/gswitch/gswitch/gpu"
+	"github.com/gswitch/gswitch/tables/flow"
+)
+
+// A datapath worker's runs in flight (Config.WorkerInFlight above 0).
+//
+// A synchronous worker (RunWorker) runs its batches to the end before it
+// reads again: it waits for the device's answer to its first table's
+// lookup, 30–55 µs a run on an H200, and reads nothing meanwhile. With
+// runs in flight the worker instead, when its batches close:
+//
+//  1. parses the frames into the run's own packets (admit) and, under the
+//     switch's read lock, packs their first table's keys into a batch in
+//     the backend's memory (a gpu.Batch: pinned host memory on CUDA) and
+//     submits it (Classifier's Submit), noting the write generation
+//     (Switch.wgen); then it goes back to its rings;
+//  2. between reads it finishes, oldest first, every run whose lookup is
+//     in (gpu.Batch.Ready: a load of the word the device writes after
+//     the results): under the read lock again, the tables run with the
+//     first table's results as looked up, the other tables looked up as a
+//     synchronous run looks them up, and the run transmits;
+//  3. when its rings are empty, or Config.WorkerInFlight runs are in
+//     flight, it waits for the oldest run's lookup (gpu.Batch.Wait).
+//
+// Nothing is handed to another goroutine: a run is read, looked up, acted
+// on and sent by the worker that owns its queues, and its runs finish in
+// the order they were closed, so a queue's frames leave in the order they
+// arrived.
+//
+// The read lock is not held while a lookup is in flight: a worker that
+// held it across, and took it again for its next run, would deadlock
+// with a writer waiting between the two (Go's RWMutex lets no reader in
+// past a waiting writer). A change made in between moves wgen; the run
+// then looks its first table up again under the lock (counted:
+// BatchStats' Relooked), so its frames meet the tables as they are when
+// it decides, as a synchronous run's do. A lookup that fails is answered
+// the same way.
+
+// batchClassifier is a Classifier whose batches are submitted apart from
+// their wait: gpu.Engine and every gpu.Backend.
+type batchClassifier interface {
+	NewBatch(kind gpu.Kind, width, capacity int) (*gpu.Batch, error)
+	Submit(id gpu.TableID, b *gpu.Batch) error
+}
+
+// workerRun is one run of a datapath worker from its close to its
+// transmit: its packets and send queues (a worker of its own, kept from
+// run to run), the queues' batchers that hold its frames, and the batch
+// of its first table's lookup.
+type workerRun struct {
+	w      *worker
+	held   []*batcher
+	gb     *gpu.Batch // the first table's keys and results (nil: none made yet)
+	looked bool       // gb is submitted with the run's packets' keys, under write generation gen
+	gen    uint64
+}
+
+// asyncRuns is the state of a worker with runs in flight (rxWorker.async;
+// nil: synchronous runs).
+type asyncRuns struct {
+	bc     batchClassifier
+	max    int          // runs in flight at most (Config.WorkerInFlight)
+	flight []*workerRun // submitted, oldest first
+	spare  []*workerRun
+	empty  []*batcher // batchers to give a queue whose batch a run took
+}
+
+// submit closes the worker's open batches into a run and starts its first
+// table's lookup (see above); when max runs are in flight already the
+// oldest is finished first.
+func (w *rxWorker) submit() {
+	a, s := w.async, w.s
+	if len(a.flight) >= a.max {
+		w.finishOldest()
+	}
+	var r *workerRun
+	if k := len(a.spare); k > 0 {
+		r, a.spare = a.spare[k-1], a.spare[:k-1]
+	} else {
+		r = &workerRun{w: newWorker(s)}
+	}
+	pw := r.w
+	pw.begin()
+	pw.direct = true
+	closed := time.Now().UnixNano()
+	for i := range w.qs {
+		q := &w.qs[i]
+		if len(q.b.frames) == 0 {
+			continue
+		}
+		q.b.closed = closed
+		s.batches.worker.Add(1)
+		b := q.b
+		r.held = append(r.held, b)
+		if k := len(a.empty); k > 0 {
+			q.b, a.empty = a.empty[k-1], a.empty[:k-1]
+		} else {
+			q.b = newBatcher(s.cfg.BatchSize)
+		}
+		if frames := s.rxStages(q.no, b); len(frames) > 0 {
+			pw.admit(q.no, frames)
+		}
+	}
+	w.oldest = time.Time{}
+	w.lookAhead(r)
+	a.flight = append(a.flight, r)
+}
+
+// lookAhead submits the lookup of r's packets in the first table, under
+// the read lock, when a synchronous run would look them up there through
+// the Classifier: not in standalone mode, not an LPM-shaped table.
+func (w *rxWorker) lookAhead(r *workerRun) {
+	s, pw, a := w.s, r.w, w.async
+	r.looked = false
+	n := len(pw.pkts)
+	if n == 0 || len(s.tables) == 0 {
+		return
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	tab := s.tables[0]
+	if s.standalone() || tab.lpm != nil && tab.lpm.Serves() {
+		return
+	}
+	width := len(tab.proj)
+	if r.gb == nil || r.gb.Width != width || r.gb.Cap < n {
+		r.gb.Free()
+		gb, err := a.bc.NewBatch(gpu.Flow, width, max(n, len(w.qs)*s.cfg.BatchSize))
+		if err != nil {
+			r.gb = nil
+			s.batches.relooked.Add(1)
+			return
+		}
+		r.gb = gb
+	}
+	// Every admitted packet is at the first table: none has run an
+	// action, so none is dropped or dirty (pipeline's idx for table 0).
+	pw.idx = pw.idx[:0]
+	for i := range n {
+		pw.idx = append(pw.idx, i)
+	}
+	pw.packSoAInto(tab.proj, r.gb.Keys, r.gb.Cap)
+	r.gb.N = n
+	if err := a.bc.Submit(gpu.TableID(tab.id), r.gb); err != nil {
+		s.batches.relooked.Add(1)
+		return
+	}
+	r.looked, r.gen = true, s.wgen.Load()
+}
+
+// reap finishes, oldest first, the runs in flight whose lookups are in.
+func (w *rxWorker) reap() {
+	a := w.async
+	for len(a.flight) > 0 {
+		if r := a.flight[0]; r.looked && !r.gb.Ready() {
+			return
+		}
+		w.finishOldest()
+	}
+}
+
+// drainRuns finishes every run in flight and frees the runs' batches.
+func (w *rxWorker) drainRuns() {
+	a := w.async
+	for len(a.flight) > 0 {
+		w.finishOldest()
+	}
+	for _, r := range a.spare {
+		r.gb.Free()
+		r.gb = nil
+	}
+}
+
+// finishOldest waits for the oldest run's lookup and runs it to its
+// transmit: the tables (the first with the results looked up ahead
+// unless a change came since, see classify), the actions, the sends;
+// then its frames' latencies are recorded and its batchers go back.
+func (w *rxWorker) finishOldest() {
+	a, s := w.async, w.s
+	r := a.flight[0]
+	copy(a.flight, a.flight[1:])
+	a.flight[len(a.flight)-1] = nil
+	a.flight = a.flight[:len(a.flight)-1]
+	pw := r.w
+	if r.looked {
+		r.looked = false
+		if err := r.gb.Wait(); err == nil {
+			pw.pre, pw.preGen = r.gb.Rules()[:r.gb.N], r.gen
+		} else {
+			s.batches.relooked.Add(1)
+			s.log.Error("pipeline: a worker's lookup ahead failed; looked up again", "err", err)
+		}
+	}
+	pw.decide()
+	pw.pre = nil
+	pw.flush()
+	done := time.Now()
+	for _, b := range r.held {
+		s.observeBatch(b, done)
+		b.reset()
+		a.empty = append(a.empty, b)
+	}
+	clear(r.held)
+	r.held = r.held[:0]
+	a.spare = append(a.spare, r)
+}
+
+// lookedAhead copies the first table's results looked up ahead (pre) into
+// w.res when they are still the table's answer: the same packets, and no
+// change since they were submitted (mu is held for reading). It reports
+// whether it did; either way pre is used up.
+func (w *worker) lookedAhead(tab *table) bool {
+	pre := w.pre
+	w.pre = nil
+	if tab.id != 0 || len(pre) != len(w.idx) || w.s.wgen.Load() != w.preGen {
+		w.s.batches.relooked.Add(1)
+		return false
+	}
+	copy(w.res, pre)
+	w.s.batches.ahead.Add(1)
+	return true
+}
+
+// packSoAInto packs the keys of the packets of w.idx as packSoA does,
+// into columns stride words apart (a gpu.Batch's layout: stride is its
+// Cap); dst holds len(words)*stride words at least.
+func (w *worker) packSoAInto(words []int, dst []uint32, stride int) {
+	for j, wd := range words {
+		if wd < 0 || wd >= flow.KeyWords {
+			clear(dst[j*stride : j*stride+len(w.idx)])
+		}
+	}
+	for k, i := range w.idx {
+		key := &w.pkts[i].key
+		for j, wd := range words {
+			if wd >= 0 && wd < flow.KeyWords {
+				dst[j*stride+k] = key[wd]
+			}
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package pipeline
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/gswitch/gswitch/tables/rule"
+)
+
+// asyncRig is a rig of 4 ports with installFates' rules for in_port 1 and
+// in_port 3's frames sent to port 4.
+func asyncRig(t *testing.T) *rig { return withAsyncRules(t, newRig(t, 4, FailSecure)) }
+
+// withAsyncRules installs asyncRig's rules in r (4 ports) and returns it.
+func withAsyncRules(t *testing.T, r *rig) *rig {
+	installFates(t, r)
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 1, Match: matchInPort(3), Instructions: applyOut(4)})
+	return r
+}
+
+// testWorker is a datapath worker of r's switch over receive queues of
+// ports nos, without sources (the tests fill its batchers), its runs in
+// flight up to inFlight (0: synchronous runs).
+func testWorker(t *testing.T, r *rig, inFlight int, nos ...uint32) *rxWorker {
+	w := &rxWorker{s: r.sw}
+	for _, no := range nos {
+		w.qs = append(w.qs, rxWorkerQueue{no: no, b: newBatcher(r.sw.cfg.BatchSize)})
+	}
+	if inFlight > 0 {
+		bc, ok := r.sw.cfg.Classifier.(batchClassifier)
+		if !ok {
+			t.Fatal("the rig's classifier has no batches")
+		}
+		w.async = &asyncRuns{bc: bc, max: inFlight}
+	}
+	return w
+}
+
+// closeRun fills each of w's queues' batchers with the frames of frames
+// (copies) and closes them into a run, as RunWorker does at a deadline.
+func closeRun(t *testing.T, w *rxWorker, frames [][][]byte) {
+	for i, fs := range frames {
+		var c [][]byte
+		for _, f := range fs {
+			c = append(c, bytes.Clone(f))
+		}
+		fill(t, w.qs[i].b, c)
+	}
+	w.oldest = time.Now()
+	w.run(&w.s.batches.delay)
+}
+
+// TestWorkerRunsInFlightSameFates: a datapath worker whose runs' first
+// lookups are in flight (Config.WorkerInFlight) sends every frame where a
+// synchronous worker sends it, in the same order on every port, whether
+// its runs finish as their lookups come in (reap), when too many are in
+// flight, or at the end (drainRuns); it counts the same table misses,
+// records every frame's latency, and uses every lookup it made ahead.
+func TestWorkerRunsInFlightSameFates(t *testing.T) { testWorkerRunsInFlight(t, asyncRig(t)) }
+
+// testWorkerRunsInFlight is TestWorkerRunsInFlightSameFates with the runs
+// in flight on asyncR (asyncRig's ports and rules), the synchronous ones
+// on the CPU.
+func testWorkerRunsInFlight(t *testing.T, asyncR *rig) {
+	syncR := asyncRig(t)
+	nos := []uint32{1, 1, 3, 1}
+	ws, wa := testWorker(t, syncR, 0, nos...), testWorker(t, asyncR, 3, nos...)
+	const runs = 11
+	total := 0
+	for k := range runs {
+		frames := make([][][]byte, len(nos))
+		for q := range nos {
+			for i := range (q*5 + k*11) % 40 {
+				frames[q] = append(frames[q], flowFrame(t, uint16(q<<12|k<<6|i), 0))
+			}
+			total += len(frames[q])
+		}
+		closeRun(t, ws, frames)
+		closeRun(t, wa, frames)
+		if k%4 == 1 {
+			wa.reap()
+		}
+	}
+	if n := len(wa.async.flight); n == 0 || n > 3 {
+		t.Errorf("%d runs in flight before the drain, want 1 to 3", n)
+	}
+	wa.drainRuns()
+	for p := range 4 {
+		want, got := syncR.devs[p].take(), asyncR.devs[p].take()
+		if p > 0 && len(want) == 0 {
+			t.Fatalf("port %d: the rules send nothing there", p+1)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("port %d: %d frames sent, want %d", p+1, len(got), len(want))
+		}
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("port %d: frame %d is source port %d, want %d", p+1, i, sports(got[i:i+1])[0], sports(want[i:i+1])[0])
+			}
+		}
+	}
+	if a, b := syncR.sw.Counters().MissDrops, asyncR.sw.Counters().MissDrops; a != b || a == 0 {
+		t.Errorf("table-miss drops: in flight %d, synchronous %d (want equal, not 0)", b, a)
+	}
+	if n := asyncR.sw.latency.count.Load(); n != uint64(total) {
+		t.Errorf("latency recorded for %d frames, want %d", n, total)
+	}
+	if bs := asyncR.sw.BatchStats(); bs.Ahead != runs || bs.Relooked != 0 {
+		t.Errorf("runs with their lookup ahead used %d, looked up again %d; want %d and 0", bs.Ahead, bs.Relooked, runs)
+	}
+}
+
+// TestWorkerRunInFlightSeesChange: a FLOW_MOD that comes while a run's
+// first lookup is in flight decides that run's frames, as it would a
+// synchronous run's that had not yet decided: the run looks the table up
+// again (Relooked) instead of using the answer made before the change.
+func TestWorkerRunInFlightSeesChange(t *testing.T) { testWorkerRunSeesChange(t, asyncRig(t)) }
+
+// testWorkerRunSeesChange is TestWorkerRunInFlightSeesChange on r
+// (asyncRig's ports and rules).
+func testWorkerRunSeesChange(t *testing.T, r *rig) {
+	w := testWorker(t, r, 2, 1)
+	var frames [][]byte
+	for i := range 24 {
+		frames = append(frames, flowFrame(t, uint16(i), 0))
+	}
+	closeRun(t, w, [][][]byte{frames})
+	if len(w.async.flight) != 1 || !w.async.flight[0].looked {
+		t.Fatal("the run's lookup was not made ahead")
+	}
+	r.flowMod(t, &rule.FlowMod{Command: rule.FlowAdd, Priority: 20, Match: matchInPort(1), Instructions: applyOut(4)})
+	w.drainRuns()
+	if got := len(r.devs[3].take()); got != len(frames) {
+		t.Errorf("port 4 got %d frames after the change, want all %d", got, len(frames))
+	}
+	for p := range 3 {
+		if got := r.devs[p].take(); len(got) != 0 {
+			t.Errorf("port %d got %d frames decided by the tables before the change", p+1, len(got))
+		}
+	}
+	if bs := r.sw.BatchStats(); bs.Ahead != 0 || bs.Relooked != 1 {
+		t.Errorf("ahead %d, relooked %d; want 0 and 1", bs.Ahead, bs.Relooked)
+	}
+}
