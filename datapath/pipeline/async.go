@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"runtime"
 	"time"
 
 	"github.com/gswitch/gswitch/gpu"
@@ -25,10 +24,8 @@ import (
 //     the results): under the read lock again, the tables run with the
 //     first table's results as looked up, the other tables looked up as a
 //     synchronous run looks them up, and the run transmits;
-//  3. when its rings are empty it watches the oldest run's lookup
-//     (awaitHead) until its open batch's deadline, looking at its rings
-//     again every headSlice; with Config.WorkerInFlight runs in flight it
-//     waits for the oldest (gpu.Batch.Wait).
+//  3. when its rings are empty, or Config.WorkerInFlight runs are in
+//     flight, it waits for the oldest run's lookup (gpu.Batch.Wait).
 //
 // Nothing is handed to another goroutine: a run is read, looked up, acted
 // on and sent by the worker that owns its queues, and its runs finish in
@@ -61,7 +58,6 @@ type workerRun struct {
 	gb     *gpu.Batch // the first table's keys and results (nil: none made yet)
 	looked bool       // gb is submitted with the run's packets' keys, under write generation gen
 	gen    uint64
-	at     time.Time // when it was submitted
 }
 
 // asyncRuns is the state of a worker with runs in flight (rxWorker.async;
@@ -154,38 +150,7 @@ func (w *rxWorker) lookAhead(r *workerRun) {
 		s.batches.relooked.Add(1)
 		return
 	}
-	r.looked, r.gen, r.at = true, s.wgen.Load(), time.Now()
-}
-
-// headSlice is how long awaitHead watches the oldest run's lookup before
-// the worker looks at its rings again; headMax is how long a lookup may
-// be in flight before the worker waits for it in the backend's own way
-// (gpu.Batch.Wait: on CUDA, after 200 µs, asleep in the driver, which
-// also reports a device that failed).
-const (
-	headSlice = 20 * time.Microsecond
-	headMax   = time.Millisecond
-)
-
-// awaitHead watches the oldest run's lookup for at most d, yielding the
-// processor between looks, and finishes the run once its results are in;
-// it returns with the run still in flight when d runs out, so that the
-// worker reads its rings and keeps its open batch's deadline (a worker
-// that waited in Wait instead held its open batches up to 4 times past
-// their deadline: H200, 2026-11-27). A lookup in flight for headMax is
-// waited for.
-func (w *rxWorker) awaitHead(d time.Duration) {
-	r := w.async.flight[0]
-	if r.looked && time.Since(r.at) < headMax {
-		t0 := time.Now()
-		for !r.gb.Ready() {
-			if time.Since(t0) >= d {
-				return
-			}
-			runtime.Gosched()
-		}
-	}
-	w.finishOldest()
+	r.looked, r.gen = true, s.wgen.Load()
 }
 
 // reap finishes, oldest first, the runs in flight whose lookups are in.

@@ -143,21 +143,3 @@ func testWorkerRunSeesChange(t *testing.T, r *rig) {
 		t.Errorf("ahead %d, relooked %d; want 0 and 1", bs.Ahead, bs.Relooked)
 	}
 }
-
-// TestAwaitHeadFinishesReady: a worker with its rings empty finishes the
-// oldest run whose lookup is in (awaitHead), and only that one.
-func TestAwaitHeadFinishesReady(t *testing.T) {
-	r := asyncRig(t)
-	w := testWorker(t, r, 3, 1)
-	for k := range 2 {
-		closeRun(t, w, [][][]byte{{flowFrame(t, uint16(k), 0)}})
-	}
-	w.awaitHead(headSlice)
-	if n := len(w.async.flight); n != 1 {
-		t.Fatalf("%d runs in flight after awaitHead, want 1", n)
-	}
-	if got := sports(r.devs[1].take()); len(got) != 1 || got[0] != 0 {
-		t.Errorf("port 2 got source ports %v, want [0] (the oldest run's frame)", got)
-	}
-	w.drainRuns()
-}

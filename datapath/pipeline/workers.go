@@ -87,7 +87,7 @@ func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 		if w.oldest.IsZero() { // no batch open
 			if inFlight {
 				if got == 0 { // nothing to read: the oldest run's lookup is what comes next
-					w.awaitHead(headSlice)
+					w.finishOldest()
 				}
 				continue
 			}
@@ -102,9 +102,9 @@ func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 			// Read on while the rings have frames: under load the batches
 			// fill, and a frame that waited in a ring does not wait again.
 		case inFlight:
-			// The rings are empty: watch the oldest run's lookup (tens of
-			// µs) rather than sleep to the open batch's deadline.
-			w.awaitHead(min(wait, headSlice))
+			// The rings are empty: wait for the oldest run's lookup
+			// (tens of µs) rather than sleep to the open batch's deadline.
+			w.finishOldest()
 		case w.blocks && wait < minBlockTimeout:
 			// No block comes before the deadline unless one fills:
 			// take what is here now (RunPort's rule).
