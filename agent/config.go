@@ -607,6 +607,8 @@ func checkNumbers(c *Config) error {
 		return configErr("rx workers %d: want 0 (a goroutine per receive queue) to %d", c.RxWorkers, maxRxWorkers)
 	case c.WorkerFlight < 0 || c.WorkerFlight > 64:
 		return configErr("worker in flight %d: want 0 (each run waits for its lookup) to 64", c.WorkerFlight)
+	case c.WorkerFlight > 0 && c.RxWorkers == 0:
+		return configErr("worker in flight %d: takes datapath workers (rx_workers, --rx-workers)", c.WorkerFlight)
 	case c.SharedDelay < 0 || c.SharedDelay >= c.MaxDelay:
 		return configErr("shared delay %v: want 0 (off) or more, and less than the max delay %v", c.SharedDelay, c.MaxDelay)
 	case c.MinBatch < 1:

@@ -82,3 +82,22 @@ func TestRxWorkersFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerInFlightFlag: --worker-in-flight is read (0 by default) and
+// bounded.
+func TestWorkerInFlightFlag(t *testing.T) {
+	if st, err := loadArgs(t); err != nil || st.WorkerFlight != 0 {
+		t.Fatalf("default worker in flight: %+v, %v", st, err)
+	}
+	if st, err := loadArgs(t, "--rx-workers", "2", "--worker-in-flight", "2"); err != nil || st.WorkerFlight != 2 {
+		t.Errorf("--worker-in-flight 2: %+v, %v", st, err)
+	}
+	for _, bad := range []string{"-1", "65"} {
+		if _, err := loadArgs(t, "--rx-workers", "2", "--worker-in-flight", bad); !errors.Is(err, ErrConfig) {
+			t.Errorf("--worker-in-flight %s: %v, want a configuration error", bad, err)
+		}
+	}
+	if _, err := loadArgs(t, "--worker-in-flight", "2"); !errors.Is(err, ErrConfig) {
+		t.Errorf("--worker-in-flight 2 without --rx-workers: %v, want a configuration error", err)
+	}
+}

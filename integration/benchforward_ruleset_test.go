@@ -27,8 +27,10 @@ import (
 // set's frames carry a VLAN tag, which the kernel removes on receive and
 // a forwarder must put back (--check fails on a frame that arrives
 // altered). The acl1 run measures gswitchd with datapath workers too
-// (gswitchd-cpu@frame+w2: --rx-workers 2, frame rings), whose classification
-// --check checks the same way.
+// (gswitchd-cpu@frame+w2: --rx-workers 2, frame rings), and with their
+// runs in flight (gswitchd-cpu@frame+w2+f2: --worker-in-flight 2, each
+// run's first lookup submitted as a batch and finished in order), whose
+// classification --check checks the same way.
 func TestBenchForwardRuleset(t *testing.T) {
 	needRoot(t)
 	ctl := gswitchctlBinary(t)
@@ -41,7 +43,7 @@ func TestBenchForwardRuleset(t *testing.T) {
 					targets = append(targets, "plain") // 80% of its frames VLAN-tagged: they must leave tagged
 				}
 				if strings.HasPrefix(set, "classbench:") {
-					targets = append(targets, "gswitchd-cpu@frame+w2")
+					targets = append(targets, "gswitchd-cpu@frame+w2", "gswitchd-cpu@frame+w2+f2")
 				}
 				lossy := benchForwardRuleset(t, ctl, gsw, set, targets)
 				if lossy == "" {

@@ -96,7 +96,7 @@ func testWorkerRunsInFlight(t *testing.T, asyncR *rig) {
 		}
 		for i := range want {
 			if !bytes.Equal(got[i], want[i]) {
-				t.Fatalf("port %d: frame %d is source port %d, want %d", p+1, i, sports(got[i:i+1])[0], sports(want[i:i+1])[0])
+				t.Fatalf("port %d: frame %d is source port %d, want %d", p+1, i, sports(got[i : i+1])[0], sports(want[i : i+1])[0])
 			}
 		}
 	}

@@ -61,6 +61,7 @@ var (
 	mReaderStallT  = metricCounter("gswitch_receive_stall_seconds_total", "Time receive queues' readers spent in the waits of gswitch_receive_stalls_total.")
 	mHandovers     = metricCounter("gswitch_transmit_handovers_total", "With batches in flight (--in-flight above 1): a receive queue's transmits that followed the transmit of the batch before it (its frames leave in order).")
 	mHandoverT     = metricCounter("gswitch_transmit_handover_idle_seconds_total", "The time a receive queue's transmit stood idle between two batches in flight, by why: wake (the next batch was ready and its goroutine was being woken) or lookup (the next batch had not come to its transmit: its lookups and actions, or under light traffic its batch not yet closed).", "why")
+	mWorkerAhead   = metricCounter("gswitch_worker_lookahead_runs_total", "With a datapath worker's runs in flight (--worker-in-flight): runs by what became of their first table's lookup made ahead, outcome=used (its results decided the run) or relooked (the table was looked up again when the run decided: a change of the tables came while the lookup was in flight, or the lookup could not be made or failed).", "outcome")
 	mBatchesPath   = metricCounter("gswitch_batches_path_total", "Receive batches by the path they ran: with a coalescer (a GPU), direct (in the port loop, lookups straight to the classifier: no table was served by the device) or shared (handed to the queue's runner, lookups in shared device batches); worker (run by a datapath worker, --rx-workers, with its other queues' batches; from its first batch on).", "path")
 
 	mLearnedMACs = metricGauge("gswitch_learned_macs", "MAC addresses in the learning table.")
@@ -70,7 +71,7 @@ var (
 		mPortRxPackets, mPortRxBytes, mPortTxPackets, mPortTxBytes, mPortRxDropped, mPortTxDropped,
 		mTableFlows, mTableLookups, mTableMatched, mTableLPM, mTableLPMTransitions, mTableLPMConflicts,
 		mMalformedFrames, mTableMissDrops, mNoRoute, mUnsupportedActions, mGroupDrops, mMeterDrops, mOffloadDrops,
-		mBatchesClosed, mBatchesPath, mReaderStalls, mReaderStallT, mHandovers, mHandoverT, mLearnedMACs, mStandalone,
+		mBatchesClosed, mBatchesPath, mReaderStalls, mReaderStallT, mHandovers, mHandoverT, mWorkerAhead, mLearnedMACs, mStandalone,
 	}
 )
 
@@ -166,6 +167,10 @@ func (c switchCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(mHandoverT, bs.HandoverLookup.Seconds(), "lookup")
 	if bs.Worker > 0 {
 		emit(mBatchesPath, float64(bs.Worker), "worker")
+	}
+	if c.s.cfg.WorkerInFlight > 0 {
+		emit(mWorkerAhead, float64(bs.Ahead), "used")
+		emit(mWorkerAhead, float64(bs.Relooked), "relooked")
 	}
 	if c.s.cfg.Coalescer != nil {
 		emit(mBatchesPath, float64(bs.Direct), "direct")
