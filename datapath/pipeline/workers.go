@@ -101,17 +101,9 @@ func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 		case got > 0:
 			// Read on while the rings have frames: under load the batches
 			// fill, and a frame that waited in a ring does not wait again.
-		case w.async != nil && len(w.async.flight) < w.async.max:
-			// The rings are empty and a run may go in flight: close the
-			// batch now rather than at its deadline (GSwitch's group
-			// commit: the frames that come during its lookup form the
-			// next run, and with every run in flight the open batch
-			// grows until one finishes).
-			w.run(&s.batches.delay)
 		case inFlight:
-			// The rings are empty and every run is in flight: wait for
-			// the oldest run's lookup (tens of µs) rather than sleep to
-			// the open batch's deadline.
+			// The rings are empty: wait for the oldest run's lookup
+			// (tens of µs) rather than sleep to the open batch's deadline.
 			w.finishOldest()
 		case w.blocks && wait < minBlockTimeout:
 			// No block comes before the deadline unless one fills:
