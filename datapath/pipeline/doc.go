@@ -369,6 +369,19 @@
 // ran. Dealing the queues among the workers is the caller's (the agent
 // deals them so that every-other-port load spreads over all of them).
 //
+// With Config.WorkerInFlight K (the agent's --worker-in-flight) a worker
+// keeps up to K runs in flight instead (async.go): a closed run's first
+// table is looked up through a gpu.Batch submitted under the read lock,
+// the worker reads on, and it finishes its runs oldest first once
+// gpu.Batch.Ready says their results are in (with its rings empty, or K
+// in flight, it waits for the oldest). The read lock is not held across
+// the lookup (a worker that held it and took it again for its next run
+// would deadlock against a waiting writer): the switch's write generation
+// (wgen, moved by every hold of mu for writing) tells a finishing run
+// whether a change came in between, and if one did the run looks its
+// first table up again under the lock (BatchStats' Relooked; metric
+// gswitch_worker_lookahead_runs_total{outcome}).
+//
 // # What is not here yet
 //
 // Meter bands other than drop and DSCP remark, the virtual meters,

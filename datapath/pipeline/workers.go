@@ -38,7 +38,9 @@ const workerSlack = time.Microsecond
 // to the Classifier, which sends it to a device from the table's floor,
 // and each output port gets one Send. The lookup is synchronous: while a
 // device answers, the worker's rings fill, and the next batches hold what
-// came meanwhile.
+// came meanwhile. With Config.WorkerInFlight above 0 the first table's
+// lookup is submitted instead and the worker reads on, finishing its runs
+// in order as their results come in (async.go).
 //
 // Nothing is handed between goroutines: a frame is read, looked up, acted
 // on and sent by the worker that owns its queue, so a queue's frames (and,
