@@ -93,16 +93,14 @@ func (w *rxWorker) submit() {
 		if len(q.b.frames) == 0 {
 			continue
 		}
-		q.b.closed = closed
-		s.batches.worker.Add(1)
-		b := q.b
-		r.held = append(r.held, b)
+		frames := w.closeQueue(q, closed)
+		r.held = append(r.held, q.b) // its frames stay there until the run has sent them
 		if k := len(a.empty); k > 0 {
 			q.b, a.empty = a.empty[k-1], a.empty[:k-1]
 		} else {
 			q.b = newBatcher(s.cfg.BatchSize)
 		}
-		if frames := s.rxStages(q.no, b); len(frames) > 0 {
+		if len(frames) > 0 {
 			pw.admit(q.no, frames)
 		}
 	}

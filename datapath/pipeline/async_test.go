@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gswitch/gswitch/datapath/afpacket"
 	"github.com/gswitch/gswitch/tables/rule"
 )
 
@@ -141,5 +142,39 @@ func testWorkerRunSeesChange(t *testing.T, r *rig) {
 	}
 	if bs := r.sw.BatchStats(); bs.Ahead != 0 || bs.Relooked != 1 {
 		t.Errorf("ahead %d, relooked %d; want 0 and 1", bs.Ahead, bs.Relooked)
+	}
+}
+
+// TestWorkerRunsInFlightAllocateNothing: once warm, a worker's runs in
+// flight (their batchers, packets, lookup batches and send queues kept
+// from run to run) allocate nothing from their close to their transmit.
+func TestWorkerRunsInFlightAllocateNothing(t *testing.T) {
+	r, devs, frames := quietRig(t)
+	w := testWorker(t, r, 2, 1, 1)
+	now := time.Now()
+	var f afpacket.Frame
+	cycle := func() {
+		for i := range w.qs {
+			for _, d := range frames {
+				f = afpacket.Frame{Data: d, Len: len(d), Time: now}
+				w.qs[i].b.add(&f, now)
+			}
+		}
+		w.oldest = now
+		w.run(&w.s.batches.delay)
+		w.reap()
+	}
+	for range 4 {
+		cycle()
+	}
+	switch n := testing.AllocsPerRun(100, cycle); {
+	case n != 0 && raceEnabled:
+		t.Logf("a worker's run in flight allocated %v times under the race detector", n)
+	case n != 0:
+		t.Errorf("a worker's run in flight allocated %v times", n)
+	}
+	w.drainRuns()
+	if devs[1].sent.Load() == 0 || devs[2].sent.Load() == 0 {
+		t.Errorf("sent %d and %d frames on ports 2 and 3: the rules did not forward", devs[1].sent.Load(), devs[2].sent.Load())
 	}
 }

@@ -338,15 +338,15 @@ func (w *worker) classify(tab *table) {
 	}
 	n := len(w.idx)
 	w.res = slices.Grow(w.res[:0], n)[:n]
+	if w.pre != nil && w.lookedAhead(tab) { // a worker's run in flight (async.go)
+		return
+	}
 	if tab.lpm != nil && tab.lpm.Serves() { // an LPM-shaped table (lpm.go, tables/lpmshape)
 		err := tab.lpm.Lookup(w.gatherKeys(), w.res)
 		if err == nil {
 			return
 		}
 		w.s.log.Error("pipeline: LPM lookup failed; table answered by the classifier", "table", tab.id, "err", err)
-	}
-	if w.pre != nil && w.lookedAhead(tab) {
-		return
 	}
 	w.soa = w.packSoA(tab.proj, w.soa)
 	var err error

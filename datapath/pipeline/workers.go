@@ -212,9 +212,7 @@ func (w *rxWorker) run(reason *atomic.Uint64) {
 		if len(q.b.frames) == 0 {
 			continue
 		}
-		q.b.closed = closed
-		s.batches.worker.Add(1)
-		if frames := s.rxStages(q.no, q.b); len(frames) > 0 {
+		if frames := w.closeQueue(q, closed); len(frames) > 0 {
 			w.parts = append(w.parts, rxPart{no: q.no, frames: frames})
 		}
 	}
@@ -231,6 +229,15 @@ func (w *rxWorker) run(reason *atomic.Uint64) {
 		}
 	}
 	w.oldest = time.Time{}
+}
+
+// closeQueue closes queue q's open batch at closed (its frames have a
+// batch, see run), counts it a worker's, and returns what its receive
+// stages leave of its frames.
+func (w *rxWorker) closeQueue(q *rxWorkerQueue, closed int64) [][]byte {
+	q.b.closed = closed
+	w.s.batches.worker.Add(1)
+	return w.s.rxStages(q.no, q.b)
 }
 
 // idle waits, with no batch open, until a queue has something to read

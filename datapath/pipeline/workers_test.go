@@ -112,25 +112,33 @@ func (d *quietDev) Send(frames [][]byte) (int, error) {
 func (d *quietDev) Link() afpacket.LinkInfo        { return d.info }
 func (d *quietDev) Stats() (afpacket.Stats, error) { return afpacket.Stats{}, nil }
 
+// quietRig is a switch of 4 ports that are quietDevs, with installFates'
+// rules (write_metadata and goto_table for a quarter of the frames), and
+// 64 frames of in_port 1's rules.
+func quietRig(t *testing.T) (*rig, *[4]quietDev, [][]byte) {
+	r := newRig(t, 0, FailSecure)
+	var devs [4]quietDev
+	for i := range devs {
+		devs[i].info = afpacket.LinkInfo{Name: fmt.Sprint("q", i+1), AdminUp: true, OperUp: true}
+		if err := r.sw.AddPort(uint32(i+1), &devs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	installFates(t, r)
+	var frames [][]byte
+	for i := range 64 {
+		frames = append(frames, flowFrame(t, uint16(i), 0))
+	}
+	return r, &devs, frames
+}
+
 // TestProcessPartsAllocatesNothing: once warm, a datapath worker's run
 // through write_metadata, goto_table and output allocates nothing, so that
 // forwarding brings no garbage collection (whose marking of a switch with
 // 131,072 rules took 90 ms of one of its processors on an H200 host).
 func TestProcessPartsAllocatesNothing(t *testing.T) {
-	r := newRig(t, 0, FailSecure) // its ports are quietDevs
+	r, devs, frames := quietRig(t)
 	sw := r.sw
-	var devs [4]quietDev
-	for i := range devs {
-		devs[i].info = afpacket.LinkInfo{Name: fmt.Sprint("q", i+1), AdminUp: true, OperUp: true}
-		if err := sw.AddPort(uint32(i+1), &devs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	installFates(t, r) // write_metadata and goto_table for a quarter of the frames
-	var frames [][]byte
-	for i := range 64 {
-		frames = append(frames, flowFrame(t, uint16(i), 0))
-	}
 	parts := []rxPart{{no: 1, frames: frames}, {no: 1, frames: frames}}
 	sw.processParts(parts, true)
 	switch n := testing.AllocsPerRun(100, func() { sw.processParts(parts, false) }); {
