@@ -151,11 +151,17 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 			return d, err
 		}
 	}
+	var ga *gpu.Gatherer
+	if st.WorkerShared > 0 {
+		if ga, err = gpu.NewGatherer(d.eng, gpu.GatherConfig{Depth: st.WorkerShared}); err != nil {
+			return d, err
+		}
+	}
 	d.sw, err = pipeline.New(pipeline.Config{
 		DatapathID: st.dpid, Tables: st.Tables, MaxFlows: st.MaxFlows, Classifier: d.eng, Algo: st.algo,
 		FailMode: st.failMode, MaxDelay: rxDelay, BatchSize: st.BatchSize, Logger: log,
 		Router: d.pipelineRouter(), LPMIDBase: lpmBase, Coalescer: d.co, InFlight: st.InFlight, Depth: st.BatchDepth,
-		WorkerInFlight: st.WorkerFlight,
+		WorkerInFlight: st.WorkerFlight, Gatherer: ga,
 	})
 	if err != nil {
 		return d, err

@@ -100,4 +100,12 @@ func TestWorkerInFlightFlag(t *testing.T) {
 	if _, err := loadArgs(t, "--worker-in-flight", "2"); !errors.Is(err, ErrConfig) {
 		t.Errorf("--worker-in-flight 2 without --rx-workers: %v, want a configuration error", err)
 	}
+	if st, err := loadArgs(t, "--rx-workers", "2", "--worker-in-flight", "2", "--worker-shared", "3"); err != nil || st.WorkerShared != 3 {
+		t.Errorf("--worker-shared 3: %+v, %v", st, err)
+	}
+	for _, bad := range [][]string{{"--rx-workers", "2", "--worker-shared", "2"}, {"--rx-workers", "2", "--worker-in-flight", "2", "--worker-shared", "65"}} {
+		if _, err := loadArgs(t, bad...); !errors.Is(err, ErrConfig) {
+			t.Errorf("%v: %v, want a configuration error", bad, err)
+		}
+	}
 }

@@ -29,8 +29,9 @@ import (
 // altered). The acl1 run measures gswitchd with datapath workers too
 // (gswitchd-cpu@frame+w2: --rx-workers 2, frame rings), and with their
 // runs in flight (gswitchd-cpu@frame+w2+f2: --worker-in-flight 2, each
-// run's first lookup submitted as a batch and finished in order), whose
-// classification --check checks the same way.
+// run's first lookup submitted as a batch and finished in order), also in
+// shared batches (+s2: --worker-shared 2), whose classification --check
+// checks the same way.
 func TestBenchForwardRuleset(t *testing.T) {
 	needRoot(t)
 	ctl := gswitchctlBinary(t)
@@ -43,7 +44,7 @@ func TestBenchForwardRuleset(t *testing.T) {
 					targets = append(targets, "plain") // 80% of its frames VLAN-tagged: they must leave tagged
 				}
 				if strings.HasPrefix(set, "classbench:") {
-					targets = append(targets, "gswitchd-cpu@frame+w2", "gswitchd-cpu@frame+w2+f2")
+					targets = append(targets, "gswitchd-cpu@frame+w2", "gswitchd-cpu@frame+w2+f2", "gswitchd-cpu@frame+w2+f2+s2")
 				}
 				lossy := benchForwardRuleset(t, ctl, gsw, set, targets)
 				if lossy == "" {

@@ -120,7 +120,8 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 		s.RxRing, s.PlainFlags = e.swRing, e.f.plainFlags
 	}
 	if isGswitchd(target) {
-		s.RxRing, s.RxWorkers, s.WorkerFlight, s.MaxDelay, s.SharedDelay, s.SwitchFlags = e.swRing, e.swWorkers, e.swFlight, e.f.maxDelay, e.f.sharedDelay, e.f.swFlags
+		s.RxRing, s.RxWorkers, s.WorkerFlight, s.WorkerShared = e.swRing, e.swWorkers, e.swFlight, e.swShared
+		s.MaxDelay, s.SharedDelay, s.SwitchFlags = e.f.maxDelay, e.f.sharedDelay, e.f.swFlags
 	}
 	if sw1 := e.switchCounters(); sw0 != nil && sw1 != nil {
 		s.SwitchRx, s.SwitchRxDropped, s.SwitchTx = sw1[0]-sw0[0], sw1[1]-sw0[1], sw1[2]-sw0[2]

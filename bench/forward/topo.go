@@ -65,6 +65,7 @@ type fwdEnv struct {
 	swRing      string       // the running gswitchd's --rx-ring (block or frame)
 	swWorkers   int          // the running gswitchd's --rx-workers (0: not given)
 	swFlight    int          // the running gswitchd's --worker-in-flight (0: not given)
+	swShared    int          // the running gswitchd's --worker-shared (0: not given)
 	swTarget    string       // the gswitchd target being measured (names its log with --log-dir)
 	cleanups    []func()     // run in reverse by close
 }
@@ -478,7 +479,7 @@ func (e *fwdEnv) runTarget(target string) ([]Step, []FlowMods, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	e.swRing, e.swWorkers, e.swFlight, e.swTarget = cmp.Or(o.ring, "block"), o.workers, o.flight, target // block: gswitchd's default
+	e.swRing, e.swWorkers, e.swFlight, e.swShared, e.swTarget = cmp.Or(o.ring, "block"), o.workers, o.flight, o.shared, target // block: gswitchd's default
 	switch base {
 	case "gswitchd":
 		return e.runGswitchd(target, e.f.backend)
@@ -529,6 +530,9 @@ func (e *fwdEnv) startGswitchd(maxFlows int, backend string, filters bool) (*dae
 	}
 	if e.swFlight > 0 {
 		args = append(args, "--worker-in-flight", fmt.Sprint(e.swFlight))
+	}
+	if e.swShared > 0 {
+		args = append(args, "--worker-shared", fmt.Sprint(e.swShared))
 	}
 	args = append(args, strings.Fields(e.f.swFlags)...)
 	name, level := "gswitchd", "warn"

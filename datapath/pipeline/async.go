@@ -56,7 +56,8 @@ type workerRun struct {
 	w      *worker
 	held   []*batcher
 	gb     *gpu.Batch // the first table's keys and results (nil: none made yet)
-	looked bool       // gb is submitted with the run's packets' keys, under write generation gen
+	share  gpu.Share  // with a Config.Gatherer: the run's place in a shared batch, in place of gb
+	looked bool       // gb (or share) is submitted with the run's packets' keys, under write generation gen
 	gen    uint64
 }
 
@@ -126,6 +127,18 @@ func (w *rxWorker) lookAhead(r *workerRun) {
 		return
 	}
 	width := len(tab.proj)
+	if ga := s.cfg.Gatherer; ga != nil {
+		sh, err := ga.Reserve(gpu.TableID(tab.id), width, n)
+		if err != nil {
+			s.batches.relooked.Add(1)
+			return
+		}
+		pw.allAtFirst()
+		pw.packSoAInto(tab.proj, sh.Keys(), sh.Stride())
+		ga.Packed(sh)
+		r.share, r.looked, r.gen = sh, true, s.wgen.Load()
+		return
+	}
 	if r.gb == nil || r.gb.Width != width || r.gb.Cap < n {
 		r.gb.Free()
 		gb, err := a.bc.NewBatch(gpu.Flow, width, max(n, len(w.qs)*s.cfg.BatchSize))
@@ -136,12 +149,7 @@ func (w *rxWorker) lookAhead(r *workerRun) {
 		}
 		r.gb = gb
 	}
-	// Every admitted packet is at the first table: none has run an
-	// action, so none is dropped or dirty (pipeline's idx for table 0).
-	pw.idx = pw.idx[:0]
-	for i := range n {
-		pw.idx = append(pw.idx, i)
-	}
+	pw.allAtFirst()
 	pw.packSoAInto(tab.proj, r.gb.Keys, r.gb.Cap)
 	r.gb.N = n
 	if err := a.bc.Submit(gpu.TableID(tab.id), r.gb); err != nil {
@@ -151,11 +159,32 @@ func (w *rxWorker) lookAhead(r *workerRun) {
 	r.looked, r.gen = true, s.wgen.Load()
 }
 
+// allAtFirst sets idx to every packet: all are at the first table, none
+// has run an action, so none is dropped or dirty (pipeline's idx there).
+func (w *worker) allAtFirst() {
+	w.idx = w.idx[:0]
+	for i := range w.pkts {
+		w.idx = append(w.idx, i)
+	}
+}
+
+// done reports, without waiting, whether r's lookup ahead is in (or it
+// has none).
+func (r *workerRun) done(ga *gpu.Gatherer) bool {
+	switch {
+	case !r.looked:
+		return true
+	case r.share.Valid():
+		return ga.Ready(r.share)
+	}
+	return r.gb.Ready()
+}
+
 // reap finishes, oldest first, the runs in flight whose lookups are in.
 func (w *rxWorker) reap() {
 	a := w.async
 	for len(a.flight) > 0 {
-		if r := a.flight[0]; r.looked && !r.gb.Ready() {
+		if !a.flight[0].done(w.s.cfg.Gatherer) {
 			return
 		}
 		w.finishOldest()
@@ -185,10 +214,18 @@ func (w *rxWorker) finishOldest() {
 	a.flight[len(a.flight)-1] = nil
 	a.flight = a.flight[:len(a.flight)-1]
 	pw := r.w
+	ga := s.cfg.Gatherer
 	if r.looked {
 		r.looked = false
-		if err := r.gb.Wait(); err == nil {
-			pw.pre, pw.preGen = r.gb.Rules()[:r.gb.N], r.gen
+		var err error
+		var res []flow.RuleID
+		if r.share.Valid() {
+			err, res = ga.Wait(r.share), r.share.Results()
+		} else {
+			err, res = r.gb.Wait(), r.gb.Rules()[:r.gb.N]
+		}
+		if err == nil {
+			pw.pre, pw.preGen = res, r.gen
 		} else {
 			s.batches.relooked.Add(1)
 			s.log.Error("pipeline: a worker's lookup ahead failed; looked up again", "err", err)
@@ -196,6 +233,10 @@ func (w *rxWorker) finishOldest() {
 	}
 	pw.decide()
 	pw.pre = nil
+	if r.share.Valid() { // its results are copied (or not wanted): the share goes back
+		ga.Release(r.share)
+		r.share = gpu.Share{}
+	}
 	pw.flush()
 	done := time.Now()
 	for _, b := range r.held {

@@ -2,10 +2,12 @@ package pipeline
 
 import (
 	"bytes"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/gswitch/gswitch/gpu"
 	"github.com/gswitch/gswitch/tables/rule"
 )
 
@@ -177,4 +179,114 @@ func TestWorkerRunsInFlightAllocateNothing(t *testing.T) {
 	if devs[1].sent.Load() == 0 || devs[2].sent.Load() == 0 {
 		t.Errorf("sent %d and %d frames on ports 2 and 3: the rules did not forward", devs[1].sent.Load(), devs[2].sent.Load())
 	}
+}
+
+// gatherOn gives r's switch a Gatherer over its classifier (depth 1) and
+// returns it.
+func gatherOn(t *testing.T, r *rig) *gpu.Gatherer {
+	ga, err := gpu.NewGatherer(r.sw.cfg.Classifier.(gpu.BatchBackend), gpu.GatherConfig{Depth: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.sw.cfg.Gatherer = ga
+	return ga
+}
+
+// TestWorkerRunsInFlightShared is TestWorkerRunsInFlightSameFates and
+// TestWorkerRunInFlightSeesChange with the runs' lookups ahead in a
+// Gatherer's shared batches: the same fates, every run a share of a
+// submitted batch, a change in flight seen.
+func TestWorkerRunsInFlightShared(t *testing.T) {
+	r := asyncRig(t)
+	ga := gatherOn(t, r)
+	testWorkerRunsInFlight(t, r)
+	if st := ga.Stats(); st.Shares != 11 || st.InFlight != 0 {
+		t.Errorf("gatherer stats %+v: want 11 shares, none in flight", st)
+	}
+	r2 := asyncRig(t)
+	gatherOn(t, r2)
+	testWorkerRunSeesChange(t, r2)
+}
+
+// TestWorkersShareBatches: two workers (ports 1 and 3) with their
+// lookups ahead in one Gatherer, their runs closed in turn on one
+// goroutine (so that a run's keys join another's open batch while the slot
+// is busy) or on a goroutine each; each port gets what a synchronous
+// worker sends it, in order, and in turn the runs shared batches.
+func TestWorkersShareBatches(t *testing.T) {
+	t.Run("in turn", func(t *testing.T) {
+		if st := testWorkersShare(t, false); st.Batches >= st.Shares {
+			t.Errorf("gatherer stats %+v: the runs shared no batch", st)
+		}
+	})
+	t.Run("at once", func(t *testing.T) { testWorkersShare(t, true) })
+}
+
+func testWorkersShare(t *testing.T, concurrent bool) gpu.GatherStats {
+	syncR, r := asyncRig(t), asyncRig(t)
+	ga := gatherOn(t, r)
+	const runs = 40
+	frames := func(no uint32, k int) [][]byte {
+		var fs [][]byte
+		for i := range 1 + (k*7)%23 {
+			fs = append(fs, flowFrame(t, uint16(no)<<12|uint16(k)<<5|uint16(i), 0))
+		}
+		return fs
+	}
+	nos := []uint32{1, 3}
+	var ws []*rxWorker
+	for _, no := range nos {
+		sw := testWorker(t, syncR, 0, no)
+		for k := range runs {
+			closeRun(t, sw, [][][]byte{frames(no, k)})
+		}
+		ws = append(ws, testWorker(t, r, 2, no))
+	}
+	if concurrent {
+		var wg sync.WaitGroup
+		for i, w := range ws {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range runs {
+					closeRun(t, w, [][][]byte{frames(nos[i], k)})
+					w.reap()
+				}
+				w.drainRuns()
+			}()
+		}
+		wg.Wait()
+	} else {
+		for k := range runs {
+			for i, w := range ws {
+				closeRun(t, w, [][][]byte{frames(nos[i], k)})
+			}
+			if k%3 == 2 {
+				ws[k%2].reap()
+			}
+		}
+		for _, w := range ws {
+			w.drainRuns()
+		}
+	}
+	for p := range 4 {
+		want, got := syncR.devs[p].take(), r.devs[p].take()
+		if p > 0 && len(want) == 0 {
+			t.Fatalf("port %d: the rules send nothing there", p+1)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("port %d: %d frames sent, want %d", p+1, len(got), len(want))
+		}
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("port %d: frame %d is source port %#x, want %#x", p+1, i, sports(got[i:i+1])[0], sports(want[i:i+1])[0])
+			}
+		}
+	}
+	st := ga.Stats()
+	if st.Shares != 2*runs || st.InFlight != 0 || st.Batches == 0 || st.Batches > st.Shares {
+		t.Errorf("gatherer stats %+v: want %d shares in at most as many batches, none in flight", st, 2*runs)
+	}
+	t.Logf("gatherer: %d shares in %d batches (%d closed by a wait, %d full)", st.Shares, st.Batches, st.ByWait, st.ByFull)
+	return st
 }

@@ -380,7 +380,14 @@
 // (wgen, moved by every hold of mu for writing) tells a finishing run
 // whether a change came in between, and if one did the run looks its
 // first table up again under the lock (BatchStats' Relooked; metric
-// gswitch_worker_lookahead_runs_total{outcome}).
+// gswitch_worker_lookahead_runs_total{outcome}). With a Config.Gatherer
+// (the agent's --worker-shared) the runs' keys go into the Gatherer's
+// shared batches instead of a batch each: a run reserves its part of the
+// batch the workers are filling, packs its keys there and polls its share
+// (gpu.Gatherer), and a batch goes to the device as soon as a slot is
+// free, so that while batches are in flight the keys of every worker's
+// runs gather into one device call. The lock order is the switch's mu,
+// then the Gatherer's (a run reserves and packs under the read lock).
 //
 // # What is not here yet
 //

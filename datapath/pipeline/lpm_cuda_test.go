@@ -78,11 +78,15 @@ func TestCUDAProcessPartsSameFates(t *testing.T) {
 // on the GPU (min-batch 1): the same frames leave by the same ports in the
 // same order as a synchronous worker's on the CPU, and a FLOW_MOD whose
 // bubbles reach the device while a lookup is in flight decides that
-// run's frames.
+// run's frames; then the same fates with the lookups in a Gatherer's
+// shared batches.
 func TestCUDAWorkerRunsInFlight(t *testing.T) {
 	eng := gpuEngine(t)
 	testWorkerRunsInFlight(t, withAsyncRules(t, newRigOn(t, 4, FailSecure, eng)))
 	testWorkerRunSeesChange(t, withAsyncRules(t, newRigOn(t, 4, FailSecure, eng)))
+	shared := withAsyncRules(t, newRigOn(t, 4, FailSecure, eng)) // in a Gatherer's shared batches
+	gatherOn(t, shared)
+	testWorkerRunsInFlight(t, shared)
 	if s := eng.Stats(); s.KeysOnDevice == 0 || s.Fallbacks != 0 {
 		t.Fatalf("engine stats %+v: the runs were not looked up on the device", s)
 	}

@@ -143,7 +143,12 @@ type Config struct {
 	// Classifier with batches submitted apart from their wait (gpu.Engine,
 	// every gpu.Backend); with another the runs stay synchronous.
 	WorkerInFlight int
-	Logger         *slog.Logger
+	// Gatherer, with WorkerInFlight, takes the workers' lookups ahead
+	// into shared batches (gpu.Gatherer: the keys of all workers' runs
+	// that close while the batches before are in flight go in one device
+	// call) instead of a batch per run. Its backend is the Classifier.
+	Gatherer *gpu.Gatherer
+	Logger   *slog.Logger
 }
 
 // flightDefaults sets InFlight and Depth where they are unset, for procs

@@ -1,0 +1,27 @@
+//go:build cuda
+
+package gpu
+
+import "testing"
+
+// TestCUDAGatherer is TestGathererExact with the shared batches on the GPU
+// (an Engine over device 0, min-batch 1: every batch on the device): each
+// share's results are the CPU backend's, key for key, and the keys went
+// to the device.
+func TestCUDAGatherer(t *testing.T) {
+	cpu, proj, keys := coalesceTable(t, 0)
+	im, _, _ := coalesceImage(t)
+	devs, err := OpenCUDA([]int{0})
+	if err != nil {
+		t.Fatalf("no GPU: %v", err)
+	}
+	e := NewEngine(EngineConfig{Devices: devs, MinBatch: 1})
+	defer e.Close()
+	if err := e.Load(0, Flow, im); err != nil {
+		t.Fatal(err)
+	}
+	testGathererExact(t, e, cpu, proj, keys)
+	if s := e.Stats(); s.KeysOnDevice == 0 || s.Fallbacks != 0 {
+		t.Fatalf("engine stats %+v: the shared batches were not looked up on the device", s)
+	}
+}
