@@ -59,6 +59,7 @@ type Agent struct {
 	log          *slog.Logger
 	eng          *gpu.Engine
 	co           *gpu.Coalescer // shared device batches; nil without a device (the synchronous path)
+	ga           *gpu.Gatherer  // the workers' shared device batches (--worker-shared); nil: off
 	ids          *TableIDs      // the engine's table-id ranges (tableids.go)
 	sw           *pipeline.Switch
 	agent        *openflow.Agent
@@ -151,9 +152,8 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 			return d, err
 		}
 	}
-	var ga *gpu.Gatherer
 	if st.WorkerShared > 0 {
-		if ga, err = gpu.NewGatherer(d.eng, gpu.GatherConfig{Depth: st.WorkerShared}); err != nil {
+		if d.ga, err = gpu.NewGatherer(d.eng, gpu.GatherConfig{Depth: st.WorkerShared}); err != nil {
 			return d, err
 		}
 	}
@@ -161,7 +161,7 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 		DatapathID: st.dpid, Tables: st.Tables, MaxFlows: st.MaxFlows, Classifier: d.eng, Algo: st.algo,
 		FailMode: st.failMode, MaxDelay: rxDelay, BatchSize: st.BatchSize, Logger: log,
 		Router: d.pipelineRouter(), LPMIDBase: lpmBase, Coalescer: d.co, InFlight: st.InFlight, Depth: st.BatchDepth,
-		WorkerInFlight: st.WorkerFlight, Gatherer: ga,
+		WorkerInFlight: st.WorkerFlight, Gatherer: d.ga,
 	})
 	if err != nil {
 		return d, err

@@ -45,6 +45,7 @@ func (d *Agent) metricsHandler() (http.Handler, error) {
 		cs = append(cs, d.router.Collector())
 	}
 	cs = append(cs, d.coalescerCollectors()...)
+	cs = append(cs, d.gathererCollectors()...)
 	cs = append(cs, d.p4rtCollectors()...)
 	cs = append(cs, d.reCollectors()...)
 	cs = append(cs, d.pubsubCollectors()...)
@@ -102,6 +103,29 @@ func (d *Agent) coalescerCollectors() []prometheus.Collector {
 		counter("gswitch_coalescer_closed_total", closedHelp, prometheus.Labels{"why": "delay"}, func(s gpu.CoalescerStats) uint64 { return s.ByDelay }),
 		counter("gswitch_coalescer_closed_total", closedHelp, prometheus.Labels{"why": "quiet"}, func(s gpu.CoalescerStats) uint64 { return s.ByQuiet }),
 		counter("gswitch_coalescer_closed_total", closedHelp, prometheus.Labels{"why": "idle"}, func(s gpu.CoalescerStats) uint64 { return s.ByIdle }),
+	}
+}
+
+// gathererCollectors are the workers' shared batches' counters
+// (gpu.Gatherer, --worker-shared), when they are on.
+func (d *Agent) gathererCollectors() []prometheus.Collector {
+	if d.ga == nil {
+		return nil
+	}
+	counter := func(name, help string, labels prometheus.Labels, v func(gpu.GatherStats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(v(d.ga.Stats())) })
+	}
+	const closedHelp = "The datapath workers' shared device batches closed, by why: full (no room for a run's keys), idle (a device slot free), wait (a worker waited for its run's results)."
+	return []prometheus.Collector{
+		counter("gswitch_gatherer_batches_total", "The datapath workers' shared device batches submitted (--worker-shared).", nil,
+			func(s gpu.GatherStats) uint64 { return s.Batches }),
+		counter("gswitch_gatherer_keys_total", "Keys in the workers' shared device batches.", nil, func(s gpu.GatherStats) uint64 { return s.Keys }),
+		counter("gswitch_gatherer_shares_total", "Workers' runs whose first lookup went into a shared device batch.", nil,
+			func(s gpu.GatherStats) uint64 { return s.Shares }),
+		counter("gswitch_gatherer_closed_total", closedHelp, prometheus.Labels{"why": "full"}, func(s gpu.GatherStats) uint64 { return s.ByFull }),
+		counter("gswitch_gatherer_closed_total", closedHelp, prometheus.Labels{"why": "idle"}, func(s gpu.GatherStats) uint64 { return s.ByIdle }),
+		counter("gswitch_gatherer_closed_total", closedHelp, prometheus.Labels{"why": "wait"}, func(s gpu.GatherStats) uint64 { return s.ByWait }),
 	}
 }
 

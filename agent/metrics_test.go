@@ -187,8 +187,9 @@ func TestBeyondLoopback(t *testing.T) {
 }
 
 // TestDeviceAndP4RuntimeMetrics: with shared device batches (a
-// Coalescer) and a P4Runtime server, their counters are on the page,
-// lint-clean, the batches' closing reasons as labels of one family.
+// Coalescer, and the workers' Gatherer) and a P4Runtime server, their
+// counters are on the page, lint-clean, the batches' closing reasons as
+// labels of one family.
 func TestDeviceAndP4RuntimeMetrics(t *testing.T) {
 	d := metricsAgent(t)
 	var err error
@@ -198,20 +199,24 @@ func TestDeviceAndP4RuntimeMetrics(t *testing.T) {
 	if d.p4, err = p4rt.New(p4rt.Config{Switch: d.sw}); err != nil {
 		t.Fatal(err)
 	}
+	if d.ga, err = gpu.NewGatherer(d.eng, gpu.GatherConfig{}); err != nil {
+		t.Fatal(err)
+	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(append(d.coalescerCollectors(), d.p4rtCollectors()...)...)
+	reg.MustRegister(append(append(d.coalescerCollectors(), d.gathererCollectors()...), d.p4rtCollectors()...)...)
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("lint: %v %v", err, problems)
 	}
 	for name, n := range map[string]int{"gswitch_coalescer_batches_total": 1, "gswitch_coalescer_keys_total": 1, "gswitch_coalescer_direct_total": 1,
-		"gswitch_coalescer_closed_total": 4, "gswitch_p4rt_packet_ins_total": 1, "gswitch_p4rt_packet_in_drops_total": 1, "gswitch_p4rt_packet_ins_filtered_total": 1} {
+		"gswitch_coalescer_closed_total": 4, "gswitch_gatherer_batches_total": 1, "gswitch_gatherer_keys_total": 1, "gswitch_gatherer_shares_total": 1,
+		"gswitch_gatherer_closed_total": 3, "gswitch_p4rt_packet_ins_total": 1, "gswitch_p4rt_packet_in_drops_total": 1, "gswitch_p4rt_packet_ins_filtered_total": 1} {
 		if got, err := testutil.GatherAndCount(reg, name); err != nil || got != n {
 			t.Errorf("%s: %d series (%v); want %d", name, got, err, n)
 		}
 	}
-	d.co, d.p4 = nil, nil
-	if len(d.coalescerCollectors())+len(d.p4rtCollectors()) != 0 {
+	d.co, d.ga, d.p4 = nil, nil, nil
+	if len(d.coalescerCollectors())+len(d.gathererCollectors())+len(d.p4rtCollectors()) != 0 {
 		t.Errorf("collectors without a Coalescer or a P4Runtime server")
 	}
 }

@@ -151,7 +151,15 @@ func testWorkerRunSeesChange(t *testing.T, r *rig) {
 // flight (their batchers, packets, lookup batches and send queues kept
 // from run to run) allocate nothing from their close to their transmit.
 func TestWorkerRunsInFlightAllocateNothing(t *testing.T) {
+	t.Run("own batches", func(t *testing.T) { testRunsInFlightAllocs(t, false) })
+	t.Run("shared batches", func(t *testing.T) { testRunsInFlightAllocs(t, true) })
+}
+
+func testRunsInFlightAllocs(t *testing.T, shared bool) {
 	r, devs, frames := quietRig(t)
+	if shared {
+		gatherOn(t, r)
+	}
 	w := testWorker(t, r, 2, 1, 1)
 	now := time.Now()
 	var f afpacket.Frame
