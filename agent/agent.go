@@ -360,6 +360,11 @@ func (d *Agent) close() {
 					"p50_le", st.Quantile(0.5), "p99_le", st.Quantile(0.99))
 			}
 		}
+		if d.ga != nil {
+			gs := d.ga.Stats()
+			d.log.Info("workers' shared device batches", "batches", gs.Batches, "keys", gs.Keys, "shares", gs.Shares,
+				"closed_full", gs.ByFull, "closed_idle", gs.ByIdle, "closed_wait", gs.ByWait, "max_keys", gs.MaxKeys)
+		}
 		if d.eng != nil {
 			d.eng.Close()
 		}
