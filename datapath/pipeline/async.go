@@ -17,7 +17,8 @@ import (
 //  1. parses the frames into the run's own packets (admit) and, under the
 //     switch's read lock, packs their first table's keys into a batch in
 //     the backend's memory (a gpu.Batch: pinned host memory on CUDA) and
-//     submits it (Classifier's Submit), noting the write generation
+//     submits it (Classifier's Submit), or with a Config.Gatherer into
+//     its share of a shared batch, noting the write generation
 //     (Switch.wgen); then it goes back to its rings;
 //  2. between reads it finishes, oldest first, every run whose lookup is
 //     in (gpu.Batch.Ready: a load of the word the device writes after
@@ -41,13 +42,6 @@ import (
 // it decides, as a synchronous run's do. A lookup that fails is answered
 // the same way.
 
-// batchClassifier is a Classifier whose batches are submitted apart from
-// their wait: gpu.Engine and every gpu.Backend.
-type batchClassifier interface {
-	NewBatch(kind gpu.Kind, width, capacity int) (*gpu.Batch, error)
-	Submit(id gpu.TableID, b *gpu.Batch) error
-}
-
 // workerRun is one run of a datapath worker from its close to its
 // transmit: its packets and send queues (a worker of its own, kept from
 // run to run), the queues' batchers that hold its frames, and the batch
@@ -64,9 +58,9 @@ type workerRun struct {
 // asyncRuns is the state of a worker with runs in flight (rxWorker.async;
 // nil: synchronous runs).
 type asyncRuns struct {
-	bc     batchClassifier
-	max    int          // runs in flight at most (Config.WorkerInFlight)
-	flight []*workerRun // submitted, oldest first
+	bc     gpu.BatchBackend // the Classifier
+	max    int              // runs in flight at most (Config.WorkerInFlight)
+	flight []*workerRun     // submitted, oldest first
 	spare  []*workerRun
 	empty  []*batcher // batchers to give a queue whose batch a run took
 }

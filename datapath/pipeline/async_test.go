@@ -31,7 +31,7 @@ func testWorker(t *testing.T, r *rig, inFlight int, nos ...uint32) *rxWorker {
 		w.qs = append(w.qs, rxWorkerQueue{no: no, b: newBatcher(r.sw.cfg.BatchSize)})
 	}
 	if inFlight > 0 {
-		bc, ok := r.sw.cfg.Classifier.(batchClassifier)
+		bc, ok := r.sw.cfg.Classifier.(gpu.BatchBackend)
 		if !ok {
 			t.Fatal("the rig's classifier has no batches")
 		}

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gswitch/gswitch/datapath/afpacket"
+	"github.com/gswitch/gswitch/gpu"
 )
 
 // RxQueue is one receive queue for a datapath worker: port No's queue Src
@@ -72,7 +73,7 @@ func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 		w.qs = append(w.qs, wq)
 	}
 	w.live = len(w.qs)
-	if bc, ok := s.cfg.Classifier.(batchClassifier); ok && s.cfg.WorkerInFlight > 0 {
+	if bc, ok := s.cfg.Classifier.(gpu.BatchBackend); ok && s.cfg.WorkerInFlight > 0 {
 		w.async = &asyncRuns{bc: bc, max: s.cfg.WorkerInFlight}
 		defer w.drainRuns()
 	}
