@@ -65,6 +65,19 @@ func (h *heldBackend) release(t *testing.T) {
 	close(hi.done)
 }
 
+// heldGatherer is a Gatherer of depth 1 and batches of max keys over a
+// heldBackend of coalesceTable's table (id 0), with the CPU backend, the
+// table's projection and traffic keys.
+func heldGatherer(t *testing.T, max int) (*CPU, []int, []flow.Key, *heldBackend, *Gatherer) {
+	cpu, proj, keys := coalesceTable(t, 0)
+	hb := &heldBackend{cpu: cpu}
+	g, err := NewGatherer(hb, GatherConfig{MaxBatch: max, Depth: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cpu, proj, keys, hb, g
+}
+
 // gatherShare reserves a share of keys (the traffic keys from k on),
 // packs them, and returns it with the direct lookup's results.
 func gatherShare(t *testing.T, g *Gatherer, be FlowLooker, proj []int, keys []flow.Key) (Share, []flow.RuleID) {
@@ -153,9 +166,7 @@ func testGathererExact(t *testing.T, be BatchBackend, cpu *CPU, proj []int, keys
 // meanwhile wait in the open batch, and the batch in flight's retirement
 // submits them together; Ready is false until a share's batch is done.
 func TestGathererGroupCommit(t *testing.T) {
-	cpu, proj, keys := coalesceTable(t, 0)
-	hb := &heldBackend{cpu: cpu}
-	g, _ := NewGatherer(hb, GatherConfig{MaxBatch: 256, Depth: 1})
+	cpu, proj, keys, hb, g := heldGatherer(t, 256)
 	a, wantA := gatherShare(t, g, cpu, proj, keys[:10])
 	b, wantB := gatherShare(t, g, cpu, proj, keys[10:30])
 	c, wantC := gatherShare(t, g, cpu, proj, keys[30:33])
@@ -188,9 +199,7 @@ func TestGathererGroupCommit(t *testing.T) {
 // its batch is submitted at once, beyond Depth, and its Wait returns once
 // that batch is done, whatever the batch before it does.
 func TestGathererWaitForces(t *testing.T) {
-	cpu, proj, keys := coalesceTable(t, 0)
-	hb := &heldBackend{cpu: cpu}
-	g, _ := NewGatherer(hb, GatherConfig{MaxBatch: 256, Depth: 1})
+	cpu, proj, keys, hb, g := heldGatherer(t, 256)
 	a, _ := gatherShare(t, g, cpu, proj, keys[:4])
 	b, wantB := gatherShare(t, g, cpu, proj, keys[4:8])
 	done := make(chan error, 1)
@@ -248,9 +257,7 @@ func waitAll(t *testing.T, g *Gatherer, hb *heldBackend, shares ...Share) {
 // open batch; a reservation too large, or of another width, is refused or
 // starts a batch of its own; a Submit that fails is every member's error.
 func TestGathererFullAndErrors(t *testing.T) {
-	cpu, proj, keys := coalesceTable(t, 0)
-	hb := &heldBackend{cpu: cpu}
-	g, _ := NewGatherer(hb, GatherConfig{MaxBatch: 64, Depth: 1})
+	cpu, proj, keys, hb, g := heldGatherer(t, 64)
 	if _, err := g.Reserve(0, len(proj), 65); err == nil {
 		t.Error("a reservation of 65 keys in batches of 64 was accepted")
 	}

@@ -54,6 +54,26 @@ func closeRun(t *testing.T, w *rxWorker, frames [][][]byte) {
 	w.run(&w.s.batches.delay)
 }
 
+// sameSends checks that each of the 4 ports of got sent the frames the
+// same port of want sent, in the same order (and ports 2-4 some).
+func sameSends(t *testing.T, want, got *rig) {
+	t.Helper()
+	for p := range 4 {
+		w, g := want.devs[p].take(), got.devs[p].take()
+		if p > 0 && len(w) == 0 {
+			t.Fatalf("port %d: the rules send nothing there", p+1)
+		}
+		if len(g) != len(w) {
+			t.Fatalf("port %d: %d frames sent, want %d", p+1, len(g), len(w))
+		}
+		for i := range w {
+			if !bytes.Equal(g[i], w[i]) {
+				t.Fatalf("port %d: frame %d is source port %#x, want %#x", p+1, i, sports(g[i:i+1])[0], sports(w[i:i+1])[0])
+			}
+		}
+	}
+}
+
 // TestWorkerRunsInFlightSameFates: a datapath worker whose runs' first
 // lookups are in flight (Config.WorkerInFlight) sends every frame where a
 // synchronous worker sends it, in the same order on every port, whether
@@ -89,20 +109,7 @@ func testWorkerRunsInFlight(t *testing.T, asyncR *rig) {
 		t.Errorf("%d runs in flight before the drain, want 1 to 3", n)
 	}
 	wa.drainRuns()
-	for p := range 4 {
-		want, got := syncR.devs[p].take(), asyncR.devs[p].take()
-		if p > 0 && len(want) == 0 {
-			t.Fatalf("port %d: the rules send nothing there", p+1)
-		}
-		if len(got) != len(want) {
-			t.Fatalf("port %d: %d frames sent, want %d", p+1, len(got), len(want))
-		}
-		for i := range want {
-			if !bytes.Equal(got[i], want[i]) {
-				t.Fatalf("port %d: frame %d is source port %d, want %d", p+1, i, sports(got[i : i+1])[0], sports(want[i : i+1])[0])
-			}
-		}
-	}
+	sameSends(t, syncR, asyncR)
 	if a, b := syncR.sw.Counters().MissDrops, asyncR.sw.Counters().MissDrops; a != b || a == 0 {
 		t.Errorf("table-miss drops: in flight %d, synchronous %d (want equal, not 0)", b, a)
 	}
@@ -277,20 +284,7 @@ func testWorkersShare(t *testing.T, concurrent bool) gpu.GatherStats {
 			w.drainRuns()
 		}
 	}
-	for p := range 4 {
-		want, got := syncR.devs[p].take(), r.devs[p].take()
-		if p > 0 && len(want) == 0 {
-			t.Fatalf("port %d: the rules send nothing there", p+1)
-		}
-		if len(got) != len(want) {
-			t.Fatalf("port %d: %d frames sent, want %d", p+1, len(got), len(want))
-		}
-		for i := range want {
-			if !bytes.Equal(got[i], want[i]) {
-				t.Fatalf("port %d: frame %d is source port %#x, want %#x", p+1, i, sports(got[i:i+1])[0], sports(want[i:i+1])[0])
-			}
-		}
-	}
+	sameSends(t, syncR, r)
 	st := ga.Stats()
 	if st.Shares != 2*runs || st.InFlight != 0 || st.Batches == 0 || st.Batches > st.Shares {
 		t.Errorf("gatherer stats %+v: want %d shares in at most as many batches, none in flight", st, 2*runs)
