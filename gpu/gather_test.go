@@ -51,6 +51,13 @@ func (h *heldBackend) Submit(id TableID, b *Batch) error {
 	return nil
 }
 
+// heldCount is the number of batches held.
+func (h *heldBackend) heldCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.held)
+}
+
 // release lets the oldest held batch be done.
 func (h *heldBackend) release(t *testing.T) {
 	t.Helper()
@@ -204,8 +211,8 @@ func TestGathererWaitForces(t *testing.T) {
 	b, wantB := gatherShare(t, g, cpu, proj, keys[4:8])
 	done := make(chan error, 1)
 	go func() { done <- g.Wait(b) }()
-	for hb.submits.Load() != 2 {
-		// b's Wait submits its batch
+	for hb.heldCount() != 2 {
+		runtime.Gosched() // b's Wait submits its batch
 	}
 	hb.mu.Lock()
 	second := hb.held[1]
@@ -240,10 +247,7 @@ func waitAll(t *testing.T, g *Gatherer, hb *heldBackend, shares ...Share) {
 			}
 			left--
 		default:
-			hb.mu.Lock()
-			held := len(hb.held)
-			hb.mu.Unlock()
-			if held > 0 {
+			if hb.heldCount() > 0 {
 				hb.release(t)
 			}
 		}
