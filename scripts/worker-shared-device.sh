@@ -1,0 +1,52 @@
+#!/bin/bash
+# worker-shared-device.sh: the device run of the datapath workers' shared
+# batches (--worker-shared, gpu.Gatherer), for the H100/H200 machine (no Go
+# there). Build on a development machine first, in the repository root (the
+# device run carries bin/):
+#
+#   export CGO_CFLAGS="-I$PWD/gpu/cudacompat -I$PWD/.cuda/include" CGO_LDFLAGS="-L$PWD/.cuda/lib"
+#   go build -tags cuda -ldflags='-s -w' -o bin/gswitchd-cuda ./cmd/gswitchd
+#   go build -ldflags='-s -w' -o bin/gswitchctl ./cmd/gswitchctl
+#   go test -c -tags cuda -ldflags='-s -w' -o bin/gpu.test ./gpu
+#   go test -c -tags cuda -ldflags='-s -w' -o bin/datapath_pipeline.test ./datapath/pipeline
+#   xz -T2 -1 bin/*                                  # the carry limit is 64 MiB
+#
+# then run "bash scripts/worker-shared-device.sh tests" and, in a call of
+# its own (each takes most of a call's 10 minutes), "... bench" there with
+# carry ["bin"]. tests runs the CUDA tests of the Gatherer and of the
+# workers' runs in flight and compute-sanitizer memcheck over them; bench
+# runs bench forward on 8 switch
+# cores (the bench on 8-15), 8 pairs, 131,072 rules in 512 classes, frame
+# rings, 3 s steps with a step at half the lossless rate: the per-queue
+# datapath, 8 workers with 2 runs in flight, and the same with their lookups
+# in shared batches (2 in flight), three rounds alternated. Raw JSON, logs
+# and test output go to $OUT.
+cd "$(dirname "$0")/.."
+for f in bin/*.xz; do [ -e "$f" ] && xz -df "$f"; done
+chmod +x bin/*
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; date -u; } > "$OUT/machine.txt" 2>&1
+san=/usr/local/cuda/bin/compute-sanitizer
+if [ "$1" = tests ]; then
+{ cd gpu
+  echo "== gpu"; timeout 120 ../bin/gpu.test -test.run 'TestCUDAGatherer|TestCUDAFlowRandom' -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
+  echo "== gpu memcheck"; timeout 120 $san --tool memcheck ../bin/gpu.test -test.run 'TestCUDAGatherer' -test.count=1 2>&1 | tail -2
+  cd ../datapath/pipeline
+  echo "== pipeline"; timeout 120 ../../bin/datapath_pipeline.test -test.run 'TestCUDAWorkerRunsInFlight|Worker|Gather' -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
+  echo "== pipeline memcheck"; timeout 120 $san --tool memcheck ../../bin/datapath_pipeline.test -test.run 'TestCUDAWorkerRunsInFlight' -test.count=1 2>&1 | tail -2
+} > "$OUT/tests.txt" 2>&1
+cat "$OUT/tests.txt"
+exit 0
+fi
+[ "$1" = bench ] || { echo "usage: $0 tests|bench" >&2; exit 2; }
+set=(--ruleset synthetic:131072,512 --pairs 8 --min-batch 32 --flowmods 0 --json --duration 3s --switch-cpus 0-7 --latency-step)
+i=0
+for t in gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame \
+         gswitchd-auto@frame gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame+w8+f2 \
+         gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame+w8+f2 gswitchd-auto@frame; do
+  i=$((i+1))
+  timeout 90 bin/gswitchctl bench forward --gswitchd bin/gswitchd-cuda "${set[@]}" --rates 1M,1.5M,2M --targets "$t" \
+    2>> "$OUT/forward.log" | sed "s/^{/{\"call_round\":$i,/" >> "$OUT/forward.jsonl"
+  echo "$t rc $?" >> "$OUT/machine.txt"
+done
+date -u >> "$OUT/machine.txt"
+cat "$OUT/machine.txt"
