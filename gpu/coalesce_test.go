@@ -18,7 +18,7 @@ import (
 
 // coalesceTable loads a synthetic flow table into a CPU backend and
 // returns it, the table's projection and traffic keys.
-func coalesceTable(t *testing.T, id TableID) (*CPU, []int, []flow.Key) {
+func coalesceTable(t testing.TB, id TableID) (*CPU, []int, []flow.Key) {
 	t.Helper()
 	im, proj, keys := coalesceImage(t)
 	b := NewCPU()
@@ -31,7 +31,7 @@ func coalesceTable(t *testing.T, id TableID) (*CPU, []int, []flow.Key) {
 
 // coalesceImage builds a synthetic flow table: its image, projection and
 // traffic keys.
-func coalesceImage(t *testing.T) (*bubble.Image, []int, []flow.Key) {
+func coalesceImage(t testing.TB) (*bubble.Image, []int, []flow.Key) {
 	t.Helper()
 	sp, err := flow.ParseSynthetic("2000,16")
 	if err != nil {

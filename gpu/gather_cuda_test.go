@@ -25,3 +25,23 @@ func TestCUDAGatherer(t *testing.T) {
 		t.Fatalf("engine stats %+v: the shared batches were not looked up on the device", s)
 	}
 }
+
+// BenchmarkCUDASharedLookups is BenchmarkSharedLookups with the lookups on
+// the GPU (min-batch 1): a device call per caller (direct), shared batches
+// that callers block for (coalescer), and shared batches that callers poll
+// (gatherer); ns/op is per lookup of 32 keys, keys/batch how many keys
+// each device call carried.
+func BenchmarkCUDASharedLookups(b *testing.B) {
+	_, proj, keys := coalesceTable(b, 0)
+	im, _, _ := coalesceImage(b)
+	devs, err := OpenCUDA([]int{0})
+	if err != nil {
+		b.Fatalf("no GPU: %v", err)
+	}
+	e := NewEngine(EngineConfig{Devices: devs, MinBatch: 1})
+	defer e.Close()
+	if err := e.Load(0, Flow, im); err != nil {
+		b.Fatal(err)
+	}
+	benchSharedLookups(b, e, proj, keys)
+}

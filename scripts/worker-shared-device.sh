@@ -14,7 +14,8 @@
 # then run "bash scripts/worker-shared-device.sh tests" and, in a call of
 # its own (each takes most of a call's 10 minutes), "... bench" there with
 # carry ["bin"]. tests runs the CUDA tests of the Gatherer and of the
-# workers' runs in flight and compute-sanitizer memcheck over them; bench
+# workers' runs in flight, compute-sanitizer memcheck over them and the
+# host side of shared lookups (BenchmarkCUDASharedLookups); bench
 # runs bench forward on 8 switch
 # cores (the bench on 8-15), 8 pairs, 131,072 rules in 512 classes, frame
 # rings, 3 s steps with a step at half the lossless rate: the per-queue
@@ -30,6 +31,7 @@ if [ "$1" = tests ]; then
 { cd gpu
   echo "== gpu"; timeout 120 ../bin/gpu.test -test.run 'TestCUDAGatherer|TestCUDAFlowRandom' -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
   echo "== gpu memcheck"; timeout 120 $san --tool memcheck ../bin/gpu.test -test.run 'TestCUDAGatherer' -test.count=1 2>&1 | tail -2
+  echo "== gpu bench"; timeout 100 ../bin/gpu.test -test.run XXX -test.bench 'CUDASharedLookups' -test.benchtime 2s -test.count 3 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
   cd ../datapath/pipeline
   echo "== pipeline"; timeout 120 ../../bin/datapath_pipeline.test -test.run 'TestCUDAWorkerRunsInFlight|Worker|Gather' -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
   echo "== pipeline memcheck"; timeout 120 $san --tool memcheck ../../bin/datapath_pipeline.test -test.run 'TestCUDAWorkerRunsInFlight' -test.count=1 2>&1 | tail -2
