@@ -27,7 +27,7 @@ type heldImpl struct {
 	rel  atomic.Bool
 }
 
-func (h *heldImpl) wait(*Batch) error  { <-h.done; return nil }
+func (h *heldImpl) wait(*Batch) error { <-h.done; return nil }
 func (h *heldImpl) ready(*Batch) bool { return h.rel.Load() }
 func (h *heldImpl) free(*Batch)       {}
 
@@ -265,7 +265,7 @@ func TestGathererFullAndErrors(t *testing.T) {
 	if _, err := g.Reserve(0, len(proj), 65); err == nil {
 		t.Error("a reservation of 65 keys in batches of 64 was accepted")
 	}
-	a, _ := gatherShare(t, g, cpu, proj, keys[:40])  // submitted: the slot was free
+	a, _ := gatherShare(t, g, cpu, proj, keys[:40])   // submitted: the slot was free
 	b, _ := gatherShare(t, g, cpu, proj, keys[40:80]) // open: the slot is busy
 	c, _ := gatherShare(t, g, cpu, proj, keys[80:120])
 	if st := g.Stats(); st.ByFull != 1 || hb.submits.Load() != 2 {
