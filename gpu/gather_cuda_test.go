@@ -10,16 +10,7 @@ import "testing"
 // to the device.
 func TestCUDAGatherer(t *testing.T) {
 	cpu, proj, keys := coalesceTable(t, 0)
-	im, _, _ := coalesceImage(t)
-	devs, err := OpenCUDA([]int{0})
-	if err != nil {
-		t.Fatalf("no GPU: %v", err)
-	}
-	e := NewEngine(EngineConfig{Devices: devs, MinBatch: 1})
-	defer e.Close()
-	if err := e.Load(0, Flow, im); err != nil {
-		t.Fatal(err)
-	}
+	e := gatherEngine(t)
 	testGathererExact(t, e, cpu, proj, keys)
 	if s := e.Stats(); s.KeysOnDevice == 0 || s.Fallbacks != 0 {
 		t.Fatalf("engine stats %+v: the shared batches were not looked up on the device", s)
@@ -33,15 +24,22 @@ func TestCUDAGatherer(t *testing.T) {
 // each device call carried.
 func BenchmarkCUDASharedLookups(b *testing.B) {
 	_, proj, keys := coalesceTable(b, 0)
-	im, _, _ := coalesceImage(b)
+	benchSharedLookups(b, gatherEngine(b), proj, keys)
+}
+
+// gatherEngine is an Engine over device 0 with min-batch 1 and
+// coalesceImage's table as table 0, closed at the test's end.
+func gatherEngine(tb testing.TB) *Engine {
+	tb.Helper()
+	im, _, _ := coalesceImage(tb)
 	devs, err := OpenCUDA([]int{0})
 	if err != nil {
-		b.Fatalf("no GPU: %v", err)
+		tb.Fatalf("no GPU: %v", err)
 	}
 	e := NewEngine(EngineConfig{Devices: devs, MinBatch: 1})
-	defer e.Close()
+	tb.Cleanup(func() { e.Close() })
 	if err := e.Load(0, Flow, im); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	benchSharedLookups(b, e, proj, keys)
+	return e
 }

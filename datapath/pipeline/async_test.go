@@ -68,7 +68,7 @@ func sameSends(t *testing.T, want, got *rig) {
 		}
 		for i := range w {
 			if !bytes.Equal(g[i], w[i]) {
-				t.Fatalf("port %d: frame %d is source port %#x, want %#x", p+1, i, sports(g[i:i+1])[0], sports(w[i:i+1])[0])
+				t.Fatalf("port %d: frame %d is source port %#x, want %#x", p+1, i, sports(g[i : i+1])[0], sports(w[i : i+1])[0])
 			}
 		}
 	}
