@@ -137,9 +137,6 @@ func NewGatherer(be BatchBackend, cfg GatherConfig) (*Gatherer, error) {
 	return &Gatherer{be: be, cfg: cfg}, nil
 }
 
-// Config returns the Gatherer's settings, defaults filled in.
-func (g *Gatherer) Config() GatherConfig { return g.cfg }
-
 // Stats returns the Gatherer's counters.
 func (g *Gatherer) Stats() GatherStats {
 	g.mu.Lock()
