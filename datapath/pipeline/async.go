@@ -121,34 +121,42 @@ func (w *rxWorker) lookAhead(r *workerRun) {
 		return
 	}
 	width := len(tab.proj)
-	if ga := s.cfg.Gatherer; ga != nil {
-		sh, err := ga.Reserve(gpu.TableID(tab.id), width, n)
-		if err != nil {
+	// The keys go into the run's share of a shared batch, or into its own.
+	var sh gpu.Share
+	var dst []uint32
+	var stride int
+	ga := s.cfg.Gatherer
+	if ga != nil {
+		var err error
+		if sh, err = ga.Reserve(gpu.TableID(tab.id), width, n); err != nil {
 			s.batches.relooked.Add(1)
 			return
 		}
-		pw.allAtFirst()
-		pw.packSoAInto(tab.proj, sh.Keys(), sh.Stride())
-		ga.Packed(sh)
-		r.share, r.looked, r.gen = sh, true, s.wgen.Load()
-		return
-	}
-	if r.gb == nil || r.gb.Width != width || r.gb.Cap < n {
-		r.gb.Free()
-		gb, err := a.bc.NewBatch(gpu.Flow, width, max(n, len(w.qs)*s.cfg.BatchSize))
-		if err != nil {
-			r.gb = nil
-			s.batches.relooked.Add(1)
-			return
+		dst, stride = sh.Keys(), sh.Stride()
+	} else {
+		if r.gb == nil || r.gb.Width != width || r.gb.Cap < n {
+			r.gb.Free()
+			gb, err := a.bc.NewBatch(gpu.Flow, width, max(n, len(w.qs)*s.cfg.BatchSize))
+			if err != nil {
+				r.gb = nil
+				s.batches.relooked.Add(1)
+				return
+			}
+			r.gb = gb
 		}
-		r.gb = gb
+		dst, stride = r.gb.Keys, r.gb.Cap
 	}
 	pw.allAtFirst()
-	pw.packSoAInto(tab.proj, r.gb.Keys, r.gb.Cap)
-	r.gb.N = n
-	if err := a.bc.Submit(gpu.TableID(tab.id), r.gb); err != nil {
-		s.batches.relooked.Add(1)
-		return
+	pw.packSoAInto(tab.proj, dst, stride)
+	if ga != nil {
+		ga.Packed(sh)
+		r.share = sh
+	} else {
+		r.gb.N = n
+		if err := a.bc.Submit(gpu.TableID(tab.id), r.gb); err != nil {
+			s.batches.relooked.Add(1)
+			return
+		}
 	}
 	r.looked, r.gen = true, s.wgen.Load()
 }
