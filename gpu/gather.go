@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gswitch/gswitch/tables/flow"
 )
@@ -101,9 +102,14 @@ type gbatch struct {
 	closed  bool // takes no more reservations
 	subbing bool // being submitted (by the member that found it ready to go)
 	sub     bool // submitted: in flight until retired
-	waiting bool // its Wait is running (the retirer's)
 	retired bool // its results are in, err set
 	err     error
+	// Ready's look without mu (the members poll between their ring
+	// reads; on mu, eight workers' polls would queue behind each other):
+	// subA and retA are sub and retired, set with them; poll is the right
+	// to look at b (its Ready and Wait are its owner's): the member that
+	// takes it looks and, finding the batch done, retires it and keeps it.
+	subA, retA, poll atomic.Bool
 }
 
 // Share is a caller's place in a shared batch: the batch, its offset and
@@ -202,17 +208,16 @@ func (g *Gatherer) Packed(s Share) {
 // caller that finds its batch done retires it (see Gatherer).
 func (g *Gatherer) Ready(s Share) bool {
 	o := s.g
-	g.mu.Lock()
-	if o.retired {
-		g.mu.Unlock()
+	if o.retA.Load() {
 		return true
 	}
-	if !o.sub || o.waiting || !o.b.Ready() {
-		g.mu.Unlock()
+	if !o.subA.Load() || !o.poll.CompareAndSwap(false, true) {
+		return false // not submitted, or another member is looking
+	}
+	if !o.b.Ready() {
+		o.poll.Store(false)
 		return false
 	}
-	o.waiting = true
-	g.mu.Unlock()
 	g.retire(o)
 	return true
 }
@@ -233,8 +238,7 @@ func (g *Gatherer) Wait(s Share) error {
 		case !o.closed:
 			g.stats.ByWait++
 			launch = g.closeLocked(o)
-		case o.sub && !o.waiting:
-			o.waiting = true
+		case o.sub && o.poll.CompareAndSwap(false, true):
 			g.mu.Unlock()
 			g.retire(o)
 			continue
@@ -266,14 +270,17 @@ func (g *Gatherer) Release(s Share) {
 	g.mu.Lock()
 	o := s.g
 	o.refs--
-	last, keep := o.refs == 0, len(g.free) < 2*g.cfg.Depth+2
-	if last && keep {
+	if o.refs == 0 {
+		// Kept for the next batch, however many: there are never more
+		// than the most shares held at once made, and a backend's batch
+		// is costly to make and to free (pinned memory, device buffers,
+		// an event; on CUDA each through the context's goroutine, and a
+		// free of device memory waits for the device), which as often as
+		// the batches came and went held the members back for
+		// milliseconds.
 		g.free = append(g.free, o)
 	}
 	g.mu.Unlock()
-	if last && !keep {
-		o.b.Free()
-	}
 }
 
 // openOf returns the open batch of table id, or nil (mu held).
@@ -292,7 +299,7 @@ func (g *Gatherer) newBatch(id TableID, width int) (*gbatch, error) {
 	for i, o := range g.free {
 		if o.b.Width == width {
 			g.free = append(g.free[:i], g.free[i+1:]...)
-			*o = gbatch{table: id, b: o.b}
+			o.reset(id)
 			return o, nil
 		}
 	}
@@ -301,6 +308,15 @@ func (g *Gatherer) newBatch(id TableID, width int) (*gbatch, error) {
 		return nil, err
 	}
 	return &gbatch{table: id, b: b}, nil
+}
+
+// reset makes the released batch o an empty batch of table id.
+func (o *gbatch) reset(id TableID) {
+	o.table, o.n, o.packing, o.refs, o.shares, o.err = id, 0, 0, 0, 0, nil
+	o.closed, o.subbing, o.sub, o.retired = false, false, false, false
+	o.subA.Store(false)
+	o.retA.Store(false)
+	o.poll.Store(false)
 }
 
 // closeLocked takes o out of the open batches (mu held) and returns it
@@ -344,8 +360,9 @@ func (g *Gatherer) submit(o *gbatch) {
 	g.stats.Shares += uint64(o.shares)
 	g.stats.MaxKeys = max(g.stats.MaxKeys, o.n)
 	if err != nil {
-		o.waiting = true // nothing to wait for: retired below, as a failed Wait would be
+		o.poll.Store(true) // nothing to wait for: retired below, as a failed Wait would be
 	}
+	o.subA.Store(true)
 	g.mu.Unlock()
 	if err != nil {
 		g.finish(o, fmt.Errorf("gpu: gatherer: submit: %w", err))
@@ -353,7 +370,7 @@ func (g *Gatherer) submit(o *gbatch) {
 }
 
 // retire collects the batch's outcome (its Wait, which returns at once
-// once it is Ready) and frees its slot; o.waiting was set by the caller.
+// once it is Ready) and frees its slot; the caller holds o.poll.
 func (g *Gatherer) retire(o *gbatch) { g.finish(o, o.b.Wait()) }
 
 // finish retires o with err and submits an open batch whose members have
@@ -362,6 +379,7 @@ func (g *Gatherer) finish(o *gbatch, err error) {
 	var launch *gbatch
 	g.mu.Lock()
 	o.retired, o.err = true, err
+	o.retA.Store(true)
 	g.inflight--
 	for _, p := range g.open {
 		if p.n > 0 && p.packing == 0 && g.inflight < g.cfg.Depth {
