@@ -27,28 +27,45 @@ for f in bin/*.xz; do [ -e "$f" ] && xz -df "$f"; done
 chmod +x bin/*
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; date -u; } > "$OUT/machine.txt" 2>&1
 san=/usr/local/cuda/bin/compute-sanitizer
-if [ "$1" = tests ]; then
-{ cd gpu
-  echo "== gpu"; timeout 120 ../bin/gpu.test -test.run 'TestCUDAGatherer|TestCUDAFlowRandom' -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
+tests() {
+( cd gpu
+  gt='TestCUDAGatherer|TestCUDAFlowRandom'; [ -n "$QUICK" ] && gt=TestCUDAGatherer
+  echo "== gpu"; timeout 120 ../bin/gpu.test -test.run "$gt" -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
   echo "== gpu memcheck"; timeout 120 $san --tool memcheck ../bin/gpu.test -test.run 'TestCUDAGatherer' -test.count=1 2>&1 | tail -2
-  echo "== gpu bench"; timeout 100 ../bin/gpu.test -test.run XXX -test.bench 'CUDASharedLookups' -test.benchtime 2s -test.count 3 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
+  [ -z "$QUICK" ] && echo "== gpu bench" && timeout 100 ../bin/gpu.test -test.run XXX -test.bench 'CUDASharedLookups' -test.benchtime 1s -test.count 2 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
   cd ../datapath/pipeline
   echo "== pipeline"; timeout 120 ../../bin/datapath_pipeline.test -test.run 'TestCUDAWorkerRunsInFlight|Worker|Gather' -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
   echo "== pipeline memcheck"; timeout 120 $san --tool memcheck ../../bin/datapath_pipeline.test -test.run 'TestCUDAWorkerRunsInFlight' -test.count=1 2>&1 | tail -2
-} > "$OUT/tests.txt" 2>&1
+) > "$OUT/tests.txt" 2>&1
 cat "$OUT/tests.txt"
-exit 0
-fi
-[ "$1" = bench ] || { echo "usage: $0 tests|bench" >&2; exit 2; }
+}
+# bench TARGET...: one bench forward per target, in order; a target
+# written empty:T runs T with GSWITCH_WORKER_CLOSE=empty (a worker closes
+# its batch when its rings are empty, not at the deadline), recorded as
+# "worker_close":"empty".
+bench() {
 set=(--ruleset synthetic:131072,512 --pairs 8 --min-batch 32 --flowmods 0 --json --duration 3s --switch-cpus 0-7 --latency-step)
 i=0
-for t in gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame \
-         gswitchd-auto@frame gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame+w8+f2 \
-         gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame+w8+f2 gswitchd-auto@frame; do
+for t in "$@"; do
   i=$((i+1))
-  timeout 90 bin/gswitchctl bench forward --gswitchd bin/gswitchd-cuda "${set[@]}" --rates 1M,1.5M,2M --targets "$t" \
-    2>> "$OUT/forward.log" | sed "s/^{/{\"call_round\":$i,/" >> "$OUT/forward.jsonl"
-  echo "$t rc $?" >> "$OUT/machine.txt"
+  env=() tag=
+  case $t in empty:*) t=${t#empty:} env=(GSWITCH_WORKER_CLOSE=empty) tag='"worker_close":"empty",' ;; esac
+  timeout 90 env "${env[@]}" bin/gswitchctl bench forward --gswitchd bin/gswitchd-cuda "${set[@]}" --rates 1M,1.5M,2M --targets "$t" \
+    2>> "$OUT/forward.log" | sed "s/^{/{\"call_round\":$i,$tag/" >> "$OUT/forward.jsonl"
+  echo "$tag$t rc $?" >> "$OUT/machine.txt"
 done
 date -u >> "$OUT/machine.txt"
 cat "$OUT/machine.txt"
+}
+case $1 in
+tests) tests ;;
+bench)
+  bench gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame \
+        gswitchd-auto@frame gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame+w8+f2 \
+        gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame+w8+f2 gswitchd-auto@frame ;;
+quick) # the tests (without the flow conformance and the benchmark), the floor, then two rounds of three targets: runs in flight, shared, shared closing when the rings are empty
+  QUICK=1 tests
+  bench plain@frame gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2+s2 empty:gswitchd-auto@frame+w8+f2+s2 \
+        empty:gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame+w8+f2 ;;
+*) echo "usage: $0 tests|bench|quick" >&2; exit 2 ;;
+esac
