@@ -13,7 +13,8 @@
 #
 # then run "bash scripts/worker-shared-device.sh tests" and, in a call of
 # its own (each takes most of a call's 10 minutes), "... bench" there with
-# carry ["bin"]. tests runs the CUDA tests of the Gatherer and of the
+# carry ["bin"]; or "... quick" (five minutes): the Gatherer's tests, the
+# floor and two rounds of the workers' own and shared batches. tests runs the CUDA tests of the Gatherer and of the
 # workers' runs in flight, compute-sanitizer memcheck over them and the
 # host side of shared lookups (BenchmarkCUDASharedLookups); bench
 # runs bench forward on 8 switch
@@ -30,7 +31,7 @@ san=/usr/local/cuda/bin/compute-sanitizer
 tests() {
 ( cd gpu
   gt='TestCUDAGatherer|TestCUDAFlowRandom'; [ -n "$QUICK" ] && gt=TestCUDAGatherer
-  echo "== gpu"; timeout 120 ../bin/gpu.test -test.run "$gt" -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
+  echo "== gpu"; timeout 120 ../bin/gpu.test -test.run "$gt" -test.count=${QUICK:+2}${QUICK:-1} -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
   echo "== gpu memcheck"; timeout 120 $san --tool memcheck ../bin/gpu.test -test.run 'TestCUDAGatherer' -test.count=1 2>&1 | tail -2
   [ -z "$QUICK" ] && echo "== gpu bench" && timeout 100 ../bin/gpu.test -test.run XXX -test.bench 'CUDASharedLookups' -test.benchtime 1s -test.count 2 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
   cd ../datapath/pipeline
@@ -39,20 +40,15 @@ tests() {
 ) > "$OUT/tests.txt" 2>&1
 cat "$OUT/tests.txt"
 }
-# bench TARGET...: one bench forward per target, in order; a target
-# written empty:T runs T with GSWITCH_WORKER_CLOSE=empty (a worker closes
-# its batch when its rings are empty, not at the deadline), recorded as
-# "worker_close":"empty".
+# bench TARGET...: one bench forward per target, in order.
 bench() {
 set=(--ruleset synthetic:131072,512 --pairs 8 --min-batch 32 --flowmods 0 --json --duration 3s --switch-cpus 0-7 --latency-step)
 i=0
 for t in "$@"; do
   i=$((i+1))
-  env=() tag=
-  case $t in empty:*) t=${t#empty:} env=(GSWITCH_WORKER_CLOSE=empty) tag='"worker_close":"empty",' ;; esac
-  timeout 90 env "${env[@]}" bin/gswitchctl bench forward --gswitchd bin/gswitchd-cuda "${set[@]}" --rates 1M,1.5M,2M --targets "$t" \
-    2>> "$OUT/forward.log" | sed "s/^{/{\"call_round\":$i,$tag/" >> "$OUT/forward.jsonl"
-  echo "$tag$t rc $?" >> "$OUT/machine.txt"
+  timeout 90 bin/gswitchctl bench forward --gswitchd bin/gswitchd-cuda "${set[@]}" --rates 1M,1.5M,2M --targets "$t" \
+    2>> "$OUT/forward.log" | sed "s/^{/{\"call_round\":$i,/" >> "$OUT/forward.jsonl"
+  echo "$t rc $?" >> "$OUT/machine.txt"
 done
 date -u >> "$OUT/machine.txt"
 cat "$OUT/machine.txt"
@@ -63,9 +59,10 @@ bench)
   bench gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame \
         gswitchd-auto@frame gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame+w8+f2 \
         gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame+w8+f2 gswitchd-auto@frame ;;
-quick) # the tests (without the flow conformance and the benchmark), the floor, then two rounds of three targets: runs in flight, shared, shared closing when the rings are empty
+quick) # the tests (without the flow conformance and the benchmark), the floor, then two rounds of
+       # three targets: runs in flight, and their lookups in shared batches, 2 and 4 in flight
   QUICK=1 tests
-  bench plain@frame gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2+s2 empty:gswitchd-auto@frame+w8+f2+s2 \
-        empty:gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame+w8+f2 ;;
+  bench plain@frame gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame+w8+f2+s4 \
+        gswitchd-auto@frame+w8+f2+s4 gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame+w8+f2 ;;
 *) echo "usage: $0 tests|bench|quick" >&2; exit 2 ;;
 esac

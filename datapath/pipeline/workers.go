@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -105,12 +104,6 @@ func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 		case got > 0:
 			// Read on while the rings have frames: under load the batches
 			// fill, and a frame that waited in a ring does not wait again.
-		case closeEmpty && w.async != nil && len(w.async.flight) < w.async.max:
-			// GSWITCH_WORKER_CLOSE=empty, for comparisons: the rings are
-			// empty and a run may go in flight, so the batch goes now
-			// rather than at its deadline (group commit: the frames that
-			// come during its lookup form the next run).
-			w.run(&s.batches.delay)
 		case inFlight:
 			// The rings are empty: wait for the oldest run's lookup
 			// (tens of µs) rather than sleep to the open batch's deadline.
@@ -132,11 +125,6 @@ func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 	}
 	return nil
 }
-
-// closeEmpty is GSWITCH_WORKER_CLOSE=empty: a worker with runs in flight
-// closes its open batch as soon as its rings are empty and a run may go
-// in flight, not at the batch's deadline (see RunWorker).
-var closeEmpty = os.Getenv("GSWITCH_WORKER_CLOSE") == "empty"
 
 // ringOf is src's ring layout: frames unless it says otherwise.
 func ringOf(src BlockReader) afpacket.RingMode {
