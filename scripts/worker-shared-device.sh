@@ -15,7 +15,9 @@
 # its own (each takes most of a call's 10 minutes), "... bench" there with
 # carry ["bin"]; or "... quick" (five minutes): the Gatherer's tests, the
 # floor and two rounds of the workers' own and shared batches; or "... ab"
-# (seven minutes): three rounds of the floor, own and shared batches. tests runs the CUDA tests of the Gatherer and of the
+# (seven minutes): the floor, own and shared batches alternated. Each
+# begins with a CUDA test: on a machine just started the first process to
+# open the device waits about 30 s for the driver. tests runs the CUDA tests of the Gatherer and of the
 # workers' runs in flight, compute-sanitizer memcheck over them and the
 # host side of shared lookups (BenchmarkCUDASharedLookups); bench
 # runs bench forward on 8 switch
@@ -65,9 +67,10 @@ quick) # the tests (without the flow conformance and the benchmark), the floor, 
   QUICK=1 tests
   bench plain@frame gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame+w8+f2+s4 \
         gswitchd-auto@frame+w8+f2+s4 gswitchd-auto@frame+w8+f2+s2 gswitchd-auto@frame+w8+f2 ;;
-ab) # three rounds of the floor, the workers' own batches and shared batches with 4 in flight
+ab) # the floor and the workers' own batches and shared batches with 4 in flight, alternated
+  (cd gpu && timeout 120 ../bin/gpu.test -test.run TestCUDAGatherer -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL)') > "$OUT/tests.txt"
   bench plain@frame gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2+s4 \
         gswitchd-auto@frame+w8+f2+s4 gswitchd-auto@frame+w8+f2 plain@frame \
-        plain@frame gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2+s4 ;;
+        gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2+s4 ;;
 *) echo "usage: $0 tests|bench|quick|ab" >&2; exit 2 ;;
 esac

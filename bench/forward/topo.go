@@ -432,20 +432,31 @@ func (d *daemonProc) stop() {
 func (d *daemonProc) exited() error {
 	select {
 	case <-d.done:
-		b, _ := os.ReadFile(d.log)
-		if len(b) > 2000 {
-			b = b[len(b)-2000:]
-		}
-		return fmt.Errorf("%s exited (%v):\n%s", d.name, d.err, b)
+		return fmt.Errorf("%s exited (%v):\n%s", d.name, d.err, d.logTail())
 	default:
 		return nil
 	}
 }
 
+// logTail returns the last 2,000 bytes of the daemon's log.
+func (d *daemonProc) logTail() []byte {
+	b, _ := os.ReadFile(d.log)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return b
+}
+
+// dialWait is how long dialOF waits for a starting daemon's listener: a
+// gswitchd with a GPU opens the device first, and the first process to
+// open it after the machine starts waits for the driver to bring it up
+// (33 s on an H200 machine, 2026-11-27, where the next ones took 0.3 s).
+const dialWait = 90 * time.Second
+
 // dialOF connects to an OpenFlow listener on 127.0.0.1:port in the switch
-// namespace, retrying for up to 15 s while the daemon starts.
+// namespace, retrying for up to dialWait while the daemon starts.
 func (e *fwdEnv) dialOF(port int, d *daemonProc) (*ofClient, error) {
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(dialWait)
 	for {
 		var conn net.Conn
 		err := inNS(e.sw, func() (err error) {
@@ -465,6 +476,9 @@ func (e *fwdEnv) dialOF(port int, d *daemonProc) (*ofClient, error) {
 			}
 		}
 		if time.Now().After(deadline) || e.ctx.Err() != nil {
+			if d != nil {
+				return nil, fmt.Errorf("no OpenFlow listener on 127.0.0.1:%d in the switch namespace after %v: %v; %s's log:\n%s", port, dialWait, err, d.name, d.logTail())
+			}
 			return nil, fmt.Errorf("no OpenFlow listener on 127.0.0.1:%d in the switch namespace: %v", port, err)
 		}
 		time.Sleep(100 * time.Millisecond)
