@@ -127,6 +127,69 @@ func TestGathererExact(t *testing.T) {
 	testGathererExact(t, cpu, cpu, proj, keys)
 }
 
+// TestGathererReusesBatches: goroutines that hold several shares each in
+// batches of one share, and give them back together, keep many batches in
+// use at once and release them in bursts; a batch is made only while none
+// released is free, so no more are made than are ever in use. (The
+// Gatherer first kept 2*Depth+2 released batches and freed the others:
+// on CUDA each was made again later, pinned memory, device buffers and an
+// event, through the context's goroutine, and a free of device memory
+// waits for the device.)
+func TestGathererReusesBatches(t *testing.T) {
+	cpu, proj, keys := coalesceTable(t, 0)
+	mk := &makingBackend{BatchBackend: cpu}
+	g, err := NewGatherer(mk, GatherConfig{MaxBatch: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, rounds, held = 8, 40, 6
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 11))
+			shares := make([]Share, held)
+			wants := make([][]flow.RuleID, held)
+			for range rounds {
+				for i := range held {
+					n := 33 + rng.IntN(32) // two never fit in a batch
+					k := rng.IntN(len(keys) - n)
+					shares[i], wants[i] = gatherShare(t, g, cpu, proj, keys[k:k+n])
+				}
+				for i := range held {
+					if err := g.Wait(shares[i]); err != nil {
+						t.Error(err)
+						return
+					}
+					checkShare(t, shares[i], wants[i])
+				}
+				for i := range held {
+					g.Release(shares[i])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n, most := mk.made.Load(), int64(workers*held+1); n > most {
+		t.Errorf("%d batches made, more than the %d ever in use: released batches are not reused", n, most)
+	}
+	if err := g.Close(); err != nil {
+		t.Error(err)
+	}
+}
+
+// makingBackend counts the batches a BatchBackend makes.
+type makingBackend struct {
+	BatchBackend
+	made atomic.Int64
+}
+
+func (m *makingBackend) NewBatch(kind Kind, width, capacity int) (*Batch, error) {
+	m.made.Add(1)
+	return m.BatchBackend.NewBatch(kind, width, capacity)
+}
+
 // testGathererExact is TestGathererExact with the batches on be (table 0
 // loaded), the direct lookups on cpu.
 func testGathererExact(t *testing.T, be BatchBackend, cpu *CPU, proj []int, keys []flow.Key) {
