@@ -131,7 +131,11 @@
 // bucket's bound]} (the log line's "datapath held back by"), and with
 // datapath workers from gswitch_worker_run_part_seconds the time of a
 // worker's run by part, a value per timed run (one in 8), run_parts_us {parse, lookup,
-// decide, send: [p50, p99]} (the log line's "a worker's run"). The plain
+// decide, send: [p50, p99]} (the log line's "a worker's run"), and with
+// --worker-shared from gswitch_gatherer_* the workers' shared device
+// batches over the step: gather_batches, gather_keys_mean,
+// gather_shares_mean (runs a batch) and gather_closed {full, idle, wait}
+// (the log line's "shared batches"). The plain
 // forwarder exports the same gswitch_frame_latency_seconds (from the
 // receive timestamp to the return of the frame's send), so its steps have
 // a latency too: plain@frame, on frame rings, is the latency floor of

@@ -465,7 +465,16 @@ type Step struct {
 	// gswitchd ran (gswitch_batch_frames).
 	SharedStages   map[string][2]float64 `json:"shared_stages_us,omitempty"`
 	BatchFramesAvg float64               `json:"batch_frames_mean,omitempty"`
-	HalfLossless   bool                  `json:"half_lossless,omitempty"`
+	// With --worker-shared: the workers' shared device batches over the
+	// step (gswitch_gatherer_*): how many went to the device, their mean
+	// keys and runs, and how many closed by why (full: no room for a run;
+	// idle: a device slot free; wait: a worker waited for its run's
+	// results, which closes its batch at once).
+	GatherBatches    uint64            `json:"gather_batches,omitempty"`
+	GatherKeysMean   float64           `json:"gather_keys_mean,omitempty"`
+	GatherSharesMean float64           `json:"gather_shares_mean,omitempty"`
+	GatherClosed     map[string]uint64 `json:"gather_closed,omitempty"`
+	HalfLossless     bool              `json:"half_lossless,omitempty"`
 	// --ruleset events: what matched gswitchd's events (cpu, or the
 	// device) and the events it matched on the device and on the CPU since
 	// it started, read after the series.

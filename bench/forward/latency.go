@@ -69,6 +69,16 @@ const (
 	batchMetric        = "gswitch_batch_frames"
 )
 
+// The workers' shared device batches (--worker-shared, gpu.Gatherer):
+// batches submitted, their keys and runs (shares), and the batches closed
+// by why (full, idle, wait). A gswitchd without --worker-shared has none.
+const (
+	gatherBatchesMetric = "gswitch_gatherer_batches_total"
+	gatherKeysMetric    = "gswitch_gatherer_keys_total"
+	gatherSharesMetric  = "gswitch_gatherer_shares_total"
+	gatherClosedMetric  = "gswitch_gatherer_closed_total"
+)
+
 // latPage is what a metrics page says of the latency: the whole and, when
 // gswitchd exports them, the stages, the write-lock spans by op, the
 // workers' run parts and the readers' stalls.
@@ -86,6 +96,10 @@ type latPage struct {
 	shared    map[string]*latHist
 	// batches and frames: gswitch_batch_frames' count and sum.
 	batches, frames float64
+	// The shared batches' counters (gather: -1 when not exported): batches,
+	// keys and shares, and the closes by why.
+	gather, gatherKeys, gatherShares float64
+	gatherClosed                     map[string]float64
 }
 
 // since is the page of the values recorded after p0.
@@ -105,6 +119,12 @@ func (p *latPage) since(p0 *latPage) *latPage {
 		}
 	}
 	d.batches, d.frames = max(p.batches-p0.batches, 0), max(p.frames-p0.frames, 0)
+	if p.gather >= 0 && p0.gather >= 0 {
+		d.gather, d.gatherKeys, d.gatherShares = max(p.gather-p0.gather, 0), max(p.gatherKeys-p0.gatherKeys, 0), max(p.gatherShares-p0.gatherShares, 0)
+		for k, v := range p.gatherClosed {
+			d.gatherClosed[k] = max(v-p0.gatherClosed[k], 0)
+		}
+	}
 	for _, m := range []struct{ now, before, into map[string]*latHist }{
 		{p.stages, p0.stages, d.stages}, {p.writeLock, p0.writeLock, d.writeLock}, {p.runParts, p0.runParts, d.runParts},
 		{p.shared, p0.shared, d.shared},
@@ -120,7 +140,8 @@ func (p *latPage) since(p0 *latPage) *latPage {
 
 func newLatPage() *latPage {
 	return &latPage{stages: map[string]*latHist{}, writeLock: map[string]*latHist{}, runParts: map[string]*latHist{},
-		shared: map[string]*latHist{}, idle: map[string]float64{}, stalls: -1, handovers: -1}
+		shared: map[string]*latHist{}, idle: map[string]float64{}, stalls: -1, handovers: -1,
+		gather: -1, gatherClosed: map[string]float64{}}
 }
 
 // scrapeLatency reads gswitchd's latency histograms from its metrics
@@ -166,6 +187,14 @@ func parseLatency(r io.Reader) (_ *latPage, err error) {
 	if n, ok := counterOf(mfs[handoversMetric]); ok {
 		page.handovers = n
 		if err = labelledCounters(mfs[handoverIdleMetric], "why", page.idle); err != nil {
+			return nil, err
+		}
+	}
+	if n, ok := counterOf(mfs[gatherBatchesMetric]); ok {
+		page.gather = n
+		page.gatherKeys, _ = counterOf(mfs[gatherKeysMetric])
+		page.gatherShares, _ = counterOf(mfs[gatherSharesMetric])
+		if err = labelledCounters(mfs[gatherClosedMetric], "why", page.gatherClosed); err != nil {
 			return nil, err
 		}
 	}

@@ -168,6 +168,36 @@ gswitch_frame_latency_stage_seconds_count{stage="` + name + `"} ` + itoa(inf) + 
 		t.Error("a hand-over idle series without a why label")
 	}
 
+	// The workers' shared batches: the counters' growth over the step; a
+	// page without them (no --worker-shared) says nothing of them.
+	gather := func(batches, keys, shares, full, idle, wait int) string {
+		c := func(name string, v int) string {
+			return "# TYPE " + name + " counter\n" + name + " " + itoa(uint64(v)) + "\n"
+		}
+		return c(gatherBatchesMetric, batches) + c(gatherKeysMetric, keys) + c(gatherSharesMetric, shares) +
+			"# TYPE " + gatherClosedMetric + " counter\n" + gatherClosedMetric + `{why="full"} ` + itoa(uint64(full)) + "\n" +
+			gatherClosedMetric + `{why="idle"} ` + itoa(uint64(idle)) + "\n" + gatherClosedMetric + `{why="wait"} ` + itoa(uint64(wait)) + "\n"
+	}
+	g0, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + gather(10, 200, 20, 1, 4, 5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g1, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + gather(30, 1000, 80, 1, 14, 15)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gd := g1.since(g0); gd.gather != 20 || gd.gatherKeys != 800 || gd.gatherShares != 60 ||
+		gd.gatherClosed["full"] != 0 || gd.gatherClosed["idle"] != 10 || gd.gatherClosed["wait"] != 10 {
+		t.Errorf("shared batches over the step: %v batches, %v keys, %v shares, closed %v; want 20, 800, 60, full 0 idle 10 wait 10",
+			gd.gather, gd.gatherKeys, gd.gatherShares, gd.gatherClosed)
+	}
+	if d := g1.since(s0); d.gather != -1 {
+		t.Errorf("shared batches since a page without them: %v, want -1 (unknown)", d.gather)
+	}
+	if _, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + gather(1, 1, 1, 0, 0, 1) + gatherClosedMetric + " 3\n")); err == nil {
+		t.Error("a shared batches' close series without a why label")
+	}
+
 	// The write-lock spans by op: counted, p99 and the largest bucket's
 	// bound over the step; an op without spans in the step has count 0.
 	lock := func(op string, c1, c2, inf uint64) string {

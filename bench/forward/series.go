@@ -152,6 +152,14 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 			if d.batches > 0 {
 				s.BatchFramesAvg = d.frames / d.batches
 			}
+			if d.gather > 0 {
+				s.GatherBatches = uint64(d.gather)
+				s.GatherKeysMean, s.GatherSharesMean = d.gatherKeys/d.gather, d.gatherShares/d.gather
+				s.GatherClosed = map[string]uint64{}
+				for why, n := range d.gatherClosed {
+					s.GatherClosed[why] = uint64(n)
+				}
+			}
 			s.SharedStages, _ = p50p99(d.shared, "form", "start", "slot", "lookup", "handback")
 			s.RunParts, parts = p50p99(d.runParts, "parse", "lookup", "decide", "send")
 		}
@@ -167,6 +175,10 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 	}
 	if s.BatchFramesAvg > 0 {
 		stages += fmt.Sprintf("; %.1f frames a batch", s.BatchFramesAvg)
+	}
+	if s.GatherBatches > 0 {
+		stages += fmt.Sprintf("; shared batches %d, %.1f keys and %.2f runs each, closed full %d idle %d wait %d",
+			s.GatherBatches, s.GatherKeysMean, s.GatherSharesMean, s.GatherClosed["full"], s.GatherClosed["idle"], s.GatherClosed["wait"])
 	}
 	if held != "" {
 		stages += "; datapath held back by" + strings.TrimSuffix(held, ";")
