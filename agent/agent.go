@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -153,7 +154,8 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 		}
 	}
 	if st.WorkerShared > 0 {
-		if d.ga, err = gpu.NewGatherer(d.eng, gpu.GatherConfig{Depth: st.WorkerShared}); err != nil {
+		if d.ga, err = gpu.NewGatherer(d.eng, gpu.GatherConfig{Depth: st.WorkerShared,
+			WaitForSlot: os.Getenv("GSWITCH_GATHER_WAIT") == "slot"}); err != nil {
 			return d, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -42,7 +43,10 @@ const DefaultGatherDepth = 2
 //   - when a batch in flight is retired (its results are in) and the open
 //     batch's keys are all packed;
 //   - when a member waits for it (Wait): a caller that needs its results
-//     never waits for a slot.
+//     never waits for a slot; unless GatherConfig.WaitForSlot, where with
+//     every slot busy the waiting member retires the oldest batch in
+//     flight first (waiting for it), whose retirement submits the open
+//     batch with the runs packed meanwhile.
 //
 // The batch is submitted once its members have all packed, by the one
 // that packs last or by the closer. Callers find a batch in flight done
@@ -69,6 +73,7 @@ type Gatherer struct {
 	mu       sync.Mutex
 	open     []*gbatch // one per table at most
 	inflight int       // batches submitted and not yet retired
+	flight   []*gbatch // those batches, oldest first
 	free     []*gbatch // retired and released, for reuse (their pinned memory kept)
 	stats    GatherStats
 }
@@ -77,6 +82,12 @@ type Gatherer struct {
 type GatherConfig struct {
 	MaxBatch int // keys per batch at most (0: DefaultCoalescerMaxBatch)
 	Depth    int // batches in flight before a packed batch waits for a slot (0: DefaultGatherDepth)
+	// WaitForSlot: a member that waits for its open batch while Depth
+	// batches are in flight retires the oldest of them first instead of
+	// closing its own (so its batch gathers the runs packed during that
+	// lookup). gswitchd sets it with GSWITCH_GATHER_WAIT=slot, for
+	// comparisons.
+	WaitForSlot bool
 }
 
 // GatherStats counts what a Gatherer did.
@@ -235,6 +246,14 @@ func (g *Gatherer) Wait(s Share) error {
 			err := o.err
 			g.mu.Unlock()
 			return err
+		case !o.closed && g.cfg.WaitForSlot && g.inflight >= g.cfg.Depth:
+			// Every slot is busy: retire the oldest batch in flight (its
+			// finish submits o), unless another member is at it.
+			if x := g.flight[0]; x.sub && x.poll.CompareAndSwap(false, true) {
+				g.mu.Unlock()
+				g.retire(x)
+				continue
+			}
 		case !o.closed:
 			g.stats.ByWait++
 			launch = g.closeLocked(o)
@@ -341,6 +360,7 @@ func (g *Gatherer) readyLocked(o *gbatch) *gbatch {
 	}
 	o.subbing = true
 	g.inflight++
+	g.flight = append(g.flight, o)
 	return o
 }
 
@@ -381,6 +401,9 @@ func (g *Gatherer) finish(o *gbatch, err error) {
 	o.retired, o.err = true, err
 	o.retA.Store(true)
 	g.inflight--
+	if i := slices.Index(g.flight, o); i >= 0 {
+		g.flight = slices.Delete(g.flight, i, i+1)
+	}
 	for _, p := range g.open {
 		if p.n > 0 && p.packing == 0 && g.inflight < g.cfg.Depth {
 			g.stats.ByIdle++

@@ -294,6 +294,46 @@ func TestGathererWaitForces(t *testing.T) {
 	}
 }
 
+// TestGathererWaitForSlot: with WaitForSlot and its one slot busy, a
+// member that waits for its open batch does not close it: it waits for
+// the batch in flight, whose retirement submits the open batch with a
+// share packed meanwhile, one batch for both.
+func TestGathererWaitForSlot(t *testing.T) {
+	cpu, proj, keys := coalesceTable(t, 0)
+	hb := &heldBackend{cpu: cpu}
+	g, err := NewGatherer(hb, GatherConfig{MaxBatch: 256, Depth: 1, WaitForSlot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := gatherShare(t, g, cpu, proj, keys[:4]) // submitted: the slot is free
+	b, wantB := gatherShare(t, g, cpu, proj, keys[4:8])
+	done := make(chan error, 1)
+	go func() { done <- g.Wait(b) }()
+	c, wantC := gatherShare(t, g, cpu, proj, keys[8:12]) // joins b's batch
+	if n := hb.heldCount(); n != 1 {
+		t.Fatalf("%d batches submitted before the first is done; want 1 (b's Wait must not close its batch)", n)
+	}
+	hb.release(t) // a's: b's Wait retires it, and its batch goes with c's keys
+	for hb.heldCount() != 1 {
+		runtime.Gosched()
+	}
+	hb.release(t)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	checkShare(t, b, wantB)
+	if err := g.Wait(c); err != nil {
+		t.Fatal(err)
+	}
+	checkShare(t, c, wantC)
+	for _, s := range []Share{a, b, c} {
+		g.Release(s)
+	}
+	if st := g.Stats(); st.Batches != 2 || st.Shares != 3 || st.ByWait != 0 || st.InFlight != 0 {
+		t.Errorf("stats %+v: want 2 batches of 3 shares, none closed by a Wait", st)
+	}
+}
+
 // waitAll waits for the shares, releasing hb's held batches meanwhile,
 // and releases them.
 func waitAll(t *testing.T, g *Gatherer, hb *heldBackend, shares ...Share) {

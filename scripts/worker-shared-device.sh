@@ -15,7 +15,8 @@
 # its own (each takes most of a call's 10 minutes), "... bench" there with
 # carry ["bin"]; or "... quick" (five minutes): the Gatherer's tests, the
 # floor and two rounds of the workers' own and shared batches; or "... ab"
-# (seven minutes): the floor, own and shared batches alternated. Each
+# (seven minutes): the floor, own and shared batches alternated; or
+# "... gather" (nine minutes): one slot, waiting for a slot, --min-batch 1. Each
 # begins with a CUDA test: on a machine just started the first process to
 # open the device waits about 30 s for the driver. tests runs the CUDA tests of the Gatherer and of the
 # workers' runs in flight, compute-sanitizer memcheck over them and the
@@ -43,15 +44,30 @@ tests() {
 ) > "$OUT/tests.txt" 2>&1
 cat "$OUT/tests.txt"
 }
-# bench TARGET...: one bench forward per target, in order.
+# bench TARGET...: one bench forward per target, in order. A target may
+# begin with slot: (gswitchd with GSWITCH_GATHER_WAIT=slot: a worker that
+# waits for its shared batch retires the one in flight first) and mb1:
+# (--min-batch 1: every first-table batch to the device, where 32 sends
+# the workers' runs of fewer keys to the CPU), recorded as
+# "gather_wait":"slot" and "min_batch":1 (every line records its
+# "min_batch").
 bench() {
-set=(--ruleset synthetic:131072,512 --pairs 8 --min-batch 32 --flowmods 0 --json --duration 3s --switch-cpus 0-7 --latency-step)
 i=0
 for t in "$@"; do
   i=$((i+1))
-  timeout 90 bin/gswitchctl bench forward --gswitchd bin/gswitchd-cuda "${set[@]}" --rates 1M,1.5M,2M --targets "$t" \
-    2>> "$OUT/forward.log" | sed "s/^{/{\"call_round\":$i,/" >> "$OUT/forward.jsonl"
-  echo "$t rc $?" >> "$OUT/machine.txt"
+  env=() tag= mb=32
+  while :; do
+    case $t in
+    slot:*) t=${t#slot:} env=(GSWITCH_GATHER_WAIT=slot) tag="$tag\"gather_wait\":\"slot\"," ;;
+    mb1:*) t=${t#mb1:} mb=1 ;;
+    *) break ;;
+    esac
+  done
+  tag="$tag\"min_batch\":$mb,"
+  set=(--ruleset synthetic:131072,512 --pairs 8 --min-batch $mb --flowmods 0 --json --duration 3s --switch-cpus 0-7 --latency-step)
+  timeout 100 env "${env[@]}" bin/gswitchctl bench forward --gswitchd bin/gswitchd-cuda "${set[@]}" --rates 1M,1.5M,2M --targets "$t" \
+    2>> "$OUT/forward.log" | sed "s/^{/{\"call_round\":$i,$tag/" >> "$OUT/forward.jsonl"
+  echo "$tag$t rc $?" >> "$OUT/machine.txt"
 done
 date -u >> "$OUT/machine.txt"
 cat "$OUT/machine.txt"
@@ -72,5 +88,11 @@ ab) # the floor and the workers' own batches and shared batches with 4 in flight
   bench plain@frame gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2+s4 \
         gswitchd-auto@frame+w8+f2+s4 gswitchd-auto@frame+w8+f2 plain@frame \
         gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2+s4 ;;
-*) echo "usage: $0 tests|bench|quick|ab" >&2; exit 2 ;;
+gather) # one device slot, a waiting run retiring the batch in flight, every batch to the device
+  (cd gpu && timeout 120 ../bin/gpu.test -test.run TestCUDAGatherer -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL)') > "$OUT/tests.txt"
+  bench gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2+s1 slot:gswitchd-auto@frame+w8+f2+s1 \
+        mb1:gswitchd-auto@frame+w8+f2 mb1:slot:gswitchd-auto@frame+w8+f2+s1 \
+        mb1:slot:gswitchd-auto@frame+w8+f2+s1 mb1:gswitchd-auto@frame+w8+f2 \
+        slot:gswitchd-auto@frame+w8+f2+s1 gswitchd-auto@frame+w8+f2+s1 gswitchd-auto@frame+w8+f2 ;;
+*) echo "usage: $0 tests|bench|quick|ab|gather" >&2; exit 2 ;;
 esac

@@ -226,20 +226,32 @@ func TestWorkerRunsInFlightShared(t *testing.T) {
 // TestWorkersShareBatches: two workers (ports 1 and 3) with their
 // lookups ahead in one Gatherer, their runs closed in turn on one
 // goroutine (so that a run's keys join another's open batch while the slot
-// is busy) or on a goroutine each; each port gets what a synchronous
-// worker sends it, in order, and in turn the runs shared batches.
+// is busy) or on a goroutine each, and the same with a waiting run
+// retiring the batch in flight (GatherConfig.WaitForSlot); each port gets
+// what a synchronous worker sends it, in order, and in turn the runs
+// shared batches.
 func TestWorkersShareBatches(t *testing.T) {
-	t.Run("in turn", func(t *testing.T) {
-		if st := testWorkersShare(t, false); st.Batches >= st.Shares {
-			t.Errorf("gatherer stats %+v: the runs shared no batch", st)
-		}
-	})
-	t.Run("at once", func(t *testing.T) { testWorkersShare(t, true) })
+	for _, slot := range []bool{false, true} {
+		name := map[bool]string{false: "", true: ", waiting for a slot"}[slot]
+		t.Run("in turn"+name, func(t *testing.T) {
+			if st := testWorkersShare(t, false, slot); st.Batches >= st.Shares {
+				t.Errorf("gatherer stats %+v: the runs shared no batch", st)
+			}
+		})
+		t.Run("at once"+name, func(t *testing.T) { testWorkersShare(t, true, slot) })
+	}
 }
 
-func testWorkersShare(t *testing.T, concurrent bool) gpu.GatherStats {
+func testWorkersShare(t *testing.T, concurrent, waitSlot bool) gpu.GatherStats {
 	syncR, r := asyncRig(t), asyncRig(t)
 	ga := gatherOn(t, r)
+	if waitSlot {
+		var err error
+		if ga, err = gpu.NewGatherer(r.sw.cfg.Classifier.(gpu.BatchBackend), gpu.GatherConfig{Depth: 1, WaitForSlot: true}); err != nil {
+			t.Fatal(err)
+		}
+		r.sw.cfg.Gatherer = ga
+	}
 	const runs = 40
 	frames := func(no uint32, k int) [][]byte {
 		var fs [][]byte
