@@ -44,10 +44,14 @@ type Batch struct {
 	cpuErr  error
 
 	// Engine routing: the Engine that made the batch, the device it came
-	// from (-1: the CPU), and what Wait does when the device fails.
+	// from (-1: the CPU), and, set when the Engine submitted it to that
+	// device, the table whose lookup the CPU answers if the device fails
+	// at Wait (Engine.deviceFailed; fields, not a closure, so that a
+	// submission allocates nothing).
 	eng      *Engine
 	dev      int
-	fallback func(b *Batch, err error) error
+	onDevice bool
+	table    TableID
 }
 
 // batchImpl is what a backend keeps of a Batch.
@@ -82,10 +86,10 @@ func (b *Batch) Wait() error {
 	}
 	b.sub = false
 	err := b.impl.wait(b)
-	if err != nil && b.fallback != nil {
-		err = b.fallback(b, err)
+	if err != nil && b.onDevice {
+		err = b.eng.deviceFailed(b, err)
 	}
-	b.fallback = nil
+	b.onDevice = false
 	return err
 }
 

@@ -425,7 +425,7 @@ func (e *Engine) Submit(id TableID, b *Batch) error {
 	if b == nil {
 		return fmt.Errorf("gpu: submit of a nil batch")
 	}
-	b.fallback = nil
+	b.onDevice = false
 	if floor, onCPU := e.route(id); b.eng == e && b.dev >= 0 && b.N >= floor && !onCPU {
 		d := e.devs[b.dev]
 		d.mu.Lock()
@@ -436,18 +436,7 @@ func (e *Engine) Submit(id TableID, b *Batch) error {
 			if err == nil {
 				e.onDev.Add(uint64(b.N))
 				d.keys.Add(uint64(b.N))
-				i := b.dev
-				b.fallback = func(b *Batch, err error) error {
-					if tableFault(err) {
-						return err
-					}
-					e.fail(i, d, err)
-					e.fallbacks.Add(1)
-					e.onDev.Add(^uint64(b.N - 1))
-					d.keys.Add(^uint64(b.N - 1))
-					e.onCPU.Add(uint64(b.N))
-					return e.cpu.lookupOnCPU(id, b)
-				}
+				b.onDevice, b.table = true, id
 				return nil
 			}
 			if tableFault(err) || errors.Is(err, ErrNoTable) {
@@ -459,6 +448,22 @@ func (e *Engine) Submit(id TableID, b *Batch) error {
 	}
 	e.onCPU.Add(uint64(b.N))
 	return e.cpu.Submit(id, b)
+}
+
+// deviceFailed answers batch b, submitted to its device (b.onDevice),
+// whose Wait failed with err: a table fault is b's own error; any other
+// takes the device out of service and the CPU looks b up.
+func (e *Engine) deviceFailed(b *Batch, err error) error {
+	if tableFault(err) {
+		return err
+	}
+	d := e.devs[b.dev]
+	e.fail(b.dev, d, err)
+	e.fallbacks.Add(1)
+	e.onDev.Add(^uint64(b.N - 1))
+	d.keys.Add(^uint64(b.N - 1))
+	e.onCPU.Add(uint64(b.N))
+	return e.cpu.lookupOnCPU(b.table, b)
 }
 
 // MemoryUsed returns the bytes held on the CPU and the devices in service.

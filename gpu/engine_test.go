@@ -222,11 +222,78 @@ func TestEngineDevicePathAllocates(t *testing.T) {
 	if a := testing.AllocsPerRun(100, func() { _ = e.LookupFlow(2, soa, 256, ids) }); a != 0 {
 		t.Errorf("LookupFlow on the device allocates %v times per call", a)
 	}
+	// A batch submitted to the device and waited for (the datapath
+	// workers' runs in flight, the Gatherer's batches): nothing either.
+	bt, err := e.NewBatch(Flow, len(soa)/256, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bt.Free()
+	copy(bt.Keys, soa)
+	bt.N = 256
+	if a := testing.AllocsPerRun(100, func() {
+		if err := e.Submit(2, bt); err != nil {
+			t.Fatal(err)
+		}
+		if err := bt.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Errorf("Submit and Wait on the device allocate %v times per batch", a)
+	}
+	if got := bt.Rules()[0]; got != ids[0] {
+		t.Errorf("the submitted batch's first rule %d, the lookup's %d", got, ids[0])
+	}
 	if out[0] != 3 || ids[0] == flow.NoMatch {
 		t.Errorf("lookups: %d, %v; want 3 and a rule", out[0], ids[0])
 	}
 	if s := e.Stats(); s.KeysOnDevice == 0 || s.KeysOnCPU != 0 {
 		t.Errorf("stats %+v: want every key on the device", s)
+	}
+}
+
+// lostAtWait is a device whose submissions are accepted and whose waits
+// fail, as a device lost while a batch is in flight.
+type lostAtWait struct{ *CPU }
+
+func (lostAtWait) Submit(id TableID, b *Batch) error {
+	b.impl, b.sub = lostBatch{}, true
+	return nil
+}
+
+type lostBatch struct{}
+
+func (lostBatch) wait(*Batch) error { return errDeviceLost }
+func (lostBatch) ready(*Batch) bool { return true }
+func (lostBatch) free(*Batch)       {}
+
+// TestEngineFallbackAtWait: a batch whose device fails after its Submit
+// is answered by the CPU at its Wait, counted a fallback and the keys the
+// CPU's, and the device is out of service.
+func TestEngineFallbackAtWait(t *testing.T) {
+	e := NewEngine(EngineConfig{Devices: []Backend{lostAtWait{NewCPU()}}, MinBatch: 1})
+	defer e.Close()
+	soa, _ := loadInPortFlow(t, e, 2, 64)
+	bt, err := e.NewBatch(Flow, len(soa)/64, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(bt.Keys, soa)
+	bt.N = 64
+	if err := e.Submit(2, bt); err != nil {
+		t.Fatal(err)
+	}
+	if err := bt.Wait(); err != nil {
+		t.Fatalf("Wait: %v; want the CPU's answer", err)
+	}
+	for i, r := range bt.Rules()[:64] {
+		if r == flow.NoMatch {
+			t.Fatalf("packet %d: no match; want the in_port rule", i)
+		}
+	}
+	s := e.Stats()
+	if s.Fallbacks != 1 || s.KeysOnCPU != 64 || s.KeysOnDevice != 0 || len(s.Devices) != 1 || s.Devices[0].Up {
+		t.Errorf("stats %+v: want one fallback, 64 keys on the CPU, the device down", s)
 	}
 }
 
