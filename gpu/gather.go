@@ -290,13 +290,13 @@ func (g *Gatherer) Release(s Share) {
 	o := s.g
 	o.refs--
 	if o.refs == 0 {
-		// Kept for the next batch, however many: there are never more
-		// than the most shares held at once made, and a backend's batch
-		// is costly to make and to free (pinned memory, device buffers,
-		// an event; on CUDA each through the context's goroutine, and a
-		// free of device memory waits for the device), which as often as
-		// the batches came and went held the members back for
-		// milliseconds.
+		// Kept for the next batch, however many: no more are ever made
+		// than are in use at once, and a backend's batch is costly to
+		// make and to free (pinned memory, device buffers, an event; on
+		// CUDA each through the context's goroutine, and a free of
+		// device memory waits for the device). Keeping a few and freeing
+		// the rest made them again and again as the batches came and
+		// went (TestGathererReusesBatches).
 		g.free = append(g.free, o)
 	}
 	g.mu.Unlock()
