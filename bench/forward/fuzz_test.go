@@ -1,6 +1,7 @@
 package forward
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -44,6 +45,7 @@ func FuzzParseLatency(f *testing.F) {
 	f.Add("# TYPE gswitch_frame_latency_seconds histogram\ngswitch_frame_latency_seconds_count 0\n")
 	f.Add("x 1\n")
 	f.Add("gswitch_frame_latency_seconds_count 1\ngswitch_frame_latency_stage_seconds_bucket{stage=\"ring\",le=\"1e-05\"} 3\ngswitch_frame_latency_stage_seconds_count{stage=\"ring\"} 4\n")
+	f.Add("gswitch_frame_latency_seconds_count 1\ngswitch_gatherer_batches_total 3\ngswitch_gatherer_keys_total +Inf\ngswitch_gatherer_closed_total{why=\"idle\"} 2\n")
 	f.Fuzz(func(t *testing.T, page string) {
 		h, err := parseLatency(strings.NewReader(page))
 		if err != nil {
@@ -64,6 +66,18 @@ func FuzzParseLatency(f *testing.F) {
 		}
 		if d := h.since(h); d != nil && d.total.count() != 0 {
 			t.Fatalf("a page less itself holds %d values", d.total.count())
+		}
+		// The counters are finite and not negative, so the step's means
+		// (series.go) are numbers JSON can hold.
+		for _, v := range []float64{h.gather, h.gatherKeys, h.gatherShares, h.stalls, h.stallSec, h.handovers} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < -1 {
+				t.Fatalf("a counter read as %v", v)
+			}
+		}
+		for why, v := range h.gatherClosed {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				t.Fatalf("shared batches closed %s: %v", why, v)
+			}
 		}
 	})
 }

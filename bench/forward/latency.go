@@ -229,7 +229,7 @@ func counterOf(mf *dto.MetricFamily) (float64, bool) {
 		return 0, false
 	}
 	v := mf.Metric[0].Counter.GetValue()
-	if math.IsNaN(v) || v < 0 {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 		return 0, false
 	}
 	return v, true
@@ -243,7 +243,7 @@ func labelledCounters(mf *dto.MetricFamily, label string, into map[string]float6
 	}
 	for _, m := range mf.Metric {
 		v := labelOf(m, label)
-		if v == "" || m.Counter == nil || math.IsNaN(m.Counter.GetValue()) || m.Counter.GetValue() < 0 {
+		if v == "" || m.Counter == nil || math.IsNaN(m.Counter.GetValue()) || math.IsInf(m.Counter.GetValue(), 0) || m.Counter.GetValue() < 0 {
 			return fmt.Errorf("%s: a series without a %s or not a counter", mf.GetName(), label)
 		}
 		into[v] = m.Counter.GetValue()
