@@ -70,12 +70,11 @@ type Gatherer struct {
 	be  BatchBackend
 	cfg GatherConfig
 
-	mu       sync.Mutex
-	open     []*gbatch // one per table at most
-	inflight int       // batches submitted and not yet retired
-	flight   []*gbatch // those batches, oldest first
-	free     []*gbatch // retired and released, for reuse (their pinned memory kept)
-	stats    GatherStats
+	mu     sync.Mutex
+	open   []*gbatch // one per table at most
+	flight []*gbatch // batches submitted and not yet retired, oldest first
+	free   []*gbatch // retired and released, for reuse (their pinned memory kept)
+	stats  GatherStats
 }
 
 // GatherConfig configures a Gatherer.
@@ -159,7 +158,7 @@ func (g *Gatherer) Stats() GatherStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.stats
-	s.InFlight = g.inflight
+	s.InFlight = len(g.flight)
 	return s
 }
 
@@ -205,7 +204,7 @@ func (g *Gatherer) Packed(s Share) {
 	g.mu.Lock()
 	o := s.g
 	o.packing--
-	if !o.closed && g.inflight < g.cfg.Depth {
+	if !o.closed && len(g.flight) < g.cfg.Depth {
 		g.stats.ByIdle++
 		launch = g.closeLocked(o)
 	} else if o.closed {
@@ -246,7 +245,7 @@ func (g *Gatherer) Wait(s Share) error {
 			err := o.err
 			g.mu.Unlock()
 			return err
-		case !o.closed && g.cfg.WaitForSlot && g.inflight >= g.cfg.Depth:
+		case !o.closed && g.cfg.WaitForSlot && len(g.flight) >= g.cfg.Depth:
 			// Every slot is busy: retire the oldest batch in flight (its
 			// finish submits o), unless another member is at it.
 			if x := g.flight[0]; x.sub && x.poll.CompareAndSwap(false, true) {
@@ -359,7 +358,6 @@ func (g *Gatherer) readyLocked(o *gbatch) *gbatch {
 		return nil
 	}
 	o.subbing = true
-	g.inflight++
 	g.flight = append(g.flight, o)
 	return o
 }
@@ -400,12 +398,11 @@ func (g *Gatherer) finish(o *gbatch, err error) {
 	g.mu.Lock()
 	o.retired, o.err = true, err
 	o.retA.Store(true)
-	g.inflight--
 	if i := slices.Index(g.flight, o); i >= 0 {
 		g.flight = slices.Delete(g.flight, i, i+1)
 	}
 	for _, p := range g.open {
-		if p.n > 0 && p.packing == 0 && g.inflight < g.cfg.Depth {
+		if p.n > 0 && p.packing == 0 && len(g.flight) < g.cfg.Depth {
 			g.stats.ByIdle++
 			launch = g.closeLocked(p)
 			break
@@ -419,7 +416,7 @@ func (g *Gatherer) finish(o *gbatch, err error) {
 func (g *Gatherer) Close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.inflight > 0 || len(g.open) > 0 {
+	if len(g.flight) > 0 || len(g.open) > 0 {
 		return errors.New("gpu: gatherer: closed with batches open or in flight")
 	}
 	for _, o := range g.free {
