@@ -148,6 +148,8 @@ kernels:
 	cd kernels && $(NVCC) -ptx -arch=compute_80 -o gamt_compute80.ptx gamt.cu
 	cd kernels && $(NVCC) -ptx -arch=sm_90 -o flow_sm90.ptx flow.cu
 	cd kernels && $(NVCC) -ptx -arch=compute_80 -o flow_compute80.ptx flow.cu
+	cd kernels && $(NVCC) -ptx -arch=sm_90 -o resident_sm90.ptx resident.cu
+	cd kernels && $(NVCC) -ptx -arch=compute_80 -o resident_compute80.ptx resident.cu
 	cd kernels && $(NVCC) -ptx -arch=sm_90 -o rabin_sm90.ptx rabin.cu
 	cd kernels && $(NVCC) -ptx -arch=compute_80 -o rabin_compute80.ptx rabin.cu
 	cd kernels && $(NVCC) -ptx -arch=sm_90 -o pubsub_sm90.ptx pubsub.cu

@@ -156,6 +156,10 @@ type cudaBatch struct {
 	seq       uint64    // the scatters queued before it (CUDA.sseq), all done once it is
 	empty     bool      // submitted with N == 0: nothing queued
 	submitErr error
+	// rslot is the batch's resident mailbox slot (-1: none), and rposted
+	// whether its last Submit went there (resident_cuda.go).
+	rslot   int
+	rposted bool
 }
 
 // NewBatch allocates a batch in page-locked host memory with device buffers
@@ -175,7 +179,16 @@ func (c *CUDA) NewBatch(kind Kind, width, capacity int) (*Batch, error) {
 
 // newBatch runs on the owning goroutine.
 func (c *CUDA) newBatch(kind Kind, width, capacity int) (*Batch, error) {
-	cb := &cudaBatch{c: c}
+	if c.res != nil {
+		// An allocation may wait for the whole device, and a kernel
+		// launched before it does not know the new memory (compute-sanitizer
+		// then reports its reads as out of bounds): the kernel is stopped,
+		// and c.mu keeps a waiter from launching it again meanwhile.
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.res.stop()
+	}
+	cb := &cudaBatch{c: c, rslot: -1}
 	inB, outB := int64(4*width)*int64(capacity), int64(4*capacity)
 	var err error
 	if cb.hin, err = allocHost(max(inB, 4)); err == nil {
@@ -200,12 +213,22 @@ func (c *CUDA) newBatch(kind Kind, width, capacity int) (*Batch, error) {
 		cb.release()
 		return nil, fmt.Errorf("gpu: cuda: batch of %d keys: %v", capacity, err)
 	}
+	if c.res != nil && kind == Flow && cb.flag.n != 0 {
+		cb.rslot = c.res.take()
+	}
 	b := &Batch{Kind: kind, Width: width, Cap: capacity, impl: cb,
 		Keys: wordsAt(cb.hin.p, width*capacity), Out: wordsAt(cb.hout.p, capacity)}
 	return b, nil
 }
 
 func (cb *cudaBatch) release() {
+	if cb.c.res != nil {
+		cb.c.res.stop() // the frees below wait for the whole device
+	}
+	if cb.rslot >= 0 {
+		cb.c.res.put(cb.rslot)
+		cb.rslot = -1
+	}
 	cb.hin.free()
 	cb.hout.free()
 	cb.flag.free()
@@ -226,6 +249,22 @@ func (cb *cudaBatch) wait(*Batch) error {
 	if cb.submitErr != nil || cb.empty {
 		return cb.submitErr
 	}
+	if cb.rposted {
+		cb.rposted = false
+		if err := cb.c.residentWait(cb); err != nil {
+			return err
+		}
+	} else if err := cb.streamWait(); err != nil {
+		return err
+	}
+	for d := cb.c.doneSeq.Load(); d < cb.seq && !cb.c.doneSeq.CompareAndSwap(d, cb.seq); d = cb.c.doneSeq.Load() {
+	}
+	return nil
+}
+
+// streamWait waits for a batch queued in a stream: its flag word, else its
+// event, as waitMode says.
+func (cb *cudaBatch) streamWait() error {
 	ctx, ev := cContext(cb.c.ctx), cEvent(cb.done)
 	var r C.CUresult
 	switch {
@@ -239,8 +278,6 @@ func (cb *cudaBatch) wait(*Batch) error {
 	if !cuOK(r) {
 		return fmt.Errorf("gpu: cuda: lookup: %v", cuErr(r))
 	}
-	for d := cb.c.doneSeq.Load(); d < cb.seq && !cb.c.doneSeq.CompareAndSwap(d, cb.seq); d = cb.c.doneSeq.Load() {
-	}
 	return nil
 }
 
@@ -249,6 +286,9 @@ func (cb *cudaBatch) wait(*Batch) error {
 func (cb *cudaBatch) ready(*Batch) bool {
 	if cb.submitErr != nil || cb.empty {
 		return true
+	}
+	if cb.rposted {
+		return cb.c.residentReady(cb)
 	}
 	if cb.flag.n != 0 {
 		return atomic.LoadUint32((*uint32)(cb.flag.p)) == cb.fseq
@@ -316,7 +356,7 @@ func (c *CUDA) Submit(id TableID, b *Batch) error {
 	if err := checkSubmit(b, t.kind, t.keyWidth()); err != nil {
 		return err
 	}
-	cb.empty, cb.submitErr = b.N == 0, nil
+	cb.empty, cb.submitErr, cb.rposted = b.N == 0, nil, false
 	b.sub = true
 	if b.N == 0 {
 		return nil
@@ -332,6 +372,10 @@ func (c *CUDA) Submit(id TableID, b *Batch) error {
 		return nil
 	}
 	cb.seq = c.sseq
+	if r := c.res; r != nil && cb.rslot >= 0 && r.takes(t, b.N) && r.scattered(c.sseq) {
+		cb.submitErr = r.post(t, b, cb, c.rver)
+		return nil
+	}
 	st := cb.st
 	if st == cu.NoStream {
 		c.rr++

@@ -74,6 +74,12 @@ type CUDA struct {
 	// after scatter s waited for it, so its Wait's return proves s done
 	// (and saves a driver call per scatter on the staging buffer's event).
 	doneSeq atomic.Uint64
+	// res is the resident lookups' kernel and mailbox (resident_cuda.go;
+	// nil: off, GSWITCH_CUDA_RESIDENT unset).
+	res *resident
+	// rver counts the image loads and scatters (guarded by mu): a resident
+	// block stages a table again when a request's version differs.
+	rver uint64
 	// dirty lists the tables Apply gave bubbles since the last flush
 	// (guarded by pmu; may hold tables dropped since, with nothing pending).
 	dirty []*cudaTable
@@ -257,6 +263,15 @@ func (c *CUDA) start(ordinal int) error {
 		}
 	}
 	c.device = fmt.Sprintf("%s (cc %d.%d, %d SMs, device %d, PTX %s, %s %s)", name, major, minor, sms, ordinal, which, fwhich, src)
+	if residentSlots > 0 {
+		if !c.memOps {
+			c.device += ", resident lookups off: no completion flags"
+		} else if c.res, err = newResident(residentSlots, major == 9 && os.Getenv(PTXForceEnv) != "compute80", c.smemBudget, smemMax(ordinal)); err != nil {
+			c.device += ", resident lookups off: " + err.Error()
+		} else {
+			c.device += fmt.Sprintf(", resident lookups: %d slots, life %v, %d bytes staged", residentSlots, residentLife, c.res.smem)
+		}
+	}
 	return nil
 }
 
@@ -337,6 +352,9 @@ func (c *CUDA) Close() error {
 		c.lmu.Lock()
 		defer c.lmu.Unlock()
 		err = c.do(func() error {
+			if c.res != nil {
+				c.res.stop()
+			}
 			c.mu.Lock()
 			c.pmu.Lock()
 			for id, t := range c.tables {
@@ -353,6 +371,9 @@ func (c *CUDA) Close() error {
 			}
 			c.free(&c.in)
 			c.free(&c.out)
+			if c.res != nil {
+				c.res.close()
+			}
 			c.fmod.Unload()
 			c.mod.Unload()
 			return c.ctx.Destroy()

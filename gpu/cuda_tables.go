@@ -26,6 +26,9 @@ func (c *CUDA) alloc(n int64) (devBuf, error) {
 
 func (c *CUDA) free(b *devBuf) {
 	if b.n != 0 {
+		if c.res != nil {
+			c.res.stop() // a free waits for the whole device: not for a resident kernel's life
+		}
 		cu.MemFree(b.p)
 		c.used.Add(-b.n)
 		*b = devBuf{}
@@ -114,6 +117,9 @@ func (c *CUDA) checkedImage(kind Kind, im *bubble.Image) (func() (*cudaTable, er
 // it (whatever replaces it is a whole image). The caller holds c.mu and
 // c.pmu.
 func (c *CUDA) dropTable(t *cudaTable) {
+	if c.res != nil {
+		c.res.stop() // else the synchronisation waits out its life
+	}
 	cu.Synchronize() // no kernel may still read it
 	t.pend, t.queued = pending{}, nil
 	c.free(&t.img)
@@ -142,6 +148,7 @@ func (c *CUDA) Load(id TableID, kind Kind, im *bubble.Image) error {
 			c.dropTable(old)
 		}
 		c.tables[id] = t
+		c.rver++
 		return nil
 	})
 }
@@ -184,6 +191,7 @@ func (c *CUDA) Apply(id TableID, u bubble.Update) error {
 			defer c.pmu.Unlock()
 			c.dropTable(t)
 			c.tables[id] = nt
+			c.rver++
 			return nil
 		})
 	}
@@ -346,7 +354,13 @@ func (c *CUDA) scatter(t *cudaTable, chunks []chunk) error {
 		return fmt.Errorf("gpu: cuda: record: %v", err)
 	}
 	c.sseq++
+	c.rver++
 	c.hbusy[k], c.hseq[k], c.hk = true, c.sseq, k^1
+	if c.res != nil {
+		if err := c.res.noteScatter(cStream(st), c.sseq); err != nil {
+			return err
+		}
+	}
 	return c.ordered(c.hstageEv[k])
 }
 

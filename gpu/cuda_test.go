@@ -78,6 +78,7 @@ func TestCUDAEmbeddedPTX(t *testing.T) {
 	for name, emb := range map[string]string{
 		"gamt_sm90.ptx": kernels.GAMTsm90, "gamt_compute80.ptx": kernels.GAMTcompute80,
 		"flow_sm90.ptx": kernels.Flowsm90, "flow_compute80.ptx": kernels.Flowcompute80,
+		"resident_sm90.ptx": kernels.Residentsm90, "resident_compute80.ptx": kernels.Residentcompute80,
 		"rabin_sm90.ptx": kernels.Rabinsm90, "rabin_compute80.ptx": kernels.Rabincompute80,
 		"pubsub_sm90.ptx": kernels.Pubsubsm90, "pubsub_compute80.ptx": kernels.Pubsubcompute80,
 		"filter_sm90.ptx": kernels.Filtersm90, "filter_compute80.ptx": kernels.Filtercompute80,

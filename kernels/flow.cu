@@ -411,44 +411,53 @@ __device__ void classify_refill(const ftab& f, const uint32_t* __restrict__ soa,
 // priority below the best (every later class is lower still). The answer
 // is the same as the lane-per-packet walks': the best rank over the
 // classes, a class being skipped only when none of its rules can beat a
-// rank already found (rank = prio<<32 | ~id: no ties).
+// rank already found (rank = prio<<32 | ~id: no ties). warp_walk is the
+// walk of one packet (key pk, the same in every lane of the warp), which
+// the resident lookups (resident.cu) share.
 template <int P>
-__device__ void classify_warp(const ftab& f, const uint32_t* __restrict__ soa, uint32_t* __restrict__ out, int n, int stride)
+__device__ __forceinline__ uint64_t warp_walk(const ftab& f, const uint32_t* pk)
 {
 	const unsigned full = 0xFFFFFFFFu;
 	const int lane = threadIdx.x & 31;
-	const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
 	const uint32_t dw = P + C_FIXED;
+	uint64_t best = 0;
+	for (uint32_t base = 0; base < f.n; base += 32) {
+		const uint32_t k = base + lane;
+		bool stop = false, walk = false;
+		const uint32_t* cd = f.desc;
+		if (k < f.n) {
+			const uint32_t slot = f.order[k];
+			if (slot < f.nslot) {
+				cd = f.desc + slot * dw;
+				stop = (best >> 32) > (uint64_t)cd[P + C_MAXPRIO];
+				walk = !stop;
+			}
+		}
+		const bool last = __any_sync(full, stop);
+		if (walk && flow_pre<P>(cd, pk))
+			best = flow_rest<P>(f, cd, pk, best);
+#pragma unroll
+		for (int o = 16; o > 0; o >>= 1) {
+			const uint64_t v = __shfl_xor_sync(full, best, o);
+			best = v > best ? v : best;
+		}
+		if (last)
+			break;
+	}
+	return best;
+}
+
+template <int P>
+__device__ void classify_warp(const ftab& f, const uint32_t* __restrict__ soa, uint32_t* __restrict__ out, int n, int stride)
+{
+	const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
 	for (long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < n; i += warps) { // uniform in the warp
 		uint32_t pk[P > 0 ? P : 1];
 #pragma unroll
 		for (int j = 0; j < P; j++)
 			pk[j] = soa[(size_t)j * stride + i];
-		uint64_t best = 0;
-		for (uint32_t base = 0; base < f.n; base += 32) {
-			const uint32_t k = base + lane;
-			bool stop = false, walk = false;
-			const uint32_t* cd = f.desc;
-			if (k < f.n) {
-				const uint32_t slot = f.order[k];
-				if (slot < f.nslot) {
-					cd = f.desc + slot * dw;
-					stop = (best >> 32) > (uint64_t)cd[P + C_MAXPRIO];
-					walk = !stop;
-				}
-			}
-			const bool last = __any_sync(full, stop);
-			if (walk && flow_pre<P>(cd, pk))
-				best = flow_rest<P>(f, cd, pk, best);
-#pragma unroll
-			for (int o = 16; o > 0; o >>= 1) {
-				const uint64_t v = __shfl_xor_sync(full, best, o);
-				best = v > best ? v : best;
-			}
-			if (last)
-				break;
-		}
-		if (lane == 0)
+		const uint64_t best = warp_walk<P>(f, pk);
+		if ((threadIdx.x & 31) == 0)
 			out[i] = best == 0 ? EMPTY_ID : ~(uint32_t)best;
 	}
 }
@@ -510,6 +519,9 @@ __device__ __forceinline__ void lookup(const uint32_t* __restrict__ img, const u
 	dispatch<LO, HI>(min(d[D_P], (uint32_t)FLOW_KEYWORDS), img, d, tf, soa, out, n, stride, mode);
 }
 
+// The kernels (resident.cu includes this file for the device functions
+// above and defines FLOW_NO_KERNELS).
+#ifndef FLOW_NO_KERNELS
 // flow_lookup: out[i] = best rule for packet i, the descriptor and the
 // staged parts in shared memory. mode 0 walks
 // tuple, Bloom and merged images with refilled lanes (classify_refill),
@@ -609,3 +621,4 @@ extern "C" __global__ void flow_ranks(const unsigned long long* __restrict__ ran
 	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
 		out[i] = rank[i] == 0 ? EMPTY_ID : ~(uint32_t)rank[i];
 }
+#endif // FLOW_NO_KERNELS

@@ -75,6 +75,22 @@ var Flowsm90 string
 //go:embed flow_compute80.ptx
 var Flowcompute80 string
 
+// ResidentSource is the CUDA C source of the resident flow lookups (it
+// includes flow.cu).
+//
+//go:embed resident.cu
+var ResidentSource string
+
+// Residentsm90 is resident.cu compiled with nvcc -ptx -arch=sm_90 (H100, H200).
+//
+//go:embed resident_sm90.ptx
+var Residentsm90 string
+
+// Residentcompute80 is resident.cu compiled with nvcc -ptx -arch=compute_80.
+//
+//go:embed resident_compute80.ptx
+var Residentcompute80 string
+
 // RabinSource is the CUDA C source of the Rabin markers kernels.
 //
 //go:embed rabin.cu

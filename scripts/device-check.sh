@@ -57,7 +57,7 @@ note() { summary+=("$1"); echo "== $1" | tee -a "$LOG"; }
 # 1. PTX.
 "$NVCC" --version | tail -2 | tee -a "$LOG"
 ptx_ok=1
-for k in gamt flow rabin pubsub filter; do
+for k in gamt flow resident rabin pubsub filter; do
 	for arch in sm_90:sm90 compute_80:compute80; do
 		a=${arch%%:*} f=${k}_${arch##*:}.ptx
 		if ! (cd kernels && "$NVCC" -ptx -arch="$a" -o "$PTX_DIR/$f" "$k.cu") >>"$LOG" 2>&1; then

@@ -58,7 +58,8 @@ for t in "$@"; do
   env=() tag= mb=32
   while :; do
     case $t in
-    slot:*) t=${t#slot:} env=(GSWITCH_GATHER_WAIT=slot) tag="$tag\"gather_wait\":\"slot\"," ;;
+    slot:*) t=${t#slot:} env+=(GSWITCH_GATHER_WAIT=slot) tag="$tag\"gather_wait\":\"slot\"," ;;
+    res:*) t=${t#res:} env+=(GSWITCH_CUDA_RESIDENT=on) tag="$tag\"resident\":\"on\"," ;;
     mb1:*) t=${t#mb1:} mb=1 ;;
     *) break ;;
     esac
@@ -94,5 +95,41 @@ gather) # one device slot, a waiting run retiring the batch in flight, every bat
         mb1:gswitchd-auto@frame+w8+f2 mb1:slot:gswitchd-auto@frame+w8+f2+s1 \
         mb1:slot:gswitchd-auto@frame+w8+f2+s1 mb1:gswitchd-auto@frame+w8+f2 \
         slot:gswitchd-auto@frame+w8+f2+s1 gswitchd-auto@frame+w8+f2+s1 gswitchd-auto@frame+w8+f2 ;;
-*) echo "usage: $0 tests|bench|quick|ab|gather" >&2; exit 2 ;;
+resident) # kernels/resident.cu compiled here (the binaries embed what was committed), its tests,
+          # then the workers' lookups through it against the workers' own batches
+  ptx=/tmp/ptx; mkdir -p "$ptx"; cp kernels/*.ptx "$ptx"/
+  for k in flow resident; do for a in sm_90:sm90 compute_80:compute80; do
+    (cd kernels && /usr/local/cuda/bin/nvcc -ptx -arch=${a%%:*} -o "$ptx/${k}_${a##*:}.ptx" $k.cu) > "/tmp/nvcc-$k-${a##*:}.txt" 2>&1 &
+  done; done; wait
+  cat /tmp/nvcc-*.txt > "$OUT/nvcc.txt"; cat "$OUT/nvcc.txt"; ls -la "$ptx" | grep -E 'flow|resident'
+  (cd "$ptx" && tar -cJf "$OUT/ptx.tar.xz" flow_sm90.ptx flow_compute80.ptx resident_sm90.ptx resident_compute80.ptx)
+  export GSWITCH_PTX_DIR=$ptx
+  ( cd gpu
+    echo "== gpu"; timeout 200 ../bin/gpu.test -test.run 'TestCUDAResident|TestCUDAGatherer|TestCUDAFlowRandom' -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
+    echo "== gpu memcheck"; timeout 120 $san --tool memcheck ../bin/gpu.test -test.run 'TestCUDAResidentGatherer' -test.count=1 > "$OUT/memcheck.txt" 2>&1; grep -vE '^=========\s+Host Frame' "$OUT/memcheck.txt" | tail -25
+    cd ../datapath/pipeline
+    echo "== pipeline"; GSWITCH_CUDA_RESIDENT=on timeout 120 ../../bin/datapath_pipeline.test -test.run 'TestCUDAWorkerRunsInFlight|TestCUDAAsyncSameFates|TestCUDAProcessPartsSameFates' -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
+  ) > "$OUT/tests.txt" 2>&1
+  cat "$OUT/tests.txt"
+  [ -n "$NOBENCH" ] && exit 0
+  if grep -qE 'FAIL|panic' "$OUT/tests.txt" || grep -q ' error' "$OUT/nvcc.txt"; then echo "tests failed: no bench"; exit 1; fi
+  bench gswitchd-auto@frame+w8+f2 res:mb1:gswitchd-auto@frame+w8+f2 res:mb1:gswitchd-auto@frame+w8 \
+        res:mb1:gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2 ;;
+resbench) # resident.cu compiled here, its tests with that PTX, then the floor, resident and own
+          # batches alternated (with the fresh PTX if nvcc made it, else the embedded)
+  ptx=/tmp/ptx; mkdir -p "$ptx"; cp kernels/*.ptx "$ptx"/
+  for a in sm_90:sm90 compute_80:compute80; do
+    (cd kernels && /usr/local/cuda/bin/nvcc -ptx -arch=${a%%:*} -o "$ptx/resident_${a##*:}.ptx" resident.cu) > "/tmp/nvcc-${a##*:}.txt" 2>&1 &
+  done; wait
+  cat /tmp/nvcc-*.txt > "$OUT/nvcc.txt"; cat "$OUT/nvcc.txt"; ls -la "$ptx" | grep resident
+  (cd "$ptx" && tar -cJf "$OUT/ptx.tar.xz" resident_sm90.ptx resident_compute80.ptx)
+  grep -q ' error' "$OUT/nvcc.txt" || export GSWITCH_PTX_DIR=$ptx
+  ( cd gpu
+    echo "== gpu"; timeout 100 ../bin/gpu.test -test.run 'TestCUDAResident' -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|panic|\s+\S+_test.go)'
+    echo "== gpu memcheck"; timeout 100 $san --tool memcheck ../bin/gpu.test -test.run 'TestCUDAResidentGatherer' -test.count=1 2>&1 | tail -2
+  ) > "$OUT/tests.txt" 2>&1
+  cat "$OUT/tests.txt"
+  bench plain@frame res:mb1:gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2 \
+        res:mb1:gswitchd-auto@frame+w8+f2 plain@frame ;;
+*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench" >&2; exit 2 ;;
 esac

@@ -1,0 +1,409 @@
+//go:build cuda
+
+package gpu
+
+/*
+#include <cuda.h>
+#include <stdlib.h>
+
+// gs_resident_load loads the resident module and finds its kernel.
+static CUresult gs_resident_load(const char *ptx, CUmodule *mod, CUfunction *fn)
+{
+	CUresult r = cuModuleLoadData(mod, ptx);
+	if (r != CUDA_SUCCESS)
+		return r;
+	return cuModuleGetFunction(fn, *mod, "flow_resident");
+}
+
+static CUresult gs_resident_stream(CUstream *st) { return cuStreamCreate(st, CU_STREAM_NON_BLOCKING); }
+
+// gs_resident_launch launches the resident kernel, a block per slot, and
+// after it has ended writes seq to the word end.
+static CUresult gs_resident_launch(CUfunction fn, CUstream st, unsigned grid, unsigned block, unsigned smem,
+	CUdeviceptr slots, unsigned long long life, CUdeviceptr end, unsigned seq)
+{
+	void *params[] = {&slots, &life};
+	CUresult r = cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, smem, st, params, NULL);
+	if (r != CUDA_SUCCESS)
+		return r;
+	return cuStreamWriteValue32(st, end, seq, CU_STREAM_WRITE_VALUE_DEFAULT);
+}
+
+// gs_resident_smem lets fn launch with the most dynamic shared memory
+// that leaves room for its static shared memory within the device's
+// opt-in limit, at most want bytes, and returns that in *got.
+static CUresult gs_resident_smem(CUfunction fn, int optin, int want, int *got)
+{
+	int st = 0;
+	CUresult r = cuFuncGetAttribute(&st, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn);
+	if (r != CUDA_SUCCESS)
+		return r;
+	*got = optin - st < want ? optin - st : want;
+	if (*got < 0)
+		*got = 0;
+	return cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, *got);
+}
+
+static CUresult gs_write_value(CUstream st, CUdeviceptr p, unsigned v)
+{
+	return cuStreamWriteValue32(st, p, v, CU_STREAM_WRITE_VALUE_DEFAULT);
+}
+
+static CUresult gs_stream_sync(CUstream st) { return cuStreamSynchronize(st); }
+static CUresult gs_stream_query(CUstream st) { return cuStreamQuery(st); }
+
+static void gs_resident_close(CUmodule mod, CUstream st)
+{
+	cuStreamDestroy(st);
+	cuModuleUnload(mod);
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/gswitch/gswitch/kernels"
+)
+
+// Resident lookups (kernels/resident.cu): a kernel that stays on the
+// device, a block per mailbox slot, takes a small flow lookup from its
+// slot in page-locked host memory and answers in the batch's memory and
+// completion word. A Submit of at most residentKeys keys in a batch that
+// holds a slot is two stores into the slot (the fields, then the request
+// number): no kernel launch, no driver call, no stream; the caller's Wait
+// and Ready read the batch's completion word as in the flag wait mode.
+// The kernel ends after residentLife and is launched again by the first
+// Submit (or Wait) that finds none alive, so the device is not held by a
+// switch with no traffic, and a driver call that waits for the whole
+// device (a free) waits at most that long; Close and the backend's device
+// frees stop it first.
+//
+// Ordering with updates: a batch is posted only when the update stream
+// has written, after its last scatter, the number of scatters queued so
+// far (resident.scat): every bubble applied before the Submit is on the
+// device; otherwise it goes through a stream as before, ordered after the
+// scatters by their event. And a kernel serves one version of the tables
+// (CUDA.rver, the count of image loads and scatters): a post of a newer
+// version stops the live kernel and launches another, whose SMs' caches
+// start empty (see resident.cu).
+//
+// GSWITCH_CUDA_RESIDENT=N turns them on with N slots (0, the default: off;
+// "on": 64); GSWITCH_CUDA_RESIDENT_LIFE_US sets the life (2000).
+var residentSlots = func() int {
+	switch v := os.Getenv("GSWITCH_CUDA_RESIDENT"); v {
+	case "", "off":
+		return 0
+	case "on":
+		return 64
+	default:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 1024 {
+			return 0
+		}
+		return n
+	}
+}()
+
+var residentLife = func() time.Duration {
+	us, err := strconv.Atoi(os.Getenv("GSWITCH_CUDA_RESIDENT_LIFE_US"))
+	if err != nil || us < 1 || us > 10_000_000 {
+		return 2 * time.Millisecond
+	}
+	return time.Duration(us) * time.Microsecond
+}()
+
+// The slot's words (RS_* of resident.cu).
+const (
+	rsReq, rsStop, rsDone, rsN, rsStride, rsFseq = 0, 1, 2, 3, 4, 5
+	rsImg, rsDesc, rsKeys, rsOut, rsFlag, rsVer  = 6, 8, 10, 12, 14, 16
+	rsWords                                      = 32
+	residentKeys                                 = 64  // RS_MAXN
+	residentThreads                              = 512 // RS_THREADS
+)
+
+// How long a resident wait goes before it asks the stream for an error
+// (a kernel that faulted never answers), and before it gives up.
+const (
+	residentCheck   = time.Second
+	residentTimeout = 10 * time.Second
+)
+
+type resident struct {
+	mod  C.CUmodule
+	fn   C.CUfunction
+	st   C.CUstream
+	mail hostBuf // the slots
+	end  hostBuf // the launch number the stream writes after each launch
+	scat hostBuf // the scatter number the update stream writes after each scatter
+	n    int
+	smem int // the launch's dynamic shared memory: a table whose staging needs more is not posted
+
+	launched atomic.Uint32 // launches queued (written under CUDA.mu)
+	kver     uint64        // the tables' version of the last launch (guarded by CUDA.mu)
+	broken   atomic.Bool   // a launch failed: Submits take the streams
+	posts    atomic.Uint64
+	launches atomic.Uint64
+
+	fmu  sync.Mutex
+	free []int    // slots no batch holds
+	reqs []uint32 // per slot: the last request number posted (guarded by CUDA.mu)
+}
+
+// newResident loads the resident module and allocates n slots; it runs on
+// the owning goroutine. sm90 chooses the Hopper PTX; the kernel gets
+// smem bytes of dynamic shared memory (a table's staging, see
+// flowLayout.stagePlan), or what the device's opt-in limit optin leaves.
+func newResident(n int, sm90 bool, smem, optin int) (*resident, error) {
+	ptx, which := kernels.Residentcompute80, "resident_compute80.ptx"
+	if sm90 {
+		ptx, which = kernels.Residentsm90, "resident_sm90.ptx"
+	}
+	if dir := os.Getenv(PTXDirEnv); dir != "" {
+		b, err := os.ReadFile(filepath.Join(dir, which))
+		if err != nil {
+			return nil, fmt.Errorf("gpu: cuda: resident lookups: %v", err)
+		}
+		ptx = string(b)
+	}
+	r := &resident{n: n, reqs: make([]uint32, n)}
+	cs := C.CString(ptx)
+	defer C.free(unsafe.Pointer(cs))
+	if res := C.gs_resident_load(cs, &r.mod, &r.fn); !cuOK(res) {
+		return nil, fmt.Errorf("gpu: cuda: resident lookups: loading %s: %v", which, cuErr(res))
+	}
+	var got C.int
+	if res := C.gs_resident_smem(r.fn, C.int(optin), C.int(smem), &got); !cuOK(res) {
+		C.cuModuleUnload(r.mod)
+		return nil, fmt.Errorf("gpu: cuda: resident lookups: shared memory: %v", cuErr(res))
+	}
+	r.smem = int(got)
+	if res := C.gs_resident_stream(&r.st); !cuOK(res) {
+		C.cuModuleUnload(r.mod)
+		return nil, fmt.Errorf("gpu: cuda: resident lookups: stream: %v", cuErr(res))
+	}
+	var err error
+	if r.mail, err = allocHost(int64(4 * rsWords * n)); err == nil {
+		if r.end, err = allocHost(64); err == nil {
+			r.scat, err = allocHost(64)
+		}
+	}
+	if err != nil {
+		r.close()
+		return nil, err
+	}
+	clear(r.mail.bytes(r.mail.n))
+	*(*uint32)(r.end.p), *(*uint32)(r.scat.p) = 0, 0
+	for i := n - 1; i >= 0; i-- {
+		r.free = append(r.free, i)
+	}
+	return r, nil
+}
+
+// close stops the kernel and releases everything (owning goroutine).
+func (r *resident) close() {
+	if r.mail.n != 0 {
+		r.stop()
+	}
+	C.gs_resident_close(r.mod, r.st)
+	r.mail.free()
+	r.end.free()
+	r.scat.free()
+}
+
+func (r *resident) slot(i int) []uint32 {
+	return unsafe.Slice((*uint32)(unsafe.Add(r.mail.p, 4*rsWords*i)), rsWords)
+}
+
+// take returns a free slot, or -1.
+func (r *resident) take() int {
+	r.fmu.Lock()
+	defer r.fmu.Unlock()
+	if len(r.free) == 0 {
+		return -1
+	}
+	i := r.free[len(r.free)-1]
+	r.free = r.free[:len(r.free)-1]
+	return i
+}
+
+func (r *resident) put(i int) {
+	if i < 0 {
+		return
+	}
+	r.fmu.Lock()
+	r.free = append(r.free, i)
+	r.fmu.Unlock()
+}
+
+// alive reports whether the last launch has not ended (the stream writes
+// its number after it).
+func (r *resident) alive() bool {
+	return atomic.LoadUint32((*uint32)(r.end.p)) != r.launched.Load()
+}
+
+// scattered reports whether the update stream has done the scatters
+// numbered up to seq.
+func (r *resident) scattered(seq uint64) bool {
+	return atomic.LoadUint32((*uint32)(r.scat.p)) == uint32(seq)
+}
+
+// noteScatter queues, after the scatters in stream st, the write of their
+// number seq (CUDA.scatter, under CUDA.mu).
+func (r *resident) noteScatter(st C.CUstream, seq uint64) error {
+	if res := C.gs_write_value(st, C.CUdeviceptr(uintptr(r.scat.p)), C.uint(uint32(seq))); !cuOK(res) {
+		return fmt.Errorf("gpu: cuda: resident lookups: scatter mark: %v", cuErr(res))
+	}
+	return nil
+}
+
+// launch launches the kernel for version ver of the tables; the caller
+// holds CUDA.mu with the context current on its thread.
+func (r *resident) launch(ver uint64) error {
+	r.kver = ver
+	for i := range r.n {
+		atomic.StoreUint32(&r.slot(i)[rsStop], 0)
+	}
+	seq := r.launched.Add(1)
+	res := C.gs_resident_launch(r.fn, r.st, C.uint(r.n), residentThreads, C.uint(r.smem),
+		C.CUdeviceptr(uintptr(r.mail.p)), C.ulonglong(residentLife.Nanoseconds()),
+		C.CUdeviceptr(uintptr(r.end.p)), C.uint(seq))
+	if !cuOK(res) {
+		r.broken.Store(true)
+		return fmt.Errorf("gpu: cuda: resident lookups: launch: %v", cuErr(res))
+	}
+	r.launches.Add(1)
+	return nil
+}
+
+// stop makes a live kernel leave and waits until it has (owning
+// goroutine, before a device free and at Close; a post of a newer
+// version, under CUDA.mu).
+func (r *resident) stop() {
+	if !r.alive() {
+		return
+	}
+	for i := range r.n {
+		atomic.StoreUint32(&r.slot(i)[rsStop], 1)
+	}
+	C.gs_stream_sync(r.st)
+}
+
+// takes reports whether a batch of n keys for table t may be posted.
+func (r *resident) takes(t *cudaTable, n int) bool {
+	return t.kind == Flow && n <= residentKeys && t.smem <= r.smem && !r.broken.Load()
+}
+
+// post fills b's slot and posts it; the caller (Submit) holds CUDA.mu with
+// the context current, and ver is the tables' version (CUDA.rver).
+func (r *resident) post(t *cudaTable, b *Batch, cb *cudaBatch, ver uint64) error {
+	s := r.slot(cb.rslot)
+	cb.fseq++
+	put64 := func(i int, v uint64) { s[i], s[i+1] = uint32(v), uint32(v>>32) }
+	s[rsN], s[rsStride], s[rsFseq] = uint32(b.N), uint32(b.Cap), cb.fseq
+	put64(rsImg, uint64(t.img.p))
+	put64(rsDesc, uint64(t.desc.p))
+	put64(rsKeys, uint64(uintptr(cb.hin.p)))
+	put64(rsOut, uint64(uintptr(cb.hout.p)))
+	put64(rsFlag, uint64(uintptr(cb.flag.p)))
+	put64(rsVer, ver)
+	q := r.reqs[cb.rslot] + 1
+	if q == 0 {
+		q = 1
+	}
+	r.reqs[cb.rslot] = q
+	atomic.StoreUint32(&s[rsReq], q) // after the fields (x86 keeps stores in order; Go's atomics are sequentially consistent)
+	cb.rposted = true
+	r.posts.Add(1)
+	if r.alive() && r.kver != ver {
+		r.stop()
+	}
+	if !r.alive() {
+		return r.launch(ver)
+	}
+	return nil
+}
+
+// relaunch launches the kernel if none is alive: a posted request that a
+// kernel's last moment missed (its block left before the request came).
+func (c *CUDA) relaunch() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shut {
+		return ErrClosed
+	}
+	r := c.res
+	if r.alive() {
+		return nil
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if res := C.cuCtxSetCurrent(cContext(c.ctx)); !cuOK(res) {
+		return fmt.Errorf("gpu: cuda: %v", cuErr(res))
+	}
+	return r.launch(c.rver)
+}
+
+// residentReady is cudaBatch.ready for a posted batch.
+func (c *CUDA) residentReady(cb *cudaBatch) bool {
+	if atomic.LoadUint32((*uint32)(cb.flag.p)) == cb.fseq {
+		return true
+	}
+	if !c.res.alive() {
+		if err := c.relaunch(); err != nil {
+			cb.submitErr = err
+			return true
+		}
+	}
+	return false
+}
+
+// residentWait is cudaBatch.wait for a posted batch: it reads the
+// completion word, yielding between reads, launches a kernel if none is
+// alive, and after residentCheck asks the stream for a fault.
+func (c *CUDA) residentWait(cb *cudaBatch) error {
+	flag := (*uint32)(cb.flag.p)
+	var t0 time.Time
+	for i := 0; atomic.LoadUint32(flag) != cb.fseq; i++ {
+		if cb.submitErr != nil {
+			return cb.submitErr
+		}
+		if i&15 == 15 {
+			if t0.IsZero() {
+				t0 = time.Now()
+			}
+			if !c.res.alive() {
+				if err := c.relaunch(); err != nil {
+					return err
+				}
+			}
+			if d := time.Since(t0); d > residentCheck {
+				if res := C.gs_stream_query(c.res.st); res != C.CUDA_ERROR_NOT_READY && !cuOK(res) {
+					return fmt.Errorf("gpu: cuda: resident lookup: %v", cuErr(res))
+				}
+				if d > residentTimeout {
+					return fmt.Errorf("gpu: cuda: resident lookup not answered in %v", d.Round(time.Millisecond))
+				}
+			}
+		}
+		runtime.Gosched()
+	}
+	return nil
+}
+
+// ResidentStats returns the lookups posted to the resident kernel and its
+// launches (zero when resident lookups are off).
+func (c *CUDA) ResidentStats() (posts, launches uint64) {
+	if c.res == nil {
+		return 0, 0
+	}
+	return c.res.posts.Load(), c.res.launches.Load()
+}
