@@ -16,7 +16,12 @@
 # carry ["bin"]; or "... quick" (five minutes): the Gatherer's tests, the
 # floor and two rounds of the workers' own and shared batches; or "... ab"
 # (seven minutes): the floor, own and shared batches alternated; or
-# "... gather" (nine minutes): one slot, waiting for a slot, --min-batch 1. Each
+# "... gather" (nine minutes): one slot, waiting for a slot, --min-batch 1;
+# "... resident" (six minutes): kernels/flow.cu and resident.cu compiled
+# with nvcc there (GSWITCH_PTX_DIR; the PTX comes back in ptx.tar.xz), the
+# resident lookups' tests and memcheck, then the workers' lookups through
+# the resident kernel against their own batches; "... resbench": resident.cu
+# compiled, its tests, and the same against the floor. Each
 # begins with a CUDA test: on a machine just started the first process to
 # open the device waits about 30 s for the driver. tests runs the CUDA tests of the Gatherer and of the
 # workers' runs in flight, compute-sanitizer memcheck over them and the
