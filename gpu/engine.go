@@ -510,6 +510,17 @@ type DeviceStats struct {
 	Memory  int64
 	Keys    uint64    // keys it looked up
 	CPUOnly []TableID // tables it could not hold
+	// Resident lookups (a CUDA device with GSWITCH_CUDA_RESIDENT; see
+	// docs/gpu.md): whether they are on, the lookups posted to the
+	// resident kernel and its launches.
+	Resident         bool
+	ResidentLookups  uint64
+	ResidentLaunches uint64
+}
+
+// residentStater is what a device with resident lookups offers (CUDA).
+type residentStater interface {
+	ResidentStats() (on bool, posts, launches uint64)
 }
 
 // Stats returns the Engine's state.
@@ -523,6 +534,9 @@ func (e *Engine) Stats() EngineStats {
 		}
 		if ds.Up {
 			ds.Memory = d.b.MemoryUsed()
+		}
+		if r, ok := d.b.(residentStater); ok {
+			ds.Resident, ds.ResidentLookups, ds.ResidentLaunches = r.ResidentStats()
 		}
 		d.mu.Lock()
 		for id, no := range d.noTable {

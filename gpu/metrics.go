@@ -21,6 +21,10 @@ var (
 		"Device lookups that failed and were answered by the CPU backend.", nil, nil)
 	descKeys = prometheus.NewDesc("gswitch_backend_keys_total",
 		"Keys looked up, by backend.", []string{"backend", "device"}, nil)
+	descResidentLookups = prometheus.NewDesc("gswitch_backend_resident_lookups_total",
+		"Lookups posted to the device's resident kernel (GSWITCH_CUDA_RESIDENT; only devices with resident lookups on).", []string{"device"}, nil)
+	descResidentLaunches = prometheus.NewDesc("gswitch_backend_resident_launches_total",
+		"Launches of the device's resident kernel (each ends after its life, or when stopped for a free, an allocation or a newer version of the tables).", []string{"device"}, nil)
 	descTableBackend = prometheus.NewDesc("gswitch_table_backend",
 		"1 for the backend (cpu or device) that serves the table's lookups now, 0 for the other.", []string{"table", "backend"}, nil)
 	descTableCost = prometheus.NewDesc("gswitch_table_lookup_cost_seconds",
@@ -35,13 +39,15 @@ type engineCollector struct{ e *Engine }
 // (1 serving, 0 failed), gswitch_backend_device_memory_bytes{device},
 // gswitch_backend_fallbacks_total,
 // gswitch_backend_keys_total{backend="cpu"|"device",device},
+// for a device with resident lookups on
+// gswitch_backend_resident_{lookups,launches}_total{device},
 // gswitch_table_backend{table,backend="cpu"|"device"} (1 where the table is
 // served) and, for calibrated tables,
 // gswitch_table_lookup_cost_seconds{table,backend}.
 func (e *Engine) Collector() prometheus.Collector { return engineCollector{e} }
 
 func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDeviceUp, descDeviceMemory, descFallbacks, descKeys, descTableBackend, descTableCost} {
+	for _, d := range []*prometheus.Desc{descDeviceUp, descDeviceMemory, descFallbacks, descKeys, descResidentLookups, descResidentLaunches, descTableBackend, descTableCost} {
 		ch <- d
 	}
 }
@@ -53,6 +59,10 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prom.Const(descDeviceUp, prometheus.GaugeValue, prom.Bool(d.Up), dev, d.Name)
 		ch <- prom.Const(descDeviceMemory, prometheus.GaugeValue, float64(d.Memory), dev)
 		ch <- prom.Const(descKeys, prometheus.CounterValue, float64(d.Keys), "device", dev)
+		if d.Resident {
+			ch <- prom.Const(descResidentLookups, prometheus.CounterValue, float64(d.ResidentLookups), dev)
+			ch <- prom.Const(descResidentLaunches, prometheus.CounterValue, float64(d.ResidentLaunches), dev)
+		}
 	}
 	ch <- prom.Const(descFallbacks, prometheus.CounterValue, float64(s.Fallbacks))
 	ch <- prom.Const(descKeys, prometheus.CounterValue, float64(s.KeysOnCPU), "cpu", "")

@@ -90,3 +90,45 @@ func TestEngineCollectorCPUOnly(t *testing.T) {
 		t.Fatalf("%d metrics, want 2", n)
 	}
 }
+
+// residentCPU is a CPU backend standing in for a device whose resident
+// lookups are on or off.
+type residentCPU struct {
+	namedCPU
+	on              bool
+	posts, launches uint64
+}
+
+func (r residentCPU) ResidentStats() (bool, uint64, uint64) { return r.on, r.posts, r.launches }
+
+// TestEngineCollectorResident: a device with resident lookups on has its
+// lookups and launches counted; one with them off (a CUDA device without
+// GSWITCH_CUDA_RESIDENT) and one without them (the CPU) have no series.
+func TestEngineCollectorResident(t *testing.T) {
+	on := residentCPU{namedCPU{NewCPU(), "on"}, true, 7, 3}
+	off := residentCPU{namedCPU{NewCPU(), "off"}, false, 0, 0}
+	e := NewEngine(EngineConfig{Devices: []Backend{on, off, namedCPU{NewCPU(), "plain"}}})
+	defer e.Close()
+	s := e.Stats()
+	if d := s.Devices[0]; !d.Resident || d.ResidentLookups != 7 || d.ResidentLaunches != 3 {
+		t.Fatalf("device 0: %+v", d)
+	}
+	if s.Devices[1].Resident || s.Devices[2].Resident {
+		t.Fatalf("devices 1, 2: %+v %+v", s.Devices[1], s.Devices[2])
+	}
+	want := `# HELP gswitch_backend_resident_launches_total Launches of the device's resident kernel (each ends after its life, or when stopped for a free, an allocation or a newer version of the tables).
+# TYPE gswitch_backend_resident_launches_total counter
+gswitch_backend_resident_launches_total{device="0"} 3
+# HELP gswitch_backend_resident_lookups_total Lookups posted to the device's resident kernel (GSWITCH_CUDA_RESIDENT; only devices with resident lookups on).
+# TYPE gswitch_backend_resident_lookups_total counter
+gswitch_backend_resident_lookups_total{device="0"} 7
+`
+	c := e.Collector()
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
+		"gswitch_backend_resident_lookups_total", "gswitch_backend_resident_launches_total"); err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) != 0 {
+		t.Fatalf("lint: %v %v", err, problems)
+	}
+}

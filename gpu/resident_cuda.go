@@ -399,11 +399,11 @@ func (c *CUDA) residentWait(cb *cudaBatch) error {
 	return nil
 }
 
-// ResidentStats returns the lookups posted to the resident kernel and its
-// launches (zero when resident lookups are off).
-func (c *CUDA) ResidentStats() (posts, launches uint64) {
+// ResidentStats reports whether resident lookups are on, the lookups
+// posted to the resident kernel and its launches.
+func (c *CUDA) ResidentStats() (on bool, posts, launches uint64) {
 	if c.res == nil {
-		return 0, 0
+		return false, 0, 0
 	}
-	return c.res.posts.Load(), c.res.launches.Load()
+	return true, c.res.posts.Load(), c.res.launches.Load()
 }

@@ -40,7 +40,7 @@ func residentCUDA(t *testing.T, n int, life time.Duration) *CUDA {
 func TestCUDAResidentFlowRandom(t *testing.T) {
 	c := residentCUDA(t, 8, 200*time.Microsecond)
 	testRandomFlowAll(t, c, true)
-	posts, launches := c.ResidentStats()
+	_, posts, launches := c.ResidentStats()
 	t.Logf("resident: %d lookups posted, %d launches", posts, launches)
 	if posts == 0 || launches < 2 {
 		t.Fatalf("resident: %d lookups posted, %d launches: the small lookups did not go to the resident kernel, or it was never launched again", posts, launches)
@@ -60,7 +60,7 @@ func TestCUDAResidentGatherer(t *testing.T) {
 		t.Fatal(err)
 	}
 	testGathererExact(t, e, cpu, proj, keys)
-	posts, launches := c.ResidentStats()
+	_, posts, launches := c.ResidentStats()
 	t.Logf("resident: %d lookups posted, %d launches", posts, launches)
 	if posts == 0 {
 		t.Fatal("no lookup went to the resident kernel")
