@@ -135,7 +135,11 @@
 // --worker-shared from gswitch_gatherer_* the workers' shared device
 // batches over the step: gather_batches, gather_keys_mean,
 // gather_shares_mean (runs a batch) and gather_closed {full, idle, wait}
-// (the log line's "shared batches"). The plain
+// (the log line's "shared batches"), and with resident lookups
+// (GSWITCH_CUDA_RESIDENT in gswitchd's environment) from
+// gswitch_backend_resident_*_total the lookups posted to the resident
+// kernels over the step and their launches, resident_lookups and
+// resident_launches (the log line's "resident lookups"). The plain
 // forwarder exports the same gswitch_frame_latency_seconds (from the
 // receive timestamp to the return of the frame's send), so its steps have
 // a latency too: plain@frame, on frame rings, is the latency floor of

@@ -474,7 +474,11 @@ type Step struct {
 	GatherKeysMean   float64           `json:"gather_keys_mean,omitempty"`
 	GatherSharesMean float64           `json:"gather_shares_mean,omitempty"`
 	GatherClosed     map[string]uint64 `json:"gather_closed,omitempty"`
-	HalfLossless     bool              `json:"half_lossless,omitempty"`
+	// With resident lookups (GSWITCH_CUDA_RESIDENT): the lookups posted to
+	// the devices' resident kernels over the step, and their launches.
+	ResidentLookups  uint64 `json:"resident_lookups,omitempty"`
+	ResidentLaunches uint64 `json:"resident_launches,omitempty"`
+	HalfLossless     bool   `json:"half_lossless,omitempty"`
 	// --ruleset events: what matched gswitchd's events (cpu, or the
 	// device) and the events it matched on the device and on the CPU since
 	// it started, read after the series.

@@ -46,6 +46,7 @@ func FuzzParseLatency(f *testing.F) {
 	f.Add("x 1\n")
 	f.Add("gswitch_frame_latency_seconds_count 1\ngswitch_frame_latency_stage_seconds_bucket{stage=\"ring\",le=\"1e-05\"} 3\ngswitch_frame_latency_stage_seconds_count{stage=\"ring\"} 4\n")
 	f.Add("gswitch_frame_latency_seconds_count 1\ngswitch_gatherer_batches_total 3\ngswitch_gatherer_keys_total +Inf\ngswitch_gatherer_closed_total{why=\"idle\"} 2\n")
+	f.Add("gswitch_frame_latency_seconds_count 1\ngswitch_backend_resident_lookups_total{device=\"0\"} 1e308\ngswitch_backend_resident_lookups_total{device=\"1\"} 1e308\n")
 	f.Fuzz(func(t *testing.T, page string) {
 		h, err := parseLatency(strings.NewReader(page))
 		if err != nil {
@@ -69,7 +70,7 @@ func FuzzParseLatency(f *testing.F) {
 		}
 		// The counters are finite and not negative, so the step's means
 		// (series.go) are numbers JSON can hold.
-		for _, v := range []float64{h.gather, h.gatherKeys, h.gatherShares, h.stalls, h.stallSec, h.handovers} {
+		for _, v := range []float64{h.gather, h.gatherKeys, h.gatherShares, h.stalls, h.stallSec, h.handovers, h.resident, h.residentLaunches} {
 			if math.IsNaN(v) || math.IsInf(v, 0) || v < -1 {
 				t.Fatalf("a counter read as %v", v)
 			}

@@ -79,6 +79,14 @@ const (
 	gatherClosedMetric  = "gswitch_gatherer_closed_total"
 )
 
+// The resident lookups (GSWITCH_CUDA_RESIDENT, docs/gpu.md): lookups posted
+// to a device's resident kernel and its launches, by device. A gswitchd
+// without them has none.
+const (
+	residentLookupsMetric  = "gswitch_backend_resident_lookups_total"
+	residentLaunchesMetric = "gswitch_backend_resident_launches_total"
+)
+
 // latPage is what a metrics page says of the latency: the whole and, when
 // gswitchd exports them, the stages, the write-lock spans by op, the
 // workers' run parts and the readers' stalls.
@@ -100,6 +108,9 @@ type latPage struct {
 	// keys and shares, and the closes by why.
 	gather, gatherKeys, gatherShares float64
 	gatherClosed                     map[string]float64
+	// The resident lookups and launches over every device (resident: -1
+	// when not exported).
+	resident, residentLaunches float64
 }
 
 // since is the page of the values recorded after p0.
@@ -125,6 +136,9 @@ func (p *latPage) since(p0 *latPage) *latPage {
 			d.gatherClosed[k] = max(v-p0.gatherClosed[k], 0)
 		}
 	}
+	if p.resident >= 0 && p0.resident >= 0 {
+		d.resident, d.residentLaunches = max(p.resident-p0.resident, 0), max(p.residentLaunches-p0.residentLaunches, 0)
+	}
 	for _, m := range []struct{ now, before, into map[string]*latHist }{
 		{p.stages, p0.stages, d.stages}, {p.writeLock, p0.writeLock, d.writeLock}, {p.runParts, p0.runParts, d.runParts},
 		{p.shared, p0.shared, d.shared},
@@ -141,7 +155,7 @@ func (p *latPage) since(p0 *latPage) *latPage {
 func newLatPage() *latPage {
 	return &latPage{stages: map[string]*latHist{}, writeLock: map[string]*latHist{}, runParts: map[string]*latHist{},
 		shared: map[string]*latHist{}, idle: map[string]float64{}, stalls: -1, handovers: -1,
-		gather: -1, gatherClosed: map[string]float64{}}
+		gather: -1, gatherClosed: map[string]float64{}, resident: -1}
 }
 
 // scrapeLatency reads gswitchd's latency histograms from its metrics
@@ -198,6 +212,14 @@ func parseLatency(r io.Reader) (_ *latPage, err error) {
 			return nil, err
 		}
 	}
+	if mf := mfs[residentLookupsMetric]; mf != nil {
+		if page.resident, err = summedCounters(mf, "device"); err != nil {
+			return nil, err
+		}
+		if page.residentLaunches, err = summedCounters(mfs[residentLaunchesMetric], "device"); err != nil {
+			return nil, err
+		}
+	}
 	if mf := mfs[batchMetric]; mf != nil && len(mf.Metric) == 1 && mf.Metric[0].Histogram != nil {
 		h := mf.Metric[0].Histogram
 		if n, sum := float64(h.GetSampleCount()), h.GetSampleSum(); sum >= 0 && !math.IsNaN(sum) {
@@ -249,6 +271,23 @@ func labelledCounters(mf *dto.MetricFamily, label string, into map[string]float6
 		into[v] = m.Counter.GetValue()
 	}
 	return nil
+}
+
+// summedCounters is the sum of family mf's counters (nil: 0), each
+// labelled by label.
+func summedCounters(mf *dto.MetricFamily, label string) (float64, error) {
+	by := map[string]float64{}
+	if err := labelledCounters(mf, label, by); err != nil {
+		return 0, err
+	}
+	sum := 0.0
+	for _, v := range by {
+		sum += v
+	}
+	if math.IsInf(sum, 0) {
+		return 0, fmt.Errorf("%s: the sum of its series is not finite", mf.GetName())
+	}
+	return sum, nil
 }
 
 // labelOf is metric m's value of label (empty: none).

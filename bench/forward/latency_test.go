@@ -198,6 +198,31 @@ gswitch_frame_latency_stage_seconds_count{stage="` + name + `"} ` + itoa(inf) + 
 		t.Error("a shared batches' close series without a why label")
 	}
 
+	// The resident lookups, summed over the devices: their growth over the
+	// step; a page without them says nothing of them.
+	resident := func(l0, l1, n0, n1 int) string {
+		return "# TYPE " + residentLookupsMetric + " counter\n" + residentLookupsMetric + `{device="0"} ` + itoa(uint64(l0)) + "\n" +
+			residentLookupsMetric + `{device="1"} ` + itoa(uint64(l1)) + "\n# TYPE " + residentLaunchesMetric + " counter\n" +
+			residentLaunchesMetric + `{device="0"} ` + itoa(uint64(n0)) + "\n" + residentLaunchesMetric + `{device="1"} ` + itoa(uint64(n1)) + "\n"
+	}
+	r0p, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + resident(10, 5, 1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1p, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + resident(110, 25, 3, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd := r1p.since(r0p); rd.resident != 120 || rd.residentLaunches != 3 {
+		t.Errorf("resident lookups over the step: %v, %v launches; want 120, 3", rd.resident, rd.residentLaunches)
+	}
+	if d := r1p.since(s0); d.resident != -1 {
+		t.Errorf("resident lookups since a page without them: %v, want -1 (unknown)", d.resident)
+	}
+	if _, err := parseLatency(strings.NewReader(page(1, 1, 1, 1) + resident(1, 1, 1, 1) + residentLookupsMetric + " 3\n")); err == nil {
+		t.Error("a resident lookups series without a device label")
+	}
+
 	// The write-lock spans by op: counted, p99 and the largest bucket's
 	// bound over the step; an op without spans in the step has count 0.
 	lock := func(op string, c1, c2, inf uint64) string {

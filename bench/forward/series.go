@@ -160,6 +160,9 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 					s.GatherClosed[why] = uint64(n)
 				}
 			}
+			if d.resident > 0 {
+				s.ResidentLookups, s.ResidentLaunches = uint64(d.resident), uint64(d.residentLaunches)
+			}
 			s.SharedStages, _ = p50p99(d.shared, "form", "start", "slot", "lookup", "handback")
 			s.RunParts, parts = p50p99(d.runParts, "parse", "lookup", "decide", "send")
 		}
@@ -179,6 +182,9 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 	if s.GatherBatches > 0 {
 		stages += fmt.Sprintf("; shared batches %d, %.1f keys and %.2f runs each, closed full %d idle %d wait %d",
 			s.GatherBatches, s.GatherKeysMean, s.GatherSharesMean, s.GatherClosed["full"], s.GatherClosed["idle"], s.GatherClosed["wait"])
+	}
+	if s.ResidentLookups > 0 {
+		stages += fmt.Sprintf("; resident lookups %d, launches %d", s.ResidentLookups, s.ResidentLaunches)
 	}
 	if held != "" {
 		stages += "; datapath held back by" + strings.TrimSuffix(held, ";")
