@@ -55,22 +55,28 @@ cat "$OUT/tests.txt"
 # (--min-batch 1: every first-table batch to the device, where 32 sends
 # the workers' runs of fewer keys to the CPU), recorded as
 # "gather_wait":"slot" and "min_batch":1 (every line records its
-# "min_batch").
+# "min_batch"), res: (GSWITCH_CUDA_RESIDENT=on: small lookups through the
+# resident kernel, gpu/resident_cuda.go), recorded as "resident":"on",
+# life20: (its life 20 ms, "resident_life_us":20000) and md30:
+# (--max-delay 30us; the bound is then 130 µs; every line records its
+# "max_delay").
 bench() {
 i=0
 for t in "$@"; do
   i=$((i+1))
-  env=() tag= mb=32
+  env=() tag= mb=32 md=50us
   while :; do
     case $t in
     slot:*) t=${t#slot:} env+=(GSWITCH_GATHER_WAIT=slot) tag="$tag\"gather_wait\":\"slot\"," ;;
     res:*) t=${t#res:} env+=(GSWITCH_CUDA_RESIDENT=on) tag="$tag\"resident\":\"on\"," ;;
+    life20:*) t=${t#life20:} env+=(GSWITCH_CUDA_RESIDENT_LIFE_US=20000) tag="$tag\"resident_life_us\":20000," ;;
+    md30:*) t=${t#md30:} md=30us ;;
     mb1:*) t=${t#mb1:} mb=1 ;;
     *) break ;;
     esac
   done
   tag="$tag\"min_batch\":$mb,"
-  set=(--ruleset synthetic:131072,512 --pairs 8 --min-batch $mb --flowmods 0 --json --duration 3s --switch-cpus 0-7 --latency-step)
+  set=(--ruleset synthetic:131072,512 --pairs 8 --min-batch $mb --max-delay $md --flowmods 0 --json --duration 3s --switch-cpus 0-7 --latency-step)
   timeout 100 env "${env[@]}" bin/gswitchctl bench forward --gswitchd bin/gswitchd-cuda "${set[@]}" --rates 1M,1.5M,2M --targets "$t" \
     2>> "$OUT/forward.log" | sed "s/^{/{\"call_round\":$i,$tag/" >> "$OUT/forward.jsonl"
   echo "$tag$t rc $?" >> "$OUT/machine.txt"
@@ -136,5 +142,13 @@ resbench) # resident.cu compiled here, its tests with that PTX, then the floor, 
   cat "$OUT/tests.txt"
   bench plain@frame res:mb1:gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2 \
         res:mb1:gswitchd-auto@frame+w8+f2 plain@frame ;;
-*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench" >&2; exit 2 ;;
+resnext) # the resident lookups' next questions: a longer life (fewer launches, each restaging its
+         # table), a shorter batch deadline; against their own batches and the floor, twice
+  (cd gpu && timeout 120 ../bin/gpu.test -test.run 'TestCUDAResident' -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|\s+\S+_test.go)') > "$OUT/tests.txt"
+  cat "$OUT/tests.txt"
+  bench plain@frame res:mb1:gswitchd-auto@frame+w8+f2 life20:res:mb1:gswitchd-auto@frame+w8+f2 \
+        md30:life20:res:mb1:gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2 \
+        md30:life20:res:mb1:gswitchd-auto@frame+w8+f2 life20:res:mb1:gswitchd-auto@frame+w8+f2 \
+        res:mb1:gswitchd-auto@frame+w8+f2 plain@frame ;;
+*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|resnext" >&2; exit 2 ;;
 esac
