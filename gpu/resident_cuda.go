@@ -210,7 +210,7 @@ func newResident(n int, sm90 bool, smem, optin int) (*resident, error) {
 
 // close stops the kernel and releases everything (owning goroutine).
 func (r *resident) close() {
-	if r.mail.n != 0 {
+	if r.mail.n != 0 && r.end.n != 0 { // launched only once both are made
 		r.stop()
 	}
 	C.gs_resident_close(r.mod, r.st)
