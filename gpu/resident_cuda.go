@@ -84,8 +84,14 @@ import (
 // The kernel ends after residentLife and is launched again by the first
 // Submit (or Wait) that finds none alive, so the device is not held by a
 // switch with no traffic, and a driver call that waits for the whole
-// device (a free) waits at most that long; Close and the backend's device
-// frees stop it first.
+// device (a free) waits at most that long; Close, the backend's device
+// frees and its batches' allocations stop it first (an allocation under
+// CUDA.mu, so that no waiter launches it again meanwhile: a kernel does
+// not know memory allocated after its launch under compute-sanitizer).
+//
+// Lock order: a Submit's post, a waiter's relaunch and an allocation's
+// stop hold CUDA.mu (after lmu and smu, before pmu, as every CUDA.mu
+// holder); the slots' free list has its own mutex (fmu), taken alone.
 //
 // Ordering with updates: a batch is posted only when the update stream
 // has written, after its last scatter, the number of scatters queued so
