@@ -91,7 +91,7 @@ import (
 //
 // Lock order: a Submit's post, a waiter's relaunch and an allocation's
 // stop hold CUDA.mu (after lmu and smu, before pmu, as every CUDA.mu
-// holder); the slots' free list has its own mutex (fmu), taken alone.
+// holder); the slots' free list has its own mutex (fmu), taken last.
 //
 // Ordering with updates: a batch is posted only when the update stream
 // has written, after its last scatter, the number of scatters queued so
