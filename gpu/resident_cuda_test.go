@@ -73,11 +73,7 @@ func TestCUDAResidentGatherer(t *testing.T) {
 // TestCUDAResidentClose closes a backend whose resident kernel is alive
 // (a life of 1 s): Close stops it rather than waiting out its life.
 func TestCUDAResidentClose(t *testing.T) {
-	withResident(t, 2, time.Second)
-	c, err := NewCUDA(0)
-	if err != nil {
-		t.Skipf("SKIPPED: no usable CUDA device: %v", err)
-	}
+	c := residentCUDA(t, 2, time.Second) // its cleanup's Close, after this one, does nothing
 	cpu, proj, keys := coalesceTable(t, 0)
 	im, _, _ := coalesceImage(t)
 	if err := c.Load(0, Flow, im); err != nil {
