@@ -79,7 +79,7 @@ import (
 // queued with one cgo call (auxQueue) on the caller's goroutine, the
 // context made current on its thread, like Submit's.
 
-// loadAux loads the module base (rabin, pubsub, filter) from
+// loadAux loads the module base (rabin, pubsub, filter, resident) from
 // $GSWITCH_PTX_DIR or the embedded PTX, sm90 on compute capability 9.x and
 // compute80 elsewhere. It runs on the owning goroutine.
 func (c *CUDA) loadAux(base string, sm90, compute80 string) (cu.Module, string, error) {

@@ -222,9 +222,7 @@ func (c *CUDA) newBatch(kind Kind, width, capacity int) (*Batch, error) {
 }
 
 func (cb *cudaBatch) release() {
-	if cb.c.res != nil {
-		cb.c.res.stop() // the frees below wait for the whole device
-	}
+	cb.c.res.stop() // the frees below wait for the whole device
 	if cb.rslot >= 0 {
 		cb.c.res.put(cb.rslot)
 		cb.rslot = -1

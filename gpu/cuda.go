@@ -266,7 +266,7 @@ func (c *CUDA) start(ordinal int) error {
 	if residentSlots > 0 {
 		if !c.memOps {
 			c.device += ", resident lookups off: no completion flags"
-		} else if c.res, err = newResident(residentSlots, major == 9 && os.Getenv(PTXForceEnv) != "compute80", c.smemBudget, smemMax(ordinal)); err != nil {
+		} else if c.res, err = c.newResident(residentSlots, c.smemBudget, smemMax(ordinal)); err != nil {
 			c.device += ", resident lookups off: " + err.Error()
 		} else {
 			c.device += fmt.Sprintf(", resident lookups: %d slots, life %v, %d bytes staged", residentSlots, residentLife, c.res.smem)
@@ -352,9 +352,7 @@ func (c *CUDA) Close() error {
 		c.lmu.Lock()
 		defer c.lmu.Unlock()
 		err = c.do(func() error {
-			if c.res != nil {
-				c.res.stop()
-			}
+			c.res.stop()
 			c.mu.Lock()
 			c.pmu.Lock()
 			for id, t := range c.tables {

@@ -4,16 +4,6 @@ package gpu
 
 /*
 #include <cuda.h>
-#include <stdlib.h>
-
-// gs_resident_load loads the resident module and finds its kernel.
-static CUresult gs_resident_load(const char *ptx, CUmodule *mod, CUfunction *fn)
-{
-	CUresult r = cuModuleLoadData(mod, ptx);
-	if (r != CUDA_SUCCESS)
-		return r;
-	return cuModuleGetFunction(fn, *mod, "flow_resident");
-}
 
 static CUresult gs_resident_stream(CUstream *st) { return cuStreamCreate(st, CU_STREAM_NON_BLOCKING); }
 
@@ -52,24 +42,21 @@ static CUresult gs_write_value(CUstream st, CUdeviceptr p, unsigned v)
 static CUresult gs_stream_sync(CUstream st) { return cuStreamSynchronize(st); }
 static CUresult gs_stream_query(CUstream st) { return cuStreamQuery(st); }
 
-static void gs_resident_close(CUmodule mod, CUstream st)
-{
-	cuStreamDestroy(st);
-	cuModuleUnload(mod);
-}
+static void gs_stream_destroy(CUstream st) { cuStreamDestroy(st); }
 */
 import "C"
 
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"gorgonia.org/cu"
 
 	"github.com/gswitch/gswitch/kernels"
 )
@@ -144,7 +131,7 @@ const (
 )
 
 type resident struct {
-	mod  C.CUmodule
+	mod  cu.Module
 	fn   C.CUfunction
 	st   C.CUstream
 	mail hostBuf // the slots
@@ -164,39 +151,31 @@ type resident struct {
 	reqs []uint32 // per slot: the last request number posted (guarded by CUDA.mu)
 }
 
-// newResident loads the resident module and allocates n slots; it runs on
-// the owning goroutine. sm90 chooses the Hopper PTX; the kernel gets
-// smem bytes of dynamic shared memory (a table's staging, see
-// flowLayout.stagePlan), or what the device's opt-in limit optin leaves.
-func newResident(n int, sm90 bool, smem, optin int) (*resident, error) {
-	ptx, which := kernels.Residentcompute80, "resident_compute80.ptx"
-	if sm90 {
-		ptx, which = kernels.Residentsm90, "resident_sm90.ptx"
+// newResident loads the resident module (loadAux: $GSWITCH_PTX_DIR or the
+// embedded PTX) and allocates n slots; it runs on the owning goroutine.
+// The kernel gets smem bytes of dynamic shared memory (a table's staging,
+// see flowLayout.stagePlan), or what the device's opt-in limit optin leaves.
+func (c *CUDA) newResident(n, smem, optin int) (*resident, error) {
+	mod, which, err := c.loadAux("resident", kernels.Residentsm90, kernels.Residentcompute80)
+	if err != nil {
+		return nil, fmt.Errorf("gpu: cuda: resident lookups: %v", err)
 	}
-	if dir := os.Getenv(PTXDirEnv); dir != "" {
-		b, err := os.ReadFile(filepath.Join(dir, which))
-		if err != nil {
-			return nil, fmt.Errorf("gpu: cuda: resident lookups: %v", err)
-		}
-		ptx = string(b)
+	fn, err := mod.Function("flow_resident")
+	if err != nil {
+		mod.Unload()
+		return nil, fmt.Errorf("gpu: cuda: resident lookups: %s: %v", which, err)
 	}
-	r := &resident{n: n, reqs: make([]uint32, n)}
-	cs := C.CString(ptx)
-	defer C.free(unsafe.Pointer(cs))
-	if res := C.gs_resident_load(cs, &r.mod, &r.fn); !cuOK(res) {
-		return nil, fmt.Errorf("gpu: cuda: resident lookups: loading %s: %v", which, cuErr(res))
-	}
+	r := &resident{mod: mod, fn: cFunc(fn), n: n, reqs: make([]uint32, n)}
 	var got C.int
 	if res := C.gs_resident_smem(r.fn, C.int(optin), C.int(smem), &got); !cuOK(res) {
-		C.cuModuleUnload(r.mod)
+		mod.Unload()
 		return nil, fmt.Errorf("gpu: cuda: resident lookups: shared memory: %v", cuErr(res))
 	}
 	r.smem = int(got)
 	if res := C.gs_resident_stream(&r.st); !cuOK(res) {
-		C.cuModuleUnload(r.mod)
+		mod.Unload()
 		return nil, fmt.Errorf("gpu: cuda: resident lookups: stream: %v", cuErr(res))
 	}
-	var err error
 	if r.mail, err = allocHost(int64(4 * rsWords * n)); err == nil {
 		if r.end, err = allocHost(64); err == nil {
 			r.scat, err = allocHost(64)
@@ -219,7 +198,8 @@ func (r *resident) close() {
 	if r.mail.n != 0 && r.end.n != 0 { // launched only once both are made
 		r.stop()
 	}
-	C.gs_resident_close(r.mod, r.st)
+	C.gs_stream_destroy(r.st)
+	r.mod.Unload()
 	r.mail.free()
 	r.end.free()
 	r.scat.free()
@@ -292,9 +272,9 @@ func (r *resident) launch(ver uint64) error {
 
 // stop makes a live kernel leave and waits until it has (owning
 // goroutine, before a device free and at Close; a post of a newer
-// version, under CUDA.mu).
+// version, under CUDA.mu). A nil r (resident lookups off) has none.
 func (r *resident) stop() {
-	if !r.alive() {
+	if r == nil || !r.alive() {
 		return
 	}
 	for i := range r.n {
