@@ -163,7 +163,7 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 		DatapathID: st.dpid, Tables: st.Tables, MaxFlows: st.MaxFlows, Classifier: d.eng, Algo: st.algo,
 		FailMode: st.failMode, MaxDelay: rxDelay, BatchSize: st.BatchSize, Logger: log,
 		Router: d.pipelineRouter(), LPMIDBase: lpmBase, Coalescer: d.co, InFlight: st.InFlight, Depth: st.BatchDepth,
-		WorkerInFlight: st.WorkerFlight, Gatherer: d.ga,
+		WorkerInFlight: st.WorkerFlight, WorkerEager: st.WorkerClose == "eager", Gatherer: d.ga,
 	})
 	if err != nil {
 		return d, err

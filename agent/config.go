@@ -51,6 +51,7 @@ type Config struct {
 	RxWorkers    int                 `yaml:"rx_workers"`       // datapath workers serving all receive queues (0: a goroutine per queue; workers.go of pipeline)
 	WorkerFlight int                 `yaml:"worker_in_flight"` // a datapath worker's runs whose first lookup is in flight at once while it reads on (0: each run waits for its lookup; async.go of pipeline)
 	WorkerShared int                 `yaml:"worker_shared"`    // with worker_in_flight: the workers' lookups ahead in shared device batches, this many in flight at most (0: a batch per run; gpu.Gatherer)
+	WorkerClose  string              `yaml:"worker_close"`     // when a datapath worker closes its open batch: deadline (full or max_delay; empty: the same) or eager (as soon as its rings are empty and a run may start)
 	RxRing       string              `yaml:"rx_ring"`          // auto (frame below a 1 ms max_delay, else block), block or frame
 	RxBlockSize  int                 `yaml:"rx_block_size"`    // bytes of a receive ring block (0: afpacket's default, 256 KiB); the ring keeps rxRingBytes
 	MinBatch     int                 `yaml:"min_batch"`
@@ -252,7 +253,7 @@ type Flags struct {
 	rxBlockSize                                     int
 	inFlight, batchDepth, rxWorkers, workerFlight   int
 	workerShared                                    int
-	classifier, rxRing                              string
+	classifier, rxRing, workerClose                 string
 	ports, controllers, listen                      multiFlag
 	printConfig                                     bool
 	routerPorts                                     multiFlag
@@ -293,6 +294,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.IntVar(&f.rxWorkers, "rx-workers", 0, "datapath workers: `N` goroutines (0, the default: one per receive queue) among which the receive queues of all ports are dealt round robin; each reads its queues' rings and runs their frames through the switch together, lookups straight to the engine (no shared device batches, no hand-off between goroutines: the lowest latency), waiting in the kernel on its own thread. At most the number of queues is used")
 	fs.IntVar(&f.workerFlight, "worker-in-flight", 0, "with --rx-workers, `N` runs of a worker whose first table's lookup is on the device at once while the worker reads on, finished in order as their results come in (0, the default: each run waits for its lookup before the worker reads again)")
 	fs.IntVar(&f.workerShared, "worker-shared", 0, "with --worker-in-flight, the workers' lookups ahead go into shared device batches, `N` in flight at most: a run's keys join the batch the other workers' runs are filling while N are in flight, and a batch goes to the device as soon as a slot is free (0, the default: a device call per run)")
+	fs.StringVar(&f.workerClose, "worker-close", "", "with --rx-workers, when a worker closes its open batch: `deadline` (the default: when full or when its oldest frame has waited --max-delay) or eager (as soon as its rings are empty and a run may start: fewer than --worker-in-flight runs in flight, or synchronous runs; group commit, for a device whose small lookups are cheap to start, such as resident lookups)")
 	fs.StringVar(&f.rxRing, "rx-ring", "", "receive ring layout: `auto` (frame when --max-delay is under 1ms, else block), block (TPACKET_V3: blocks handed over when full or after a timeout of at least 1ms) or frame (TPACKET_V2: each frame handed over at once)")
 	fs.IntVar(&f.rxBlockSize, "rx-block-size", 0, "bytes of a receive ring block: `N`, a multiple of the page size from 4096 to 4194304 (0: 262144); each queue's ring keeps 8 MiB (2 blocks at least), so smaller blocks are more of them. A block ring hands a block over when it is full or 1ms or more after its first frame: smaller blocks fill sooner and hold a frame less long under moderate traffic; a frame longer than a block is dropped (GSO frames of 64 KiB need 131072)")
 	fs.IntVar(&f.tables, "tables", 0, "number of OpenFlow flow tables: `N` (1..254)")
@@ -382,6 +384,7 @@ func (f *Flags) override(c *Config) error {
 	setIf(set, "worker-shared", &c.WorkerShared, f.workerShared)
 	setIf(set, "rx-queues", &c.RxQueues, f.rxQueues)
 	setIf(set, "rx-ring", &c.RxRing, f.rxRing)
+	setIf(set, "worker-close", &c.WorkerClose, f.workerClose)
 	setIf(set, "rx-block-size", &c.RxBlockSize, f.rxBlockSize)
 	setIf(set, "tls-private-key", &c.TLS.PrivateKey, f.tlsKey)
 	setIf(set, "tls-certificate", &c.TLS.Certificate, f.tlsCert)
@@ -625,6 +628,10 @@ func checkNumbers(c *Config) error {
 		return configErr("batch size %d: want 1..65536", c.BatchSize)
 	case c.RxRing != "" && c.RxRing != "auto" && c.RxRing != "block" && c.RxRing != "frame":
 		return configErr("rx ring %q: want auto, block or frame", c.RxRing)
+	case c.WorkerClose != "" && c.WorkerClose != "deadline" && c.WorkerClose != "eager":
+		return configErr("worker close %q: want deadline or eager", c.WorkerClose)
+	case c.WorkerClose == "eager" && c.RxWorkers == 0:
+		return configErr("worker close eager: takes datapath workers (rx_workers, --rx-workers)")
 	case c.RxBlockSize != 0 && (c.RxBlockSize < 4096 || c.RxBlockSize > 4<<20 || c.RxBlockSize%os.Getpagesize() != 0):
 		return configErr("rx block size %d: want 0 (the default) or a multiple of the page size %d from 4096 to 4194304", c.RxBlockSize, os.Getpagesize())
 	case c.RxQueues < 1 || c.RxQueues > maxRxQueues:

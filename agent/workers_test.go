@@ -109,3 +109,19 @@ func TestWorkerInFlightFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerCloseFlag: --worker-close is deadline by default, eager when
+// asked, and refused otherwise or without datapath workers.
+func TestWorkerCloseFlag(t *testing.T) {
+	if st, err := loadArgs(t); err != nil || st.WorkerClose != "deadline" {
+		t.Fatalf("default worker close: %q, %v", st.WorkerClose, err)
+	}
+	if st, err := loadArgs(t, "--rx-workers", "2", "--worker-close", "eager"); err != nil || st.WorkerClose != "eager" {
+		t.Errorf("--worker-close eager: %+v, %v", st, err)
+	}
+	for _, bad := range [][]string{{"--worker-close", "eager"}, {"--rx-workers", "2", "--worker-close", "soon"}, {"--rx-workers", "2", "--worker-close", "Eager"}} {
+		if _, err := loadArgs(t, bad...); !errors.Is(err, ErrConfig) {
+			t.Errorf("%v: %v, want a configuration error", bad, err)
+		}
+	}
+}

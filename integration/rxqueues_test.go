@@ -37,15 +37,31 @@ func TestRxQueuesManyFlows(t *testing.T) { testRxQueuesManyFlows(t) }
 // and the batches ran on the workers' path (metric
 // gswitch_batches_path_total{path="worker"}).
 func TestRxWorkersManyFlows(t *testing.T) {
-	page := testRxQueuesManyFlows(t, "--rx-workers", "3", "--rx-ring", "frame")
+	page, _ := testRxQueuesManyFlows(t, "--rx-workers", "3", "--rx-ring", "frame")
+	if v, ok := rxqMetric(page, `gswitch_batches_path_total{path="worker"}`); !ok || v == 0 {
+		t.Errorf("metrics: batches run by workers %d (found %v)", v, ok)
+	}
+}
+
+// TestRxWorkersEager is TestRxWorkersManyFlows with the workers' eager
+// close (--worker-close eager) and a --max-delay of 1s: a worker closes
+// its batch as soon as its rings are empty, so the burst (about 30 ms of
+// sending) is through in well under the deadline, where batches closed
+// at it would hold the burst's last frames a second.
+func TestRxWorkersEager(t *testing.T) {
+	page, took := testRxQueuesManyFlows(t, "--rx-workers", "3", "--rx-ring", "frame", "--worker-close", "eager", "--max-delay", "1s")
+	if took >= 500*time.Millisecond {
+		t.Errorf("the burst took %v from its first frame sent to its last received, want well under the 1s deadline", took)
+	}
 	if v, ok := rxqMetric(page, `gswitch_batches_path_total{path="worker"}`); !ok || v == 0 {
 		t.Errorf("metrics: batches run by workers %d (found %v)", v, ok)
 	}
 }
 
 // testRxQueuesManyFlows is TestRxQueuesManyFlows with gswitchd's extra
-// flags; it returns the metrics page read at the end.
-func testRxQueuesManyFlows(t *testing.T, flags ...string) string {
+// flags; it returns the metrics page read at the end and the time from
+// the burst's first frame sent to its last received.
+func testRxQueuesManyFlows(t *testing.T, flags ...string) (string, time.Duration) {
 	tp := newTopo(t, 2)
 	const metrics = "127.0.0.1:9100" // in the switch's own namespace
 	d := startGswitchd(t, tp, append([]string{"--rx-queues", "4", "--fail-mode", "standalone", "--metrics", metrics}, flags...)...)
@@ -64,6 +80,7 @@ func testRxQueuesManyFlows(t *testing.T, flags ...string) string {
 	got := map[uint32]int{}
 	var outOfOrder []string
 	var mu sync.Mutex
+	var lastAt time.Time // guarded by mu
 	done := make(chan struct{})
 	go func() { // the sink: every test frame, each flow's sequence rising
 		defer close(done)
@@ -84,6 +101,7 @@ func testRxQueuesManyFlows(t *testing.T, flags ...string) string {
 			}
 			idle = time.Now()
 			mu.Lock()
+			lastAt = idle
 			got[seq]++
 			if prev, seen := last[flow]; seen && seq <= prev {
 				outOfOrder = append(outOfOrder, fmt.Sprintf("flow %d: %d after %d", flow, seq, prev))
@@ -97,6 +115,7 @@ func testRxQueuesManyFlows(t *testing.T, flags ...string) string {
 		}
 	}()
 	h1, h2 := net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{2, 0, 0, 0, 0, 2}
+	start := time.Now()
 	for i := range n { // 250 frames per ~2 ms, well under what a veth and gswitchd take
 		if _, err := unix.Write(src, rxqFrame(h2, h1, uint16(20000+i%flows), uint32(i))); err != nil {
 			t.Fatalf("h1 send: %v", err)
@@ -107,6 +126,7 @@ func testRxQueuesManyFlows(t *testing.T, flags ...string) string {
 	}
 	<-done
 	mu.Lock()
+	took := lastAt.Sub(start)
 	missing, dup := 0, 0
 	for i := range n {
 		switch c := got[uint32(i)]; {
@@ -162,7 +182,7 @@ func testRxQueuesManyFlows(t *testing.T, flags ...string) string {
 	if !ok || v < p1.Stats.RxPackets || v > p1.Stats.RxPackets+50 {
 		t.Errorf("metrics: port 1 rx_packets %d (found %v), control socket said %d", v, ok, p1.Stats.RxPackets)
 	}
-	return page
+	return page, took
 }
 
 // rxqFrame builds a 64-byte IPv4/UDP frame 10.0.0.1:sport -> 10.0.0.99:9

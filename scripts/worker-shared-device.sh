@@ -21,7 +21,10 @@
 # with nvcc there (GSWITCH_PTX_DIR; the PTX comes back in ptx.tar.xz), the
 # resident lookups' tests and memcheck, then the workers' lookups through
 # the resident kernel against their own batches; "... resbench": resident.cu
-# compiled, its tests, and the same against the floor. Each
+# compiled, its tests, and the same against the floor; "... eager" (eight
+# minutes): the committed PTX checked against nvcc's, the resident tests
+# and memcheck, then the workers' eager close (+eager) with resident
+# lookups against their runs closed at the deadline. Each
 # begins with a CUDA test: on a machine just started the first process to
 # open the device waits about 30 s for the driver. tests runs the CUDA tests of the Gatherer and of the
 # workers' runs in flight, compute-sanitizer memcheck over them and the
@@ -150,5 +153,29 @@ resnext) # the resident lookups' next questions: a longer life (fewer launches, 
         md30:life20:res:mb1:gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2 \
         md30:life20:res:mb1:gswitchd-auto@frame+w8+f2 life20:res:mb1:gswitchd-auto@frame+w8+f2 \
         res:mb1:gswitchd-auto@frame+w8+f2 plain@frame ;;
-*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|resnext" >&2; exit 2 ;;
+eager) # the resident lookups' checks (the embedded PTX against nvcc's, their tests, memcheck),
+       # then the workers' eager close (+eager, --worker-close eager) with resident lookups:
+       # synchronous runs, one and two in flight, against two in flight closed at the deadline
+  ptx=/tmp/ptx; mkdir -p "$ptx"
+  for k in flow resident; do for a in sm_90:sm90 compute_80:compute80; do
+    (cd kernels && /usr/local/cuda/bin/nvcc -ptx -arch=${a%%:*} -o "$ptx/${k}_${a##*:}.ptx" $k.cu) > "/tmp/nvcc-$k-${a##*:}.txt" 2>&1 &
+  done; done
+  ( cd gpu
+    echo "== gpu"; timeout 150 ../bin/gpu.test -test.run 'TestCUDAResident' -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
+    echo "== gpu memcheck"; timeout 120 $san --tool memcheck ../bin/gpu.test -test.run 'TestCUDAResidentGatherer|TestCUDAResidentClose' -test.count=1 > "$OUT/memcheck.txt" 2>&1; grep -vE '^=========\s+Host Frame' "$OUT/memcheck.txt" | tail -25
+    cd ../datapath/pipeline
+    echo "== pipeline"; GSWITCH_CUDA_RESIDENT=on timeout 120 ../../bin/datapath_pipeline.test -test.run 'TestCUDAWorkerRunsInFlight|TestCUDAAsyncSameFates|TestCUDAProcessPartsSameFates' -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
+  ) > "$OUT/tests.txt" 2>&1
+  wait
+  cat /tmp/nvcc-*.txt > "$OUT/nvcc.txt"
+  for f in flow_sm90 flow_compute80 resident_sm90 resident_compute80; do
+    cmp -s "$ptx/$f.ptx" "kernels/$f.ptx" && echo "ptx $f: the committed file is nvcc's" || echo "ptx $f: DIFFERS from nvcc's"
+  done >> "$OUT/tests.txt"
+  cat "$OUT/tests.txt"
+  [ -n "$NOBENCH" ] && exit 0
+  bench plain@frame res:mb1:gswitchd-auto@frame+w8+f2 res:mb1:gswitchd-auto@frame+w8+f1+eager \
+        res:mb1:gswitchd-auto@frame+w8+f2+eager res:mb1:gswitchd-auto@frame+w8+eager \
+        res:mb1:gswitchd-auto@frame+w8+eager res:mb1:gswitchd-auto@frame+w8+f2+eager \
+        res:mb1:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+f2 ;;
+*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|resnext|eager" >&2; exit 2 ;;
 esac

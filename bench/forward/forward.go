@@ -73,7 +73,9 @@ type fwdFlags struct {
 // (without: block, gswitchd's default), wN, its --rx-workers N
 // (gswitchd-auto@frame+w4), and with wN fK, its --worker-in-flight K
 // (gswitchd-auto@frame+w8+f4), and with fK sM, its --worker-shared M
-// (gswitchd-auto@frame+w8+f2+s2), so that variants are measured in one run.
+// (gswitchd-auto@frame+w8+f2+s2), and with wN eager, its --worker-close
+// eager (gswitchd-auto@frame+w8+f1+eager), so that variants are measured
+// in one run.
 var fwdTargets = []string{"gswitchd", "gswitchd-cpu", "gswitchd-gpu", "gswitchd-auto", "gswitchd-filters", "ovs", "bridge", "plain"}
 
 // splitRing splits a target into its base name and its @ring suffix (the
@@ -89,11 +91,13 @@ type tgtOpts struct {
 	workers int    // datapath workers, --rx-workers (0: not given)
 	flight  int    // a worker's runs in flight, --worker-in-flight (0: not given)
 	shared  int    // the workers' shared device batches in flight, --worker-shared (0: not given)
+	eager   bool   // --worker-close eager (false: not given)
 }
 
 // targetOpts reads a gswitchd target's @ options: block or frame, wN, fK
 // (K of a worker's runs in flight: with wN only) and sM (the workers'
-// lookups in shared batches, M in flight: with fK only), each once, in
+// lookups in shared batches, M in flight: with fK only) and eager (the
+// workers' eager close: with wN only), each once, in
 // any order.
 func targetOpts(opts string) (tgtOpts, error) {
 	var o tgtOpts
@@ -104,6 +108,8 @@ func targetOpts(opts string) (tgtOpts, error) {
 		switch {
 		case (p == "block" || p == "frame") && o.ring == "":
 			o.ring = p
+		case p == "eager" && !o.eager:
+			o.eager = true
 		case strings.HasPrefix(p, "w") && o.workers == 0:
 			n, err := strconv.Atoi(p[1:])
 			if err != nil || n < 1 || n > 1024 {
@@ -123,11 +129,14 @@ func targetOpts(opts string) (tgtOpts, error) {
 			}
 			o.shared = n
 		default:
-			return tgtOpts{}, fmt.Errorf("option %q: want block, frame, wN, fK or sM, each once", p)
+			return tgtOpts{}, fmt.Errorf("option %q: want block, frame, wN, fK, sM or eager, each once", p)
 		}
 	}
 	if o.flight > 0 && o.workers == 0 {
 		return tgtOpts{}, fmt.Errorf("option f%d: a worker's runs in flight want datapath workers (wN)", o.flight)
+	}
+	if o.eager && o.workers == 0 {
+		return tgtOpts{}, errors.New("option eager: a worker's eager close wants datapath workers (wN)")
 	}
 	if o.shared > 0 && o.flight == 0 {
 		return tgtOpts{}, fmt.Errorf("option s%d: shared batches want a worker's runs in flight (fK)", o.shared)
@@ -149,7 +158,7 @@ func parseFwdFlags(args []string, stderr io.Writer) (*fwdFlags, error) {
 	fs := flag.NewFlagSet("bench forward", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := &fwdFlags{}
-	targets := fs.String("targets", "gswitchd,ovs,bridge,plain", "switches to measure, in this order: `LIST` of gswitchd (its --backend), gswitchd-cpu, gswitchd-gpu, gswitchd-auto (gswitchd with that backend; any gswitchd target may end in @ and options joined by +: block or frame, its --rx-ring, wN, its --rx-workers N, with wN fK, its --worker-in-flight K, and with fK sM, its --worker-shared M, e.g. gswitchd-auto@frame+w4+f2+s2), ovs (Open vSwitch, userspace datapath), bridge (Linux bridge), plain (the floor: a Go forwarder of the same AF_PACKET ports with no tables, each frame sent on from the receive ring; plain@frame on frame rings, and its steps report its per-frame latency)")
+	targets := fs.String("targets", "gswitchd,ovs,bridge,plain", "switches to measure, in this order: `LIST` of gswitchd (its --backend), gswitchd-cpu, gswitchd-gpu, gswitchd-auto (gswitchd with that backend; any gswitchd target may end in @ and options joined by +: block or frame, its --rx-ring, wN, its --rx-workers N, with wN fK, its --worker-in-flight K, with fK sM, its --worker-shared M, and with wN eager, its --worker-close eager, e.g. gswitchd-auto@frame+w4+f2+s2), ovs (Open vSwitch, userspace datapath), bridge (Linux bridge), plain (the floor: a Go forwarder of the same AF_PACKET ports with no tables, each frame sent on from the receive ring; plain@frame on frame rings, and its steps report its per-frame latency)")
 	rules := fs.String("rules", "1000,10000", "installed OpenFlow rule counts, one series each: `LIST` (N-1 exact ipv4_dst rules that do not match the traffic plus one in_port=1,actions=output:2; k/M suffixes)")
 	rates := fs.String("rates", "250k,500k,1M,1.5M,2M,max", "offered loads in frames/s, one step each: `LIST` (k/M suffixes; max: as fast as the sender can)")
 	fs.DurationVar(&f.duration, "duration", 3*time.Second, "traffic time of each step")
@@ -377,6 +386,7 @@ type Step struct {
 	RxWorkers    int     `json:"rx_workers,omitempty"`       // gswitchd's --rx-workers (0: a goroutine per receive queue)
 	WorkerFlight int     `json:"worker_in_flight,omitempty"` // gswitchd's --worker-in-flight (0: not given)
 	WorkerShared int     `json:"worker_shared,omitempty"`    // gswitchd's --worker-shared (0: not given)
+	WorkerClose  string  `json:"worker_close,omitempty"`     // gswitchd's --worker-close, when given (eager)
 	MaxDelay     string  `json:"max_delay,omitempty"`        // gswitchd's --max-delay
 	SharedDelay  string  `json:"shared_delay,omitempty"`     // gswitchd's --shared-delay, when given
 	SwitchFlags  string  `json:"gswitchd_flags,omitempty"`   // --gswitchd-flags

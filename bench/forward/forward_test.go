@@ -232,20 +232,23 @@ func TestParseTargetsRing(t *testing.T) {
 	}
 }
 
-// TestTargetOpts: a gswitchd target's options, a ring and wN datapath
-// workers (--rx-workers), in either order.
+// TestTargetOpts: a gswitchd target's options, a ring, wN datapath
+// workers (--rx-workers), their runs in flight, shared batches and eager
+// close, in any order.
 func TestTargetOpts(t *testing.T) {
 	for _, c := range []struct {
 		opts string
 		want tgtOpts
-	}{{"", tgtOpts{}}, {"frame", tgtOpts{ring: "frame"}}, {"w4", tgtOpts{workers: 4}}, {"frame+w4", tgtOpts{"frame", 4, 0, 0}},
-		{"w16+block", tgtOpts{"block", 16, 0, 0}}, {"frame+w8+f4", tgtOpts{"frame", 8, 4, 0}}, {"f2+w3", tgtOpts{"", 3, 2, 0}},
-		{"w8+f2+s2", tgtOpts{"", 8, 2, 2}}} {
+	}{{"", tgtOpts{}}, {"frame", tgtOpts{ring: "frame"}}, {"w4", tgtOpts{workers: 4}}, {"frame+w4", tgtOpts{ring: "frame", workers: 4}},
+		{"w16+block", tgtOpts{ring: "block", workers: 16}}, {"frame+w8+f4", tgtOpts{ring: "frame", workers: 8, flight: 4}},
+		{"f2+w3", tgtOpts{workers: 3, flight: 2}}, {"w8+f2+s2", tgtOpts{workers: 8, flight: 2, shared: 2}},
+		{"frame+w8+f1+eager", tgtOpts{ring: "frame", workers: 8, flight: 1, eager: true}}, {"eager+w2", tgtOpts{workers: 2, eager: true}}} {
 		if got, err := targetOpts(c.opts); err != nil || got != c.want {
 			t.Errorf("targetOpts(%q) = %+v, %v; want %+v", c.opts, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{"f4", "w2+f0", "w2+f65", "w2+fx", "w2+f2+f3", "w2+s2", "w2+f2+s0", "w2+f2+s65", "w2+f2+s1+s2"} {
+	for _, bad := range []string{"f4", "w2+f0", "w2+f65", "w2+fx", "w2+f2+f3", "w2+s2", "w2+f2+s0", "w2+f2+s65", "w2+f2+s1+s2",
+		"eager", "frame+eager", "w2+eager+eager", "w2+Eager"} {
 		if _, err := targetOpts(bad); err == nil {
 			t.Errorf("targetOpts(%q) accepted", bad)
 		}

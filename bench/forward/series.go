@@ -121,6 +121,9 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 	}
 	if isGswitchd(target) {
 		s.RxRing, s.RxWorkers, s.WorkerFlight, s.WorkerShared = e.swRing, e.swWorkers, e.swFlight, e.swShared
+		if e.swEager {
+			s.WorkerClose = "eager"
+		}
 		s.MaxDelay, s.SharedDelay, s.SwitchFlags = e.f.maxDelay, e.f.sharedDelay, e.f.swFlags
 	}
 	if sw1 := e.switchCounters(); sw0 != nil && sw1 != nil {

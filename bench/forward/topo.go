@@ -66,6 +66,7 @@ type fwdEnv struct {
 	swWorkers   int          // the running gswitchd's --rx-workers (0: not given)
 	swFlight    int          // the running gswitchd's --worker-in-flight (0: not given)
 	swShared    int          // the running gswitchd's --worker-shared (0: not given)
+	swEager     bool         // the running gswitchd's --worker-close is eager
 	swTarget    string       // the gswitchd target being measured (names its log with --log-dir)
 	cleanups    []func()     // run in reverse by close
 }
@@ -494,6 +495,7 @@ func (e *fwdEnv) runTarget(target string) ([]Step, []FlowMods, error) {
 		return nil, nil, err
 	}
 	e.swRing, e.swWorkers, e.swFlight, e.swShared, e.swTarget = cmp.Or(o.ring, "block"), o.workers, o.flight, o.shared, target // block: gswitchd's default
+	e.swEager = o.eager
 	switch base {
 	case "gswitchd":
 		return e.runGswitchd(target, e.f.backend)
@@ -547,6 +549,9 @@ func (e *fwdEnv) startGswitchd(maxFlows int, backend string, filters bool) (*dae
 	}
 	if e.swShared > 0 {
 		args = append(args, "--worker-shared", fmt.Sprint(e.swShared))
+	}
+	if e.swEager {
+		args = append(args, "--worker-close", "eager")
 	}
 	args = append(args, strings.Fields(e.f.swFlags)...)
 	name, level := "gswitchd", "warn"

@@ -143,6 +143,14 @@ type Config struct {
 	// Classifier with batches submitted apart from their wait (gpu.Engine,
 	// every gpu.Backend); with another the runs stay synchronous.
 	WorkerInFlight int
+	// WorkerEager closes a datapath worker's open batch as soon as its
+	// rings are empty and a run may start (fewer than WorkerInFlight runs
+	// in flight, or synchronous runs), rather than when it is full or its
+	// oldest frame has waited MaxDelay: GSwitch's group commit, batches as
+	// large as what comes during a lookup. It suits a device whose small
+	// lookups are cheap to start (gpu's resident lookups); with every run
+	// in flight the batch still closes at MaxDelay or when full.
+	WorkerEager bool
 	// Gatherer, with WorkerInFlight, takes the workers' lookups ahead
 	// into shared batches (gpu.Gatherer: the keys of all workers' runs
 	// that close while the batches before are in flight go in one device

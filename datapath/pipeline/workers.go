@@ -57,7 +57,10 @@ const workerSlack = time.Microsecond
 // deadline is less than that away, and polls for a block otherwise. With
 // no batch open it polls every queue's socket at once (poll(2) on PollFD,
 // at most idlePoll, so a cancelled context is seen); a source without
-// PollFD is read again after a sleep of Config.MaxDelay.
+// PollFD is read again after a sleep of Config.MaxDelay. With
+// Config.WorkerEager a batch closes as soon as the rings are empty and a
+// run may start, not at its deadline (Config.MaxDelay still bounds it
+// while every run is in flight).
 //
 // A queue's receive stages run on the worker, before the switch (a port
 // split by SetRxSplit is not split here). RunWorker returns nil when ctx
@@ -104,6 +107,13 @@ func (s *Switch) RunWorker(ctx context.Context, queues []RxQueue) error {
 		case got > 0:
 			// Read on while the rings have frames: under load the batches
 			// fill, and a frame that waited in a ring does not wait again.
+		case s.cfg.WorkerEager && (w.async == nil || len(w.async.flight) < w.async.max):
+			// Config.WorkerEager: the rings are empty and a run may start
+			// (go in flight, or run at once): close the batch now, not at
+			// its deadline (group commit: the frames that come while its
+			// lookup is on the device form the next run, and with every
+			// run in flight the open batch grows until one finishes).
+			w.run(&s.batches.delay)
 		case inFlight:
 			// The rings are empty: wait for the oldest run's lookup
 			// (tens of µs) rather than sleep to the open batch's deadline.
