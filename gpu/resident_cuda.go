@@ -118,6 +118,7 @@ var residentLife = func() time.Duration {
 const (
 	rsReq, rsStop, rsDone, rsN, rsStride, rsFseq = 0, 1, 2, 3, 4, 5
 	rsImg, rsDesc, rsKeys, rsOut, rsFlag, rsVer  = 6, 8, 10, 12, 14, 16
+	rsSvc                                        = 18 // 64-bit: request << 32 | staged << 31 | the kernel's service ns
 	rsWords                                      = 32
 	residentKeys                                 = 64  // RS_MAXN
 	residentThreads                              = 512 // RS_THREADS

@@ -56,6 +56,7 @@
 #define RS_OUT 12    // the results,
 #define RS_FLAG 14   // the completion word,
 #define RS_VER 16    // and the version of the tables (the host's count of image loads and scatters)
+#define RS_SVC 18    // device, 64-bit, after the completion word: the request number << 32 | staged << 31 | service ns
 #define RS_WORDS 32
 #define RS_MAXN 64   // the most keys of a request (the host's residentKeys)
 #define RS_THREADS 512
@@ -127,6 +128,7 @@ flow_resident(uint32_t* slots, unsigned long long life_ns)
 	const uint64_t end = global_ns() + life_ns;
 	uint32_t last = 0, req = 0; // warp 0's, the same in its lanes
 	uint64_t simg = 0, sdesc = 0, sver = 0; // what is staged (simg 0: nothing); uniform in the block
+	uint64_t t0 = 0; // thread 0's: when it saw the request
 	ftab tf;
 	if (threadIdx.x < 32)
 		last = vs[RS_DONE];
@@ -157,8 +159,10 @@ flow_resident(uint32_t* slots, unsigned long long life_ns)
 			__syncwarp(); // lane 0's acquire before every lane's reads
 			if (g)
 				h[threadIdx.x] = __ldcv(&s[threadIdx.x]);
-			if (threadIdx.x == 0)
+			if (threadIdx.x == 0) {
 				go = g;
+				t0 = global_ns();
+			}
 		}
 		__syncthreads();
 		if (!go)
@@ -167,7 +171,8 @@ flow_resident(uint32_t* slots, unsigned long long life_ns)
 		const uint64_t img = word64(h, RS_IMG), desc = word64(h, RS_DESC), ver = word64(h, RS_VER);
 		const uint32_t* keys = (const uint32_t*)word64(h, RS_KEYS);
 		uint32_t* out = (uint32_t*)word64(h, RS_OUT);
-		if (img != simg || desc != sdesc || ver != sver) {
+		const bool staged = img != simg || desc != sdesc || ver != sver; // uniform
+		if (staged) {
 			const uint32_t* dp = (const uint32_t*)desc;
 			for (int i = threadIdx.x; i < FLOW_DESC; i += blockDim.x)
 				d[i] = dp[i];
@@ -197,9 +202,13 @@ flow_resident(uint32_t* slots, unsigned long long life_ns)
 		__threadfence_system(); // this thread's results, before the completion word
 		__syncthreads();
 		if (threadIdx.x == 0) {
+			const uint64_t ns = min(global_ns() - t0, (uint64_t)0x7FFFFFFF);
 			volatile uint32_t* flag = (volatile uint32_t*)word64(h, RS_FLAG);
 			*flag = h[RS_FSEQ];
 			vs[RS_DONE] = req;
+			// The service time, for the host's diagnostics (one 64-bit
+			// store: the request number and its time seen together).
+			*(volatile uint64_t*)(s + RS_SVC) = (uint64_t)req << 32 | (uint64_t)staged << 31 | ns;
 		}
 		last = req; // warp 0's (the others' are unused)
 		// The next request's header is written by thread 0 only after

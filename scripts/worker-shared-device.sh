@@ -24,7 +24,9 @@
 # compiled, its tests, and the same against the floor; "... eager" (eight
 # minutes): the committed PTX checked against nvcc's, the resident tests
 # and memcheck, then the workers' eager close (+eager) with resident
-# lookups against their runs closed at the deadline. Each
+# lookups against their runs closed at the deadline; "... reslat" (eight
+# minutes): resident.cu compiled, its tests, BenchmarkCUDAResidentLatency,
+# then eager workers with the kernel's life 2 and 20 ms. Each
 # begins with a CUDA test: on a machine just started the first process to
 # open the device waits about 30 s for the driver. tests runs the CUDA tests of the Gatherer and of the
 # workers' runs in flight, compute-sanitizer memcheck over them and the
@@ -177,5 +179,26 @@ eager) # the resident lookups' checks (the embedded PTX against nvcc's, their te
         res:mb1:gswitchd-auto@frame+w8+f2+eager res:mb1:gswitchd-auto@frame+w8+eager \
         res:mb1:gswitchd-auto@frame+w8+eager res:mb1:gswitchd-auto@frame+w8+f2+eager \
         res:mb1:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+f2 ;;
-*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|resnext|eager" >&2; exit 2 ;;
+reslat) # resident.cu compiled here (its PTX back in ptx.tar.xz), its tests, the resident lookups'
+        # latency (BenchmarkCUDAResidentLatency), then eager workers with the kernel's life 2 and 20 ms
+  ptx=/tmp/ptx; mkdir -p "$ptx"; cp kernels/*.ptx "$ptx"/
+  for a in sm_90:sm90 compute_80:compute80; do
+    (cd kernels && /usr/local/cuda/bin/nvcc -ptx -arch=${a%%:*} -o "$ptx/resident_${a##*:}.ptx" resident.cu) > "/tmp/nvcc-${a##*:}.txt" 2>&1 &
+  done; wait
+  cat /tmp/nvcc-*.txt > "$OUT/nvcc.txt"; cat "$OUT/nvcc.txt"
+  (cd "$ptx" && tar -cJf "$OUT/ptx.tar.xz" resident_sm90.ptx resident_compute80.ptx)
+  grep -q ' error' "$OUT/nvcc.txt" && exit 1
+  export GSWITCH_PTX_DIR=$ptx
+  ( cd gpu
+    echo "== gpu"; timeout 150 ../bin/gpu.test -test.run 'TestCUDAResident' -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|panic|\s+\S+_test.go)'
+    echo "== gpu memcheck"; timeout 100 $san --tool memcheck ../bin/gpu.test -test.run 'TestCUDAResidentGatherer' -test.count=1 2>&1 | tail -2
+    echo "== gpu bench"; timeout 200 ../bin/gpu.test -test.run XXX -test.bench 'CUDAResidentLatency' -test.benchtime 1x 2>&1 | grep -E '^(Benchmark|ok|FAIL|panic|\s+\S+_test.go)'
+  ) > "$OUT/tests.txt" 2>&1
+  cat "$OUT/tests.txt"
+  [ -n "$NOBENCH" ] && exit 0
+  bench res:mb1:gswitchd-auto@frame+w8+eager life20:res:mb1:gswitchd-auto@frame+w8+eager \
+        life20:res:mb1:gswitchd-auto@frame+w8+f2+eager res:mb1:gswitchd-auto@frame+w8+f2+eager \
+        res:mb1:gswitchd-auto@frame+w8+f2+eager life20:res:mb1:gswitchd-auto@frame+w8+f2+eager \
+        life20:res:mb1:gswitchd-auto@frame+w8+eager res:mb1:gswitchd-auto@frame+w8+eager ;;
+*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|resnext|eager|reslat" >&2; exit 2 ;;
 esac
