@@ -269,7 +269,7 @@ func (c *CUDA) start(ordinal int) error {
 		} else if c.res, err = c.newResident(residentSlots, c.smemBudget, smemMax(ordinal)); err != nil {
 			c.device += ", resident lookups off: " + err.Error()
 		} else {
-			c.device += fmt.Sprintf(", resident lookups: %d slots, life %v, %d bytes staged", residentSlots, residentLife, c.res.smem)
+			c.device += fmt.Sprintf(", resident lookups: %d slots, idle %v, %d bytes staged", residentSlots, residentIdle, c.res.smem)
 		}
 	}
 	return nil

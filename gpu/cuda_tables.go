@@ -26,7 +26,7 @@ func (c *CUDA) alloc(n int64) (devBuf, error) {
 
 func (c *CUDA) free(b *devBuf) {
 	if b.n != 0 {
-		c.res.stop() // a free waits for the whole device: not for a resident kernel's life
+		c.res.stop() // a free waits for the whole device: not for a resident kernel to go idle
 		cu.MemFree(b.p)
 		c.used.Add(-b.n)
 		*b = devBuf{}
@@ -115,7 +115,7 @@ func (c *CUDA) checkedImage(kind Kind, im *bubble.Image) (func() (*cudaTable, er
 // it (whatever replaces it is a whole image). The caller holds c.mu and
 // c.pmu.
 func (c *CUDA) dropTable(t *cudaTable) {
-	c.res.stop()     // else the synchronisation waits out its life
+	c.res.stop()     // else the synchronisation waits for it to go idle
 	cu.Synchronize() // no kernel may still read it
 	t.pend, t.queued = pending{}, nil
 	c.free(&t.img)

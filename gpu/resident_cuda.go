@@ -7,13 +7,17 @@ package gpu
 
 static CUresult gs_resident_stream(CUstream *st) { return cuStreamCreate(st, CU_STREAM_NON_BLOCKING); }
 
-// gs_resident_launch launches the resident kernel, a block per slot, and
-// after it has ended writes seq to the word end.
+// gs_resident_launch zeroes the launch's shared state (the module's
+// rs_grid, 16 bytes at state), launches the resident kernel, a block per
+// slot, and after it has ended writes seq to the word end.
 static CUresult gs_resident_launch(CUfunction fn, CUstream st, unsigned grid, unsigned block, unsigned smem,
-	CUdeviceptr slots, unsigned long long life, CUdeviceptr end, unsigned seq)
+	CUdeviceptr slots, unsigned long long idle, CUdeviceptr state, CUdeviceptr end, unsigned seq)
 {
-	void *params[] = {&slots, &life};
-	CUresult r = cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, smem, st, params, NULL);
+	void *params[] = {&slots, &idle};
+	CUresult r = cuMemsetD32Async(state, 0, 4, st);
+	if (r != CUDA_SUCCESS)
+		return r;
+	r = cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, smem, st, params, NULL);
 	if (r != CUDA_SUCCESS)
 		return r;
 	return cuStreamWriteValue32(st, end, seq, CU_STREAM_WRITE_VALUE_DEFAULT);
@@ -68,11 +72,12 @@ import (
 // holds a slot is two stores into the slot (the fields, then the request
 // number): no kernel launch, no driver call, no stream; the caller's Wait
 // and Ready read the batch's completion word as in the flag wait mode.
-// The kernel ends after residentLife and is launched again by the first
-// Submit (or Wait) that finds none alive, so the device is not held by a
-// switch with no traffic, and a driver call that waits for the whole
-// device (a free) waits at most that long; Close, the backend's device
-// frees and its batches' allocations stop it first (an allocation under
+// The kernel leaves once no slot has had a request for residentIdle (all
+// its blocks together) and is launched again by the first Submit (or
+// Wait) that finds none alive, so the device is not held by a switch with
+// no traffic, and under traffic no lookup waits for a launch. A driver
+// call that waits for the whole device (a free) would wait for it: Close,
+// the backend's device frees and its batches' allocations stop it first (an allocation under
 // CUDA.mu, so that no waiter launches it again meanwhile: a kernel does
 // not know memory allocated after its launch under compute-sanitizer).
 //
@@ -90,7 +95,8 @@ import (
 // start empty (see resident.cu).
 //
 // GSWITCH_CUDA_RESIDENT=N turns them on with N slots (0, the default: off;
-// "on": 64); GSWITCH_CUDA_RESIDENT_LIFE_US sets the life (2000).
+// "on": 64); GSWITCH_CUDA_RESIDENT_IDLE_US sets the idle time after which
+// the kernel leaves (2000).
 var residentSlots = func() int {
 	switch v := os.Getenv("GSWITCH_CUDA_RESIDENT"); v {
 	case "", "off":
@@ -106,8 +112,8 @@ var residentSlots = func() int {
 	}
 }()
 
-var residentLife = func() time.Duration {
-	us, err := strconv.Atoi(os.Getenv("GSWITCH_CUDA_RESIDENT_LIFE_US"))
+var residentIdle = func() time.Duration {
+	us, err := strconv.Atoi(os.Getenv("GSWITCH_CUDA_RESIDENT_IDLE_US"))
 	if err != nil || us < 1 || us > 10_000_000 {
 		return 2 * time.Millisecond
 	}
@@ -124,22 +130,28 @@ const (
 	residentThreads                              = 512 // RS_THREADS
 )
 
-// How long a resident wait goes before it asks the stream for an error
-// (a kernel that faulted never answers), and before it gives up.
+// How long a resident wait reads the completion word without yielding
+// (a lookup of a few keys takes about 11 µs; yielding at every read, 8
+// callers' took 14–17 µs at the p50 against 11–12 spinning: H200,
+// BenchmarkCUDAResidentLatency, 2026-11-27), before it asks the stream
+// for an error (a kernel that faulted never answers), and before it
+// gives up.
 const (
+	residentSpin    = 50 * time.Microsecond
 	residentCheck   = time.Second
 	residentTimeout = 10 * time.Second
 )
 
 type resident struct {
-	mod  cu.Module
-	fn   C.CUfunction
-	st   C.CUstream
-	mail hostBuf // the slots
-	end  hostBuf // the launch number the stream writes after each launch
-	scat hostBuf // the scatter number the update stream writes after each scatter
-	n    int
-	smem int // the launch's dynamic shared memory: a table whose staging needs more is not posted
+	mod   cu.Module
+	fn    C.CUfunction
+	state C.CUdeviceptr // the module's rs_grid: the launch's last request time and leaving flag
+	st    C.CUstream
+	mail  hostBuf // the slots
+	end   hostBuf // the launch number the stream writes after each launch
+	scat  hostBuf // the scatter number the update stream writes after each scatter
+	n     int
+	smem  int // the launch's dynamic shared memory: a table whose staging needs more is not posted
 
 	launched atomic.Uint32 // launches queued (written under CUDA.mu)
 	kver     uint64        // the tables' version of the last launch (guarded by CUDA.mu)
@@ -162,11 +174,19 @@ func (c *CUDA) newResident(n, smem, optin int) (*resident, error) {
 		return nil, fmt.Errorf("gpu: cuda: resident lookups: %v", err)
 	}
 	fn, err := mod.Function("flow_resident")
+	var state cu.DevicePtr
+	var size int64
+	if err == nil {
+		state, size, err = mod.Global("rs_grid")
+		if err == nil && size != 16 {
+			err = fmt.Errorf("rs_grid is %d bytes, want 16", size)
+		}
+	}
 	if err != nil {
 		mod.Unload()
 		return nil, fmt.Errorf("gpu: cuda: resident lookups: %s: %v", which, err)
 	}
-	r := &resident{mod: mod, fn: cFunc(fn), n: n, reqs: make([]uint32, n)}
+	r := &resident{mod: mod, fn: cFunc(fn), state: C.CUdeviceptr(state), n: n, reqs: make([]uint32, n)}
 	var got C.int
 	if res := C.gs_resident_smem(r.fn, C.int(optin), C.int(smem), &got); !cuOK(res) {
 		mod.Unload()
@@ -261,7 +281,7 @@ func (r *resident) launch(ver uint64) error {
 	}
 	seq := r.launched.Add(1)
 	res := C.gs_resident_launch(r.fn, r.st, C.uint(r.n), residentThreads, C.uint(r.smem),
-		C.CUdeviceptr(uintptr(r.mail.p)), C.ulonglong(residentLife.Nanoseconds()),
+		C.CUdeviceptr(uintptr(r.mail.p)), C.ulonglong(residentIdle.Nanoseconds()), r.state,
 		C.CUdeviceptr(uintptr(r.end.p)), C.uint(seq))
 	if !cuOK(res) {
 		r.broken.Store(true)
@@ -354,11 +374,13 @@ func (c *CUDA) residentReady(cb *cudaBatch) bool {
 }
 
 // residentWait is cudaBatch.wait for a posted batch: it reads the
-// completion word, yielding between reads, launches a kernel if none is
-// alive, and after residentCheck asks the stream for a fault.
+// completion word, for residentSpin in a tight loop and then yielding
+// between reads, launches a kernel if none is alive, and after
+// residentCheck asks the stream for a fault.
 func (c *CUDA) residentWait(cb *cudaBatch) error {
 	flag := (*uint32)(cb.flag.p)
 	var t0 time.Time
+	spin := true
 	for i := 0; atomic.LoadUint32(flag) != cb.fseq; i++ {
 		if cb.submitErr != nil {
 			return cb.submitErr
@@ -372,7 +394,9 @@ func (c *CUDA) residentWait(cb *cudaBatch) error {
 					return err
 				}
 			}
-			if d := time.Since(t0); d > residentCheck {
+			d := time.Since(t0)
+			spin = d < residentSpin
+			if d > residentCheck {
 				if res := C.gs_stream_query(c.res.st); res != C.CUDA_ERROR_NOT_READY && !cuOK(res) {
 					return fmt.Errorf("gpu: cuda: resident lookup: %v", cuErr(res))
 				}
@@ -381,7 +405,9 @@ func (c *CUDA) residentWait(cb *cudaBatch) error {
 				}
 			}
 		}
-		runtime.Gosched()
+		if !spin {
+			runtime.Gosched()
+		}
 	}
 	return nil
 }

@@ -16,20 +16,20 @@ import (
 	"github.com/gswitch/gswitch/tables/flow"
 )
 
-// withResident turns the resident lookups on, with n slots and a life of
-// life, for the backends the test starts, and back off at its end.
-func withResident(t *testing.T, n int, life time.Duration) {
+// withResident turns the resident lookups on, with n slots and an idle
+// time of idle, for the backends the test starts, and back off at its end.
+func withResident(t *testing.T, n int, idle time.Duration) {
 	t.Helper()
-	oldN, oldLife := residentSlots, residentLife
-	residentSlots, residentLife = n, life
-	t.Cleanup(func() { residentSlots, residentLife = oldN, oldLife })
+	oldN, oldIdle := residentSlots, residentIdle
+	residentSlots, residentIdle = n, idle
+	t.Cleanup(func() { residentSlots, residentIdle = oldN, oldIdle })
 }
 
 // residentCUDA is newTestCUDA with resident lookups on; it fails if they
 // did not start.
-func residentCUDA(t *testing.T, n int, life time.Duration) *CUDA {
+func residentCUDA(t *testing.T, n int, idle time.Duration) *CUDA {
 	t.Helper()
-	withResident(t, n, life)
+	withResident(t, n, idle)
 	c := newTestCUDA(t)
 	if c.res == nil || !strings.Contains(c.Device(), "resident lookups:") {
 		t.Fatalf("resident lookups did not start: %s", c.Device())
@@ -38,8 +38,8 @@ func residentCUDA(t *testing.T, n int, life time.Duration) *CUDA {
 }
 
 // TestCUDAResidentFlowRandom is the flow conformance of TestCUDAFlowRandom
-// with resident lookups (8 slots, a life of 200 µs, so that the kernel
-// ends and is launched again many times): its small lookups (1, 7 and 64
+// with resident lookups (8 slots, an idle time of 200 µs, so that the
+// kernel leaves and is launched again many times): its small lookups (1, 7 and 64
 // keys after the load and after every round of updates, and the garbage
 // images') are answered by the resident kernel, bit for bit as the
 // flow.Table says, every update before them seen.
@@ -77,7 +77,8 @@ func TestCUDAResidentGatherer(t *testing.T) {
 }
 
 // TestCUDAResidentClose closes a backend whose resident kernel is alive
-// (a life of 1 s): Close stops it rather than waiting out its life.
+// (an idle time of 1 s): Close stops it rather than waiting for it to go
+// idle.
 func TestCUDAResidentClose(t *testing.T) {
 	c := residentCUDA(t, 2, time.Second) // its cleanup's Close, after this one, does nothing
 	cpu, proj, keys := coalesceTable(t, 0)
@@ -109,17 +110,17 @@ func TestCUDAResidentClose(t *testing.T) {
 // the 131,072-rule, 512-class set (merged tuple search), from Submit to
 // the caller seeing its results: callers 1 or 8 at once (each its own
 // batch, so its own slot), n keys a lookup, a gap between a caller's
-// lookups (0, or 25 µs: the kernel's blocks then find their slots idle,
-// as under a datapath's traffic, and leave at the end of their life),
-// the caller spinning on Ready (a worker's reap) or in Wait (its
-// finishOldest: reads with runtime.Gosched between them), and the
-// kernel's life 2 ms (the default) or 20 ms. It reports p50, p90, p99
-// and p99.9 in µs over 4,000 lookups a caller after 200 untimed ones,
-// the kernel's own part of them (svc: from its block seeing the request
-// to its results written, by the device's clock; the slot's RS_SVC) at
-// the p50 and p99, the share of lookups whose block staged its table
-// first (a launch's first), and the launches per 1,000 lookups; every
-// answer is checked against the flow.Table's.
+// lookups (0, or 25 µs, as under a datapath's traffic), the caller
+// spinning on Ready (a worker's reap) or in Wait (its finishOldest), and
+// the kernel's idle time 2 ms (the default: under these lookups it never
+// leaves) or 20 µs (with a gap of 25 µs it leaves between a caller's
+// lookups, so that most of them find it gone: a launch's cost). It
+// reports p50, p90, p99 and p99.9 in µs over 4,000 lookups a caller after
+// 200 untimed ones, the kernel's own part of them (svc: from its block
+// seeing the request to its results written, by the device's clock; the
+// slot's RS_SVC) at the p50 and p99, the share of lookups whose block
+// staged its table first (a launch's first), and the launches per 1,000
+// lookups; every answer is checked against the flow.Table's.
 func BenchmarkCUDAResidentLatency(b *testing.B) {
 	s, err := flow.ParseSynthetic("131072,512")
 	if err != nil {
@@ -138,10 +139,10 @@ func BenchmarkCUDAResidentLatency(b *testing.B) {
 	tab.LookupBatch(keys, want)
 	proj := tab.UsedWords()
 	im := tab.Mirror().Sync().Full
-	oldN, oldLife := residentSlots, residentLife
-	defer func() { residentSlots, residentLife = oldN, oldLife }()
-	for _, life := range []time.Duration{2 * time.Millisecond, 20 * time.Millisecond} {
-		residentSlots, residentLife = 64, life
+	oldN, oldIdle := residentSlots, residentIdle
+	defer func() { residentSlots, residentIdle = oldN, oldIdle }()
+	for _, idle := range []time.Duration{2 * time.Millisecond, 20 * time.Microsecond} {
+		residentSlots, residentIdle = 64, idle
 		c, err := NewCUDA(0)
 		if err != nil {
 			b.Skipf("SKIPPED: no usable CUDA device: %v", err)
@@ -173,7 +174,7 @@ func BenchmarkCUDAResidentLatency(b *testing.B) {
 			if k.wait {
 				how = "wait"
 			}
-			name := fmt.Sprintf("life=%v/callers=%d/n=%d/gap=%v/%s", life, k.callers, k.n, k.gap, how)
+			name := fmt.Sprintf("idle=%v/callers=%d/n=%d/gap=%v/%s", idle, k.callers, k.n, k.gap, how)
 			b.Run(name, func(b *testing.B) {
 				ds, svc, staged, launches, err := residentLatency(c, proj, keys, want, k.callers, k.n, k.gap, k.wait)
 				if err != nil {

@@ -18,12 +18,19 @@
 // (gpu.Batch.Ready/Wait), and the request number into RS_DONE, where a
 // block of the next launch starts.
 //
-// A launch lives life_ns nanoseconds (the device's global timer): a block
-// leaves when its slot is idle after that, or at once when the host sets
-// RS_STOP (gpu's Close and its device frees, whose implicit synchronisation
-// would otherwise wait out the life). The host launches again when a
-// request finds no launch alive (a word the stream writes after each
-// launch).
+// A launch stays while it has work: it leaves once no slot has had a
+// request for idle_ns nanoseconds (the device's global timer), all its
+// blocks together (the first to see the idle time says so in rs_grid, and
+// the others leave at their next look: a block that left alone would
+// leave its slot's next request waiting for the others to go idle), or at
+// once when the host sets RS_STOP (gpu's Close and its device frees, whose
+// implicit synchronisation would otherwise wait for it). Under traffic it
+// is never launched again; after an idle spell the host launches again
+// when a request finds no launch alive (a word the stream writes after
+// each launch). (A launch that ended a fixed life after its start, its
+// blocks one by one as their slots went idle, had 8 callers' lookups of 4
+// keys 25 µs apart wait 239 µs at the p99 with a life of 2 ms, 19 µs with
+// 20 ms: H200, BenchmarkCUDAResidentLatency, 2026-11-27.)
 //
 // The tables must not change under a launch: the SMs' L1 and read-only
 // caches, which the walk needs (a build that read the tables around them,
@@ -58,6 +65,11 @@
 #define RS_VER 16    // and the version of the tables (the host's count of image loads and scatters)
 #define RS_SVC 18    // device, 64-bit, after the completion word: the request number << 32 | staged << 31 | service ns
 #define RS_WORDS 32
+
+// The launch's shared state: the global time of the last request any
+// block took, and whether the blocks are leaving. The host zeroes it
+// before each launch (cuMemsetD32Async on the launch's stream).
+__device__ unsigned long long rs_grid[2];
 #define RS_MAXN 64   // the most keys of a request (the host's residentKeys)
 #define RS_THREADS 512
 static_assert(RS_WORDS == 32, "warp 0 reads a slot a word a lane");
@@ -117,7 +129,7 @@ __device__ void resident_one(const uint32_t* __restrict__ img, const uint32_t* d
 // copying them in first (within a launch the version does not change:
 // the image and descriptor are what may).
 extern "C" __global__ void __launch_bounds__(RS_THREADS, 1)
-flow_resident(uint32_t* slots, unsigned long long life_ns)
+flow_resident(uint32_t* slots, unsigned long long idle_ns)
 {
 	__shared__ uint32_t h[RS_WORDS];
 	__shared__ uint32_t d[FLOW_DESC];
@@ -125,13 +137,15 @@ flow_resident(uint32_t* slots, unsigned long long life_ns)
 	__shared__ int go;
 	uint32_t* s = slots + (size_t)blockIdx.x * RS_WORDS;
 	volatile uint32_t* vs = s;
-	const uint64_t end = global_ns() + life_ns;
+	volatile unsigned long long* grid = rs_grid;
 	uint32_t last = 0, req = 0; // warp 0's, the same in its lanes
 	uint64_t simg = 0, sdesc = 0, sver = 0; // what is staged (simg 0: nothing); uniform in the block
 	uint64_t t0 = 0; // thread 0's: when it saw the request
 	ftab tf;
 	if (threadIdx.x < 32)
 		last = vs[RS_DONE];
+	if (threadIdx.x == 0)
+		atomicMax(&rs_grid[0], (unsigned long long)global_ns()); // the launch counts as activity
 	for (;;) {
 		// Warp 0 waits for a request: lane 0 polls, then each lane reads
 		// a word of the slot, all 32 loads from host memory in flight at
@@ -152,8 +166,19 @@ flow_resident(uint32_t* slots, unsigned long long life_ns)
 				}
 				if ((uint32_t)(rs >> 32) != 0)
 					break;
-				if ((spin & 31) == 0 && __shfl_sync(full, global_ns() >= end, 0))
-					break;
+				if ((spin & 31) == 0) {
+					int leave = 0;
+					if (threadIdx.x == 0) {
+						const uint64_t now = global_ns(), at = grid[0]; // another block may have written a later time
+						leave = grid[1] != 0;
+						if (!leave && now > at && now - at > idle_ns) {
+							grid[1] = 1;
+							leave = 1;
+						}
+					}
+					if (__shfl_sync(full, leave, 0))
+						break;
+				}
 				__nanosleep(64);
 			}
 			__syncwarp(); // lane 0's acquire before every lane's reads
@@ -202,13 +227,14 @@ flow_resident(uint32_t* slots, unsigned long long life_ns)
 		__threadfence_system(); // this thread's results, before the completion word
 		__syncthreads();
 		if (threadIdx.x == 0) {
-			const uint64_t ns = min(global_ns() - t0, (uint64_t)0x7FFFFFFF);
+			const uint64_t now = global_ns(), ns = min(now - t0, (uint64_t)0x7FFFFFFF);
 			volatile uint32_t* flag = (volatile uint32_t*)word64(h, RS_FLAG);
 			*flag = h[RS_FSEQ];
 			vs[RS_DONE] = req;
 			// The service time, for the host's diagnostics (one 64-bit
 			// store: the request number and its time seen together).
 			*(volatile uint64_t*)(s + RS_SVC) = (uint64_t)req << 32 | (uint64_t)staged << 31 | ns;
+			atomicMax(&rs_grid[0], (unsigned long long)now);
 		}
 		last = req; // warp 0's (the others' are unused)
 		// The next request's header is written by thread 0 only after

@@ -26,7 +26,8 @@
 # and memcheck, then the workers' eager close (+eager) with resident
 # lookups against their runs closed at the deadline; "... reslat" (eight
 # minutes): resident.cu compiled, its tests, BenchmarkCUDAResidentLatency,
-# then eager workers with the kernel's life 2 and 20 ms. Each
+# then the floor and eager workers, synchronous and with 1 and 2 runs in
+# flight, alternated. Each
 # begins with a CUDA test: on a machine just started the first process to
 # open the device waits about 30 s for the driver. tests runs the CUDA tests of the Gatherer and of the
 # workers' runs in flight, compute-sanitizer memcheck over them and the
@@ -62,7 +63,7 @@ cat "$OUT/tests.txt"
 # "gather_wait":"slot" and "min_batch":1 (every line records its
 # "min_batch"), res: (GSWITCH_CUDA_RESIDENT=on: small lookups through the
 # resident kernel, gpu/resident_cuda.go), recorded as "resident":"on",
-# life20: (its life 20 ms, "resident_life_us":20000) and md30:
+# and md30:
 # (--max-delay 30us; the bound is then 130 µs; every line records its
 # "max_delay").
 bench() {
@@ -74,7 +75,6 @@ for t in "$@"; do
     case $t in
     slot:*) t=${t#slot:} env+=(GSWITCH_GATHER_WAIT=slot) tag="$tag\"gather_wait\":\"slot\"," ;;
     res:*) t=${t#res:} env+=(GSWITCH_CUDA_RESIDENT=on) tag="$tag\"resident\":\"on\"," ;;
-    life20:*) t=${t#life20:} env+=(GSWITCH_CUDA_RESIDENT_LIFE_US=20000) tag="$tag\"resident_life_us\":20000," ;;
     md30:*) t=${t#md30:} md=30us ;;
     mb1:*) t=${t#mb1:} mb=1 ;;
     *) break ;;
@@ -147,14 +147,6 @@ resbench) # resident.cu compiled here, its tests with that PTX, then the floor, 
   cat "$OUT/tests.txt"
   bench plain@frame res:mb1:gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2 \
         res:mb1:gswitchd-auto@frame+w8+f2 plain@frame ;;
-resnext) # the resident lookups' next questions: a longer life (fewer launches, each restaging its
-         # table), a shorter batch deadline; against their own batches and the floor, twice
-  (cd gpu && timeout 120 ../bin/gpu.test -test.run 'TestCUDAResident' -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|\s+\S+_test.go)') > "$OUT/tests.txt"
-  cat "$OUT/tests.txt"
-  bench plain@frame res:mb1:gswitchd-auto@frame+w8+f2 life20:res:mb1:gswitchd-auto@frame+w8+f2 \
-        md30:life20:res:mb1:gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2 \
-        md30:life20:res:mb1:gswitchd-auto@frame+w8+f2 life20:res:mb1:gswitchd-auto@frame+w8+f2 \
-        res:mb1:gswitchd-auto@frame+w8+f2 plain@frame ;;
 eager) # the resident lookups' checks (the embedded PTX against nvcc's, their tests, memcheck),
        # then the workers' eager close (+eager, --worker-close eager) with resident lookups:
        # synchronous runs, one and two in flight, against two in flight closed at the deadline
@@ -180,7 +172,7 @@ eager) # the resident lookups' checks (the embedded PTX against nvcc's, their te
         res:mb1:gswitchd-auto@frame+w8+eager res:mb1:gswitchd-auto@frame+w8+f2+eager \
         res:mb1:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+f2 ;;
 reslat) # resident.cu compiled here (its PTX back in ptx.tar.xz), its tests, the resident lookups'
-        # latency (BenchmarkCUDAResidentLatency), then eager workers with the kernel's life 2 and 20 ms
+        # latency (BenchmarkCUDAResidentLatency), then the floor and eager workers (synchronous, 1 and 2 runs in flight)
   ptx=/tmp/ptx; mkdir -p "$ptx"; cp kernels/*.ptx "$ptx"/
   for a in sm_90:sm90 compute_80:compute80; do
     (cd kernels && /usr/local/cuda/bin/nvcc -ptx -arch=${a%%:*} -o "$ptx/resident_${a##*:}.ptx" resident.cu) > "/tmp/nvcc-${a##*:}.txt" 2>&1 &
@@ -196,9 +188,8 @@ reslat) # resident.cu compiled here (its PTX back in ptx.tar.xz), its tests, the
   ) > "$OUT/tests.txt" 2>&1
   cat "$OUT/tests.txt"
   [ -n "$NOBENCH" ] && exit 0
-  bench res:mb1:gswitchd-auto@frame+w8+eager life20:res:mb1:gswitchd-auto@frame+w8+eager \
-        life20:res:mb1:gswitchd-auto@frame+w8+f2+eager res:mb1:gswitchd-auto@frame+w8+f2+eager \
-        res:mb1:gswitchd-auto@frame+w8+f2+eager life20:res:mb1:gswitchd-auto@frame+w8+f2+eager \
-        life20:res:mb1:gswitchd-auto@frame+w8+eager res:mb1:gswitchd-auto@frame+w8+eager ;;
-*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|resnext|eager|reslat" >&2; exit 2 ;;
+  bench plain@frame res:mb1:gswitchd-auto@frame+w8+eager res:mb1:gswitchd-auto@frame+w8+f1+eager \
+        res:mb1:gswitchd-auto@frame+w8+f2+eager res:mb1:gswitchd-auto@frame+w8+f2+eager \
+        res:mb1:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+eager plain@frame ;;
+*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat" >&2; exit 2 ;;
 esac
