@@ -26,8 +26,9 @@
 # and memcheck, then the workers' eager close (+eager) with resident
 # lookups against their runs closed at the deadline; "... reslat" (eight
 # minutes): resident.cu compiled, its tests, BenchmarkCUDAResidentLatency,
-# then the floor and eager workers, synchronous and with 1 and 2 runs in
-# flight, alternated. Each
+# then the floor, workers with 2 runs in flight closed at the deadline,
+# and eager workers, synchronous and with 1 and 2 runs in flight,
+# alternated. Each
 # begins with a CUDA test: on a machine just started the first process to
 # open the device waits about 30 s for the driver. tests runs the CUDA tests of the Gatherer and of the
 # workers' runs in flight, compute-sanitizer memcheck over them and the
@@ -188,8 +189,9 @@ reslat) # resident.cu compiled here (its PTX back in ptx.tar.xz), its tests, the
   ) > "$OUT/tests.txt" 2>&1
   cat "$OUT/tests.txt"
   [ -n "$NOBENCH" ] && exit 0
-  bench plain@frame res:mb1:gswitchd-auto@frame+w8+eager res:mb1:gswitchd-auto@frame+w8+f1+eager \
-        res:mb1:gswitchd-auto@frame+w8+f2+eager res:mb1:gswitchd-auto@frame+w8+f2+eager \
-        res:mb1:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+eager plain@frame ;;
+  bench plain@frame res:mb1:gswitchd-auto@frame+w8+f2 res:mb1:gswitchd-auto@frame+w8+eager \
+        res:mb1:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+f2+eager \
+        res:mb1:gswitchd-auto@frame+w8+f2+eager res:mb1:gswitchd-auto@frame+w8+f1+eager \
+        res:mb1:gswitchd-auto@frame+w8+eager res:mb1:gswitchd-auto@frame+w8+f2 plain@frame ;;
 *) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat" >&2; exit 2 ;;
 esac
