@@ -28,7 +28,8 @@
 # minutes): resident.cu compiled, its tests, BenchmarkCUDAResidentLatency,
 # then the floor, workers with 2 runs in flight closed at the deadline,
 # and eager workers, synchronous and with 1 and 2 runs in flight,
-# alternated. Each
+# alternated; "... latency" (six minutes): the resident tests, then the
+# floor, eager workers with resident lookups and the CPU backend's. Each
 # begins with a CUDA test: on a machine just started the first process to
 # open the device waits about 30 s for the driver. tests runs the CUDA tests of the Gatherer and of the
 # workers' runs in flight, compute-sanitizer memcheck over them and the
@@ -193,5 +194,17 @@ reslat) # resident.cu compiled here (its PTX back in ptx.tar.xz), its tests, the
         res:mb1:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+f2+eager \
         res:mb1:gswitchd-auto@frame+w8+f2+eager res:mb1:gswitchd-auto@frame+w8+f1+eager \
         res:mb1:gswitchd-auto@frame+w8+eager res:mb1:gswitchd-auto@frame+w8+f2 plain@frame ;;
-*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat" >&2; exit 2 ;;
+latency) # the resident tests with the committed PTX, then the latency at half the lossless rate:
+         # the floor, eager workers with resident lookups (one run in flight, and synchronous),
+         # and the CPU backend's eager workers
+  ( cd gpu
+    echo "== gpu"; timeout 150 ../bin/gpu.test -test.run 'TestCUDAResident' -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|panic|\s+\S+_test.go)'
+    cd ../datapath/pipeline
+    echo "== pipeline"; GSWITCH_CUDA_RESIDENT=on timeout 120 ../../bin/datapath_pipeline.test -test.run 'TestCUDAWorkerRunsInFlight|TestCUDAAsyncSameFates|TestCUDAProcessPartsSameFates' -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
+  ) > "$OUT/tests.txt" 2>&1
+  cat "$OUT/tests.txt"
+  bench plain@frame res:mb1:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+eager \
+        gswitchd-cpu@frame+w8+eager res:mb1:gswitchd-auto@frame+w8+f1+eager \
+        res:mb1:gswitchd-auto@frame+w8+eager res:mb1:gswitchd-auto@frame+w8+f1+eager plain@frame ;;
+*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency" >&2; exit 2 ;;
 esac
