@@ -29,7 +29,9 @@
 # then the floor, workers with 2 runs in flight closed at the deadline,
 # and eager workers, synchronous and with 1 and 2 runs in flight,
 # alternated; "... latency" (six minutes): the resident tests, then the
-# floor, eager workers with resident lookups and the CPU backend's. Each
+# floor, eager workers with resident lookups and the CPU backend's; "...
+# rate" (seven minutes): the lossless rates to 4.5 M of the floor, the
+# default datapath and eager workers with resident lookups. Each
 # begins with a CUDA test: on a machine just started the first process to
 # open the device waits about 30 s for the driver. tests runs the CUDA tests of the Gatherer and of the
 # workers' runs in flight, compute-sanitizer memcheck over them and the
@@ -83,8 +85,9 @@ for t in "$@"; do
     esac
   done
   tag="$tag\"min_batch\":$mb,"
-  set=(--ruleset synthetic:131072,512 --pairs 8 --min-batch $mb --max-delay $md --flowmods 0 --json --duration 3s --switch-cpus 0-7 --latency-step)
-  timeout 100 env "${env[@]}" bin/gswitchctl bench forward --gswitchd bin/gswitchd-cuda "${set[@]}" --rates 1M,1.5M,2M --targets "$t" \
+  set=(--ruleset synthetic:131072,512 --pairs 8 --min-batch $mb --max-delay $md --flowmods 0 --json --duration 3s --switch-cpus 0-7)
+  [ -z "$NOHALF" ] && set+=(--latency-step)
+  timeout 100 env "${env[@]}" bin/gswitchctl bench forward --gswitchd bin/gswitchd-cuda "${set[@]}" --rates "${RATES:-1M,1.5M,2M}" --targets "$t" \
     2>> "$OUT/forward.log" | sed "s/^{/{\"call_round\":$i,$tag/" >> "$OUT/forward.jsonl"
   echo "$tag$t rc $?" >> "$OUT/machine.txt"
 done
@@ -206,5 +209,9 @@ latency) # the resident tests with the committed PTX, then the latency at half t
   bench plain@frame res:mb1:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+eager \
         gswitchd-cpu@frame+w8+eager res:mb1:gswitchd-auto@frame+w8+f1+eager \
         res:mb1:gswitchd-auto@frame+w8+eager res:mb1:gswitchd-auto@frame+w8+f1+eager plain@frame ;;
-*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency" >&2; exit 2 ;;
+rate) # the lossless rates up to 4.5 M: the floor on block and frame rings, the default datapath
+      # (block rings) and eager workers with resident lookups (frame rings), two rounds
+  RATES=2M,2.5M,3M,3.5M,4M,4.5M NOHALF=1 bench plain@block gswitchd-auto@block res:mb1:gswitchd-auto@frame+w8+f1+eager plain@frame \
+        plain@frame res:mb1:gswitchd-auto@frame+w8+f1+eager gswitchd-auto@block plain@block ;;
+*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency|rate" >&2; exit 2 ;;
 esac
