@@ -131,6 +131,9 @@ func start(st *settings, log *slog.Logger, devs map[uint32]pipeline.Device) (d *
 		ordinals = st.GPUs
 	}
 	ecfg := gpu.EngineConfig{MinBatch: st.MinBatch, Logger: log, Auto: gpu.AutoConfig{Batch: st.calibrationBatch(), LPMBatch: st.BatchSize}}
+	if st.Resident > 0 {
+		ecfg.Resident = gpu.ResidentConfig{Slots: st.Resident, Idle: st.ResidentIdle}
+	}
 	open := gpu.OpenConfig
 	if st.openEngine != nil {
 		open = st.openEngine

@@ -203,3 +203,33 @@ func TestAutoPlacementLPMShaped(t *testing.T) {
 		}
 	}
 }
+
+// TestResidentLookupsReachEngine: --resident-lookups and --resident-idle
+// reach the engine's opening (gpu.EngineConfig.Resident), and without
+// them the devices take the environment's settings (the zero value).
+func TestResidentLookupsReachEngine(t *testing.T) {
+	for _, c := range []struct {
+		slots int
+		want  gpu.ResidentConfig
+	}{{0, gpu.ResidentConfig{}}, {16, gpu.ResidentConfig{Slots: 16, Idle: 5 * time.Millisecond}}} {
+		cfg := testConfig(t.TempDir())
+		cfg.Resident, cfg.ResidentIdle = c.slots, 5*time.Millisecond
+		st, err := check(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got gpu.ResidentConfig
+		st.openEngine = func(backend string, ordinals []int, ec gpu.EngineConfig) (*gpu.Engine, error) {
+			got = ec.Resident
+			return gpu.OpenConfig("cpu", nil, ec)
+		}
+		a, err := start(st, quietLog(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.close()
+		if got != c.want {
+			t.Errorf("resident lookups %d: the engine was opened with %+v, want %+v", c.slots, got, c.want)
+		}
+	}
+}

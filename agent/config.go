@@ -43,6 +43,8 @@ type Config struct {
 	FailMode     string              `yaml:"fail_mode"`
 	Backend      string              `yaml:"backend"`
 	GPUs         []int               `yaml:"gpus"`
+	Resident     int                 `yaml:"resident_lookups"` // CUDA resident lookups: mailbox slots per GPU (0: off; gpu.ResidentConfig)
+	ResidentIdle time.Duration       `yaml:"resident_idle"`    // with resident_lookups: how long the kernel stays with no lookup
 	MaxDelay     time.Duration       `yaml:"max_delay"`
 	SharedDelay  time.Duration       `yaml:"shared_delay"` // the part of max_delay a lookup may wait in a shared device batch (0: all of it, and the receive batch all of it too)
 	InFlight     int                 `yaml:"in_flight"`    // with a GPU, batches of a receive queue in the pipeline at once (0: pipeline's default, 4 with 8 or more cores, else 2)
@@ -248,11 +250,11 @@ type Flags struct {
 	config                                          string
 	dpid, failMode, backend, gpus, metrics, ctl, lv string
 	tlsKey, tlsCert, tlsCA                          string
-	maxDelay, sharedDelay                           time.Duration
+	maxDelay, sharedDelay, residentIdle             time.Duration
 	minBatch, batchSize, tables, maxFlows, rxQueues int
 	rxBlockSize                                     int
 	inFlight, batchDepth, rxWorkers, workerFlight   int
-	workerShared                                    int
+	workerShared, resident                          int
 	classifier, rxRing, workerClose                 string
 	ports, controllers, listen                      multiFlag
 	printConfig                                     bool
@@ -284,6 +286,8 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.failMode, "fail-mode", "", "without a controller: `secure` (flow tables only) or standalone (L2 learning)")
 	fs.StringVar(&f.backend, "backend", "", "lookup backend: `auto` (each flow table on the CPU or the GPU, whichever a calibration at load and at every change of its class count finds cheaper per key; the CPU without a GPU), cpu or gpu (every table on the GPUs)")
 	fs.StringVar(&f.gpus, "gpus", "", "GPU ordinals to use, comma separated: `LIST` (e.g. 0,1)")
+	fs.IntVar(&f.resident, "resident-lookups", 0, "with a GPU (CUDA), resident lookups with `N` mailbox slots (0, the default: off; at most 1024): a kernel stays on each GPU and takes flow lookups of at most 64 keys from a mailbox in pinned host memory, with no launch or driver call per lookup; for datapath workers' small runs (--rx-workers, --min-batch 1, --worker-close eager)")
+	fs.DurationVar(&f.residentIdle, "resident-idle", 0, "with --resident-lookups, how long the kernel stays on the GPU with no lookup before it leaves: `DURATION` (default 2ms; the next lookup launches it again)")
 	fs.DurationVar(&f.maxDelay, "max-delay", 0, "longest a received frame waits for its batch to fill: `DURATION` (e.g. 100us)")
 	fs.DurationVar(&f.sharedDelay, "shared-delay", 0, "with a GPU, the part of --max-delay a lookup may wait in a shared device batch: `DURATION`; receive batches then close after --max-delay minus it, so that a frame waits at most --max-delay in both (0, the default: each waits up to --max-delay)")
 	fs.IntVar(&f.inFlight, "in-flight", 0, "with a GPU, batches of a receive queue in the pipeline at once, their lookups in the shared device batches while the reader reads on: `N` (0: 4 with 8 or more cores, else 2)")
@@ -376,6 +380,8 @@ func (f *Flags) override(c *Config) error {
 	setIf(set, "max-flows", &c.MaxFlows, f.maxFlows)
 	setIf(set, "classifier", &c.Classifier, f.classifier)
 	setIf(set, "max-delay", &c.MaxDelay, f.maxDelay)
+	setIf(set, "resident-lookups", &c.Resident, f.resident)
+	setIf(set, "resident-idle", &c.ResidentIdle, f.residentIdle)
 	setIf(set, "shared-delay", &c.SharedDelay, f.sharedDelay)
 	setIf(set, "in-flight", &c.InFlight, f.inFlight)
 	setIf(set, "batch-depth", &c.BatchDepth, f.batchDepth)
@@ -628,6 +634,10 @@ func checkNumbers(c *Config) error {
 		return configErr("batch size %d: want 1..65536", c.BatchSize)
 	case c.RxRing != "" && c.RxRing != "auto" && c.RxRing != "block" && c.RxRing != "frame":
 		return configErr("rx ring %q: want auto, block or frame", c.RxRing)
+	case c.Resident < 0 || c.Resident > gpu.MaxResidentSlots:
+		return configErr("resident lookups %d: want 0 (off) to %d mailbox slots", c.Resident, gpu.MaxResidentSlots)
+	case c.ResidentIdle < time.Microsecond || c.ResidentIdle > 10*time.Second:
+		return configErr("resident idle %v: want 1us to 10s", c.ResidentIdle)
 	case c.WorkerClose != "" && c.WorkerClose != "deadline" && c.WorkerClose != "eager":
 		return configErr("worker close %q: want deadline or eager", c.WorkerClose)
 	case c.WorkerClose == "eager" && c.RxWorkers == 0:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestWorkerQueues: every receive queue goes to exactly one worker, the
@@ -120,6 +121,22 @@ func TestWorkerCloseFlag(t *testing.T) {
 		t.Errorf("--worker-close eager: %+v, %v", st, err)
 	}
 	for _, bad := range [][]string{{"--worker-close", "eager"}, {"--rx-workers", "2", "--worker-close", "soon"}, {"--rx-workers", "2", "--worker-close", "Eager"}} {
+		if _, err := loadArgs(t, bad...); !errors.Is(err, ErrConfig) {
+			t.Errorf("%v: %v, want a configuration error", bad, err)
+		}
+	}
+}
+
+// TestResidentLookupsFlags: --resident-lookups is off by default, its
+// idle time 2ms; both are read and bounded.
+func TestResidentLookupsFlags(t *testing.T) {
+	if st, err := loadArgs(t); err != nil || st.Resident != 0 || st.ResidentIdle != 2*time.Millisecond {
+		t.Fatalf("defaults: resident lookups %d, idle %v, %v", st.Resident, st.ResidentIdle, err)
+	}
+	if st, err := loadArgs(t, "--resident-lookups", "64", "--resident-idle", "20ms"); err != nil || st.Resident != 64 || st.ResidentIdle != 20*time.Millisecond {
+		t.Errorf("--resident-lookups 64 --resident-idle 20ms: %d, %v, %v", st.Resident, st.ResidentIdle, err)
+	}
+	for _, bad := range [][]string{{"--resident-lookups", "-1"}, {"--resident-lookups", "1025"}, {"--resident-idle", "0s"}, {"--resident-idle", "11s"}} {
 		if _, err := loadArgs(t, bad...); !errors.Is(err, ErrConfig) {
 			t.Errorf("%v: %v, want a configuration error", bad, err)
 		}

@@ -3,6 +3,7 @@
 package gpu
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"gorgonia.org/cu"
 
@@ -42,6 +44,7 @@ const blockSize = 256
 // stream pool, the LPM lookups, kernel timing). Locks are taken in the
 // order lmu, then smu, then mu, then pmu (see the fields).
 type CUDA struct {
+	rc     ResidentConfig // as NewCUDAConfig was given it
 	work   chan func()
 	closed atomic.Bool
 	once   sync.Once
@@ -144,8 +147,11 @@ type devBuf struct {
 // backend. Note that gorgonia.org/cu initialises the driver in its package
 // init and exits the process if that fails: a cuda build is for hosts with
 // the NVIDIA driver.
-func NewCUDA(ordinal int) (*CUDA, error) {
-	c := &CUDA{work: make(chan func()), tables: make(map[TableID]*cudaTable),
+func NewCUDA(ordinal int) (*CUDA, error) { return NewCUDAConfig(ordinal, ResidentConfig{}) }
+
+// NewCUDAConfig is NewCUDA with resident lookups as rc says.
+func NewCUDAConfig(ordinal int, rc ResidentConfig) (*CUDA, error) {
+	c := &CUDA{rc: rc, work: make(chan func()), tables: make(map[TableID]*cudaTable),
 		occ: make(map[cu.Function]int), pools: make(map[poolKey][]*Batch), slots: make(map[poolKey][]*Batch)}
 	started := make(chan error)
 	go c.loop(ordinal, started)
@@ -263,13 +269,18 @@ func (c *CUDA) start(ordinal int) error {
 		}
 	}
 	c.device = fmt.Sprintf("%s (cc %d.%d, %d SMs, device %d, PTX %s, %s %s)", name, major, minor, sms, ordinal, which, fwhich, src)
-	if residentSlots > 0 {
-		if !c.memOps {
+	if slots, idle := cmp.Or(c.rc.Slots, residentSlots), cmp.Or(c.rc.Idle, residentIdle); slots > 0 {
+		switch {
+		case !c.memOps:
 			c.device += ", resident lookups off: no completion flags"
-		} else if c.res, err = c.newResident(residentSlots, c.smemBudget, smemMax(ordinal)); err != nil {
-			c.device += ", resident lookups off: " + err.Error()
-		} else {
-			c.device += fmt.Sprintf(", resident lookups: %d slots, idle %v, %d bytes staged", residentSlots, residentIdle, c.res.smem)
+		case slots > MaxResidentSlots || idle < time.Microsecond:
+			c.device += fmt.Sprintf(", resident lookups off: %d slots, idle %v: want 1..%d slots and an idle time of 1µs or more", slots, idle, MaxResidentSlots)
+		default:
+			if c.res, err = c.newResident(slots, idle, c.smemBudget, smemMax(ordinal)); err != nil {
+				c.device += ", resident lookups off: " + err.Error()
+			} else {
+				c.device += fmt.Sprintf(", resident lookups: %d slots, idle %v, %d bytes staged", slots, idle, c.res.smem)
+			}
 		}
 	}
 	return nil

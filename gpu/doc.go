@@ -125,7 +125,8 @@
 // 512 classes, merged, on an H200: 7 µs for 64 to 1,024 keys against
 // 34-39 µs), at about half the refilled lanes' rate on large batches.
 //
-// Resident lookups (GSWITCH_CUDA_RESIDENT=N, off by default;
+// Resident lookups (ResidentConfig, NewCUDAConfig; the agent's
+// --resident-lookups; GSWITCH_CUDA_RESIDENT=N; off by default;
 // resident_cuda.go, kernels/resident.cu) take the launch out of a small
 // lookup: a kernel stays on the device, a block per slot of a mailbox in
 // pinned host memory, and a Submit of at most 64 keys in a batch that holds
@@ -133,14 +134,16 @@
 // block copies the keys into shared memory, walks them with a warp per
 // packet (warp_walk, shared with flow_lookup's mode 2) over the table it
 // has staged, and writes the results and the batch's completion word, which
-// Ready and Wait read as in the flag wait mode. The kernel lives 2 ms and
-// is launched again by the next Submit (or a waiter) that finds none
-// alive; Close, frees and allocations stop it first. A batch is posted
+// Ready and Wait read as in the flag wait mode. The kernel leaves once no
+// slot has had a request for its idle time (2 ms), all its blocks
+// together, and is launched again by the next Submit (or a waiter) that
+// finds none alive; Close, frees and allocations stop it first. A batch is posted
 // only once the update stream has marked every queued scatter done, and a
 // post of a newer version of the tables (CUDA.rver: loads and scatters)
 // relaunches the kernel, whose SMs' caches are not coherent with the
-// scatter's writes. On an H200 a datapath worker's lookup took 21-22 µs at
-// the p50 this way (see docs/gpu.md).
+// scatter's writes. On an H200 a lookup of 4 keys takes 11-12 µs at the
+// p50 and 15-19 at the p99 this way, 7-9 µs of it the kernel's own
+// (BenchmarkCUDAResidentLatency; see docs/gpu.md).
 //
 // # The Engine
 //

@@ -71,6 +71,9 @@ type EngineConfig struct {
 	Mode string
 	// Auto configures ModeAuto's calibrations.
 	Auto AutoConfig
+	// Resident configures the CUDA devices' resident lookups, for
+	// OpenConfig, which opens them (Devices given here are as they are).
+	Resident ResidentConfig
 
 	measureDev devCost // tests: a device's cost per key (nil: timed)
 	// calibStall (tests) runs inside each timed CPU lookup of a

@@ -24,7 +24,7 @@ var (
 	descResidentLookups = prometheus.NewDesc("gswitch_backend_resident_lookups_total",
 		"Lookups posted to the device's resident kernel (GSWITCH_CUDA_RESIDENT; only devices with resident lookups on).", []string{"device"}, nil)
 	descResidentLaunches = prometheus.NewDesc("gswitch_backend_resident_launches_total",
-		"Launches of the device's resident kernel (each leaves once no lookup has come for GSWITCH_CUDA_RESIDENT_IDLE_US, or when stopped for a free, an allocation or a newer version of the tables).", []string{"device"}, nil)
+		"Launches of the device's resident kernel (each leaves once no lookup has come for its idle time, --resident-idle, or when stopped for a free, an allocation or a newer version of the tables).", []string{"device"}, nil)
 	descTableBackend = prometheus.NewDesc("gswitch_table_backend",
 		"1 for the backend (cpu or device) that serves the table's lookups now, 0 for the other.", []string{"table", "backend"}, nil)
 	descTableCost = prometheus.NewDesc("gswitch_table_lookup_cost_seconds",

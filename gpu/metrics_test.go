@@ -116,7 +116,7 @@ func TestEngineCollectorResident(t *testing.T) {
 	if s.Devices[1].Resident || s.Devices[2].Resident {
 		t.Fatalf("devices 1, 2: %+v %+v", s.Devices[1], s.Devices[2])
 	}
-	want := `# HELP gswitch_backend_resident_launches_total Launches of the device's resident kernel (each ends after its life, or when stopped for a free, an allocation or a newer version of the tables).
+	want := `# HELP gswitch_backend_resident_launches_total Launches of the device's resident kernel (each leaves once no lookup has come for its idle time, --resident-idle, or when stopped for a free, an allocation or a newer version of the tables).
 # TYPE gswitch_backend_resident_launches_total counter
 gswitch_backend_resident_launches_total{device="0"} 3
 # HELP gswitch_backend_resident_lookups_total Lookups posted to the device's resident kernel (GSWITCH_CUDA_RESIDENT; only devices with resident lookups on).

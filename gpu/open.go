@@ -18,7 +18,8 @@ func Open(backend string, ordinals []int, minBatch int, log *slog.Logger) (*Engi
 }
 
 // OpenConfig is Open with the rest of the Engine's configuration (cfg's
-// MinBatch, Logger and Auto; its Mode and Devices are set from backend).
+// MinBatch, Logger, Auto and the devices' Resident lookups; its Mode and
+// Devices are set from backend).
 func OpenConfig(backend string, ordinals []int, cfg EngineConfig) (*Engine, error) {
 	log := cfg.Logger
 	if log == nil {
@@ -32,7 +33,7 @@ func OpenConfig(backend string, ordinals []int, cfg EngineConfig) (*Engine, erro
 	switch backend {
 	case "cpu":
 	case "gpu", "auto":
-		devs, err := OpenCUDA(ordinals)
+		devs, err := OpenCUDAConfig(ordinals, cfg.Resident)
 		if err != nil && backend == "gpu" {
 			for _, d := range devs {
 				d.Close()

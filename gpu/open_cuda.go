@@ -9,7 +9,10 @@ import (
 
 // OpenCUDA starts a CUDA backend on each device ordinal. It returns those
 // that started and, joined, the errors of those that did not.
-func OpenCUDA(ordinals []int) ([]Backend, error) {
+func OpenCUDA(ordinals []int) ([]Backend, error) { return OpenCUDAConfig(ordinals, ResidentConfig{}) }
+
+// OpenCUDAConfig is OpenCUDA with each backend's resident lookups as rc says.
+func OpenCUDAConfig(ordinals []int, rc ResidentConfig) ([]Backend, error) {
 	var devs []Backend
 	var errs []error
 	seen := map[int]bool{}
@@ -19,7 +22,7 @@ func OpenCUDA(ordinals []int) ([]Backend, error) {
 			continue
 		}
 		seen[o] = true
-		c, err := NewCUDA(o)
+		c, err := NewCUDAConfig(o, rc)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -4,3 +4,6 @@ package gpu
 
 // OpenCUDA returns ErrNoCUDA: this build has no CUDA backend.
 func OpenCUDA(ordinals []int) ([]Backend, error) { return nil, ErrNoCUDA }
+
+// OpenCUDAConfig returns ErrNoCUDA: this build has no CUDA backend.
+func OpenCUDAConfig(ordinals []int, rc ResidentConfig) ([]Backend, error) { return nil, ErrNoCUDA }

@@ -72,7 +72,7 @@ import (
 // holds a slot is two stores into the slot (the fields, then the request
 // number): no kernel launch, no driver call, no stream; the caller's Wait
 // and Ready read the batch's completion word as in the flag wait mode.
-// The kernel leaves once no slot has had a request for residentIdle (all
+// The kernel leaves once no slot has had a request for its idle time (all
 // its blocks together) and is launched again by the first Submit (or
 // Wait) that finds none alive, so the device is not held by a switch with
 // no traffic, and under traffic no lookup waits for a launch. A driver
@@ -94,6 +94,8 @@ import (
 // version stops the live kernel and launches another, whose SMs' caches
 // start empty (see resident.cu).
 //
+// ResidentConfig turns them on (NewCUDAConfig; the agent's
+// --resident-lookups); its zero value takes the environment's:
 // GSWITCH_CUDA_RESIDENT=N turns them on with N slots (0, the default: off;
 // "on": 64); GSWITCH_CUDA_RESIDENT_IDLE_US sets the idle time after which
 // the kernel leaves (2000).
@@ -146,7 +148,8 @@ type resident struct {
 	end   hostBuf // the launch number the stream writes after each launch
 	scat  hostBuf // the scatter number the update stream writes after each scatter
 	n     int
-	smem  int // the launch's dynamic shared memory: a table whose staging needs more is not posted
+	idle  time.Duration // with no request this long the kernel leaves
+	smem  int           // the launch's dynamic shared memory: a table whose staging needs more is not posted
 
 	launched atomic.Uint32 // launches queued (written under CUDA.mu)
 	kver     uint64        // the tables' version of the last launch (guarded by CUDA.mu)
@@ -163,7 +166,7 @@ type resident struct {
 // embedded PTX) and allocates n slots; it runs on the owning goroutine.
 // The kernel gets smem bytes of dynamic shared memory (a table's staging,
 // see flowLayout.stagePlan), or what the device's opt-in limit optin leaves.
-func (c *CUDA) newResident(n, smem, optin int) (*resident, error) {
+func (c *CUDA) newResident(n int, idle time.Duration, smem, optin int) (*resident, error) {
 	mod, which, err := c.loadAux("resident", kernels.Residentsm90, kernels.Residentcompute80)
 	if err != nil {
 		return nil, fmt.Errorf("gpu: cuda: resident lookups: %v", err)
@@ -181,7 +184,7 @@ func (c *CUDA) newResident(n, smem, optin int) (*resident, error) {
 		mod.Unload()
 		return nil, fmt.Errorf("gpu: cuda: resident lookups: %s: %v", which, err)
 	}
-	r := &resident{mod: mod, fn: cFunc(fn), state: C.CUdeviceptr(state), n: n, reqs: make([]uint32, n)}
+	r := &resident{mod: mod, fn: cFunc(fn), state: C.CUdeviceptr(state), n: n, idle: idle, reqs: make([]uint32, n)}
 	var got C.int
 	if res := C.gs_resident_smem(r.fn, C.int(optin), C.int(smem), &got); !cuOK(res) {
 		mod.Unload()
@@ -276,7 +279,7 @@ func (r *resident) launch(ver uint64) error {
 	}
 	seq := r.launched.Add(1)
 	res := C.gs_resident_launch(r.fn, r.st, C.uint(r.n), residentThreads, C.uint(r.smem),
-		C.CUdeviceptr(uintptr(r.mail.p)), C.ulonglong(residentIdle.Nanoseconds()), r.state,
+		C.CUdeviceptr(uintptr(r.mail.p)), C.ulonglong(r.idle.Nanoseconds()), r.state,
 		C.CUdeviceptr(uintptr(r.end.p)), C.uint(seq))
 	if !cuOK(res) {
 		r.broken.Store(true)

@@ -31,7 +31,8 @@
 # alternated; "... latency" (six minutes): the resident tests, then the
 # floor, eager workers with resident lookups and the CPU backend's; "...
 # rate" (seven minutes): the lossless rates to 4.5 M of the floor, the
-# default datapath and eager workers with resident lookups. Each
+# default datapath and eager workers with resident lookups; "... flag"
+# (four minutes): the same eager workers by --resident-lookups. Each
 # begins with a CUDA test: on a machine just started the first process to
 # open the device waits about 30 s for the driver. tests runs the CUDA tests of the Gatherer and of the
 # workers' runs in flight, compute-sanitizer memcheck over them and the
@@ -67,18 +68,20 @@ cat "$OUT/tests.txt"
 # "gather_wait":"slot" and "min_batch":1 (every line records its
 # "min_batch"), res: (GSWITCH_CUDA_RESIDENT=on: small lookups through the
 # resident kernel, gpu/resident_cuda.go), recorded as "resident":"on",
-# and md30:
+# rl: (the same by gswitchd's --resident-lookups 64, recorded in
+# "gswitchd_flags") and md30:
 # (--max-delay 30us; the bound is then 130 µs; every line records its
 # "max_delay").
 bench() {
 i=0
 for t in "$@"; do
   i=$((i+1))
-  env=() tag= mb=32 md=50us
+  env=() tag= mb=32 md=50us sw=()
   while :; do
     case $t in
     slot:*) t=${t#slot:} env+=(GSWITCH_GATHER_WAIT=slot) tag="$tag\"gather_wait\":\"slot\"," ;;
     res:*) t=${t#res:} env+=(GSWITCH_CUDA_RESIDENT=on) tag="$tag\"resident\":\"on\"," ;;
+    rl:*) t=${t#rl:} sw=(--gswitchd-flags "--resident-lookups 64") ;;
     md30:*) t=${t#md30:} md=30us ;;
     mb1:*) t=${t#mb1:} mb=1 ;;
     *) break ;;
@@ -87,7 +90,7 @@ for t in "$@"; do
   tag="$tag\"min_batch\":$mb,"
   set=(--ruleset synthetic:131072,512 --pairs 8 --min-batch $mb --max-delay $md --flowmods 0 --json --duration 3s --switch-cpus 0-7)
   [ -z "$NOHALF" ] && set+=(--latency-step)
-  timeout 100 env "${env[@]}" bin/gswitchctl bench forward --gswitchd bin/gswitchd-cuda "${set[@]}" --rates "${RATES:-1M,1.5M,2M}" --targets "$t" \
+  timeout 100 env "${env[@]}" bin/gswitchctl bench forward --gswitchd bin/gswitchd-cuda "${set[@]}" "${sw[@]}" --rates "${RATES:-1M,1.5M,2M}" --targets "$t" \
     2>> "$OUT/forward.log" | sed "s/^{/{\"call_round\":$i,$tag/" >> "$OUT/forward.jsonl"
   echo "$tag$t rc $?" >> "$OUT/machine.txt"
 done
@@ -213,5 +216,12 @@ rate) # the lossless rates up to 4.5 M: the floor on block and frame rings, the 
       # (block rings) and eager workers with resident lookups (frame rings), two rounds
   RATES=2M,2.5M,3M,3.5M,4M,4.5M NOHALF=1 bench plain@block gswitchd-auto@block res:mb1:gswitchd-auto@frame+w8+f1+eager plain@frame \
         plain@frame res:mb1:gswitchd-auto@frame+w8+f1+eager gswitchd-auto@block plain@block ;;
-*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency|rate" >&2; exit 2 ;;
+flag) # --resident-lookups: the CUDA tests of the resident lookups, then the floor and eager
+      # workers with the flag, twice
+  ( cd gpu
+    echo "== gpu"; timeout 150 ../bin/gpu.test -test.run 'TestCUDAResident' -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|panic|\s+\S+_test.go)'
+  ) > "$OUT/tests.txt" 2>&1
+  cat "$OUT/tests.txt"
+  bench plain@frame mb1:rl:gswitchd-auto@frame+w8+f1+eager mb1:rl:gswitchd-auto@frame+w8+f1+eager plain@frame ;;
+*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency|rate|flag" >&2; exit 2 ;;
 esac
