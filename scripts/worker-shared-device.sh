@@ -32,7 +32,8 @@
 # floor, eager workers with resident lookups and the CPU backend's; "...
 # rate" (seven minutes): the lossless rates to 4.5 M of the floor, the
 # default datapath and eager workers with resident lookups; "... flag"
-# (four minutes): the same eager workers by --resident-lookups. Each
+# (four minutes): the same eager workers by --resident-lookups; "...
+# flagab" (five minutes): the flag against the environment's setting. Each
 # begins with a CUDA test: on a machine just started the first process to
 # open the device waits about 30 s for the driver. tests runs the CUDA tests of the Gatherer and of the
 # workers' runs in flight, compute-sanitizer memcheck over them and the
@@ -223,5 +224,8 @@ flag) # --resident-lookups: the CUDA tests of the resident lookups, then the flo
   ) > "$OUT/tests.txt" 2>&1
   cat "$OUT/tests.txt"
   bench plain@frame mb1:rl:gswitchd-auto@frame+w8+f1+eager mb1:rl:gswitchd-auto@frame+w8+f1+eager plain@frame ;;
-*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency|rate|flag" >&2; exit 2 ;;
+flagab) # the flag against the environment's setting, alternated, with the floor
+  bench plain@frame mb1:rl:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+f1+eager \
+        res:mb1:gswitchd-auto@frame+w8+f1+eager mb1:rl:gswitchd-auto@frame+w8+f1+eager plain@frame ;;
+*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency|rate|flag|flagab" >&2; exit 2 ;;
 esac
