@@ -98,6 +98,37 @@ done
 date -u >> "$OUT/machine.txt"
 cat "$OUT/machine.txt"
 }
+# The resident lookups' checks. ptx KERNEL...: kernels/KERNEL.cu compiled
+# with nvcc into /tmp/ptx (the committed PTX copied there first) for sm_90
+# and compute_80, nvcc's output in $OUT/nvcc.txt and the PTX in
+# $OUT/ptx.tar.xz; it fails when nvcc does. same_ptx KERNEL...: whether
+# the committed PTX is nvcc's (after ptx). gtest RUN [SECONDS]: the gpu
+# package's tests RUN; memcheck RUN: the same under compute-sanitizer;
+# ptest: the pipeline's CUDA tests with resident lookups on.
+keep='^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
+ptx() {
+  mkdir -p /tmp/ptx; cp kernels/*.ptx /tmp/ptx/
+  for k in "$@"; do for a in sm_90:sm90 compute_80:compute80; do
+    (cd kernels && /usr/local/cuda/bin/nvcc -ptx -arch=${a%%:*} -o "/tmp/ptx/${k}_${a##*:}.ptx" $k.cu) > "/tmp/nvcc-$k-${a##*:}.txt" 2>&1 &
+  done; done; wait
+  cat /tmp/nvcc-*.txt > "$OUT/nvcc.txt"; cat "$OUT/nvcc.txt"
+  (cd /tmp/ptx && tar -cJf "$OUT/ptx.tar.xz" $(for k in "$@"; do echo ${k}_sm90.ptx ${k}_compute80.ptx; done))
+  ! grep -q ' error' "$OUT/nvcc.txt"
+}
+same_ptx() {
+  for k in "$@"; do for f in ${k}_sm90 ${k}_compute80; do
+    cmp -s "/tmp/ptx/$f.ptx" "kernels/$f.ptx" && echo "ptx $f: the committed file is nvcc's" || echo "ptx $f: DIFFERS from nvcc's"
+  done; done
+}
+gtest() { (cd gpu && timeout ${2:-150} ../bin/gpu.test -test.run "$1" -test.count=1 -test.v 2>&1 | grep -E "$keep"); }
+memcheck() {
+  (cd gpu && timeout 120 $san --tool memcheck ../bin/gpu.test -test.run "$1" -test.count=1 > "$OUT/memcheck.txt" 2>&1)
+  grep -vE '^=========\s+Host Frame' "$OUT/memcheck.txt" | tail -25
+}
+ptest() {
+  (cd datapath/pipeline && GSWITCH_CUDA_RESIDENT=on timeout 120 ../../bin/datapath_pipeline.test \
+    -test.run 'TestCUDAWorkerRunsInFlight|TestCUDAAsyncSameFates|TestCUDAProcessPartsSameFates' -test.count=1 -test.v 2>&1 | grep -E "$keep")
+}
 case $1 in
 tests) tests ;;
 bench)
@@ -120,60 +151,34 @@ gather) # one device slot, a waiting run retiring the batch in flight, every bat
         mb1:gswitchd-auto@frame+w8+f2 mb1:slot:gswitchd-auto@frame+w8+f2+s1 \
         mb1:slot:gswitchd-auto@frame+w8+f2+s1 mb1:gswitchd-auto@frame+w8+f2 \
         slot:gswitchd-auto@frame+w8+f2+s1 gswitchd-auto@frame+w8+f2+s1 gswitchd-auto@frame+w8+f2 ;;
-resident) # kernels/resident.cu compiled here (the binaries embed what was committed), its tests,
-          # then the workers' lookups through it against the workers' own batches
-  ptx=/tmp/ptx; mkdir -p "$ptx"; cp kernels/*.ptx "$ptx"/
-  for k in flow resident; do for a in sm_90:sm90 compute_80:compute80; do
-    (cd kernels && /usr/local/cuda/bin/nvcc -ptx -arch=${a%%:*} -o "$ptx/${k}_${a##*:}.ptx" $k.cu) > "/tmp/nvcc-$k-${a##*:}.txt" 2>&1 &
-  done; done; wait
-  cat /tmp/nvcc-*.txt > "$OUT/nvcc.txt"; cat "$OUT/nvcc.txt"; ls -la "$ptx" | grep -E 'flow|resident'
-  (cd "$ptx" && tar -cJf "$OUT/ptx.tar.xz" flow_sm90.ptx flow_compute80.ptx resident_sm90.ptx resident_compute80.ptx)
-  export GSWITCH_PTX_DIR=$ptx
-  ( cd gpu
-    echo "== gpu"; timeout 200 ../bin/gpu.test -test.run 'TestCUDAResident|TestCUDAGatherer|TestCUDAFlowRandom' -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
-    echo "== gpu memcheck"; timeout 120 $san --tool memcheck ../bin/gpu.test -test.run 'TestCUDAResidentGatherer' -test.count=1 > "$OUT/memcheck.txt" 2>&1; grep -vE '^=========\s+Host Frame' "$OUT/memcheck.txt" | tail -25
-    cd ../datapath/pipeline
-    echo "== pipeline"; GSWITCH_CUDA_RESIDENT=on timeout 120 ../../bin/datapath_pipeline.test -test.run 'TestCUDAWorkerRunsInFlight|TestCUDAAsyncSameFates|TestCUDAProcessPartsSameFates' -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
-  ) > "$OUT/tests.txt" 2>&1
+resident) # kernels/flow.cu and resident.cu compiled here (the binaries embed what was committed),
+          # the tests with that PTX, then the workers' lookups through the resident kernel
+          # against the workers' own batches
+  ptx flow resident || exit 1
+  export GSWITCH_PTX_DIR=/tmp/ptx
+  { echo "== gpu"; gtest 'TestCUDAResident|TestCUDAGatherer|TestCUDAFlowRandom' 200
+    echo "== gpu memcheck"; memcheck TestCUDAResidentGatherer
+    echo "== pipeline"; ptest; } > "$OUT/tests.txt" 2>&1
   cat "$OUT/tests.txt"
   [ -n "$NOBENCH" ] && exit 0
-  if grep -qE 'FAIL|panic' "$OUT/tests.txt" || grep -q ' error' "$OUT/nvcc.txt"; then echo "tests failed: no bench"; exit 1; fi
+  if grep -qE 'FAIL|panic' "$OUT/tests.txt"; then echo "tests failed: no bench"; exit 1; fi
   bench gswitchd-auto@frame+w8+f2 res:mb1:gswitchd-auto@frame+w8+f2 res:mb1:gswitchd-auto@frame+w8 \
         res:mb1:gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2 ;;
 resbench) # resident.cu compiled here, its tests with that PTX, then the floor, resident and own
-          # batches alternated (with the fresh PTX if nvcc made it, else the embedded)
-  ptx=/tmp/ptx; mkdir -p "$ptx"; cp kernels/*.ptx "$ptx"/
-  for a in sm_90:sm90 compute_80:compute80; do
-    (cd kernels && /usr/local/cuda/bin/nvcc -ptx -arch=${a%%:*} -o "$ptx/resident_${a##*:}.ptx" resident.cu) > "/tmp/nvcc-${a##*:}.txt" 2>&1 &
-  done; wait
-  cat /tmp/nvcc-*.txt > "$OUT/nvcc.txt"; cat "$OUT/nvcc.txt"; ls -la "$ptx" | grep resident
-  (cd "$ptx" && tar -cJf "$OUT/ptx.tar.xz" resident_sm90.ptx resident_compute80.ptx)
-  grep -q ' error' "$OUT/nvcc.txt" || export GSWITCH_PTX_DIR=$ptx
-  ( cd gpu
-    echo "== gpu"; timeout 100 ../bin/gpu.test -test.run 'TestCUDAResident' -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|panic|\s+\S+_test.go)'
-    echo "== gpu memcheck"; timeout 100 $san --tool memcheck ../bin/gpu.test -test.run 'TestCUDAResidentGatherer' -test.count=1 2>&1 | tail -2
-  ) > "$OUT/tests.txt" 2>&1
+          # batches alternated
+  ptx resident || exit 1
+  export GSWITCH_PTX_DIR=/tmp/ptx
+  { echo "== gpu"; gtest TestCUDAResident; echo "== gpu memcheck"; memcheck TestCUDAResidentGatherer; } > "$OUT/tests.txt" 2>&1
   cat "$OUT/tests.txt"
   bench plain@frame res:mb1:gswitchd-auto@frame+w8+f2 gswitchd-auto@frame+w8+f2 \
         res:mb1:gswitchd-auto@frame+w8+f2 plain@frame ;;
-eager) # the resident lookups' checks (the embedded PTX against nvcc's, their tests, memcheck),
+eager) # the resident lookups' checks (the committed PTX against nvcc's, their tests, memcheck),
        # then the workers' eager close (+eager, --worker-close eager) with resident lookups:
        # synchronous runs, one and two in flight, against two in flight closed at the deadline
-  ptx=/tmp/ptx; mkdir -p "$ptx"
-  for k in flow resident; do for a in sm_90:sm90 compute_80:compute80; do
-    (cd kernels && /usr/local/cuda/bin/nvcc -ptx -arch=${a%%:*} -o "$ptx/${k}_${a##*:}.ptx" $k.cu) > "/tmp/nvcc-$k-${a##*:}.txt" 2>&1 &
-  done; done
-  ( cd gpu
-    echo "== gpu"; timeout 150 ../bin/gpu.test -test.run 'TestCUDAResident' -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
-    echo "== gpu memcheck"; timeout 120 $san --tool memcheck ../bin/gpu.test -test.run 'TestCUDAResidentGatherer|TestCUDAResidentClose' -test.count=1 > "$OUT/memcheck.txt" 2>&1; grep -vE '^=========\s+Host Frame' "$OUT/memcheck.txt" | tail -25
-    cd ../datapath/pipeline
-    echo "== pipeline"; GSWITCH_CUDA_RESIDENT=on timeout 120 ../../bin/datapath_pipeline.test -test.run 'TestCUDAWorkerRunsInFlight|TestCUDAAsyncSameFates|TestCUDAProcessPartsSameFates' -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
-  ) > "$OUT/tests.txt" 2>&1
-  wait
-  cat /tmp/nvcc-*.txt > "$OUT/nvcc.txt"
-  for f in flow_sm90 flow_compute80 resident_sm90 resident_compute80; do
-    cmp -s "$ptx/$f.ptx" "kernels/$f.ptx" && echo "ptx $f: the committed file is nvcc's" || echo "ptx $f: DIFFERS from nvcc's"
-  done >> "$OUT/tests.txt"
+  { echo "== gpu"; gtest TestCUDAResident
+    echo "== gpu memcheck"; memcheck 'TestCUDAResidentGatherer|TestCUDAResidentClose'
+    echo "== pipeline"; ptest; } > "$OUT/tests.txt" 2>&1
+  ptx flow resident && same_ptx flow resident >> "$OUT/tests.txt"
   cat "$OUT/tests.txt"
   [ -n "$NOBENCH" ] && exit 0
   bench plain@frame res:mb1:gswitchd-auto@frame+w8+f2 res:mb1:gswitchd-auto@frame+w8+f1+eager \
@@ -182,19 +187,11 @@ eager) # the resident lookups' checks (the embedded PTX against nvcc's, their te
         res:mb1:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+f2 ;;
 reslat) # resident.cu compiled here (its PTX back in ptx.tar.xz), its tests, the resident lookups'
         # latency (BenchmarkCUDAResidentLatency), then the floor and eager workers (synchronous, 1 and 2 runs in flight)
-  ptx=/tmp/ptx; mkdir -p "$ptx"; cp kernels/*.ptx "$ptx"/
-  for a in sm_90:sm90 compute_80:compute80; do
-    (cd kernels && /usr/local/cuda/bin/nvcc -ptx -arch=${a%%:*} -o "$ptx/resident_${a##*:}.ptx" resident.cu) > "/tmp/nvcc-${a##*:}.txt" 2>&1 &
-  done; wait
-  cat /tmp/nvcc-*.txt > "$OUT/nvcc.txt"; cat "$OUT/nvcc.txt"
-  (cd "$ptx" && tar -cJf "$OUT/ptx.tar.xz" resident_sm90.ptx resident_compute80.ptx)
-  grep -q ' error' "$OUT/nvcc.txt" && exit 1
-  export GSWITCH_PTX_DIR=$ptx
-  ( cd gpu
-    echo "== gpu"; timeout 150 ../bin/gpu.test -test.run 'TestCUDAResident' -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|panic|\s+\S+_test.go)'
-    echo "== gpu memcheck"; timeout 100 $san --tool memcheck ../bin/gpu.test -test.run 'TestCUDAResidentGatherer' -test.count=1 2>&1 | tail -2
-    echo "== gpu bench"; timeout 200 ../bin/gpu.test -test.run XXX -test.bench 'CUDAResidentLatency' -test.benchtime 1x 2>&1 | grep -E '^(Benchmark|ok|FAIL|panic|\s+\S+_test.go)'
-  ) > "$OUT/tests.txt" 2>&1
+  ptx resident || exit 1
+  export GSWITCH_PTX_DIR=/tmp/ptx
+  { echo "== gpu"; gtest TestCUDAResident
+    echo "== gpu memcheck"; memcheck TestCUDAResidentGatherer
+    echo "== gpu bench"; (cd gpu && timeout 200 ../bin/gpu.test -test.run XXX -test.bench 'CUDAResidentLatency' -test.benchtime 1x 2>&1 | grep -E '^(Benchmark|ok|FAIL|panic|\s+\S+_test.go)'); } > "$OUT/tests.txt" 2>&1
   cat "$OUT/tests.txt"
   [ -n "$NOBENCH" ] && exit 0
   bench plain@frame res:mb1:gswitchd-auto@frame+w8+f2 res:mb1:gswitchd-auto@frame+w8+eager \
@@ -204,11 +201,7 @@ reslat) # resident.cu compiled here (its PTX back in ptx.tar.xz), its tests, the
 latency) # the resident tests with the committed PTX, then the latency at half the lossless rate:
          # the floor, eager workers with resident lookups (one run in flight, and synchronous),
          # and the CPU backend's eager workers
-  ( cd gpu
-    echo "== gpu"; timeout 150 ../bin/gpu.test -test.run 'TestCUDAResident' -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|panic|\s+\S+_test.go)'
-    cd ../datapath/pipeline
-    echo "== pipeline"; GSWITCH_CUDA_RESIDENT=on timeout 120 ../../bin/datapath_pipeline.test -test.run 'TestCUDAWorkerRunsInFlight|TestCUDAAsyncSameFates|TestCUDAProcessPartsSameFates' -test.count=1 -test.v 2>&1 | grep -E '^(--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
-  ) > "$OUT/tests.txt" 2>&1
+  { echo "== gpu"; gtest TestCUDAResident; echo "== pipeline"; ptest; } > "$OUT/tests.txt" 2>&1
   cat "$OUT/tests.txt"
   bench plain@frame res:mb1:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+eager \
         gswitchd-cpu@frame+w8+eager res:mb1:gswitchd-auto@frame+w8+f1+eager \
@@ -219,9 +212,7 @@ rate) # the lossless rates up to 4.5 M: the floor on block and frame rings, the 
         plain@frame res:mb1:gswitchd-auto@frame+w8+f1+eager gswitchd-auto@block plain@block ;;
 flag) # --resident-lookups: the CUDA tests of the resident lookups, then the floor and eager
       # workers with the flag, twice
-  ( cd gpu
-    echo "== gpu"; timeout 150 ../bin/gpu.test -test.run 'TestCUDAResident' -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|panic|\s+\S+_test.go)'
-  ) > "$OUT/tests.txt" 2>&1
+  { echo "== gpu"; gtest TestCUDAResident; } > "$OUT/tests.txt" 2>&1
   cat "$OUT/tests.txt"
   bench plain@frame mb1:rl:gswitchd-auto@frame+w8+f1+eager mb1:rl:gswitchd-auto@frame+w8+f1+eager plain@frame ;;
 flagab) # the flag against the environment's setting, alternated, with the floor
