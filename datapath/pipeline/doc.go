@@ -389,6 +389,14 @@
 // runs gather into one device call. The lock order is the switch's mu,
 // then the Gatherer's (a run reserves and packs under the read lock).
 //
+// With Config.WorkerEager (the agent's --worker-close eager) a worker
+// closes its open batch as soon as its rings are empty and a run may
+// start (fewer than K in flight, or synchronous runs), not at the
+// deadline: group commit, each batch what came during the run before it.
+// With a device whose small lookups cost no launch (gpu's resident
+// lookups) and one run in flight, 8 workers on an H200 host kept a p99 of
+// 95-120 µs at 1 Mframes/s of the 131,072-rule set (docs/gpu.md).
+//
 // # What is not here yet
 //
 // Meter bands other than drop and DSCP remark, the virtual meters,
