@@ -33,7 +33,9 @@
 # rate" (seven minutes): the lossless rates to 4.5 M of the floor, the
 # default datapath and eager workers with resident lookups; "... flag"
 # (four minutes): the same eager workers by --resident-lookups; "...
-# flagab" (five minutes): the flag against the environment's setting. Each
+# flagab" (five minutes): the flag against the environment's setting;
+# "... rounds" (five minutes): plain and the defaults on block rings, three
+# rounds on a finer grid. Each
 # begins with a CUDA test: on a machine just started the first process to
 # open the device waits about 30 s for the driver. tests runs the CUDA tests of the Gatherer and of the
 # workers' runs in flight, compute-sanitizer memcheck over them and the
@@ -210,6 +212,10 @@ rate) # the lossless rates up to 4.5 M: the floor on block and frame rings, the 
       # (block rings) and eager workers with resident lookups (frame rings), two rounds
   RATES=2M,2.5M,3M,3.5M,4M,4.5M NOHALF=1 bench plain@block gswitchd-auto@block res:mb1:gswitchd-auto@frame+w8+f1+eager plain@frame \
         plain@frame res:mb1:gswitchd-auto@frame+w8+f1+eager gswitchd-auto@block plain@block ;;
+rounds) # the issue's throughput measure: plain and the defaults on block rings, three rounds
+        # alternated on a finer grid of rates
+  RATES=3.5M,3.75M,4M,4.25M,4.5M,4.75M NOHALF=1 bench plain@block gswitchd-auto@block gswitchd-auto@block \
+        plain@block plain@block gswitchd-auto@block ;;
 flag) # --resident-lookups: the CUDA tests of the resident lookups, then the floor and eager
       # workers with the flag, twice
   { echo "== gpu"; gtest TestCUDAResident; } > "$OUT/tests.txt" 2>&1
@@ -218,5 +224,5 @@ flag) # --resident-lookups: the CUDA tests of the resident lookups, then the flo
 flagab) # the flag against the environment's setting, alternated, with the floor
   bench plain@frame mb1:rl:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+f1+eager \
         res:mb1:gswitchd-auto@frame+w8+f1+eager mb1:rl:gswitchd-auto@frame+w8+f1+eager plain@frame ;;
-*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency|rate|flag|flagab" >&2; exit 2 ;;
+*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency|rate|rounds|flag|flagab" >&2; exit 2 ;;
 esac
