@@ -35,7 +35,8 @@
 # (four minutes): the same eager workers by --resident-lookups; "...
 # flagab" (five minutes): the flag against the environment's setting;
 # "... rounds" (five minutes): plain and the defaults on block rings, three
-# rounds on a finer grid. Each
+# rounds on a finer grid; "... confirm" (four minutes): the latency
+# setting by the flag against the floor, three rounds. Each
 # begins with a CUDA test: on a machine just started the first process to
 # open the device waits about 30 s for the driver. tests runs the CUDA tests of the Gatherer and of the
 # workers' runs in flight, compute-sanitizer memcheck over them and the
@@ -221,8 +222,11 @@ flag) # --resident-lookups: the CUDA tests of the resident lookups, then the flo
   { echo "== gpu"; gtest TestCUDAResident; } > "$OUT/tests.txt" 2>&1
   cat "$OUT/tests.txt"
   bench plain@frame mb1:rl:gswitchd-auto@frame+w8+f1+eager mb1:rl:gswitchd-auto@frame+w8+f1+eager plain@frame ;;
+confirm) # the latency setting by the flag against the floor, three rounds alternated
+  bench plain@frame mb1:rl:gswitchd-auto@frame+w8+f1+eager mb1:rl:gswitchd-auto@frame+w8+f1+eager plain@frame \
+        plain@frame mb1:rl:gswitchd-auto@frame+w8+f1+eager ;;
 flagab) # the flag against the environment's setting, alternated, with the floor
   bench plain@frame mb1:rl:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+f1+eager \
         res:mb1:gswitchd-auto@frame+w8+f1+eager mb1:rl:gswitchd-auto@frame+w8+f1+eager plain@frame ;;
-*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency|rate|rounds|flag|flagab" >&2; exit 2 ;;
+*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency|rate|rounds|flag|flagab|confirm" >&2; exit 2 ;;
 esac
