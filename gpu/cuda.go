@@ -78,7 +78,7 @@ type CUDA struct {
 	// (and saves a driver call per scatter on the staging buffer's event).
 	doneSeq atomic.Uint64
 	// res is the resident lookups' kernel and mailbox (resident_cuda.go;
-	// nil: off, GSWITCH_CUDA_RESIDENT unset).
+	// nil: off: no ResidentConfig.Slots, GSWITCH_CUDA_RESIDENT unset).
 	res *resident
 	// rver counts the image loads and scatters (guarded by mu): a resident
 	// block stages a table again when a request's version differs.

@@ -513,7 +513,7 @@ type DeviceStats struct {
 	Memory  int64
 	Keys    uint64    // keys it looked up
 	CPUOnly []TableID // tables it could not hold
-	// Resident lookups (a CUDA device with GSWITCH_CUDA_RESIDENT; see
+	// Resident lookups (a CUDA device with ResidentConfig, --resident-lookups; see
 	// docs/gpu.md): whether they are on, the lookups posted to the
 	// resident kernel and its launches.
 	Resident         bool

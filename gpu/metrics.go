@@ -22,7 +22,7 @@ var (
 	descKeys = prometheus.NewDesc("gswitch_backend_keys_total",
 		"Keys looked up, by backend.", []string{"backend", "device"}, nil)
 	descResidentLookups = prometheus.NewDesc("gswitch_backend_resident_lookups_total",
-		"Lookups posted to the device's resident kernel (GSWITCH_CUDA_RESIDENT; only devices with resident lookups on).", []string{"device"}, nil)
+		"Lookups posted to the device's resident kernel (--resident-lookups; only devices with resident lookups on).", []string{"device"}, nil)
 	descResidentLaunches = prometheus.NewDesc("gswitch_backend_resident_launches_total",
 		"Launches of the device's resident kernel (each leaves once no lookup has come for its idle time, --resident-idle, or when stopped for a free, an allocation or a newer version of the tables).", []string{"device"}, nil)
 	descTableBackend = prometheus.NewDesc("gswitch_table_backend",

@@ -119,7 +119,7 @@ func TestEngineCollectorResident(t *testing.T) {
 	want := `# HELP gswitch_backend_resident_launches_total Launches of the device's resident kernel (each leaves once no lookup has come for its idle time, --resident-idle, or when stopped for a free, an allocation or a newer version of the tables).
 # TYPE gswitch_backend_resident_launches_total counter
 gswitch_backend_resident_launches_total{device="0"} 3
-# HELP gswitch_backend_resident_lookups_total Lookups posted to the device's resident kernel (GSWITCH_CUDA_RESIDENT; only devices with resident lookups on).
+# HELP gswitch_backend_resident_lookups_total Lookups posted to the device's resident kernel (--resident-lookups; only devices with resident lookups on).
 # TYPE gswitch_backend_resident_lookups_total counter
 gswitch_backend_resident_lookups_total{device="0"} 7
 `

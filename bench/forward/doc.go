@@ -136,7 +136,7 @@
 // batches over the step: gather_batches, gather_keys_mean,
 // gather_shares_mean (runs a batch) and gather_closed {full, idle, wait}
 // (the log line's "shared batches"), and with resident lookups
-// (GSWITCH_CUDA_RESIDENT in gswitchd's environment) from
+// (gswitchd's --resident-lookups, or GSWITCH_CUDA_RESIDENT in its environment) from
 // gswitch_backend_resident_*_total the lookups posted to the resident
 // kernels over the step and their launches, resident_lookups and
 // resident_launches (the log line's "resident lookups"). The plain

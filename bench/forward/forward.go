@@ -484,7 +484,7 @@ type Step struct {
 	GatherKeysMean   float64           `json:"gather_keys_mean,omitempty"`
 	GatherSharesMean float64           `json:"gather_shares_mean,omitempty"`
 	GatherClosed     map[string]uint64 `json:"gather_closed,omitempty"`
-	// With resident lookups (GSWITCH_CUDA_RESIDENT): the lookups posted to
+	// With resident lookups (gswitchd's --resident-lookups): the lookups posted to
 	// the devices' resident kernels over the step, and their launches.
 	ResidentLookups  uint64 `json:"resident_lookups,omitempty"`
 	ResidentLaunches uint64 `json:"resident_launches,omitempty"`

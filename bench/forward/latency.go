@@ -79,7 +79,7 @@ const (
 	gatherClosedMetric  = "gswitch_gatherer_closed_total"
 )
 
-// The resident lookups (GSWITCH_CUDA_RESIDENT, docs/gpu.md): lookups posted
+// The resident lookups (gswitchd's --resident-lookups, docs/gpu.md): lookups posted
 // to a device's resident kernel and its launches, by device. A gswitchd
 // without them has none.
 const (
