@@ -40,7 +40,8 @@
 # on block rings; "... blockw2" (eight minutes): to 6 M, plain against
 # those workers in batches of 64 with 2 and 4 runs in flight; "... wprof"
 # (seven minutes): their CPU profile at 5 M, then two rounds of plain,
-# them and the defaults; "... wrounds" (six minutes): three rounds of
+# them and the defaults; "... profs" (three minutes): CPU profiles of
+# plain, them and the defaults at 5 M; "... wrounds" (six minutes): three rounds of
 # plain against them; "... confirm" (four minutes): the latency
 # setting by the flag against the floor, three rounds. Each
 # begins with a CUDA test: on a machine just started the first process to
@@ -80,22 +81,23 @@ cat "$OUT/tests.txt"
 # resident kernel, gpu/resident_cuda.go), recorded as "resident":"on",
 # rl: (the same by gswitchd's --resident-lookups 64, recorded in
 # "gswitchd_flags"), b64: (--batch-size 64, recorded there too: a
-# worker's run then fits a resident lookup), prof: (gswitchd's
-# --cpuprofile, written to $OUT/cpu-N.pprof for the Nth target) and md30:
+# worker's run then fits a resident lookup), prof: (gswitchd's or the
+# plain forwarder's --cpuprofile, written to $OUT/cpu-N.pprof for the Nth
+# target) and md30:
 # (--max-delay 30us; the bound is then 130 µs; every line records its
 # "max_delay").
 bench() {
 : "${i:=0}" # call_round numbers the targets across the bench calls of one run
 for t in "$@"; do
   i=$((i+1))
-  env=() tag= mb=32 md=50us gf= sw=()
+  env=() tag= mb=32 md=50us gf= pf= sw=()
   while :; do
     case $t in
     slot:*) t=${t#slot:} env+=(GSWITCH_GATHER_WAIT=slot) tag="$tag\"gather_wait\":\"slot\"," ;;
     res:*) t=${t#res:} env+=(GSWITCH_CUDA_RESIDENT=on) tag="$tag\"resident\":\"on\"," ;;
     rl:*) t=${t#rl:} gf="$gf --resident-lookups 64" ;;
     b64:*) t=${t#b64:} gf="$gf --batch-size 64" ;;
-    prof:*) t=${t#prof:} gf="$gf --cpuprofile $OUT/cpu-$i.pprof" ;;
+    prof:*) t=${t#prof:} gf="$gf --cpuprofile $OUT/cpu-$i.pprof" pf="$pf --cpuprofile $OUT/cpu-$i.pprof" ;;
     md30:*) t=${t#md30:} md=30us ;;
     mb1:*) t=${t#mb1:} mb=1 ;;
     *) break ;;
@@ -103,6 +105,7 @@ for t in "$@"; do
   done
   tag="$tag\"min_batch\":$mb,"
   [ -n "$gf" ] && sw=(--gswitchd-flags "${gf# }")
+  [ -n "$pf" ] && sw+=(--plain-flags "${pf# }")
   set=(--ruleset synthetic:131072,512 --pairs 8 --min-batch $mb --max-delay $md --flowmods 0 --json --duration 3s --switch-cpus 0-7)
   [ -z "$NOHALF" ] && set+=(--latency-step)
   timeout 100 env "${env[@]}" bin/gswitchctl bench forward --gswitchd bin/gswitchd-cuda "${set[@]}" "${sw[@]}" --rates "${RATES:-1M,1.5M,2M}" --targets "$t" \
@@ -247,6 +250,9 @@ wprof) # a CPU profile of those workers (batches of 64, two runs in flight) at 5
   RATES=5M NOHALF=1 bench prof:mb1:rl:b64:gswitchd-auto@block+w8+f2+eager
   RATES=${RATES:-4.5M,5M,5.25M,5.5M,5.75M,6M} NOHALF=1 bench plain@block mb1:rl:b64:gswitchd-auto@block+w8+f2+eager \
         gswitchd-auto@block gswitchd-auto@block mb1:rl:b64:gswitchd-auto@block+w8+f2+eager plain@block ;;
+profs) # CPU profiles at 5 M of plain, the throughput setting's workers and the defaults, one host
+  gtest TestCUDAResidentFlowRandom > "$OUT/tests.txt" 2>&1; cat "$OUT/tests.txt"
+  RATES=5M NOHALF=1 bench prof:plain@block prof:mb1:rl:b64:gswitchd-auto@block+w8+f2+eager prof:gswitchd-auto@block ;;
 wrounds) # the throughput setting against plain, three rounds alternated to 6 M
   gtest TestCUDAResidentFlowRandom > "$OUT/tests.txt" 2>&1; cat "$OUT/tests.txt"
   RATES=${RATES:-4.5M,5M,5.25M,5.5M,5.75M,6M} NOHALF=1 bench plain@block mb1:rl:b64:gswitchd-auto@block+w8+f2+eager \
@@ -262,5 +268,5 @@ confirm) # the latency setting by the flag against the floor, three rounds alter
 flagab) # the flag against the environment's setting, alternated, with the floor
   bench plain@frame mb1:rl:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+f1+eager \
         res:mb1:gswitchd-auto@frame+w8+f1+eager mb1:rl:gswitchd-auto@frame+w8+f1+eager plain@frame ;;
-*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency|rate|rounds|blockw|blockw2|wprof|wrounds|flag|flagab|confirm" >&2; exit 2 ;;
+*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency|rate|rounds|blockw|blockw2|wprof|profs|wrounds|flag|flagab|confirm" >&2; exit 2 ;;
 esac
