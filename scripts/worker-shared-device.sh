@@ -41,7 +41,8 @@
 # those workers in batches of 64 with 2 and 4 runs in flight; "... wprof"
 # (seven minutes): their CPU profile at 5 M, then two rounds of plain,
 # them and the defaults; "... profs" (three minutes): CPU profiles of
-# plain, them and the defaults at 5 M; "... wrounds" (six minutes): three rounds of
+# plain, them and the defaults at 5 M; "... plainbatch" (two minutes):
+# plain sending 256 frames a call against 64; "... wrounds" (six minutes): three rounds of
 # plain against them; "... confirm" (four minutes): the latency
 # setting by the flag against the floor, three rounds. Each
 # begins with a CUDA test: on a machine just started the first process to
@@ -83,7 +84,8 @@ cat "$OUT/tests.txt"
 # "gswitchd_flags"), b64: (--batch-size 64, recorded there too: a
 # worker's run then fits a resident lookup), prof: (gswitchd's or the
 # plain forwarder's --cpuprofile, written to $OUT/cpu-N.pprof for the Nth
-# target) and md30:
+# target), pb64: (the plain forwarder's --batch-size 64, recorded in
+# "plain_flags") and md30:
 # (--max-delay 30us; the bound is then 130 µs; every line records its
 # "max_delay").
 bench() {
@@ -97,6 +99,7 @@ for t in "$@"; do
     res:*) t=${t#res:} env+=(GSWITCH_CUDA_RESIDENT=on) tag="$tag\"resident\":\"on\"," ;;
     rl:*) t=${t#rl:} gf="$gf --resident-lookups 64" ;;
     b64:*) t=${t#b64:} gf="$gf --batch-size 64" ;;
+    pb64:*) t=${t#pb64:} pf="$pf --batch-size 64" ;;
     prof:*) t=${t#prof:} gf="$gf --cpuprofile $OUT/cpu-$i.pprof" pf="$pf --cpuprofile $OUT/cpu-$i.pprof" ;;
     md30:*) t=${t#md30:} md=30us ;;
     mb1:*) t=${t#mb1:} mb=1 ;;
@@ -253,6 +256,8 @@ wprof) # a CPU profile of those workers (batches of 64, two runs in flight) at 5
 profs) # CPU profiles at 5 M of plain, the throughput setting's workers and the defaults, one host
   gtest TestCUDAResidentFlowRandom > "$OUT/tests.txt" 2>&1; cat "$OUT/tests.txt"
   RATES=5M NOHALF=1 bench prof:plain@block prof:mb1:rl:b64:gswitchd-auto@block+w8+f2+eager prof:gswitchd-auto@block ;;
+plainbatch) # the plain forwarder sending 256 frames a call (its default) against 64, with CPU profiles
+  RATES=${RATES:-5M,5.5M,6M} NOHALF=1 bench prof:plain@block prof:pb64:plain@block pb64:plain@block plain@block ;;
 wrounds) # the throughput setting against plain, three rounds alternated to 6 M
   gtest TestCUDAResidentFlowRandom > "$OUT/tests.txt" 2>&1; cat "$OUT/tests.txt"
   RATES=${RATES:-4.5M,5M,5.25M,5.5M,5.75M,6M} NOHALF=1 bench plain@block mb1:rl:b64:gswitchd-auto@block+w8+f2+eager \
@@ -268,5 +273,5 @@ confirm) # the latency setting by the flag against the floor, three rounds alter
 flagab) # the flag against the environment's setting, alternated, with the floor
   bench plain@frame mb1:rl:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+f1+eager \
         res:mb1:gswitchd-auto@frame+w8+f1+eager mb1:rl:gswitchd-auto@frame+w8+f1+eager plain@frame ;;
-*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency|rate|rounds|blockw|blockw2|wprof|profs|wrounds|flag|flagab|confirm" >&2; exit 2 ;;
+*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency|rate|rounds|blockw|blockw2|wprof|profs|plainbatch|wrounds|flag|flagab|confirm" >&2; exit 2 ;;
 esac
