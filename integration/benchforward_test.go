@@ -76,6 +76,13 @@ func benchForwardOnce(t *testing.T, ctl, gsw, sink string) (lossy string) {
 			if m["target"] != "gswitchd" || m["rules"] != 100.0 || m["sink"] != sink {
 				t.Errorf("step %s", sc.Text())
 			}
+			// The switch's CPU per forwarded frame goes with its cores: both
+			// there, or (less than a tick of CPU time) neither.
+			cores, _ := m["switch_cores"].(float64)
+			perFrame, _ := m["switch_cpu_us_per_frame"].(float64)
+			if recv, _ := m["received"].(float64); (cores > 0 && recv > 0) != (perFrame > 0) || perFrame > 1e6 {
+				t.Errorf("switch_cores %v, received %v, switch_cpu_us_per_frame %v: %s", cores, recv, perFrame, sc.Text())
+			}
 			// Generous: a busy CI machine may drop a few frames, but at
 			// these rates a switch that forwards must pass almost all.
 			if loss, _ := m["loss_pct"].(float64); loss > 5 || m["forwarded_pps"].(float64) < 2000 {

@@ -1,7 +1,9 @@
 package forward
 
 import (
+	"math"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -139,5 +141,25 @@ ctxt 999
 	s1 := cpuSample{set: cpuTicks{busy: 150, soft: 50, total: 300, cores: 2}}
 	if b, so := s1.setSince(s0); b != 1.5 || so != 0.5 {
 		t.Errorf("setSince: %v busy, %v soft; want 1.5, 0.5", b, so)
+	}
+}
+
+// TestCPUPerFrame: a step's switch CPU per forwarded frame is the cores
+// the process kept busy times the time they were measured over, per frame.
+func TestCPUPerFrame(t *testing.T) {
+	for _, c := range []struct {
+		cores   float64
+		elapsed time.Duration
+		frames  uint64
+		want    float64
+	}{
+		{6, 3500 * time.Millisecond, 15_000_000, 1.4},
+		{0.25, 4 * time.Second, 1_000_000, 1.0},
+		{6, 3 * time.Second, 0, 0},
+		{6, 0, 15_000_000, 0},
+	} {
+		if got := cpuPerFrameUs(c.cores, c.elapsed, c.frames); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("cpuPerFrameUs(%v, %v, %d) = %v, want %v", c.cores, c.elapsed, c.frames, got, c.want)
+		}
 	}
 }

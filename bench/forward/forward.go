@@ -501,6 +501,11 @@ type Step struct {
 	BusyCores   float64 `json:"busy_cores"`
 	StealCores  float64 `json:"steal_cores"` // a virtual machine's CPU its hypervisor ran something else on
 	SwitchCores float64 `json:"switch_cores,omitempty"`
+	// SwitchCPUPerFrameUs is the switch process's CPU time over the step
+	// and its settle time (user and system, as switch_cores) in µs per
+	// frame forwarded (Received): the issue's "CPU time per forwarded
+	// frame, from the process's own accounting". 0 when nothing arrived.
+	SwitchCPUPerFrameUs float64 `json:"switch_cpu_us_per_frame,omitempty"`
 	// With --switch-cpus: how many of those cores were busy over the step
 	// (/proc/stat's per-core lines, the switch's process and the kernel's
 	// work on them alike: a switch whose cores are all busy is bound by

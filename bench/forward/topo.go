@@ -895,6 +895,15 @@ func (s cpuSample) setSince(s0 cpuSample) (busy, soft float64) {
 	return float64(s.set.busy-s0.set.busy) / d * n, float64(s.set.soft-s0.set.soft) / d * n
 }
 
+// cpuPerFrameUs is a process's CPU in µs per frame: cores busy over
+// elapsed, per frames (0 when there were none or no time passed).
+func cpuPerFrameUs(cores float64, elapsed time.Duration, frames uint64) float64 {
+	if frames == 0 || elapsed <= 0 {
+		return 0
+	}
+	return cores * elapsed.Seconds() / float64(frames) * 1e6
+}
+
 // since returns the cores the machine kept busy between s0 and s (busy
 // ticks over total ticks, times the cores), the cores the hypervisor gave
 // to someone else (steal), and the cores the process used.
