@@ -35,17 +35,17 @@
 # (four minutes): the same eager workers by --resident-lookups; "...
 # flagab" (five minutes): the flag against the environment's setting;
 # "... rounds" (five minutes): plain and the defaults on block rings, three
-# rounds on a finer grid; "... blockw" (nine minutes): the same grid to
+# rounds on a finer grid; "... blockw" (six minutes): the same grid to
 # 5.5 M for plain, the defaults and eager workers with resident lookups
-# on block rings; "... blockw2" (eight minutes): to 6 M, plain against
+# on block rings; "... blockw2" (five minutes): to 6 M, plain against
 # those workers in batches of 64 with 2 and 4 runs in flight; "... wprof"
-# (seven minutes): their CPU profile at 5 M, then two rounds of plain,
-# them and the defaults; "... profs" (three minutes): CPU profiles of
-# plain, them and the defaults at 5 M; "... plainbatch" (two minutes):
-# plain sending 256 frames a call against 64; "... wrounds" (six minutes): three rounds of
+# (five minutes): their CPU profile at 5 M, then two rounds of plain,
+# them and the defaults; "... profs" (two minutes): CPU profiles of
+# plain, them and the defaults at 5 M; "... plainbatch" (two minutes, no CUDA test):
+# plain sending 256 frames a call against 64; "... wrounds" (five minutes): three rounds of
 # plain against them; "... confirm" (four minutes): the latency
 # setting by the flag against the floor, three rounds. Each
-# begins with a CUDA test: on a machine just started the first process to
+# but plainbatch begins with a CUDA test: on a machine just started the first process to
 # open the device waits about 30 s for the driver. tests runs the CUDA tests of the Gatherer and of the
 # workers' runs in flight, compute-sanitizer memcheck over them and the
 # host side of shared lookups (BenchmarkCUDASharedLookups); bench
