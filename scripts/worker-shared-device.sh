@@ -58,7 +58,10 @@
 cd "$(dirname "$0")/.."
 for f in bin/*.xz; do [ -e "$f" ] && xz -df "$f"; done
 chmod +x bin/*
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; date -u; } > "$OUT/machine.txt" 2>&1
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; date -u
+  lscpu | grep -E '^(Model name|Thread\(s\) per core|Core\(s\) per socket|Socket\(s\)|NUMA node\(s\))'
+  echo "thread siblings: $(cat /sys/devices/system/cpu/cpu*/topology/thread_siblings_list 2>/dev/null | sort -u | tr '\n' ' ')"
+} > "$OUT/machine.txt" 2>&1
 san=/usr/local/cuda/bin/compute-sanitizer
 tests() {
 ( cd gpu
