@@ -503,8 +503,8 @@ type Step struct {
 	SwitchCores float64 `json:"switch_cores,omitempty"`
 	// SwitchCPUPerFrameUs is the switch process's CPU time over the step
 	// and its settle time (user and system, as switch_cores) in µs per
-	// frame forwarded (Received): the issue's "CPU time per forwarded
-	// frame, from the process's own accounting". 0 when nothing arrived.
+	// frame forwarded (Received): its CPU per forwarded frame by its own
+	// accounting. 0 when nothing arrived.
 	SwitchCPUPerFrameUs float64 `json:"switch_cpu_us_per_frame,omitempty"`
 	// With --switch-cpus: how many of those cores were busy over the step
 	// (/proc/stat's per-core lines, the switch's process and the kernel's
