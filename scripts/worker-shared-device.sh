@@ -152,6 +152,12 @@ ptest() {
   (cd datapath/pipeline && GSWITCH_CUDA_RESIDENT=on timeout 120 ../../bin/datapath_pipeline.test \
     -test.run 'TestCUDAWorkerRunsInFlight|TestCUDAAsyncSameFates|TestCUDAProcessPartsSameFates' -test.count=1 -test.v 2>&1 | grep -E "$keep")
 }
+# conform: the resident lookups' conformance test (TestCUDAResidentFlowRandom),
+# which also waits out the driver's first opening, into $OUT/tests.txt.
+conform() { gtest TestCUDAResidentFlowRandom > "$OUT/tests.txt" 2>&1; cat "$OUT/tests.txt"; }
+# W: the throughput setting's workers on block rings (batches of 64, two
+# runs in flight, eager close, resident lookups); TOP: the rates to 6 M.
+W=mb1:rl:b64:gswitchd-auto@block+w8+f2+eager TOP=4.5M,5M,5.25M,5.5M,5.75M,6M
 case $1 in
 tests) tests ;;
 bench)
@@ -239,32 +245,32 @@ rounds) # the issue's throughput measure: plain and the defaults on block rings,
         plain@block plain@block gswitchd-auto@block ;;
 blockw) # the lossless rates on block rings to 5.5 M: plain, the defaults, and eager workers with
         # resident lookups (batches of 256, and of 64, which fit a resident lookup; 1 and 2 in flight)
-  gtest TestCUDAResidentFlowRandom > "$OUT/tests.txt" 2>&1; cat "$OUT/tests.txt"
+  conform
   RATES=${RATES:-4M,4.25M,4.5M,4.75M,5M,5.25M,5.5M} NOHALF=1 bench plain@block gswitchd-auto@block \
         mb1:rl:gswitchd-auto@block+w8+f1+eager mb1:rl:b64:gswitchd-auto@block+w8+f1+eager \
-        mb1:rl:b64:gswitchd-auto@block+w8+f2+eager plain@block mb1:rl:b64:gswitchd-auto@block+w8+f2+eager \
+        $W plain@block $W \
         mb1:rl:b64:gswitchd-auto@block+w8+f1+eager ;;
 blockw2) # the same to 6 M: plain against eager workers with resident lookups in batches of 64, two
          # and four runs in flight, and the defaults once
-  gtest TestCUDAResidentFlowRandom > "$OUT/tests.txt" 2>&1; cat "$OUT/tests.txt"
-  RATES=${RATES:-4.5M,5M,5.25M,5.5M,5.75M,6M} NOHALF=1 bench plain@block mb1:rl:b64:gswitchd-auto@block+w8+f2+eager \
+  conform
+  RATES=${RATES:-$TOP} NOHALF=1 bench plain@block $W \
         mb1:rl:b64:gswitchd-auto@block+w8+f4+eager plain@block mb1:rl:b64:gswitchd-auto@block+w8+f4+eager \
-        mb1:rl:b64:gswitchd-auto@block+w8+f2+eager gswitchd-auto@block plain@block ;;
+        $W gswitchd-auto@block plain@block ;;
 wprof) # a CPU profile of those workers (batches of 64, two runs in flight) at 5 M, then plain, the
        # workers and the defaults alternated to 6 M
-  gtest TestCUDAResidentFlowRandom > "$OUT/tests.txt" 2>&1; cat "$OUT/tests.txt"
-  RATES=5M NOHALF=1 bench prof:mb1:rl:b64:gswitchd-auto@block+w8+f2+eager
-  RATES=${RATES:-4.5M,5M,5.25M,5.5M,5.75M,6M} NOHALF=1 bench plain@block mb1:rl:b64:gswitchd-auto@block+w8+f2+eager \
-        gswitchd-auto@block gswitchd-auto@block mb1:rl:b64:gswitchd-auto@block+w8+f2+eager plain@block ;;
+  conform
+  RATES=5M NOHALF=1 bench prof:$W
+  RATES=${RATES:-$TOP} NOHALF=1 bench plain@block $W \
+        gswitchd-auto@block gswitchd-auto@block $W plain@block ;;
 profs) # CPU profiles at 5 M of plain, the throughput setting's workers and the defaults, one host
-  gtest TestCUDAResidentFlowRandom > "$OUT/tests.txt" 2>&1; cat "$OUT/tests.txt"
-  RATES=5M NOHALF=1 bench prof:plain@block prof:mb1:rl:b64:gswitchd-auto@block+w8+f2+eager prof:gswitchd-auto@block ;;
+  conform
+  RATES=5M NOHALF=1 bench prof:plain@block prof:$W prof:gswitchd-auto@block ;;
 plainbatch) # the plain forwarder sending 256 frames a call (its default) against 64, with CPU profiles
   RATES=${RATES:-5M,5.5M,6M} NOHALF=1 bench prof:plain@block prof:pb64:plain@block pb64:plain@block plain@block ;;
 wrounds) # the throughput setting against plain, three rounds alternated to 6 M
-  gtest TestCUDAResidentFlowRandom > "$OUT/tests.txt" 2>&1; cat "$OUT/tests.txt"
-  RATES=${RATES:-4.5M,5M,5.25M,5.5M,5.75M,6M} NOHALF=1 bench plain@block mb1:rl:b64:gswitchd-auto@block+w8+f2+eager \
-        mb1:rl:b64:gswitchd-auto@block+w8+f2+eager plain@block plain@block mb1:rl:b64:gswitchd-auto@block+w8+f2+eager ;;
+  conform
+  RATES=${RATES:-$TOP} NOHALF=1 bench plain@block $W \
+        $W plain@block plain@block $W ;;
 flag) # --resident-lookups: the CUDA tests of the resident lookups, then the floor and eager
       # workers with the flag, twice
   { echo "== gpu"; gtest TestCUDAResident; } > "$OUT/tests.txt" 2>&1
