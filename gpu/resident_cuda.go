@@ -62,6 +62,7 @@ import (
 
 	"gorgonia.org/cu"
 
+	"github.com/gswitch/gswitch/internal/spin"
 	"github.com/gswitch/gswitch/kernels"
 )
 
@@ -98,7 +99,8 @@ import (
 // --resident-lookups); its zero value takes the environment's:
 // GSWITCH_CUDA_RESIDENT=N turns them on with N slots (0, the default: off;
 // "on": 64); GSWITCH_CUDA_RESIDENT_IDLE_US sets the idle time after which
-// the kernel leaves (2000).
+// the kernel leaves (2000); GSWITCH_CUDA_RESIDENT_PAUSE the waiter's
+// pauses between reads (residentPause).
 var residentSlots = func() int {
 	switch v := os.Getenv("GSWITCH_CUDA_RESIDENT"); v {
 	case "", "off":
@@ -113,6 +115,20 @@ var residentSlots = func() int {
 		return n
 	}
 }()
+
+// residentPause is the resident wait's pauses between two reads of the
+// completion word (GSWITCH_CUDA_RESIDENT_PAUSE, 0 to 4096; 0, the
+// default: a runtime.Gosched between reads). With pauses, the wait
+// yields (Gosched) at every residentYieldEvery-th read only.
+var residentPause = func() int {
+	n, err := strconv.Atoi(os.Getenv("GSWITCH_CUDA_RESIDENT_PAUSE"))
+	if err != nil || n < 0 || n > 4096 {
+		return 0
+	}
+	return n
+}()
+
+const residentYieldEvery = 4
 
 var residentIdle = func() time.Duration {
 	us, err := strconv.Atoi(os.Getenv("GSWITCH_CUDA_RESIDENT_IDLE_US"))
@@ -404,7 +420,11 @@ func (c *CUDA) residentWait(cb *cudaBatch) error {
 				}
 			}
 		}
-		runtime.Gosched()
+		if residentPause > 0 && i%residentYieldEvery != residentYieldEvery-1 {
+			spin.Pause(residentPause)
+		} else {
+			runtime.Gosched()
+		}
 	}
 	return nil
 }

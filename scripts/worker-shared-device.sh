@@ -43,7 +43,8 @@
 # them and the defaults; "... profs" (two minutes): CPU profiles of
 # plain, them and the defaults at 5 M; "... plainbatch" (two minutes, no CUDA test):
 # plain sending 256 frames a call against 64; "... wrounds" (five minutes): three rounds of
-# plain against them; "... confirm" (four minutes): the latency
+# plain against them; "... pause" (five minutes): them with the resident wait that pauses
+# between reads against the one that yields, alternated with plain; "... confirm" (four minutes): the latency
 # setting by the flag against the floor, three rounds. Each
 # but plainbatch begins with a CUDA test: on a machine just started the first process to
 # open the device waits about 30 s for the driver. tests runs the CUDA tests of the Gatherer and of the
@@ -88,7 +89,9 @@ cat "$OUT/tests.txt"
 # worker's run then fits a resident lookup), prof: (gswitchd's or the
 # plain forwarder's --cpuprofile, written to $OUT/cpu-N.pprof for the Nth
 # target), pb64: (the plain forwarder's --batch-size 64, recorded in
-# "plain_flags") and md30:
+# "plain_flags"), pz: (GSWITCH_CUDA_RESIDENT_PAUSE=$PZ, 16 by default: the
+# resident wait pauses between reads and yields at every fourth, recorded
+# as "resident_pause") and md30:
 # (--max-delay 30us; the bound is then 130 µs; every line records its
 # "max_delay").
 bench() {
@@ -101,6 +104,7 @@ for t in "$@"; do
     slot:*) t=${t#slot:} env+=(GSWITCH_GATHER_WAIT=slot) tag="$tag\"gather_wait\":\"slot\"," ;;
     res:*) t=${t#res:} env+=(GSWITCH_CUDA_RESIDENT=on) tag="$tag\"resident\":\"on\"," ;;
     rl:*) t=${t#rl:} gf="$gf --resident-lookups 64" ;;
+    pz:*) t=${t#pz:} env+=(GSWITCH_CUDA_RESIDENT_PAUSE=${PZ:-16}) tag="$tag\"resident_pause\":${PZ:-16}," ;;
     b64:*) t=${t#b64:} gf="$gf --batch-size 64" ;;
     pb64:*) t=${t#pb64:} pf="$pf --batch-size 64" ;;
     prof:*) t=${t#prof:} gf="$gf --cpuprofile $OUT/cpu-$i.pprof" pf="$pf --cpuprofile $OUT/cpu-$i.pprof" ;;
@@ -271,6 +275,11 @@ wrounds) # the throughput setting against plain, three rounds alternated to 6 M
   conform
   RATES=${RATES:-$TOP} NOHALF=1 bench plain@block $W \
         $W plain@block plain@block $W ;;
+pause) # the resident wait that pauses between reads (pz:) against the one that yields at each,
+       # the throughput setting, alternated with plain to 6 M
+  conform
+  RATES=${RATES:-$TOP} NOHALF=1 bench plain@block $W pz:$W \
+        pz:$W $W plain@block ;;
 flag) # --resident-lookups: the CUDA tests of the resident lookups, then the floor and eager
       # workers with the flag, twice
   { echo "== gpu"; gtest TestCUDAResident; } > "$OUT/tests.txt" 2>&1
@@ -282,5 +291,5 @@ confirm) # the latency setting by the flag against the floor, three rounds alter
 flagab) # the flag against the environment's setting, alternated, with the floor
   bench plain@frame mb1:rl:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+f1+eager \
         res:mb1:gswitchd-auto@frame+w8+f1+eager mb1:rl:gswitchd-auto@frame+w8+f1+eager plain@frame ;;
-*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency|rate|rounds|blockw|blockw2|wprof|profs|plainbatch|wrounds|flag|flagab|confirm" >&2; exit 2 ;;
+*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency|rate|rounds|blockw|blockw2|wprof|profs|plainbatch|wrounds|pause|flag|flagab|confirm" >&2; exit 2 ;;
 esac
