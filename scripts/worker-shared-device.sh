@@ -44,7 +44,8 @@
 # plain, them and the defaults at 5 M; "... plainbatch" (two minutes, no CUDA test):
 # plain sending 256 frames a call against 64; "... wrounds" (five minutes): three rounds of
 # plain against them; "... pause" (five minutes): them with the resident wait that pauses
-# between reads against the one that yields, alternated with plain; "... confirm" (four minutes): the latency
+# between reads against the one that yields, alternated with plain; "... diag" (four minutes):
+# CPU profiles and perf of plain, them and them with that wait, three steps at 5 M each; "... confirm" (four minutes): the latency
 # setting by the flag against the floor, three rounds. Each
 # but plainbatch begins with a CUDA test: on a machine just started the first process to
 # open the device waits about 30 s for the driver. tests runs the CUDA tests of the Gatherer and of the
@@ -118,12 +119,53 @@ for t in "$@"; do
   [ -n "$pf" ] && sw+=(--plain-flags "${pf# }")
   set=(--ruleset synthetic:131072,512 --pairs 8 --min-batch $mb --max-delay $md --flowmods 0 --json --duration 3s --switch-cpus 0-7)
   [ -z "$NOHALF" ] && set+=(--latency-step)
+  [ -n "$PERF" ] && { $PERFCMD record -a -C 0-7 -F 999 -g -o /tmp/perf-$i.data > /tmp/perf-$i.log 2>&1 & pp=$!; sleep 1; }
   timeout 100 env "${env[@]}" bin/gswitchctl bench forward --gswitchd bin/gswitchd-cuda "${set[@]}" "${sw[@]}" --rates "${RATES:-1M,1.5M,2M}" --targets "$t" \
     2>> "$OUT/forward.log" | sed "s/^{/{\"call_round\":$i,$tag/" >> "$OUT/forward.jsonl"
   echo "$tag$t rc $?" >> "$OUT/machine.txt"
+  [ -n "$PERF" ] && { kill -INT $pp; wait $pp; perfreport $i; }
 done
 date -u >> "$OUT/machine.txt"
 cat "$OUT/machine.txt"
+}
+# perf (Linux's, Debian 12's 6.1 with the libraries it needs, not in the
+# device's image): on the development machine, once,
+#   mkdir -p /tmp/perfpkg/lib && cp /usr/bin/perf /tmp/perfpkg/ && for l in $(ldd /usr/bin/perf | awk '/=>/{print $3}'); do
+#     case ${l##*/} in libc.so.6|libm.so.6|libstdc++.so.6|libgcc_s.so.1|libz.so.1|liblzma.so.5|libzstd.so.1|libcrypt.so.1) ;;
+#     *) cp -L $l /tmp/perfpkg/lib/ ;; esac; done && tar -C /tmp -cJf bin/perf.tar.xz perfpkg
+# (6 MB). perfcheck unpacks it and says in machine.txt whether perf can
+# sample here (PERF stays empty if not); with PERF set, bench runs perf
+# record on the switch's cores 0-7 (999 Hz, call graphs) around each
+# target, and perfreport N writes $OUT/perf-N.txt: the samples by process
+# and object (the kernel or the binary), then each forwarder's symbols,
+# inclusive (--children: sendmmsg and what it calls) and by leaf.
+# bundle packs the profiles and reports into $OUT/diag.tar.xz (a run
+# brings back 8 files at most).
+PERFCMD="env LD_LIBRARY_PATH=/tmp/perfpkg/lib /tmp/perfpkg/perf"
+perfcheck() {
+  PERF=
+  [ -e bin/perf.tar ] && tar -C /tmp -xf bin/perf.tar
+  if $PERFCMD record -a -C 0 -F 999 -g -o /tmp/perf-check.data -- sleep 0.2 > /tmp/perf-check.log 2>&1; then
+    PERF=1; echo "perf: samples" >> "$OUT/machine.txt"
+    $PERFCMD stat -a -C 0 -e cycles,instructions -- sleep 0.2 2>&1 | grep -E 'cycles|instructions' >> "$OUT/machine.txt"
+  else
+    echo "perf: cannot sample here: $(tail -1 /tmp/perf-check.log)" >> "$OUT/machine.txt"
+  fi
+}
+perfreport() {
+  d=/tmp/perf-$1.data
+  { echo "## samples by process and object"
+    $PERFCMD report -i $d --stdio --no-children --sort comm,dso -g none 2>/dev/null | grep -Ev '^$|^#$|^# [^S]' | head -30
+    for c in gswitchd-cuda gswitchctl; do
+      echo "## $c, inclusive (children)"
+      $PERFCMD report -i $d --stdio --children --comm $c --sort sym -g none --percent-limit 0.4 2>/dev/null | grep -Ev '^$|^#$|^# [^S]' | head -70
+      echo "## $c, by leaf"
+      $PERFCMD report -i $d --stdio --no-children --comm $c --sort sym -g none --percent-limit 0.4 2>/dev/null | grep -Ev '^$|^#$|^# [^S]' | head -50
+    done; } > "$OUT/perf-$1.txt"
+  rm -f $d
+}
+bundle() {
+  (cd "$OUT" && ls cpu-*.pprof perf-*.txt 2>/dev/null | xargs -r tar -cJf diag.tar.xz && ls cpu-*.pprof perf-*.txt 2>/dev/null | xargs -r rm -f)
 }
 # The resident lookups' checks. ptx KERNEL...: kernels/KERNEL.cu compiled
 # with nvcc into /tmp/ptx (the committed PTX copied there first) for sm_90
@@ -280,6 +322,13 @@ pause) # the resident wait that pauses between reads (pz:) against the one that 
   conform
   RATES=${RATES:-$TOP} NOHALF=1 bench plain@block $W pz:$W \
         pz:$W $W plain@block ;;
+diag) # where a frame's CPU goes at 5 M: plain, the throughput setting, and it with the pausing
+      # wait, each for three 3 s steps at 5 M with its CPU profile and, where perf can sample, perf
+      # record of the switch's cores
+  conform
+  perfcheck
+  RATES=${RATES:-5M,5M,5M} NOHALF=1 bench prof:plain@block prof:$W prof:pz:$W
+  bundle ;;
 flag) # --resident-lookups: the CUDA tests of the resident lookups, then the floor and eager
       # workers with the flag, twice
   { echo "== gpu"; gtest TestCUDAResident; } > "$OUT/tests.txt" 2>&1
@@ -291,5 +340,5 @@ confirm) # the latency setting by the flag against the floor, three rounds alter
 flagab) # the flag against the environment's setting, alternated, with the floor
   bench plain@frame mb1:rl:gswitchd-auto@frame+w8+f1+eager res:mb1:gswitchd-auto@frame+w8+f1+eager \
         res:mb1:gswitchd-auto@frame+w8+f1+eager mb1:rl:gswitchd-auto@frame+w8+f1+eager plain@frame ;;
-*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency|rate|rounds|blockw|blockw2|wprof|profs|plainbatch|wrounds|pause|flag|flagab|confirm" >&2; exit 2 ;;
+*) echo "usage: $0 tests|bench|quick|ab|gather|resident|resbench|eager|reslat|latency|rate|rounds|blockw|blockw2|wprof|profs|plainbatch|wrounds|pause|diag|flag|flagab|confirm" >&2; exit 2 ;;
 esac
