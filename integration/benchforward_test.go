@@ -83,6 +83,10 @@ func benchForwardOnce(t *testing.T, ctl, gsw, sink string) (lossy string) {
 			if recv, _ := m["received"].(float64); (cores > 0 && recv > 0) != (perFrame > 0) || perFrame > 1e6 {
 				t.Errorf("switch_cores %v, received %v, switch_cpu_us_per_frame %v: %s", cores, recv, perFrame, sc.Text())
 			}
+			// Its system time's part is a part of it (the same samples).
+			if sys, _ := m["switch_sys_us_per_frame"].(float64); sys < 0 || sys > perFrame {
+				t.Errorf("switch_sys_us_per_frame %v of switch_cpu_us_per_frame %v: %s", sys, perFrame, sc.Text())
+			}
 			// Generous: a busy CI machine may drop a few frames, but at
 			// these rates a switch that forwards must pass almost all.
 			if loss, _ := m["loss_pct"].(float64); loss > 5 || m["forwarded_pps"].(float64) < 2000 {

@@ -163,3 +163,24 @@ func TestCPUPerFrame(t *testing.T) {
 		}
 	}
 }
+
+// TestSysSince: the process's system time over an interval, in cores; 0
+// without a first sample of the process or with a clock that did not
+// move.
+func TestSysSince(t *testing.T) {
+	t0 := time.Now()
+	s0 := cpuSample{at: t0, proc: 1000, procSys: 400}
+	s1 := cpuSample{at: t0.Add(2 * time.Second), proc: 2000, procSys: 700}
+	if got := s1.sysSince(s0); math.Abs(got-1.5) > 1e-9 { // 300 ticks of 1/100 s in 2 s
+		t.Errorf("sysSince = %v, want 1.5", got)
+	}
+	if _, _, proc := s1.since(s0); proc < s1.sysSince(s0) {
+		t.Errorf("system time %v above the process's %v", s1.sysSince(s0), proc)
+	}
+	if got := s1.sysSince(cpuSample{at: t0}); got != 0 {
+		t.Errorf("no process in the first sample: %v", got)
+	}
+	if got := s0.sysSince(s0); got != 0 {
+		t.Errorf("no time: %v", got)
+	}
+}

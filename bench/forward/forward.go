@@ -506,6 +506,11 @@ type Step struct {
 	// frame forwarded (Received): its CPU per forwarded frame by its own
 	// accounting. 0 when nothing arrived.
 	SwitchCPUPerFrameUs float64 `json:"switch_cpu_us_per_frame,omitempty"`
+	// SwitchSysPerFrameUs is the system time's part of it: the kernel in
+	// the switch's system calls (its reads, polls and sends; the receive
+	// work a send runs on veth is softirq time, switch_cpus_softirq, on
+	// a kernel that accounts interrupt time).
+	SwitchSysPerFrameUs float64 `json:"switch_sys_us_per_frame,omitempty"`
 	// With --switch-cpus: how many of those cores were busy over the step
 	// (/proc/stat's per-core lines, the switch's process and the kernel's
 	// work on them alike: a switch whose cores are all busy is bound by

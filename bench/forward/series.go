@@ -198,13 +198,14 @@ func (e *fwdEnv) stepOnce(target, backend string, rules int, rate int64, fsets [
 	cpu1 := readCPU(e.swPid, e.swSet)
 	s.BusyCores, s.StealCores, s.SwitchCores = cpu1.since(cpu0)
 	s.SwitchCPUPerFrameUs = cpuPerFrameUs(s.SwitchCores, cpu1.at.Sub(cpu0.at), s.Received)
+	s.SwitchSysPerFrameUs = cpuPerFrameUs(cpu1.sysSince(cpu0), cpu1.at.Sub(cpu0.at), s.Received)
 	s.SwitchCPUsBusy, s.SwitchCPUsSoftirq = cpu1.setSince(cpu0)
 	if e.swSet != nil {
 		stages += fmt.Sprintf("; switch cores busy %.2f, irq and softirq %.2f", s.SwitchCPUsBusy, s.SwitchCPUsSoftirq)
 	}
-	fmt.Fprintf(e.log, "bench forward: round %d %s rules=%d asked=%d offered=%.0f forwarded=%.0f loss=%.3f%% (dropped by rule %d; backlog drops %d, sink ring drops %d, switch rx %d rx-dropped %d tx %d, keys cpu %d gpu %d; latency p50 %.0fµs p99 %.0fµs%s; busy cores %.1f, stolen %.1f, switch %.1f, %.2fµs a forwarded frame)\n",
+	fmt.Fprintf(e.log, "bench forward: round %d %s rules=%d asked=%d offered=%.0f forwarded=%.0f loss=%.3f%% (dropped by rule %d; backlog drops %d, sink ring drops %d, switch rx %d rx-dropped %d tx %d, keys cpu %d gpu %d; latency p50 %.0fµs p99 %.0fµs%s; busy cores %.1f, stolen %.1f, switch %.1f, %.2fµs a forwarded frame, %.2fµs of it system)\n",
 		e.round, target, rules, rate, s.OfferedPPS, s.ForwardedPPS, s.LossPct, s.DroppedByRule, s.BacklogDrops, s.SinkRingDrops, s.SwitchRx, s.SwitchRxDropped, s.SwitchTx,
-		s.SwitchKeysOnCPU, s.SwitchKeysOnGPU, s.LatencyP50us, s.LatencyP99us, stages, s.BusyCores, s.StealCores, s.SwitchCores, s.SwitchCPUPerFrameUs)
+		s.SwitchKeysOnCPU, s.SwitchKeysOnGPU, s.LatencyP50us, s.LatencyP99us, stages, s.BusyCores, s.StealCores, s.SwitchCores, s.SwitchCPUPerFrameUs, s.SwitchSysPerFrameUs)
 	return s, nil
 }
 

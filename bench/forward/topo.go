@@ -797,6 +797,7 @@ type cpuSample struct {
 	at                 time.Time
 	busy, steal, total uint64
 	proc               uint64 // the process's ticks; 0 when there is none
+	procSys            uint64 // of those, its system time's
 	set                cpuTicks
 }
 
@@ -829,7 +830,7 @@ func readCPU(pid int, set *unix.CPUSet) cpuSample {
 				if len(f) > 12 {
 					u, _ := strconv.ParseUint(f[11], 10, 64)
 					st, _ := strconv.ParseUint(f[12], 10, 64)
-					s.proc = u + st
+					s.proc, s.procSys = u+st, st
 				}
 			}
 		}
@@ -907,6 +908,15 @@ func cpuPerFrameUs(cores float64, elapsed time.Duration, frames uint64) float64 
 // since returns the cores the machine kept busy between s0 and s (busy
 // ticks over total ticks, times the cores), the cores the hypervisor gave
 // to someone else (steal), and the cores the process used.
+// sysSince is the cores the process's system time kept busy since s0
+// (the kernel working in its system calls; 0 as since's proc is).
+func (s cpuSample) sysSince(s0 cpuSample) float64 {
+	if d := s.at.Sub(s0.at).Seconds(); d > 0 && s.procSys >= s0.procSys && s0.proc > 0 {
+		return float64(s.procSys-s0.procSys) / userHZ / d
+	}
+	return 0
+}
+
 func (s cpuSample) since(s0 cpuSample) (busy, steal, proc float64) {
 	if s.total > s0.total {
 		busy = float64(s.busy-s0.busy) / float64(s.total-s0.total) * float64(runtime.NumCPU())
