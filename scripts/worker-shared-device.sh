@@ -322,11 +322,14 @@ pause) # the resident wait that pauses between reads (pz:) against the one that 
   conform
   RATES=${RATES:-$TOP} NOHALF=1 bench plain@block $W pz:$W \
         pz:$W $W plain@block ;;
-diag) # where a frame's CPU goes at 5 M: plain, the throughput setting, and it with the pausing
-      # wait, each for three 3 s steps at 5 M with its CPU profile and, where perf can sample, perf
-      # record of the switch's cores
+diag) # where a frame's CPU goes at 5 M: the host's own work on the GPU path on one of the
+      # host's cores (BenchmarkPerFrame path=ahead, and path=direct for the CPU's), then plain, the
+      # throughput setting, and it with the pausing wait, each for three 3 s steps at 5 M with its
+      # CPU profile and, where perf can sample, perf record of the switch's cores
   conform
   perfcheck
+  (cd datapath/pipeline && taskset -c 0 timeout 120 ../../bin/datapath_pipeline.test -test.run XXX \
+    -test.bench 'PerFrame/path=(ahead|direct)/set=wide' -test.benchtime 20000x -test.count 2 2>&1 | grep -E '^(Benchmark|ok|FAIL)') >> "$OUT/tests.txt"
   RATES=${RATES:-5M,5M,5M} NOHALF=1 bench prof:plain@block prof:$W prof:pz:$W
   bundle ;;
 flag) # --resident-lookups: the CUDA tests of the resident lookups, then the floor and eager
