@@ -329,7 +329,7 @@ diag) # where a frame's CPU goes at 5 M: the host's own work on the GPU path on 
   conform
   perfcheck
   (cd datapath/pipeline && taskset -c 0 timeout 120 ../../bin/datapath_pipeline.test -test.run XXX \
-    -test.bench 'PerFrame/path=(ahead|direct)/set=wide' -test.benchtime 20000x -test.count 2 2>&1 | grep -E '^(Benchmark|ok|FAIL)') >> "$OUT/tests.txt"
+    -test.bench 'PerFrame/path=(ahead|direct)/set=wide/batch=256' -test.benchtime 20000x -test.count 2 2>&1 | grep -E '^(Benchmark|ok|FAIL)') >> "$OUT/tests.txt"
   RATES=${RATES:-5M,5M,5M} NOHALF=1 bench prof:plain@block prof:$W prof:pz:$W
   bundle ;;
 flag) # --resident-lookups: the CUDA tests of the resident lookups, then the floor and eager
