@@ -908,22 +908,26 @@ func cpuPerFrameUs(cores float64, elapsed time.Duration, frames uint64) float64 
 // since returns the cores the machine kept busy between s0 and s (busy
 // ticks over total ticks, times the cores), the cores the hypervisor gave
 // to someone else (steal), and the cores the process used.
-// sysSince is the cores the process's system time kept busy since s0
-// (the kernel working in its system calls; 0 as since's proc is).
-func (s cpuSample) sysSince(s0 cpuSample) float64 {
-	if d := s.at.Sub(s0.at).Seconds(); d > 0 && s.procSys >= s0.procSys && s0.proc > 0 {
-		return float64(s.procSys-s0.procSys) / userHZ / d
-	}
-	return 0
-}
-
 func (s cpuSample) since(s0 cpuSample) (busy, steal, proc float64) {
 	if s.total > s0.total {
 		busy = float64(s.busy-s0.busy) / float64(s.total-s0.total) * float64(runtime.NumCPU())
 		steal = float64(s.steal-s0.steal) / float64(s.total-s0.total) * float64(runtime.NumCPU())
 	}
-	if d := s.at.Sub(s0.at).Seconds(); d > 0 && s.proc >= s0.proc && s0.proc > 0 {
-		proc = float64(s.proc-s0.proc) / userHZ / d
+	return busy, steal, s.procCores(s0, s.proc, s0.proc)
+}
+
+// sysSince is the cores the process's system time kept busy since s0
+// (the kernel working in its system calls).
+func (s cpuSample) sysSince(s0 cpuSample) float64 {
+	return s.procCores(s0, s.procSys, s0.procSys)
+}
+
+// procCores is the cores a tick count of the process, v at s and v0 at
+// s0, kept busy between them; 0 without a sample of the process at s0 or
+// with a clock or a count that did not move forward.
+func (s cpuSample) procCores(s0 cpuSample, v, v0 uint64) float64 {
+	if d := s.at.Sub(s0.at).Seconds(); d > 0 && v >= v0 && s0.proc > 0 {
+		return float64(v-v0) / userHZ / d
 	}
-	return busy, steal, proc
+	return 0
 }
