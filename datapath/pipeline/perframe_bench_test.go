@@ -209,11 +209,13 @@ func runAhead(b *testing.B, sw *Switch, eng *gpu.Engine, frames []afpacket.Frame
 	tab := sw.tables[0]
 	pw := newWorker(sw)
 	pre := make([]flow.RuleID, 0, len(frames))
+	data := make([][]byte, len(frames))
+	for i := range frames {
+		data[i] = frames[i].Data
+	}
 	for off := 0; off < len(frames); off += batch {
 		pw.begin()
-		for i := off; i < min(off+batch, len(frames)); i++ {
-			pw.admit(1, [][]byte{frames[i].Data})
-		}
+		pw.admit(1, data[off:min(off+batch, len(frames))])
 		pw.allAtFirst()
 		soa := pw.packSoA(tab.proj, nil)
 		res := make([]flow.RuleID, len(pw.idx))
