@@ -68,17 +68,22 @@ type queuedFrame struct {
 }
 
 // readQueues reads every queue of p in a goroutine of its own until 'want'
-// test frames arrived in all or 'wait' passes without a new one; it
-// returns them in each queue's order.
-func readQueues(t *testing.T, p *Port, want int, wait time.Duration) [][]queuedFrame {
+// test frames arrived in all or 'wait' passes without a new one after
+// 'send' (if not nil) returned; it returns them in each queue's order.
+// The readers run while 'send' sends, as a port's readers do: a ring of
+// NumBlocks blocks retired every BlockTimeout lasts about NumBlocks *
+// BlockTimeout without a reader, and a send slowed by a loaded machine
+// takes longer than that.
+func readQueues(t *testing.T, p *Port, want int, wait time.Duration, send func()) [][]queuedFrame {
 	t.Helper()
 	got := make([][]queuedFrame, p.Queues())
 	var (
-		mu    sync.Mutex
-		total int
-		last  = time.Now()
-		wg    sync.WaitGroup
-		errs  = make([]error, p.Queues())
+		mu      sync.Mutex
+		total   int
+		last    = time.Now()
+		sending = send != nil
+		wg      sync.WaitGroup
+		errs    = make([]error, p.Queues())
 	)
 	for i := range p.Queues() {
 		wg.Add(1)
@@ -86,7 +91,7 @@ func readQueues(t *testing.T, p *Port, want int, wait time.Duration) [][]queuedF
 			defer wg.Done()
 			for {
 				mu.Lock()
-				done := total >= want || time.Since(last) > wait
+				done := total >= want || !sending && time.Since(last) > wait
 				mu.Unlock()
 				if done {
 					return
@@ -107,6 +112,12 @@ func readQueues(t *testing.T, p *Port, want int, wait time.Duration) [][]queuedF
 			}
 		}()
 	}
+	if send != nil {
+		send()
+		mu.Lock()
+		sending, last = false, time.Now()
+		mu.Unlock()
+	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		t.Fatalf("Receive: %v", err)
@@ -126,8 +137,8 @@ func TestQueuesFanout(t *testing.T) {
 	}
 	const flows, per = 64, 8
 	sent := flowBurst(tn, flows, per)
-	tn.peerSocket(t).send(t, sent...)
-	got := readQueues(t, p, len(sent), 300*time.Millisecond)
+	ps := tn.peerSocket(t)
+	got := readQueues(t, p, len(sent), 300*time.Millisecond, func() { ps.send(t, sent...) })
 
 	seen := map[uint32]int{}
 	flowQueue := map[uint16]int{}
@@ -153,7 +164,8 @@ func TestQueuesFanout(t *testing.T) {
 	t.Logf("frames per queue: %v", perQueue)
 	for i := range sent {
 		if seen[uint32(i)] != 1 {
-			t.Fatalf("frame %d read %d times (per queue %v)", i, seen[uint32(i)], perQueue)
+			st, _ := p.Stats()
+			t.Fatalf("frame %d read %d times (per queue %v; port %+v)", i, seen[uint32(i)], perQueue, st)
 		}
 	}
 	for q, n := range perQueue {
@@ -187,9 +199,11 @@ func TestQueuesFanout(t *testing.T) {
 // picks unique ids), so each port reads every frame, as separate ports do.
 func TestQueuesGroupsApart(t *testing.T) {
 	tn := newTestNet(t)
-	cfg := Config{Queues: 2, BlockSize: 64 << 10, NumBlocks: 4, BlockTimeout: time.Millisecond}
+	// The ports are read one after the other once all is sent: 16 blocks
+	// retired every 10 ms last a send slowed to 160 ms.
+	cfg := Config{Queues: 2, BlockSize: 64 << 10, NumBlocks: 16, BlockTimeout: 10 * time.Millisecond}
 	a, b := openPort(t, tn.host, cfg), openPort(t, tn.host, cfg)
-	single := openPort(t, tn.host, Config{BlockSize: 64 << 10, NumBlocks: 4, BlockTimeout: time.Millisecond})
+	single := openPort(t, tn.host, Config{BlockSize: 64 << 10, NumBlocks: 16, BlockTimeout: 10 * time.Millisecond})
 	if a.FanoutGroup() == b.FanoutGroup() || single.FanoutGroup() != -1 {
 		t.Fatalf("fanout groups %d, %d and %d", a.FanoutGroup(), b.FanoutGroup(), single.FanoutGroup())
 	}
@@ -197,7 +211,7 @@ func TestQueuesGroupsApart(t *testing.T) {
 	tn.peerSocket(t).send(t, sent...)
 	for i, p := range []*Port{a, b, single} {
 		n := 0
-		for _, q := range readQueues(t, p, len(sent), 300*time.Millisecond) {
+		for _, q := range readQueues(t, p, len(sent), 300*time.Millisecond, nil) {
 			n += len(q)
 		}
 		if n != len(sent) {
@@ -238,15 +252,14 @@ func TestQueuesIgnoreOutgoing(t *testing.T) {
 	if n != 60 {
 		t.Fatalf("peer received %d of 60", n)
 	}
-	for q, got := range readQueues(t, p, 1, 150*time.Millisecond) {
+	for q, got := range readQueues(t, p, 1, 150*time.Millisecond, nil) {
 		if len(got) != 0 {
 			t.Fatalf("queue %d read back %d frames sent from the host", q, len(got))
 		}
 	}
 	// And frames from the peer still come in.
-	ps.send(t, flowBurst(tn, 8, 2)...)
 	total := 0
-	for _, got := range readQueues(t, p, 16, 300*time.Millisecond) {
+	for _, got := range readQueues(t, p, 16, 300*time.Millisecond, func() { ps.send(t, flowBurst(tn, 8, 2)...) }) {
 		total += len(got)
 	}
 	if total != 16 {
@@ -266,7 +279,7 @@ func TestQueuesRingDrops(t *testing.T) {
 	tn.peerSocket(t).send(t, frames...)
 	time.Sleep(20 * time.Millisecond)
 	n := 0
-	for _, q := range readQueues(t, p, 800, 100*time.Millisecond) {
+	for _, q := range readQueues(t, p, 800, 100*time.Millisecond, nil) {
 		n += len(q)
 	}
 	st, err := p.Stats()
