@@ -26,7 +26,10 @@ func sleepMedian(n int, d time.Duration, kick func()) time.Duration {
 // TestKickerShortSleep: with a Kicker armed at the deadline, a 100 µs
 // sleep of an idle process ends well before the runtime's 1 ms rounding.
 // (Without it the sleep takes about 1 ms; that is logged, not asserted:
-// another busy goroutine of the test binary can make it precise too.)
+// another busy goroutine of the test binary can make it precise too.) A
+// loaded machine can keep the woken thread off a core for longer than
+// that, so the test passes if one of three tries does; a Kicker that does
+// not wake the sleep fails all three.
 func TestKickerShortSleep(t *testing.T) {
 	k, err := New()
 	if err != nil {
@@ -34,13 +37,18 @@ func TestKickerShortSleep(t *testing.T) {
 	}
 	defer k.Close()
 	const d = 100 * time.Microsecond
-	plain := sleepMedian(50, d, func() {})
-	kicked := sleepMedian(50, d, func() { k.Arm(d) })
-	k.Disarm()
-	t.Logf("time.Sleep(%v): median %v alone, %v kicked", d, plain, kicked)
-	if kicked > 600*time.Microsecond {
-		t.Errorf("kicked sleep of %v took %v at the median", d, kicked)
+	var tries []time.Duration
+	for range 3 {
+		plain := sleepMedian(50, d, func() {})
+		kicked := sleepMedian(50, d, func() { k.Arm(d) })
+		k.Disarm()
+		t.Logf("time.Sleep(%v): median %v alone, %v kicked", d, plain, kicked)
+		if kicked <= 600*time.Microsecond {
+			return
+		}
+		tries = append(tries, kicked)
 	}
+	t.Errorf("kicked sleep of %v took %v at the median in three tries", d, tries)
 }
 
 // TestKickerArmDisarm: delays of Threshold or more and nil Kickers are
