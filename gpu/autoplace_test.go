@@ -109,12 +109,32 @@ func TestEngineAutoLoadedCalibration(t *testing.T) {
 // do not change the class count still put the calibration off (within
 // maxCalibrationWait).
 func TestEngineAutoWaitsForQuiet(t *testing.T) {
+	// A loaded machine can hold the test off its core for longer than the
+	// delay between two updates, and the calibration then rightly runs:
+	// such a try is done again, three at most.
+	for try := 1; ; try++ {
+		gap, ok := autoWaitsForQuiet(t)
+		if ok {
+			return
+		}
+		if try == 3 {
+			t.Fatalf("the test was held up longer than the quiet delay in all three tries (the last for %v)", gap)
+		}
+		t.Logf("try %d: %v between two updates, longer than the quiet delay: trying again", try, gap)
+	}
+}
+
+// autoWaitsForQuiet runs TestEngineAutoWaitsForQuiet once; it reports
+// false with the gap between two updates if one was longer than the
+// delay (the calibration it checks for may then run).
+func autoWaitsForQuiet(t *testing.T) (time.Duration, bool) {
+	const delay = 60 * time.Millisecond
 	tab, err := flow.NewTable(flow.Config{Algo: flow.Tuple, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := NewEngine(EngineConfig{Devices: []Backend{NewCPU()}, MinBatch: 64, Mode: ModeAuto,
-		Auto: AutoConfig{Delay: 60 * time.Millisecond},
+		Auto: AutoConfig{Delay: delay},
 		measureDev: func(Backend, TableID, *calibSample) (float64, error) {
 			return 1e6, nil
 		}})
@@ -126,10 +146,16 @@ func TestEngineAutoWaitsForQuiet(t *testing.T) {
 	addExact(t, tab, 0, 1)  // a class: the table waits for a calibration
 	syncTable(t, e, 1, tab)
 	start := time.Now()
+	last := start // the last update's end
 	for k := 1; time.Since(start) < 400*time.Millisecond; k++ {
 		addExact(t, tab, k, 1) // the same class
+		gap := time.Since(last)
 		syncTable(t, e, 1, tab)
+		last = time.Now()
 		if c := backendOf(t, e, 1).Calibrations; c != 1 {
+			if gap >= delay {
+				return gap, false
+			}
 			t.Fatalf("calibrated %d times while updates kept coming every 10 ms (%v in)", c, time.Since(start))
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -144,6 +170,7 @@ func TestEngineAutoWaitsForQuiet(t *testing.T) {
 	if tb := backendOf(t, e, 1); tb.Classes != 1 {
 		t.Errorf("after the updates: %+v", tb)
 	}
+	return 0, true
 }
 
 // TestEngineAutoSmallBatchFloor: a flow table placed on the devices gets

@@ -98,8 +98,10 @@ func TestSplitOrderAndBackPressure(t *testing.T) {
 	}()
 	// The first batch blocks in Send; splitDepth more queue; the reader
 	// then waits for a free batcher inside the hand of the last of them.
+	// Wait for that (a loaded machine takes its time), then give the
+	// reader 50 ms more to show it does not hand more.
 	deadline := time.Now().Add(5 * time.Second)
-	for out.waiting.Load() == 0 && time.Now().Before(deadline) {
+	for (out.waiting.Load() == 0 || len(handed) < splitDepth || st.n.Load() < int64((splitDepth+1)*per)) && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond)

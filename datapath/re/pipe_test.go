@@ -169,8 +169,10 @@ func TestRunEncoderBackPressure(t *testing.T) {
 		}
 		close(done)
 	}()
+	// Wait for the port to block and the queue to fill (a loaded machine
+	// takes its time), then give the sender 50 ms more to show it waits.
 	deadline := time.Now().Add(5 * time.Second)
-	for out.waiting.Load() == 0 && time.Now().Before(deadline) {
+	for (out.waiting.Load() == 0 || sent.Load() < depth+1 || l.Enc.Counters().QueueWaits == 0) && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond)
