@@ -171,9 +171,7 @@ func benchPerFrame(b *testing.B, path, set string, batch int) {
 			bt.add(&frames[i], now)
 		}
 		bt = next(bt)
-		if off += batch; off+batch > len(frames) {
-			off = 0
-		}
+		off = nextBatch(off, batch, len(frames))
 	}
 	stop()
 	b.StopTimer()
@@ -199,6 +197,16 @@ func benchPerFrame(b *testing.B, path, set string, batch int) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/frame")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*batch), "cpu-ns/frame")
+}
+
+// nextBatch is the offset in a pool of n frames of the batch after the one
+// at off: the pool's batches in turn, from its start again when the next
+// would not fit.
+func nextBatch(off, batch, n int) int {
+	if off += batch; off+batch > n {
+		return 0
+	}
+	return off
 }
 
 // runAhead returns path=ahead's run of a batch: a worker's run from its
@@ -240,9 +248,7 @@ func runAhead(b *testing.B, sw *Switch, eng *gpu.Engine, frames []afpacket.Frame
 		pw.flush()
 		sw.observeBatch(bt, time.Now())
 		bt.reset()
-		if off += batch; off+batch > len(pre) {
-			off = 0
-		}
+		off = nextBatch(off, batch, len(pre))
 		return bt
 	}
 }
