@@ -23,8 +23,9 @@
 // block retires with few frames in it, so what a ring lasts without its
 // reader is about NumBlocks * BlockTimeout, not its bytes: a reader kept
 // off its core longer than that (64 ms at the defaults, 32 blocks of 2 ms)
-// loses frames of traffic as light as one frame every 2 ms. Every offset the kernel wrote is checked against
-// the block's bounds before it is followed.
+// loses frames of traffic as light as one frame every 2 ms. Every offset
+// the kernel wrote is checked against the block's bounds before it is
+// followed.
 //
 // # Receive rings
 //
